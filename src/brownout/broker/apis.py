@@ -1,0 +1,688 @@
+"""KafkaApis: one handler per API, each written once for every version.
+
+Handlers read request fields by their newest names (older versions simply lack some,
+read with `getattr` defaults) and describe responses as plain dicts that
+`protocol.build` turns into the negotiated version's classes.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from ..common.kafka_config import KafkaConfig
+from ..controller.image import MetadataImage
+from ..controller.topics import INTERNAL_TOPICS, NewTopic, validate_topic_name
+from ..protocol.apis import BROKER_APIS, ApiKey, response_class
+from ..protocol.build import build, millis
+from ..protocol.connection import Request, ServerConnection
+from .configs import broker_config_entries, topic_config_entries
+from .controller_channel import ControllerChannel
+from .partition import PartitionError, TopicPartition
+from .producer_ids import ProducerIdManager
+from .replica_manager import FetchRequestPartition, ReplicaManager
+
+log = logging.getLogger("kafka.server.KafkaApis")
+
+CLUSTER_AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
+RESOURCE_TOPIC = 2
+RESOURCE_BROKER = 4
+RESOURCE_BROKER_LOGGER = 8
+LATEST_TIMESTAMP = -1
+EARLIEST_TIMESTAMP = -2
+MAX_TIMESTAMP = -3
+
+Handler = Callable[[Request, str], Awaitable[Any]]
+
+
+class MetadataCache:
+    """The broker's current metadata image, replaced as committed records arrive."""
+
+    def __init__(self, image: MetadataImage) -> None:
+        self.image = image
+
+
+class KafkaApis:
+    def __init__(
+        self,
+        *,
+        config: KafkaConfig,
+        cluster_id: str,
+        metadata: MetadataCache,
+        replica_manager: ReplicaManager,
+        controller: ControllerChannel,
+        producer_ids: ProducerIdManager,
+        group_apis: Any | None = None,
+    ) -> None:
+        self.config = config
+        self.node_id = config.node_id
+        self.cluster_id = cluster_id
+        self.metadata = metadata
+        self.replica_manager = replica_manager
+        self.controller = controller
+        self.producer_ids = producer_ids
+        self.group_apis = group_apis
+        self.supported = dict(BROKER_APIS)
+        self._handlers: dict[int, Handler] = {
+            ApiKey.API_VERSIONS: self.handle_api_versions,
+            ApiKey.METADATA: self.handle_metadata,
+            ApiKey.PRODUCE: self.handle_produce,
+            ApiKey.FETCH: self.handle_fetch,
+            ApiKey.LIST_OFFSETS: self.handle_list_offsets,
+            ApiKey.CREATE_TOPICS: self.handle_create_topics,
+            ApiKey.DELETE_TOPICS: self.handle_delete_topics,
+            ApiKey.DESCRIBE_CONFIGS: self.handle_describe_configs,
+            ApiKey.DESCRIBE_CLUSTER: self.handle_describe_cluster,
+            ApiKey.INIT_PRODUCER_ID: self.handle_init_producer_id,
+            ApiKey.OFFSET_FOR_LEADER_EPOCH: self.handle_offset_for_leader_epoch,
+        }
+        if group_apis is not None:
+            self._handlers.update(group_apis.handlers())
+        else:
+            for key in _GROUP_KEYS:
+                self.supported.pop(key, None)
+
+    @property
+    def image(self) -> MetadataImage:
+        return self.metadata.image
+
+    async def handle(self, request: Request, listener: str) -> Any | None:
+        """The response body for `request`, or None when no response is sent."""
+        header = request.header
+        if request.body is None:
+            if header.api_key == ApiKey.API_VERSIONS:
+                return self._api_versions_unsupported()
+            raise UnsupportedRequest(
+                f"Unsupported API version {header.api_version} for api key {header.api_key}"
+            )
+        handler = self._handlers[header.api_key]
+        return await handler(request, listener)
+
+    def _response(self, request: Request, data: dict[str, Any]) -> Any:
+        cls = ServerConnection.response_class(request.header)
+        return build(cls, data)
+
+    # -- ApiVersions ----------------------------------------------------------------
+
+    def _api_versions_unsupported(self) -> Any:
+        # KIP-511: answer an unknown ApiVersions version with a v0 body that names the
+        # ApiVersions range, so the client retries with a version both sides speak.
+        low, high = self.supported[ApiKey.API_VERSIONS]
+        cls = response_class(ApiKey.API_VERSIONS, 0)
+        return build(
+            cls,
+            {
+                "error_code": ErrorCode.unsupported_version,
+                "api_keys": [
+                    {"api_key": int(ApiKey.API_VERSIONS), "min_version": low, "max_version": high}
+                ],
+            },
+        )
+
+    async def handle_api_versions(self, request: Request, listener: str) -> Any:
+        keys = [
+            {"api_key": int(k), "min_version": lo, "max_version": hi}
+            for k, (lo, hi) in sorted(self.supported.items())
+        ]
+        return self._response(
+            request,
+            {"error_code": ErrorCode.none, "api_keys": keys, "throttle_time": 0},
+        )
+
+    # -- Metadata -------------------------------------------------------------------
+
+    def _brokers(self, listener: str) -> list[dict[str, Any]]:
+        brokers = []
+        for b in self.image.live_brokers():
+            endpoint = b.endpoint(listener)
+            if endpoint is not None:
+                brokers.append(
+                    {"node_id": b.broker_id, "host": endpoint.host, "port": endpoint.port,
+                     "rack": b.rack}
+                )
+        return brokers
+
+    def _topic_metadata(self, name: str, listener: str) -> dict[str, Any]:
+        image = self.image
+        topic = image.topic(name)
+        if topic is None:
+            return {
+                "error_code": ErrorCode.unknown_topic_or_partition,
+                "name": name,
+                "topic_id": None,
+                "is_internal": False,
+                "partitions": [],
+                "topic_authorized_operations": CLUSTER_AUTHORIZED_OPERATIONS_OMITTED,
+            }
+        alive = {b.broker_id for b in image.live_brokers() if b.endpoint(listener)}
+        partitions = []
+        for index in sorted(topic.partitions):
+            reg = topic.partitions[index]
+            error = ErrorCode.none
+            leader = reg.leader
+            if leader not in alive:
+                error, leader = ErrorCode.leader_not_available, -1
+            partitions.append(
+                {
+                    "error_code": error,
+                    "partition_index": index,
+                    "leader_id": leader,
+                    "leader_epoch": reg.leader_epoch,
+                    "replica_nodes": list(reg.replicas),
+                    "isr_nodes": list(reg.isr),
+                    "offline_replicas": [r for r in reg.replicas if r not in alive],
+                }
+            )
+        return {
+            "error_code": ErrorCode.none,
+            "name": name,
+            "topic_id": topic.topic_id,
+            "is_internal": name in INTERNAL_TOPICS,
+            "partitions": partitions,
+            "topic_authorized_operations": CLUSTER_AUTHORIZED_OPERATIONS_OMITTED,
+        }
+
+    async def handle_metadata(self, request: Request, listener: str) -> Any:
+        body = request.body
+        version = request.header.api_version
+        requested = body.topics
+        if version == 0 and not requested:
+            requested = None  # v0: an empty list means all topics
+        allow_create = getattr(body, "allow_auto_topic_creation", True)
+        if requested is None:
+            names = sorted(n for n in self.image.topic_ids)
+            topics = [self._topic_metadata(n, listener) for n in names]
+        else:
+            topics = []
+            for t in requested:
+                name = getattr(t, "name", None)
+                topic_id = getattr(t, "topic_id", None)
+                if name is None and topic_id is not None:
+                    found = self.image.topics_by_id.get(topic_id)
+                    if found is None:
+                        topics.append(
+                            {"error_code": ErrorCode.unknown_topic_id, "name": None,
+                             "topic_id": topic_id, "is_internal": False, "partitions": []}
+                        )
+                        continue
+                    name = found.name
+                topics.append(await self._metadata_for_name(name, listener, allow_create))
+        return self._response(
+            request,
+            {
+                "throttle_time": 0,
+                "brokers": self._brokers(listener),
+                "cluster_id": self.cluster_id,
+                "controller_id": self._controller_id_for_clients(),
+                "topics": topics,
+                "cluster_authorized_operations": CLUSTER_AUTHORIZED_OPERATIONS_OMITTED,
+            },
+        )
+
+    async def _metadata_for_name(
+        self, name: str, listener: str, allow_create: bool
+    ) -> dict[str, Any]:
+        if self.image.topic(name) is None:
+            problem = validate_topic_name(name)
+            if problem:
+                return {"error_code": ErrorCode.invalid_topic_exception, "name": name,
+                        "topic_id": None, "is_internal": False, "partitions": []}
+            if allow_create and self.config["auto.create.topics.enable"] and (
+                name not in INTERNAL_TOPICS
+            ):
+                results = await self.controller.create_topics([NewTopic(name)], validate_only=False)
+                if results[0].error not in (ErrorCode.none, ErrorCode.topic_already_exists):
+                    log.warning("Auto-creation of topic %s failed: %s", name, results[0].message)
+                    return {"error_code": ErrorCode.leader_not_available, "name": name,
+                            "topic_id": None, "is_internal": False, "partitions": []}
+        return self._topic_metadata(name, listener)
+
+    def _controller_id_for_clients(self) -> int:
+        # KRaft brokers hide the controllers from clients and name a random live broker.
+        live = [b.broker_id for b in self.image.live_brokers()]
+        return random.choice(live) if live else -1
+
+    # -- Produce --------------------------------------------------------------------
+
+    async def handle_produce(self, request: Request, listener: str) -> Any | None:
+        body = request.body
+        acks = int(body.acks)
+        timeout_ms = millis(body.timeout)
+        entries: dict[TopicPartition, bytes] = {}
+        errors: dict[TopicPartition, ErrorCode] = {}
+        for topic in body.topic_data:
+            for p in topic.partition_data:
+                tp = TopicPartition(topic.name, int(p.index))
+                if acks not in (-1, 0, 1):
+                    errors[tp] = ErrorCode.invalid_required_acks
+                elif topic.name in INTERNAL_TOPICS:
+                    errors[tp] = ErrorCode.invalid_topic_exception
+                elif p.records is None or len(p.records) == 0:
+                    errors[tp] = ErrorCode.invalid_record
+                else:
+                    entries[tp] = p.records
+        results = await self.replica_manager.append_records(
+            entries, acks=acks, timeout_ms=timeout_ms
+        ) if entries else {}
+        if acks == 0:
+            # No response for acks=0. Kafka closes the connection when such a produce
+            # fails, so the client notices on its next request.
+            if errors or any(r.error != ErrorCode.none for r in results.values()):
+                raise CloseConnection("acks=0 produce failed")
+            return None
+        by_topic: dict[str, list[dict[str, Any]]] = {}
+        for topic in body.topic_data:
+            for p in topic.partition_data:
+                tp = TopicPartition(topic.name, int(p.index))
+                r = results.get(tp)
+                entry: dict[str, Any] = {
+                    "index": tp.partition,
+                    "error_code": errors.get(tp, r.error if r else ErrorCode.unknown_server_error),
+                    "base_offset": r.base_offset if r else -1,
+                    "log_append_time": r.log_append_time if r else -1,
+                    "log_start_offset": r.log_start_offset if r else -1,
+                    "record_errors": [],
+                    "error_message": r.message if r else None,
+                }
+                by_topic.setdefault(topic.name, []).append(entry)
+        return self._response(
+            request,
+            {
+                "responses": [
+                    {"name": name, "partition_responses": parts}
+                    for name, parts in by_topic.items()
+                ],
+                "throttle_time": 0,
+            },
+        )
+
+    # -- Fetch ----------------------------------------------------------------------
+
+    async def handle_fetch(self, request: Request, listener: str) -> Any:
+        body = request.body
+        replica_id = _fetch_replica_id(body)
+        uses_ids = request.header.api_version >= 13
+        names = self.replica_manager.topic_names
+        wanted: list[FetchRequestPartition] = []
+        unknown: list[tuple[Any, int]] = []
+        for topic in body.topics:
+            name = names.get(topic.topic_id) if uses_ids else topic.topic
+            for p in topic.partitions:
+                if name is None:
+                    unknown.append((topic.topic_id, int(p.partition)))
+                    continue
+                wanted.append(
+                    FetchRequestPartition(
+                        TopicPartition(name, int(p.partition)),
+                        int(p.fetch_offset),
+                        int(p.partition_max_bytes),
+                        int(getattr(p, "current_leader_epoch", -1)),
+                        int(getattr(p, "last_fetched_epoch", -1)),
+                    )
+                )
+        results = await self.replica_manager.fetch(
+            wanted,
+            replica_id=replica_id,
+            max_wait_ms=max(0, millis(body.max_wait)),
+            min_bytes=int(body.min_bytes),
+            max_bytes=int(getattr(body, "max_bytes", 2**31 - 1)),
+        )
+        read_committed = int(getattr(body, "isolation_level", 0)) == 1
+        responses: dict[Any, list[dict[str, Any]]] = {}
+        ids = {name: tid for tid, name in names.items()}
+        for req, res in results:
+            key = ids.get(req.tp.topic) if uses_ids else req.tp.topic
+            responses.setdefault(key, []).append(
+                {
+                    "partition_index": req.tp.partition,
+                    "error_code": res.error,
+                    "high_watermark": res.high_watermark,
+                    "last_stable_offset": res.high_watermark,
+                    "log_start_offset": res.log_start_offset,
+                    "aborted_transactions": [] if read_committed else None,
+                    "preferred_read_replica": -1,
+                    "records": res.records,
+                }
+            )
+        for topic_id, partition in unknown:
+            responses.setdefault(topic_id, []).append(
+                {
+                    "partition_index": partition,
+                    "error_code": ErrorCode.unknown_topic_id,
+                    "high_watermark": -1,
+                    "last_stable_offset": -1,
+                    "log_start_offset": -1,
+                    "aborted_transactions": None,
+                    "preferred_read_replica": -1,
+                    "records": b"",
+                }
+            )
+        topic_key = "topic_id" if uses_ids else "topic"
+        return self._response(
+            request,
+            {
+                "throttle_time": 0,
+                "error_code": ErrorCode.none,
+                "session_id": 0,  # no incremental fetch sessions: clients send full fetches
+                "responses": [
+                    {topic_key: key, "partitions": parts} for key, parts in responses.items()
+                ],
+            },
+        )
+
+    # -- ListOffsets ----------------------------------------------------------------
+
+    async def handle_list_offsets(self, request: Request, listener: str) -> Any:
+        body = request.body
+        replica_id = int(body.replica_id)
+        topics = []
+        for topic in body.topics:
+            parts = []
+            for p in topic.partitions:
+                tp = TopicPartition(topic.name, int(p.partition_index))
+                parts.append(
+                    self._list_offset(
+                        tp,
+                        int(p.timestamp),
+                        int(getattr(p, "current_leader_epoch", -1)),
+                        replica_id,
+                    )
+                )
+            topics.append({"name": topic.name, "partitions": parts})
+        return self._response(request, {"throttle_time": 0, "topics": topics})
+
+    def _list_offset(
+        self, tp: TopicPartition, timestamp: int, current_epoch: int, replica_id: int
+    ) -> dict[str, Any]:
+        result: dict[str, Any] = {
+            "partition_index": tp.partition,
+            "error_code": ErrorCode.none,
+            "timestamp": -1,
+            "offset": -1,
+            "leader_epoch": -1,
+            "old_style_offsets": [],
+        }
+        partition = self.replica_manager.partitions.get(tp)
+        if partition is None:
+            result["error_code"] = ErrorCode.unknown_topic_or_partition
+            return result
+        try:
+            partition.check_leader_epoch(current_epoch, require_leader=replica_id != -2)
+        except PartitionError as e:
+            result["error_code"] = e.error
+            return result
+        log_ = partition.log
+        if timestamp == EARLIEST_TIMESTAMP:
+            result["offset"] = partition.log_start_offset
+        elif timestamp == LATEST_TIMESTAMP:
+            # Clients see the high watermark (read_committed: the last stable offset,
+            # equal to it without transactions); replicas see the log end.
+            result["offset"] = (
+                partition.log_end_offset if replica_id >= 0 else partition.high_watermark
+            )
+        elif timestamp == MAX_TIMESTAMP:
+            found = log_.max_timestamp_offset()
+            if found is not None:
+                result["offset"], result["timestamp"] = found
+        elif timestamp >= 0:
+            found = log_.offset_for_timestamp(timestamp)
+            if found is not None and (replica_id >= 0 or found[0] < partition.high_watermark):
+                result["offset"], result["timestamp"] = found
+        else:
+            result["error_code"] = ErrorCode.invalid_request
+            return result
+        result["leader_epoch"] = (
+            partition.leader_epoch if result["offset"] >= 0 else -1
+        )
+        return result
+
+    # -- Topics ---------------------------------------------------------------------
+
+    async def handle_create_topics(self, request: Request, listener: str) -> Any:
+        body = request.body
+        version = request.header.api_version
+        topics = []
+        for t in body.topics:
+            assignments = {int(a.partition_index): list(a.broker_ids) for a in t.assignments}
+            topics.append(
+                NewTopic(
+                    t.name,
+                    int(t.num_partitions),
+                    int(t.replication_factor),
+                    assignments,
+                    {c.name: c.value for c in t.configs},
+                )
+            )
+        results = await self.controller.create_topics(
+            topics, validate_only=bool(body.validate_only)
+        )
+        out = []
+        for r in results:
+            entry: dict[str, Any] = {
+                "name": r.name,
+                "topic_id": r.topic_id,
+                "error_code": r.error,
+                "error_message": r.message,
+                "num_partitions": r.num_partitions,
+                "replication_factor": r.replication_factor,
+                "configs": [],
+            }
+            if r.error == ErrorCode.none and version >= 5:
+                overrides = {
+                    c.name: c.value
+                    for t in body.topics
+                    if t.name == r.name
+                    for c in t.configs
+                    if c.value is not None
+                }
+                entry["configs"] = [
+                    {"name": e.name, "value": e.value, "read_only": e.read_only,
+                     "config_source": int(e.source), "is_sensitive": e.is_sensitive}
+                    for e in topic_config_entries(self.config, overrides)
+                ]
+            out.append(entry)
+        return self._response(request, {"throttle_time": 0, "topics": out})
+
+    async def handle_delete_topics(self, request: Request, listener: str) -> Any:
+        body = request.body
+        version = request.header.api_version
+        if version >= 6:
+            names = []
+            for t in body.topics:
+                if t.name is None and t.topic_id is not None:
+                    found = self.image.topics_by_id.get(t.topic_id)
+                    names.append(found.name if found else str(t.topic_id))
+                else:
+                    names.append(t.name)
+        else:
+            names = list(body.topic_names)
+        allowed = [n for n in names if n not in INTERNAL_TOPICS]
+        if not self.config["delete.topic.enable"]:
+            results = {}
+            denied = ErrorCode.topic_deletion_disabled
+        else:
+            results = {r.name: r for r in await self.controller.delete_topics(allowed)}
+            denied = ErrorCode.none
+        responses = []
+        for name in names:
+            r = results.get(name)
+            if name in INTERNAL_TOPICS:
+                error, message = ErrorCode.topic_authorization_failed, None
+            elif r is None:
+                error, message = denied, None
+            else:
+                error, message = r.error, r.message
+            responses.append(
+                {"name": name, "topic_id": r.topic_id if r else None, "error_code": error,
+                 "error_message": message}
+            )
+        return self._response(request, {"throttle_time": 0, "responses": responses})
+
+    # -- DescribeConfigs ------------------------------------------------------------
+
+    async def handle_describe_configs(self, request: Request, listener: str) -> Any:
+        body = request.body
+        include_synonyms = bool(getattr(body, "include_synonyms", False))
+        include_docs = bool(getattr(body, "include_documentation", False))
+        results = []
+        for res in body.resources:
+            rtype, name = int(res.resource_type), res.resource_name
+            error, message, entries = ErrorCode.none, None, []
+            if rtype == RESOURCE_TOPIC:
+                if self.image.topic(name) is None:
+                    error = ErrorCode.unknown_topic_or_partition
+                    message = f"Topic '{name}' does not exist."
+                else:
+                    entries = topic_config_entries(
+                        self.config, self.image.topic_configs.get(name, {})
+                    )
+            elif rtype == RESOURCE_BROKER:
+                if name not in ("", str(self.node_id)):
+                    error = ErrorCode.invalid_request
+                    message = f"Unexpected broker id, expected {self.node_id} or empty string, "\
+                        f"but received {name}"
+                else:
+                    entries = broker_config_entries(self.config)
+            elif rtype == RESOURCE_BROKER_LOGGER:
+                entries = []
+            else:
+                error = ErrorCode.invalid_request
+                message = f"Unsupported resource type {rtype}"
+            keys = res.configuration_keys
+            if keys is not None:
+                entries = [e for e in entries if e.name in set(keys)]
+            results.append(
+                {
+                    "error_code": error,
+                    "error_message": message,
+                    "resource_type": rtype,
+                    "resource_name": name,
+                    "configs": [
+                        {
+                            "name": e.name,
+                            "value": e.value,
+                            "read_only": e.read_only,
+                            "config_source": int(e.source),
+                            "is_default": e.source == 5,
+                            "is_sensitive": e.is_sensitive,
+                            "synonyms": [
+                                {"name": n, "value": v, "source": int(s)}
+                                for n, v, s in e.synonyms
+                            ] if include_synonyms else [],
+                            "config_type": e.type_code,
+                            "documentation": e.documentation if include_docs else None,
+                        }
+                        for e in entries
+                    ],
+                }
+            )
+        return self._response(request, {"throttle_time": 0, "results": results})
+
+    # -- DescribeCluster ------------------------------------------------------------
+
+    async def handle_describe_cluster(self, request: Request, listener: str) -> Any:
+        return self._response(
+            request,
+            {
+                "throttle_time": 0,
+                "error_code": ErrorCode.none,
+                "error_message": None,
+                "endpoint_type": 1,
+                "cluster_id": self.cluster_id,
+                "controller_id": self._controller_id_for_clients(),
+                "brokers": [
+                    {"broker_id": b["node_id"], "host": b["host"], "port": b["port"],
+                     "rack": b["rack"]}
+                    for b in self._brokers(listener)
+                ],
+                "cluster_authorized_operations": CLUSTER_AUTHORIZED_OPERATIONS_OMITTED,
+            },
+        )
+
+    # -- InitProducerId -------------------------------------------------------------
+
+    async def handle_init_producer_id(self, request: Request, listener: str) -> Any:
+        body = request.body
+        if body.transactional_id is not None:
+            # Transactions are out of the lab's scope; say so instead of pretending.
+            return self._response(
+                request,
+                {"throttle_time": 0, "error_code": ErrorCode.transactional_id_authorization_failed,
+                 "producer_id": -1, "producer_epoch": -1},
+            )
+        error, producer_id, epoch = await self.producer_ids.init_producer_id(
+            int(getattr(body, "producer_id", -1)), int(getattr(body, "producer_epoch", -1))
+        )
+        return self._response(
+            request,
+            {"throttle_time": 0, "error_code": error, "producer_id": producer_id,
+             "producer_epoch": epoch},
+        )
+
+    # -- OffsetForLeaderEpoch -------------------------------------------------------
+
+    async def handle_offset_for_leader_epoch(self, request: Request, listener: str) -> Any:
+        body = request.body
+        topics = []
+        for topic in body.topics:
+            parts = []
+            for p in topic.partitions:
+                tp = TopicPartition(topic.topic, int(p.partition))
+                entry: dict[str, Any] = {
+                    "error_code": ErrorCode.none,
+                    "partition": tp.partition,
+                    "leader_epoch": -1,
+                    "end_offset": -1,
+                }
+                partition = self.replica_manager.partitions.get(tp)
+                if partition is None:
+                    entry["error_code"] = ErrorCode.unknown_topic_or_partition
+                else:
+                    try:
+                        partition.check_leader_epoch(
+                            int(getattr(p, "current_leader_epoch", -1)), require_leader=True
+                        )
+                        epoch, end = partition.log.end_offset_for_epoch(int(p.leader_epoch))
+                        entry["leader_epoch"], entry["end_offset"] = epoch, end
+                    except PartitionError as e:
+                        entry["error_code"] = e.error
+                parts.append(entry)
+            topics.append({"topic": topic.topic, "partitions": parts})
+        return self._response(request, {"throttle_time": 0, "topics": topics})
+
+
+class UnsupportedRequest(Exception):
+    """A request version we do not speak; Kafka closes the connection."""
+
+
+class CloseConnection(Exception):
+    """Close the client's connection without a response (acks=0 failures)."""
+
+
+_GROUP_KEYS = (
+    ApiKey.FIND_COORDINATOR,
+    ApiKey.JOIN_GROUP,
+    ApiKey.SYNC_GROUP,
+    ApiKey.HEARTBEAT,
+    ApiKey.LEAVE_GROUP,
+    ApiKey.OFFSET_COMMIT,
+    ApiKey.OFFSET_FETCH,
+    ApiKey.DESCRIBE_GROUPS,
+    ApiKey.LIST_GROUPS,
+)
+
+
+def _fetch_replica_id(body: Any) -> int:
+    state = getattr(body, "replica_state", None)
+    if state is not None:
+        return int(state.replica_id)
+    return int(getattr(body, "replica_id", -1))
+
+
+def new_incarnation_id() -> str:
+    return str(uuid.uuid4())

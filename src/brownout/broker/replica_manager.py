@@ -1,0 +1,290 @@
+"""ReplicaManager: the partitions this broker hosts, appends, fetches and the delayed
+completion of acks=all produces and long-poll fetches.
+
+Everything that waits (acks=all, Fetch with max.wait.ms) waits on one "something
+changed" signal that every append and high-watermark move fires, then re-checks its
+condition. That is simple, and exact: a waiter never misses a change because it always
+re-reads the state after waking.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import logging
+import time
+import uuid
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from ..controller.image import MetadataImage
+from ..protocol.records import CorruptRecordError, InvalidRecordError
+from ..storage import LogConfig, OffsetOutOfRangeError, StorageError
+from .partition import Partition, PartitionError, TopicPartition
+
+log = logging.getLogger("kafka.server.ReplicaManager")
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+@dataclasses.dataclass(slots=True)
+class ProduceResult:
+    error: ErrorCode = ErrorCode.none
+    base_offset: int = -1
+    last_offset: int = -1
+    log_append_time: int = -1
+    log_start_offset: int = -1
+    message: str | None = None
+
+
+@dataclasses.dataclass(slots=True)
+class FetchRequestPartition:
+    tp: TopicPartition
+    fetch_offset: int
+    max_bytes: int
+    current_leader_epoch: int = -1
+    last_fetched_epoch: int = -1
+
+
+@dataclasses.dataclass(slots=True)
+class FetchResult:
+    error: ErrorCode = ErrorCode.none
+    high_watermark: int = -1
+    log_start_offset: int = -1
+    records: bytes = b""
+    diverging_epoch: tuple[int, int] | None = None  # (epoch, end offset)
+
+
+class ReplicaManager:
+    def __init__(
+        self,
+        node_id: int,
+        log_manager: Any,
+        topic_config: Callable[[str], dict[str, Any]],
+        *,
+        eligible_leader_replicas: bool = False,
+        clock: Callable[[], int] = now_ms,
+    ) -> None:
+        self.node_id = node_id
+        self.log_manager = log_manager
+        self._topic_config = topic_config
+        self._eligible_leader_replicas = eligible_leader_replicas
+        self._clock = clock
+        self.partitions: dict[TopicPartition, Partition] = {}
+        self.topic_names: dict[uuid.UUID, str] = {}
+        self._changed = asyncio.Event()
+        self.leadership_listeners: list[Callable[[set[TopicPartition], set[TopicPartition]], None]]
+        self.leadership_listeners = []
+
+    # -- metadata -------------------------------------------------------------------
+
+    def apply_metadata(self, image: MetadataImage) -> None:
+        """Bring hosted partitions in line with the image: create logs, take the leader
+        or follower role, delete the logs of removed topics."""
+        now = self._clock()
+        wanted: set[TopicPartition] = set()
+        was_leading = {tp for tp, p in self.partitions.items() if p.is_leader}
+        self.topic_names = {t.topic_id: t.name for t in image.topics_by_id.values()}
+        for topic in image.topics_by_id.values():
+            configs = self._topic_config(topic.name)
+            for index, reg in topic.partitions.items():
+                if self.node_id not in reg.replicas:
+                    continue
+                tp = TopicPartition(topic.name, index)
+                wanted.add(tp)
+                partition = self.partitions.get(tp)
+                if partition is None or partition.topic_id != topic.topic_id:
+                    if partition is not None:
+                        self._remove(tp)
+                    log_ = self.log_manager.get_or_create_log(
+                        tp.topic, tp.partition, topic.topic_id, LogConfig.from_properties(configs)
+                    )
+                    partition = Partition(tp, topic.topic_id, log_, self.node_id)
+                    self.partitions[tp] = partition
+                partition.min_insync_replicas = int(configs["min.insync.replicas"])
+                partition.eligible_leader_replicas = self._eligible_leader_replicas
+                if reg.leader == self.node_id:
+                    partition.make_leader(
+                        reg.leader_epoch, reg.partition_epoch, reg.replicas, reg.isr, now
+                    )
+                else:
+                    partition.make_follower(
+                        reg.leader, reg.leader_epoch, reg.partition_epoch, reg.replicas, reg.isr
+                    )
+        for tp in list(self.partitions):
+            if tp not in wanted:
+                self._remove(tp)
+        now_leading = {tp for tp, p in self.partitions.items() if p.is_leader}
+        gained, lost = now_leading - was_leading, was_leading - now_leading
+        if gained or lost:
+            for listener in self.leadership_listeners:
+                listener(gained, lost)
+        self._notify()
+
+    def _remove(self, tp: TopicPartition) -> None:
+        self.partitions.pop(tp)
+        self.log_manager.delete_log(tp.topic, tp.partition)
+        log.info("Deleted log for partition %s", tp)
+
+    def high_watermarks(self) -> dict[tuple[str, int], int]:
+        return {(tp.topic, tp.partition): p.high_watermark for tp, p in self.partitions.items()}
+
+    # -- waiting --------------------------------------------------------------------
+
+    def _notify(self) -> None:
+        self._changed.set()
+        self._changed = asyncio.Event()
+
+    async def _wait_for_change(self, timeout_s: float) -> None:
+        if timeout_s <= 0:
+            return
+        event = self._changed
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(event.wait(), timeout_s)
+
+    # -- produce --------------------------------------------------------------------
+
+    def partition_for_leader(self, tp: TopicPartition) -> Partition:
+        partition = self.partitions.get(tp)
+        if partition is None:
+            raise PartitionError(ErrorCode.unknown_topic_or_partition)
+        if not partition.is_leader:
+            raise PartitionError(ErrorCode.not_leader_or_follower)
+        return partition
+
+    async def append_records(
+        self,
+        entries: dict[TopicPartition, bytes],
+        *,
+        acks: int,
+        timeout_ms: int,
+    ) -> dict[TopicPartition, ProduceResult]:
+        results: dict[TopicPartition, ProduceResult] = {}
+        for tp, records in entries.items():
+            results[tp] = self._append_local(tp, records, acks)
+        self._notify()
+        if acks == -1:
+            await self._await_replication(results, timeout_ms)
+        return results
+
+    def _append_local(self, tp: TopicPartition, records: bytes, acks: int) -> ProduceResult:
+        try:
+            partition = self.partition_for_leader(tp)
+            partition.check_enough_replicas(acks)
+            info = partition.log.append_as_leader(records, partition.leader_epoch, self._clock())
+        except PartitionError as e:
+            return ProduceResult(e.error, message=str(e) if e.error != ErrorCode.none else None)
+        except (CorruptRecordError, InvalidRecordError, StorageError) as e:
+            # Errors from the log and the batch view name their Kafka error.
+            return ProduceResult(ErrorCode[e.kafka_error.lower()], message=str(e))
+        partition.maybe_advance_high_watermark()
+        return ProduceResult(
+            ErrorCode.none,
+            info.first_offset,
+            info.last_offset,
+            info.log_append_time,
+            partition.log_start_offset,
+        )
+
+    async def _await_replication(
+        self, results: dict[TopicPartition, ProduceResult], timeout_ms: int
+    ) -> None:
+        deadline = time.monotonic() + timeout_ms / 1000
+        pending = {tp for tp, r in results.items() if r.error == ErrorCode.none}
+        while pending:
+            for tp in list(pending):
+                result = results[tp]
+                partition = self.partitions.get(tp)
+                if partition is None or not partition.is_leader:
+                    result.error = ErrorCode.not_leader_or_follower
+                    pending.discard(tp)
+                elif partition.high_watermark > result.last_offset:
+                    pending.discard(tp)
+                elif len(partition.isr) < partition.min_insync_replicas:
+                    result.error = ErrorCode.not_enough_replicas_after_append
+                    pending.discard(tp)
+            remaining = deadline - time.monotonic()
+            if not pending:
+                return
+            if remaining <= 0:
+                for tp in pending:
+                    results[tp].error = ErrorCode.request_timed_out
+                return
+            await self._wait_for_change(remaining)
+
+    # -- fetch ----------------------------------------------------------------------
+
+    def read(
+        self, request: FetchRequestPartition, *, replica_id: int, min_one_batch: bool = True
+    ) -> FetchResult:
+        partition = self.partitions.get(request.tp)
+        if partition is None:
+            return FetchResult(ErrorCode.unknown_topic_or_partition)
+        try:
+            partition.check_leader_epoch(request.current_leader_epoch, require_leader=True)
+        except PartitionError as e:
+            return FetchResult(e.error)
+        max_offset = None if replica_id >= 0 else partition.high_watermark
+        try:
+            records = partition.log.read(
+                request.fetch_offset,
+                request.max_bytes,
+                max_offset=max_offset,
+                min_one_batch=min_one_batch,
+            )
+        except OffsetOutOfRangeError:
+            return FetchResult(
+                ErrorCode.offset_out_of_range,
+                partition.high_watermark,
+                partition.log_start_offset,
+            )
+        return FetchResult(
+            ErrorCode.none, partition.high_watermark, partition.log_start_offset, bytes(records)
+        )
+
+    async def fetch(
+        self,
+        requests: Iterable[FetchRequestPartition],
+        *,
+        replica_id: int,
+        max_wait_ms: int,
+        min_bytes: int,
+        max_bytes: int,
+    ) -> list[tuple[FetchRequestPartition, FetchResult]]:
+        """Read every partition; if fewer than min_bytes are ready, wait up to
+        max_wait_ms for more, as Kafka's DelayedFetch does."""
+        requests = list(requests)
+        deadline = time.monotonic() + max_wait_ms / 1000
+        while True:
+            results = self._read_all(requests, replica_id=replica_id, max_bytes=max_bytes)
+            ready = sum(len(r.records) for _, r in results)
+            errors = any(r.error != ErrorCode.none for _, r in results)
+            remaining = deadline - time.monotonic()
+            if ready >= min_bytes or errors or remaining <= 0 or not requests:
+                return results
+            await self._wait_for_change(remaining)
+
+    def _read_all(
+        self, requests: list[FetchRequestPartition], *, replica_id: int, max_bytes: int
+    ) -> list[tuple[FetchRequestPartition, FetchResult]]:
+        # Like Kafka, only the first partition that returns data may exceed the limits
+        # (so that one oversized batch can still make progress); the rest stay within
+        # what is left of the response's max_bytes.
+        results = []
+        budget = max_bytes
+        min_one = True
+        for request in requests:
+            limited = dataclasses.replace(
+                request, max_bytes=max(0, min(request.max_bytes, budget))
+            )
+            result = self.read(limited, replica_id=replica_id, min_one_batch=min_one)
+            if result.records:
+                min_one = False
+                budget -= len(result.records)
+            results.append((request, result))
+        return results

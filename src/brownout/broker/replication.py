@@ -1,0 +1,51 @@
+"""Pure replication rules: the high watermark and ISR membership.
+
+These are the rules FIDELITY.md section C tests, kept free of I/O so unit tests can
+hand them any combination of log-end offsets, ISRs and clocks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+
+def high_watermark(
+    current_hw: int,
+    log_end_offsets: Mapping[int, int],
+    isr: Sequence[int],
+    *,
+    min_insync_replicas: int,
+    eligible_leader_replicas: bool = False,
+) -> int:
+    """The high watermark after an update; it never moves backwards.
+
+    Kafka 3.9: the minimum log-end offset over the ISR (the leader is always in it).
+    With eligible leader replicas (KIP-966) it also does not advance while the ISR is
+    smaller than min.insync.replicas.
+    """
+    if eligible_leader_replicas and len(isr) < min_insync_replicas:
+        return current_hw
+    candidate = min(log_end_offsets.get(r, 0) for r in isr)
+    return max(current_hw, candidate)
+
+
+def out_of_sync_replicas(
+    isr: Sequence[int],
+    leader: int,
+    last_caught_up_ms: Mapping[int, int],
+    now_ms: int,
+    replica_lag_time_max_ms: int,
+) -> list[int]:
+    """Followers in the ISR that have not caught up to the leader's log end within
+    replica.lag.time.max.ms; the leader asks the controller to remove them."""
+    return [
+        r
+        for r in isr
+        if r != leader and now_ms - last_caught_up_ms.get(r, now_ms) > replica_lag_time_max_ms
+    ]
+
+
+def can_join_isr(follower_leo: int, high_watermark: int, leader_epoch_start: int) -> bool:
+    """A follower rejoins the ISR once it has caught up to the high watermark and to the
+    start of the current leader's epoch (so it holds everything the leader committed)."""
+    return follower_leo >= high_watermark and follower_leo >= leader_epoch_start

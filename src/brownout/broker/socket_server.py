@@ -1,0 +1,147 @@
+"""The asyncio socket server: one task per connection, requests handled in order.
+
+Like Kafka, a connection is "muted" while its request is processed, so responses go
+out in request order and a long-poll Fetch holds back the requests behind it on the
+same connection (clients open several connections for that reason). A frame that
+cannot be decoded closes only its own connection.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from ..common.kafka_config import Endpoint
+from ..protocol.apis import ApiKey
+from ..protocol.connection import Request, ServerConnection
+from ..protocol.errors import ProtocolError
+from .apis import CloseConnection, UnsupportedRequest
+
+log = logging.getLogger("kafka.network.SocketServer")
+
+RequestHandler = Callable[[Request, str], Awaitable[Any | None]]
+
+
+class SocketServer:
+    def __init__(
+        self,
+        endpoints: list[Endpoint],
+        handler: RequestHandler,
+        *,
+        supported: Callable[[], dict[ApiKey, tuple[int, int]]],
+        max_request_size: int,
+    ) -> None:
+        self.endpoints = endpoints
+        self.handler = handler
+        self.supported = supported
+        self.max_request_size = max_request_size
+        self._servers: list[asyncio.Server] = []
+        self._connections: set[asyncio.Task[None]] = set()
+        self.bound: dict[str, tuple[str, int]] = {}
+
+    async def start(self) -> None:
+        for endpoint in self.endpoints:
+            host = endpoint.host or "127.0.0.1"
+            try:
+                server = await asyncio.start_server(
+                    lambda r, w, name=endpoint.listener: self._accept(r, w, name),
+                    host,
+                    endpoint.port,
+                    reuse_address=True,
+                )
+            except OSError as e:
+                await self.stop()
+                raise OSError(
+                    e.errno,
+                    f"Socket server failed to bind to {host}:{endpoint.port}: {e.strerror}",
+                ) from e
+            self._servers.append(server)
+            sock = server.sockets[0].getsockname()
+            self.bound[endpoint.listener] = (sock[0], sock[1])
+            log.info(
+                "Awaiting socket connections on %s:%s (listener %s).",
+                sock[0], sock[1], endpoint.listener,
+            )
+
+    async def stop_accepting(self) -> None:
+        for server in self._servers:
+            server.close()
+        for server in self._servers:
+            with contextlib.suppress(Exception):
+                await server.wait_closed()
+        self._servers.clear()
+
+    async def stop(self) -> None:
+        await self.stop_accepting()
+        for task in list(self._connections):
+            task.cancel()
+        for task in list(self._connections):
+            with contextlib.suppress(BaseException):
+                await task
+
+    def _accept(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, listener: str
+    ) -> None:
+        # Each connection runs in a task the server owns, so stop() can cancel it.
+        conn_task = asyncio.ensure_future(self._serve(reader, writer, listener))
+        self._connections.add(conn_task)
+        conn_task.add_done_callback(self._connections.discard)
+
+    async def _serve(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, listener: str
+    ) -> None:
+        peer = writer.get_extra_info("peername")
+        conn = ServerConnection(
+            max_request_size=self.max_request_size, supported=self.supported()
+        )
+        try:
+            while True:
+                try:
+                    request = conn.next_request()
+                except ProtocolError as e:
+                    log.warning("Closing connection from %s due to invalid request: %s", peer, e)
+                    return
+                if request is None:
+                    data = await reader.read(1 << 16)
+                    if not data:
+                        return
+                    conn.receive_data(data)
+                    continue
+                try:
+                    response = await self.handler(request, listener)
+                except Exception as e:  # the request cannot be answered: close like Kafka
+                    level = logging.ERROR if _is_bug(e) else logging.INFO
+                    log.log(
+                        level,
+                        "Closing connection from %s after %s v%d (client %s): %s",
+                        peer,
+                        _api_name(request.header.api_key),
+                        request.header.api_version,
+                        request.header.client_id,
+                        e,
+                        exc_info=_is_bug(e),
+                    )
+                    return
+                if response is not None:
+                    writer.write(conn.encode_response(request.header, response))
+                    await writer.drain()
+        except (ConnectionError, asyncio.IncompleteReadError):
+            return
+        finally:
+            writer.close()
+            with contextlib.suppress(Exception):
+                await writer.wait_closed()
+
+
+def _api_name(key: int) -> str:
+    try:
+        return ApiKey(key).name
+    except ValueError:
+        return f"api key {key}"
+
+
+def _is_bug(e: Exception) -> bool:
+    return not isinstance(e, CloseConnection | UnsupportedRequest)

@@ -1,0 +1,56 @@
+"""`brownout storage`: like `kafka-storage.sh`, format log directories and make ids."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ..common.config import ConfigError
+from ..common.kafka_config import KafkaConfig
+from ..storage import StorageError, format_log_dirs, random_uuid
+
+storage_app = typer.Typer(
+    help="Format storage and generate cluster ids (like kafka-storage.sh).",
+    no_args_is_help=True,
+)
+
+
+@storage_app.command("random-uuid")
+def random_uuid_command() -> None:
+    """Print a new random cluster id."""
+    typer.echo(random_uuid())
+
+
+@storage_app.command("format")
+def format_command(
+    cluster_id: Annotated[
+        str, typer.Option("--cluster-id", "-t", help="The cluster id (see random-uuid).")
+    ],
+    config: Annotated[
+        Path, typer.Option("--config", "-c", help="The node's server.properties.")
+    ],
+    ignore_formatted: Annotated[
+        bool,
+        typer.Option("--ignore-formatted", "-g",
+                     help="Do not fail when a directory is already formatted."),
+    ] = False,
+) -> None:
+    """Format the node's log directories (writes meta.properties)."""
+    if not config.is_file():
+        raise typer.BadParameter(f"{config} does not exist", param_hint="--config")
+    try:
+        kafka_config = KafkaConfig.from_file(config)
+        dirs = list(dict.fromkeys([*kafka_config.log_dirs, kafka_config.metadata_log_dir]))
+        formatted = format_log_dirs(
+            dirs, cluster_id, kafka_config.node_id, ignore_formatted=ignore_formatted
+        )
+    except (ConfigError, StorageError, ValueError) as e:
+        typer.echo(f"Error: {e}", err=True)
+        raise typer.Exit(1) from None
+    for d in dirs:
+        if d in formatted:
+            typer.echo(f"Formatting {d} with metadata.version 3.9-IV0.")
+        else:
+            typer.echo(f"All of the log directories are already formatted: {d}")

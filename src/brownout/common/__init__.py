@@ -1,0 +1,1 @@
+"""Small pieces shared by the node and the lab: properties files and config definitions."""

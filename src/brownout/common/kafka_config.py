@@ -1,0 +1,413 @@
+"""The node's configuration: Kafka's server.properties keys and topic-level configs.
+
+Names, types and defaults follow Apache Kafka 3.9/4.x (NOTES.md lists the ones the lab
+depends on). Keys that Kafka has but this node ignores (thread counts, buffers) are
+accepted so that real server.properties files load.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from .config import (
+    INT_MAX,
+    LONG_MAX,
+    REQUIRED,
+    ConfigDef,
+    ConfigError,
+    ConfigKey,
+    ConfigType,
+    ParsedConfig,
+    at_least,
+    between,
+    convert,
+    one_of,
+)
+from .properties import read_properties
+
+B, S, INT, L, D, LIST = (
+    ConfigType.BOOLEAN,
+    ConfigType.STRING,
+    ConfigType.INT,
+    ConfigType.LONG,
+    ConfigType.DOUBLE,
+    ConfigType.LIST,
+)
+SHORT = ConfigType.SHORT
+
+DEFAULT_PROTOCOL_MAP = (
+    "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,"
+    "SASL_SSL:SASL_SSL"
+)
+
+BROKER_CONFIG = ConfigDef(
+    [
+        # Roles and identity (KRaft)
+        ConfigKey("process.roles", LIST, REQUIRED, "broker, controller, or both",
+                  one_of("broker", "controller")),
+        ConfigKey("node.id", INT, REQUIRED, "This node's id", at_least(0)),
+        ConfigKey("controller.quorum.voters", LIST, [], "id@host:port of every voter"),
+        ConfigKey("controller.quorum.bootstrap.servers", LIST, []),
+        ConfigKey("controller.listener.names", LIST, []),
+        ConfigKey("controller.quorum.election.timeout.ms", INT, 1000, "", at_least(0)),
+        ConfigKey("controller.quorum.election.backoff.max.ms", INT, 1000, "", at_least(0)),
+        ConfigKey("controller.quorum.fetch.timeout.ms", INT, 2000, "", at_least(0)),
+        ConfigKey("controller.quorum.request.timeout.ms", INT, 2000, "", at_least(0)),
+        ConfigKey("controller.quorum.retry.backoff.ms", INT, 20, "", at_least(0)),
+        ConfigKey("controller.quorum.append.linger.ms", INT, 25, "", at_least(0)),
+        ConfigKey("metadata.max.idle.interval.ms", INT, 500, "", at_least(0)),
+        ConfigKey("metadata.log.dir", S, None),
+        ConfigKey("broker.heartbeat.interval.ms", INT, 2000, "", at_least(1)),
+        ConfigKey("broker.session.timeout.ms", INT, 9000, "", at_least(1)),
+        # Listeners
+        ConfigKey("listeners", LIST, ["PLAINTEXT://:9092"]),
+        ConfigKey("advertised.listeners", LIST, None),
+        ConfigKey("listener.security.protocol.map", LIST, DEFAULT_PROTOCOL_MAP.split(",")),
+        ConfigKey("inter.broker.listener.name", S, None),
+        ConfigKey("security.inter.broker.protocol", S, "PLAINTEXT"),
+        ConfigKey("socket.request.max.bytes", INT, 104857600, "", at_least(1)),
+        ConfigKey("socket.send.buffer.bytes", INT, 102400),
+        ConfigKey("socket.receive.buffer.bytes", INT, 102400),
+        ConfigKey("num.network.threads", INT, 3, "", at_least(1)),
+        ConfigKey("num.io.threads", INT, 8, "", at_least(1)),
+        ConfigKey("connections.max.idle.ms", L, 600000),
+        ConfigKey("broker.rack", S, None),
+        # Logs
+        ConfigKey("log.dirs", LIST, None),
+        ConfigKey("log.dir", S, "/tmp/kafka-logs"),
+        ConfigKey("num.partitions", INT, 1, "", at_least(1)),
+        ConfigKey("default.replication.factor", INT, 1, "", at_least(1)),
+        ConfigKey("min.insync.replicas", INT, 1, "", at_least(1)),
+        ConfigKey("auto.create.topics.enable", B, True),
+        ConfigKey("delete.topic.enable", B, True),
+        ConfigKey("log.segment.bytes", INT, 1073741824, "", at_least(14)),
+        ConfigKey("log.roll.hours", INT, 168, "", at_least(1)),
+        ConfigKey("log.roll.ms", L, None),
+        ConfigKey("log.retention.hours", INT, 168),
+        ConfigKey("log.retention.minutes", INT, None),
+        ConfigKey("log.retention.ms", L, None),
+        ConfigKey("log.retention.bytes", L, -1),
+        ConfigKey("log.retention.check.interval.ms", L, 300000, "", at_least(1)),
+        ConfigKey("log.index.interval.bytes", INT, 4096, "", at_least(0)),
+        ConfigKey("log.index.size.max.bytes", INT, 10485760, "", at_least(4)),
+        ConfigKey("log.flush.interval.messages", L, LONG_MAX, "", at_least(1)),
+        ConfigKey("log.flush.interval.ms", L, None),
+        ConfigKey("log.flush.offset.checkpoint.interval.ms", INT, 60000, "", at_least(0)),
+        ConfigKey("log.flush.start.offset.checkpoint.interval.ms", INT, 60000, "", at_least(0)),
+        ConfigKey("log.cleanup.policy", LIST, ["delete"], "", one_of("delete", "compact")),
+        ConfigKey("log.message.timestamp.type", S, "CreateTime",
+                  "", one_of("CreateTime", "LogAppendTime")),
+        ConfigKey("log.segment.delete.delay.ms", L, 60000),
+        ConfigKey("log.cleaner.enable", B, True),
+        ConfigKey("log.cleaner.delete.retention.ms", L, 86400000),
+        ConfigKey("log.cleaner.min.compaction.lag.ms", L, 0),
+        ConfigKey("log.cleaner.max.compaction.lag.ms", L, LONG_MAX),
+        ConfigKey("log.cleaner.min.cleanable.ratio", D, 0.5),
+        ConfigKey("message.max.bytes", INT, 1048588, "", at_least(0)),
+        ConfigKey("compression.type", S, "producer",
+                  "", one_of("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")),
+        ConfigKey("num.recovery.threads.per.data.dir", INT, 2),
+        # Replication
+        ConfigKey("unclean.leader.election.enable", B, False),
+        ConfigKey("replica.lag.time.max.ms", L, 30000, "", at_least(0)),
+        ConfigKey("replica.fetch.wait.max.ms", INT, 500),
+        ConfigKey("replica.fetch.min.bytes", INT, 1),
+        ConfigKey("replica.fetch.max.bytes", INT, 1048576, "", at_least(0)),
+        ConfigKey("replica.fetch.response.max.bytes", INT, 10485760, "", at_least(0)),
+        ConfigKey("replica.fetch.backoff.ms", INT, 1000, "", at_least(0)),
+        ConfigKey("replica.socket.timeout.ms", INT, 30000),
+        ConfigKey("replica.high.watermark.checkpoint.interval.ms", L, 5000, "", at_least(1)),
+        ConfigKey("num.replica.fetchers", INT, 1, "", at_least(1)),
+        ConfigKey("auto.leader.rebalance.enable", B, True),
+        ConfigKey("leader.imbalance.check.interval.seconds", L, 300, "", at_least(1)),
+        ConfigKey("leader.imbalance.per.broker.percentage", INT, 10),
+        ConfigKey("controlled.shutdown.enable", B, True),
+        ConfigKey("request.timeout.ms", INT, 30000),
+        # High watermark rule: Kafka 3.9 (min LEO over the ISR) or KIP-966's ELR rule
+        # (additionally no advance while the ISR is below min.insync.replicas).
+        ConfigKey("eligible.leader.replicas.enable", B, False),
+        # Groups and offsets
+        ConfigKey("offsets.topic.num.partitions", INT, 50, "", at_least(1)),
+        ConfigKey("offsets.topic.replication.factor", SHORT, 3, "", at_least(1)),
+        ConfigKey("offsets.topic.segment.bytes", INT, 104857600, "", at_least(1)),
+        ConfigKey("offsets.retention.minutes", INT, 10080, "", at_least(1)),
+        ConfigKey("offsets.retention.check.interval.ms", L, 600000, "", at_least(1)),
+        ConfigKey("offsets.commit.timeout.ms", INT, 5000, "", at_least(1)),
+        ConfigKey("offsets.load.buffer.size", INT, 5242880),
+        ConfigKey("group.initial.rebalance.delay.ms", INT, 3000, "", at_least(0)),
+        ConfigKey("group.min.session.timeout.ms", INT, 6000),
+        ConfigKey("group.max.session.timeout.ms", INT, 1800000),
+        ConfigKey("group.max.size", INT, INT_MAX, "", at_least(1)),
+        ConfigKey("group.coordinator.rebalance.protocols", LIST, ["classic", "consumer"]),
+        ConfigKey("transaction.state.log.replication.factor", SHORT, 3, "", at_least(1)),
+        ConfigKey("transaction.state.log.min.isr", INT, 2, "", at_least(1)),
+        ConfigKey("transaction.state.log.num.partitions", INT, 50, "", at_least(1)),
+        ConfigKey("producer.id.expiration.ms", INT, 86400000),
+        # ZooKeeper mode (a later backend)
+        ConfigKey("zookeeper.connect", S, None),
+        ConfigKey("zookeeper.session.timeout.ms", INT, 18000),
+        ConfigKey("zookeeper.connection.timeout.ms", INT, None),
+    ]
+)
+
+# Topic-level configs with the broker key each inherits its default from.
+TOPIC_CONFIG = ConfigDef(
+    [
+        ConfigKey("cleanup.policy", LIST, ["delete"], "", one_of("delete", "compact"),
+                  "log.cleanup.policy"),
+        ConfigKey("compression.type", S, "producer", "", None, "compression.type"),
+        ConfigKey("delete.retention.ms", L, 86400000, "", at_least(0),
+                  "log.cleaner.delete.retention.ms"),
+        ConfigKey("file.delete.delay.ms", L, 60000, "", at_least(0),
+                  "log.segment.delete.delay.ms"),
+        ConfigKey("flush.messages", L, LONG_MAX, "", at_least(1), "log.flush.interval.messages"),
+        ConfigKey("flush.ms", L, LONG_MAX, "", at_least(0), "log.flush.interval.ms"),
+        ConfigKey("index.interval.bytes", INT, 4096, "", at_least(0), "log.index.interval.bytes"),
+        ConfigKey("max.compaction.lag.ms", L, LONG_MAX, "", at_least(1),
+                  "log.cleaner.max.compaction.lag.ms"),
+        ConfigKey("max.message.bytes", INT, 1048588, "", at_least(0), "message.max.bytes"),
+        ConfigKey("message.timestamp.type", S, "CreateTime", "",
+                  one_of("CreateTime", "LogAppendTime"), "log.message.timestamp.type"),
+        ConfigKey("min.cleanable.dirty.ratio", D, 0.5, "", between(0, 1),
+                  "log.cleaner.min.cleanable.ratio"),
+        ConfigKey("min.compaction.lag.ms", L, 0, "", at_least(0),
+                  "log.cleaner.min.compaction.lag.ms"),
+        ConfigKey("min.insync.replicas", INT, 1, "", at_least(1), "min.insync.replicas"),
+        ConfigKey("retention.bytes", L, -1, "", None, "log.retention.bytes"),
+        ConfigKey("retention.ms", L, 604800000, "", at_least(-1), "log.retention.ms"),
+        ConfigKey("segment.bytes", INT, 1073741824, "", at_least(14), "log.segment.bytes"),
+        ConfigKey("segment.index.bytes", INT, 10485760, "", at_least(4),
+                  "log.index.size.max.bytes"),
+        ConfigKey("segment.ms", L, 604800000, "", at_least(1), "log.roll.ms"),
+        ConfigKey("unclean.leader.election.enable", B, False, "", None,
+                  "unclean.leader.election.enable"),
+    ]
+)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Endpoint:
+    listener: str
+    host: str
+    port: int
+    security_protocol: str
+
+    def __str__(self) -> str:
+        return f"{self.listener}://{self.host}:{self.port}"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class QuorumVoter:
+    node_id: int
+    host: str
+    port: int
+
+
+def parse_endpoint(text: str, protocol_map: Mapping[str, str], key: str) -> Endpoint:
+    name, sep, rest = text.partition("://")
+    host, colon, port = rest.rpartition(":")
+    if not sep or not colon or not port.isdigit():
+        raise ConfigError(
+            f"Invalid value {text} for configuration {key}: expected LISTENER://host:port"
+        )
+    if name not in protocol_map:
+        raise ConfigError(
+            f"Invalid value {text} for configuration {key}: listener {name} is not in "
+            "listener.security.protocol.map"
+        )
+    if protocol_map[name] != "PLAINTEXT":
+        raise ConfigError(
+            f"Invalid value {text} for configuration {key}: only PLAINTEXT listeners are "
+            f"supported, {name} maps to {protocol_map[name]}"
+        )
+    return Endpoint(name, host.strip("[]"), int(port), protocol_map[name])
+
+
+def parse_voters(values: list[str]) -> list[QuorumVoter]:
+    voters = []
+    for text in values:
+        node, at, addr = text.partition("@")
+        host, colon, port = addr.rpartition(":")
+        if not at or not colon or not node.isdigit() or not port.isdigit():
+            raise ConfigError(
+                f"Invalid value {text} for configuration controller.quorum.voters: "
+                "expected id@host:port"
+            )
+        voters.append(QuorumVoter(int(node), host.strip("[]"), int(port)))
+    return voters
+
+
+class KafkaConfig:
+    """A validated node configuration with typed accessors for what the node uses."""
+
+    def __init__(self, raw: Mapping[str, Any]) -> None:
+        self.raw = dict(raw)
+        self.parsed: ParsedConfig = BROKER_CONFIG.parse(raw)
+        self._validate()
+
+    @classmethod
+    def from_file(cls, path: Path) -> KafkaConfig:
+        return cls(read_properties(path))
+
+    def __getitem__(self, name: str) -> Any:
+        return self.parsed[name]
+
+    @property
+    def unknown(self) -> dict[str, str]:
+        return self.parsed.unknown
+
+    @property
+    def node_id(self) -> int:
+        return self["node.id"]
+
+    @property
+    def roles(self) -> set[str]:
+        return set(self["process.roles"])
+
+    @property
+    def is_broker(self) -> bool:
+        return "broker" in self.roles
+
+    @property
+    def is_controller(self) -> bool:
+        return "controller" in self.roles
+
+    @property
+    def protocol_map(self) -> dict[str, str]:
+        result = {}
+        for item in self["listener.security.protocol.map"]:
+            name, _, proto = item.partition(":")
+            result[name.strip()] = proto.strip()
+        return result
+
+    @property
+    def listeners(self) -> list[Endpoint]:
+        return [parse_endpoint(t, self.protocol_map, "listeners") for t in self["listeners"]]
+
+    @property
+    def advertised_listeners(self) -> list[Endpoint]:
+        adv = self["advertised.listeners"]
+        if adv is None:
+            return [e for e in self.listeners if e.listener not in self.controller_listener_names]
+        return [parse_endpoint(t, self.protocol_map, "advertised.listeners") for t in adv]
+
+    @property
+    def controller_listener_names(self) -> list[str]:
+        return list(self["controller.listener.names"])
+
+    @property
+    def inter_broker_listener_name(self) -> str:
+        return self["inter.broker.listener.name"] or "PLAINTEXT"
+
+    @property
+    def voters(self) -> list[QuorumVoter]:
+        return parse_voters(self["controller.quorum.voters"])
+
+    @property
+    def log_dirs(self) -> list[Path]:
+        dirs = self["log.dirs"] or [self["log.dir"]]
+        return [Path(d) for d in dirs]
+
+    @property
+    def metadata_log_dir(self) -> Path:
+        return Path(self["metadata.log.dir"]) if self["metadata.log.dir"] else self.log_dirs[0]
+
+    def log_retention_ms(self) -> int:
+        if self["log.retention.ms"] is not None:
+            return self["log.retention.ms"]
+        if self["log.retention.minutes"] is not None:
+            return self["log.retention.minutes"] * 60_000
+        return self["log.retention.hours"] * 3_600_000
+
+    def log_roll_ms(self) -> int:
+        return self["log.roll.ms"] if self["log.roll.ms"] is not None else (
+            self["log.roll.hours"] * 3_600_000
+        )
+
+    def topic_defaults(self) -> dict[str, Any]:
+        """Each topic config's value when a topic does not override it."""
+        derived = {
+            "log.retention.ms": self.log_retention_ms(),
+            "log.roll.ms": self.log_roll_ms(),
+        }
+        result: dict[str, Any] = {}
+        for key in TOPIC_CONFIG.keys.values():
+            synonym = key.broker_synonym
+            value = derived.get(synonym, self.parsed.get(synonym)) if synonym else None
+            result[key.name] = key.default if value is None else value
+        return result
+
+    def _validate(self) -> None:
+        listeners = self.listeners
+        names = [e.listener for e in listeners]
+        if len(set(names)) != len(names):
+            raise ConfigError("Invalid value for configuration listeners: duplicate listener names")
+        ports = [e.port for e in listeners if e.port != 0]
+        if len(set(ports)) != len(ports):
+            raise ConfigError("Invalid value for configuration listeners: duplicate ports")
+        if self.is_controller or self.is_broker:
+            if not self.controller_listener_names:
+                raise ConfigError(
+                    "controller.listener.names must contain at least one value when running "
+                    "in KRaft mode"
+                )
+            if not self["controller.quorum.voters"] and not self[
+                "controller.quorum.bootstrap.servers"
+            ]:
+                raise ConfigError(
+                    "If using process.roles, either controller.quorum.bootstrap.servers must "
+                    "contain the set of bootstrap controllers or controller.quorum.voters "
+                    "must contain a parseable set of controllers."
+                )
+        voters = self.voters
+        if self.is_controller:
+            if self.node_id not in {v.node_id for v in voters} and voters:
+                raise ConfigError(
+                    f"If process.roles contains controller, the node id {self.node_id} must "
+                    "be included in the set of voters controller.quorum.voters="
+                    f"{','.join(self['controller.quorum.voters'])}"
+                )
+            if not any(e.listener in self.controller_listener_names for e in listeners):
+                raise ConfigError(
+                    "The listeners config must contain a listener named "
+                    f"{self.controller_listener_names[0]} when running KRaft with just the "
+                    "controller role."
+                )
+        if self.is_broker:
+            if not any(e.listener not in self.controller_listener_names for e in listeners):
+                raise ConfigError("A broker needs at least one non-controller listener")
+        elif any(e.listener not in self.controller_listener_names for e in listeners):
+            raise ConfigError(
+                "The listeners config must only contain KRaft controller listeners from "
+                "controller.listener.names when process.roles=controller"
+            )
+        for e in self.advertised_listeners:
+            if e.listener in self.controller_listener_names and not self.is_controller:
+                raise ConfigError(
+                    "advertised.listeners cannot use the controller listener "
+                    f"{e.listener} on a broker-only node"
+                )
+        lo, hi = self["group.min.session.timeout.ms"], self["group.max.session.timeout.ms"]
+        if lo > hi:
+            raise ConfigError(
+                f"group.min.session.timeout.ms ({lo}) must not exceed "
+                f"group.max.session.timeout.ms ({hi})"
+            )
+
+
+def parse_topic_configs(
+    overrides: Mapping[str, str | None],
+) -> dict[str, Any]:
+    """Validate topic-level overrides (CreateTopics configs); raise ConfigError if bad."""
+    result: dict[str, Any] = {}
+    for name, value in overrides.items():
+        key = TOPIC_CONFIG.keys.get(name)
+        if key is None:
+            raise ConfigError(f"Unknown topic config name: {name}")
+        if value is None:
+            continue
+        result[name] = convert(key, value)
+    return result

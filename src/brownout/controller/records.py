@@ -1,0 +1,186 @@
+"""Metadata records of the `__cluster_metadata` log.
+
+The names and fields follow KRaft's metadata records (TopicRecord, PartitionRecord,
+PartitionChangeRecord, RegisterBrokerRecord, ...). DESIGN.md allows a simple internal
+encoding for them, so each record is one JSON object with a "type" field; the RPCs
+between nodes remain Kafka's.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import uuid
+from typing import Any, ClassVar
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class BrokerEndpoint:
+    name: str
+    host: str
+    port: int
+    security_protocol: str = "PLAINTEXT"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class RegisterBrokerRecord:
+    TYPE: ClassVar[str] = "RegisterBroker"
+    broker_id: int
+    broker_epoch: int
+    incarnation_id: str
+    endpoints: tuple[BrokerEndpoint, ...]
+    rack: str | None = None
+    fenced: bool = True
+    in_controlled_shutdown: bool = False
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class BrokerRegistrationChangeRecord:
+    TYPE: ClassVar[str] = "BrokerRegistrationChange"
+    broker_id: int
+    broker_epoch: int
+    fenced: bool | None = None
+    in_controlled_shutdown: bool | None = None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class UnregisterBrokerRecord:
+    TYPE: ClassVar[str] = "UnregisterBroker"
+    broker_id: int
+    broker_epoch: int
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class TopicRecord:
+    TYPE: ClassVar[str] = "Topic"
+    name: str
+    topic_id: uuid.UUID
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class PartitionRecord:
+    TYPE: ClassVar[str] = "Partition"
+    topic_id: uuid.UUID
+    partition_id: int
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+    leader: int
+    leader_epoch: int = 0
+    partition_epoch: int = 0
+    # KIP-966 eligible leader replicas; empty unless that mode is on.
+    elr: tuple[int, ...] = ()
+    last_known_elr: tuple[int, ...] = ()
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class PartitionChangeRecord:
+    """A change to one partition; None fields are unchanged.
+
+    A leader change bumps the leader epoch; every change bumps the partition epoch.
+    """
+
+    TYPE: ClassVar[str] = "PartitionChange"
+    topic_id: uuid.UUID
+    partition_id: int
+    isr: tuple[int, ...] | None = None
+    leader: int | None = None
+    replicas: tuple[int, ...] | None = None
+    elr: tuple[int, ...] | None = None
+    last_known_elr: tuple[int, ...] | None = None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class RemoveTopicRecord:
+    TYPE: ClassVar[str] = "RemoveTopic"
+    topic_id: uuid.UUID
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ConfigRecord:
+    """A config override; value None removes it. resource_type: "topic" or "broker"."""
+
+    TYPE: ClassVar[str] = "Config"
+    resource_type: str
+    resource_name: str
+    name: str
+    value: str | None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ProducerIdsRecord:
+    """A block of producer ids handed to a broker; next_producer_id is the first id
+    after the block, so ids stay unique across restarts."""
+
+    TYPE: ClassVar[str] = "ProducerIds"
+    broker_id: int
+    broker_epoch: int
+    next_producer_id: int
+
+
+MetadataRecord = (
+    RegisterBrokerRecord
+    | BrokerRegistrationChangeRecord
+    | UnregisterBrokerRecord
+    | TopicRecord
+    | PartitionRecord
+    | PartitionChangeRecord
+    | RemoveTopicRecord
+    | ConfigRecord
+    | ProducerIdsRecord
+)
+
+_TYPES: dict[str, type] = {
+    cls.TYPE: cls
+    for cls in (
+        RegisterBrokerRecord,
+        BrokerRegistrationChangeRecord,
+        UnregisterBrokerRecord,
+        TopicRecord,
+        PartitionRecord,
+        PartitionChangeRecord,
+        RemoveTopicRecord,
+        ConfigRecord,
+        ProducerIdsRecord,
+    )
+}
+
+
+class MetadataRecordError(ValueError):
+    pass
+
+
+def _to_json(value: Any) -> Any:
+    if isinstance(value, uuid.UUID):
+        return str(value)
+    if isinstance(value, BrokerEndpoint):
+        return dataclasses.asdict(value)
+    if isinstance(value, tuple):
+        return [_to_json(v) for v in value]
+    return value
+
+
+def encode_record(record: MetadataRecord) -> bytes:
+    body = {f.name: _to_json(getattr(record, f.name)) for f in dataclasses.fields(record)}
+    body["type"] = record.TYPE
+    return json.dumps(body, separators=(",", ":"), sort_keys=True).encode()
+
+
+def decode_record(data: bytes) -> MetadataRecord:
+    try:
+        body = json.loads(data)
+        cls = _TYPES[body.pop("type")]
+    except (ValueError, KeyError, TypeError) as e:
+        raise MetadataRecordError(f"undecodable metadata record: {data[:80]!r}") from e
+    kwargs: dict[str, Any] = {}
+    for f in dataclasses.fields(cls):
+        if f.name not in body:
+            continue
+        value = body[f.name]
+        if f.name == "topic_id":
+            value = uuid.UUID(value)
+        elif f.name == "endpoints":
+            value = tuple(BrokerEndpoint(**e) for e in value)
+        elif isinstance(value, list):
+            value = tuple(value)
+        kwargs[f.name] = value
+    return cls(**kwargs)  # type: ignore[no-any-return]

@@ -1,0 +1,213 @@
+"""Pure decisions for creating and deleting topics: validation, placement, records.
+
+Inputs are the current MetadataImage and a request; outputs are a result per topic and
+the metadata records to commit. Nothing here does I/O, so tests hand-make images.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+import re
+import uuid
+from collections.abc import Mapping, Sequence
+
+from kio.schema.errors import ErrorCode
+
+from ..common.config import ConfigError
+from ..common.kafka_config import TOPIC_CONFIG, parse_topic_configs
+from .image import MetadataImage
+from .records import ConfigRecord, MetadataRecord, PartitionRecord, RemoveTopicRecord, TopicRecord
+
+MAX_NAME_LENGTH = 249
+_LEGAL = re.compile(r"^[a-zA-Z0-9._-]+$")
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class NewTopic:
+    name: str
+    num_partitions: int = -1  # -1: num.partitions
+    replication_factor: int = -1  # -1: default.replication.factor
+    assignments: Mapping[int, Sequence[int]] = dataclasses.field(default_factory=dict)
+    configs: Mapping[str, str | None] = dataclasses.field(default_factory=dict)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class TopicResult:
+    name: str
+    error: ErrorCode
+    message: str | None = None
+    topic_id: uuid.UUID | None = None
+    num_partitions: int = -1
+    replication_factor: int = -1
+
+
+def validate_topic_name(name: str) -> str | None:
+    """Kafka's topic name rules; returns the problem or None."""
+    if not name:
+        return "Topic name is illegal, it can't be empty"
+    if name in (".", ".."):
+        return "Topic name cannot be \".\" or \"..\""
+    if len(name) > MAX_NAME_LENGTH:
+        return (
+            f"Topic name is illegal, it can't be longer than {MAX_NAME_LENGTH} characters, "
+            f"topic name: {name}"
+        )
+    if not _LEGAL.match(name):
+        return (
+            f"Topic name \"{name}\" is illegal, it contains a character other than ASCII "
+            "alphanumerics, '.', '_' and '-'"
+        )
+    return None
+
+
+def _collides(name: str, image: MetadataImage) -> str | None:
+    # '.' and '_' collide in metric names, so Kafka refuses topics that differ only there.
+    key = name.replace(".", "_")
+    for existing in image.topic_ids:
+        if existing != name and existing.replace(".", "_") == key:
+            return existing
+    return None
+
+
+def place_replicas(
+    brokers: Sequence[int], num_partitions: int, replication_factor: int, start: int
+) -> list[list[int]]:
+    """Round-robin placement: partition p starts at broker (start + p) and continues in
+    order, so leaders and followers spread evenly (rack-unaware, like Kafka's striping)."""
+    ordered = sorted(brokers)
+    n = len(ordered)
+    return [
+        [ordered[(start + p + j) % n] for j in range(replication_factor)]
+        for p in range(num_partitions)
+    ]
+
+
+def create_topics(
+    image: MetadataImage,
+    topics: Sequence[NewTopic],
+    *,
+    default_partitions: int,
+    default_replication_factor: int,
+    rng: random.Random,
+    validate_only: bool = False,
+) -> tuple[list[TopicResult], list[MetadataRecord]]:
+    results: list[TopicResult] = []
+    records: list[MetadataRecord] = []
+    usable = [b.broker_id for b in image.live_brokers() if not b.in_controlled_shutdown]
+    seen: set[str] = set()
+    for t in topics:
+        result, new_records = _create_one(
+            image, t, usable, default_partitions, default_replication_factor, rng, seen
+        )
+        seen.add(t.name)
+        results.append(result)
+        if result.error == ErrorCode.none and not validate_only:
+            records.extend(new_records)
+    return results, records
+
+
+def _create_one(
+    image: MetadataImage,
+    t: NewTopic,
+    usable: list[int],
+    default_partitions: int,
+    default_rf: int,
+    rng: random.Random,
+    seen: set[str],
+) -> tuple[TopicResult, list[MetadataRecord]]:
+    def fail(error: ErrorCode, message: str) -> tuple[TopicResult, list[MetadataRecord]]:
+        return TopicResult(t.name, error, message), []
+
+    if t.name in seen:
+        return fail(ErrorCode.invalid_request, f"Duplicate topic name {t.name} in the request")
+    problem = validate_topic_name(t.name)
+    if problem:
+        return fail(ErrorCode.invalid_topic_exception, problem)
+    if t.name in image.topic_ids:
+        return fail(ErrorCode.topic_already_exists, f"Topic '{t.name}' already exists.")
+    other = _collides(t.name, image)
+    if other:
+        return fail(
+            ErrorCode.invalid_topic_exception,
+            f"Topic '{t.name}' collides with existing topic: {other}",
+        )
+    try:
+        parse_topic_configs(t.configs)
+    except ConfigError as e:
+        return fail(ErrorCode.invalid_config, str(e))
+    if t.assignments:
+        if t.num_partitions != -1 or t.replication_factor != -1:
+            return fail(
+                ErrorCode.invalid_request,
+                "Both numPartitions or replicationFactor and replicasAssignments were set. "
+                "Both cannot be used at the same time.",
+            )
+        assignment = [list(t.assignments[p]) for p in sorted(t.assignments)]
+        if sorted(t.assignments) != list(range(len(assignment))):
+            return fail(ErrorCode.invalid_replica_assignment, "Partitions must be 0..N-1")
+        for replicas in assignment:
+            if not replicas or len(set(replicas)) != len(replicas):
+                return fail(
+                    ErrorCode.invalid_replica_assignment,
+                    f"Duplicate or empty replica list {replicas}",
+                )
+            missing = [r for r in replicas if r not in image.brokers]
+            if missing:
+                return fail(
+                    ErrorCode.invalid_replica_assignment,
+                    f"The manual partition assignment includes broker {missing[0]}, but no "
+                    "broker with that id is registered.",
+                )
+    else:
+        partitions = default_partitions if t.num_partitions == -1 else t.num_partitions
+        rf = default_rf if t.replication_factor == -1 else t.replication_factor
+        if partitions <= 0:
+            return fail(ErrorCode.invalid_partitions, "Number of partitions was set to an "
+                        f"invalid non-positive value {partitions}.")
+        if rf <= 0:
+            return fail(ErrorCode.invalid_replication_factor, "Replication factor must be "
+                        f"larger than 0, or -1 to use the default value. Got {rf}.")
+        if rf > len(usable):
+            return fail(
+                ErrorCode.invalid_replication_factor,
+                f"Unable to replicate the partition {rf} time(s): The target replication "
+                f"factor of {rf} cannot be reached because only {len(usable)} broker(s) "
+                "are registered.",
+            )
+        start = rng.randrange(len(usable))
+        assignment = place_replicas(usable, partitions, rf, start)
+    rf_actual = len(assignment[0])
+    topic_id = uuid.UUID(int=rng.getrandbits(128))
+    records: list[MetadataRecord] = [TopicRecord(t.name, topic_id)]
+    for name, value in t.configs.items():
+        if value is not None and name in TOPIC_CONFIG:
+            records.append(ConfigRecord("topic", t.name, name, value))
+    live = {b.broker_id for b in image.live_brokers()}
+    for p, replicas in enumerate(assignment):
+        isr = tuple(r for r in replicas if r in live) or tuple(replicas)
+        leader = next((r for r in replicas if r in live), replicas[0])
+        records.append(PartitionRecord(topic_id, p, tuple(replicas), isr, leader, 0, 0))
+    return (
+        TopicResult(t.name, ErrorCode.none, None, topic_id, len(assignment), rf_actual),
+        records,
+    )
+
+
+def delete_topics(
+    image: MetadataImage, names: Sequence[str]
+) -> tuple[list[TopicResult], list[MetadataRecord]]:
+    results = []
+    records: list[MetadataRecord] = []
+    for name in names:
+        topic = image.topic(name)
+        if topic is None:
+            results.append(
+                TopicResult(name, ErrorCode.unknown_topic_or_partition,
+                            "This server does not host this topic-partition.")
+            )
+            continue
+        results.append(TopicResult(name, ErrorCode.none, None, topic.topic_id))
+        records.append(RemoveTopicRecord(topic.topic_id))
+    return results, records

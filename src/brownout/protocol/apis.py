@@ -1,0 +1,79 @@
+"""The APIs this node implements and the versions it advertises.
+
+Only versions that are really implemented are advertised (DESIGN.md, protocol/). The
+ranges cover what librdkafka 2.16, kafka-python 3.0 and aiokafka 0.14 send (NOTES.md),
+and stay inside what kio 0.6.5 can encode.
+"""
+
+from __future__ import annotations
+
+import enum
+import functools
+
+from kio.index import load_request_schema, load_response_schema
+
+
+class ApiKey(enum.IntEnum):
+    PRODUCE = 0
+    FETCH = 1
+    LIST_OFFSETS = 2
+    METADATA = 3
+    OFFSET_COMMIT = 8
+    OFFSET_FETCH = 9
+    FIND_COORDINATOR = 10
+    JOIN_GROUP = 11
+    HEARTBEAT = 12
+    LEAVE_GROUP = 13
+    SYNC_GROUP = 14
+    DESCRIBE_GROUPS = 15
+    LIST_GROUPS = 16
+    API_VERSIONS = 18
+    CREATE_TOPICS = 19
+    DELETE_TOPICS = 20
+    INIT_PRODUCER_ID = 22
+    OFFSET_FOR_LEADER_EPOCH = 23
+    DESCRIBE_CONFIGS = 32
+    DESCRIBE_CLUSTER = 60
+
+
+# (min, max) advertised to clients by a broker.
+BROKER_APIS: dict[ApiKey, tuple[int, int]] = {
+    ApiKey.PRODUCE: (3, 10),
+    ApiKey.FETCH: (4, 16),
+    ApiKey.LIST_OFFSETS: (1, 7),
+    ApiKey.METADATA: (0, 12),
+    ApiKey.OFFSET_COMMIT: (2, 9),
+    ApiKey.OFFSET_FETCH: (1, 7),
+    ApiKey.FIND_COORDINATOR: (0, 4),
+    ApiKey.JOIN_GROUP: (0, 9),
+    ApiKey.HEARTBEAT: (0, 4),
+    ApiKey.LEAVE_GROUP: (0, 5),
+    ApiKey.SYNC_GROUP: (0, 5),
+    ApiKey.DESCRIBE_GROUPS: (0, 5),
+    ApiKey.LIST_GROUPS: (0, 4),
+    ApiKey.API_VERSIONS: (0, 3),
+    ApiKey.CREATE_TOPICS: (2, 7),
+    ApiKey.DELETE_TOPICS: (1, 6),
+    ApiKey.INIT_PRODUCER_ID: (0, 4),
+    ApiKey.OFFSET_FOR_LEADER_EPOCH: (2, 4),
+    ApiKey.DESCRIBE_CONFIGS: (1, 4),
+    ApiKey.DESCRIBE_CLUSTER: (0, 1),
+}
+
+
+def is_supported(api_key: int, api_version: int, table: dict[ApiKey, tuple[int, int]]) -> bool:
+    try:
+        low, high = table[ApiKey(api_key)]
+    except (ValueError, KeyError):
+        return False
+    return low <= api_version <= high
+
+
+@functools.cache
+def request_class(api_key: int, api_version: int) -> type:
+    return load_request_schema(api_key, api_version)  # type: ignore[return-value]
+
+
+@functools.cache
+def response_class(api_key: int, api_version: int) -> type:
+    return load_response_schema(api_key, api_version)  # type: ignore[return-value]

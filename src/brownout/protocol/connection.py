@@ -1,0 +1,132 @@
+"""A sans-I/O Kafka server connection: bytes in, requests out; responses in, bytes out.
+
+The asyncio server owns the socket and feeds this object (DESIGN.md, protocol/). Nothing
+here touches a transport, so malformed input is tested with plain byte strings.
+
+Framing: every request is a 4-byte big-endian size followed by a request header and
+body. The header version is 2 (with tagged fields) for flexible API versions, else 1.
+Responses use header v1 for flexible versions and v0 otherwise, except ApiVersions,
+whose response header is always v0 so that a client can parse it before it knows
+which versions the broker speaks.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import struct
+from typing import Any
+
+from kio.serial import entity_reader, entity_writer
+
+from .apis import ApiKey, request_class, response_class
+from .errors import FrameTooLargeError, InvalidRequestError
+
+_SIZE = struct.Struct(">i")
+_HEADER_PREFIX = struct.Struct(">hhi")  # api key, api version, correlation id
+_STRING_LEN = struct.Struct(">h")
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class RequestHeader:
+    api_key: int
+    api_version: int
+    correlation_id: int
+    client_id: str | None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Request:
+    """A decoded request. `body` is None when the version is not supported."""
+
+    header: RequestHeader
+    body: Any
+    size: int
+
+
+def parse_header_prefix(frame: bytes | memoryview) -> RequestHeader:
+    """Decode the fields every header version shares (v1 layout, no tagged fields).
+
+    This works for any api key and version, which is what ApiVersions needs to answer
+    an unknown version instead of dropping the connection.
+    """
+    if len(frame) < _HEADER_PREFIX.size + _STRING_LEN.size:
+        raise InvalidRequestError(f"request header too short ({len(frame)} bytes)")
+    api_key, api_version, correlation_id = _HEADER_PREFIX.unpack_from(frame, 0)
+    (n,) = _STRING_LEN.unpack_from(frame, _HEADER_PREFIX.size)
+    start = _HEADER_PREFIX.size + _STRING_LEN.size
+    if n < -1 or start + max(n, 0) > len(frame):
+        raise InvalidRequestError("request header has a malformed client id")
+    client_id = None if n == -1 else bytes(frame[start : start + n]).decode("utf-8", "replace")
+    return RequestHeader(api_key, api_version, correlation_id, client_id)
+
+
+class ServerConnection:
+    """Splits a byte stream into Kafka requests and encodes the matching responses."""
+
+    def __init__(
+        self, *, max_request_size: int, supported: dict[ApiKey, tuple[int, int]]
+    ) -> None:
+        self._buffer = bytearray()
+        self._max_request_size = max_request_size
+        self._supported = supported
+
+    def receive_data(self, data: bytes) -> None:
+        self._buffer += data
+
+    def next_request(self) -> Request | None:
+        """The next complete request, or None until more bytes arrive.
+
+        Raises a ProtocolError subclass when the stream cannot continue.
+        """
+        if len(self._buffer) < 4:
+            return None
+        (size,) = _SIZE.unpack_from(self._buffer, 0)
+        if size < 0:
+            raise InvalidRequestError(f"negative frame size {size}")
+        if size > self._max_request_size:
+            raise FrameTooLargeError(
+                f"frame of {size} bytes is larger than socket.request.max.bytes "
+                f"({self._max_request_size})"
+            )
+        if len(self._buffer) < 4 + size:
+            return None
+        frame = bytes(self._buffer[4 : 4 + size])
+        del self._buffer[: 4 + size]
+        return self._decode(frame)
+
+    def _decode(self, frame: bytes) -> Request:
+        prefix = parse_header_prefix(frame)
+        key, version = prefix.api_key, prefix.api_version
+        low_high = self._supported.get(ApiKey(key)) if key in ApiKey._value2member_map_ else None
+        if low_high is None or not low_high[0] <= version <= low_high[1]:
+            return Request(prefix, None, len(frame))
+        cls = request_class(key, version)
+        try:
+            header, offset = entity_reader(cls.__header_schema__)(frame, 0)
+            body, _used = entity_reader(cls)(frame, offset)
+        except Exception as e:  # kio raises several types; all mean a bad frame
+            raise InvalidRequestError(
+                f"cannot decode {ApiKey(key).name} v{version} request: {e}"
+            ) from e
+        # Bytes after the body are ignored, as Kafka's parser does: librdkafka's
+        # Metadata v12 request for all topics carries three of them.
+        return Request(
+            RequestHeader(key, version, prefix.correlation_id, header.client_id), body, len(frame)
+        )
+
+    @staticmethod
+    def encode_response(header: RequestHeader, body: Any) -> bytes:
+        """Frame `body` (a kio response of the request's version) as a response."""
+        out = io.BytesIO()
+        out.write(b"\0\0\0\0")
+        header_cls = type(body).__header_schema__
+        entity_writer(header_cls)(out, header_cls(correlation_id=header.correlation_id))
+        entity_writer(type(body))(out, body)
+        data = out.getbuffer()
+        _SIZE.pack_into(data, 0, len(data) - 4)
+        return bytes(data)
+
+    @staticmethod
+    def response_class(header: RequestHeader) -> type:
+        return response_class(header.api_key, header.api_version)

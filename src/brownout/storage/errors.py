@@ -1,0 +1,54 @@
+"""Storage exceptions. Each carries the Kafka error name the broker should answer with."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+
+class StorageError(Exception):
+    kafka_error: ClassVar[str] = "KAFKA_STORAGE_ERROR"
+
+
+class OffsetOutOfRangeError(StorageError):
+    kafka_error: ClassVar[str] = "OFFSET_OUT_OF_RANGE"
+
+
+class RecordTooLargeError(StorageError):
+    kafka_error: ClassVar[str] = "MESSAGE_TOO_LARGE"
+
+
+class UnexpectedAppendOffsetError(StorageError):
+    """A follower append did not start at the log end offset."""
+
+    kafka_error: ClassVar[str] = "UNKNOWN_SERVER_ERROR"
+
+
+class CorruptCheckpointError(StorageError):
+    """A checkpoint or metadata file could not be parsed (names the file and line)."""
+
+
+class StorageNotFormattedError(StorageError):
+    pass
+
+
+class InconsistentStorageError(StorageError):
+    pass
+
+
+class ProducerStateError(StorageError):
+    """Base for idempotent-producer rejections."""
+
+
+class OutOfOrderSequenceError(ProducerStateError):
+    kafka_error: ClassVar[str] = "OUT_OF_ORDER_SEQUENCE_NUMBER"
+
+
+class InvalidProducerEpochError(ProducerStateError):
+    kafka_error: ClassVar[str] = "INVALID_PRODUCER_EPOCH"
+
+
+class UnknownProducerIdError(ProducerStateError):
+    """Kept for completeness: since KIP-360 Kafka accepts any sequence from a producer the
+    log does not know, so `ProducerStateManager` never raises it."""
+
+    kafka_error: ClassVar[str] = "UNKNOWN_PRODUCER_ID"

@@ -1,0 +1,190 @@
+"""All partition logs of one node, spread over its log dirs (Kafka's LogManager).
+
+Startup reads, per log dir, ``recovery-point-offset-checkpoint`` and
+``log-start-offset-checkpoint`` and looks for the ``.kafka_cleanshutdown`` marker. The
+marker is removed as soon as it is seen, so a crash at any later point makes the next
+startup recover; it is written again only at the end of a clean `shutdown`, after every
+log was flushed and checkpointed. Without the marker each log re-validates everything
+after its recovery point.
+"""
+
+from __future__ import annotations
+
+import shutil
+import threading
+import uuid
+from collections.abc import Iterable
+from pathlib import Path
+
+from brownout.storage.checkpoint import (
+    LOG_START_OFFSET_CHECKPOINT,
+    RECOVERY_POINT_CHECKPOINT,
+    REPLICATION_CHECKPOINT,
+    OffsetCheckpointFile,
+    fsync_dir,
+)
+from brownout.storage.config import LogConfig
+from brownout.storage.errors import StorageError
+from brownout.storage.log import Log, parse_partition_dir_name
+
+CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
+DELETE_DIR_SUFFIX = "-delete"
+# The KRaft metadata log lives in a log dir too but belongs to the Raft layer.
+METADATA_LOG_DIR = "__cluster_metadata-0"
+
+TopicPartition = tuple[str, int]
+
+
+class InconsistentTopicIdError(StorageError):
+    kafka_error = "INCONSISTENT_TOPIC_ID"
+
+
+class LogManager:
+    def __init__(self, log_dirs: Iterable[Path], default_config: LogConfig | None = None) -> None:
+        self.log_dirs = [Path(d) for d in log_dirs]
+        if not self.log_dirs:
+            raise ValueError("at least one log dir is required")
+        self.default_config = default_config or LogConfig()
+        self._logs: dict[TopicPartition, Log] = {}
+        self._lock = threading.RLock()
+        self.had_clean_shutdown: dict[Path, bool] = {}
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def startup(self, now_ms: int | None = None) -> None:
+        with self._lock:
+            for log_dir in self.log_dirs:
+                log_dir.mkdir(parents=True, exist_ok=True)
+                marker = log_dir / CLEAN_SHUTDOWN_FILE
+                clean = marker.exists()
+                self.had_clean_shutdown[log_dir] = clean
+                if clean:
+                    marker.unlink()
+                    fsync_dir(log_dir)
+                recovery = OffsetCheckpointFile(log_dir / RECOVERY_POINT_CHECKPOINT).read()
+                starts = OffsetCheckpointFile(log_dir / LOG_START_OFFSET_CHECKPOINT).read()
+                hws = OffsetCheckpointFile(log_dir / REPLICATION_CHECKPOINT).read()
+                for child in sorted(log_dir.iterdir()):
+                    if not child.is_dir() or child.name == METADATA_LOG_DIR:
+                        continue
+                    if child.name.endswith(DELETE_DIR_SUFFIX):
+                        # A deletion interrupted by a crash: finish it.
+                        shutil.rmtree(child, ignore_errors=True)
+                        continue
+                    try:
+                        tp = parse_partition_dir_name(child.name)
+                    except ValueError:
+                        continue  # not ours (e.g. a stray directory); leave it alone
+                    log = Log.open(
+                        child, self.default_config,
+                        recovery_point=recovery.get(tp, 0),
+                        clean_shutdown=clean,
+                        log_start_offset=starts.get(tp),
+                        now_ms=now_ms,
+                    )
+                    log.update_high_watermark(hws.get(tp, 0))
+                    self._logs[tp] = log
+
+    def shutdown(self) -> None:
+        with self._lock:
+            for log in self._logs.values():
+                log.flush()
+            self.checkpoint()
+            for log in self._logs.values():
+                log.close()
+            for log_dir in self.log_dirs:
+                (log_dir / CLEAN_SHUTDOWN_FILE).write_bytes(b"")
+                fsync_dir(log_dir)
+            self._logs.clear()
+
+    # ------------------------------------------------------------------ logs
+
+    def get_log(self, topic: str, partition: int) -> Log | None:
+        return self._logs.get((topic, partition))
+
+    def all_logs(self) -> list[Log]:
+        with self._lock:
+            return list(self._logs.values())
+
+    def get_or_create_log(self, topic: str, partition: int, topic_id: uuid.UUID | None = None,
+                          config: LogConfig | None = None, now_ms: int | None = None) -> Log:
+        with self._lock:
+            log = self._logs.get((topic, partition))
+            if log is not None:
+                if topic_id is not None and log.topic_id is not None and log.topic_id != topic_id:
+                    # Kafka refuses: the directory belongs to an older incarnation of the
+                    # topic (deleted and re-created while this node was away).
+                    raise InconsistentTopicIdError(
+                        f"{topic}-{partition}: log has topic id {log.topic_id}, "
+                        f"requested {topic_id}")
+                if config is not None:
+                    log.config = config
+                return log
+            log_dir = self._choose_log_dir()
+            log = Log.create(log_dir / f"{topic}-{partition}", config or self.default_config,
+                             topic_id=topic_id, now_ms=now_ms)
+            self._logs[(topic, partition)] = log
+            return log
+
+    def _choose_log_dir(self) -> Path:
+        counts = {d: 0 for d in self.log_dirs}
+        for log in self._logs.values():
+            if log.dir.parent in counts:
+                counts[log.dir.parent] += 1
+        return min(self.log_dirs, key=lambda d: counts[d])
+
+    def update_config(self, topic: str, config: LogConfig) -> None:
+        with self._lock:
+            for (t, _), log in self._logs.items():
+                if t == topic:
+                    log.config = config
+
+    def delete_log(self, topic: str, partition: int) -> bool:
+        """Rename to ``topic-partition.<uuid hex>-delete`` (atomic, so a crash mid-delete
+        cannot resurrect a half-deleted log), then remove it."""
+        with self._lock:
+            log = self._logs.pop((topic, partition), None)
+            if log is None:
+                return False
+            parent = log.dir.parent
+            doomed = parent / f"{topic}-{partition}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}"
+            log.rename_dir(doomed)
+            fsync_dir(parent)
+            shutil.rmtree(doomed, ignore_errors=True)
+            return True
+
+    # ------------------------------------------------------------------ checkpoints
+
+    def checkpoint(self, high_watermarks: dict[TopicPartition, int] | None = None) -> None:
+        """Write recovery points, log start offsets and high watermarks for every dir.
+
+        ``high_watermarks`` overrides the values stored on the logs (the replication
+        layer may know better); partitions missing from it use the log's value.
+        """
+        with self._lock:
+            for log_dir in self.log_dirs:
+                logs = {tp: log for tp, log in self._logs.items() if log.dir.parent == log_dir}
+                hws = {tp: (high_watermarks or {}).get(tp, log.high_watermark)
+                       for tp, log in logs.items()}
+                OffsetCheckpointFile(log_dir / RECOVERY_POINT_CHECKPOINT).write(
+                    {tp: log.recovery_point for tp, log in logs.items()})
+                OffsetCheckpointFile(log_dir / LOG_START_OFFSET_CHECKPOINT).write(
+                    {tp: log.log_start_offset for tp, log in logs.items()})
+                OffsetCheckpointFile(log_dir / REPLICATION_CHECKPOINT).write(hws)
+
+    def load_high_watermarks(self) -> dict[TopicPartition, int]:
+        out: dict[TopicPartition, int] = {}
+        for log_dir in self.log_dirs:
+            out.update(OffsetCheckpointFile(log_dir / REPLICATION_CHECKPOINT).read())
+        return out
+
+    # ------------------------------------------------------------------ periodic work
+
+    def cleanup_logs(self, now_ms: int) -> int:
+        """Retention pass over every log (Kafka's log.retention.check.interval.ms task)."""
+        return sum(log.delete_old_segments(now_ms) for log in self.all_logs())
+
+    def flush_dirty_logs(self, now_ms: int) -> None:
+        """flush.ms pass (Kafka's log.flush.scheduler.interval.ms task)."""
+        for log in self.all_logs():
+            log.maybe_flush(now_ms)
