@@ -21,6 +21,9 @@ from pathlib import Path
 
 from .broker.apis import KafkaApis, MetadataCache, new_incarnation_id
 from .broker.controller_channel import LocalControllerChannel
+from .broker.group_apis import GroupApis
+from .broker.group_runtime import GroupRuntime
+from .broker.metadata_log import SingleVoterQuorum, open_metadata_log, read_records
 from .broker.producer_ids import ProducerIdManager
 from .broker.replica_manager import ReplicaManager
 from .broker.socket_server import SocketServer
@@ -30,7 +33,7 @@ from .common.kafka_config import KafkaConfig
 from .controller.image import MetadataImage
 from .controller.quorum_controller import QuorumController
 from .controller.records import BrokerEndpoint, MetadataRecord
-from .raft.metadata_log import SingleVoterQuorum, open_metadata_log, read_records
+from .group import GroupConfig
 from .storage import LogConfig, LogManager, StorageError, check_log_dirs
 
 log = logging.getLogger("kafka.server.KafkaRaftServer")
@@ -159,11 +162,30 @@ class Node:
 
     # -- groups (wired when the group coordinator is present) -----------------------
 
-    def _group_apis(self) -> object | None:
-        return None
+    def _group_apis(self) -> GroupApis:
+        config = self.config
+        self.group_runtime = GroupRuntime(
+            GroupConfig(
+                group_min_session_timeout_ms=config["group.min.session.timeout.ms"],
+                group_max_session_timeout_ms=config["group.max.session.timeout.ms"],
+                group_initial_rebalance_delay_ms=config["group.initial.rebalance.delay.ms"],
+                group_max_size=config["group.max.size"],
+                offsets_topic_num_partitions=config["offsets.topic.num.partitions"],
+                offsets_retention_minutes=config["offsets.retention.minutes"],
+                offsets_retention_check_interval_ms=config["offsets.retention.check.interval.ms"],
+            ),
+            self.replica_manager,
+            commit_timeout_ms=config["offsets.commit.timeout.ms"],
+        )
+        return GroupApis(
+            self.group_runtime,
+            offsets_topic_replication_factor=config["offsets.topic.replication.factor"],
+            offsets_topic_num_partitions=config["offsets.topic.num.partitions"],
+            offsets_topic_segment_bytes=config["offsets.topic.segment.bytes"],
+        )
 
     def _start_group_coordinator(self) -> None:
-        return None
+        self.group_runtime.start()
 
     # -- background work ------------------------------------------------------------
 
@@ -193,6 +215,7 @@ class Node:
         log.info("[KafkaRaftServer nodeId=%d] shutting down", self.node_id)
         await self.socket_server.stop_accepting()
         await self.socket_server.stop()
+        await self.group_runtime.stop()
         for task in self._tasks:
             task.cancel()
         for task in self._tasks:

@@ -7,6 +7,7 @@ read with `getattr` defaults) and describe responses as plain dicts that
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import random
 import uuid
@@ -37,7 +38,15 @@ LATEST_TIMESTAMP = -1
 EARLIEST_TIMESTAMP = -2
 MAX_TIMESTAMP = -3
 
-Handler = Callable[[Request, str], Awaitable[Any]]
+Handler = Callable[[Request, "ClientContext"], Awaitable[Any]]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ClientContext:
+    """Where a request came from: the listener it arrived on and the client's address."""
+
+    listener: str
+    client_host: str
 
 
 class MetadataCache:
@@ -82,6 +91,7 @@ class KafkaApis:
             ApiKey.OFFSET_FOR_LEADER_EPOCH: self.handle_offset_for_leader_epoch,
         }
         if group_apis is not None:
+            group_apis.apis = self
             self._handlers.update(group_apis.handlers())
         else:
             for key in _GROUP_KEYS:
@@ -91,7 +101,7 @@ class KafkaApis:
     def image(self) -> MetadataImage:
         return self.metadata.image
 
-    async def handle(self, request: Request, listener: str) -> Any | None:
+    async def handle(self, request: Request, ctx: ClientContext) -> Any | None:
         """The response body for `request`, or None when no response is sent."""
         header = request.header
         if request.body is None:
@@ -101,7 +111,7 @@ class KafkaApis:
                 f"Unsupported API version {header.api_version} for api key {header.api_key}"
             )
         handler = self._handlers[header.api_key]
-        return await handler(request, listener)
+        return await handler(request, ctx)
 
     def _response(self, request: Request, data: dict[str, Any]) -> Any:
         cls = ServerConnection.response_class(request.header)
@@ -124,7 +134,7 @@ class KafkaApis:
             },
         )
 
-    async def handle_api_versions(self, request: Request, listener: str) -> Any:
+    async def handle_api_versions(self, request: Request, ctx: ClientContext) -> Any:
         keys = [
             {"api_key": int(k), "min_version": lo, "max_version": hi}
             for k, (lo, hi) in sorted(self.supported.items())
@@ -187,7 +197,7 @@ class KafkaApis:
             "topic_authorized_operations": CLUSTER_AUTHORIZED_OPERATIONS_OMITTED,
         }
 
-    async def handle_metadata(self, request: Request, listener: str) -> Any:
+    async def handle_metadata(self, request: Request, ctx: ClientContext) -> Any:
         body = request.body
         version = request.header.api_version
         requested = body.topics
@@ -196,7 +206,7 @@ class KafkaApis:
         allow_create = getattr(body, "allow_auto_topic_creation", True)
         if requested is None:
             names = sorted(n for n in self.image.topic_ids)
-            topics = [self._topic_metadata(n, listener) for n in names]
+            topics = [self._topic_metadata(n, ctx.listener) for n in names]
         else:
             topics = []
             for t in requested:
@@ -211,12 +221,12 @@ class KafkaApis:
                         )
                         continue
                     name = found.name
-                topics.append(await self._metadata_for_name(name, listener, allow_create))
+                topics.append(await self._metadata_for_name(name, ctx.listener, allow_create))
         return self._response(
             request,
             {
                 "throttle_time": 0,
-                "brokers": self._brokers(listener),
+                "brokers": self._brokers(ctx.listener),
                 "cluster_id": self.cluster_id,
                 "controller_id": self._controller_id_for_clients(),
                 "topics": topics,
@@ -249,7 +259,7 @@ class KafkaApis:
 
     # -- Produce --------------------------------------------------------------------
 
-    async def handle_produce(self, request: Request, listener: str) -> Any | None:
+    async def handle_produce(self, request: Request, ctx: ClientContext) -> Any | None:
         body = request.body
         acks = int(body.acks)
         timeout_ms = millis(body.timeout)
@@ -303,7 +313,7 @@ class KafkaApis:
 
     # -- Fetch ----------------------------------------------------------------------
 
-    async def handle_fetch(self, request: Request, listener: str) -> Any:
+    async def handle_fetch(self, request: Request, ctx: ClientContext) -> Any:
         body = request.body
         replica_id = _fetch_replica_id(body)
         uses_ids = request.header.api_version >= 13
@@ -377,7 +387,7 @@ class KafkaApis:
 
     # -- ListOffsets ----------------------------------------------------------------
 
-    async def handle_list_offsets(self, request: Request, listener: str) -> Any:
+    async def handle_list_offsets(self, request: Request, ctx: ClientContext) -> Any:
         body = request.body
         replica_id = int(body.replica_id)
         topics = []
@@ -443,7 +453,7 @@ class KafkaApis:
 
     # -- Topics ---------------------------------------------------------------------
 
-    async def handle_create_topics(self, request: Request, listener: str) -> Any:
+    async def handle_create_topics(self, request: Request, ctx: ClientContext) -> Any:
         body = request.body
         version = request.header.api_version
         topics = []
@@ -488,7 +498,7 @@ class KafkaApis:
             out.append(entry)
         return self._response(request, {"throttle_time": 0, "topics": out})
 
-    async def handle_delete_topics(self, request: Request, listener: str) -> Any:
+    async def handle_delete_topics(self, request: Request, ctx: ClientContext) -> Any:
         body = request.body
         version = request.header.api_version
         if version >= 6:
@@ -525,7 +535,7 @@ class KafkaApis:
 
     # -- DescribeConfigs ------------------------------------------------------------
 
-    async def handle_describe_configs(self, request: Request, listener: str) -> Any:
+    async def handle_describe_configs(self, request: Request, ctx: ClientContext) -> Any:
         body = request.body
         include_synonyms = bool(getattr(body, "include_synonyms", False))
         include_docs = bool(getattr(body, "include_documentation", False))
@@ -585,7 +595,7 @@ class KafkaApis:
 
     # -- DescribeCluster ------------------------------------------------------------
 
-    async def handle_describe_cluster(self, request: Request, listener: str) -> Any:
+    async def handle_describe_cluster(self, request: Request, ctx: ClientContext) -> Any:
         return self._response(
             request,
             {
@@ -598,7 +608,7 @@ class KafkaApis:
                 "brokers": [
                     {"broker_id": b["node_id"], "host": b["host"], "port": b["port"],
                      "rack": b["rack"]}
-                    for b in self._brokers(listener)
+                    for b in self._brokers(ctx.listener)
                 ],
                 "cluster_authorized_operations": CLUSTER_AUTHORIZED_OPERATIONS_OMITTED,
             },
@@ -606,7 +616,7 @@ class KafkaApis:
 
     # -- InitProducerId -------------------------------------------------------------
 
-    async def handle_init_producer_id(self, request: Request, listener: str) -> Any:
+    async def handle_init_producer_id(self, request: Request, ctx: ClientContext) -> Any:
         body = request.body
         if body.transactional_id is not None:
             # Transactions are out of the lab's scope; say so instead of pretending.
@@ -626,7 +636,7 @@ class KafkaApis:
 
     # -- OffsetForLeaderEpoch -------------------------------------------------------
 
-    async def handle_offset_for_leader_epoch(self, request: Request, listener: str) -> Any:
+    async def handle_offset_for_leader_epoch(self, request: Request, ctx: ClientContext) -> Any:
         body = request.body
         topics = []
         for topic in body.topics:

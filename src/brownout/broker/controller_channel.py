@@ -15,7 +15,7 @@ from typing import Protocol
 from ..controller.quorum_controller import QuorumController
 from ..controller.records import MetadataRecord
 from ..controller.topics import NewTopic, TopicResult
-from ..raft.metadata_log import SingleVoterQuorum
+from .metadata_log import SingleVoterQuorum
 
 
 class ControllerChannel(Protocol):

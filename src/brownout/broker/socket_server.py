@@ -18,11 +18,11 @@ from ..common.kafka_config import Endpoint
 from ..protocol.apis import ApiKey
 from ..protocol.connection import Request, ServerConnection
 from ..protocol.errors import ProtocolError
-from .apis import CloseConnection, UnsupportedRequest
+from .apis import ClientContext, CloseConnection, UnsupportedRequest
 
 log = logging.getLogger("kafka.network.SocketServer")
 
-RequestHandler = Callable[[Request, str], Awaitable[Any | None]]
+RequestHandler = Callable[[Request, ClientContext], Awaitable[Any | None]]
 
 
 class SocketServer:
@@ -94,6 +94,7 @@ class SocketServer:
         self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, listener: str
     ) -> None:
         peer = writer.get_extra_info("peername")
+        ctx = ClientContext(listener, f"/{peer[0]}" if peer else "")
         conn = ServerConnection(
             max_request_size=self.max_request_size, supported=self.supported()
         )
@@ -111,7 +112,7 @@ class SocketServer:
                     conn.receive_data(data)
                     continue
                 try:
-                    response = await self.handler(request, listener)
+                    response = await self.handler(request, ctx)
                 except Exception as e:  # the request cannot be answered: close like Kafka
                     level = logging.ERROR if _is_bug(e) else logging.INFO
                     log.log(

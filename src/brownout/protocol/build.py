@@ -16,6 +16,8 @@ import functools
 import typing
 from typing import Any
 
+from kio.schema.errors import ErrorCode
+
 _TIMEDELTA_TYPES = ("timedelta_i32", "timedelta_i64")
 
 
@@ -82,6 +84,8 @@ def build(cls: type, data: dict[str, Any]) -> Any:
                 kwargs[p.name] = nested
         elif p.is_tuple:
             kwargs[p.name] = tuple(value)
+        elif p.kafka_type == "error_code" and not isinstance(value, ErrorCode):
+            kwargs[p.name] = ErrorCode(value)
         elif p.kafka_type in _TIMEDELTA_TYPES and isinstance(value, int):
             kwargs[p.name] = datetime.timedelta(milliseconds=value)
         elif p.kafka_type == "datetime_i64" and isinstance(value, int):

@@ -2,8 +2,8 @@
 
 A quorum of one voter commits an entry as soon as it is durable: this node writes the
 batch, fsyncs it (KRaft always flushes the metadata log) and the entry is committed.
-The multi-voter Raft replaces `SingleVoterQuorum` but keeps the same log and the same
-record encoding.
+The pure Raft state machine (raft/) replaces `SingleVoterQuorum` for quorums of several
+voters and keeps the same log and record encoding; this module is the I/O around it.
 """
 
 from __future__ import annotations
@@ -30,11 +30,10 @@ def open_metadata_log(metadata_log_dir: Path) -> Log:
 
 
 def read_records(log: Log) -> Iterator[tuple[int, MetadataRecord]]:
-    for header, batch in log.batches():
+    for _header, batch in log.batches():
         for offset, _ts, _key, value in decode_records(batch):
             if value is not None:
                 yield offset, decode_record(value)
-        del header
 
 
 class SingleVoterQuorum:

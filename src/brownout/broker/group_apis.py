@@ -1,0 +1,357 @@
+"""Handlers for the classic group APIs: FindCoordinator, JoinGroup, SyncGroup,
+Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch, DescribeGroups, ListGroups.
+
+Each maps the request of any version to the coordinator's version-free message and the
+result back. `__consumer_offsets` is created on the first FindCoordinator, as Kafka does.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from kio.schema.errors import ErrorCode
+
+from .. import group as g
+from ..controller.topics import NewTopic
+from ..protocol.apis import ApiKey
+from ..protocol.build import millis
+from ..protocol.connection import Request
+from .group_runtime import OFFSETS_TOPIC, GroupRuntime
+
+if TYPE_CHECKING:
+    from .apis import ClientContext, Handler, KafkaApis
+
+log = logging.getLogger("kafka.server.KafkaApis")
+
+COORDINATOR_KEY_GROUP = 0
+
+
+class GroupApis:
+    def __init__(self, runtime: GroupRuntime, *, offsets_topic_replication_factor: int,
+                 offsets_topic_num_partitions: int, offsets_topic_segment_bytes: int) -> None:
+        self.runtime = runtime
+        self.offsets_rf = offsets_topic_replication_factor
+        self.offsets_partitions = offsets_topic_num_partitions
+        self.offsets_segment_bytes = offsets_topic_segment_bytes
+        self.apis: KafkaApis | None = None  # set by KafkaApis
+
+    def handlers(self) -> dict[int, Handler]:
+        return {
+            ApiKey.FIND_COORDINATOR: self.handle_find_coordinator,
+            ApiKey.JOIN_GROUP: self.handle_join_group,
+            ApiKey.SYNC_GROUP: self.handle_sync_group,
+            ApiKey.HEARTBEAT: self.handle_heartbeat,
+            ApiKey.LEAVE_GROUP: self.handle_leave_group,
+            ApiKey.OFFSET_COMMIT: self.handle_offset_commit,
+            ApiKey.OFFSET_FETCH: self.handle_offset_fetch,
+            ApiKey.DESCRIBE_GROUPS: self.handle_describe_groups,
+            ApiKey.LIST_GROUPS: self.handle_list_groups,
+        }
+
+    def _response(self, request: Request, data: dict[str, Any]) -> Any:
+        assert self.apis is not None
+        return self.apis._response(request, data)
+
+    # -- FindCoordinator ------------------------------------------------------------
+
+    async def _ensure_offsets_topic(self) -> bool:
+        assert self.apis is not None
+        if self.apis.image.topic(OFFSETS_TOPIC) is not None:
+            return True
+        results = await self.apis.controller.create_topics(
+            [
+                NewTopic(
+                    OFFSETS_TOPIC,
+                    self.offsets_partitions,
+                    self.offsets_rf,
+                    configs={
+                        "cleanup.policy": "compact",
+                        "compression.type": "producer",
+                        "segment.bytes": str(self.offsets_segment_bytes),
+                    },
+                )
+            ],
+            validate_only=False,
+        )
+        result = results[0]
+        if result.error not in (ErrorCode.none, ErrorCode.topic_already_exists):
+            log.warning(
+                "Could not create %s (offsets.topic.replication.factor=%d): %s",
+                OFFSETS_TOPIC, self.offsets_rf, result.message,
+            )
+            return False
+        return True
+
+    def _coordinator_for(self, key: str, listener: str) -> dict[str, Any]:
+        assert self.apis is not None
+        image = self.apis.image
+        topic = image.topic(OFFSETS_TOPIC)
+        entry: dict[str, Any] = {"key": key, "node_id": -1, "host": "", "port": -1,
+                                 "error_code": ErrorCode.coordinator_not_available,
+                                 "error_message": None}
+        if topic is None:
+            return entry
+        partition = g.partition_for(key, len(topic.partitions))
+        reg = topic.partitions[partition]
+        broker = image.brokers.get(reg.leader)
+        endpoint = broker.endpoint(listener) if broker and not broker.fenced else None
+        if endpoint is None:
+            return entry
+        entry.update(node_id=reg.leader, host=endpoint.host, port=endpoint.port,
+                     error_code=ErrorCode.none)
+        return entry
+
+    async def handle_find_coordinator(self, request: Request, ctx: ClientContext) -> Any:
+        body = request.body
+        version = request.header.api_version
+        keys = list(body.coordinator_keys) if version >= 4 else [body.key]
+        key_type = int(getattr(body, "key_type", COORDINATOR_KEY_GROUP))
+        results = []
+        ready = key_type == COORDINATOR_KEY_GROUP and await self._ensure_offsets_topic()
+        for key in keys:
+            if key_type != COORDINATOR_KEY_GROUP:
+                # Transactions are not part of the lab; no transaction coordinator exists.
+                results.append({"key": key, "node_id": -1, "host": "", "port": -1,
+                                "error_code": ErrorCode.coordinator_not_available,
+                                "error_message": "transactions are not supported"})
+            elif not key and version < 4:
+                results.append({"key": key, "node_id": -1, "host": "", "port": -1,
+                                "error_code": ErrorCode.invalid_request,
+                                "error_message": "empty group id"})
+            elif not ready:
+                results.append({"key": key, "node_id": -1, "host": "", "port": -1,
+                                "error_code": ErrorCode.coordinator_not_available,
+                                "error_message": None})
+            else:
+                results.append(self._coordinator_for(key, ctx.listener))
+        if version >= 4:
+            return self._response(request, {"throttle_time": 0, "coordinators": results})
+        single = results[0]
+        return self._response(request, {"throttle_time": 0, **single})
+
+    # -- membership -----------------------------------------------------------------
+
+    async def handle_join_group(self, request: Request, ctx: ClientContext) -> Any:
+        body = request.body
+        version = request.header.api_version
+        session_ms = millis(body.session_timeout)
+        rebalance = getattr(body, "rebalance_timeout", None)
+        message = g.JoinGroupRequest(
+            group_id=body.group_id,
+            member_id=body.member_id,
+            group_instance_id=getattr(body, "group_instance_id", None),
+            protocol_type=body.protocol_type,
+            protocols=tuple(g.Protocol(p.name, bytes(p.metadata)) for p in body.protocols),
+            session_timeout_ms=session_ms,
+            rebalance_timeout_ms=session_ms if rebalance is None else millis(rebalance),
+            client_id=request.header.client_id or "",
+            client_host=ctx.client_host,
+            require_known_member_id=version >= 4,
+            reason=getattr(body, "reason", None),
+            supports_skip_assignment=version >= 9,
+        )
+        result: g.JoinGroupResult = await self.runtime.request(message)
+        return self._response(
+            request,
+            {
+                "throttle_time": 0,
+                "error_code": result.error,
+                "generation_id": result.generation_id,
+                "protocol_type": result.protocol_type,
+                "protocol_name": result.protocol_name if version >= 7 else (
+                    result.protocol_name or ""),
+                "leader": result.leader,
+                "skip_assignment": result.skip_assignment,
+                "member_id": result.member_id,
+                "members": [
+                    {"member_id": m.member_id, "group_instance_id": m.group_instance_id,
+                     "metadata": m.metadata}
+                    for m in result.members
+                ],
+            },
+        )
+
+    async def handle_sync_group(self, request: Request, ctx: ClientContext) -> Any:
+        body = request.body
+        message = g.SyncGroupRequest(
+            group_id=body.group_id,
+            generation_id=int(body.generation_id),
+            member_id=body.member_id,
+            group_instance_id=getattr(body, "group_instance_id", None),
+            protocol_type=getattr(body, "protocol_type", None),
+            protocol_name=getattr(body, "protocol_name", None),
+            assignments=tuple((a.member_id, bytes(a.assignment)) for a in body.assignments),
+        )
+        result: g.SyncGroupResult = await self.runtime.request(message)
+        return self._response(
+            request,
+            {
+                "throttle_time": 0,
+                "error_code": result.error,
+                "protocol_type": result.protocol_type,
+                "protocol_name": result.protocol_name,
+                "assignment": result.assignment,
+            },
+        )
+
+    async def handle_heartbeat(self, request: Request, ctx: ClientContext) -> Any:
+        body = request.body
+        result: g.HeartbeatResult = await self.runtime.request(
+            g.HeartbeatRequest(
+                body.group_id, int(body.generation_id), body.member_id,
+                getattr(body, "group_instance_id", None),
+            )
+        )
+        return self._response(request, {"throttle_time": 0, "error_code": result.error})
+
+    async def handle_leave_group(self, request: Request, ctx: ClientContext) -> Any:
+        body = request.body
+        version = request.header.api_version
+        if version >= 3:
+            members = tuple(g.MemberIdentity(m.member_id, m.group_instance_id)
+                            for m in body.members)
+        else:
+            members = (g.MemberIdentity(body.member_id, None),)
+        result: g.LeaveGroupResult = await self.runtime.request(
+            g.LeaveGroupRequest(body.group_id, members)
+        )
+        error = result.error
+        if version < 3 and error == ErrorCode.none and result.members:
+            error = result.members[0].error  # v0-2 report the one member's error at the top
+        return self._response(
+            request,
+            {
+                "throttle_time": 0,
+                "error_code": error,
+                "members": [
+                    {"member_id": m.member_id, "group_instance_id": m.group_instance_id,
+                     "error_code": m.error}
+                    for m in result.members
+                ],
+            },
+        )
+
+    # -- offsets --------------------------------------------------------------------
+
+    async def handle_offset_commit(self, request: Request, ctx: ClientContext) -> Any:
+        body = request.body
+        generation = getattr(body, "generation_id_or_member_epoch", None)
+        if generation is None:
+            generation = getattr(body, "generation_id", -1)
+        offsets = tuple(
+            g.OffsetCommitEntry(
+                t.name,
+                int(p.partition_index),
+                int(p.committed_offset),
+                int(getattr(p, "committed_leader_epoch", -1)),
+                p.committed_metadata,
+            )
+            for t in body.topics
+            for p in t.partitions
+        )
+        result: g.OffsetCommitResult = await self.runtime.request(
+            g.OffsetCommitRequest(
+                group_id=body.group_id,
+                generation_id=int(generation),
+                member_id=body.member_id,
+                group_instance_id=getattr(body, "group_instance_id", None),
+                offsets=offsets,
+            )
+        )
+        by_topic: dict[str, list[dict[str, Any]]] = {}
+        for r in result.partitions:
+            by_topic.setdefault(r.topic, []).append(
+                {"partition_index": r.partition, "error_code": r.error}
+            )
+        return self._response(
+            request,
+            {
+                "throttle_time": 0,
+                "topics": [{"name": n, "partitions": ps} for n, ps in by_topic.items()],
+            },
+        )
+
+    async def handle_offset_fetch(self, request: Request, ctx: ClientContext) -> Any:
+        body = request.body
+        partitions = None
+        if body.topics is not None:
+            partitions = tuple(
+                g.TopicPartition(t.name, int(p)) for t in body.topics for p in t.partition_indexes
+            )
+        result: g.OffsetFetchResult = await self.runtime.request(
+            g.OffsetFetchRequest(body.group_id, partitions)
+        )
+        by_topic: dict[str, list[dict[str, Any]]] = {}
+        for p in result.partitions:
+            by_topic.setdefault(p.topic, []).append(
+                {
+                    "partition_index": p.partition,
+                    "committed_offset": p.offset,
+                    "committed_leader_epoch": p.leader_epoch,
+                    "metadata": p.metadata,
+                    "error_code": p.error,
+                }
+            )
+        return self._response(
+            request,
+            {
+                "throttle_time": 0,
+                "topics": [{"name": n, "partitions": ps} for n, ps in by_topic.items()],
+                "error_code": result.error,
+            },
+        )
+
+    # -- describe / list ------------------------------------------------------------
+
+    async def handle_describe_groups(self, request: Request, ctx: ClientContext) -> Any:
+        body = request.body
+        result: g.DescribeGroupsResult = await self.runtime.request(
+            g.DescribeGroupsRequest(tuple(body.groups))
+        )
+        return self._response(
+            request,
+            {
+                "throttle_time": 0,
+                "groups": [
+                    {
+                        "error_code": d.error,
+                        "group_id": d.group_id,
+                        "group_state": d.state,
+                        "protocol_type": d.protocol_type,
+                        "protocol_data": d.protocol,
+                        "members": [
+                            {
+                                "member_id": m.member_id,
+                                "group_instance_id": m.group_instance_id,
+                                "client_id": m.client_id,
+                                "client_host": m.client_host,
+                                "member_metadata": m.metadata,
+                                "member_assignment": m.assignment,
+                            }
+                            for m in d.members
+                        ],
+                        "authorized_operations": -(2**31),
+                    }
+                    for d in result.groups
+                ],
+            },
+        )
+
+    async def handle_list_groups(self, request: Request, ctx: ClientContext) -> Any:
+        body = request.body
+        result: g.ListGroupsResult = await self.runtime.request(
+            g.ListGroupsRequest(tuple(getattr(body, "states_filter", ())))
+        )
+        return self._response(
+            request,
+            {
+                "throttle_time": 0,
+                "error_code": result.error,
+                "groups": [
+                    {"group_id": x.group_id, "protocol_type": x.protocol_type,
+                     "group_state": x.state}
+                    for x in result.groups
+                ],
+            },
+        )

@@ -1,0 +1,26 @@
+from brownout.broker.replication import can_join_isr, high_watermark, out_of_sync_replicas
+
+
+def test_high_watermark_is_min_leo_over_isr_and_never_moves_back():
+    leos = {1: 10, 2: 7, 3: 3}
+    assert high_watermark(0, leos, [1, 2, 3], min_insync_replicas=2) == 3
+    assert high_watermark(0, leos, [1, 2], min_insync_replicas=2) == 7
+    assert high_watermark(8, leos, [1, 2], min_insync_replicas=2) == 8
+
+
+def test_kafka_39_rule_advances_with_shrunken_isr_but_elr_rule_does_not():
+    leos = {1: 10}
+    assert high_watermark(4, leos, [1], min_insync_replicas=2) == 10
+    assert high_watermark(4, leos, [1], min_insync_replicas=2, eligible_leader_replicas=True) == 4
+
+
+def test_followers_lagging_longer_than_the_limit_leave_the_isr():
+    caught_up = {2: 1000, 3: 9000}
+    assert out_of_sync_replicas([1, 2, 3], 1, caught_up, 31_001, 30_000) == [2]
+    assert out_of_sync_replicas([1, 2, 3], 1, caught_up, 30_000, 30_000) == []
+
+
+def test_rejoin_needs_the_high_watermark_and_the_epoch_start():
+    assert can_join_isr(10, 10, 5)
+    assert not can_join_isr(9, 10, 5)
+    assert not can_join_isr(10, 8, 12)
