@@ -35,7 +35,7 @@ def test_pure_core_does_no_io(path):
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
             assert node.func.id not in FORBIDDEN_CALLS, f"{path.name} calls {node.func.id}()"
-        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
-            # random.Random(...) is fine (injected, seeded); module-level random.x() is not.
-            if node.value.id == "random":
-                assert node.attr == "Random", f"{path.name} uses global random.{node.attr}"
+        # random.Random(...) is fine (injected, seeded); module-level random.x() is not.
+        is_attr = isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+        if is_attr and node.value.id == "random":
+            assert node.attr == "Random", f"{path.name} uses global random.{node.attr}"
