@@ -15,7 +15,7 @@ $(STAMP): pyproject.toml
 venv: $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/python -m brownout.demo
+	$(BIN)/brownout demo
 
 test: $(STAMP)
 	$(BIN)/ruff check .

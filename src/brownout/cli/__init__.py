@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import typer
 
+from .demo import demo_command
 from .storage import storage_app
 
 app = typer.Typer(
@@ -13,6 +14,7 @@ app = typer.Typer(
     add_completion=False,
 )
 app.add_typer(storage_app, name="storage")
+app.command("demo")(demo_command)
 
 
 def main() -> None:
