@@ -1,0 +1,363 @@
+"""The active controller's view of brokers: registration, heartbeats and sessions,
+fencing, controlled shutdown, ISR changes from partition leaders, and moving
+leadership back to preferred replicas.
+
+Every decision returns records; nothing here changes the image. The caller proposes
+the records to the metadata quorum, applies them to the controller's image, and answers
+the requester once they are committed. Session times live only in memory, as in Kafka:
+a newly active controller gives every registered broker a fresh session.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from collections.abc import Iterable, Sequence
+
+from kio.schema.errors import ErrorCode
+
+from .image import NO_LEADER, MetadataImage, PartitionRegistration, TopicImage
+from .partition_change import partition_change
+from .records import (
+    BrokerEndpoint,
+    BrokerRegistrationChangeRecord,
+    MetadataRecord,
+    PartitionChangeRecord,
+    RegisterBrokerRecord,
+)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ClusterControlConfig:
+    broker_session_timeout_ms: int = 9000
+    unclean_leader_election_enable: bool = False
+    auto_leader_rebalance_enable: bool = True
+    leader_imbalance_per_broker_percentage: int = 10
+
+
+class BrokerState(enum.Enum):
+    FENCED = "fenced"
+    UNFENCED = "unfenced"
+    CONTROLLED_SHUTDOWN = "controlled shutdown"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class RegistrationResult:
+    error: ErrorCode
+    broker_epoch: int = -1
+    message: str | None = None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class HeartbeatResult:
+    error: ErrorCode
+    is_caught_up: bool = False
+    is_fenced: bool = True
+    should_shut_down: bool = False
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class IsrChange:
+    """One partition of an AlterPartition request."""
+
+    topic: str
+    partition: int
+    leader_epoch: int
+    partition_epoch: int
+    new_isr: tuple[int, ...]
+    # AlterPartition v3 sends each member's broker epoch; -1 when unknown (v0-2).
+    new_isr_epochs: tuple[int, ...] = ()
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class IsrChangeResult:
+    topic: str
+    partition: int
+    error: ErrorCode
+    leader: int = NO_LEADER
+    leader_epoch: int = -1
+    isr: tuple[int, ...] = ()
+    partition_epoch: int = -1
+
+
+class ClusterControl:
+    def __init__(self, image: MetadataImage, config: ClusterControlConfig) -> None:
+        self.image = image
+        self.config = config
+        self.last_contact_ms: dict[int, int] = {}
+        # Offset of the records that put a broker into controlled shutdown: it may stop
+        # once it has seen them and leads nothing.
+        self.controlled_shutdown_offset: dict[int, int] = {}
+
+    # -- helpers ---------------------------------------------------------------------
+
+    def activate(self, now_ms: int) -> None:
+        """This controller just became active: every broker gets a fresh session."""
+        self.last_contact_ms = {b: now_ms for b in self.image.brokers}
+
+    def state(self, broker_id: int) -> BrokerState | None:
+        reg = self.image.brokers.get(broker_id)
+        if reg is None:
+            return None
+        if reg.fenced:
+            return BrokerState.FENCED
+        if reg.in_controlled_shutdown:
+            return BrokerState.CONTROLLED_SHUTDOWN
+        return BrokerState.UNFENCED
+
+    def is_active(self, broker_id: int) -> bool:
+        return self.state(broker_id) is BrokerState.UNFENCED
+
+    def unclean_allowed(self, topic: str) -> bool:
+        value = self.image.topic_configs.get(topic, {}).get("unclean.leader.election.enable")
+        if value is None:
+            return self.config.unclean_leader_election_enable
+        return value.lower() == "true"
+
+    def _partitions_with_replica(self, broker_id: int, *, in_isr: bool):
+        for topic in self.image.topics_by_id.values():
+            for index, reg in topic.partitions.items():
+                members = reg.isr if in_isr else reg.replicas
+                if broker_id in members:
+                    yield topic, index, reg
+
+    def leaderships(self, broker_id: int) -> int:
+        return sum(
+            1 for t in self.image.topics_by_id.values() for r in t.partitions.values()
+            if r.leader == broker_id
+        )
+
+    def _moves_away_from(self, broker_id: int) -> list[MetadataRecord]:
+        """Remove `broker_id` from every ISR and elect new leaders where it led."""
+        def acceptable(r: int) -> bool:
+            return r != broker_id and self.is_active(r)
+
+        records: list[MetadataRecord] = []
+        for topic, index, reg in self._partitions_with_replica(broker_id, in_isr=True):
+            target = [r for r in reg.isr if r != broker_id]
+            change = partition_change(
+                topic.topic_id, index, reg, target, acceptable,
+                unclean=self.unclean_allowed(topic.name),
+            )
+            if change is not None:
+                records.append(change)
+        return records
+
+    def _elections_for(self, broker_id: int) -> list[MetadataRecord]:
+        """A broker became usable: lead the leaderless partitions it can lead."""
+        def acceptable(r: int) -> bool:
+            return r == broker_id or self.is_active(r)
+
+        records: list[MetadataRecord] = []
+        for topic, index, reg in self._partitions_with_replica(broker_id, in_isr=False):
+            if reg.leader != NO_LEADER:
+                continue
+            change = partition_change(
+                topic.topic_id, index, reg, reg.isr, acceptable,
+                unclean=self.unclean_allowed(topic.name),
+            )
+            if change is not None:
+                records.append(change)
+        return records
+
+    # -- registration ----------------------------------------------------------------
+
+    def register(
+        self,
+        broker_id: int,
+        incarnation_id: str,
+        endpoints: Sequence[BrokerEndpoint],
+        rack: str | None,
+        *,
+        now_ms: int,
+        next_offset: int,
+    ) -> tuple[RegistrationResult, list[MetadataRecord]]:
+        existing = self.image.brokers.get(broker_id)
+        records: list[MetadataRecord] = []
+        if existing is not None and existing.incarnation_id != incarnation_id:
+            last = self.last_contact_ms.get(broker_id)
+            if (
+                last is not None
+                and not existing.fenced
+                and now_ms - last < self.config.broker_session_timeout_ms
+            ):
+                # Kafka refuses a second incarnation while the first still has a
+                # session; the restarted broker retries until that session expires.
+                return RegistrationResult(
+                    ErrorCode.duplicate_broker_registration,
+                    message=f"Another broker is registered with that broker id {broker_id}.",
+                ), []
+            if not existing.fenced:
+                records.extend(self._moves_away_from(broker_id))
+        broker_epoch = next_offset + len(records)
+        records.append(
+            RegisterBrokerRecord(
+                broker_id, broker_epoch, incarnation_id, tuple(endpoints), rack, fenced=True
+            )
+        )
+        self.last_contact_ms[broker_id] = now_ms
+        return RegistrationResult(ErrorCode.none, broker_epoch), records
+
+    # -- heartbeats ------------------------------------------------------------------
+
+    def heartbeat(
+        self,
+        broker_id: int,
+        broker_epoch: int,
+        metadata_offset: int,
+        *,
+        want_fence: bool,
+        want_shut_down: bool,
+        now_ms: int,
+        next_offset: int,
+    ) -> tuple[HeartbeatResult, list[MetadataRecord]]:
+        reg = self.image.brokers.get(broker_id)
+        if reg is None:
+            return HeartbeatResult(ErrorCode.broker_id_not_registered), []
+        if reg.broker_epoch != broker_epoch:
+            return HeartbeatResult(ErrorCode.stale_broker_epoch), []
+        self.last_contact_ms[broker_id] = now_ms
+        caught_up = metadata_offset >= reg.broker_epoch
+        state = self.state(broker_id)
+        records: list[MetadataRecord] = []
+        if state is BrokerState.FENCED:
+            if want_shut_down:
+                return HeartbeatResult(ErrorCode.none, caught_up, True, True), []
+            if caught_up and not want_fence:
+                records.append(BrokerRegistrationChangeRecord(broker_id, broker_epoch,
+                                                              fenced=False))
+                records.extend(self._elections_for(broker_id))
+                return HeartbeatResult(ErrorCode.none, True, False, False), records
+            return HeartbeatResult(ErrorCode.none, caught_up, True, False), []
+        if want_fence:
+            return HeartbeatResult(ErrorCode.none, caught_up, True, False), self.fence(broker_id)
+        if state is BrokerState.UNFENCED and want_shut_down:
+            records.append(BrokerRegistrationChangeRecord(broker_id, broker_epoch,
+                                                          in_controlled_shutdown=True))
+            records.extend(self._moves_away_from(broker_id))
+            self.controlled_shutdown_offset[broker_id] = next_offset + len(records) - 1
+            return HeartbeatResult(ErrorCode.none, caught_up, False, False), records
+        if state is BrokerState.CONTROLLED_SHUTDOWN:
+            seen = metadata_offset >= self.controlled_shutdown_offset.get(broker_id, 0)
+            done = seen and self.leaderships(broker_id) == 0
+            return HeartbeatResult(ErrorCode.none, caught_up, False, done), []
+        return HeartbeatResult(ErrorCode.none, caught_up, False, False), []
+
+    def fence(self, broker_id: int) -> list[MetadataRecord]:
+        reg = self.image.brokers[broker_id]
+        records: list[MetadataRecord] = [
+            BrokerRegistrationChangeRecord(broker_id, reg.broker_epoch, fenced=True)
+        ]
+        records.extend(self._moves_away_from(broker_id))
+        return records
+
+    def expired_sessions(self, now_ms: int) -> list[int]:
+        timeout = self.config.broker_session_timeout_ms
+        return [
+            b for b, reg in sorted(self.image.brokers.items())
+            if not reg.fenced and now_ms - self.last_contact_ms.get(b, now_ms) > timeout
+        ]
+
+    def fence_expired(self, now_ms: int) -> list[MetadataRecord]:
+        records: list[MetadataRecord] = []
+        for broker_id in self.expired_sessions(now_ms):
+            records.extend(self.fence(broker_id))
+        return records
+
+    def next_session_deadline(self) -> int | None:
+        live = [t for b, t in self.last_contact_ms.items()
+                if b in self.image.brokers and not self.image.brokers[b].fenced]
+        return min(live) + self.config.broker_session_timeout_ms if live else None
+
+    # -- AlterPartition --------------------------------------------------------------
+
+    def alter_partition(
+        self, broker_id: int, broker_epoch: int, changes: Iterable[IsrChange]
+    ) -> tuple[ErrorCode, list[IsrChangeResult], list[MetadataRecord]]:
+        reg = self.image.brokers.get(broker_id)
+        if reg is None or reg.broker_epoch != broker_epoch:
+            return ErrorCode.stale_broker_epoch, [], []
+        results: list[IsrChangeResult] = []
+        records: list[MetadataRecord] = []
+        for change in changes:
+            result, record = self._alter_one(broker_id, change)
+            results.append(result)
+            if record is not None:
+                records.append(record)
+        return ErrorCode.none, results, records
+
+    def _alter_one(
+        self, broker_id: int, c: IsrChange
+    ) -> tuple[IsrChangeResult, PartitionChangeRecord | None]:
+        def fail(error: ErrorCode) -> tuple[IsrChangeResult, None]:
+            return IsrChangeResult(c.topic, c.partition, error), None
+
+        topic = self.image.topic(c.topic)
+        reg = topic.partitions.get(c.partition) if topic else None
+        if topic is None or reg is None:
+            return fail(ErrorCode.unknown_topic_or_partition)
+        if c.leader_epoch > reg.leader_epoch or c.partition_epoch > reg.partition_epoch:
+            return fail(ErrorCode.not_controller)
+        if c.leader_epoch < reg.leader_epoch:
+            return fail(ErrorCode.fenced_leader_epoch)
+        if broker_id != reg.leader:
+            return fail(ErrorCode.invalid_request)
+        if c.partition_epoch < reg.partition_epoch:
+            return fail(ErrorCode.invalid_update_version)
+        if len(set(c.new_isr)) != len(c.new_isr) or not set(c.new_isr) <= set(reg.replicas):
+            return fail(ErrorCode.invalid_request)
+        if reg.leader not in c.new_isr:
+            return fail(ErrorCode.invalid_request)
+        epochs = dict(zip(c.new_isr, c.new_isr_epochs, strict=False))
+        for member in c.new_isr:
+            if member in reg.isr:
+                continue
+            broker = self.image.brokers.get(member)
+            stale = member in epochs and epochs[member] not in (-1, getattr(broker, "broker_epoch",
+                                                                            None))
+            if broker is None or not self.is_active(member) or stale:
+                return fail(ErrorCode.ineligible_replica)
+        ordered = tuple(r for r in reg.replicas if r in c.new_isr)
+        record = None
+        if set(ordered) != set(reg.isr):
+            record = PartitionChangeRecord(topic.topic_id, c.partition, isr=ordered)
+        after = reg.merge(record) if record else reg
+        return IsrChangeResult(
+            c.topic, c.partition, ErrorCode.none, after.leader, after.leader_epoch,
+            after.isr, after.partition_epoch,
+        ), record
+
+    # -- preferred leaders -----------------------------------------------------------
+
+    def rebalance_leaders(self) -> list[MetadataRecord]:
+        """Move leadership to the preferred (first) replica of partitions on brokers whose
+        share of not-preferred leaders exceeds leader.imbalance.per.broker.percentage."""
+        if not self.config.auto_leader_rebalance_enable:
+            return []
+        preferred_count: dict[int, int] = {}
+        imbalanced: dict[int, list[tuple[TopicImage, int, PartitionRegistration]]] = {}
+        for topic in self.image.topics_by_id.values():
+            for index, reg in topic.partitions.items():
+                if not reg.replicas:
+                    continue
+                preferred = reg.replicas[0]
+                preferred_count[preferred] = preferred_count.get(preferred, 0) + 1
+                if reg.leader != preferred:
+                    imbalanced.setdefault(preferred, []).append((topic, index, reg))
+        records: list[MetadataRecord] = []
+        limit = self.config.leader_imbalance_per_broker_percentage / 100
+        for broker_id, partitions in sorted(imbalanced.items()):
+            if len(partitions) / preferred_count[broker_id] <= limit:
+                continue
+            if not self.is_active(broker_id):
+                continue
+            for topic, index, reg in partitions:
+                if broker_id not in reg.isr:
+                    continue
+                change = partition_change(
+                    topic.topic_id, index, reg, reg.isr, self.is_active, preferred=True
+                )
+                if change is not None:
+                    records.append(change)
+        return records
+
