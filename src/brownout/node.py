@@ -30,9 +30,10 @@ from .broker.socket_server import SocketServer
 from .common.config import ConfigError
 from .common.events import EventLog
 from .common.kafka_config import KafkaConfig
+from .controller.cluster_control import ClusterControlConfig
 from .controller.image import MetadataImage
 from .controller.quorum_controller import QuorumController
-from .controller.records import BrokerEndpoint, MetadataRecord
+from .controller.records import BrokerEndpoint, MetadataRecord, RegisterBrokerRecord
 from .group import GroupConfig
 from .storage import LogConfig, LogManager, StorageError, check_log_dirs
 
@@ -82,8 +83,17 @@ class Node:
         self.metadata = MetadataCache(self.image)
         self.controller = QuorumController(
             controller_image,
+            cluster_id=self.cluster_id,
             default_partitions=config["num.partitions"],
             default_replication_factor=config["default.replication.factor"],
+            cluster_config=ClusterControlConfig(
+                broker_session_timeout_ms=config["broker.session.timeout.ms"],
+                unclean_leader_election_enable=config["unclean.leader.election.enable"],
+                auto_leader_rebalance_enable=config["auto.leader.rebalance.enable"],
+                leader_imbalance_per_broker_percentage=config[
+                    "leader.imbalance.per.broker.percentage"
+                ],
+            ),
             rng=random.Random(),
         )
         self.quorum = SingleVoterQuorum(self.metadata_log)
@@ -139,11 +149,11 @@ class Node:
                 port = bound[1]
             endpoints.append(BrokerEndpoint(e.listener, host or "127.0.0.1", port))
         self.broker_epoch = self.quorum.end_offset
-        records = self.controller.register_broker(
-            self.node_id, new_incarnation_id(), endpoints, self.config["broker.rack"],
-            fenced=False, broker_epoch=self.broker_epoch,
-        )
-        self.controller_channel.commit(records)
+        # The only voter is its own controller: register already unfenced.
+        self.controller_channel.commit([
+            RegisterBrokerRecord(self.node_id, self.broker_epoch, new_incarnation_id(),
+                                 tuple(endpoints), self.config["broker.rack"], fenced=False)
+        ])
         log.info("Registered broker %d with epoch %d at %s", self.node_id, self.broker_epoch,
                  ", ".join(f"{e.name}://{e.host}:{e.port}" for e in endpoints))
 

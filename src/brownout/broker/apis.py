@@ -347,18 +347,20 @@ class KafkaApis:
         ids = {name: tid for tid, name in names.items()}
         for req, res in results:
             key = ids.get(req.tp.topic) if uses_ids else req.tp.topic
-            responses.setdefault(key, []).append(
-                {
-                    "partition_index": req.tp.partition,
-                    "error_code": res.error,
-                    "high_watermark": res.high_watermark,
-                    "last_stable_offset": res.high_watermark,
-                    "log_start_offset": res.log_start_offset,
-                    "aborted_transactions": [] if read_committed else None,
-                    "preferred_read_replica": -1,
-                    "records": res.records,
-                }
-            )
+            entry: dict[str, Any] = {
+                "partition_index": req.tp.partition,
+                "error_code": res.error,
+                "high_watermark": res.high_watermark,
+                "last_stable_offset": res.high_watermark,
+                "log_start_offset": res.log_start_offset,
+                "aborted_transactions": [] if read_committed else None,
+                "preferred_read_replica": -1,
+                "records": res.records,
+            }
+            if res.diverging_epoch is not None:
+                epoch, end_offset = res.diverging_epoch
+                entry["diverging_epoch"] = {"epoch": epoch, "end_offset": end_offset}
+            responses.setdefault(key, []).append(entry)
         for topic_id, partition in unknown:
             responses.setdefault(topic_id, []).append(
                 {

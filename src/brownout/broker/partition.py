@@ -48,7 +48,13 @@ class Partition:
         # Leader's view of followers.
         self.follower_leos: dict[int, int] = {}
         self.last_caught_up_ms: dict[int, int] = {}
+        self._last_fetch_ms: dict[int, int] = {}
+        self._last_fetch_leader_leo: dict[int, int] = {}
         self.leader_epoch_start_offset = 0
+        # An ISR change sent to the controller and not yet answered (KIP-497): while
+        # one is in flight no other is sent, and the high watermark is computed over
+        # the maximal ISR (current members plus members being added).
+        self.pending_isr: tuple[int, ...] | None = None
 
     @property
     def is_leader(self) -> bool:
@@ -82,8 +88,16 @@ class Partition:
         self.isr = isr
         if new_epoch:
             self.leader_epoch_start_offset = self.log_end_offset
-            self.follower_leos = {r: -1 for r in replicas if r != self.node_id}
-            self.last_caught_up_ms = {r: now_ms for r in replicas if r != self.node_id}
+            # Record where this epoch starts even before anything is appended in it,
+            # so followers of an older epoch learn where their logs diverge.
+            self.log.assign_epoch_start_offset(leader_epoch, self.log_end_offset)
+            followers = [r for r in replicas if r != self.node_id]
+            self.follower_leos = {r: -1 for r in followers}
+            # Members of the ISR start as caught up: the controller put them there.
+            self.last_caught_up_ms = {r: now_ms for r in followers if r in isr}
+            self._last_fetch_ms = {}
+            self._last_fetch_leader_leo = {}
+            self.pending_isr = None
         self.maybe_advance_high_watermark()
 
     def make_follower(
@@ -120,6 +134,58 @@ class Partition:
                 f"min.isr requirement of {self.min_insync_replicas} for partition {self.tp}",
             )
 
+    @property
+    def maximal_isr(self) -> tuple[int, ...]:
+        if self.pending_isr is None:
+            return self.isr
+        return self.isr + tuple(r for r in self.pending_isr if r not in self.isr)
+
+    def update_follower_fetch_state(self, replica: int, fetch_offset: int, now_ms: int) -> None:
+        """A follower fetched at `fetch_offset` (its log end): record it, Kafka's way.
+
+        A follower is caught up at a fetch that reaches the leader's log end; a fetch
+        that reaches what the leader's log end was at the previous fetch proves it was
+        caught up at that previous fetch's time.
+        """
+        leader_leo = self.log_end_offset
+        if fetch_offset >= leader_leo:
+            self.last_caught_up_ms[replica] = max(self.last_caught_up_ms.get(replica, 0), now_ms)
+        elif fetch_offset >= self._last_fetch_leader_leo.get(replica, leader_leo + 1):
+            previous = self._last_fetch_ms.get(replica, 0)
+            self.last_caught_up_ms[replica] = max(self.last_caught_up_ms.get(replica, 0),
+                                                  previous)
+        self._last_fetch_leader_leo[replica] = leader_leo
+        self._last_fetch_ms[replica] = now_ms
+        self.follower_leos[replica] = fetch_offset
+
+    def isr_to_expand(self) -> tuple[int, ...] | None:
+        """The ISR with every caught-up follower added, or None if nobody qualifies."""
+        joining = [
+            r for r, leo in self.follower_leos.items()
+            if r not in self.isr
+            and replication.can_join_isr(leo, self.high_watermark, self.leader_epoch_start_offset)
+        ]
+        if not joining:
+            return None
+        return tuple(r for r in self.replicas if r in self.isr or r in joining)
+
+    def isr_to_shrink(self, now_ms: int, lag_time_max_ms: int) -> tuple[int, ...] | None:
+        lagging = replication.out_of_sync_replicas(
+            self.isr, self.node_id, self.last_caught_up_ms, now_ms, lag_time_max_ms
+        )
+        if not lagging:
+            return None
+        return tuple(r for r in self.isr if r not in lagging)
+
+    def diverging_epoch(self, fetch_offset: int, last_fetched_epoch: int) -> tuple[int, int] | None:
+        """Where a follower's log parts from this leader's (Fetch v12+), or None."""
+        if last_fetched_epoch < 0:
+            return None
+        epoch, end = self.log.end_offset_for_epoch(last_fetched_epoch)
+        if epoch < last_fetched_epoch or end < fetch_offset:
+            return epoch, end
+        return None
+
     def maybe_advance_high_watermark(self) -> bool:
         if not self.is_leader:
             return False
@@ -128,7 +194,7 @@ class Partition:
         new_hw = replication.high_watermark(
             self.high_watermark,
             leos,
-            self.isr,
+            self.maximal_isr,
             min_insync_replicas=self.min_insync_replicas,
             eligible_leader_replicas=self.eligible_leader_replicas,
         )

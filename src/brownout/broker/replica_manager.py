@@ -80,6 +80,11 @@ class ReplicaManager:
         self._changed = asyncio.Event()
         self.leadership_listeners: list[Callable[[set[TopicPartition], set[TopicPartition]], None]]
         self.leadership_listeners = []
+        # Called to send an ISR change to the controller (set by the node); marks the
+        # partition's pending ISR and later calls isr_change_done.
+        self.alter_isr: Callable[[Partition, tuple[int, ...]], None] | None = None
+        # Called after every metadata change, so replica fetchers follow new leaders.
+        self.follower_listeners: list[Callable[[], None]] = []
 
     # -- metadata -------------------------------------------------------------------
 
@@ -124,6 +129,8 @@ class ReplicaManager:
         if gained or lost:
             for listener in self.leadership_listeners:
                 listener(gained, lost)
+        for follower_listener in self.follower_listeners:
+            follower_listener()
         self._notify()
 
     def _remove(self, tp: TopicPartition) -> None:
@@ -259,6 +266,10 @@ class ReplicaManager:
         """Read every partition; if fewer than min_bytes are ready, wait up to
         max_wait_ms for more, as Kafka's DelayedFetch does."""
         requests = list(requests)
+        if replica_id >= 0:
+            diverging = self._record_follower_fetch(replica_id, requests)
+            if diverging:
+                return diverging
         deadline = time.monotonic() + max_wait_ms / 1000
         while True:
             results = self._read_all(requests, replica_id=replica_id, max_bytes=max_bytes)
@@ -268,6 +279,94 @@ class ReplicaManager:
             if ready >= min_bytes or errors or remaining <= 0 or not requests:
                 return results
             await self._wait_for_change(remaining)
+
+    def _record_follower_fetch(
+        self, replica_id: int, requests: list[FetchRequestPartition]
+    ) -> list[tuple[FetchRequestPartition, FetchResult]] | None:
+        """Update the leader's view of a follower from its fetch; answer at once with the
+        diverging epochs when its log parts from ours (it must truncate first)."""
+        now = self._clock()
+        diverged = False
+        answers: list[tuple[FetchRequestPartition, FetchResult]] = []
+        for request in requests:
+            partition = self.partitions.get(request.tp)
+            result = FetchResult()
+            if partition is None or not partition.is_leader:
+                answers.append((request, result))
+                continue
+            if replica_id not in partition.replicas:
+                answers.append((request, result))
+                continue
+            try:
+                partition.check_leader_epoch(request.current_leader_epoch, require_leader=True)
+            except PartitionError:
+                answers.append((request, result))
+                continue
+            divergence = partition.diverging_epoch(request.fetch_offset,
+                                                   request.last_fetched_epoch)
+            if divergence is not None:
+                diverged = True
+                result.diverging_epoch = divergence
+                result.high_watermark = partition.high_watermark
+                result.log_start_offset = partition.log_start_offset
+            elif request.fetch_offset <= partition.log_end_offset:
+                partition.update_follower_fetch_state(replica_id, request.fetch_offset, now)
+                if partition.maybe_advance_high_watermark():
+                    self._notify()
+                self._maybe_expand_isr(partition)
+            answers.append((request, result))
+        if not diverged:
+            return None
+        # Partitions that did not diverge are read normally in the same response.
+        return [
+            (req, res if res.diverging_epoch is not None else self.read(req, replica_id=replica_id))
+            for req, res in answers
+        ]
+
+    # -- ISR changes ----------------------------------------------------------------
+
+    def _maybe_expand_isr(self, partition: Partition) -> None:
+        if partition.pending_isr is not None or self.alter_isr is None:
+            return
+        new_isr = partition.isr_to_expand()
+        if new_isr is not None:
+            self.alter_isr(partition, new_isr)
+
+    def shrink_isrs(self, lag_time_max_ms: int) -> None:
+        """Ask the controller to drop followers that stopped keeping up (Kafka runs this
+        every replica.lag.time.max.ms / 2)."""
+        if self.alter_isr is None:
+            return
+        now = self._clock()
+        for partition in self.partitions.values():
+            if not partition.is_leader or partition.pending_isr is not None:
+                continue
+            new_isr = partition.isr_to_shrink(now, lag_time_max_ms)
+            if new_isr is not None:
+                self.alter_isr(partition, new_isr)
+
+    def isr_change_done(
+        self, partition: Partition, isr: tuple[int, ...] | None, partition_epoch: int
+    ) -> None:
+        """The controller answered an ISR change: adopt its result (None: refused)."""
+        partition.pending_isr = None
+        if isr is not None and partition_epoch >= partition.partition_epoch:
+            partition.isr = isr
+            partition.partition_epoch = partition_epoch
+            partition.maybe_advance_high_watermark()
+        self._notify()
+
+    # -- follower side --------------------------------------------------------------
+
+    def append_as_follower(self, tp: TopicPartition, records: bytes) -> None:
+        partition = self.partitions[tp]
+        partition.log.append_as_follower(records)
+
+    def update_follower_high_watermark(self, tp: TopicPartition, leader_hw: int) -> None:
+        partition = self.partitions.get(tp)
+        if partition is None or partition.is_leader:
+            return
+        partition.log.update_high_watermark(min(leader_hw, partition.log_end_offset))
 
     def _read_all(
         self, requests: list[FetchRequestPartition], *, replica_id: int, max_bytes: int

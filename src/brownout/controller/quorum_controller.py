@@ -1,23 +1,28 @@
-"""QuorumController: the active controller's decisions as records.
+"""QuorumController: the active controller's decisions, as records.
 
-Every request becomes (result, records). The caller commits the records to the
-metadata log and applies them to the image once committed; only then is the result
-returned to the requester. The decision code does no I/O and reads time and randomness
-from its inputs.
+Every request becomes (result, records). The caller proposes the records to the
+metadata quorum, applies them to this controller's image at once (later decisions must
+see earlier ones), and answers the requester when they are committed. The decision
+code does no I/O; time and randomness come in as arguments.
 """
 
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
-from .image import MetadataImage
-from .records import (
-    BrokerEndpoint,
-    MetadataRecord,
-    ProducerIdsRecord,
-    RegisterBrokerRecord,
+from kio.schema.errors import ErrorCode
+
+from .cluster_control import (
+    ClusterControl,
+    ClusterControlConfig,
+    HeartbeatResult,
+    IsrChange,
+    IsrChangeResult,
+    RegistrationResult,
 )
+from .image import MetadataImage
+from .records import BrokerEndpoint, MetadataRecord, ProducerIdsRecord
 from .topics import NewTopic, TopicResult, create_topics, delete_topics
 
 PRODUCER_ID_BLOCK_SIZE = 1000
@@ -28,30 +33,72 @@ class QuorumController:
         self,
         image: MetadataImage,
         *,
+        cluster_id: str,
         default_partitions: int,
         default_replication_factor: int,
+        cluster_config: ClusterControlConfig,
         rng: random.Random,
     ) -> None:
         self.image = image
+        self.cluster_id = cluster_id
         self.default_partitions = default_partitions
         self.default_replication_factor = default_replication_factor
         self.rng = rng
+        self.cluster = ClusterControl(image, cluster_config)
+
+    def reset(self, image: MetadataImage, now_ms: int) -> None:
+        """Start acting on `image` (this controller just became active)."""
+        self.image = image
+        self.cluster.image = image
+        self.cluster.activate(now_ms)
+
+    def apply(self, records: Iterable[MetadataRecord], first_offset: int) -> None:
+        for i, record in enumerate(records):
+            self.image.apply(record, first_offset + i)
+
+    # -- brokers --------------------------------------------------------------------
 
     def register_broker(
         self,
         broker_id: int,
+        cluster_id: str,
         incarnation_id: str,
         endpoints: Sequence[BrokerEndpoint],
         rack: str | None,
         *,
-        fenced: bool,
-        broker_epoch: int,
-    ) -> list[MetadataRecord]:
-        return [
-            RegisterBrokerRecord(
-                broker_id, broker_epoch, incarnation_id, tuple(endpoints), rack, fenced
-            )
-        ]
+        now_ms: int,
+        next_offset: int,
+    ) -> tuple[RegistrationResult, list[MetadataRecord]]:
+        if cluster_id != self.cluster_id:
+            return RegistrationResult(
+                ErrorCode.inconsistent_cluster_id,
+                message=f"Expected cluster ID {self.cluster_id}, got {cluster_id}",
+            ), []
+        return self.cluster.register(broker_id, incarnation_id, endpoints, rack,
+                                     now_ms=now_ms, next_offset=next_offset)
+
+    def heartbeat(
+        self, broker_id: int, broker_epoch: int, metadata_offset: int, *, want_fence: bool,
+        want_shut_down: bool, now_ms: int, next_offset: int,
+    ) -> tuple[HeartbeatResult, list[MetadataRecord]]:
+        return self.cluster.heartbeat(
+            broker_id, broker_epoch, metadata_offset, want_fence=want_fence,
+            want_shut_down=want_shut_down, now_ms=now_ms, next_offset=next_offset,
+        )
+
+    def alter_partition(
+        self, broker_id: int, broker_epoch: int, changes: Iterable[IsrChange]
+    ) -> tuple[ErrorCode, list[IsrChangeResult], list[MetadataRecord]]:
+        return self.cluster.alter_partition(broker_id, broker_epoch, changes)
+
+    def periodic(self, now_ms: int) -> list[MetadataRecord]:
+        """Fence brokers whose sessions expired."""
+        return self.cluster.fence_expired(now_ms)
+
+    def rebalance_leaders(self) -> list[MetadataRecord]:
+        return self.cluster.rebalance_leaders()
+
+    # -- topics and ids -------------------------------------------------------------
 
     def create_topics(
         self, topics: Sequence[NewTopic], *, validate_only: bool = False

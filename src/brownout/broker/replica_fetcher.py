@@ -1,0 +1,199 @@
+"""Followers pull from leaders: one fetcher task per leader broker.
+
+Each fetcher sends Fetch (v12, replica id = this broker) for every partition it
+follows from that leader, with the offset and epoch of its own log end. The leader
+answers with records, its high watermark, or a diverging epoch; on divergence the
+follower truncates to where the logs agree and fetches again, which is how a replica
+that was once leader loses the records the new leader never had.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from ..protocol.apis import ApiKey, request_class
+from ..protocol.build import build
+from .network_client import NetworkClient, NodeUnreachable
+from .partition import Partition, TopicPartition
+from .replica_manager import ReplicaManager
+
+log = logging.getLogger("kafka.server.ReplicaFetcherThread")
+
+FETCH_VERSION = 12
+
+
+class ReplicaFetcherManager:
+    def __init__(
+        self,
+        replica_manager: ReplicaManager,
+        network: NetworkClient,
+        endpoint_of: Any,  # Callable[[int], tuple[str, int] | None]
+        *,
+        node_id: int,
+        max_wait_ms: int,
+        min_bytes: int,
+        max_bytes: int,
+        partition_max_bytes: int,
+        backoff_ms: int,
+    ) -> None:
+        self.replica_manager = replica_manager
+        self.network = network
+        self.endpoint_of = endpoint_of
+        self.node_id = node_id
+        self.max_wait_ms = max_wait_ms
+        self.min_bytes = min_bytes
+        self.max_bytes = max_bytes
+        self.partition_max_bytes = partition_max_bytes
+        self.backoff_ms = backoff_ms
+        self._fetchers: dict[int, asyncio.Task[None]] = {}
+        self._wakeups: dict[int, asyncio.Event] = {}
+
+    def followed_by_leader(self) -> dict[int, list[Partition]]:
+        result: dict[int, list[Partition]] = {}
+        for partition in self.replica_manager.partitions.values():
+            if not partition.is_leader and partition.leader >= 0:
+                result.setdefault(partition.leader, []).append(partition)
+        return result
+
+    def reconcile(self) -> None:
+        """Start a fetcher for every leader we follow, stop the others."""
+        wanted = self.followed_by_leader()
+        for leader, task in list(self._fetchers.items()):
+            if leader not in wanted:
+                task.cancel()
+                del self._fetchers[leader]
+                self._wakeups.pop(leader, None)
+        for leader in wanted:
+            if leader not in self._fetchers:
+                self._wakeups[leader] = asyncio.Event()
+                self._fetchers[leader] = asyncio.create_task(self._run(leader))
+            else:
+                self._wakeups[leader].set()
+
+    async def stop(self) -> None:
+        tasks = list(self._fetchers.values())
+        self._fetchers.clear()
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    async def _run(self, leader: int) -> None:
+        backoff = self.backoff_ms / 1000
+        while True:
+            partitions = self.followed_by_leader().get(leader, [])
+            endpoint = self.endpoint_of(leader)
+            if not partitions or endpoint is None:
+                await self._sleep(leader, backoff)
+                continue
+            try:
+                response = await self.network.request(
+                    endpoint[0], endpoint[1], ApiKey.FETCH, FETCH_VERSION,
+                    self._request(partitions),
+                    timeout_s=self.max_wait_ms / 1000 + 30,
+                )
+            except NodeUnreachable as e:
+                log.info("[ReplicaFetcher leaderId=%d] Error sending fetch request: %s",
+                         leader, e)
+                await self._sleep(leader, backoff)
+                continue
+            if self._handle(leader, response):
+                await self._sleep(leader, backoff)
+
+    async def _sleep(self, leader: int, seconds: float) -> None:
+        event = self._wakeups.get(leader)
+        if event is None:
+            await asyncio.sleep(seconds)
+            return
+        event.clear()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(event.wait(), seconds)
+
+    def _request(self, partitions: list[Partition]) -> Any:
+        by_topic: dict[str, list[dict[str, Any]]] = {}
+        for p in partitions:
+            by_topic.setdefault(p.tp.topic, []).append(
+                {
+                    "partition": p.tp.partition,
+                    "current_leader_epoch": p.leader_epoch,
+                    "fetch_offset": p.log_end_offset,
+                    "last_fetched_epoch": p.log.latest_epoch,
+                    "log_start_offset": p.log_start_offset,
+                    "partition_max_bytes": self.partition_max_bytes,
+                }
+            )
+        return build(
+            request_class(ApiKey.FETCH, FETCH_VERSION),
+            {
+                "replica_id": self.node_id,
+                "max_wait": self.max_wait_ms,
+                "min_bytes": self.min_bytes,
+                "max_bytes": self.max_bytes,
+                "isolation_level": 0,
+                "session_id": 0,
+                "session_epoch": -1,
+                "topics": [{"topic": t, "partitions": ps} for t, ps in by_topic.items()],
+                "forgotten_topics_data": [],
+                "rack_id": "",
+            },
+        )
+
+    def _handle(self, leader: int, response: Any) -> bool:
+        """Apply one fetch response; True when the fetcher should back off."""
+        rm = self.replica_manager
+        backoff = response.error_code != ErrorCode.none
+        for topic in response.responses:
+            for p in topic.partitions:
+                tp = TopicPartition(topic.topic, int(p.partition_index))
+                partition = rm.partitions.get(tp)
+                if partition is None or partition.is_leader or partition.leader != leader:
+                    continue  # the metadata moved on while the fetch was in flight
+                error = p.error_code
+                if error != ErrorCode.none:
+                    if error == ErrorCode.offset_out_of_range:
+                        self._reset_out_of_range(partition, int(p.log_start_offset))
+                    else:
+                        backoff = True
+                    continue
+                diverging = p.diverging_epoch
+                if diverging is not None and int(diverging.epoch) >= 0 and (
+                    int(diverging.end_offset) >= 0
+                ):
+                    self._truncate(partition, int(diverging.epoch), int(diverging.end_offset))
+                    continue
+                records = p.records
+                if records:
+                    try:
+                        rm.append_as_follower(tp, bytes(records))
+                    except Exception as e:  # a bad batch from the leader: log and retry
+                        log.error("[ReplicaFetcher leaderId=%d] Error appending to %s: %s",
+                                  leader, tp, e)
+                        backoff = True
+                        continue
+                rm.update_follower_high_watermark(tp, int(p.high_watermark))
+        return backoff
+
+    def _truncate(self, partition: Partition, epoch: int, end_offset: int) -> None:
+        local_epoch, local_end = partition.log.end_offset_for_epoch(epoch)
+        target = min(end_offset, local_end) if local_epoch >= 0 else end_offset
+        target = min(target, partition.log_end_offset)
+        log.info(
+            "[ReplicaFetcher] Truncating partition %s with TruncationState(offset=%d) due to "
+            "leader epoch and offset EpochEndOffset(epoch=%d, endOffset=%d)",
+            partition.tp, target, epoch, end_offset,
+        )
+        partition.log.truncate_to(target)
+        if partition.high_watermark > target:
+            partition.log.update_high_watermark(target)
+
+    def _reset_out_of_range(self, partition: Partition, leader_log_start: int) -> None:
+        if partition.log_end_offset < leader_log_start:
+            log.info("Resetting %s to the leader's log start %d", partition.tp,
+                     leader_log_start)
+            partition.log.truncate_fully_and_start_at(leader_log_start)
