@@ -3,8 +3,10 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# Debian packages the lab uses; installed with apt-get when missing (CI runs as root).
+SYSTEM_PACKAGES := kcat
 
-.PHONY: demo test lint venv clean
+.PHONY: demo test lint venv sysdeps clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -14,10 +16,17 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP)
 
-demo: $(STAMP)
+sysdeps:
+	@missing=""; for p in $(SYSTEM_PACKAGES); do command -v $$p >/dev/null || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	  else echo "note: missing system packages:$$missing (install them with apt-get as root)"; fi; \
+	fi
+
+demo: $(STAMP) sysdeps
 	$(BIN)/brownout demo
 
-test: $(STAMP)
+test: $(STAMP) sysdeps
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -q
 

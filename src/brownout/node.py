@@ -17,14 +17,22 @@ import random
 import signal
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
-from .broker.apis import KafkaApis, MetadataCache, new_incarnation_id
-from .broker.controller_channel import LocalControllerChannel
+from kio.schema.errors import ErrorCode
+
+from .broker.apis import KafkaApis, MetadataCache
+from .broker.controller_channel import ControllerUnavailable, RemoteControllerChannel
+from .broker.controller_server import ControllerApis, ControllerRuntime
 from .broker.group_apis import GroupApis
 from .broker.group_runtime import GroupRuntime
-from .broker.metadata_log import SingleVoterQuorum, open_metadata_log, read_records
+from .broker.lifecycle import BrokerLifecycleManager
+from .broker.network_client import NetworkClient
+from .broker.partition import Partition
 from .broker.producer_ids import ProducerIdManager
+from .broker.raft_manager import RaftManager
+from .broker.replica_fetcher import ReplicaFetcherManager
 from .broker.replica_manager import ReplicaManager
 from .broker.socket_server import SocketServer
 from .common.config import ConfigError
@@ -33,8 +41,9 @@ from .common.kafka_config import KafkaConfig
 from .controller.cluster_control import ClusterControlConfig
 from .controller.image import MetadataImage
 from .controller.quorum_controller import QuorumController
-from .controller.records import BrokerEndpoint, MetadataRecord, RegisterBrokerRecord
+from .controller.records import MetadataRecord
 from .group import GroupConfig
+from .raft.state import RaftConfig
 from .storage import LogConfig, LogManager, StorageError, check_log_dirs
 
 log = logging.getLogger("kafka.server.KafkaRaftServer")
@@ -45,44 +54,55 @@ class NodeStartupError(Exception):
 
 
 class Node:
+    """One process: a KRaft voter or observer, plus a controller and/or a broker."""
+
     def __init__(self, config: KafkaConfig, *, events: EventLog | None = None) -> None:
         self.config = config
         self.node_id = config.node_id
         self.events = events or EventLog(None, node_id=config.node_id)
         self._stopped = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
+        self.controller_server: SocketServer | None = None
+        self.controller_runtime: ControllerRuntime | None = None
+        self.socket_server: SocketServer | None = None
+        self.image = MetadataImage()
+        self._started = False
 
     # -- start ----------------------------------------------------------------------
 
     async def start(self) -> None:
         config = self.config
-        if not (config.is_broker and config.is_controller and len(config.voters) == 1):
-            raise NodeStartupError(
-                "this version runs a single combined node: process.roles=broker,controller "
-                "with one voter in controller.quorum.voters"
-            )
-        dirs = list(dict.fromkeys([*config.log_dirs, config.metadata_log_dir]))
+        dirs = list(dict.fromkeys(
+            [*(config.log_dirs if config.is_broker else []), config.metadata_log_dir]
+        ))
         try:
             self.cluster_id = check_log_dirs(dirs, self.node_id)
         except StorageError as e:
             raise NodeStartupError(str(e)) from e
-        log.info("Starting node %d of cluster %s", self.node_id, self.cluster_id)
-
-        self.log_manager = LogManager(
-            config.log_dirs, LogConfig.from_broker_properties(config.raw)
+        log.info("Starting node %d (%s) of cluster %s", self.node_id,
+                 ",".join(sorted(config.roles)), self.cluster_id)
+        self.network = NetworkClient(f"brownout-node-{self.node_id}")
+        self.voters = {v.node_id: (v.host, v.port) for v in config.voters}
+        self.raft = RaftManager(
+            self.node_id, self.voters, _raft_config(config), config.metadata_log_dir,
+            self.network, cluster_id=self.cluster_id, on_commit=self._on_commit,
+            on_leader_change=self._on_leader_change,
         )
-        self.log_manager.startup()
-        self.metadata_log = open_metadata_log(config.metadata_log_dir)
-        self.image = MetadataImage()
-        controller_image = MetadataImage()
-        for offset, record in read_records(self.metadata_log):
-            self.image.apply(record, offset)
-            controller_image.apply(record, offset)
-        log.info("Replayed %d metadata records", self.image.offset + 1)
+        if config.is_controller:
+            await self._start_controller()
+        if config.is_broker:
+            self._create_broker()
+        self.raft.start()
+        if config.is_broker:
+            await self._start_broker()
+        self._started = True
+        self.events.emit("started", cluster_id=self.cluster_id, roles=sorted(config.roles))
+        log.info("[KafkaRaftServer nodeId=%d] Kafka Server started", self.node_id)
 
-        self.metadata = MetadataCache(self.image)
-        self.controller = QuorumController(
-            controller_image,
+    async def _start_controller(self) -> None:
+        config = self.config
+        self.quorum_controller = QuorumController(
+            MetadataImage(),
             cluster_id=self.cluster_id,
             default_partitions=config["num.partitions"],
             default_replication_factor=config["default.replication.factor"],
@@ -96,29 +116,66 @@ class Node:
             ),
             rng=random.Random(),
         )
-        self.quorum = SingleVoterQuorum(self.metadata_log)
-        self.controller_channel = LocalControllerChannel(
-            self.controller, self.quorum, self._publish
+        self.controller_runtime = ControllerRuntime(
+            self.quorum_controller, self.raft,
+            rebalance_interval_s=config["leader.imbalance.check.interval.seconds"],
         )
+        controller_apis = ControllerApis(self.controller_runtime, self.raft.handlers())
+        endpoints = [e for e in config.listeners
+                     if e.listener in config.controller_listener_names]
+        self.controller_server = SocketServer(
+            [_loopback_if_empty(e) for e in endpoints], controller_apis.handle,
+            supported=lambda: controller_apis.supported,
+            max_request_size=config["socket.request.max.bytes"],
+        )
+        await self.controller_server.start()
+
+    def _create_broker(self) -> None:
+        config = self.config
+        self.log_manager = LogManager(config.log_dirs, LogConfig.from_broker_properties(config.raw))
+        self.log_manager.startup()
+        self.metadata = MetadataCache(self.image)
         self.replica_manager = ReplicaManager(
-            self.node_id,
-            self.log_manager,
-            self._topic_config,
+            self.node_id, self.log_manager, self._topic_config,
             eligible_leader_replicas=config["eligible.leader.replicas.enable"],
         )
-        self.broker_epoch = -1
+        self.channel = RemoteControllerChannel(
+            self.network, self._controller_endpoint,
+            request_timeout_ms=config["request.timeout.ms"],
+        )
+        self.lifecycle = BrokerLifecycleManager(
+            self.channel,
+            node_id=self.node_id,
+            cluster_id=self.cluster_id,
+            listeners=[],  # filled in once the socket server knows its ports
+            rack=config["broker.rack"],
+            heartbeat_interval_ms=config["broker.heartbeat.interval.ms"],
+            metadata_offset=lambda: self.image.offset,
+            events=self.events,
+        )
         self.producer_ids = ProducerIdManager(
-            lambda: self.controller_channel.allocate_producer_ids(self.node_id, self.broker_epoch)
+            lambda: self.channel.allocate_producer_ids(self.node_id, self.lifecycle.broker_epoch)
         )
         self.apis = KafkaApis(
             config=config,
             cluster_id=self.cluster_id,
             metadata=self.metadata,
             replica_manager=self.replica_manager,
-            controller=self.controller_channel,
+            controller=self.channel,
             producer_ids=self.producer_ids,
             group_apis=self._group_apis(),
         )
+        self.fetchers = ReplicaFetcherManager(
+            self.replica_manager, self.network, self._broker_endpoint,
+            node_id=self.node_id,
+            max_wait_ms=config["replica.fetch.wait.max.ms"],
+            min_bytes=config["replica.fetch.min.bytes"],
+            max_bytes=config["replica.fetch.response.max.bytes"],
+            partition_max_bytes=config["replica.fetch.max.bytes"],
+            backoff_ms=config["replica.fetch.backoff.ms"],
+        )
+        self.replica_manager.follower_listeners.append(self.fetchers.reconcile)
+        self.replica_manager.alter_isr = self._alter_isr
         broker_endpoints = [
             e for e in config.listeners if e.listener not in config.controller_listener_names
         ]
@@ -127,50 +184,110 @@ class Node:
             self.apis.handle,
             supported=lambda: self.apis.supported,
             max_request_size=config["socket.request.max.bytes"],
+            enabled=False,
         )
-        await self.socket_server.start()
-        self._register()
-        self.replica_manager.apply_metadata(self.image)
-        self._start_group_coordinator()
-        self._tasks.append(asyncio.create_task(self._checkpoint_loop()))
-        self._tasks.append(asyncio.create_task(self._retention_loop()))
-        self.events.emit("started", cluster_id=self.cluster_id, roles=sorted(config.roles),
-                         listeners={k: list(v) for k, v in self.socket_server.bound.items()})
-        log.info("[KafkaRaftServer nodeId=%d] Kafka Server started", self.node_id)
 
-    def _register(self) -> None:
-        """Register this broker; with a single voter it is unfenced at once."""
-        advertised = self.config.advertised_listeners
-        endpoints = []
-        for e in advertised:
-            host, port = e.host, e.port
+    async def _start_broker(self) -> None:
+        assert self.socket_server is not None
+        # Bind first (a port in use fails here, before registering), but answer only
+        # once unfenced, as Kafka enables request processing after unfencing.
+        await self.socket_server.start()
+        self.lifecycle.listeners = self._advertised()
+        self.lifecycle.start()
+        log.info("[BrokerServer id=%d] Waiting for the broker to be unfenced", self.node_id)
+        await self.lifecycle.unfenced.wait()
+        self.socket_server.enable()
+        self.group_runtime.start()
+        lag = self.config["replica.lag.time.max.ms"]
+        self._tasks.append(asyncio.create_task(self._every(lag / 2000, self._shrink_isrs)))
+        self._tasks.append(asyncio.create_task(self._every(
+            self.config["replica.high.watermark.checkpoint.interval.ms"] / 1000,
+            self.log_manager.checkpoint)))
+        self._tasks.append(asyncio.create_task(self._every(
+            self.config["log.retention.check.interval.ms"] / 1000, self._retention)))
+
+    def _advertised(self) -> list[tuple[str, str, int]]:
+        assert self.socket_server is not None
+        result = []
+        for e in self.config.advertised_listeners:
+            port = e.port
             bound = self.socket_server.bound.get(e.listener)
             if bound and port == 0:
                 port = bound[1]
-            endpoints.append(BrokerEndpoint(e.listener, host or "127.0.0.1", port))
-        self.broker_epoch = self.quorum.end_offset
-        # The only voter is its own controller: register already unfenced.
-        self.controller_channel.commit([
-            RegisterBrokerRecord(self.node_id, self.broker_epoch, new_incarnation_id(),
-                                 tuple(endpoints), self.config["broker.rack"], fenced=False)
-        ])
-        log.info("Registered broker %d with epoch %d at %s", self.node_id, self.broker_epoch,
-                 ", ".join(f"{e.name}://{e.host}:{e.port}" for e in endpoints))
+            result.append((e.listener, e.host or "127.0.0.1", port))
+        return result
 
-    def _publish(self, committed: list[tuple[int, MetadataRecord]]) -> None:
+    # -- metadata -------------------------------------------------------------------
+
+    def _on_commit(self, committed: list[tuple[int, MetadataRecord]]) -> None:
+        if not self.config.is_broker:
+            return
         for offset, record in committed:
-            self.controller.image.apply(record, offset)
             self.image.apply(record, offset)
-            self.events.emit("metadata", offset=offset, record=type(record).__name__)
-        if hasattr(self, "replica_manager"):
-            self.replica_manager.apply_metadata(self.image)
+        self.replica_manager.apply_metadata(self.image)
+        self.events.emit("metadata", offset=self.image.offset)
+
+    def _on_leader_change(self, leader: int | None, epoch: int, is_leader: bool) -> None:
+        self.events.emit("quorum", leader=leader, epoch=epoch)
+        if self.controller_runtime is None:
+            return
+        if is_leader and not self.controller_runtime.active:
+            self.controller_runtime.become_active()
+        elif not is_leader and self.controller_runtime.active:
+            self.controller_runtime.resign()
+
+    def _controller_endpoint(self) -> tuple[str, int] | None:
+        leader = self.raft.leader_id
+        return None if leader is None else self.voters.get(leader)
+
+    def _broker_endpoint(self, broker_id: int) -> tuple[str, int] | None:
+        broker = self.image.brokers.get(broker_id)
+        if broker is None:
+            return None
+        endpoint = broker.endpoint(self.config.inter_broker_listener_name)
+        return None if endpoint is None else (endpoint.host, endpoint.port)
 
     def _topic_config(self, topic: str) -> dict[str, object]:
         values = self.config.topic_defaults()
         values.update(self.image.topic_configs.get(topic, {}))
         return values
 
-    # -- groups (wired when the group coordinator is present) -----------------------
+    # -- ISR changes ----------------------------------------------------------------
+
+    def _alter_isr(self, partition: Partition, new_isr: tuple[int, ...]) -> None:
+        partition.pending_isr = new_isr
+        task = asyncio.create_task(self._send_alter_isr(partition, new_isr))
+        self._tasks.append(task)
+        task.add_done_callback(lambda t: self._tasks.remove(t) if t in self._tasks else None)
+
+    async def _send_alter_isr(self, partition: Partition, new_isr: tuple[int, ...]) -> None:
+        epochs = [(b, self.image.brokers[b].broker_epoch if b in self.image.brokers else -1)
+                  for b in new_isr]
+        log.info("[Partition %s broker=%d] ISR updated requested from %s to %s",
+                 partition.tp, self.node_id, list(partition.isr), list(new_isr))
+        try:
+            answer = await self.channel.alter_partition(
+                self.node_id, self.lifecycle.broker_epoch, partition.topic_id,
+                partition.tp.partition, partition.leader_epoch, partition.partition_epoch,
+                epochs,
+            )
+        except ControllerUnavailable as e:
+            log.info("AlterPartition for %s failed: %s", partition.tp, e)
+            self.replica_manager.isr_change_done(partition, None, -1)
+            return
+        if isinstance(answer, ErrorCode) or answer.error_code != ErrorCode.none:
+            error = answer if isinstance(answer, ErrorCode) else answer.error_code
+            log.info("AlterPartition for %s refused: %s", partition.tp, error.name)
+            self.replica_manager.isr_change_done(partition, None, -1)
+            return
+        self.events.emit("isr", partition=str(partition.tp), isr=list(answer.isr))
+        self.replica_manager.isr_change_done(partition, tuple(int(b) for b in answer.isr),
+                                             int(answer.partition_epoch))
+
+    def _shrink_isrs(self) -> None:
+        self.replica_manager.shrink_isrs(self.config["replica.lag.time.max.ms"])
+
+    # -- groups ---------------------------------------------------------------------
 
     def _group_apis(self) -> GroupApis:
         config = self.config
@@ -194,24 +311,17 @@ class Node:
             offsets_topic_segment_bytes=config["offsets.topic.segment.bytes"],
         )
 
-    def _start_group_coordinator(self) -> None:
-        self.group_runtime.start()
-
     # -- background work ------------------------------------------------------------
 
-    async def _checkpoint_loop(self) -> None:
-        interval = self.config["replica.high.watermark.checkpoint.interval.ms"] / 1000
+    async def _every(self, interval_s: float, action: Callable[[], object]) -> None:
         while True:
-            await asyncio.sleep(interval)
-            self.log_manager.checkpoint()
+            await asyncio.sleep(interval_s)
+            action()
 
-    async def _retention_loop(self) -> None:
-        interval = self.config["log.retention.check.interval.ms"] / 1000
-        while True:
-            await asyncio.sleep(interval)
-            deleted = self.log_manager.cleanup_logs(int(time.time() * 1000))
-            if deleted:
-                log.info("Deleted %d log segments past retention", deleted)
+    def _retention(self) -> None:
+        deleted = self.log_manager.cleanup_logs(int(time.time() * 1000))
+        if deleted:
+            log.info("Deleted %d log segments past retention", deleted)
 
     # -- stop -----------------------------------------------------------------------
 
@@ -222,19 +332,49 @@ class Node:
         await self._stopped.wait()
 
     async def shutdown(self) -> None:
+        """Broker first (it may need the controller for controlled shutdown), then the
+        controller, then the quorum. Safe after a start that failed half way."""
         log.info("[KafkaRaftServer nodeId=%d] shutting down", self.node_id)
-        await self.socket_server.stop_accepting()
-        await self.socket_server.stop()
-        await self.group_runtime.stop()
-        for task in self._tasks:
+        lifecycle = getattr(self, "lifecycle", None)
+        if lifecycle is not None:
+            if self._started and self.config["controlled.shutdown.enable"]:
+                await lifecycle.controlled_shutdown()
+            await lifecycle.stop()
+        if self.socket_server is not None:
+            await self.socket_server.stop()
+        for component in ("fetchers", "group_runtime"):
+            if getattr(self, component, None) is not None:
+                await getattr(self, component).stop()
+        for task in list(self._tasks):
             task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError):
+        for task in list(self._tasks):
+            with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
-        self.log_manager.shutdown()
-        self.metadata_log.close()
+        if getattr(self, "log_manager", None) is not None:
+            self.log_manager.shutdown()
+        if self.controller_runtime is not None:
+            await self.controller_runtime.stop()
+        raft = getattr(self, "raft", None)
+        if raft is not None:
+            await raft.resign()
+        if self.controller_server is not None:
+            await self.controller_server.stop()
+        if raft is not None:
+            await raft.stop()
+        if getattr(self, "network", None) is not None:
+            await self.network.close()
         self.events.emit("stopped")
         log.info("[KafkaRaftServer nodeId=%d] shut down completed", self.node_id)
+
+
+def _raft_config(config: KafkaConfig) -> RaftConfig:
+    return RaftConfig(
+        election_timeout_ms=config["controller.quorum.election.timeout.ms"],
+        election_backoff_max_ms=config["controller.quorum.election.backoff.max.ms"],
+        fetch_timeout_ms=config["controller.quorum.fetch.timeout.ms"],
+        request_timeout_ms=config["controller.quorum.request.timeout.ms"],
+        retry_backoff_ms=config["controller.quorum.retry.backoff.ms"],
+    )
 
 
 def _loopback_if_empty(endpoint):  # type: ignore[no-untyped-def]
@@ -297,10 +437,20 @@ async def run(config: KafkaConfig, events: EventLog) -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, node.request_stop)
-    await node.start()
+    starting = asyncio.create_task(node.start())
+    stopping = asyncio.create_task(node.wait_stopped())
     try:
-        await node.wait_stopped()
+        await asyncio.wait({starting, stopping}, return_when=asyncio.FIRST_COMPLETED)
+        if starting.done():
+            starting.result()  # raises NodeStartupError / OSError
+            await stopping
+        else:
+            log.info("Stop requested while starting")
+            starting.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await starting
     finally:
+        stopping.cancel()
         await node.shutdown()
 
 

@@ -23,7 +23,7 @@ from ..protocol.apis import BROKER_APIS, ApiKey, response_class
 from ..protocol.build import build, millis
 from ..protocol.connection import Request, ServerConnection
 from .configs import broker_config_entries, topic_config_entries
-from .controller_channel import ControllerChannel
+from .controller_channel import RemoteControllerChannel
 from .partition import PartitionError, TopicPartition
 from .producer_ids import ProducerIdManager
 from .replica_manager import FetchRequestPartition, ReplicaManager
@@ -64,7 +64,7 @@ class KafkaApis:
         cluster_id: str,
         metadata: MetadataCache,
         replica_manager: ReplicaManager,
-        controller: ControllerChannel,
+        controller: RemoteControllerChannel,
         producer_ids: ProducerIdManager,
         group_apis: Any | None = None,
     ) -> None:

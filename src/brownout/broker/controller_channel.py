@@ -1,69 +1,155 @@
-"""How a broker reaches the controller for topic changes and producer ids.
+"""How a broker reaches the active controller: over the network, to the controller
+listener of whichever voter currently leads the metadata quorum, retrying across
+leader changes until the request's deadline (Kafka's NodeToControllerChannelManager).
 
-A combined node (process.roles=broker,controller) with a single voter answers these
-in-process: decide, commit to the metadata log, publish to the broker's image, reply.
-A dedicated broker forwards them over the network to the active controller; both sit
-behind this interface so KafkaApis does not care which.
+Combined nodes use the same path to their own controller, so every broker behaves the
+same whether or not a controller lives in its process.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
+import time
+import uuid
 from collections.abc import Callable, Sequence
-from typing import Protocol
+from typing import Any
 
-from ..controller.quorum_controller import QuorumController
-from ..controller.records import MetadataRecord
+from kio.schema.errors import ErrorCode
+
 from ..controller.topics import NewTopic, TopicResult
-from .metadata_log import SingleVoterQuorum
+from ..protocol.apis import ApiKey, request_class
+from ..protocol.build import build
+from .network_client import NetworkClient, NodeUnreachable
+
+log = logging.getLogger("kafka.server.NodeToControllerChannelManager")
+
+RETRY_BACKOFF_S = 0.05
 
 
-class ControllerChannel(Protocol):
-    async def create_topics(
-        self, topics: Sequence[NewTopic], *, validate_only: bool
-    ) -> list[TopicResult]: ...
-
-    async def delete_topics(self, names: Sequence[str]) -> list[TopicResult]: ...
-
-    async def allocate_producer_ids(self, broker_id: int, broker_epoch: int) -> range: ...
+class ControllerUnavailable(Exception):
+    """No active controller answered before the deadline."""
 
 
-class LocalControllerChannel:
-    """The controller runs in this process and is the only voter."""
-
+class RemoteControllerChannel:
     def __init__(
         self,
-        controller: QuorumController,
-        quorum: SingleVoterQuorum,
-        publish: Callable[[list[tuple[int, MetadataRecord]]], None],
+        network: NetworkClient,
+        controller_endpoint: Callable[[], tuple[str, int] | None],
+        *,
+        request_timeout_ms: int,
     ) -> None:
-        self.controller = controller
-        self.quorum = quorum
-        self.publish = publish
-        # The controller handles one request at a time, like Kafka's event queue.
-        self._lock = asyncio.Lock()
+        self.network = network
+        self.controller_endpoint = controller_endpoint
+        self.request_timeout_ms = request_timeout_ms
 
-    def commit(self, records: Sequence[MetadataRecord]) -> None:
-        committed = self.quorum.append(records)
-        if committed:
-            self.publish(committed)
+    async def send(
+        self, api_key: ApiKey, version: int, body: Any, *, timeout_ms: int | None = None
+    ) -> Any:
+        """Send to the active controller, retrying NOT_CONTROLLER and unreachable ones."""
+        deadline = time.monotonic() + (timeout_ms or self.request_timeout_ms) / 1000
+        last_problem = "no controller is known"
+        while time.monotonic() < deadline:
+            endpoint = self.controller_endpoint()
+            if endpoint is None:
+                await asyncio.sleep(RETRY_BACKOFF_S)
+                continue
+            remaining = deadline - time.monotonic()
+            try:
+                response = await self.network.request(
+                    endpoint[0], endpoint[1], api_key, version, body,
+                    timeout_s=max(0.05, remaining),
+                )
+            except NodeUnreachable as e:
+                last_problem = str(e)
+                await asyncio.sleep(RETRY_BACKOFF_S)
+                continue
+            if getattr(response, "error_code", ErrorCode.none) == ErrorCode.not_controller:
+                last_problem = f"{endpoint[0]}:{endpoint[1]} is not the active controller"
+                await asyncio.sleep(RETRY_BACKOFF_S)
+                continue
+            return response
+        raise ControllerUnavailable(f"{ApiKey(api_key).name} timed out: {last_problem}")
+
+    # -- the broker's requests ------------------------------------------------------
 
     async def create_topics(
-        self, topics: Sequence[NewTopic], *, validate_only: bool
+        self, topics: Sequence[NewTopic], *, validate_only: bool, timeout_ms: int | None = None
     ) -> list[TopicResult]:
-        async with self._lock:
-            results, records = self.controller.create_topics(topics, validate_only=validate_only)
-            self.commit(records)
-            return results
+        body = build(request_class(ApiKey.CREATE_TOPICS, 7), {
+            "topics": [
+                {"name": t.name, "num_partitions": t.num_partitions,
+                 "replication_factor": t.replication_factor,
+                 "assignments": [{"partition_index": p, "broker_ids": list(b)}
+                                 for p, b in t.assignments.items()],
+                 "configs": [{"name": k, "value": v} for k, v in t.configs.items()]}
+                for t in topics
+            ],
+            "timeout": timeout_ms or self.request_timeout_ms,
+            "validate_only": validate_only,
+        })
+        try:
+            response = await self.send(ApiKey.CREATE_TOPICS, 7, body, timeout_ms=timeout_ms)
+        except ControllerUnavailable as e:
+            return [TopicResult(t.name, ErrorCode.request_timed_out, str(e)) for t in topics]
+        return [
+            TopicResult(r.name, r.error_code, r.error_message, r.topic_id,
+                        int(r.num_partitions), int(r.replication_factor))
+            for r in response.topics
+        ]
 
-    async def delete_topics(self, names: Sequence[str]) -> list[TopicResult]:
-        async with self._lock:
-            results, records = self.controller.delete_topics(names)
-            self.commit(records)
-            return results
+    async def delete_topics(
+        self, names: Sequence[str], *, timeout_ms: int | None = None
+    ) -> list[TopicResult]:
+        body = build(request_class(ApiKey.DELETE_TOPICS, 6), {
+            "topics": [{"name": n, "topic_id": None} for n in names],
+            "timeout": timeout_ms or self.request_timeout_ms,
+        })
+        try:
+            response = await self.send(ApiKey.DELETE_TOPICS, 6, body, timeout_ms=timeout_ms)
+        except ControllerUnavailable as e:
+            return [TopicResult(n, ErrorCode.request_timed_out, str(e)) for n in names]
+        return [
+            TopicResult(r.name, r.error_code, r.error_message, r.topic_id)
+            for r in response.responses
+        ]
 
     async def allocate_producer_ids(self, broker_id: int, broker_epoch: int) -> range:
-        async with self._lock:
-            block, records = self.controller.allocate_producer_ids(broker_id, broker_epoch)
-            self.commit(records)
-            return block
+        body = build(request_class(ApiKey.ALLOCATE_PRODUCER_IDS, 0),
+                     {"broker_id": broker_id, "broker_epoch": broker_epoch})
+        response = await self.send(ApiKey.ALLOCATE_PRODUCER_IDS, 0, body)
+        if response.error_code != ErrorCode.none:
+            raise ControllerUnavailable(f"AllocateProducerIds failed: {response.error_code.name}")
+        start = int(response.producer_id_start)
+        return range(start, start + int(response.producer_id_len))
+
+    async def alter_partition(
+        self,
+        broker_id: int,
+        broker_epoch: int,
+        topic_id: uuid.UUID,
+        partition: int,
+        leader_epoch: int,
+        partition_epoch: int,
+        new_isr: Sequence[tuple[int, int]],
+    ) -> Any:
+        """One partition's ISR change; returns that partition's response entry."""
+        body = build(request_class(ApiKey.ALTER_PARTITION, 3), {
+            "broker_id": broker_id,
+            "broker_epoch": broker_epoch,
+            "topics": [{
+                "topic_id": topic_id,
+                "partitions": [{
+                    "partition_index": partition,
+                    "leader_epoch": leader_epoch,
+                    "new_isr_with_epochs": [{"broker_id": b, "broker_epoch": e}
+                                            for b, e in new_isr],
+                    "leader_recovery_state": 0,
+                    "partition_epoch": partition_epoch,
+                }],
+            }],
+        })
+        response = await self.send(ApiKey.ALTER_PARTITION, 3, body)
+        if response.error_code != ErrorCode.none:
+            return response.error_code
+        return response.topics[0].partitions[0]

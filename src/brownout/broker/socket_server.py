@@ -33,6 +33,7 @@ class SocketServer:
         *,
         supported: Callable[[], dict[ApiKey, tuple[int, int]]],
         max_request_size: int,
+        enabled: bool = True,
     ) -> None:
         self.endpoints = endpoints
         self.handler = handler
@@ -41,6 +42,14 @@ class SocketServer:
         self._servers: list[asyncio.Server] = []
         self._connections: set[asyncio.Task[None]] = set()
         self.bound: dict[str, tuple[str, int]] = {}
+        # Connections are accepted once bound, but requests wait until enabled (Kafka
+        # enables request processing only after the broker is unfenced).
+        self._enabled = asyncio.Event()
+        if enabled:
+            self._enabled.set()
+
+    def enable(self) -> None:
+        self._enabled.set()
 
     async def start(self) -> None:
         for endpoint in self.endpoints:
@@ -107,6 +116,7 @@ class SocketServer:
                     return
                 if request is None:
                     data = await reader.read(1 << 16)
+                    await self._enabled.wait()
                     if not data:
                         return
                     conn.receive_data(data)

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import typer
 
+from .cluster import DOWN_HELP, STATUS_HELP, UP_HELP, down_command, status_command, up_command
 from .demo import demo_command
 from .storage import storage_app
+from .topics import OFFSETS_HELP, offsets_command, topics_app
 
 app = typer.Typer(
     name="brownout",
@@ -15,6 +17,11 @@ app = typer.Typer(
 )
 app.add_typer(storage_app, name="storage")
 app.command("demo")(demo_command)
+app.command("up", help=UP_HELP)(up_command)
+app.command("down", help=DOWN_HELP)(down_command)
+app.command("status", help=STATUS_HELP)(status_command)
+app.add_typer(topics_app, name="topics")
+app.command("offsets", help=OFFSETS_HELP)(offsets_command)
 
 
 def main() -> None:

@@ -232,6 +232,10 @@ class ClusterControl:
         if want_fence:
             return HeartbeatResult(ErrorCode.none, caught_up, True, False), self.fence(broker_id)
         if state is BrokerState.UNFENCED and want_shut_down:
+            if self.leaderships(broker_id) == 0:
+                # Nothing to move: shut down now, fenced (Kafka's SHUTDOWN_NOW).
+                return HeartbeatResult(ErrorCode.none, caught_up, True, True), self.fence(
+                    broker_id)
             records.append(BrokerRegistrationChangeRecord(broker_id, broker_epoch,
                                                           in_controlled_shutdown=True))
             records.extend(self._moves_away_from(broker_id))
@@ -239,8 +243,10 @@ class ClusterControl:
             return HeartbeatResult(ErrorCode.none, caught_up, False, False), records
         if state is BrokerState.CONTROLLED_SHUTDOWN:
             seen = metadata_offset >= self.controlled_shutdown_offset.get(broker_id, 0)
-            done = seen and self.leaderships(broker_id) == 0
-            return HeartbeatResult(ErrorCode.none, caught_up, False, done), []
+            if seen and self.leaderships(broker_id) == 0:
+                return HeartbeatResult(ErrorCode.none, caught_up, True, True), self.fence(
+                    broker_id)
+            return HeartbeatResult(ErrorCode.none, caught_up, False, False), []
         return HeartbeatResult(ErrorCode.none, caught_up, False, False), []
 
     def fence(self, broker_id: int) -> list[MetadataRecord]:

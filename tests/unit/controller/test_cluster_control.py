@@ -135,6 +135,19 @@ def test_controlled_shutdown_waits_until_leadership_moved_and_seen():
     # not yet caught up with the records that moved its leadership
     assert not c.beat(1, offset=c.offset - 2).should_shut_down
     assert c.beat(1).should_shut_down
+    # Granted shutdown fences the broker, so its restart can register at once.
+    assert c.image.brokers[1].fenced
+    result, _ = c.control.register(1, "restarted", endpoint(1), None, now_ms=c.now,
+                                   next_offset=c.offset)
+    assert result.error == ErrorCode.none
+
+
+def test_broker_leading_nothing_shuts_down_at_once():
+    c = Cluster()
+    c.topic([[2, 1]])
+    result = c.beat(1, want_shut_down=True)
+    assert result.should_shut_down and c.image.brokers[1].fenced
+    assert c.part(0).isr == (2,)
 
 
 def test_controlled_shutdown_of_sole_replica_keeps_it_leader_until_fenced():

@@ -1,0 +1,346 @@
+"""The active controller's asyncio shell and its request handlers.
+
+ControllerRuntime serialises every controller operation (like Kafka's controller event
+queue): decide with the pure QuorumController, append the records to the metadata
+quorum, apply them to the controller's image, wait until they are committed, reply.
+It runs only while this node is the quorum leader; on becoming leader it rebuilds its
+image from the whole local log, which Raft guarantees holds every committed record.
+
+ControllerApis answers the controller listener: broker registration and heartbeats,
+AlterPartition, forwarded CreateTopics/DeleteTopics, AllocateProducerIds, and hands the
+KRaft RPCs to the Raft shell.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+import uuid
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, Protocol
+
+from kio.schema.errors import ErrorCode
+
+from ..controller.cluster_control import IsrChange
+from ..controller.image import MetadataImage
+from ..controller.quorum_controller import QuorumController
+from ..controller.records import BrokerEndpoint, MetadataRecord
+from ..controller.topics import NewTopic, TopicResult
+from ..protocol.apis import ApiKey
+from ..protocol.build import build
+from ..protocol.connection import Request, ServerConnection
+from .apis import UnsupportedRequest
+
+log = logging.getLogger("kafka.controller.QuorumController")
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class NotController(Exception):
+    """This node is not (or no longer) the active controller."""
+
+
+class MetadataQuorum(Protocol):
+    """What the controller needs from the metadata log's quorum."""
+
+    @property
+    def is_leader(self) -> bool: ...
+
+    @property
+    def next_offset(self) -> int: ...
+
+    def append(self, records: Sequence[MetadataRecord]) -> int:
+        """Append as leader; returns the first offset. Raises NotController."""
+        ...
+
+    async def wait_committed(self, offset: int) -> None:
+        """Until `offset` is committed. Raises NotController if leadership is lost."""
+        ...
+
+    def local_records(self) -> Iterable[tuple[int, MetadataRecord]]: ...
+
+
+class ControllerRuntime:
+    def __init__(
+        self,
+        controller: QuorumController,
+        quorum: MetadataQuorum,
+        *,
+        rebalance_interval_s: float,
+        clock: Callable[[], int] = _now_ms,
+    ) -> None:
+        self.controller = controller
+        self.quorum = quorum
+        self.rebalance_interval_s = rebalance_interval_s
+        self.clock = clock
+        self.active = False
+        self._lock = asyncio.Lock()
+        self._tasks: list[asyncio.Task[None]] = []
+
+    # -- leadership -----------------------------------------------------------------
+
+    def become_active(self) -> None:
+        image = MetadataImage()
+        for offset, record in self.quorum.local_records():
+            image.apply(record, offset)
+        self.controller.reset(image, self.clock())
+        self.active = True
+        log.info("Becoming the active controller at metadata offset %d", image.offset)
+        self._tasks = [
+            asyncio.create_task(self._session_loop()),
+            asyncio.create_task(self._rebalance_loop()),
+        ]
+
+    def resign(self) -> None:
+        if self.active:
+            log.info("Renouncing controller leadership")
+        self.active = False
+        for task in self._tasks:
+            task.cancel()
+        self._tasks = []
+
+    async def stop(self) -> None:
+        tasks = self._tasks
+        self.resign()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    # -- the one way to change metadata ---------------------------------------------
+
+    async def _commit(self, records: list[MetadataRecord]) -> None:
+        if not records:
+            return
+        first = self.quorum.append(records)
+        self.controller.apply(records, first)
+        await self.quorum.wait_committed(first + len(records) - 1)
+
+    async def run(self, decide: Callable[[int], tuple[Any, list[MetadataRecord]]]) -> Any:
+        """Decide with the image as it is now, commit the records, return the result."""
+        if not self.active:
+            raise NotController()
+        async with self._lock:
+            if not self.active:
+                raise NotController()
+            result, records = decide(self.quorum.next_offset)
+            await self._commit(records)
+            return result
+
+    # -- periodic duties ------------------------------------------------------------
+
+    async def _session_loop(self) -> None:
+        while self.active:
+            deadline = self.controller.cluster.next_session_deadline()
+            delay = 0.1 if deadline is None else max(0.01, (deadline - self.clock()) / 1000)
+            await asyncio.sleep(min(delay, 0.5))
+            with contextlib.suppress(NotController):
+                await self.run(lambda _o: (None, self.controller.periodic(self.clock())))
+
+    async def _rebalance_loop(self) -> None:
+        while self.active:
+            await asyncio.sleep(self.rebalance_interval_s)
+            with contextlib.suppress(NotController):
+                await self.run(lambda _o: (None, self.controller.rebalance_leaders()))
+
+
+CONTROLLER_APIS: dict[ApiKey, tuple[int, int]] = {
+    ApiKey.API_VERSIONS: (0, 3),
+    ApiKey.CREATE_TOPICS: (2, 7),
+    ApiKey.DELETE_TOPICS: (1, 6),
+    ApiKey.ALTER_PARTITION: (2, 3),
+    ApiKey.BROKER_REGISTRATION: (0, 3),
+    ApiKey.BROKER_HEARTBEAT: (0, 1),
+    ApiKey.ALLOCATE_PRODUCER_IDS: (0, 0),
+}
+
+
+class ControllerApis:
+    """Requests that arrive on the controller listener."""
+
+    def __init__(self, runtime: ControllerRuntime, raft_handlers: dict[int, Any]) -> None:
+        self.runtime = runtime
+        self.supported = dict(CONTROLLER_APIS)
+        self._handlers: dict[int, Any] = {
+            ApiKey.API_VERSIONS: self.handle_api_versions,
+            ApiKey.BROKER_REGISTRATION: self.handle_broker_registration,
+            ApiKey.BROKER_HEARTBEAT: self.handle_broker_heartbeat,
+            ApiKey.ALTER_PARTITION: self.handle_alter_partition,
+            ApiKey.CREATE_TOPICS: self.handle_create_topics,
+            ApiKey.DELETE_TOPICS: self.handle_delete_topics,
+            ApiKey.ALLOCATE_PRODUCER_IDS: self.handle_allocate_producer_ids,
+        }
+        for key, (handler, versions) in raft_handlers.items():
+            self._handlers[key] = handler
+            self.supported[ApiKey(key)] = versions
+
+    @property
+    def controller(self) -> QuorumController:
+        return self.runtime.controller
+
+    def _response(self, request: Request, data: dict[str, Any]) -> Any:
+        return build(ServerConnection.response_class(request.header), data)
+
+    async def handle(self, request: Request, ctx: Any) -> Any:
+        if request.body is None:
+            raise UnsupportedRequest(
+                f"Unsupported API version {request.header.api_version} for api key "
+                f"{request.header.api_key} on the controller listener"
+            )
+        return await self._handlers[request.header.api_key](request, ctx)
+
+    async def handle_api_versions(self, request: Request, ctx: Any) -> Any:
+        keys = [{"api_key": int(k), "min_version": lo, "max_version": hi}
+                for k, (lo, hi) in sorted(self.supported.items())]
+        return self._response(request, {"error_code": ErrorCode.none, "api_keys": keys,
+                                        "throttle_time": 0})
+
+    async def handle_broker_registration(self, request: Request, ctx: Any) -> Any:
+        body = request.body
+        endpoints = tuple(
+            BrokerEndpoint(listener.name, listener.host, int(listener.port))
+            for listener in body.listeners
+        )
+        try:
+            result = await self.runtime.run(
+                lambda offset: self.controller.register_broker(
+                    int(body.broker_id), body.cluster_id, str(body.incarnation_id),
+                    endpoints, body.rack, now_ms=self.runtime.clock(), next_offset=offset,
+                )
+            )
+        except NotController:
+            return self._response(request, {"throttle_time": 0,
+                                            "error_code": ErrorCode.not_controller,
+                                            "broker_epoch": -1})
+        if result.error == ErrorCode.none:
+            log.info("Registered broker %d with epoch %d", body.broker_id, result.broker_epoch)
+        return self._response(request, {"throttle_time": 0, "error_code": result.error,
+                                        "broker_epoch": result.broker_epoch})
+
+    async def handle_broker_heartbeat(self, request: Request, ctx: Any) -> Any:
+        body = request.body
+        try:
+            result = await self.runtime.run(
+                lambda offset: self.controller.heartbeat(
+                    int(body.broker_id), int(body.broker_epoch),
+                    int(body.current_metadata_offset), want_fence=bool(body.want_fence),
+                    want_shut_down=bool(body.want_shut_down), now_ms=self.runtime.clock(),
+                    next_offset=offset,
+                )
+            )
+        except NotController:
+            return self._response(request, {"throttle_time": 0,
+                                            "error_code": ErrorCode.not_controller,
+                                            "should_shut_down": False})
+        return self._response(request, {
+            "throttle_time": 0, "error_code": result.error, "is_caught_up": result.is_caught_up,
+            "is_fenced": result.is_fenced, "should_shut_down": result.should_shut_down,
+        })
+
+    async def handle_alter_partition(self, request: Request, ctx: Any) -> Any:
+        body = request.body
+        version = request.header.api_version
+        image = self.controller.image
+        changes: list[IsrChange] = []
+        unknown: list[tuple[uuid.UUID, int]] = []
+        for topic in body.topics:
+            found = image.topics_by_id.get(topic.topic_id)
+            for p in topic.partitions:
+                if found is None:
+                    unknown.append((topic.topic_id, int(p.partition_index)))
+                    continue
+                if version >= 3:
+                    isr = tuple(int(m.broker_id) for m in p.new_isr_with_epochs)
+                    epochs = tuple(int(m.broker_epoch) for m in p.new_isr_with_epochs)
+                else:
+                    isr, epochs = tuple(int(b) for b in p.new_isr), ()
+                changes.append(IsrChange(found.name, int(p.partition_index),
+                                         int(p.leader_epoch), int(p.partition_epoch), isr, epochs))
+        try:
+            error, results = await self.runtime.run(
+                lambda _offset: _split(self.controller.alter_partition(
+                    int(body.broker_id), int(body.broker_epoch), changes))
+            )
+        except NotController:
+            error, results = ErrorCode.not_controller, []
+        by_topic: dict[Any, list[dict[str, Any]]] = {}
+        for r in results:
+            topic_id = image.topic_ids.get(r.topic)
+            by_topic.setdefault(topic_id, []).append({
+                "partition_index": r.partition, "error_code": r.error, "leader_id": r.leader,
+                "leader_epoch": r.leader_epoch, "isr": list(r.isr), "leader_recovery_state": 0,
+                "partition_epoch": r.partition_epoch,
+            })
+        for topic_id, partition in unknown:
+            by_topic.setdefault(topic_id, []).append({
+                "partition_index": partition, "error_code": ErrorCode.unknown_topic_id,
+                "leader_id": -1, "leader_epoch": -1, "isr": [], "partition_epoch": -1,
+            })
+        return self._response(request, {
+            "throttle_time": 0, "error_code": error,
+            "topics": [{"topic_id": t, "partitions": ps} for t, ps in by_topic.items()],
+        })
+
+    async def handle_create_topics(self, request: Request, ctx: Any) -> Any:
+        body = request.body
+        topics = [
+            NewTopic(t.name, int(t.num_partitions), int(t.replication_factor),
+                     {int(a.partition_index): list(a.broker_ids) for a in t.assignments},
+                     {c.name: c.value for c in t.configs})
+            for t in body.topics
+        ]
+        try:
+            results: list[TopicResult] = await self.runtime.run(
+                lambda _o: self.controller.create_topics(
+                    topics, validate_only=bool(body.validate_only))
+            )
+        except NotController:
+            results = [TopicResult(t.name, ErrorCode.not_controller) for t in topics]
+        return self._response(request, {"throttle_time": 0, "topics": [
+            {"name": r.name, "topic_id": r.topic_id, "error_code": r.error,
+             "error_message": r.message, "num_partitions": r.num_partitions,
+             "replication_factor": r.replication_factor, "configs": []}
+            for r in results
+        ]})
+
+    async def handle_delete_topics(self, request: Request, ctx: Any) -> Any:
+        body = request.body
+        if request.header.api_version >= 6:
+            names = [t.name for t in body.topics]
+        else:
+            names = list(body.topic_names)
+        try:
+            results: list[TopicResult] = await self.runtime.run(
+                lambda _o: self.controller.delete_topics(names)
+            )
+        except NotController:
+            results = [TopicResult(n, ErrorCode.not_controller) for n in names]
+        return self._response(request, {"throttle_time": 0, "responses": [
+            {"name": r.name, "topic_id": r.topic_id, "error_code": r.error,
+             "error_message": r.message}
+            for r in results
+        ]})
+
+    async def handle_allocate_producer_ids(self, request: Request, ctx: Any) -> Any:
+        body = request.body
+        try:
+            block: range = await self.runtime.run(
+                lambda _o: self.controller.allocate_producer_ids(
+                    int(body.broker_id), int(body.broker_epoch))
+            )
+        except NotController:
+            return self._response(request, {"throttle_time": 0,
+                                            "error_code": ErrorCode.not_controller,
+                                            "producer_id_start": -1, "producer_id_len": 0})
+        return self._response(request, {"throttle_time": 0, "error_code": ErrorCode.none,
+                                        "producer_id_start": block.start,
+                                        "producer_id_len": len(block)})
+
+
+def _split(outcome: tuple[Any, Any, list[MetadataRecord]]) -> tuple[Any, list[MetadataRecord]]:
+    error, results, records = outcome
+    return (error, results), records
+

@@ -1,0 +1,153 @@
+"""BrokerLifecycleManager: register with the controller, heartbeat, get unfenced, and
+ask permission for controlled shutdown.
+
+A broker starts fenced. It registers (a new incarnation id per process start), then
+heartbeats every broker.heartbeat.interval.ms with the metadata offset it has applied;
+the controller unfences it once it has caught up to its own registration. On SIGTERM
+it heartbeats with want_shut_down until the controller, having moved its leaderships
+away, answers should_shut_down — and waits (up to five minutes, like Kafka) when no
+controller answers at all.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from ..protocol.apis import ApiKey, request_class
+from ..protocol.build import build
+from .controller_channel import ControllerUnavailable, RemoteControllerChannel
+
+log = logging.getLogger("kafka.server.BrokerLifecycleManager")
+
+CONTROLLED_SHUTDOWN_TIMEOUT_S = 300.0
+
+
+class BrokerLifecycleManager:
+    def __init__(
+        self,
+        channel: RemoteControllerChannel,
+        *,
+        node_id: int,
+        cluster_id: str,
+        listeners: list[tuple[str, str, int]],
+        rack: str | None,
+        heartbeat_interval_ms: int,
+        metadata_offset: Callable[[], int],
+        events: Any,
+    ) -> None:
+        self.channel = channel
+        self.node_id = node_id
+        self.cluster_id = cluster_id
+        self.listeners = listeners
+        self.rack = rack
+        self.heartbeat_interval_s = heartbeat_interval_ms / 1000
+        self.metadata_offset = metadata_offset
+        self.events = events
+        self.incarnation_id = uuid.uuid4()
+        self.broker_epoch = -1
+        self.fenced = True
+        self.want_shut_down = False
+        self.unfenced = asyncio.Event()
+        self.shutdown_approved = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._run())
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+    async def controlled_shutdown(self) -> bool:
+        """Ask to shut down; True once the controller approved it in time."""
+        self.want_shut_down = True
+        log.info("[BrokerLifecycleManager id=%d] Beginning controlled shutdown.", self.node_id)
+        try:
+            await asyncio.wait_for(self.shutdown_approved.wait(), CONTROLLED_SHUTDOWN_TIMEOUT_S)
+        except TimeoutError:
+            log.error("Timed out waiting for the controller to approve controlled shutdown")
+            return False
+        return True
+
+    async def _run(self) -> None:
+        while True:
+            if self.broker_epoch < 0:
+                await self._register()
+            else:
+                await self._heartbeat()
+            # While fenced (catching up after registering) or shutting down, heartbeat
+            # quickly so the controller's decision arrives without a full interval.
+            fast = self.broker_epoch < 0 or self.fenced or self.want_shut_down
+            await asyncio.sleep(0.05 if fast else self.heartbeat_interval_s)
+
+    async def _register(self) -> None:
+        body = build(request_class(ApiKey.BROKER_REGISTRATION, 3), {
+            "broker_id": self.node_id,
+            "cluster_id": self.cluster_id,
+            "incarnation_id": self.incarnation_id,
+            "listeners": [{"name": n, "host": h, "port": p, "security_protocol": 0}
+                          for n, h, p in self.listeners],
+            "features": [],
+            "rack": self.rack,
+            "log_dirs": [],
+            "previous_broker_epoch": -1,
+        })
+        try:
+            response = await self.channel.send(ApiKey.BROKER_REGISTRATION, 3, body)
+        except ControllerUnavailable as e:
+            log.info("Unable to register broker %d: %s", self.node_id, e)
+            return
+        if response.error_code != ErrorCode.none:
+            log.info("Unable to register broker %d: %s", self.node_id, response.error_code.name)
+            return
+        self.broker_epoch = int(response.broker_epoch)
+        self.events.emit("registered", broker_epoch=self.broker_epoch)
+        log.info("[BrokerLifecycleManager id=%d] Successfully registered broker %d with broker "
+                 "epoch %d", self.node_id, self.node_id, self.broker_epoch)
+
+    async def _heartbeat(self) -> None:
+        body = build(request_class(ApiKey.BROKER_HEARTBEAT, 1), {
+            "broker_id": self.node_id,
+            "broker_epoch": self.broker_epoch,
+            "current_metadata_offset": self.metadata_offset(),
+            "want_fence": False,
+            "want_shut_down": self.want_shut_down,
+        })
+        try:
+            response = await self.channel.send(
+                ApiKey.BROKER_HEARTBEAT, 1, body,
+                timeout_ms=int(self.heartbeat_interval_s * 1000) + 1000,
+            )
+        except ControllerUnavailable as e:
+            log.debug("Heartbeat failed: %s", e)
+            return
+        error = response.error_code
+        if error in (ErrorCode.stale_broker_epoch, ErrorCode.broker_id_not_registered):
+            log.info("Broker %d must register again (%s)", self.node_id, error.name)
+            self.broker_epoch = -1
+            return
+        if error != ErrorCode.none:
+            return
+        was_fenced = self.fenced
+        self.fenced = bool(response.is_fenced)
+        if was_fenced and not self.fenced:
+            log.info("[BrokerLifecycleManager id=%d] The broker has been unfenced.", self.node_id)
+            self.events.emit("unfenced")
+            self.unfenced.set()
+        elif not was_fenced and self.fenced:
+            log.info("[BrokerLifecycleManager id=%d] The broker is fenced.", self.node_id)
+            self.events.emit("fenced")
+            self.unfenced.clear()
+        if response.should_shut_down and self.want_shut_down:
+            log.info("[BrokerLifecycleManager id=%d] The controller has asked us to exit "
+                     "controlled shutdown.", self.node_id)
+            self.shutdown_approved.set()

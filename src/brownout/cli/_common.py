@@ -1,0 +1,94 @@
+"""Options and error handling shared by the cluster commands (up, down, status, topics,
+offsets): every failure becomes `Error: <one line>` on stderr and exit status 1 (2 for
+bad arguments), never a traceback."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import typer
+
+from ..cluster.admin import AdminError
+from ..cluster.lab import LabError, bootstrap_servers
+from ..cluster.state import DIR_ENV, StateError, resolve_dir
+from ..cluster.supervisor import SupervisorError
+from ..cluster.topology import TopologyError
+from ..common.config import ConfigError
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+DirOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--dir",
+        help=f"Working directory of the cluster (cluster.json, node-<id>/ folders). "
+        f"Default: ${DIR_ENV}, else ./.brownout.",
+        show_default=False,
+    ),
+]
+
+BootstrapOption = Annotated[
+    str | None,
+    typer.Option(
+        "--bootstrap",
+        "-b",
+        help="Bootstrap servers (host:port,...) of any Kafka cluster; overrides the "
+        "cluster in --dir.",
+        show_default=False,
+    ),
+]
+
+TimeoutOption = Annotated[
+    float,
+    typer.Option("--timeout", help="Seconds to wait for each request to the cluster.", min=0.1),
+]
+
+
+class UsageError(Exception):
+    """Bad arguments detected by our own checks (exit status 2)."""
+
+
+def fail(message: str, code: int = 1) -> typer.Exit:
+    typer.echo(f"Error: {message}", err=True)
+    return typer.Exit(code)
+
+
+def handle_errors(func: F) -> F:
+    """Turn every expected failure into one clear message and exit status 1 or 2."""
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return func(*args, **kwargs)
+        except (typer.Exit, typer.Abort, typer.BadParameter):
+            raise
+        except (UsageError, TopologyError) as e:
+            raise fail(str(e), 2) from None
+        except (LabError, StateError, SupervisorError, AdminError, ConfigError) as e:
+            raise fail(str(e), 1) from None
+        except KeyboardInterrupt:
+            raise fail("interrupted", 130) from None
+        except OSError as e:
+            raise fail(f"{e.strerror or e}{f': {e.filename}' if e.filename else ''}", 1) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+def resolve_bootstrap(bootstrap: str | None, directory: Path | None) -> str:
+    """--bootstrap when given, else the running brokers of the cluster in --dir."""
+    if bootstrap:
+        return bootstrap
+    return bootstrap_servers(resolve_dir(directory))
+
+
+def parse_key_values(items: list[str] | None, option: str) -> dict[str, str]:
+    result: dict[str, str] = {}
+    for item in items or []:
+        key, eq, value = item.partition("=")
+        if not eq or not key.strip():
+            raise UsageError(f"{option} expects KEY=VALUE, got {item!r}")
+        result[key.strip()] = value.strip()
+    return result

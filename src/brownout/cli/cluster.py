@@ -1,0 +1,288 @@
+"""`brownout up | down | status`: a local multi-process cluster in a working directory."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from ..cluster import lab
+from ..cluster.state import resolve_dir
+from ..cluster.supervisor import DEFAULT_START_TIMEOUT, DEFAULT_STOP_TIMEOUT
+from ..cluster.topology import (
+    CONTROLLER_ID_BASE,
+    PROFILES,
+    Overrides,
+    TopologyRequest,
+    profile_table,
+    unknown_key_warnings,
+)
+from ._common import BootstrapOption, DirOption, handle_errors
+
+_FAST_TABLE = "\n".join(
+    f"  {key:<42} {fast!s:>5}   (Kafka: {default})" for key, default, fast in profile_table()
+)
+
+UP_HELP = "\n\n".join(
+    [
+        "Build and start a local cluster of node processes (or start a stopped one again).",
+        "Node ids: brokers are 1..N. Dedicated controllers (the default) are "
+        f"{CONTROLLER_ID_BASE + 1}..{CONTROLLER_ID_BASE}+M. With --combined there are N nodes, "
+        "ids 1..N, each a broker, and the first M (default: all N) are also controllers "
+        "(process.roles=broker,controller). Every controller is a voter in "
+        "controller.quorum.voters.",
+        "Configs use Apache Kafka's keys: listeners PLAINTEXT://127.0.0.1:port (brokers) and "
+        "CONTROLLER://127.0.0.1:port (controllers); offsets.topic.replication.factor and "
+        "transaction.state.log.replication.factor are min(3, N); default.replication.factor "
+        "keeps Kafka's default 1 unless you --set it.",
+        "Profile 'kafka' keeps Kafka's defaults. Profile 'fast' shortens timeouts for demos:",
+        _FAST_TABLE,
+        "Precedence (later wins): generated < profile < --set < --broker-set < --controller-set.",
+        "A directory holds one cluster. `up` on a stopped cluster starts the same nodes again "
+        "with their data and ports; on a running one it refuses (run `brownout down` first); "
+        "--fresh deletes a stopped cluster and builds a new one.",
+        "The bootstrap servers are printed last, alone on a line: "
+        "BOOTSTRAP=$(brownout up | tail -n 1)",
+    ]
+)
+
+DOWN_HELP = "\n\n".join(
+    [
+        "Stop every node of the cluster in --dir.",
+        "SIGTERM to each node's process group (brokers first, then controllers; a paused node "
+        "is resumed so it can act on it), SIGKILL after --timeout. Nothing is deleted unless "
+        "--purge.",
+    ]
+)
+
+STATUS_HELP = "\n\n".join(
+    [
+        "Show every node's state, the fenced brokers and the KRaft quorum.",
+        "Per node: id, roles, pid, state (running / paused = SIGSTOP'd / stopped), listeners, "
+        "and for a live broker whether it is fenced (missing from a broker's Metadata: fenced "
+        "or not registered). The quorum leader and epoch come from DescribeQuorum (API key 55) "
+        "sent to a controller listener, then to a broker; 'unknown' when no node answers it.",
+    ]
+)
+
+
+def _console(err: bool = False) -> Console:
+    console = Console(stderr=err, highlight=False)
+    if not console.is_terminal:  # piped: never truncate listeners to the default 80
+        console = Console(stderr=err, highlight=False, width=160)
+    return console
+
+
+@handle_errors
+def up_command(
+    brokers: Annotated[
+        int | None,
+        typer.Option(
+            "--brokers",
+            help="Number of brokers (ids 1..N). Default 1.",
+            show_default=False,
+        ),
+    ] = None,
+    controllers: Annotated[
+        int | None,
+        typer.Option(
+            "--controllers",
+            help=f"Number of controllers (KRaft voters). Default: 1 dedicated controller (id "
+            f"{CONTROLLER_ID_BASE + 1}); with --combined, every node.",
+            show_default=False,
+        ),
+    ] = None,
+    combined: Annotated[
+        bool | None,
+        typer.Option(
+            "--combined/--dedicated",
+            help="--combined: every node is broker+controller (process.roles=broker,controller)."
+            " --dedicated (default): controllers are separate processes.",
+            show_default=False,
+        ),
+    ] = None,
+    profile: Annotated[
+        str | None,
+        typer.Option(
+            "--profile",
+            help=f"Config profile: {' | '.join(PROFILES)}. 'kafka' = Kafka's defaults; 'fast' "
+            "= short timeouts for demos (see above). Default kafka.",
+            show_default=False,
+        ),
+    ] = None,
+    set_: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--set",
+            metavar="KEY=VALUE",
+            help="A server.properties key for every node (repeatable).",
+        ),
+    ] = None,
+    broker_set: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--broker-set",
+            metavar="KEY=VALUE",
+            help="A server.properties key for nodes with the broker role (repeatable).",
+        ),
+    ] = None,
+    controller_set: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--controller-set",
+            metavar="KEY=VALUE",
+            help="A server.properties key for nodes with the controller role (repeatable).",
+        ),
+    ] = None,
+    directory: DirOption = None,
+    fresh: Annotated[
+        bool,
+        typer.Option(
+            "--fresh",
+            help="Delete the stopped cluster in --dir (data too) and build a new one.",
+        ),
+    ] = False,
+    no_start: Annotated[
+        bool,
+        typer.Option(
+            "--no-start",
+            help="Prepare only: write cluster.json and every server.properties and format "
+            "storage, but start nothing (inspect or edit the configs, then run `brownout up`).",
+        ),
+    ] = False,
+    timeout: Annotated[
+        float,
+        typer.Option(
+            "--timeout",
+            help="Seconds to wait for every node to be ready.",
+            min=1,
+        ),
+    ] = DEFAULT_START_TIMEOUT,
+) -> None:
+    given = {
+        name
+        for name, value in (
+            ("brokers", brokers),
+            ("controllers", controllers),
+            ("combined", combined),
+            ("profile", profile),
+        )
+        if value is not None
+    }
+    request = TopologyRequest(
+        brokers=1 if brokers is None else brokers,
+        controllers=controllers,
+        combined=bool(combined),
+        profile=profile or "kafka",
+        overrides=Overrides.parse(set_ or [], broker_set or [], controller_set or []),
+    )
+    target = resolve_dir(directory)
+    err = _console(err=True)
+    for warning in unknown_key_warnings(request):
+        err.print(f"Warning: {warning}")
+    result = lab.up(target, request, given, fresh=fresh, start=not no_start, timeout=timeout)
+    topology = result.topology
+    verb = "built" if result.created else "found"
+    verb += (
+        " (not started: --no-start)"
+        if no_start
+        else (" and started" if result.created else " and started again")
+    )
+    table = Table(
+        title=f"cluster {result.state.cluster_id} {verb} in {target}", title_justify="left"
+    )
+    for column in ("node", "roles", "pid", "listeners"):
+        table.add_column(column)
+    for spec in topology.nodes:
+        node = result.state.nodes[spec.node_id]
+        table.add_row(
+            str(spec.node_id), ",".join(spec.roles), str(node.pid or "-"), " ".join(spec.listeners)
+        )
+    _console().print(table)
+    typer.echo(topology.bootstrap_servers)
+
+
+@handle_errors
+def down_command(
+    directory: DirOption = None,
+    purge: Annotated[
+        bool,
+        typer.Option(
+            "--purge",
+            help="Also delete the cluster's files (configs, logs, data).",
+        ),
+    ] = False,
+    timeout: Annotated[
+        float,
+        typer.Option(
+            "--timeout",
+            help="Seconds to wait after SIGTERM before SIGKILL.",
+            min=0,
+        ),
+    ] = DEFAULT_STOP_TIMEOUT,
+) -> None:
+    target = resolve_dir(directory)
+    stopped = lab.down(target, purge=purge, timeout=timeout)
+    what = f"stopped node(s) {', '.join(map(str, stopped))}" if stopped else "no node was running"
+    typer.echo(f"{what} in {target}" + ("; files deleted" if purge else ""))
+
+
+def _fmt(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    return str(value)
+
+
+@handle_errors
+def status_command(
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
+    directory: DirOption = None,
+    bootstrap: BootstrapOption = None,
+    timeout: Annotated[
+        float,
+        typer.Option(
+            "--timeout",
+            help="Seconds to wait for each protocol request.",
+            min=0.1,
+        ),
+    ] = 3.0,
+) -> None:
+    if bootstrap:
+        data = lab.external_status(bootstrap, timeout)
+    else:
+        data = lab.status(resolve_dir(directory), timeout)
+    if as_json:
+        typer.echo(json.dumps(data, indent=2))
+        return
+    console = _console()
+    title = f"cluster {data.get('cluster_id') or '?'}"
+    if "directory" in data:
+        title += f" in {data['directory']}"
+    table = Table(title=title, title_justify="left")
+    for column in ("node", "roles", "pid", "state", "listeners", "fenced"):
+        table.add_column(column)
+    for n in data["nodes"]:
+        table.add_row(
+            str(n["id"]),
+            ",".join(n["roles"]),
+            _fmt(n["pid"]),
+            n["state"],
+            " ".join(n["listeners"]),
+            _fmt(n["fenced"]),
+        )
+    console.print(table)
+    q = data["quorum"]
+    line = f"quorum leader: {q['leader']}  epoch: {q['epoch']}"
+    if "reason" in q:
+        line += f"  ({q['reason']})"
+    console.print(line)
+    if data.get("registered_brokers") is not None:
+        console.print(
+            "registered brokers: " + (",".join(map(str, data["registered_brokers"])) or "none")
+        )
+    console.print(f"bootstrap: {data['bootstrap_servers']}")

@@ -1,0 +1,279 @@
+"""Topic administration and observation over the Kafka protocol, for any Kafka cluster.
+
+The formatting half is pure (`format_describe`, `format_offsets`) and follows Apache
+Kafka's tools byte for byte: `kafka-topics.sh --describe` and `GetOffsetShell`. The other
+half wraps confluent-kafka's AdminClient (librdkafka), so it talks to Brownout's node
+and to Apache Kafka alike; only bootstrap servers are needed.
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import logging
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+ZERO_TOPIC_ID = "AAAAAAAAAAAAAAAAAAAAAA"
+DEFAULT_TIMEOUT = 15.0
+
+
+class AdminError(RuntimeError):
+    """A request failed; the message is meant for a one-line CLI error."""
+
+
+# -- pure: described topics and their text --------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class DescribedPartition:
+    partition: int
+    leader: int | None  # None: no leader (prints "Leader: none")
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+    elr: tuple[int, ...] = ()
+    last_known_elr: tuple[int, ...] = ()
+
+
+@dataclasses.dataclass(frozen=True)
+class DescribedTopic:
+    name: str
+    topic_id: str  # Kafka's base64url form; the all-zero id is not printed
+    partitions: tuple[DescribedPartition, ...]
+    configs: Mapping[str, str] = dataclasses.field(default_factory=dict)  # overrides only
+    is_internal: bool = False
+
+
+def _ids(values: Iterable[int]) -> str:
+    return ",".join(str(v) for v in values)
+
+
+def format_describe(topic: DescribedTopic) -> list[str]:
+    """The lines `kafka-topics.sh --describe` prints for one topic (no trailing newline).
+
+    Header (tab separated): ``Topic: T  TopicId: ID  PartitionCount: P
+    ReplicationFactor: R  Configs: k=v,...`` (configs sorted by name); then one line per
+    partition, sorted, starting with a tab: ``Topic: T  Partition: p  Leader: L
+    Replicas: ...  Isr: ...  Elr: ...  LastKnownElr: ...``
+    """
+    partitions = sorted(topic.partitions, key=lambda p: p.partition)
+    rf = len(partitions[0].replicas) if partitions else 0
+    configs = ",".join(f"{k}={v}" for k, v in sorted(topic.configs.items()))
+    header = f"Topic: {topic.name}"
+    if topic.topic_id and topic.topic_id != ZERO_TOPIC_ID:
+        header += f"\tTopicId: {topic.topic_id}"
+    header += f"\tPartitionCount: {len(partitions)}\tReplicationFactor: {rf}\tConfigs: {configs}"
+    lines = [header]
+    for p in partitions:
+        leader = "none" if p.leader is None or p.leader < 0 else str(p.leader)
+        lines.append(
+            f"\tTopic: {topic.name}\tPartition: {p.partition}\tLeader: {leader}"
+            f"\tReplicas: {_ids(p.replicas)}\tIsr: {_ids(p.isr)}"
+            f"\tElr: {_ids(p.elr)}\tLastKnownElr: {_ids(p.last_known_elr)}"
+        )
+    return lines
+
+
+@dataclasses.dataclass(frozen=True)
+class PartitionOffset:
+    topic: str
+    partition: int
+    offset: int | None  # None: not available (see `error`)
+    error: str | None = None
+
+
+def format_offsets(results: Sequence[PartitionOffset]) -> tuple[list[str], list[str]]:
+    """(stdout lines ``topic:partition:offset``, stderr lines ``topic:partition: why``)."""
+    out, err = [], []
+    for r in sorted(results, key=lambda r: (r.topic, r.partition)):
+        if r.offset is not None and r.error is None:
+            out.append(f"{r.topic}:{r.partition}:{r.offset}")
+        else:
+            err.append(f"{r.topic}:{r.partition}: {r.error or 'no offset'}")
+    return out, err
+
+
+def kafka_uuid_str(most: int, least: int) -> str:
+    """Kafka's Uuid.toString(): URL-safe base64 of the 16 bytes, no padding. (librdkafka's
+    own string form uses the standard alphabet, '+' and '/', so it is not used.)"""
+    raw = (most & (2**64 - 1)).to_bytes(8, "big") + (least & (2**64 - 1)).to_bytes(8, "big")
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+# -- confluent-kafka adapters ----------------------------------------------------------
+
+
+def _quiet_logger() -> logging.Logger:
+    logger = logging.getLogger("brownout.admin.librdkafka")
+    logger.addHandler(logging.NullHandler())
+    logger.propagate = False
+    return logger
+
+
+def _error_text(e: BaseException) -> str:
+    """One line from a KafkaException / KafkaError / anything."""
+    arg = e.args[0] if getattr(e, "args", None) else e
+    name = getattr(arg, "name", None)
+    text = getattr(arg, "str", None)
+    if callable(name) and callable(text):
+        return f"{name()}: {text()}"
+    return str(e) or type(e).__name__
+
+
+class Admin:
+    """A thin, blocking facade over confluent_kafka.admin.AdminClient."""
+
+    def __init__(self, bootstrap: str, timeout: float = DEFAULT_TIMEOUT) -> None:
+        try:
+            from confluent_kafka.admin import AdminClient
+        except ImportError:  # pragma: no cover - depends on the environment
+            raise AdminError(
+                "confluent-kafka is not installed (pip install 'brownout[clients]')"
+            ) from None
+        self.bootstrap = bootstrap
+        self.timeout = timeout
+        self.client = AdminClient(
+            {
+                "bootstrap.servers": bootstrap,
+                "client.id": "brownout-cli",
+                "socket.connection.setup.timeout.ms": int(min(timeout, 10) * 1000),
+                "logger": _quiet_logger(),
+            }
+        )
+
+    def _result(self, future: Any, what: str) -> Any:
+        try:
+            return future.result(timeout=self.timeout + 5)
+        except Exception as e:
+            raise AdminError(f"{what}: {_error_text(e)}") from None
+
+    def topic_names(self) -> list[str]:
+        try:
+            md = self.client.list_topics(timeout=self.timeout)
+        except Exception as e:
+            raise AdminError(
+                f"cannot reach the cluster at {self.bootstrap}: {_error_text(e)}"
+            ) from None
+        return sorted(md.topics)
+
+    def create_topic(
+        self, name: str, partitions: int, replication_factor: int, configs: Mapping[str, str]
+    ) -> None:
+        from confluent_kafka.admin import NewTopic
+
+        new = NewTopic(
+            name,
+            num_partitions=partitions,
+            replication_factor=replication_factor,
+            config=dict(configs),
+        )
+        futures = self.client.create_topics(
+            [new], operation_timeout=self.timeout, request_timeout=self.timeout
+        )
+        self._result(futures[name], f"cannot create topic {name}")
+
+    def overridden_configs(self, names: Sequence[str]) -> dict[str, dict[str, str]]:
+        """Per topic, the configs set on the topic (source DYNAMIC_TOPIC_CONFIG).
+
+        Sent with the lab's own client to the first bootstrap broker that answers, like
+        Java's AdminClient (least-loaded node) does: librdkafka sends DescribeConfigs to
+        the Metadata controller id, which in KRaft is a random broker and may be a dead
+        one for a few seconds after it died."""
+        from .wire import ResourceError, WireClient, WireError
+
+        if not names:
+            return {}
+        errors = []
+        for address in [a.strip() for a in self.bootstrap.split(",") if a.strip()]:
+            try:
+                with WireClient(address, timeout=self.timeout) as client:
+                    return client.topic_overrides(list(names))
+            except ResourceError as e:
+                raise AdminError(f"cannot describe configs: {e}") from None
+            except (WireError, ValueError) as e:
+                errors.append(str(e))
+        raise AdminError(f"cannot describe configs: {'; '.join(errors)}")
+
+    def describe(
+        self, names: Sequence[str] | None = None, exclude_internal: bool = False
+    ) -> list[DescribedTopic]:
+        """Describe the named topics (all topics when None), sorted by name."""
+        from confluent_kafka import TopicCollection
+
+        if names is None:
+            names = self.topic_names()
+        names = sorted(set(names))
+        if not names:
+            return []
+        futures = self.client.describe_topics(
+            TopicCollection(list(names)), request_timeout=self.timeout
+        )
+        described = {}
+        for name, future in futures.items():
+            d = self._result(future, f"cannot describe topic {name}")
+            described[name] = d
+        if exclude_internal:
+            names = [n for n in names if not described[n].is_internal and n not in INTERNAL_TOPICS]
+        configs = self.overridden_configs(names)
+        return [topic_from_confluent(described[n], configs.get(n, {})) for n in names]
+
+    def offsets(self, topic: str, time: int = -1) -> list[PartitionOffset]:
+        """Log-end (-1, latest) or log-start (-2, earliest) offset of every partition;
+        a partition without a leader, or whose request fails, carries an error instead."""
+        from confluent_kafka import TopicPartition
+        from confluent_kafka.admin import OffsetSpec
+
+        [described] = self.describe([topic])
+        spec = (
+            OffsetSpec.latest()
+            if time == -1
+            else (OffsetSpec.earliest() if time == -2 else OffsetSpec.for_timestamp(time))
+        )
+        results: list[PartitionOffset] = []
+        query = {}
+        for p in described.partitions:
+            if p.leader is None or p.leader < 0:
+                results.append(PartitionOffset(topic, p.partition, None, "no leader"))
+            else:
+                query[TopicPartition(topic, p.partition)] = spec
+        if query:
+            futures = self.client.list_offsets(query, request_timeout=self.timeout)
+            for tp, future in futures.items():
+                try:
+                    info = future.result(timeout=self.timeout + 5)
+                except Exception as e:
+                    results.append(PartitionOffset(topic, tp.partition, None, _error_text(e)))
+                else:
+                    results.append(PartitionOffset(topic, tp.partition, int(info.offset)))
+        return sorted(results, key=lambda r: r.partition)
+
+
+def topic_from_confluent(d: Any, configs: Mapping[str, str]) -> DescribedTopic:
+    """confluent_kafka.admin.TopicDescription -> DescribedTopic."""
+
+    def node_ids(nodes: Iterable[Any] | None) -> tuple[int, ...]:
+        return tuple(int(n.id) for n in nodes or ())
+
+    partitions = []
+    for p in d.partitions:
+        leader = p.leader
+        partitions.append(
+            DescribedPartition(
+                partition=int(p.id),
+                leader=None if leader is None or int(leader.id) < 0 else int(leader.id),
+                replicas=node_ids(p.replicas),
+                isr=node_ids(p.isr),
+                elr=node_ids(getattr(p, "elr", None)),
+                last_known_elr=node_ids(getattr(p, "last_known_elr", None)),
+            )
+        )
+    uid = getattr(d, "topic_id", None)
+    topic_id = (
+        kafka_uuid_str(uid.get_most_significant_bits(), uid.get_least_significant_bits())
+        if uid is not None
+        else ""
+    )
+    return DescribedTopic(
+        d.name, topic_id, tuple(partitions), dict(configs), bool(getattr(d, "is_internal", False))
+    )

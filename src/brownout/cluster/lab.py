@@ -1,0 +1,332 @@
+"""Cluster life cycle in a working directory: up, down, status, bootstrap servers.
+
+The CLI is a thin shell over these functions; the scenario runner and the fault layer
+call them (and `Supervisor`) directly.
+
+`up` semantics, like starting Apache Kafka again:
+
+* no cluster in the directory -> build one (new cluster id, free ports, format storage);
+* a stopped cluster -> start the same nodes again with their data, ports and
+  server.properties (hand edits to server.properties are kept);
+* a running cluster (any node process alive, even paused) -> refuse: `brownout down`
+  first;
+* `--fresh` -> delete the stopped cluster's files and build a new one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import shutil
+from pathlib import Path
+from typing import Any
+
+from ..storage import random_uuid
+from .state import LOCK_FILE, STATE_FILE, ClusterState, StateError, locked
+from .supervisor import (
+    DEFAULT_START_TIMEOUT,
+    DEFAULT_STOP_TIMEOUT,
+    PortAllocator,
+    Supervisor,
+    node_process_state,
+)
+from .topology import (
+    BROKER_LISTENER,
+    CONTROLLER_LISTENER,
+    Overrides,
+    Topology,
+    TopologyRequest,
+    build_topology,
+    validate,
+)
+from .wire import WireError, fetch_metadata, fetch_quorum
+
+
+class LabError(RuntimeError):
+    """A refused or failed lab operation, with a message for the user."""
+
+
+@dataclasses.dataclass
+class UpResult:
+    state: ClusterState
+    topology: Topology
+    created: bool  # False: an existing stopped cluster was started again
+    warnings: list[str]
+
+
+def _merge_request(stored: TopologyRequest, asked: TopologyRequest, given: set[str]) -> None:
+    """Options given to `up` for an existing cluster must match what it was built with."""
+    conflicts = []
+    if "brokers" in given and asked.brokers != stored.brokers:
+        conflicts.append(f"--brokers {asked.brokers} (built with {stored.brokers})")
+    if "controllers" in given and asked.voter_count != stored.voter_count:
+        conflicts.append(f"--controllers {asked.controllers} (built with {stored.voter_count})")
+    if "combined" in given and asked.combined != stored.combined:
+        conflicts.append(
+            f"--{'combined' if asked.combined else 'dedicated'} (built "
+            f"{'combined' if stored.combined else 'with dedicated controllers'})"
+        )
+    if "profile" in given and asked.profile != stored.profile:
+        conflicts.append(f"--profile {asked.profile} (built with {stored.profile})")
+    for label, a, s in (
+        ("--set", asked.overrides.all, stored.overrides.all),
+        ("--broker-set", asked.overrides.broker, stored.overrides.broker),
+        ("--controller-set", asked.overrides.controller, stored.overrides.controller),
+    ):
+        if a and a != s:
+            conflicts.append(f"{label} {a} (built with {s or 'none'})")
+    if conflicts:
+        raise LabError(
+            "the stopped cluster in this directory was built differently: "
+            + "; ".join(conflicts)
+            + ". Run `brownout up` without these options to start it again, or "
+            "`brownout up --fresh` to build a new cluster"
+        )
+
+
+def purge_files(directory: Path, state: ClusterState | None) -> None:
+    """Delete what brownout created in `directory` (never anything else)."""
+    names = {f"node-{i}" for i in (state.nodes if state else ())}
+    if directory.exists():
+        names |= {p.name for p in directory.glob("node-*") if p.is_dir()}
+    for name in names:
+        shutil.rmtree(directory / name, ignore_errors=True)
+    for name in (STATE_FILE, LOCK_FILE):
+        with contextlib.suppress(FileNotFoundError):
+            (directory / name).unlink()
+    with contextlib.suppress(OSError):
+        directory.rmdir()  # only when empty
+
+
+def up(
+    directory: Path,
+    request: TopologyRequest,
+    given: set[str] | None = None,
+    *,
+    fresh: bool = False,
+    start: bool = True,
+    timeout: float = DEFAULT_START_TIMEOUT,
+) -> UpResult:
+    """Start the cluster in `directory` (see module docstring). `given` names the
+    options the user passed explicitly (checked against a stopped cluster's). With
+    start=False the cluster is prepared (state, configs, formatted storage) but no node
+    is started."""
+    given = set(given or ())
+    validate(request)  # TopologyError: bad arguments
+    with locked(directory):
+        state = ClusterState.load(directory)
+        if state is not None:
+            sup = Supervisor(state)
+            running = sup.running_nodes()
+            if running:
+                raise LabError(
+                    f"a cluster in {directory} is still running (node(s) "
+                    f"{', '.join(map(str, running))}); run `brownout down` first"
+                )
+            if fresh:
+                purge_files(directory, state)
+                directory.mkdir(parents=True, exist_ok=True)
+                state = None
+            else:
+                _merge_request(state.request, request, given)
+        if state is None:
+            with PortAllocator() as allocate:
+                topology = build_topology(request, directory, allocate=allocate)
+            state = ClusterState.new(directory, random_uuid(), topology)
+            state.save()
+            created = True
+        else:
+            topology = state.topology()
+            created = False
+        sup = Supervisor(state, topology)
+        if created:
+            sup.write_configs()
+        else:
+            missing = [n for n in topology.nodes if not n.config_path.exists()]
+            if missing:
+                Supervisor(
+                    state, dataclasses.replace(topology, nodes=tuple(missing))
+                ).write_configs()
+        sup.format_storage()
+        if start:
+            sup.start_all(timeout)
+        return UpResult(state, topology, created, list(topology.warnings))
+
+
+def down(
+    directory: Path, *, purge: bool = False, timeout: float = DEFAULT_STOP_TIMEOUT
+) -> list[int]:
+    """Stop every node (SIGTERM, SIGKILL after `timeout`); with purge, delete the
+    cluster's files. Returns the ids of the nodes that were running."""
+    ClusterState.require(directory)  # before locking: never create an empty directory
+    with locked(directory):
+        state = ClusterState.require(directory)
+        stopped = Supervisor(state).stop_all(timeout)
+    if purge:
+        purge_files(directory, state)
+    return stopped
+
+
+def load(directory: Path) -> ClusterState:
+    try:
+        return ClusterState.require(directory)
+    except StateError as e:
+        raise LabError(str(e)) from None
+
+
+def bootstrap_servers(directory: Path) -> str:
+    """The running brokers' addresses; LabError when there is no running cluster."""
+    state = load(directory)
+    topology = state.topology()
+    alive = [
+        n.broker_address
+        for n in topology.brokers
+        if n.broker_address and node_process_state(state.nodes[n.node_id]) == "running"
+    ]
+    if not alive:
+        raise LabError(f"the cluster in {directory} is not running (start it with `brownout up`)")
+    return ",".join(alive)
+
+
+def status(directory: Path, timeout: float = 3.0) -> dict[str, Any]:
+    """Everything `brownout status` shows, as plain data (what --json prints)."""
+    state = load(directory)
+    topology = state.topology()
+    nodes: list[dict[str, Any]] = []
+    process = {n.node_id: node_process_state(state.nodes[n.node_id]) for n in topology.nodes}
+
+    metadata = None
+    metadata_error = None
+    for spec in topology.brokers:
+        if process[spec.node_id] != "running" or spec.broker_address is None:
+            continue
+        try:
+            metadata = fetch_metadata(spec.broker_address, timeout)
+            break
+        except WireError as e:
+            metadata_error = str(e)
+    quorum: dict[str, Any] = {"leader": "unknown", "epoch": "unknown"}
+    candidates = [
+        s.controller_address for s in topology.controllers if process[s.node_id] == "running"
+    ]
+    candidates += [s.broker_address for s in topology.brokers if process[s.node_id] == "running"]
+    reasons = []
+    for address in dict.fromkeys(a for a in candidates if a):
+        try:
+            q = fetch_quorum(address, timeout)
+        except WireError as e:
+            reasons.append(str(e))
+            continue
+        quorum = {
+            "leader": q.leader_id,
+            "epoch": q.leader_epoch,
+            "high_watermark": q.high_watermark,
+            "voters": list(q.voters),
+            "observers": list(q.observers),
+            "source": address,
+        }
+        break
+    else:
+        quorum["reason"] = "; ".join(reasons) if reasons else "no running node to ask"
+
+    registered = set(metadata.broker_ids) if metadata else None
+    for spec in topology.nodes:
+        node = state.nodes[spec.node_id]
+        proc = process[spec.node_id]
+        fenced: bool | None = None
+        if spec.is_broker and proc != "stopped" and registered is not None:
+            fenced = spec.node_id not in registered
+        nodes.append(
+            {
+                "id": spec.node_id,
+                "roles": list(spec.roles),
+                "pid": node.pid if proc != "stopped" else None,
+                "state": proc,
+                "alive": proc == "running",
+                "listeners": spec.listeners,
+                "broker_listener": spec.broker_address,
+                "controller_listener": spec.controller_address,
+                "fenced": fenced,
+                "log": str(spec.log_path),
+            }
+        )
+    return {
+        "directory": str(directory),
+        "cluster_id": state.cluster_id,
+        "topology": state.request.to_json(),
+        "bootstrap_servers": topology.bootstrap_servers,
+        "running": any(n["state"] != "stopped" for n in nodes),
+        "registered_brokers": sorted(registered) if registered is not None else None,
+        "metadata_error": None if metadata is not None else metadata_error,
+        "quorum": quorum,
+        "nodes": nodes,
+    }
+
+
+def external_status(bootstrap: str, timeout: float = 3.0) -> dict[str, Any]:
+    """`status --bootstrap`: what the protocol alone tells about any Kafka cluster."""
+    metadata = None
+    errors = []
+    for address in bootstrap.split(","):
+        try:
+            metadata = fetch_metadata(address.strip(), timeout)
+            break
+        except (WireError, ValueError) as e:
+            errors.append(str(e))
+    if metadata is None:
+        raise LabError(f"cannot reach any of {bootstrap}: {'; '.join(errors)}")
+    quorum: dict[str, Any] = {"leader": "unknown", "epoch": "unknown"}
+    reasons = []
+    for address in [f"{b.host}:{b.port}" for b in metadata.brokers]:
+        try:
+            q = fetch_quorum(address, timeout)
+        except WireError as e:
+            reasons.append(str(e))
+            continue
+        quorum = {
+            "leader": q.leader_id,
+            "epoch": q.leader_epoch,
+            "high_watermark": q.high_watermark,
+            "voters": list(q.voters),
+            "observers": list(q.observers),
+            "source": address,
+        }
+        break
+    else:
+        quorum["reason"] = "; ".join(reasons)
+    return {
+        "bootstrap_servers": bootstrap,
+        "cluster_id": metadata.cluster_id,
+        "controller_id": metadata.controller_id,
+        "registered_brokers": metadata.broker_ids,
+        "quorum": quorum,
+        "nodes": [
+            {
+                "id": b.node_id,
+                "roles": ["broker"],
+                "pid": None,
+                "state": "unknown",
+                "alive": True,
+                "listeners": [f"{BROKER_LISTENER}://{b.host}:{b.port}"],
+                "broker_listener": f"{b.host}:{b.port}",
+                "controller_listener": None,
+                "fenced": False,
+                "log": None,
+            }
+            for b in metadata.brokers
+        ],
+    }
+
+
+__all__ = [
+    "CONTROLLER_LISTENER",
+    "LabError",
+    "Overrides",
+    "UpResult",
+    "bootstrap_servers",
+    "down",
+    "external_status",
+    "load",
+    "status",
+    "up",
+]

@@ -1,0 +1,405 @@
+"""A cluster's shape -> one `NodeSpec` (id, roles, listeners, server.properties) per node.
+
+Pure: no sockets, no files. Ports come from a `ports` mapping (what the state file
+recorded) and, for ports not recorded yet, from an `allocate` callable. The generated
+`server.properties` use Apache Kafka's own keys, so the same topology could start a real
+Kafka distribution.
+
+Node ids
+--------
+* Dedicated mode (default): brokers get ids 1..N (so describe prints ``Replicas: 1,2,3``
+  as in FIDELITY.md) and controllers get ids 3001..3000+M (`CONTROLLER_ID_BASE` + 1..M),
+  far from any broker id.
+* Combined mode (``--combined``): N nodes with ids 1..N, each a broker; the first
+  ``controllers`` of them (all N when not given) are also controllers
+  (``process.roles=broker,controller``), every one of them a voter.
+
+Listeners
+---------
+Brokers: ``PLAINTEXT://127.0.0.1:<port>`` (also the only advertised listener);
+controllers: ``CONTROLLER://127.0.0.1:<port>``; ``controller.quorum.voters`` lists every
+voter as ``id@127.0.0.1:port``.
+
+Replication factors
+-------------------
+``offsets.topic.replication.factor`` and ``transaction.state.log.replication.factor`` are
+``min(3, brokers)`` (Kafka's default 3 cannot be met by fewer brokers), and
+``transaction.state.log.min.isr`` is ``min(2, that)``. ``default.replication.factor``
+keeps Kafka's default 1 unless set with ``--set``: topics created without an explicit
+replication factor behave exactly as they would on Apache Kafka.
+
+Precedence (later wins): generated keys < profile < ``--set`` < ``--broker-set`` (nodes
+with the broker role) < ``--controller-set`` (nodes with the controller role). Keys that
+define the topology (`MANAGED_KEYS`) cannot be overridden.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from ..common.kafka_config import BROKER_CONFIG
+
+CONTROLLER_ID_BASE = 3000
+BROKER_LISTENER = "PLAINTEXT"
+CONTROLLER_LISTENER = "CONTROLLER"
+HOST = "127.0.0.1"
+
+PROFILES: dict[str, dict[str, object]] = {
+    # Apache Kafka's defaults, untouched.
+    "kafka": {},
+    # Shorter timeouts so that demos and tests see failover in seconds.
+    "fast": {
+        "group.initial.rebalance.delay.ms": 0,
+        "broker.session.timeout.ms": 3000,
+        "broker.heartbeat.interval.ms": 500,
+        "replica.lag.time.max.ms": 5000,
+        "leader.imbalance.check.interval.seconds": 10,
+        "controller.quorum.election.timeout.ms": 500,
+        "controller.quorum.fetch.timeout.ms": 1000,
+    },
+}
+
+# Kafka's default for each key the "fast" profile changes (documented in --help).
+KAFKA_DEFAULTS: dict[str, object] = {
+    "group.initial.rebalance.delay.ms": 3000,
+    "broker.session.timeout.ms": 9000,
+    "broker.heartbeat.interval.ms": 2000,
+    "replica.lag.time.max.ms": 30000,
+    "leader.imbalance.check.interval.seconds": 300,
+    "controller.quorum.election.timeout.ms": 1000,
+    "controller.quorum.fetch.timeout.ms": 2000,
+}
+
+# Keys that define the topology; overriding them would desynchronise the lab's state.
+MANAGED_KEYS = frozenset(
+    {
+        "process.roles",
+        "node.id",
+        "broker.id",
+        "controller.quorum.voters",
+        "controller.quorum.bootstrap.servers",
+        "controller.listener.names",
+        "listeners",
+        "advertised.listeners",
+        "listener.security.protocol.map",
+        "inter.broker.listener.name",
+        "log.dirs",
+        "log.dir",
+        "metadata.log.dir",
+    }
+)
+
+
+class TopologyError(ValueError):
+    """A topology that cannot be built (bad counts, profile, override)."""
+
+
+def profile_table() -> list[tuple[str, object, object]]:
+    """(key, Kafka default, fast value) for every key the fast profile changes."""
+    return [(k, KAFKA_DEFAULTS[k], v) for k, v in PROFILES["fast"].items()]
+
+
+def parse_overrides(items: Iterable[str], option: str = "--set") -> dict[str, str]:
+    """Parse ``KEY=VALUE`` items; later items win. Raise TopologyError when malformed."""
+    result: dict[str, str] = {}
+    for item in items:
+        key, eq, value = item.partition("=")
+        key = key.strip()
+        if not eq or not key or any(c.isspace() for c in key):
+            raise TopologyError(f"{option} expects KEY=VALUE, got {item!r}")
+        result[key] = value.strip()
+    return result
+
+
+@dataclasses.dataclass(frozen=True)
+class Overrides:
+    all: dict[str, str] = dataclasses.field(default_factory=dict)
+    broker: dict[str, str] = dataclasses.field(default_factory=dict)
+    controller: dict[str, str] = dataclasses.field(default_factory=dict)
+
+    def to_json(self) -> dict[str, dict[str, str]]:
+        return {
+            "all": dict(self.all),
+            "broker": dict(self.broker),
+            "controller": dict(self.controller),
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Mapping[str, str]] | None) -> Overrides:
+        data = data or {}
+        return cls(
+            dict(data.get("all", {})),
+            dict(data.get("broker", {})),
+            dict(data.get("controller", {})),
+        )
+
+    @classmethod
+    def parse(
+        cls, all_: Iterable[str] = (), broker: Iterable[str] = (), controller: Iterable[str] = ()
+    ) -> Overrides:
+        return cls(
+            parse_overrides(all_, "--set"),
+            parse_overrides(broker, "--broker-set"),
+            parse_overrides(controller, "--controller-set"),
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class TopologyRequest:
+    """What the user asked for: the shape of the cluster, before ids and ports."""
+
+    brokers: int = 1
+    controllers: int | None = None  # None: 1 (dedicated) or every node (combined)
+    combined: bool = False
+    profile: str = "kafka"
+    overrides: Overrides = dataclasses.field(default_factory=Overrides)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "brokers": self.brokers,
+            "controllers": self.controllers,
+            "combined": self.combined,
+            "profile": self.profile,
+            "overrides": self.overrides.to_json(),
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> TopologyRequest:
+        return cls(
+            int(data["brokers"]),
+            data.get("controllers"),
+            bool(data["combined"]),
+            str(data.get("profile", "kafka")),
+            Overrides.from_json(data.get("overrides")),
+        )
+
+    def describe(self) -> str:
+        mode = "combined" if self.combined else "dedicated controllers"
+        return (
+            f"--brokers {self.brokers} --controllers {self.voter_count} ({mode}), "
+            f"--profile {self.profile}"
+        )
+
+    @property
+    def voter_count(self) -> int:
+        if self.controllers is not None:
+            return self.controllers
+        return self.brokers if self.combined else 1
+
+
+@dataclasses.dataclass(frozen=True)
+class NodeSpec:
+    node_id: int
+    roles: tuple[str, ...]  # in Kafka's order: ("broker",), ("controller",), or both
+    ports: dict[str, int]  # listener name -> port
+    directory: Path  # <dir>/node-<id>
+    properties: dict[str, object]
+
+    @property
+    def is_broker(self) -> bool:
+        return "broker" in self.roles
+
+    @property
+    def is_controller(self) -> bool:
+        return "controller" in self.roles
+
+    @property
+    def name(self) -> str:
+        return f"node-{self.node_id}"
+
+    @property
+    def data_dir(self) -> Path:
+        return self.directory / "data"
+
+    @property
+    def config_path(self) -> Path:
+        return self.directory / "server.properties"
+
+    @property
+    def log_path(self) -> Path:
+        return self.directory / "node.log"
+
+    @property
+    def events_path(self) -> Path:
+        return self.directory / "events.jsonl"
+
+    @property
+    def broker_address(self) -> str | None:
+        port = self.ports.get(BROKER_LISTENER)
+        return f"{HOST}:{port}" if port is not None else None
+
+    @property
+    def controller_address(self) -> str | None:
+        port = self.ports.get(CONTROLLER_LISTENER)
+        return f"{HOST}:{port}" if port is not None else None
+
+    @property
+    def listeners(self) -> list[str]:
+        return [f"{name}://{HOST}:{port}" for name, port in self.ports.items()]
+
+    @property
+    def ready_address(self) -> str:
+        """The listener that shows this node is up: the broker one when it has one."""
+        address = self.broker_address or self.controller_address
+        assert address is not None
+        return address
+
+
+@dataclasses.dataclass(frozen=True)
+class Topology:
+    request: TopologyRequest
+    nodes: tuple[NodeSpec, ...]
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def brokers(self) -> list[NodeSpec]:
+        return [n for n in self.nodes if n.is_broker]
+
+    @property
+    def controllers(self) -> list[NodeSpec]:
+        return [n for n in self.nodes if n.is_controller]
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return ",".join(n.broker_address for n in self.brokers if n.broker_address)
+
+    @property
+    def voters(self) -> str:
+        return voters_string(self.controllers)
+
+    def node(self, node_id: int) -> NodeSpec:
+        for n in self.nodes:
+            if n.node_id == node_id:
+                return n
+        known = ", ".join(str(n.node_id) for n in self.nodes)
+        raise TopologyError(f"no node {node_id} in this cluster (nodes: {known})")
+
+    def ports(self) -> dict[str, int]:
+        """Every port, keyed like the state file records them: "<id>.<LISTENER>"."""
+        return {port_key(n.node_id, name): p for n in self.nodes for name, p in n.ports.items()}
+
+
+def port_key(node_id: int, listener: str) -> str:
+    return f"{node_id}.{listener}"
+
+
+def voters_string(controllers: Iterable[NodeSpec]) -> str:
+    return ",".join(f"{n.node_id}@{n.controller_address}" for n in controllers)
+
+
+def validate(request: TopologyRequest) -> None:
+    if request.brokers < 1:
+        raise TopologyError(f"--brokers must be at least 1, got {request.brokers}")
+    if request.controllers is not None and request.controllers < 1:
+        raise TopologyError(f"--controllers must be at least 1, got {request.controllers}")
+    if request.combined and request.voter_count > request.brokers:
+        raise TopologyError(
+            f"--combined runs {request.brokers} node(s), so at most {request.brokers} can be "
+            f"controllers (got --controllers {request.controllers})"
+        )
+    if request.profile not in PROFILES:
+        raise TopologyError(
+            f"unknown profile {request.profile!r} (choose from {', '.join(PROFILES)})"
+        )
+    for option, values in (
+        ("--set", request.overrides.all),
+        ("--broker-set", request.overrides.broker),
+        ("--controller-set", request.overrides.controller),
+    ):
+        for key in values:
+            if key in MANAGED_KEYS:
+                raise TopologyError(
+                    f"{option} {key}=...: {key} is managed by brownout (it follows from "
+                    "--brokers, --controllers and --combined) and cannot be overridden"
+                )
+
+
+def unknown_key_warnings(request: TopologyRequest) -> list[str]:
+    warnings = []
+    for option, values in (
+        ("--set", request.overrides.all),
+        ("--broker-set", request.overrides.broker),
+        ("--controller-set", request.overrides.controller),
+    ):
+        for key in values:
+            if key not in BROKER_CONFIG:
+                warnings.append(
+                    f"{option} {key}: not a known Kafka broker config; it is written to "
+                    "server.properties anyway (nodes keep unknown keys)"
+                )
+    return warnings
+
+
+def build_topology(
+    request: TopologyRequest,
+    base_dir: Path,
+    ports: Mapping[str, int] | None = None,
+    allocate: Callable[[], int] | None = None,
+) -> Topology:
+    """Build every node's spec. `ports` reuses recorded ports ("<id>.<LISTENER>" keys);
+    `allocate` supplies the missing ones (raise TopologyError if a port is missing and
+    there is no allocator)."""
+    validate(request)
+    ports = dict(ports or {})
+
+    def port(node_id: int, listener: str) -> int:
+        key = port_key(node_id, listener)
+        if key not in ports:
+            if allocate is None:
+                raise TopologyError(f"no port recorded for node {node_id} {listener}")
+            ports[key] = int(allocate())
+        return ports[key]
+
+    shapes: list[tuple[int, tuple[str, ...]]] = []
+    if request.combined:
+        for i in range(1, request.brokers + 1):
+            roles = ("broker", "controller") if i <= request.voter_count else ("broker",)
+            shapes.append((i, roles))
+    else:
+        shapes += [(i, ("broker",)) for i in range(1, request.brokers + 1)]
+        shapes += [
+            (CONTROLLER_ID_BASE + i, ("controller",)) for i in range(1, request.voter_count + 1)
+        ]
+
+    # Allocate in a stable order: controllers' ports first would also do; ids order here.
+    skeletons = []
+    for node_id, roles in shapes:
+        node_ports: dict[str, int] = {}
+        if "broker" in roles:
+            node_ports[BROKER_LISTENER] = port(node_id, BROKER_LISTENER)
+        if "controller" in roles:
+            node_ports[CONTROLLER_LISTENER] = port(node_id, CONTROLLER_LISTENER)
+        skeletons.append(NodeSpec(node_id, roles, node_ports, base_dir / f"node-{node_id}", {}))
+
+    voters = voters_string(n for n in skeletons if n.is_controller)
+    internal_rf = min(3, request.brokers)
+    nodes = []
+    for skel in skeletons:
+        props: dict[str, object] = {
+            "process.roles": ",".join(skel.roles),
+            "node.id": skel.node_id,
+            "controller.quorum.voters": voters,
+            "controller.listener.names": CONTROLLER_LISTENER,
+            "listeners": ",".join(skel.listeners),
+        }
+        if skel.is_broker:
+            props["advertised.listeners"] = f"{BROKER_LISTENER}://{skel.broker_address}"
+            props["inter.broker.listener.name"] = BROKER_LISTENER
+        props["listener.security.protocol.map"] = (
+            f"{CONTROLLER_LISTENER}:PLAINTEXT,{BROKER_LISTENER}:PLAINTEXT"
+        )
+        props["log.dirs"] = str(skel.data_dir)
+        props["offsets.topic.replication.factor"] = internal_rf
+        props["transaction.state.log.replication.factor"] = internal_rf
+        props["transaction.state.log.min.isr"] = min(2, internal_rf)
+        props.update(PROFILES[request.profile])
+        props.update(request.overrides.all)
+        if skel.is_broker:
+            props.update(request.overrides.broker)
+        if skel.is_controller:
+            props.update(request.overrides.controller)
+        nodes.append(dataclasses.replace(skel, properties=props))
+    return Topology(request, tuple(nodes), tuple(unknown_key_warnings(request)))

@@ -1,0 +1,253 @@
+"""A tiny blocking Kafka protocol client for the lab's own observations.
+
+The supervisor and `brownout status` need three requests that the usual clients either
+hide or lack: ApiVersions (what a listener supports), Metadata (which brokers are
+registered and unfenced) and DescribeQuorum (API key 55: the KRaft leader and epoch).
+Requests and responses are encoded with kio; versions are negotiated with ApiVersions,
+so this works against any Kafka, not only Brownout's node.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import socket
+import struct
+from typing import Any
+
+from kio.index import load_request_schema, load_response_schema
+from kio.serial import entity_reader, entity_writer
+
+API_VERSIONS = 18
+METADATA = 3
+DESCRIBE_QUORUM = 55
+DESCRIBE_CONFIGS = 32
+TOPIC_RESOURCE = 2
+DYNAMIC_TOPIC_CONFIG = 1  # DescribeConfigs config_source
+METADATA_TOPIC = "__cluster_metadata"
+
+# Highest versions this client knows how to build (and kio can encode).
+_MAX_VERSION = {API_VERSIONS: 0, METADATA: 12, DESCRIBE_QUORUM: 2, DESCRIBE_CONFIGS: 4}
+_MIN_VERSION = {METADATA: 4, DESCRIBE_CONFIGS: 1}
+
+
+class WireError(RuntimeError):
+    """The listener refused the connection, closed it, or does not support a request."""
+
+
+class UnsupportedApi(WireError):
+    pass
+
+
+class ResourceError(WireError):
+    """The broker answered with an error for one resource (e.g. unknown topic)."""
+
+
+def _error_name(code: int) -> str:
+    try:
+        from kio.schema.errors import ErrorCode
+
+        return ErrorCode(code).name.upper()
+    except ValueError:
+        return f"error {code}"
+
+
+def _build(cls: type, **values: Any) -> Any:
+    names = {f.name for f in dataclasses.fields(cls)}
+    return cls(**{k: v for k, v in values.items() if k in names})
+
+
+def split_address(address: str) -> tuple[str, int]:
+    host, _, port = address.rpartition(":")
+    return host.strip("[]") or "127.0.0.1", int(port)
+
+
+@dataclasses.dataclass(frozen=True)
+class BrokerInfo:
+    node_id: int
+    host: str
+    port: int
+
+
+@dataclasses.dataclass(frozen=True)
+class ClusterMetadata:
+    cluster_id: str | None
+    controller_id: int
+    brokers: tuple[BrokerInfo, ...]
+
+    @property
+    def broker_ids(self) -> list[int]:
+        return sorted(b.node_id for b in self.brokers)
+
+
+@dataclasses.dataclass(frozen=True)
+class QuorumInfo:
+    leader_id: int
+    leader_epoch: int
+    high_watermark: int
+    voters: tuple[int, ...]
+    observers: tuple[int, ...]
+
+
+class WireClient:
+    def __init__(self, address: str, timeout: float = 3.0, client_id: str = "brownout-lab"):
+        self.address = address
+        self.client_id = client_id
+        try:
+            self.sock = socket.create_connection(split_address(address), timeout=timeout)
+        except OSError as e:
+            raise WireError(f"cannot connect to {address}: {e.strerror or e}") from None
+        self.correlation_id = 0
+        self._versions: dict[int, tuple[int, int]] | None = None
+
+    def close(self) -> None:
+        self.sock.close()
+
+    def __enter__(self) -> WireClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- framing -------------------------------------------------------------------
+
+    def request(self, api_key: int, version: int, body: Any) -> Any:
+        self.correlation_id += 1
+        cls = load_request_schema(api_key, version)
+        header_cls = cls.__header_schema__
+        out = io.BytesIO()
+        header = _build(
+            header_cls,
+            request_api_key=api_key,
+            request_api_version=version,
+            correlation_id=self.correlation_id,
+            client_id=self.client_id,
+        )
+        entity_writer(header_cls)(out, header)
+        entity_writer(cls)(out, body)
+        data = out.getvalue()
+        try:
+            self.sock.sendall(struct.pack(">i", len(data)) + data)
+            size = struct.unpack(">i", self._read(4))[0]
+            frame = self._read(size)
+        except OSError as e:
+            raise WireError(f"{self.address}: {e.strerror or e}") from None
+        response_cls = load_response_schema(api_key, version)
+        header_in, offset = entity_reader(response_cls.__header_schema__)(frame, 0)
+        if header_in.correlation_id != self.correlation_id:
+            raise WireError(f"{self.address}: correlation id mismatch")
+        body_in, _ = entity_reader(response_cls)(frame, offset)
+        return body_in
+
+    def _read(self, n: int) -> bytes:
+        chunks = []
+        while n:
+            chunk = self.sock.recv(n)
+            if not chunk:
+                raise WireError(f"{self.address} closed the connection")
+            chunks.append(chunk)
+            n -= len(chunk)
+        return b"".join(chunks)
+
+    # -- requests ------------------------------------------------------------------
+
+    def api_versions(self) -> dict[int, tuple[int, int]]:
+        if self._versions is None:
+            cls = load_request_schema(API_VERSIONS, 0)
+            response = self.request(API_VERSIONS, 0, cls())
+            if response.error_code != 0:
+                raise WireError(f"{self.address}: ApiVersions error {int(response.error_code)}")
+            self._versions = {
+                int(k.api_key): (int(k.min_version), int(k.max_version)) for k in response.api_keys
+            }
+        return self._versions
+
+    def pick_version(self, api_key: int) -> int:
+        supported = self.api_versions().get(api_key)
+        if supported is None:
+            raise UnsupportedApi(f"{self.address} does not support API key {api_key}")
+        low, high = supported
+        version = min(high, _MAX_VERSION[api_key])
+        if version < max(low, _MIN_VERSION.get(api_key, 0)):
+            raise UnsupportedApi(f"{self.address}: no usable version of API key {api_key}")
+        return version
+
+    def metadata(self) -> ClusterMetadata:
+        """Brokers only (no topics): Kafka lists registered, unfenced brokers here."""
+        version = self.pick_version(METADATA)
+        cls = load_request_schema(METADATA, version)
+        body = _build(
+            cls,
+            topics=(),
+            allow_auto_topic_creation=False,
+            include_cluster_authorized_operations=False,
+            include_topic_authorized_operations=False,
+        )
+        r = self.request(METADATA, version, body)
+        brokers = tuple(BrokerInfo(int(b.node_id), str(b.host), int(b.port)) for b in r.brokers)
+        return ClusterMetadata(
+            getattr(r, "cluster_id", None), int(getattr(r, "controller_id", -1)), brokers
+        )
+
+    def describe_quorum(self) -> QuorumInfo:
+        version = self.pick_version(DESCRIBE_QUORUM)
+        cls = load_request_schema(DESCRIBE_QUORUM, version)
+        module = __import__(cls.__module__, fromlist=["TopicData", "PartitionData"])
+        body = cls(
+            topics=(
+                module.TopicData(
+                    topic_name=METADATA_TOPIC,
+                    partitions=(module.PartitionData(partition_index=0),),
+                ),
+            )
+        )
+        r = self.request(DESCRIBE_QUORUM, version, body)
+        if int(r.error_code) != 0:
+            raise WireError(f"{self.address}: DescribeQuorum error {int(r.error_code)}")
+        partition = r.topics[0].partitions[0]
+        if int(partition.error_code) != 0:
+            raise WireError(f"{self.address}: DescribeQuorum error {int(partition.error_code)}")
+        return QuorumInfo(
+            int(partition.leader_id),
+            int(partition.leader_epoch),
+            int(partition.high_watermark),
+            tuple(int(v.replica_id) for v in partition.current_voters),
+            tuple(int(v.replica_id) for v in partition.observers),
+        )
+
+    def topic_overrides(self, topics: list[str]) -> dict[str, dict[str, str]]:
+        """DescribeConfigs for topics: per topic, the configs whose source is
+        DYNAMIC_TOPIC_CONFIG (set on the topic), as kafka-topics.sh --describe shows them."""
+        version = self.pick_version(DESCRIBE_CONFIGS)
+        cls = load_request_schema(DESCRIBE_CONFIGS, version)
+        module = __import__(cls.__module__, fromlist=["DescribeConfigsResource"])
+        resources = tuple(
+            module.DescribeConfigsResource(
+                resource_type=TOPIC_RESOURCE, resource_name=name, configuration_keys=None
+            )
+            for name in topics
+        )
+        body = _build(cls, resources=resources, include_synonyms=False, include_documentation=False)
+        r = self.request(DESCRIBE_CONFIGS, version, body)
+        result: dict[str, dict[str, str]] = {}
+        for res in r.results:
+            code = int(res.error_code)
+            if code != 0:
+                message = res.error_message or _error_name(code)
+                raise ResourceError(f"{res.resource_name}: {_error_name(code)}: {message}")
+            result[str(res.resource_name)] = {
+                str(c.name): "" if c.value is None else str(c.value)
+                for c in res.configs
+                if int(c.config_source) == DYNAMIC_TOPIC_CONFIG
+            }
+        return result
+
+
+def fetch_metadata(address: str, timeout: float = 3.0) -> ClusterMetadata:
+    with WireClient(address, timeout) as client:
+        return client.metadata()
+
+
+def fetch_quorum(address: str, timeout: float = 3.0) -> QuorumInfo:
+    with WireClient(address, timeout) as client:
+        return client.describe_quorum()

@@ -1,0 +1,298 @@
+"""Real Brownout node processes for integration tests, and a few client helpers.
+
+Every test in this folder starts (or shares) a real `python -m brownout.node` process
+and talks to it with unmodified Kafka clients. A node runs in its own process group so
+that `kill()` hits exactly it, and every node a fixture started is stopped at teardown,
+whatever the test did.
+
+Fixtures:
+
+- ``node``: one node per test module (read-mostly tests share it; use unique topics).
+- ``node_factory``: function-scoped; ``node_factory(**props)`` starts a fresh node with
+  extra server properties, for tests that stop, kill or restart it.
+- ``topic``: a unique topic name for the test.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+_SCRIPT = Path(sys.executable).parent / "brownout"
+# The `brownout` console script of this venv (or the same entry point through python).
+BROWNOUT = (
+    [str(_SCRIPT)]
+    if _SCRIPT.exists()
+    else [sys.executable, "-c", "from brownout.cli import main; main()"]
+)
+
+START_TIMEOUT = 15.0
+STOP_TIMEOUT = 15.0
+READY_LINE = "Kafka Server started"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    here = Path(__file__).parent
+    for item in items:
+        if here in Path(str(item.fspath)).parents:
+            item.add_marker(pytest.mark.integration)
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class NodeError(AssertionError):
+    """The node did not start or stop as expected; the message carries its log tail."""
+
+
+class Node:
+    """One Brownout node process: config, storage and log under `base`."""
+
+    def __init__(self, base: Path, extra: dict[str, object] | None = None) -> None:
+        self.base = base
+        self.base.mkdir(parents=True, exist_ok=True)
+        self.port = free_port()
+        self.controller_port = free_port()
+        self.data_dir = base / "data"
+        self.config_path = base / "server.properties"
+        self.log_path = base / "node.log"
+        self.events_path = base / "events.jsonl"
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.starts = 0
+        props: dict[str, object] = {
+            "process.roles": "broker,controller",
+            "node.id": 1,
+            "controller.quorum.voters": f"1@127.0.0.1:{self.controller_port}",
+            "controller.listener.names": "CONTROLLER",
+            "listeners": (
+                f"PLAINTEXT://127.0.0.1:{self.port},CONTROLLER://127.0.0.1:{self.controller_port}"
+            ),
+            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
+            "log.dirs": str(self.data_dir),
+            "offsets.topic.replication.factor": 1,
+            "group.initial.rebalance.delay.ms": 0,
+        }
+        props.update(extra or {})
+        self.props = props
+        self.config_path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
+        self._format()
+
+    # -- lifecycle ------------------------------------------------------------------
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    @property
+    def running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def _format(self) -> None:
+        cluster_id = subprocess.run(
+            [*BROWNOUT, "storage", "random-uuid"],
+            check=True,
+            capture_output=True,
+            text=True,
+            timeout=30,
+        ).stdout.strip()
+        result = subprocess.run(
+            [*BROWNOUT, "storage", "format", "-t", cluster_id, "-c", str(self.config_path)],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+        if result.returncode != 0:
+            raise NodeError(f"storage format failed:\n{result.stdout}\n{result.stderr}")
+        self.cluster_id = cluster_id
+
+    def start(self) -> None:
+        assert not self.running, "node is already running"
+        self.starts += 1
+        with open(self.log_path, "ab") as out:
+            out.write(f"----- start #{self.starts} -----\n".encode())
+            out.flush()
+            self._log_offset = out.tell()
+            self.proc = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "brownout.node",
+                    str(self.config_path),
+                    "--events",
+                    str(self.events_path),
+                ],
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                cwd=self.base,
+                start_new_session=True,
+            )
+        self._wait_ready()
+
+    def _current_log(self) -> str:
+        with open(self.log_path, "rb") as f:
+            f.seek(self._log_offset)
+            return f.read().decode("utf-8", "replace")
+
+    def _wait_ready(self) -> None:
+        assert self.proc is not None
+        deadline = time.monotonic() + START_TIMEOUT
+        while True:
+            code = self.proc.poll()
+            if code is not None:
+                raise NodeError(f"node exited with code {code} during startup:\n{self.log_tail()}")
+            if READY_LINE in self._current_log() and self.accepts_connections():
+                return
+            if time.monotonic() > deadline:
+                self.kill()
+                raise NodeError(f"node not ready after {START_TIMEOUT:.0f}s:\n{self.log_tail()}")
+            time.sleep(0.05)
+
+    def accepts_connections(self) -> bool:
+        try:
+            with socket.create_connection(("127.0.0.1", self.port), timeout=0.5):
+                return True
+        except OSError:
+            return False
+
+    def stop(self, timeout: float = STOP_TIMEOUT) -> int:
+        """SIGTERM and wait: a clean, controlled shutdown. Returns the exit code."""
+        proc = self.proc
+        if proc is None:
+            return 0
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.kill()
+                raise NodeError(
+                    f"node did not stop within {timeout:.0f}s of SIGTERM:\n{self.log_tail()}"
+                ) from None
+        return proc.returncode
+
+    def kill(self) -> None:
+        """SIGKILL the node's whole process group (kill -9: no shutdown work at all)."""
+        proc = self.proc
+        if proc is None:
+            return
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(STOP_TIMEOUT)
+
+    def restart(self) -> None:
+        """Start again on the same directories and ports (after stop() or kill())."""
+        if self.running:
+            self.stop()
+        self.start()
+
+    def close(self) -> None:
+        """Teardown: stop gently, then make sure nothing of the group is left."""
+        try:
+            if self.running:
+                self.stop()
+        finally:
+            if self.proc is not None:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(self.proc.pid, signal.SIGKILL)
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    self.proc.wait(STOP_TIMEOUT)
+
+    # -- inspection -----------------------------------------------------------------
+
+    def log_text(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+    def log_tail(self, lines: int = 40) -> str:
+        return "\n".join(self.log_text().splitlines()[-lines:])
+
+    def partition_dir(self, topic: str, partition: int) -> Path:
+        return self.data_dir / f"{topic}-{partition}"
+
+    def segment_files(self, topic: str, partition: int) -> list[Path]:
+        """The partition's .log segments, oldest first (names are base offsets)."""
+        return sorted(self.partition_dir(topic, partition).glob("*.log"))
+
+    def active_segment(self, topic: str, partition: int) -> Path:
+        segments = self.segment_files(topic, partition)
+        assert segments, f"no segments for {topic}-{partition} in {self.data_dir}"
+        return segments[-1]
+
+    def errors_in_log(self) -> list[str]:
+        """Log lines at ERROR level or with a traceback (node bugs, not client errors)."""
+        return [
+            line
+            for line in self.log_text().splitlines()
+            if re.search(r"\] (ERROR|CRITICAL) |Traceback", line)
+        ]
+
+    def __repr__(self) -> str:
+        return f"Node({self.bootstrap}, base={self.base})"
+
+
+# -- fixtures -------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def node(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Node]:
+    """One node shared by the read-mostly tests of a module.
+
+    A module may set ``NODE_PROPERTIES = {...}`` for extra server properties.
+    """
+    n = Node(tmp_path_factory.mktemp("node"), getattr(request.module, "NODE_PROPERTIES", None))
+    try:
+        n.start()
+        yield n
+    finally:
+        n.close()
+
+
+@pytest.fixture
+def node_factory(tmp_path: Path) -> Iterator:
+    """Start fresh, function-scoped nodes.
+
+    ``node_factory({"socket.request.max.bytes": 1048576})`` or, for dotted names without
+    underscores, ``node_factory(num_partitions=3)``.
+    """
+    nodes: list[Node] = []
+    counter = itertools.count()
+
+    def make(properties: dict[str, object] | None = None, **extra: object) -> Node:
+        props = dict(properties or {})
+        props.update({k.replace("_", "."): v for k, v in extra.items()})
+        n = Node(tmp_path / f"node{next(counter)}", props)
+        nodes.append(n)
+        n.start()
+        return n
+
+    try:
+        yield make
+    finally:
+        for n in nodes:
+            with contextlib.suppress(Exception):
+                n.close()
+
+
+@pytest.fixture
+def topic(request: pytest.FixtureRequest) -> str:
+    """A topic name unique to this test (and to this run)."""
+    base = re.sub(r"[^A-Za-z0-9._-]+", "-", request.node.name).strip("-.")[:80]
+    return f"{base}-{uuid.uuid4().hex[:8]}"

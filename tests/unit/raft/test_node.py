@@ -1,0 +1,384 @@
+"""Hand-written tests, one KRaft rule each, driving a single RaftNode by hand."""
+
+from __future__ import annotations
+
+import random
+
+from kio.schema.errors import ErrorCode
+
+from brownout.raft import (
+    BeginQuorumEpochRequest,
+    DescribeQuorumRequest,
+    DescribeQuorumResponse,
+    EndQuorumEpochRequest,
+    Entry,
+    FetchRequest,
+    FetchResponse,
+    OffsetAndEpoch,
+    PersistentState,
+    RaftConfig,
+    RaftLog,
+    RaftNode,
+    Ready,
+    Role,
+    VoteRequest,
+    VoteResponse,
+)
+from brownout.raft.messages import BeginQuorumEpochResponse, EndQuorumEpochResponse
+
+CFG = RaftConfig()
+VOTERS = (1, 2, 3)
+
+
+def entries(*epochs: int) -> list[Entry]:
+    return [Entry(i, e, f"e{i}".encode()) for i, e in enumerate(epochs)]
+
+
+def make(
+    node_id: int = 1,
+    voters: tuple[int, ...] = VOTERS,
+    persisted: PersistentState | None = None,
+    log: list[Entry] = (),
+    now: int = 0,
+) -> RaftNode:
+    return RaftNode(
+        node_id, frozenset(voters), CFG, random.Random(node_id), persisted, RaftLog(list(log)), now
+    )
+
+
+def drain(n: RaftNode) -> Ready:
+    rd = n.ready()
+    n.advance(rd)
+    return rd
+
+
+def sent(rd: Ready, cls: type) -> list:
+    return [m for m in rd.messages if isinstance(m, cls)]
+
+
+def vote(dest: int, src: int, epoch: int, last_epoch: int = 0, last_offset: int = 0, c: int = 7):
+    return VoteRequest(src, dest, c, epoch, src, last_epoch, last_offset)
+
+
+def fetch(src: int, epoch: int, offset: int, last_epoch: int, wait: int = 0, c: int = 9):
+    return FetchRequest(src, 1, c, src, wait, epoch, offset, last_epoch)
+
+
+def elect(log: list[Entry] = (), voters: tuple[int, ...] = VOTERS) -> tuple[RaftNode, Ready]:
+    """Node 1 campaigns at t=2000 and wins with node 2's vote."""
+    n = make(1, voters, log=log)
+    drain(n)
+    n.tick(2000)
+    rd = drain(n)
+    assert n.role is Role.CANDIDATE
+    req = next(m for m in rd.messages if m.destination == 2)
+    n.step(VoteResponse(2, 1, req.correlation_id, ErrorCode.none, -1, n.epoch, True), 2001)
+    assert n.role is Role.LEADER
+    return n, n.ready()
+
+
+# ---------------------------------------------------------------- voting
+
+
+def test_one_vote_per_epoch_persisted_before_the_reply() -> None:
+    n = make(1)
+    drain(n)
+    n.step(vote(1, 2, epoch=1), 10)
+    rd = drain(n)
+    # The vote is in quorum-state in the same Ready that carries the reply, and the
+    # shell must write persist_state before sending messages.
+    assert rd.persist_state == PersistentState(1, voted_id=2, leader_id=None)
+    (resp,) = sent(rd, VoteResponse)
+    assert resp.vote_granted and resp.leader_epoch == 1 and resp.error_code == ErrorCode.none
+    n.step(vote(1, 3, epoch=1), 11)
+    assert not sent(drain(n), VoteResponse)[0].vote_granted  # a second candidate: no
+    n.step(vote(1, 2, epoch=1, c=8), 12)
+    assert sent(drain(n), VoteResponse)[0].vote_granted  # the same candidate again: yes
+    assert n.role is Role.VOTED
+
+
+def test_vote_needs_a_log_at_least_as_up_to_date() -> None:
+    log = entries(1, 1, 2, 2)  # last epoch 2, end offset 4
+    for last_epoch, last_offset, granted in [
+        (1, 9, False),
+        (2, 3, False),
+        (2, 4, True),
+        (3, 1, True),
+    ]:
+        n = make(1, log=log, persisted=PersistentState(2, None, None))
+        drain(n)
+        n.step(vote(1, 2, epoch=5, last_epoch=last_epoch, last_offset=last_offset), 10)
+        rd = drain(n)
+        assert sent(rd, VoteResponse)[0].vote_granted is granted
+        # A higher epoch always moves the voter on, granted or not.
+        assert n.epoch == 5 and n.role is (Role.VOTED if granted else Role.UNATTACHED)
+
+
+def test_lower_epochs_are_fenced() -> None:
+    n = make(1, persisted=PersistentState(5, None, 2))
+    drain(n)
+    n.step(vote(1, 3, epoch=4), 10)
+    n.step(BeginQuorumEpochRequest(3, 1, 8, 3, 4), 10)
+    n.step(fetch(3, epoch=4, offset=0, last_epoch=0), 10)
+    rd = drain(n)
+    assert [m.error_code for m in rd.messages] == [ErrorCode.fenced_leader_epoch] * 3
+    assert all(m.leader_epoch == 5 and m.leader_id == 2 for m in rd.messages)
+    assert n.epoch == 5 and n.role is Role.FOLLOWER
+
+
+def test_request_errors_follow_kafka() -> None:
+    n = make(1, persisted=PersistentState(5, None, 2))
+    drain(n)
+    n.step(vote(1, 9, epoch=6), 10)  # 9 is not a voter
+    n.step(fetch(3, epoch=6, offset=0, last_epoch=0), 10)  # newer epoch than ours
+    n.step(fetch(3, epoch=5, offset=0, last_epoch=0), 10)  # we are not the leader
+    errors = [m.error_code for m in drain(n).messages]
+    assert errors == [
+        ErrorCode.inconsistent_voter_set,
+        ErrorCode.unknown_leader_epoch,
+        ErrorCode.not_leader_or_follower,
+    ]
+
+
+def test_higher_epoch_in_a_request_or_response_steps_down() -> None:
+    leader, rd = elect()
+    leader.advance(rd)
+    leader.step(BeginQuorumEpochRequest(3, 1, 5, 3, leader.epoch + 2), 2100)
+    rd = drain(leader)
+    assert leader.role is Role.FOLLOWER and leader.leader_id == 3
+    assert rd.persist_state == PersistentState(leader.epoch, None, 3)
+    # A follower that sees a newer epoch without a leader becomes Unattached.
+    (f,) = sent(rd, FetchRequest)
+    leader.step(
+        FetchResponse(3, 1, f.correlation_id, ErrorCode.fenced_leader_epoch, -1, 9, -1), 2200
+    )
+    assert leader.role is Role.UNATTACHED and leader.epoch == 9
+
+
+# ---------------------------------------------------------------- leader
+
+
+def test_new_leader_announces_itself_and_writes_a_leader_change_record() -> None:
+    leader, rd = elect(log=entries(1, 1))
+    assert rd.persist_state == PersistentState(leader.epoch, voted_id=1, leader_id=1)
+    (first,) = rd.entries_to_append
+    assert first.control and first.offset == 2 and first.epoch == leader.epoch
+    assert b"leader=1" in first.payload
+    assert {m.destination for m in sent(rd, BeginQuorumEpochRequest)} == {2, 3}
+
+
+def test_high_watermark_needs_a_durable_majority_and_an_entry_of_this_epoch() -> None:
+    leader, rd = elect(log=entries(1, 1, 1))  # leader-change record at offset 3
+    # Node 2 holds the old entries only: a majority has offset 3, but nothing of the
+    # leader's epoch, so nothing may commit yet (Raft's figure 8).
+    leader.advance(rd)
+    leader.step(fetch(2, leader.epoch, offset=3, last_epoch=1), 2100)
+    assert leader.high_watermark == 0
+    # Node 2 has the leader-change record, but the leader has not persisted it yet.
+    leader2, rd2 = elect(log=entries(1, 1, 1))
+    leader2.step(fetch(2, leader2.epoch, offset=4, last_epoch=leader2.epoch), 2100)
+    assert leader2.high_watermark == 0
+    leader2.advance(rd2)  # now it is durable on the leader too: 2 of 3
+    assert leader2.high_watermark == 4
+    assert [e.offset for e in drain(leader2).committed] == [0, 1, 2, 3]
+
+
+def test_observer_fetches_never_count() -> None:
+    leader, rd = elect(voters=VOTERS)
+    leader.advance(rd)
+    end = leader.log.end_offset
+    leader.step(FetchRequest(4, 1, 1, 4, 0, leader.epoch, end, leader.epoch), 2100)
+    assert leader.high_watermark == 0  # only the leader itself among the voters
+    status = leader.status()
+    assert [r.replica_id for r in status.observers] == [4]
+    assert status.observers[0].log_end_offset == end
+
+
+def test_fetch_from_a_diverged_log_is_told_where_to_truncate() -> None:
+    leader, rd = elect(log=entries(1, 1, 3, 3))  # epoch 4 leader
+    leader.advance(rd)
+    leader.step(fetch(2, leader.epoch, offset=5, last_epoch=2), 2100)
+    (resp,) = sent(drain(leader), FetchResponse)
+    assert resp.diverging_epoch == OffsetAndEpoch(2, 1) and not resp.entries
+
+
+def test_follower_truncates_to_the_diverging_epoch_and_refetches() -> None:
+    f = make(2, persisted=PersistentState(4, None, 1), log=entries(1, 1, 2, 2, 2))
+    rd = drain(f)
+    (req,) = sent(rd, FetchRequest)
+    assert (req.fetch_offset, req.last_fetched_epoch) == (5, 2)
+    resp = FetchResponse(1, 2, req.correlation_id, ErrorCode.none, 1, 4, 0, OffsetAndEpoch(2, 1))
+    f.step(resp, 10)
+    rd = drain(f)
+    assert rd.truncate_to == 2 and f.log.end_offset == 2
+    (req,) = sent(rd, FetchRequest)
+    assert (req.fetch_offset, req.last_fetched_epoch) == (2, 1)
+    more = (Entry(2, 3, b"x"), Entry(3, 4, b"y"))
+    f.step(FetchResponse(1, 2, req.correlation_id, ErrorCode.none, 1, 4, 3, None, more), 20)
+    rd = drain(f)
+    assert rd.entries_to_append == more and rd.high_watermark == 3
+    assert [e.offset for e in rd.committed] == [0, 1, 2]
+
+
+def test_parked_fetch_completes_on_append() -> None:
+    leader, rd = elect()
+    leader.advance(rd)
+    end = leader.log.end_offset
+    leader.step(fetch(2, leader.epoch, end, leader.epoch, wait=500), 2100)
+    assert not sent(drain(leader), FetchResponse)  # parked: nothing new yet
+    assert leader.propose([b"a"], 2200).offsets == (end,)
+    (resp,) = sent(drain(leader), FetchResponse)
+    assert [e.payload for e in resp.entries] == [b"a"]
+
+
+def test_parked_fetch_completes_after_max_wait() -> None:
+    leader, rd = elect()
+    leader.advance(rd)
+    end = leader.log.end_offset
+    leader.step(fetch(2, leader.epoch, end, leader.epoch, wait=500), 2100)
+    leader.tick(2599)
+    assert not sent(drain(leader), FetchResponse)
+    leader.tick(2600)
+    (resp,) = sent(drain(leader), FetchResponse)
+    assert resp.entries == () and resp.error_code == ErrorCode.none
+
+
+def test_describe_quorum_on_the_leader_only() -> None:
+    leader, rd = elect()
+    leader.advance(rd)
+    leader.step(fetch(2, leader.epoch, 1, leader.epoch), 2500)
+    leader.step(DescribeQuorumRequest(9, 1, 3), 2600)
+    (resp,) = sent(drain(leader), DescribeQuorumResponse)
+    assert (resp.leader_id, resp.leader_epoch, resp.high_watermark) == (1, leader.epoch, 1)
+    rows = {r.replica_id: r for r in resp.current_voters}
+    assert rows[2].log_end_offset == 1 and rows[2].last_fetch_timestamp == 2500
+    assert rows[3].log_end_offset == -1
+    follower = make(2, persisted=PersistentState(1, None, 1))
+    drain(follower)
+    follower.step(DescribeQuorumRequest(9, 2, 3), 10)
+    (resp,) = sent(drain(follower), DescribeQuorumResponse)
+    assert resp.error_code == ErrorCode.not_leader_or_follower and resp.leader_id == 1
+
+
+def test_propose_is_refused_off_the_leader() -> None:
+    n = make(2, persisted=PersistentState(3, None, 1))
+    result = n.propose([b"x"], 10)
+    assert result.error_code == ErrorCode.not_leader_or_follower
+    assert (result.leader_id, result.epoch, result.offsets) == (1, 3, ())
+
+
+# ---------------------------------------------------------------- timers
+
+
+def test_follower_without_fetch_responses_starts_an_election() -> None:
+    f = make(2, persisted=PersistentState(3, None, 1))
+    drain(f)
+    f.tick(1999)
+    assert f.role is Role.FOLLOWER
+    f.tick(2000)  # controller.quorum.fetch.timeout.ms
+    rd = drain(f)
+    assert f.role is Role.CANDIDATE and f.epoch == 4
+    assert rd.persist_state == PersistentState(4, voted_id=2, leader_id=None)
+    assert {m.destination for m in sent(rd, VoteRequest)} == {1, 3}
+
+
+def test_election_timeout_is_randomised_in_t_to_2t() -> None:
+    fired = []
+    for seed in range(40):
+        n = RaftNode(1, frozenset(VOTERS), CFG, random.Random(seed), None, RaftLog(), 0)
+        t = next(t for t in range(0, 2100, 10) if (n.tick(t), n.role)[1] is Role.CANDIDATE)
+        fired.append(t)
+    assert min(fired) >= 1000 and max(fired) <= 2000 and len(set(fired)) > 5
+
+
+def test_leader_resigns_when_a_majority_stops_fetching() -> None:
+    leader, rd = elect()
+    leader.advance(rd)
+    # Node 2 keeps fetching: with the leader that is a majority of three.
+    for t in range(2500, 8000, 1000):
+        leader.step(fetch(2, leader.epoch, 1, leader.epoch, c=t), t)
+        leader.tick(t)
+    assert leader.role is Role.LEADER
+    leader.tick(7500 + 3000)  # 1.5 x fetch timeout without any fetch
+    rd = drain(leader)
+    assert leader.role is Role.RESIGNED
+    reqs = sent(rd, EndQuorumEpochRequest)
+    assert {m.destination for m in reqs} == {2, 3}
+    assert reqs[0].preferred_successors == (2, 3)  # most caught up first
+
+
+def test_end_quorum_epoch_makes_the_best_successor_campaign_first() -> None:
+    nodes = {i: make(i, persisted=PersistentState(3, None, 1)) for i in (2, 3)}
+    for i, n in nodes.items():
+        drain(n)
+        n.step(EndQuorumEpochRequest(1, i, 5, 1, 3, (2, 3)), 100)
+        assert sent(drain(n), EndQuorumEpochResponse)
+    nodes[2].tick(100)
+    assert nodes[2].role is Role.CANDIDATE  # first successor: at once
+    nodes[3].tick(599)
+    assert nodes[3].role is Role.FOLLOWER
+    nodes[3].tick(600)  # second of two: backoff_max >> 1 = 500 ms later
+    assert nodes[3].role is Role.CANDIDATE
+
+
+def test_graceful_resign_hands_over_and_stops_campaigning() -> None:
+    leader, rd = elect()
+    leader.advance(rd)
+    leader.resign(2100)
+    rd = drain(leader)
+    assert leader.role is Role.RESIGNED and len(sent(rd, EndQuorumEpochRequest)) == 2
+    leader.tick(60_000)
+    assert leader.role is Role.RESIGNED  # shutting down: never campaigns again
+    rd = drain(leader)  # unanswered requests were resent after the request timeout
+    for m in sent(rd, EndQuorumEpochRequest):
+        ok = EndQuorumEpochResponse(
+            m.destination, 1, m.correlation_id, ErrorCode.none, 1, leader.epoch
+        )
+        leader.step(ok, 60_001)
+    leader.tick(62_001)  # all acknowledged: nothing is resent after the request timeout
+    assert not sent(drain(leader), EndQuorumEpochRequest)
+
+
+def test_observer_never_campaigns_and_finds_the_leader_through_any_voter() -> None:
+    o = make(4)
+    (req,) = sent(drain(o), FetchRequest)
+    assert req.destination in VOTERS and req.replica_id == 4
+    error = ErrorCode.not_leader_or_follower
+    o.step(FetchResponse(req.destination, 4, req.correlation_id, error, 2, 6, -1), 10)
+    assert (o.role, o.leader_id, o.epoch) == (Role.FOLLOWER, 2, 6)
+    o.tick(30)  # after the retry backoff it fetches from the leader
+    assert sent(drain(o), FetchRequest)[0].destination == 2
+    o.tick(100_000)  # fetch timeout: an observer forgets the leader but never campaigns
+    rd = drain(o)
+    assert o.role is Role.UNATTACHED and not sent(rd, VoteRequest)
+    assert sent(rd, FetchRequest)
+
+
+# ---------------------------------------------------------------- restart
+
+
+def test_restart_resumes_the_persisted_role() -> None:
+    voted = make(1, persisted=PersistentState(3, voted_id=2, leader_id=None))
+    assert voted.role is Role.VOTED
+    voted.step(vote(1, 3, epoch=3), 10)
+    assert not sent(drain(voted), VoteResponse)[0].vote_granted  # still bound by the vote
+    former_leader = make(1, persisted=PersistentState(3, voted_id=1, leader_id=1))
+    assert former_leader.role is Role.RESIGNED  # cannot vote again in epoch 3
+    assert make(1, persisted=PersistentState(3, None, 2)).role is Role.FOLLOWER
+    assert make(1, persisted=PersistentState(3, 1, None)).role is Role.CANDIDATE
+
+
+def test_begin_quorum_epoch_is_acknowledged_and_not_resent() -> None:
+    leader, rd = elect()
+    leader.advance(rd)
+    for m in sent(rd, BeginQuorumEpochRequest):
+        leader.step(
+            BeginQuorumEpochResponse(
+                m.destination, 1, m.correlation_id, ErrorCode.none, 1, leader.epoch
+            ),
+            2002,
+        )
+    leader.tick(2900)
+    assert not sent(drain(leader), BeginQuorumEpochRequest)
+    leader.tick(3001)  # re-announced every fetch_timeout / 2 to voters not fetching
+    assert len(sent(drain(leader), BeginQuorumEpochRequest)) == 2
