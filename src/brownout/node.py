@@ -47,6 +47,7 @@ from .raft.state import RaftConfig
 from .storage import LogConfig, LogManager, StorageError, check_log_dirs
 
 log = logging.getLogger("kafka.server.KafkaRaftServer")
+partition_log = logging.getLogger("kafka.cluster.Partition")
 
 
 class NodeStartupError(Exception):
@@ -81,11 +82,17 @@ class Node:
             raise NodeStartupError(str(e)) from e
         log.info("Starting node %d (%s) of cluster %s", self.node_id,
                  ",".join(sorted(config.roles)), self.cluster_id)
-        self.network = NetworkClient(f"brownout-node-{self.node_id}")
+        # Kafka keeps one channel per purpose, and so must we: the server answers one
+        # request at a time per connection, so a heartbeat waiting for a commit must
+        # never sit in front of the Raft fetch that would commit it.
+        self.networks = {
+            purpose: NetworkClient(f"brownout-node-{self.node_id}-{purpose}")
+            for purpose in ("raft", "heartbeat", "forwarding", "alter-partition", "fetcher")
+        }
         self.voters = {v.node_id: (v.host, v.port) for v in config.voters}
         self.raft = RaftManager(
             self.node_id, self.voters, _raft_config(config), config.metadata_log_dir,
-            self.network, cluster_id=self.cluster_id, on_commit=self._on_commit,
+            self.networks["raft"], cluster_id=self.cluster_id, on_commit=self._on_commit,
             on_leader_change=self._on_leader_change,
         )
         if config.is_controller:
@@ -140,11 +147,18 @@ class Node:
             eligible_leader_replicas=config["eligible.leader.replicas.enable"],
         )
         self.channel = RemoteControllerChannel(
-            self.network, self._controller_endpoint,
+            self.networks["forwarding"], self._controller_endpoint,
+            request_timeout_ms=config["request.timeout.ms"],
+        )
+        self.alter_partition_channel = RemoteControllerChannel(
+            self.networks["alter-partition"], self._controller_endpoint,
             request_timeout_ms=config["request.timeout.ms"],
         )
         self.lifecycle = BrokerLifecycleManager(
-            self.channel,
+            RemoteControllerChannel(
+                self.networks["heartbeat"], self._controller_endpoint,
+                request_timeout_ms=config["request.timeout.ms"],
+            ),
             node_id=self.node_id,
             cluster_id=self.cluster_id,
             listeners=[],  # filled in once the socket server knows its ports
@@ -166,7 +180,7 @@ class Node:
             group_apis=self._group_apis(),
         )
         self.fetchers = ReplicaFetcherManager(
-            self.replica_manager, self.network, self._broker_endpoint,
+            self.replica_manager, self.networks["fetcher"], self._broker_endpoint,
             node_id=self.node_id,
             max_wait_ms=config["replica.fetch.wait.max.ms"],
             min_bytes=config["replica.fetch.min.bytes"],
@@ -263,10 +277,10 @@ class Node:
     async def _send_alter_isr(self, partition: Partition, new_isr: tuple[int, ...]) -> None:
         epochs = [(b, self.image.brokers[b].broker_epoch if b in self.image.brokers else -1)
                   for b in new_isr]
-        log.info("[Partition %s broker=%d] ISR updated requested from %s to %s",
+        partition_log.info("[Partition %s broker=%d] ISR update requested from %s to %s",
                  partition.tp, self.node_id, list(partition.isr), list(new_isr))
         try:
-            answer = await self.channel.alter_partition(
+            answer = await self.alter_partition_channel.alter_partition(
                 self.node_id, self.lifecycle.broker_epoch, partition.topic_id,
                 partition.tp.partition, partition.leader_epoch, partition.partition_epoch,
                 epochs,
@@ -361,8 +375,8 @@ class Node:
             await self.controller_server.stop()
         if raft is not None:
             await raft.stop()
-        if getattr(self, "network", None) is not None:
-            await self.network.close()
+        for network in getattr(self, "networks", {}).values():
+            await network.close()
         self.events.emit("stopped")
         log.info("[KafkaRaftServer nodeId=%d] shut down completed", self.node_id)
 

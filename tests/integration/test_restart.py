@@ -28,6 +28,16 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
 PARTITIONS = 3
 PER_PARTITION = 100
 
+# A node restarted after kill -9 registers again only once the controller has let the
+# old registration's session expire (broker.session.timeout.ms, 9 s by default), as in
+# Kafka, and every start waits for a Raft election (controller.quorum.election.timeout.ms,
+# 1 s). Shorter timeouts keep these tests fast; the rules are the same.
+FAST_SESSION = {
+    "broker.session.timeout.ms": 1500,
+    "broker.heartbeat.interval.ms": 250,
+    "controller.quorum.election.timeout.ms": 200,
+}
+
 
 def produce_acked(node, topic: str, start: int = 0, count: int = PER_PARTITION) -> dict:  # type: ignore[no-untyped-def]
     """acks=all produce of `count` messages per partition; {partition: [(offset, value)]}."""
@@ -79,7 +89,7 @@ def assert_all_acked_present(acked: dict, read: dict) -> None:
 
 @pytest.mark.parametrize("how", ["sigterm", "kill9"])
 def test_acked_messages_survive_restart(node_factory, topic, how):
-    node = node_factory()
+    node = node_factory(FAST_SESSION)
     create_topic(node.bootstrap, topic, PARTITIONS)
     acked = produce_acked(node, topic)
     assert all(len(v) == PER_PARTITION for v in acked.values())
@@ -108,19 +118,19 @@ def test_acked_messages_survive_restart(node_factory, topic, how):
 
 
 def test_repeated_kill9_keeps_every_acked_message(node_factory, topic):
-    node = node_factory()
+    node = node_factory(FAST_SESSION)
     create_topic(node.bootstrap, topic, PARTITIONS)
     acked: dict[int, list] = {p: [] for p in range(PARTITIONS)}
-    for round_ in range(3):
-        batch = produce_acked(node, topic, start=round_ * 20, count=20)
+    for round_ in range(2):
+        batch = produce_acked(node, topic, start=round_ * 30, count=30)
         for p in acked:
             acked[p].extend(batch[p])
         node.kill()
         node.restart()
         wait_for_topic(node.bootstrap, topic, PARTITIONS)
+    assert watermarks(node, topic) == {p: (0, 60) for p in range(PARTITIONS)}
     read = read_all(node, topic, {p: 60 for p in range(PARTITIONS)})
     assert_all_acked_present(acked, read)
-    assert watermarks(node, topic) == {p: (0, 60) for p in range(PARTITIONS)}
 
 
 def _half_batch(segment: bytes) -> bytes:
@@ -132,7 +142,7 @@ def _half_batch(segment: bytes) -> bytes:
 @pytest.mark.parametrize("how", ["sigterm", "kill9"])
 @pytest.mark.parametrize("tail", ["garbage", "half-batch", "zeros"])
 def test_torn_tail_is_truncated_on_restart(node_factory, topic, how, tail):
-    node = node_factory()
+    node = node_factory(FAST_SESSION)
     create_topic(node.bootstrap, topic, 1)
     sent = [(0, b"k%d" % i, b"before the tear %d" % i, []) for i in range(50)]
     produce_confluent(node.bootstrap, topic, sent, acks="all", **{"linger.ms": 2})
@@ -192,7 +202,7 @@ def _describe(node, names: list[str]) -> dict:  # type: ignore[no-untyped-def]
 
 @pytest.mark.parametrize("how", ["sigterm", "kill9"])
 def test_topics_survive_restart(node_factory, topic, how):
-    node = node_factory()
+    node = node_factory(FAST_SESSION)
     names = [f"{topic}-a", f"{topic}-b", f"{topic}-gone"]
     create_topic(
         node.bootstrap, names[0], 4, {"retention.ms": "86400000", "min.insync.replicas": "1"}
@@ -241,7 +251,7 @@ def test_kill9_while_producing(node_factory, topic, idempotent):
 
     from confluent_kafka import Producer
 
-    node = node_factory()
+    node = node_factory(FAST_SESSION)
     create_topic(node.bootstrap, topic, 2)
     producer = Producer(
         {

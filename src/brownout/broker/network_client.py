@@ -71,6 +71,8 @@ class _Connection:
         data = out.getbuffer()
         _SIZE.pack_into(data, 0, len(data) - 4)
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        # The caller may have stopped waiting (timeout, cancel) before a failure lands.
+        future.add_done_callback(_retrieve)
         self.pending.append((self.correlation_id, api_key, version, future))
         self.writer.write(bytes(data))
         return future
@@ -107,6 +109,11 @@ class _Connection:
             _, _, _, future = self.pending.popleft()
             if not future.done():
                 future.set_exception(reason)
+
+
+def _retrieve(future: asyncio.Future[Any]) -> None:
+    if not future.cancelled():
+        future.exception()
 
 
 class NetworkClient:
