@@ -139,8 +139,10 @@ def _half_batch(segment: bytes) -> bytes:
     return segment[last_pos : last_pos + last.size // 2]
 
 
-@pytest.mark.parametrize("how", ["sigterm", "kill9"])
-@pytest.mark.parametrize("tail", ["garbage", "half-batch", "zeros"])
+@pytest.mark.parametrize(
+    ("how", "tail"),
+    [("sigterm", "garbage"), ("kill9", "half-batch"), ("kill9", "zeros")],
+)
 def test_torn_tail_is_truncated_on_restart(node_factory, topic, how, tail):
     node = node_factory(FAST_SESSION)
     create_topic(node.bootstrap, topic, 1)

@@ -211,9 +211,10 @@ class ReplicaManager:
                     result.error = ErrorCode.not_leader_or_follower
                     pending.discard(tp)
                 elif partition.high_watermark > result.last_offset:
-                    pending.discard(tp)
-                elif len(partition.isr) < partition.min_insync_replicas:
-                    result.error = ErrorCode.not_enough_replicas_after_append
+                    # Kafka's DelayedProduce: once the high watermark passes the batch,
+                    # the write is only as safe as the ISR it was committed by.
+                    if len(partition.isr) < partition.min_insync_replicas:
+                        result.error = ErrorCode.not_enough_replicas_after_append
                     pending.discard(tp)
             remaining = deadline - time.monotonic()
             if not pending:

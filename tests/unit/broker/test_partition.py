@@ -1,0 +1,108 @@
+"""The leader's bookkeeping of its followers, on a real partition log."""
+
+import uuid
+
+import pytest
+
+from brownout.broker.partition import Partition, PartitionError, TopicPartition
+from brownout.protocol.records import build_batch
+from brownout.storage import Log, LogConfig
+
+
+@pytest.fixture
+def leader(tmp_path):
+    log = Log.create(tmp_path / "t-0", LogConfig())
+    p = Partition(TopicPartition("t", 0), uuid.uuid4(), log, node_id=1)
+    p.min_insync_replicas = 2
+    p.make_leader(leader_epoch=3, partition_epoch=0, replicas=(1, 2, 3), isr=(1, 2, 3), now_ms=0)
+    yield p
+    log.close()
+
+
+def append(p: Partition, n: int) -> None:
+    p.log.append_as_leader(build_batch([(None, b"v")] * n, timestamp_ms=0), p.leader_epoch, 0)
+
+
+def test_high_watermark_waits_for_every_isr_member(leader):
+    append(leader, 10)
+    leader.maybe_advance_high_watermark()
+    assert leader.high_watermark == 0  # followers' positions are unknown after election
+    leader.update_follower_fetch_state(2, 10, now_ms=100)
+    leader.maybe_advance_high_watermark()
+    assert leader.high_watermark == 0
+    leader.update_follower_fetch_state(3, 7, now_ms=100)
+    leader.maybe_advance_high_watermark()
+    assert leader.high_watermark == 7
+
+
+def test_pending_shrink_keeps_counting_the_old_isr(leader):
+    append(leader, 10)
+    leader.update_follower_fetch_state(2, 10, now_ms=100)
+    leader.pending_isr = (1, 2)  # asked the controller to drop 3; not committed yet
+    leader.maybe_advance_high_watermark()
+    assert leader.high_watermark == 0
+    leader.isr = (1, 2)  # committed
+    leader.pending_isr = None
+    leader.maybe_advance_high_watermark()
+    assert leader.high_watermark == 10
+
+
+def test_caught_up_time_follows_kafkas_rule(leader):
+    append(leader, 10)
+    leader.update_follower_fetch_state(2, 10, now_ms=1000)  # at the log end: caught up now
+    assert leader.last_caught_up_ms[2] == 1000
+    append(leader, 5)
+    # Reaches what the log end was at its previous fetch: caught up as of that fetch.
+    leader.update_follower_fetch_state(2, 10, now_ms=2000)
+    assert leader.last_caught_up_ms[2] == 1000
+    leader.update_follower_fetch_state(2, 12, now_ms=3000)  # short of 15: no news
+    assert leader.last_caught_up_ms[2] == 1000
+    append(leader, 5)
+    # 15 was the log end at the previous fetch (t=3000): caught up as of then.
+    leader.update_follower_fetch_state(2, 15, now_ms=4000)
+    assert leader.last_caught_up_ms[2] == 3000
+
+
+def test_lagging_follower_is_dropped_and_caught_up_one_added(leader):
+    append(leader, 10)
+    leader.update_follower_fetch_state(2, 10, now_ms=40_000)
+    assert leader.isr_to_shrink(now_ms=40_000, lag_time_max_ms=30_000) == (1, 2)
+    leader.isr = (1, 2)
+    leader.maybe_advance_high_watermark()
+    assert leader.isr_to_expand() is None  # 3 has not fetched in this epoch
+    leader.update_follower_fetch_state(3, 9, now_ms=41_000)
+    assert leader.isr_to_expand() is None  # below the high watermark
+    leader.update_follower_fetch_state(3, 10, now_ms=42_000)
+    assert leader.isr_to_expand() == (1, 2, 3)
+
+
+def test_diverging_epoch_points_followers_at_the_epoch_boundary(leader):
+    append(leader, 5)  # epoch 3: offsets 0-4
+    leader.make_leader(leader_epoch=5, partition_epoch=1, replicas=(1, 2, 3), isr=(1, 2, 3),
+                       now_ms=0)
+    append(leader, 5)  # epoch 5: offsets 5-9
+    # A follower that kept writing in epoch 3 up to offset 8 must truncate to 5.
+    assert leader.diverging_epoch(fetch_offset=8, last_fetched_epoch=3) == (3, 5)
+    # One that knows epoch 4 (never ours) is sent to the end of our largest epoch <= 4.
+    assert leader.diverging_epoch(fetch_offset=7, last_fetched_epoch=4) == (3, 5)
+    assert leader.diverging_epoch(fetch_offset=5, last_fetched_epoch=3) is None
+    assert leader.diverging_epoch(fetch_offset=9, last_fetched_epoch=5) is None
+
+
+def test_requests_with_stale_or_future_epochs_are_fenced(leader):
+    with pytest.raises(PartitionError) as e:
+        leader.check_leader_epoch(2, require_leader=True)
+    assert e.value.error.name == "fenced_leader_epoch"
+    with pytest.raises(PartitionError) as e:
+        leader.check_leader_epoch(4, require_leader=True)
+    assert e.value.error.name == "unknown_leader_epoch"
+    leader.check_leader_epoch(3, require_leader=True)
+    leader.check_leader_epoch(-1, require_leader=True)
+
+
+def test_acks_all_is_refused_when_the_isr_is_too_small(leader):
+    leader.isr = (1,)
+    with pytest.raises(PartitionError) as e:
+        leader.check_enough_replicas(-1)
+    assert e.value.error.name == "not_enough_replicas"
+    leader.check_enough_replicas(1)
