@@ -80,6 +80,12 @@ class Node:
             self.cluster_id = check_log_dirs(dirs, self.node_id)
         except StorageError as e:
             raise NodeStartupError(str(e)) from e
+        if not config.voters:
+            # KIP-853's dynamic quorum (voters learned from the log) is not implemented.
+            raise NodeStartupError(
+                "controller.quorum.voters must list the voters (id@host:port); a quorum "
+                "known only through controller.quorum.bootstrap.servers is not supported"
+            )
         log.info("Starting node %d (%s) of cluster %s", self.node_id,
                  ",".join(sorted(config.roles)), self.cluster_id)
         # Kafka keeps one channel per purpose, and so must we: the server answers one

@@ -1,0 +1,109 @@
+"""Small Arrow helpers shared by the checkers (vectorised; no Python loop per row)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+
+def flat(column: pa.ChunkedArray | pa.Array) -> pa.Array:
+    return column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+
+
+def same_as_previous(table: pa.Table, keys: list[str]) -> pa.Array:
+    """Boolean per row: every key equals the previous row's (False for the first row)."""
+    n = len(table)
+    if n == 0:
+        return pa.array([], pa.bool_())
+    mask: pa.Array | None = None
+    for key in keys:
+        col = flat(table[key])
+        eq = pc.fill_null(pc.equal(col.slice(1), col.slice(0, n - 1)), False)
+        if col.null_count:  # two nulls count as equal
+            both = pc.and_(pc.is_null(col.slice(1)), pc.is_null(col.slice(0, n - 1)))
+            eq = pc.or_(eq, both)
+        mask = eq if mask is None else pc.and_(mask, eq)
+    assert mask is not None
+    return pa.concat_arrays([pa.array([False]), mask])
+
+
+def shift_down(array: pa.Array, fill: Any) -> pa.Array:
+    """array[i-1] at position i; `fill` at position 0."""
+    n = len(array)
+    if n == 0:
+        return array
+    return pa.concat_arrays([pa.array([fill], array.type), array.slice(0, n - 1)])
+
+
+def count(table: pa.Table, mask: pa.Array | pa.ChunkedArray) -> int:
+    return int(pc.sum(pc.cast(mask, pa.int64())).as_py() or 0)
+
+
+def truthy(mask: Any) -> Any:
+    return pc.fill_null(mask, False)
+
+
+def examples(table: pa.Table, limit: int, sort_by: list[tuple[str, str]] | None = None,
+             columns: list[str] | None = None) -> list[dict[str, Any]]:
+    """A few rows as dicts (deterministic order when sort_by is given)."""
+    if len(table) == 0 or limit <= 0:
+        return []
+    if columns is not None:
+        table = table.select([c for c in columns if c in table.column_names])
+    if sort_by:
+        if len(table) > limit:
+            idx = pc.select_k_unstable(table, k=limit, sort_keys=sort_by)
+            table = table.take(idx)
+        table = table.sort_by(sort_by)
+    return table.slice(0, limit).to_pylist()
+
+
+def group_counts(table: pa.Table, keys: list[str]) -> list[dict[str, Any]]:
+    if len(table) == 0:
+        return []
+    return table.group_by(keys).aggregate([([], "count_all")]).to_pylist()
+
+
+class Sorted:
+    """A sorted float64 array with binary search (a few lookups, no conversion)."""
+
+    def __init__(self, values: pa.Array | pa.ChunkedArray) -> None:
+        values = flat(values)
+        values = values.filter(pc.is_valid(values))
+        self.values = pc.array_take(values, pc.array_sort_indices(values))
+        self.n = len(self.values)
+
+    def _get(self, i: int) -> float:
+        return self.values[i].as_py()
+
+    def bisect_right(self, x: float) -> int:
+        """How many values are <= x."""
+        lo, hi = 0, self.n
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if self._get(mid) <= x:
+                lo = mid + 1
+            else:
+                hi = mid
+        return lo
+
+    def bisect_left(self, x: float) -> int:
+        """How many values are < x."""
+        lo, hi = 0, self.n
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if self._get(mid) < x:
+                lo = mid + 1
+            else:
+                hi = mid
+        return lo
+
+    def first_after(self, x: float) -> float | None:
+        i = self.bisect_right(x)
+        return self._get(i) if i < self.n else None
+
+    def first_at_or_after(self, x: float) -> float | None:
+        i = self.bisect_left(x)
+        return self._get(i) if i < self.n else None

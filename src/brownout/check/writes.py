@@ -1,0 +1,367 @@
+"""The writes checker: what producers were told against what the log holds.
+
+Every msg_id's send outcome comes from the history: `ok` (acknowledged; with acks=1/all
+it carries the partition and offset), `fail` (definitely not written), `info`
+(indeterminate) or `never` (invoked, never completed: indeterminate too). When one msg_id
+has several completions the strongest wins (ok > info > fail). Against the final read:
+
+    lost-write            acknowledged, absent from the log (judged per acks level)
+    unexpected-write      info/never, present (allowed: it may have happened)
+    G1a                   fail, present (the client was told it certainly did not happen)
+    phantom-write         present, never sent by any producer of the history
+    duplicate             one msg_id at several offsets
+    inconsistent-offsets  acknowledged at (partition, X) but the log holds another record
+                          at X, or holds this record elsewhere (truncation + rewrite)
+    producer-reorder      one producer's records in a partition: offset order disagrees
+                          with seq order (first copy of each msg; adjacent pairs counted)
+    key-reorder           within a key and partition, a record sits before another one
+                          that was acknowledged (acks=1/all) before it was even sent
+
+Acknowledged writes below a partition's log start (the first offset of the final read)
+are counted as expired, not lost. All of it is Arrow joins, group-bys and sorts.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from brownout.check import result as r
+from brownout.check.arrowutil import count, examples, flat, same_as_previous, truthy
+from brownout.check.load import HighWatermarks, Slices, high_watermarks, hw_for
+
+OK, FAIL, INFO, NEVER = "ok", "fail", "info", "never"
+US = 1_000_000
+
+
+def _rank(outcome: pa.ChunkedArray) -> pa.ChunkedArray:
+    return pc.if_else(pc.equal(outcome, OK), 3, pc.if_else(pc.equal(outcome, INFO), 2, 1))
+
+
+def _first_per_msg(table: pa.Table, order: list[tuple[str, str]]) -> pa.Table:
+    if len(table) == 0 or pc.count_distinct(table["msg_id"]).as_py() == len(table):
+        return table
+    table = table.sort_by([("msg_id", "ascending"), *order])
+    return table.filter(pc.invert(same_as_previous(table, ["msg_id"])))
+
+
+def send_outcomes(slices: Slices, final_topic: str | None = None) -> pa.Table:
+    """One row per sent msg_id: msg_id, acks, topic, partition, offset, outcome,
+    invoked, completed, error, producer, seq."""
+    inv = slices.invokes.filter(pc.is_valid(slices.invokes["msg_id"]))
+    inv = _first_per_msg(inv, [("time", "ascending")])
+    inv = inv.rename_columns(["msg_id", "invoked", "acks", "topic", "partition", "producer",
+                              "seq"])
+    comp = slices.completions.filter(pc.is_valid(slices.completions["msg_id"]))
+    comp = comp.append_column("rank", _rank(comp["type"]))
+    comp = _first_per_msg(comp, [("rank", "descending"), ("time", "ascending")])
+    comp = comp.select(["msg_id", "time", "type", "acks", "topic", "partition", "offset",
+                        "error"])
+    comp = comp.rename_columns(["msg_id", "completed", "outcome", "c_acks", "c_topic",
+                                "c_partition", "offset", "error"])
+    sends = inv.join(comp, "msg_id", join_type="full outer")
+    topic = pc.coalesce(sends["topic"], sends["c_topic"])
+    if final_topic is not None:
+        topic = pc.fill_null(topic, final_topic)
+    columns = {
+        "msg_id": sends["msg_id"],
+        "acks": pc.fill_null(pc.coalesce(sends["acks"], sends["c_acks"]), "unknown"),
+        "topic": topic,
+        "partition": pc.coalesce(sends["c_partition"], sends["partition"]),
+        "offset": sends["offset"],
+        "outcome": pc.fill_null(sends["outcome"], NEVER),
+        "invoked": sends["invoked"],
+        "completed": sends["completed"],
+        "error": sends["error"],
+        "producer": sends["producer"],
+        "seq": sends["seq"],
+    }
+    return pa.table(columns)
+
+
+def log_copies(final: pa.Table) -> pa.Table:
+    """Per msg_id in the final read: copies, log_offset (first), log_partition, log_topic."""
+    fin = final.filter(pc.is_valid(final["msg_id"]))
+    agg = fin.group_by("msg_id").aggregate(
+        [("offset", "count"), ("offset", "min"), ("partition", "min"), ("topic", "min")])
+    names = {"offset_count": "copies", "offset_min": "log_offset",
+             "partition_min": "log_partition", "topic_min": "log_topic"}
+    return agg.rename_columns([names.get(n, n) for n in agg.column_names])
+
+
+def first_copies(final: pa.Table, copies: pa.Table) -> pa.Table:
+    """The final read with only the first (lowest-offset) copy of each duplicated msg."""
+    final = final.filter(pc.is_valid(final["msg_id"]))
+    dups = copies.filter(pc.greater(copies["copies"], 1))
+    if len(dups) == 0:
+        return final
+    in_dups = pc.is_in(final["msg_id"], value_set=flat(dups["msg_id"]))
+    keep = final.filter(pc.invert(in_dups))
+    firsts = final.filter(in_dups).join(
+        dups.select(["msg_id", "log_offset"]), ["msg_id", "offset"],
+        right_keys=["msg_id", "log_offset"], join_type="left semi")
+    return pa.concat_tables([keep, firsts.select(keep.column_names)])
+
+
+def _log_bounds(final: pa.Table) -> dict[tuple[str | None, int], dict[str, int]]:
+    if len(final) == 0:
+        return {}
+    agg = final.group_by(["topic", "partition"]).aggregate(
+        [("offset", "min"), ("offset", "max"), ([], "count_all")])
+    return {(row["topic"], row["partition"]): {"log_start": row["offset_min"],
+                                              "max_offset": row["offset_max"],
+                                              "records": row["count_all"]}
+            for row in agg.to_pylist()}
+
+
+def _by(table: pa.Table, keys: list[str]) -> dict[Any, int]:
+    if len(table) == 0:
+        return {}
+    agg = table.group_by(keys).aggregate([([], "count_all")])
+    cols = [agg[k].to_pylist() for k in keys]
+    counts = agg["count_all"].to_pylist()
+    return {(tuple(c[i] for c in cols) if len(keys) > 1 else cols[0][i]): counts[i]
+            for i in range(len(agg))}
+
+
+def _inconsistent_offsets(w: pa.Table, final: pa.Table, limit: int) -> r.Anomaly:
+    acked = w.filter(truthy(pc.and_(pc.and_(pc.equal(w["outcome"], OK),
+                                             pc.is_valid(w["offset"])),
+                                     pc.greater_equal(w["offset"], 0))))
+    acked = acked.select(["msg_id", "acks", "topic", "partition", "offset", "log_offset",
+                          "log_partition", "copies"])
+    at = final.select(["topic", "partition", "offset", "msg_id"]).rename_columns(
+        ["topic", "partition", "offset", "msg_at_offset"])
+    j = acked.join(at, ["topic", "partition", "offset"], join_type="left outer")
+    other = truthy(pc.and_(pc.is_valid(j["msg_at_offset"]),
+                           pc.not_equal(j["msg_at_offset"], j["msg_id"])))
+    moved = truthy(pc.and_(pc.and_(pc.is_null(j["msg_at_offset"]), pc.is_valid(j["copies"])),
+                           pc.or_(pc.not_equal(j["log_offset"], j["offset"]),
+                                  pc.not_equal(j["log_partition"], j["partition"]))))
+    bad = j.filter(pc.or_(other, moved))
+    return r.Anomaly(
+        r.INCONSISTENT_OFFSETS, len(bad),
+        examples(bad, limit, [("topic", "ascending"), ("partition", "ascending"),
+                              ("offset", "ascending")],
+                 ["msg_id", "acks", "topic", "partition", "offset", "msg_at_offset",
+                  "log_partition", "log_offset"]),
+        detail={"other_record_at_offset": count(j, other), "found_elsewhere": count(j, moved)})
+
+
+def _producer_reorder(fc: pa.Table, limit: int) -> r.Anomaly:
+    keys = ["topic", "partition", "producer"]
+    t = fc.filter(pc.and_(pc.is_valid(fc["producer"]), pc.is_valid(fc["seq"])))
+    t = t.select([*keys, "seq", "offset", "msg_id"]).sort_by(
+        [(k, "ascending") for k in [*keys, "seq", "offset"]])
+    t = t.filter(pc.invert(same_as_previous(t, [*keys, "seq"])))
+    same = same_as_previous(t, keys)
+    offsets = flat(t["offset"])
+    prev_offset = pc.fill_null(
+        pa.concat_arrays([pa.array([None], offsets.type), offsets.slice(0, max(len(t) - 1, 0))])
+        if len(t) else offsets, 0)
+    prev = {"prev_msg_id": flat(t["msg_id"]), "prev_seq": flat(t["seq"])}
+    bad_mask = truthy(pc.and_(same, pc.less(offsets, prev_offset)))
+    if len(t):
+        for name, col in prev.items():
+            t = t.append_column(name, pa.concat_arrays(
+                [pa.array([None], col.type), col.slice(0, len(t) - 1)]))
+        t = t.append_column("prev_offset", prev_offset)
+    bad = t.filter(bad_mask)
+    return r.Anomaly(
+        r.PRODUCER_REORDER, len(bad),
+        examples(bad, limit, [("topic", "ascending"), ("partition", "ascending"),
+                              ("producer", "ascending"), ("seq", "ascending")]),
+        detail={"by_producer": {str(k): v for k, v in _by(bad, ["producer"]).items()}})
+
+
+def _key_reorder(fc: pa.Table, w: pa.Table, limit: int) -> r.Anomaly:
+    keys = ["topic", "partition", "key"]
+    t = fc.filter(pc.is_valid(fc["key"])).select([*keys, "offset", "msg_id"])
+    times = w.filter(pc.is_valid(w["outcome"])).select(
+        ["msg_id", "acks", "outcome", "invoked", "completed"])
+    t = t.join(times, "msg_id", join_type="inner")
+    if len(t) < 2:
+        return r.Anomaly(r.KEY_REORDER, 0)
+    acked = truthy(pc.and_(pc.equal(t["outcome"], OK),
+                           pc.is_in(t["acks"], value_set=pa.array(["1", "all"]))))
+    lo = min(pc.min(t["invoked"]).as_py() or 0.0, pc.min(t["completed"]).as_py() or 0.0)
+    hi = max(pc.max(t["invoked"]).as_py() or 0.0, pc.max(t["completed"]).as_py() or 0.0)
+    span = int((hi - lo) * US) + 2
+    sentinel = span  # "never acknowledged": later than any invoke
+
+    def micros(col: Any) -> Any:
+        return pc.cast(pc.round(pc.multiply(pc.subtract(col, lo), US)), pa.int64())
+
+    ack_us = pc.if_else(acked, pc.fill_null(micros(t["completed"]), sentinel), sentinel)
+    inv_us = pc.fill_null(micros(t["invoked"]), -1)
+    t = t.append_column("ack_us", ack_us).append_column("inv_us", inv_us)
+    t = t.sort_by([(k, "descending") for k in [*keys, "offset"]])
+    new_group = pc.invert(same_as_previous(t, keys))
+    gid = pc.cumulative_sum(pc.cast(new_group, pa.int64()))
+    groups = pc.max(gid).as_py()
+    big = span + 1
+    if groups * big >= 2**62:
+        return r.Anomaly(r.KEY_REORDER, 0, detail={"skipped": "time span too wide"})
+    shifted = pc.subtract(flat(t["ack_us"]), pc.multiply(gid, big))
+    running = pc.cumulative_min(shifted)
+    prev_running = pa.concat_arrays([pa.array([0], pa.int64()), running.slice(0, len(t) - 1)])
+    min_later = pc.if_else(new_group, sentinel, pc.add(prev_running, pc.multiply(gid, big)))
+    bad_mask = truthy(pc.less(min_later, flat(t["inv_us"])))
+    t = t.append_column("min_later_ack_us", min_later)
+    bad = t.filter(bad_mask)
+    found = []
+    for row in examples(bad, limit, [("topic", "ascending"), ("partition", "ascending"),
+                                     ("key", "ascending"), ("offset", "ascending")]):
+        later = t.filter(truthy(pc.and_(pc.and_(pc.equal(t["key"], row["key"]),
+                                                pc.equal(t["partition"], row["partition"])),
+                                        pc.equal(t["ack_us"], row["min_later_ack_us"]))))
+        other = later.to_pylist()[:1]
+        found.append({
+            "topic": row["topic"], "partition": row["partition"], "key": row["key"],
+            "msg_id": row["msg_id"], "offset": row["offset"], "invoked": row["invoked"],
+            "acknowledged_earlier": other[0]["msg_id"] if other else None,
+            "its_offset": other[0]["offset"] if other else None,
+            "its_ack_time": other[0]["completed"] if other else None,
+        })
+    return r.Anomaly(r.KEY_REORDER, len(bad), found)
+
+
+def analyse_writes(slices: Slices, final: pa.Table, hw: HighWatermarks = None,
+                   expectations: r.Expectations | None = None) -> tuple[r.CheckResult, pa.Table]:
+    """The writes verdict and the table of acknowledged-but-lost writes."""
+    exp = expectations or r.Expectations()
+    limit = exp.max_examples
+    topics = pc.unique(final["topic"]).to_pylist() if len(final) else []
+    sends = send_outcomes(slices, topics[0] if len(topics) == 1 else None)
+    copies = log_copies(final)
+    w = sends.join(copies, "msg_id", join_type="full outer")
+    present = pc.is_valid(w["copies"])
+    outcome = w["outcome"]
+    is_ok = truthy(pc.equal(outcome, OK))
+    bounds = _log_bounds(final)
+    hws = high_watermarks(hw)
+
+    # Acknowledged and absent: lost unless below the partition's log start (expired).
+    missing = w.filter(pc.and_(is_ok, pc.invert(present)))
+    missing = missing.select(["msg_id", "acks", "topic", "partition", "offset", "invoked",
+                              "completed", "producer", "seq"])
+    starts = pa.table({
+        "topic": pa.array([k[0] for k in bounds], pa.string()),
+        "partition": pa.array([k[1] for k in bounds], pa.int32()),
+        "log_start": pa.array([v["log_start"] for v in bounds.values()], pa.int64()),
+    })
+    missing = missing.join(starts, ["topic", "partition"], join_type="left outer")
+    expired_mask = truthy(pc.less(missing["offset"], missing["log_start"]))
+    expired = count(missing, expired_mask)
+    lost = missing.filter(pc.invert(expired_mask)).drop_columns(["log_start"])
+    lost = lost.sort_by([("completed", "ascending"), ("msg_id", "ascending")])
+
+    lost_by_acks = {str(k): v for k, v in _by(lost, ["acks"]).items()}
+    intolerable = sum(v for k, v in lost_by_acks.items() if k not in exp.lost_writes_tolerated)
+    lost_anomaly = r.Anomaly(
+        r.LOST_WRITE, len(lost),
+        examples(lost, limit, None, ["msg_id", "acks", "topic", "partition", "offset",
+                                     "completed", "producer", "seq"]),
+        allowed=intolerable == 0,
+        detail={"by_acks": lost_by_acks, "intolerable": intolerable,
+                "by_partition": {f"{t}-{p}": n for (t, p), n in
+                                 _by(lost, ["topic", "partition"]).items()},
+                "expired_below_log_start": expired})
+
+    def found(name: str, mask: Any, cols: list[str]) -> r.Anomaly:
+        rows = w.filter(truthy(mask))
+        return r.Anomaly(name, len(rows),
+                         examples(rows, limit, [("msg_id", "ascending")], cols),
+                         allowed=exp.allows(name),
+                         detail={"by_acks": {str(k): v for k, v in
+                                             _by(rows, ["acks"]).items()}} if len(rows) else {})
+
+    where = ["msg_id", "acks", "outcome", "error", "log_topic", "log_partition", "log_offset"]
+    unacked = pc.is_in(outcome, value_set=pa.array([INFO, NEVER]))
+    anomalies = [
+        lost_anomaly,
+        found(r.UNEXPECTED_WRITE, pc.and_(unacked, present), where),
+        found(r.G1A, pc.and_(pc.equal(outcome, FAIL), present), where),
+        found(r.PHANTOM_WRITE, pc.and_(pc.is_null(outcome), present),
+              ["msg_id", "log_topic", "log_partition", "log_offset"]),
+    ]
+    dups = copies.filter(pc.greater(copies["copies"], 1))
+    dup_examples = examples(dups, limit, [("msg_id", "ascending")], ["msg_id", "copies"])
+    if dup_examples:
+        ids = pa.array([d["msg_id"] for d in dup_examples])
+        where_dups = final.filter(pc.is_in(final["msg_id"], value_set=ids)).group_by(
+            "msg_id").aggregate([("offset", "list"), ("partition", "min")])
+        at = {x["msg_id"]: x for x in where_dups.to_pylist()}
+        for d in dup_examples:
+            d["partition"] = at[d["msg_id"]]["partition_min"]
+            d["offsets"] = sorted(at[d["msg_id"]]["offset_list"])
+    extra = (pc.sum(dups["copies"]).as_py() or 0) - len(dups)
+    anomalies.append(r.Anomaly(r.DUPLICATE, len(dups), dup_examples,
+                               allowed=exp.allows(r.DUPLICATE),
+                               detail={"extra_copies": extra}))
+    anomalies.append(_inconsistent_offsets(w, final, limit))
+    fc = first_copies(final, copies)
+    anomalies.append(_producer_reorder(fc, limit))
+    anomalies.append(_key_reorder(fc, w, limit))
+    for a in anomalies[-3:]:
+        a.allowed = exp.allows(a.name)
+
+    # Outcome counts per acks level, and how many of each are in the log.
+    sent = w.filter(pc.is_valid(outcome))
+    sent = sent.append_column("present", pc.cast(pc.is_valid(sent["copies"]), pa.int64()))
+    per_acks: dict[str, dict[str, int]] = {}
+    if len(sent):
+        agg = sent.group_by(["acks", "outcome"]).aggregate([([], "count_all"),
+                                                            ("present", "sum")])
+        for row in agg.to_pylist():
+            level = per_acks.setdefault(str(row["acks"]), {
+                "sent": 0, OK: 0, FAIL: 0, INFO: 0, NEVER: 0, "present": 0})
+            level["sent"] += row["count_all"]
+            level[row["outcome"]] = level.get(row["outcome"], 0) + row["count_all"]
+            level["present"] += row["present_sum"] or 0
+        for level_name, level in per_acks.items():
+            level["lost"] = lost_by_acks.get(level_name, 0)
+
+    numbers = {
+        "sent": len(sent),
+        "acknowledged": count(w, is_ok),
+        "lost": len(lost),
+        "records_in_log": len(final),
+        "distinct_in_log": len(copies),
+        "by_acks": per_acks,
+        "partitions": _print_hw(sent, lost, bounds, hws),
+    }
+    return r.judge("writes", anomalies, numbers), lost
+
+
+def _print_hw(sent: pa.Table, lost: pa.Table, bounds: dict[tuple[str | None, int], dict],
+              hws: dict[tuple[str | None, int], int]) -> list[dict[str, Any]]:
+    """FIDELITY C's print-hw view: per partition sent, acknowledged, lost, high
+    watermark, log start and records in the log."""
+    sent_by = _by(sent.filter(pc.is_valid(sent["partition"])), ["topic", "partition"])
+    acked_by = _by(sent.filter(truthy(pc.equal(sent["outcome"], OK))), ["topic", "partition"])
+    lost_by = _by(lost, ["topic", "partition"])
+    keys = set(sent_by) | set(acked_by) | set(bounds) | {k for k in hws if k[0] is not None}
+    out = []
+    for topic, partition in sorted(keys, key=lambda k: (str(k[0]), k[1] if k[1] is not None
+                                                         else -1)):
+        if partition is None:
+            continue
+        b = bounds.get((topic, partition), {})
+        out.append({
+            "topic": topic, "partition": partition,
+            "sent": sent_by.get((topic, partition), 0),
+            "acknowledged": acked_by.get((topic, partition), 0),
+            "lost": lost_by.get((topic, partition), 0),
+            "high_watermark": hw_for(hws, topic, partition),
+            "log_start": b.get("log_start"),
+            "records_in_log": b.get("records", 0),
+        })
+    unassigned = len(sent) - sum(sent_by.values())
+    if unassigned:
+        out.append({"topic": None, "partition": None, "sent": unassigned,
+                    "acknowledged": 0, "lost": 0, "high_watermark": None, "log_start": None,
+                    "records_in_log": 0})
+    return out

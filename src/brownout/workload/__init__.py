@@ -1,0 +1,1 @@
+"""Workloads: stream generators, producers and consumers that record a history."""

@@ -1,0 +1,172 @@
+"""The run history: one append-only stream of events, Jepsen style.
+
+Every client operation is an `invoke` followed by `ok`, `fail` (the operation
+certainly did not happen) or `info` (it may or may not have happened: a timeout, a
+lost connection). Faults and cluster observations are events in the same stream, from
+the processes "nemesis" and "observer".
+
+While a run is going the history is written as JSON lines, one event per line and
+flushed per line, so a crash loses at most the torn last line; when the run ends it is
+converted to Parquet with the Arrow schema below, which is what the checkers read.
+
+Fields (absent ones are null):
+    index      position in the history (assigned by the writer)
+    time       seconds since the run started (monotonic clock)
+    process    "producer-3", "consumer-g1-0", "nemesis", "observer", ...
+    type       invoke | ok | fail | info
+    f          send | poll | commit | assign | revoke | metadata | fault | observe | ...
+    topic, partition, offset, key
+    msg_id     the unique id every produced message carries (header "msg-id")
+    producer   the producer that made the message (header "producer")
+    seq        that producer's sequence number for it (header "seq")
+    acks       "0", "1" or "all" for sends
+    error      Kafka error name (e.g. NOT_ENOUGH_REPLICAS) or a client error
+    value      a JSON string with anything else (fault target, ISR sample, broker list)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+INVOKE, OK, FAIL, INFO = "invoke", "ok", "fail", "info"
+TYPES = (INVOKE, OK, FAIL, INFO)
+
+SCHEMA = pa.schema(
+    [
+        ("index", pa.int64()),
+        ("time", pa.float64()),
+        ("process", pa.string()),
+        ("type", pa.string()),
+        ("f", pa.string()),
+        ("topic", pa.string()),
+        ("partition", pa.int32()),
+        ("offset", pa.int64()),
+        ("key", pa.string()),
+        ("msg_id", pa.string()),
+        ("producer", pa.string()),
+        ("seq", pa.int64()),
+        ("acks", pa.string()),
+        ("error", pa.string()),
+        ("value", pa.string()),
+    ]
+)
+FIELDS = tuple(SCHEMA.names)
+
+# The final read of the log after the cluster healed: every record from the earliest
+# offset up to the high watermark, one row per record.
+FINAL_READ_SCHEMA = pa.schema(
+    [
+        ("topic", pa.string()),
+        ("partition", pa.int32()),
+        ("offset", pa.int64()),
+        ("key", pa.string()),
+        ("msg_id", pa.string()),
+        ("producer", pa.string()),
+        ("seq", pa.int64()),
+    ]
+)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Event:
+    time: float
+    process: str
+    type: str
+    f: str
+    topic: str | None = None
+    partition: int | None = None
+    offset: int | None = None
+    key: str | None = None
+    msg_id: str | None = None
+    producer: str | None = None
+    seq: int | None = None
+    acks: str | None = None
+    error: str | None = None
+    value: str | None = None
+    index: int = -1
+
+    def __post_init__(self) -> None:
+        if self.type not in TYPES:
+            raise ValueError(f"event type must be one of {TYPES}, not {self.type!r}")
+
+
+class HistoryWriter:
+    """Thread-safe JSON-lines writer; `time` is taken from one monotonic clock."""
+
+    def __init__(self, path: Path, *, started: float | None = None) -> None:
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        self._lock = threading.Lock()
+        self._index = 0
+        self.started = time.monotonic() if started is None else started
+
+    def now(self) -> float:
+        return time.monotonic() - self.started
+
+    def record(self, type: str, f: str, process: str, **fields: Any) -> Event:
+        with self._lock:
+            event = Event(time=fields.pop("time", self.now()), process=process, type=type, f=f,
+                          index=self._index, **fields)
+            self._index += 1
+            row = {k: v for k, v in dataclasses.asdict(event).items() if v is not None}
+            os.write(self._fd, (json.dumps(row, separators=(",", ":")) + "\n").encode())
+            return event
+
+    def close(self) -> None:
+        with self._lock:
+            if self._fd >= 0:
+                os.close(self._fd)
+                self._fd = -1
+
+
+def read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
+    """Every complete event; a torn last line (the writer crashed) is skipped."""
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            try:
+                yield json.loads(line)
+            except ValueError:
+                continue
+
+
+def jsonl_to_parquet(source: Path, target: Path, *, batch_rows: int = 200_000) -> int:
+    """Convert a JSON-lines history to Parquet in bounded memory; returns the row count."""
+    rows = 0
+    writer = pq.ParquetWriter(target, SCHEMA)
+    try:
+        batch: dict[str, list[Any]] = {name: [] for name in FIELDS}
+        for row in read_jsonl(source):
+            for name in FIELDS:
+                batch[name].append(row.get(name))
+            rows += 1
+            if len(batch["index"]) >= batch_rows:
+                writer.write_table(pa.table(batch, schema=SCHEMA))
+                batch = {name: [] for name in FIELDS}
+        if batch["index"]:
+            writer.write_table(pa.table(batch, schema=SCHEMA))
+    finally:
+        writer.close()
+    return rows
+
+
+def events_table(events: list[Event]) -> pa.Table:
+    """An in-memory history (tests write histories by hand with this)."""
+    columns: dict[str, list[Any]] = {name: [] for name in FIELDS}
+    for i, event in enumerate(events):
+        row = dataclasses.asdict(event)
+        if row["index"] < 0:
+            row["index"] = i
+        for name in FIELDS:
+            columns[name].append(row[name])
+    return pa.table(columns, schema=SCHEMA)

@@ -1,0 +1,342 @@
+"""Producers that record every send in the history.
+
+Each producer is a thread with its own confluent-kafka `Producer` (its own librdkafka
+instance, connections and queues) and its own process name, "producer-<i>". For every
+message it records `invoke` just before `produce()` and the outcome from the delivery
+callback:
+
+    ok     partition and offset from the broker's acknowledgement. With acks=0 the
+           broker sends no acknowledgement: "ok" then only means "sent", the offset is
+           null, and the event carries acks="0" (as every send event does) so checkers
+           can tell.
+    fail   the message was certainly not written (see errors.py for which errors).
+    info   it may or may not have been written (timeouts, lost connections, ...).
+
+Sends are paced by a token bucket (the total rate is split evenly between producers)
+and stop after a duration or a message count, or when the shared stop event is set.
+On the way out each producer flushes with a deadline, then purges what is left, so
+every invoke gets its completion (purged messages come back as _PURGE_QUEUE /
+_PURGE_INFLIGHT delivery errors).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+from .clientstats import DEFAULT_STATS_INTERVAL_MS, MetadataRecorder, error_name
+from .errors import classify
+from .generators import Message, make_stream
+from .history import FAIL, INFO, INVOKE, OK, HistoryWriter
+from .ratelimit import TokenBucket
+
+LIBRDKAFKA_DEFAULT_RETRIES = 2147483647
+ACKS = ("0", "1", "all")
+log = logging.getLogger(__name__)
+
+
+@dataclasses.dataclass
+class ProducerSettings:
+    bootstrap: str
+    topic: str
+    workload: str = "payments"
+    acks: str = "all"
+    idempotent: bool = False
+    retries: int | None = None  # None: librdkafka's default (effectively unlimited)
+    linger_ms: float = 5.0
+    rate: float = 1000.0  # messages/s over all producers; 0 = as fast as possible
+    duration: float | None = 10.0  # seconds; None = until count or stop
+    count: int | None = None  # messages over all producers
+    producers: int = 1
+    seed: int = 0
+    size: int = 0  # pad values to this many bytes (0 = natural size)
+    message_timeout_ms: int = 30_000  # librdkafka's default is 300 s: too long for a lab
+    request_timeout_ms: int = 10_000
+    flush_timeout: float = 10.0  # seconds to wait for outstanding sends at the end
+    stats_interval_ms: int = DEFAULT_STATS_INTERVAL_MS
+    config: dict[str, Any] = dataclasses.field(default_factory=dict)  # extra librdkafka
+
+    def validate(self) -> None:
+        if self.acks not in ACKS:
+            raise ValueError(f"acks must be one of {ACKS}, not {self.acks!r}")
+        if self.idempotent and self.acks != "all":
+            # librdkafka refuses the combination; say it in Kafka's words.
+            raise ValueError("idempotence requires acks=all")
+        if self.producers < 1:
+            raise ValueError("producers must be at least 1")
+        if self.rate < 0:
+            raise ValueError("rate must not be negative")
+
+    @property
+    def effective_retries(self) -> int:
+        return LIBRDKAFKA_DEFAULT_RETRIES if self.retries is None else self.retries
+
+    def client_config(self, client_id: str) -> dict[str, Any]:
+        conf: dict[str, Any] = {
+            "bootstrap.servers": self.bootstrap,
+            "client.id": client_id,
+            "acks": self.acks,
+            "enable.idempotence": self.idempotent,
+            "linger.ms": self.linger_ms,
+            "message.timeout.ms": self.message_timeout_ms,
+            "request.timeout.ms": self.request_timeout_ms,
+            "statistics.interval.ms": self.stats_interval_ms,
+        }
+        if self.retries is not None:
+            conf["retries"] = self.retries
+        conf.update(self.config)
+        return conf
+
+    def params(self) -> dict[str, Any]:
+        """What run.json records (everything but the free-form client config)."""
+        out = dataclasses.asdict(self)
+        out["effective_retries"] = self.effective_retries
+        return out
+
+
+def _header(headers: list[tuple[str, bytes]] | None, name: str) -> str | None:
+    for k, v in headers or ():
+        if k == name:
+            return v.decode("utf-8", "replace") if v is not None else None
+    return None
+
+
+def _key_text(key: bytes | None) -> str | None:
+    return None if key is None else key.decode("utf-8", "replace")
+
+
+class DeliveryRecorder:
+    """The delivery callback of one producer: turns delivery reports into ok / fail /
+    info events. Called by librdkafka from the producer thread's poll()/flush(), so the
+    counters need no lock (readers in other threads only display them)."""
+
+    def __init__(self, history: HistoryWriter, process: str, acks: str, retries: int) -> None:
+        self.history = history
+        self.process = process
+        self.acks = acks
+        self.retries = retries
+        self.invoked = 0
+        self.acked = 0
+        self.failed = 0
+        self.info = 0
+        self.errors: dict[str, int] = {}
+
+    @property
+    def in_flight(self) -> int:
+        return self.invoked - self.acked - self.failed - self.info
+
+    def invoke(self, topic: str, msg: Message) -> None:
+        self.history.record(INVOKE, "send", self.process, topic=topic, key=_key_text(msg.key),
+                            msg_id=msg.msg_id, producer=msg.producer, seq=msg.seq,
+                            acks=self.acks)
+        self.invoked += 1
+
+    def refused(self, topic: str, msg: Message, error: str) -> None:
+        """produce() raised: the message never entered the client's queue."""
+        self._count(FAIL, error)
+        self.history.record(FAIL, "send", self.process, topic=topic, key=_key_text(msg.key),
+                            msg_id=msg.msg_id, producer=msg.producer, seq=msg.seq,
+                            acks=self.acks, error=error)
+
+    def on_delivery(self, err: Any, msg: Any) -> None:
+        headers = msg.headers()
+        seq = _header(headers, "seq")
+        fields: dict[str, Any] = {
+            "topic": msg.topic(),
+            "key": _key_text(msg.key()),
+            "msg_id": _header(headers, "msg-id"),
+            "producer": _header(headers, "producer"),
+            "seq": int(seq) if seq and seq.isdigit() else None,
+            "acks": self.acks,
+        }
+        partition = msg.partition()
+        if partition is not None and partition >= 0:
+            fields["partition"] = partition
+        if err is None:
+            offset = msg.offset()
+            if offset is not None and offset >= 0:
+                fields["offset"] = offset  # acks=0: no offset, the send is all we know
+            self.acked += 1
+            self.history.record(OK, "send", self.process, **fields)
+            return
+        name = error_name(err)
+        kind = classify(name, retries=self.retries)
+        self._count(kind, name)
+        self.history.record(kind, "send", self.process, error=name, **fields)
+
+    def _count(self, kind: str, error: str) -> None:
+        if kind == FAIL:
+            self.failed += 1
+        else:
+            self.info += 1
+        self.errors[error] = self.errors.get(error, 0) + 1
+
+
+class ProducerWorker:
+    """One producer thread: stream -> token bucket -> produce, recording as it goes."""
+
+    def __init__(self, settings: ProducerSettings, history: HistoryWriter, process: str, *,
+                 run_id: str, stop: threading.Event, rate: float, count: int | None,
+                 deadline: float | None, start_ms: int,
+                 logger: logging.Logger | None = None) -> None:
+        self.settings = settings
+        self.history = history
+        self.process = process
+        self.stop = stop
+        self.rate = rate
+        self.count = count
+        self.deadline = deadline  # time.monotonic() value, shared by all producers
+        self.stream: Iterator[Message] = make_stream(
+            settings.workload, seed=settings.seed, run=run_id, producer=process,
+            start_ms=start_ms, rate=rate or 1000.0, size=settings.size)
+        self.recorder = DeliveryRecorder(history, process, settings.acks,
+                                         settings.effective_retries)
+        self.logger = logger
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._run, name=process, daemon=True)
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def join(self, timeout: float | None = None) -> None:
+        self.thread.join(timeout)
+
+    def _client_error(self, err: Any) -> None:
+        self.history.record(INFO, "client-error", self.process, error=error_name(err),
+                            value=str(err))
+
+    def _run(self) -> None:
+        from confluent_kafka import Producer
+
+        conf = self.settings.client_config(self.process)
+        conf["on_delivery"] = self.recorder.on_delivery
+        conf["stats_cb"] = MetadataRecorder(self.history, self.process)
+        conf["error_cb"] = self._client_error
+        if self.logger is not None:
+            conf["logger"] = self.logger
+        try:
+            producer = Producer(conf)
+        except Exception as e:
+            self.error = e
+            self.history.record(INFO, "client-error", self.process, error=type(e).__name__,
+                                value=str(e))
+            return
+        try:
+            self._loop(producer)
+        except Exception as e:  # recorded, then the thread ends; outstanding sends drain
+            self.error = e
+            log.exception("%s crashed", self.process)
+            self.history.record(INFO, "client-error", self.process, error=type(e).__name__,
+                                value=str(e))
+        finally:
+            self._drain(producer)
+
+    def _done(self) -> bool:
+        if self.stop.is_set():
+            return True
+        if self.count is not None and self.recorder.invoked >= self.count:
+            return True
+        return self.deadline is not None and time.monotonic() >= self.deadline
+
+    def _loop(self, producer: Any) -> None:
+        from confluent_kafka import KafkaException
+
+        bucket = TokenBucket(self.rate) if self.rate > 0 else None
+        topic = self.settings.topic
+        recorder = self.recorder
+        for msg in self.stream:
+            if self._done():
+                return
+            if bucket is not None:
+                wait = bucket.take()
+                while wait > 0:
+                    # Waiting in poll() serves delivery callbacks meanwhile.
+                    producer.poll(min(wait, 0.05))
+                    if self._done():
+                        return
+                    wait = bucket.take()
+            recorder.invoke(topic, msg)
+            while True:
+                try:
+                    producer.produce(topic, msg.value, msg.key, headers=msg.headers)
+                    break
+                except BufferError:
+                    # Local queue full (queue.buffering.max.messages): wait for room.
+                    producer.poll(0.05)
+                    if self.stop.is_set():
+                        recorder.refused(topic, msg, "_QUEUE_FULL")
+                        return
+                except KafkaException as e:
+                    recorder.refused(topic, msg, error_name(e.args[0]) if e.args else str(e))
+                    break
+                except (TypeError, ValueError) as e:
+                    recorder.refused(topic, msg, type(e).__name__)
+                    break
+            producer.poll(0)
+
+    def _drain(self, producer: Any) -> None:
+        """Wait up to flush_timeout for outstanding sends, then purge the rest so that
+        each gets its (indeterminate) delivery report instead of no completion at all."""
+        try:
+            remaining = producer.flush(self.settings.flush_timeout)
+            if remaining:
+                producer.purge(in_queue=True, in_flight=True, blocking=False)
+                producer.flush(2.0)
+        except Exception as e:  # pragma: no cover - a broken client at exit
+            log.warning("%s: flush failed: %s", self.process, e)
+
+
+class ProducerGroup:
+    """N producer threads sharing one stop event, deadline and total rate."""
+
+    def __init__(self, settings: ProducerSettings, history: HistoryWriter, names: list[str],
+                 *, run_id: str, stop: threading.Event,
+                 logger: logging.Logger | None = None) -> None:
+        settings.validate()
+        self.settings = settings
+        n = len(names)
+        deadline = (time.monotonic() + settings.duration) if settings.duration else None
+        start_ms = int(time.time() * 1000)
+        per_rate = settings.rate / n if settings.rate else 0.0
+        self.workers = []
+        for i, name in enumerate(names):
+            count = None
+            if settings.count is not None:
+                count = settings.count // n + (1 if i < settings.count % n else 0)
+            self.workers.append(ProducerWorker(
+                settings, history, name, run_id=run_id, stop=stop, rate=per_rate,
+                count=count, deadline=deadline, start_ms=start_ms, logger=logger))
+
+    def start(self) -> None:
+        for w in self.workers:
+            w.start()
+
+    def alive(self) -> bool:
+        return any(w.thread.is_alive() for w in self.workers)
+
+    def join(self, timeout: float | None = None) -> None:
+        end = None if timeout is None else time.monotonic() + timeout
+        for w in self.workers:
+            w.join(None if end is None else max(0.0, end - time.monotonic()))
+
+    def totals(self) -> dict[str, int]:
+        out = {"sent": 0, "acked": 0, "failed": 0, "info": 0, "in_flight": 0}
+        for w in self.workers:
+            r = w.recorder
+            out["sent"] += r.invoked
+            out["acked"] += r.acked
+            out["failed"] += r.failed
+            out["info"] += r.info
+            out["in_flight"] += r.in_flight
+        return out
+
+    def errors(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for w in self.workers:
+            for k, v in w.recorder.errors.items():
+                out[k] = out.get(k, 0) + v
+        return out

@@ -1,0 +1,38 @@
+"""A token bucket for steady send rates.
+
+Implemented as GCRA (the "virtual scheduling" form of a token bucket): one number, the
+theoretical arrival time of the next token, instead of a token count refilled by a
+timer. The long-run rate is exactly `rate` however unevenly `take` is called, and after
+an idle spell at most `burst` sends go out back to back — a producer that stalled for a
+second (a broker failed over) does not then fire a second's worth of messages at once.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+
+class TokenBucket:
+    def __init__(self, rate: float, burst: float | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        if rate <= 0:
+            raise ValueError("rate must be positive")
+        self.rate = rate
+        self.interval = 1.0 / rate
+        # Default burst: 10 ms worth of tokens, at least one.
+        self.burst = max(1.0, burst if burst is not None else rate * 0.01)
+        self._tolerance = (self.burst - 1.0) * self.interval
+        self._clock = clock
+        self._tat = clock()  # theoretical arrival time of the next conforming send
+
+    def take(self) -> float:
+        """Take one token if one is available and return 0.0; otherwise take nothing and
+        return how many seconds to wait before asking again."""
+        now = self._clock()
+        tat = self._tat if self._tat > now else now
+        wait = tat - self._tolerance - now
+        if wait > 0:
+            return wait
+        self._tat = tat + self.interval
+        return 0.0

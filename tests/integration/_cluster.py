@@ -1,0 +1,483 @@
+"""Multi-node lab clusters for integration tests: build one with `brownout.cluster.lab`,
+break it with the `Supervisor`, look at it with real clients.
+
+`LabCluster` is a context manager; leaving it SIGKILLs every node it recorded, whatever
+happened (the data lives under the test's tmp_path, so nothing is kept).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+from brownout.cluster import lab
+from brownout.cluster.admin import Admin, DescribedPartition, DescribedTopic
+from brownout.cluster.supervisor import Supervisor, is_node_process, node_process_state
+from brownout.cluster.topology import Overrides, TopologyRequest
+
+T = TypeVar("T")
+
+
+def wait_until(
+    probe: Callable[[], T], timeout: float, what: str, interval: float = 0.2
+) -> T:
+    """Call `probe` until it returns something truthy; AssertionError after `timeout`
+    (with the last value, or the last exception, in the message)."""
+    deadline = time.monotonic() + timeout
+    last: Any = None
+    while True:
+        try:
+            last = probe()
+        except Exception as e:
+            last = e
+        else:
+            if last:
+                return last
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what}: not true after {timeout:.0f}s (last: {last!r})")
+        time.sleep(interval)
+
+
+def _props(items: dict[str, object] | None) -> dict[str, str]:
+    return {k: str(v) for k, v in (items or {}).items()}
+
+
+class LabCluster:
+    """A running lab cluster in `directory`."""
+
+    def __init__(
+        self,
+        directory: Path,
+        *,
+        brokers: int = 3,
+        controllers: int | None = None,
+        combined: bool = False,
+        set_all: dict[str, object] | None = None,
+        broker_set: dict[str, object] | None = None,
+        controller_set: dict[str, object] | None = None,
+        start_timeout: float = 60.0,
+    ) -> None:
+        self.directory = directory
+        self.request = TopologyRequest(
+            brokers=brokers,
+            controllers=controllers,
+            combined=combined,
+            profile="fast",
+            overrides=Overrides(_props(set_all), _props(broker_set), _props(controller_set)),
+        )
+        self.start_timeout = start_timeout
+        self.sup: Supervisor | None = None
+        self._admin: Admin | None = None
+
+    # -- life cycle -----------------------------------------------------------------
+
+    def __enter__(self) -> LabCluster:
+        try:
+            result = lab.up(self.directory, self.request, timeout=self.start_timeout)
+            self.sup = Supervisor(result.state, result.topology)
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """SIGKILL every node recorded in cluster.json (and those this object started)."""
+        state = self.sup.state if self.sup else None
+        if state is None:
+            with contextlib.suppress(Exception):
+                state = lab.load(self.directory)
+        if state is None:
+            return
+        sup = self.sup or Supervisor(state)
+        for node_id in list(state.nodes):
+            with contextlib.suppress(Exception):
+                sup.kill_node(node_id)
+        for node in state.nodes.values():  # belt and braces: whatever is still there
+            if node.pgid and is_node_process(node.pid, node.config_path):
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(node.pgid, signal.SIGKILL)
+
+    # -- shape ----------------------------------------------------------------------
+
+    @property
+    def supervisor(self) -> Supervisor:
+        assert self.sup is not None, "cluster not started"
+        return self.sup
+
+    @property
+    def topology(self):  # type: ignore[no-untyped-def]
+        return self.supervisor.topology
+
+    @property
+    def broker_ids(self) -> list[int]:
+        return [n.node_id for n in self.topology.brokers]
+
+    @property
+    def controller_ids(self) -> list[int]:
+        return [n.node_id for n in self.topology.controllers]
+
+    @property
+    def bootstrap(self) -> str:
+        """Every broker's address (dead ones included: clients skip them)."""
+        return self.topology.bootstrap_servers
+
+    def node_dir(self, node_id: int) -> Path:
+        return self.topology.node(node_id).directory
+
+    def data_dir(self, node_id: int) -> Path:
+        return self.topology.node(node_id).data_dir
+
+    def log_path(self, node_id: int) -> Path:
+        return self.topology.node(node_id).log_path
+
+    def log_size(self, node_id: int) -> int:
+        path = self.log_path(node_id)
+        return path.stat().st_size if path.exists() else 0
+
+    def log_since(self, node_id: int, offset: int) -> str:
+        with self.log_path(node_id).open("rb") as f:
+            f.seek(offset)
+            return f.read().decode(errors="replace")
+
+    def log_tail(self, node_id: int, lines: int = 30) -> str:
+        text = self.log_path(node_id).read_text(errors="replace")
+        return "\n".join(text.splitlines()[-lines:])
+
+    # -- faults ---------------------------------------------------------------------
+
+    def process_state(self, node_id: int) -> str:
+        return node_process_state(self.supervisor.state.nodes[node_id])
+
+    def running(self, node_id: int) -> bool:
+        return self.process_state(node_id) == "running"
+
+    def kill(self, node_id: int) -> None:
+        """kill -9 and wait until the process is gone."""
+        assert self.supervisor.kill_node(node_id), f"node {node_id} was not running"
+
+    def start(self, node_id: int, wait: bool = True, timeout: float = 60.0) -> None:
+        self.supervisor.start_node(node_id, timeout=timeout, wait=wait)
+
+    def wait_ready(self, node_ids: Iterable[int], timeout: float = 60.0) -> None:
+        self.supervisor.wait_ready(list(node_ids), timeout, whole_cluster=False)
+
+    def sigterm(self, node_id: int) -> None:
+        """SIGTERM without waiting (what `kill PID` does)."""
+        node = self.supervisor.state.nodes[node_id]
+        assert node.pgid and is_node_process(node.pid, node.config_path), (
+            f"node {node_id} is not running"
+        )
+        os.killpg(node.pgid, signal.SIGTERM)
+
+    # -- observation ----------------------------------------------------------------
+
+    def admin(self, timeout: float = 5.0) -> Admin:
+        """A new Admin (librdkafka) client: a long-lived one keeps the Metadata
+        controller id it first saw (a random live broker in KRaft) and waits for that
+        broker after it died."""
+        return Admin(self.bootstrap, timeout=timeout)
+
+    def metadata_client(self) -> Any:
+        if self._admin is None:
+            self._admin = Admin(self.bootstrap, timeout=5.0)
+        return self._admin.client
+
+    def describe(self, topic: str) -> DescribedTopic:
+        """Leaders, replicas and ISRs from a fresh Metadata request to any live broker
+        (librdkafka list_topics; no configs)."""
+        md = self.metadata_client().list_topics(topic=topic, timeout=5)
+        t = md.topics.get(topic)
+        assert t is not None and t.error is None, f"topic {topic}: {t and t.error}"
+        partitions = [
+            DescribedPartition(
+                partition=int(p.id),
+                leader=None if p.leader < 0 else int(p.leader),
+                replicas=tuple(int(r) for r in p.replicas),
+                isr=tuple(int(r) for r in p.isrs),
+            )
+            for p in sorted(t.partitions.values(), key=lambda p: p.id)
+        ]
+        return DescribedTopic(topic, "", tuple(partitions))
+
+    def describe_with_configs(self, topic: str) -> DescribedTopic:
+        [described] = self.admin().describe([topic])
+        return described
+
+    def quorum(self) -> dict[str, Any]:
+        return lab.status(self.directory, timeout=2.0)["quorum"]
+
+    def create_topic(
+        self,
+        name: str,
+        partitions: int,
+        replication_factor: int = 3,
+        configs: dict[str, str] | None = None,
+        timeout: float = 15.0,
+    ) -> None:
+        Admin(self.bootstrap, timeout=timeout).create_topic(
+            name, partitions, replication_factor, configs or {}
+        )
+        wait_until(
+            lambda: full_isr(self.describe(name), replication_factor, partitions),
+            15,
+            f"topic {name}: every partition led with a full ISR",
+        )
+
+    def end_offsets(self, topic: str) -> dict[int, int]:
+        results = self.admin().offsets(topic)
+        bad = [r for r in results if r.offset is None]
+        assert not bad, f"offsets failed: {bad}"
+        return {r.partition: int(r.offset) for r in results if r.offset is not None}
+
+
+def full_isr(d: DescribedTopic, rf: int, partitions: int | None = None) -> bool:
+    if partitions is not None and len(d.partitions) != partitions:
+        return False
+    return all(
+        p.leader is not None and len(set(p.isr)) == rf and p.leader in p.isr for p in d.partitions
+    )
+
+
+def isr_summary(d: DescribedTopic) -> str:
+    return "; ".join(
+        f"p{p.partition} L={p.leader} R={','.join(map(str, p.replicas))} "
+        f"I={','.join(map(str, p.isr))}"
+        for p in sorted(d.partitions, key=lambda p: p.partition)
+    )
+
+
+# -- producing and consuming --------------------------------------------------------------
+
+
+@dataclass
+class Sent:
+    """What a producer got back: acknowledged (partition, offset, value) and errors."""
+
+    acked: list[tuple[int, int, bytes]] = field(default_factory=list)
+    errors: list[tuple[int, Any, bytes]] = field(default_factory=list)  # (partition, KafkaError)
+
+    def error_codes(self) -> dict[int, set[int]]:
+        codes: dict[int, set[int]] = {}
+        for partition, err, _ in self.errors:
+            codes.setdefault(partition, set()).add(err.code())
+        return codes
+
+
+def producer(bootstrap: str, **conf: object) -> Any:
+    from confluent_kafka import Producer
+
+    settings: dict[str, object] = {
+        "bootstrap.servers": bootstrap,
+        "linger.ms": 5,
+        "acks": "all",
+    }
+    settings.update({k.replace("_", "."): v for k, v in conf.items()})
+    return Producer(settings)
+
+
+def send(
+    bootstrap: str,
+    topic: str,
+    partitions: Iterable[int],
+    per_partition: int = 1,
+    prefix: str = "m",
+    flush_timeout: float = 30.0,
+    client: Any = None,
+    **conf: object,
+) -> Sent:
+    """Produce `per_partition` messages to each partition; wait for every report.
+    `client`: an existing Producer to use (`conf` is then ignored)."""
+    p = client if client is not None else producer(bootstrap, **conf)
+    sent = Sent()
+
+    def report(err: Any, msg: Any) -> None:
+        if err is None:
+            sent.acked.append((msg.partition(), msg.offset(), msg.value()))
+        else:
+            sent.errors.append((msg.partition(), err, msg.value()))
+
+    tag = uuid.uuid4().hex[:6]
+    for i in range(per_partition):
+        for partition in partitions:
+            p.produce(
+                topic,
+                value=f"{prefix}-{tag}-{partition}-{i}".encode(),
+                partition=partition,
+                on_delivery=report,
+            )
+        p.poll(0)
+    left = p.flush(flush_timeout)
+    assert left == 0, f"{left} messages without a delivery report after {flush_timeout}s"
+    return sent
+
+
+class BackgroundProducer:
+    """Keeps producing (one message to every partition per round) from its own thread
+    until `stop()`, which flushes and returns what was acknowledged and what failed."""
+
+    def __init__(
+        self,
+        bootstrap: str,
+        topic: str,
+        partitions: int,
+        interval: float = 0.05,
+        prefix: str = "bg",
+        **conf: object,
+    ) -> None:
+        self.bootstrap = bootstrap
+        self.topic = topic
+        self.partitions = partitions
+        self.interval = interval
+        self.prefix = prefix
+        self.conf = conf
+        self.sent = Sent()
+        self.produced = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._failure: BaseException | None = None
+        self._left = 0
+
+    def __enter__(self) -> BackgroundProducer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(120)
+
+    def _report(self, err: Any, msg: Any) -> None:
+        if err is None:
+            self.sent.acked.append((msg.partition(), msg.offset(), msg.value()))
+        else:
+            self.sent.errors.append((msg.partition(), err, msg.value()))
+
+    def _run(self) -> None:
+        try:
+            p = producer(self.bootstrap, **self.conf)
+            seq = 0
+            while not self._stop.is_set():
+                for partition in range(self.partitions):
+                    p.produce(
+                        self.topic,
+                        value=f"{self.prefix}-{partition}-{seq}".encode(),
+                        partition=partition,
+                        on_delivery=self._report,
+                    )
+                    self.produced += 1
+                seq += 1
+                p.poll(self.interval)
+            self._left = p.flush(90)
+        except BaseException as e:
+            self._failure = e
+
+    def acked_count(self) -> int:
+        return len(self.sent.acked)
+
+    def stop(self) -> Sent:
+        self._stop.set()
+        self._thread.join(120)
+        assert not self._thread.is_alive(), "producer thread did not finish"
+        if self._failure is not None:
+            raise self._failure
+        assert self._left == 0, f"{self._left} messages without a delivery report"
+        return self.sent
+
+
+def consume_all(
+    bootstrap: str, topic: str, end_offsets: dict[int, int], timeout: float = 30.0
+) -> dict[int, list[tuple[int, bytes]]]:
+    """Read every partition from offset 0 up to `end_offsets[p]` (assign, no group);
+    returns (offset, value) per partition. Reads on briefly so duplicates would show."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"check-{uuid.uuid4().hex[:8]}",
+            "enable.auto.commit": False,
+            "enable.partition.eof": False,
+            "fetch.wait.max.ms": 100,
+            "auto.offset.reset": "earliest",
+        }
+    )
+    got: dict[int, list[tuple[int, bytes]]] = {p: [] for p in end_offsets}
+    try:
+        consumer.assign([TopicPartition(topic, p, 0) for p in end_offsets])
+        deadline = time.monotonic() + timeout
+        done_at: float | None = None
+        while time.monotonic() < deadline:
+            for msg in consumer.consume(500, 0.2):
+                assert msg.error() is None, f"consumer error: {msg.error()}"
+                got[msg.partition()].append((msg.offset(), msg.value()))
+            full = all(
+                (got[p][-1][0] + 1 if got[p] else 0) >= end for p, end in end_offsets.items()
+            )
+            if full and done_at is None:
+                done_at = time.monotonic()
+            if done_at is not None and time.monotonic() - done_at > 0.5:
+                break
+    finally:
+        consumer.close()
+    short = {
+        p: (len(got[p]), end) for p, end in end_offsets.items() if len(got[p]) < end
+    }
+    assert not short, f"consumer read fewer messages than the end offsets: {short}"
+    return got
+
+
+def assert_exactly_acked(
+    consumed: dict[int, list[tuple[int, bytes]]], acked: Iterable[tuple[int, int, bytes]]
+) -> None:
+    """The consumer saw exactly the acknowledged messages, each once, at the offsets the
+    producer was told, and in the order they were acknowledged per partition."""
+    expected: dict[int, list[tuple[int, bytes]]] = {p: [] for p in consumed}
+    for partition, offset, value in acked:
+        expected.setdefault(partition, []).append((offset, value))
+    for partition in expected:
+        want = sorted(expected[partition])
+        have = consumed.get(partition, [])
+        offsets = [o for o, _ in have]
+        assert len(offsets) == len(set(offsets)), f"p{partition}: an offset was read twice"
+        values = [v for _, v in have]
+        dupes = {v for v in values if values.count(v) > 1}
+        assert not dupes, f"p{partition}: duplicated messages {sorted(dupes)[:5]}"
+        missing = set(want) - set(have)
+        assert not missing, f"p{partition}: acknowledged but lost: {sorted(missing)[:5]}"
+        extra = set(have) - set(want)
+        assert not extra, f"p{partition}: not acknowledged but present: {sorted(extra)[:5]}"
+        assert have == want, f"p{partition}: order differs"
+
+
+# -- replica logs on disk --------------------------------------------------------------------
+
+
+def replica_batches(
+    data_dir: Path, topic: str, partition: int, scratch: Path
+) -> tuple[list[tuple[int, int, int]], int]:
+    """(base offset, last offset, CRC) of every batch of one replica, and its log-end
+    offset, read with brownout.storage.Log from a copy of the partition directory (the
+    node may be running; the copy is recovered, the original is never touched)."""
+    from brownout.storage import Log, LogConfig
+
+    source = data_dir / f"{topic}-{partition}"
+    copy = scratch / f"{uuid.uuid4().hex[:8]}" / source.name
+    shutil.copytree(source, copy)
+    log = Log.open(copy, LogConfig())
+    try:
+        batches = [(h.base_offset, h.last_offset, h.crc) for h, _ in log.batches()]
+        return batches, log.log_end_offset
+    finally:
+        log.close()
+        shutil.rmtree(copy.parent, ignore_errors=True)

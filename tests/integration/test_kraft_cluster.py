@@ -1,0 +1,468 @@
+"""FIDELITY.md section A on real multi-node KRaft clusters: real node processes started by
+the lab (`brownout.cluster.lab.up`), faults through the Supervisor (kill -9, SIGTERM,
+restart), real clients (confluent-kafka) and the real `brownout` CLI.
+
+Every cluster runs under the test's tmp_path with the `fast` profile and is SIGKILLed at
+the end of its test, whatever happened.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from _cluster import (
+    BackgroundProducer,
+    LabCluster,
+    assert_exactly_acked,
+    consume_all,
+    full_isr,
+    isr_summary,
+    producer,
+    replica_batches,
+    send,
+    wait_until,
+)
+
+from brownout.cluster.admin import DescribedTopic
+
+pytestmark = pytest.mark.integration
+
+_SCRIPT = Path(sys.executable).parent / "brownout"
+BROWNOUT = (
+    [str(_SCRIPT)]
+    if _SCRIPT.exists()
+    else [sys.executable, "-c", "from brownout.cli import main; main()"]
+)
+
+TOPIC = "user-events"
+PARTITIONS = 8
+TOPIC_CONFIGS = {"min.insync.replicas": "2", "unclean.leader.election.enable": "false"}
+
+# librdkafka / Kafka error codes
+NOT_ENOUGH_REPLICAS = 19
+REQUEST_TIMED_OUT = 7
+
+# Producers that must never lose or duplicate anything.
+SAFE = {"enable_idempotence": True, "message_timeout_ms": 60000}
+# Producers whose first error must be reported as it is.
+NO_RETRY = {"enable_idempotence": False, "retries": 0, "message_timeout_ms": 10000}
+
+
+def cli(*args: str, timeout: float = 30) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ)
+    env.pop("BROWNOUT_DIR", None)
+    env["COLUMNS"] = "200"
+    result = subprocess.run(
+        [*BROWNOUT, *args], capture_output=True, text=True, timeout=timeout, env=env
+    )
+    assert result.returncode == 0, (
+        f"brownout {' '.join(args)} exited {result.returncode}\n{result.stdout}\n{result.stderr}"
+    )
+    return result
+
+
+def leaders(d: DescribedTopic) -> dict[int, int | None]:
+    return {p.partition: p.leader for p in d.partitions}
+
+
+def preferred(d: DescribedTopic) -> dict[int, int]:
+    return {p.partition: p.replicas[0] for p in d.partitions}
+
+
+def without(c: LabCluster, topic: str, gone: set[int]) -> DescribedTopic | None:
+    """The description once no partition has a node of `gone` in its ISR or as leader,
+    and every partition has a leader (None until then)."""
+    d = c.describe(topic)
+    ok = all(
+        p.leader is not None and p.leader not in gone and not gone & set(p.isr)
+        for p in d.partitions
+    )
+    return d if ok else None
+
+
+class Sampler:
+    """Describes a topic every ~200 ms from a thread, keeping every sample."""
+
+    def __init__(self, c: LabCluster, topic: str, interval: float = 0.2) -> None:
+        self.c = c
+        self.topic = topic
+        self.interval = interval
+        self.samples: list[tuple[float, DescribedTopic]] = []
+        self.errors: list[str] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self.samples.append((time.monotonic(), self.c.describe(self.topic)))
+            except Exception as e:
+                self.errors.append(repr(e))
+            self._stop.wait(self.interval)
+
+    def __enter__(self) -> Sampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(30)
+
+
+def assert_same_replica_logs(
+    c: LabCluster, topic: str, end_offsets: dict[int, int], scratch: Path, timeout: float = 15
+) -> None:
+    """Every replica of every partition holds the same batches (offsets and CRCs) up to
+    the high watermark (= the end offset a consumer sees)."""
+    d = c.describe(topic)
+    for p in d.partitions:
+        hw = end_offsets[p.partition]
+
+        def replicas_agree(p=p, hw=hw):  # type: ignore[no-untyped-def]
+            logs = {
+                r: replica_batches(c.data_dir(r), topic, p.partition, scratch) for r in p.replicas
+            }
+            if any(leo < hw for _, leo in logs.values()):
+                return None  # a follower has not fetched everything yet
+            return {r: [b for b in batches if b[1] < hw] for r, (batches, _) in logs.items()}
+
+        logs = wait_until(replicas_agree, timeout, f"p{p.partition}: every replica up to {hw}")
+        reference = logs[p.replicas[0]]
+        assert reference, f"p{p.partition}: no batches below {hw}"
+        assert reference[-1][1] == hw - 1, f"p{p.partition}: last batch {reference[-1]}, hw {hw}"
+        for replica, batches in logs.items():
+            assert batches == reference, (
+                f"p{p.partition}: replica {replica} differs from replica {p.replicas[0]}:\n"
+                f"{batches[:3]}...\n{reference[:3]}..."
+            )
+
+
+# -- A1-A4: 3 brokers + 1 dedicated controller ------------------------------------------------
+
+
+@pytest.mark.timeout(180)
+def test_a1_to_a4_broker_failures_and_recovery(tmp_path: Path):
+    lab_dir = tmp_path / "lab"
+    with LabCluster(
+        lab_dir,
+        brokers=3,
+        controllers=1,
+        controller_set={"leader.imbalance.check.interval.seconds": 2},
+    ) as c:
+        c.create_topic(TOPIC, PARTITIONS, 3, TOPIC_CONFIGS)
+
+        # A1: all up. Describe (the CLI, as an operator would) shows the overrides and
+        # a full ISR; every leader is the preferred replica; acks=all writes succeed.
+        out = cli("topics", "describe", TOPIC, "--dir", str(lab_dir)).stdout.splitlines()
+        header, *lines = out
+        assert header.split("\t")[2:] == [
+            f"PartitionCount: {PARTITIONS}",
+            "ReplicationFactor: 3",
+            "Configs: min.insync.replicas=2,unclean.leader.election.enable=false",
+        ]
+        assert len(lines) == PARTITIONS
+        d = c.describe_with_configs(TOPIC)
+        assert d.configs == TOPIC_CONFIGS
+        for p in d.partitions:
+            assert set(p.isr) == {1, 2, 3}, isr_summary(d)
+            assert sorted(p.replicas) == [1, 2, 3]
+            assert p.leader == p.replicas[0], isr_summary(d)
+            assert f"Isr: {','.join(map(str, p.isr))}\t" in lines[p.partition]
+        first = send(c.bootstrap, TOPIC, range(PARTITIONS), 5, **SAFE)
+        assert not first.errors, first.errors[:3]
+        assert len(first.acked) == 5 * PARTITIONS
+        acked = list(first.acked)
+
+        # A2: kill -9 broker 1 under a steady acks=all idempotent producer.
+        with BackgroundProducer(c.bootstrap, TOPIC, PARTITIONS, prefix="a2", **SAFE) as bg:
+            wait_until(lambda: bg.acked_count() >= 4 * PARTITIONS, 15, "producer under way")
+            c.kill(1)
+            killed_at = time.monotonic()
+            d = wait_until(
+                lambda: without(c, TOPIC, {1}), 12, "broker 1 gone from every ISR and leader"
+            )
+            shrunk_after = time.monotonic() - killed_at
+            assert all(set(p.isr) == set(p.replicas) - {1} for p in d.partitions), isr_summary(d)
+            at_shrink = bg.acked_count()
+            wait_until(
+                lambda: bg.acked_count() >= at_shrink + 10 * PARTITIONS,
+                20,
+                "acks=all writes carry on after the failover",
+            )
+            sent = bg.stop()
+        assert not sent.errors, f"delivery errors: {sent.errors[:5]}"
+        assert shrunk_after < 10, shrunk_after
+        acked += sent.acked
+        end = c.end_offsets(TOPIC)
+        assert_exactly_acked(consume_all(c.bootstrap, TOPIC, end), acked)
+
+        # A3: kill -9 broker 2 as well. Once the ISR is down to broker 3 alone, acks=all
+        # fails with NOT_ENOUGH_REPLICAS; acks=1 keeps writing to the survivor.
+        c.kill(2)
+        d = wait_until(
+            lambda: without(c, TOPIC, {1, 2}), 12, "only broker 3 left in every ISR"
+        )
+        assert all(p.isr == (3,) and p.leader == 3 for p in d.partitions), isr_summary(d)
+        refused = send(c.bootstrap, TOPIC, range(PARTITIONS), 1, acks="all", **NO_RETRY)
+        assert not refused.acked, refused.acked
+        assert refused.error_codes() == {p: {NOT_ENOUGH_REPLICAS} for p in range(PARTITIONS)}, [
+            (p, e.name()) for p, e, _ in refused.errors
+        ]
+        single = send(
+            c.bootstrap, TOPIC, range(PARTITIONS), 3, acks="1", enable_idempotence=False
+        )
+        assert not single.errors, single.errors[:3]
+        assert len(single.acked) == 3 * PARTITIONS
+        acked += single.acked
+
+        # A4: both brokers return. They catch up and rejoin every ISR within ~15 s and
+        # never lead a partition whose ISR they are not in; with auto.leader.rebalance
+        # (default true, check every 2 s) the preferred replicas lead again.
+        with Sampler(c, TOPIC) as sampler:
+            restarted_at = time.monotonic()
+            c.start(1, wait=False)
+            c.start(2, wait=False)
+            c.wait_ready([1, 2], timeout=30)
+            d = wait_until(
+                lambda: full_isr(c.describe(TOPIC), 3), 20, "every ISR back to 3 members"
+            )
+            rejoined_after = time.monotonic() - restarted_at
+            d = wait_until(
+                lambda: (x := c.describe(TOPIC)) and leaders(x) == preferred(x) and x,
+                15,
+                "leadership back on the preferred replicas",
+            )
+            rebalanced_after = time.monotonic() - restarted_at
+        assert rejoined_after < 15, f"ISR full only after {rejoined_after:.1f}s"
+        assert rebalanced_after < rejoined_after + 10, rebalanced_after
+        assert len(sampler.samples) >= 10, (len(sampler.samples), sampler.errors[:3])
+        for at, sample in sampler.samples:
+            for p in sample.partitions:
+                assert p.leader is not None and p.leader in p.isr, (
+                    f"{at - restarted_at:.1f}s after restart: p{p.partition} led by "
+                    f"{p.leader} with ISR {p.isr}\n{isr_summary(sample)}"
+                )
+
+        # Log-end offsets (`brownout offsets`) agree with what a consumer reads, which is
+        # exactly what was acknowledged; the three replicas' logs are identical.
+        listed = cli("offsets", TOPIC, "--dir", str(lab_dir)).stdout.splitlines()
+        end = {int(line.split(":")[1]): int(line.split(":")[2]) for line in listed}
+        assert len(end) == PARTITIONS
+        consumed = consume_all(c.bootstrap, TOPIC, end)
+        assert_exactly_acked(consumed, acked)
+        for p, messages in consumed.items():
+            assert [o for o, _ in messages] == list(range(end[p])), f"p{p}: offsets not 0..{end[p]}"
+        assert_same_replica_logs(c, TOPIC, end, tmp_path / "scratch")
+
+
+@pytest.mark.timeout(90)
+def test_a4_no_leader_rebalance_when_disabled(tmp_path: Path):
+    """auto.leader.rebalance.enable=false: a returning preferred replica rejoins the ISR
+    but does not get its leaderships back, however many check intervals pass."""
+    interval = 2
+    with LabCluster(
+        tmp_path / "lab",
+        brokers=3,
+        controllers=1,
+        controller_set={
+            "auto.leader.rebalance.enable": "false",
+            "leader.imbalance.check.interval.seconds": interval,
+        },
+    ) as c:
+        topic = "no-rebalance"
+        c.create_topic(topic, 3, 3, {"min.insync.replicas": "2"})
+        d = c.describe(topic)
+        assert leaders(d) == preferred(d)
+        owned = [p for p, r in preferred(d).items() if r == 1]
+        assert owned
+        c.kill(1)
+        wait_until(lambda: without(c, topic, {1}), 12, "broker 1 gone from every ISR")
+        c.start(1)
+        wait_until(lambda: full_isr(c.describe(topic), 3), 20, "broker 1 back in every ISR")
+        watch_until = time.monotonic() + 3 * interval
+        while time.monotonic() < watch_until:
+            d = c.describe(topic)
+            assert all(d_leader != 1 for p, d_leader in leaders(d).items() if p in owned), (
+                isr_summary(d)
+            )
+            time.sleep(0.25)
+        assert full_isr(d, 3)
+
+
+# -- A5-A7: the only controller is gone ----------------------------------------------------
+
+
+@pytest.mark.timeout(150)
+def test_a5_to_a7_controller_down(tmp_path: Path):
+    controller = 3001
+    with LabCluster(tmp_path / "lab", brokers=3, controllers=1) as c:
+        c.create_topic(TOPIC, PARTITIONS, 3, TOPIC_CONFIGS)
+        before = c.describe(TOPIC)
+
+        # A5: controller killed. Existing leaders keep taking acks=all writes, from a
+        # producer that got its producer id before and from a new plain one, and a
+        # consumer keeps reading; creating a topic fails with a timeout.
+        idempotent = producer(c.bootstrap, **SAFE)
+        early = send(c.bootstrap, TOPIC, range(PARTITIONS), 2, client=idempotent)
+        assert not early.errors, early.errors[:3]
+        c.kill(controller)
+        time.sleep(1)  # let the brokers notice (heartbeats every 500 ms)
+        ok = send(c.bootstrap, TOPIC, range(PARTITIONS), 3, client=idempotent)
+        plain = send(c.bootstrap, TOPIC, range(PARTITIONS), 2, enable_idempotence=False)
+        assert not ok.errors and not plain.errors, (ok.errors + plain.errors)[:3]
+        acked = early.acked + ok.acked + plain.acked
+        end = {p: 7 for p in range(PARTITIONS)}
+        assert_exactly_acked(consume_all(c.bootstrap, TOPIC, end), acked)
+        from confluent_kafka import KafkaException
+        from confluent_kafka.admin import NewTopic
+
+        futures = c.admin().client.create_topics(
+            [NewTopic("needs-controller", 1, 3)], operation_timeout=3, request_timeout=3
+        )
+        started = time.monotonic()
+        with pytest.raises(KafkaException):
+            futures["needs-controller"].result(timeout=20)
+        assert time.monotonic() - started < 20
+
+        # A6: kill -9 broker 3 with no controller: nobody can shrink the ISRs, so acks=all
+        # writes to partitions whose surviving leader waits for broker 3 time out on the
+        # broker (REQUEST_TIMED_OUT after the request's 3 s).
+        c.kill(3)
+        stuck = send(
+            c.bootstrap,
+            TOPIC,
+            range(PARTITIONS),
+            1,
+            acks="all",
+            request_timeout_ms=3000,
+            flush_timeout=40,
+            **NO_RETRY,
+        )
+        assert not stuck.acked, f"acks=all write succeeded without broker 3: {stuck.acked}"
+        codes = stuck.error_codes()
+        live_led = [p for p, leader in leaders(before).items() if leader != 3]
+        assert live_led
+        for p in live_led:
+            assert codes.get(p) == {REQUEST_TIMED_OUT}, (
+                p,
+                [(q, e.name()) for q, e, _ in stuck.errors],
+            )
+        d = c.describe(TOPIC)
+        assert all(set(p.isr) == {1, 2, 3} for p in d.partitions), isr_summary(d)
+
+        # A6: SIGTERM broker 2: it waits for the controller to approve controlled
+        # shutdown, and so does not exit.
+        mark = c.log_size(2)
+        c.sigterm(2)
+        time.sleep(8)
+        assert c.running(2), f"broker 2 exited without a controller:\n{c.log_tail(2)}"
+        assert "Beginning controlled shutdown" in c.log_since(2, mark), c.log_tail(2)
+
+        # A7: the controller returns: broker 2 finishes shutting down; with every broker
+        # back, writes and reads resume.
+        c.start(controller)
+        back_at = time.monotonic()
+        wait_until(lambda: not c.running(2), 15, "broker 2 exits once the controller is back")
+        assert time.monotonic() - back_at < 15
+        c.start(2, wait=False)
+        c.start(3, wait=False)
+        c.wait_ready([2, 3], timeout=30)
+        wait_until(lambda: full_isr(c.describe(TOPIC), 3), 20, "every ISR back to 3 members")
+        resumed = send(c.bootstrap, TOPIC, range(PARTITIONS), 5, **SAFE)
+        assert not resumed.errors, resumed.errors[:3]
+        acked += resumed.acked
+        end = c.end_offsets(TOPIC)
+        assert_exactly_acked(consume_all(c.bootstrap, TOPIC, end), acked)
+
+
+# -- a quorum of three controllers -----------------------------------------------------------
+
+
+@pytest.mark.timeout(120)
+def test_controller_quorum_leader_failover(tmp_path: Path):
+    with LabCluster(tmp_path / "lab", brokers=3, controllers=3) as c:
+        assert len(c.controller_ids) == 3
+        topic = "quorum-events"
+        c.create_topic(topic, 4, 3, TOPIC_CONFIGS)
+        quorum = wait_until(
+            lambda: (q := c.quorum()) and isinstance(q["leader"], int) and q["leader"] >= 0 and q,
+            10,
+            "a quorum leader",
+        )
+        old_leader, old_epoch = quorum["leader"], quorum["epoch"]
+        assert old_leader in c.controller_ids
+        assert sorted(quorum["voters"]) == sorted(c.controller_ids)
+
+        with BackgroundProducer(c.bootstrap, topic, 4, prefix="q", **SAFE) as bg:
+            wait_until(lambda: bg.acked_count() >= 20, 15, "producer under way")
+            c.kill(old_leader)
+            killed_at = time.monotonic()
+            quorum = wait_until(
+                lambda: (q := c.quorum())
+                and isinstance(q["leader"], int)
+                and q["leader"] not in (-1, old_leader)
+                and q,
+                10,
+                "a new quorum leader",
+            )
+            elected_after = time.monotonic() - killed_at
+            assert quorum["epoch"] > old_epoch, quorum
+            assert quorum["leader"] in c.controller_ids
+
+            c.create_topic("after-failover", 2, 3, timeout=10)
+            at = bg.acked_count()
+            wait_until(lambda: bg.acked_count() >= at + 40, 20, "writes go on")
+            sent = bg.stop()
+        assert elected_after < 5, f"new quorum leader only after {elected_after:.1f}s"
+        assert not sent.errors, sent.errors[:5]
+        end = c.end_offsets(topic)
+        assert_exactly_acked(consume_all(c.bootstrap, topic, end), sent.acked)
+        more = send(c.bootstrap, "after-failover", range(2), 5, **SAFE)
+        assert not more.errors and len(more.acked) == 10
+
+
+# -- combined mode ---------------------------------------------------------------------------
+
+
+@pytest.mark.timeout(120)
+def test_combined_mode_node_failure(tmp_path: Path):
+    """Three nodes, each broker and controller: A1 and A2 when a whole node (the quorum
+    leader, so the metadata quorum fails over too) is killed and comes back."""
+    with LabCluster(tmp_path / "lab", brokers=3, combined=True) as c:
+        assert c.broker_ids == c.controller_ids == [1, 2, 3]
+        c.create_topic(TOPIC, PARTITIONS, 3, TOPIC_CONFIGS)
+        d = c.describe_with_configs(TOPIC)
+        assert d.configs == TOPIC_CONFIGS
+        assert all(set(p.isr) == {1, 2, 3} for p in d.partitions), isr_summary(d)
+        quorum = wait_until(
+            lambda: (q := c.quorum()) and isinstance(q["leader"], int) and q["leader"] > 0 and q,
+            10,
+            "a quorum leader",
+        )
+        victim = quorum["leader"]
+
+        with BackgroundProducer(c.bootstrap, TOPIC, PARTITIONS, prefix="c", **SAFE) as bg:
+            wait_until(lambda: bg.acked_count() >= 4 * PARTITIONS, 15, "producer under way")
+            c.kill(victim)
+            d = wait_until(
+                lambda: without(c, TOPIC, {victim}), 15, f"node {victim} gone from every ISR"
+            )
+            at = bg.acked_count()
+            wait_until(lambda: bg.acked_count() >= at + 10 * PARTITIONS, 20, "writes go on")
+            c.start(victim)
+            wait_until(
+                lambda: full_isr(c.describe(TOPIC), 3), 20, f"node {victim} back in every ISR"
+            )
+            at = bg.acked_count()
+            wait_until(lambda: bg.acked_count() >= at + 5 * PARTITIONS, 20, "writes go on")
+            sent = bg.stop()
+        assert not sent.errors, sent.errors[:5]
+        end = c.end_offsets(TOPIC)
+        assert_exactly_acked(consume_all(c.bootstrap, TOPIC, end), sent.acked)
+        assert_same_replica_logs(c, TOPIC, end, tmp_path / "scratch")
