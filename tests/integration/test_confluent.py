@@ -455,7 +455,7 @@ def test_offset_out_of_range_resets(node, topic):
         c.close()
 
 
-# -- known deviations from Kafka (strict xfail: they fail today; fix the node, drop the mark)
+# -- timestamps and topic-level codecs, record by record as Kafka does
 
 
 def _one_batch(node, topic: str, count: int, base_ts: int) -> None:  # type: ignore[no-untyped-def]
@@ -473,17 +473,10 @@ def _one_batch(node, topic: str, count: int, base_ts: int) -> None:  # type: ign
     assert p.flush(10) == 0
     batches = segment_batches(node, topic, 0)
     if [b.records_count for b in batches] != [count]:
-        # A precondition, not the deviation under test: must not count as the xfail.
+        # A precondition of the test, not the behaviour under test.
         raise RuntimeError(f"expected one batch of {count}, got {batches}")
 
 
-@pytest.mark.xfail(
-    raises=AssertionError,
-    strict=True,
-    reason="ListOffsets by timestamp answers at batch granularity (Log.offset_for_timestamp): "
-    "it returns the batch's base offset and max timestamp instead of the first record with "
-    "timestamp >= target, as Kafka does",
-)
 def test_offsets_for_times_inside_a_batch(node, topic):
     from confluent_kafka import Consumer
 
@@ -511,12 +504,6 @@ def test_offsets_for_times_inside_a_batch(node, topic):
     assert (info.offset, info.timestamp) == (3, base_ts + 3000)
 
 
-@pytest.mark.xfail(
-    raises=AssertionError,
-    strict=True,
-    reason="ListOffsets MAX_TIMESTAMP (-3) answers with the base offset of the batch that "
-    "holds the max timestamp (Log.max_timestamp_offset), Kafka with the record's own offset",
-)
 def test_list_offsets_max_timestamp_inside_a_batch(node, topic):
     create_topic(node.bootstrap, topic, 1)
     base_ts = int(time.time() * 1000) - 60_000
@@ -529,12 +516,6 @@ def test_list_offsets_max_timestamp_inside_a_batch(node, topic):
     assert (info.offset, info.timestamp) == (9, base_ts + 9000)
 
 
-@pytest.mark.xfail(
-    raises=AssertionError,
-    strict=True,
-    reason="topic config message.timestamp.type=LogAppendTime is accepted but not applied: "
-    "batches keep CreateTime and the producer's timestamps",
-)
 def test_log_append_time_topic(node, topic):
     from confluent_kafka import TIMESTAMP_LOG_APPEND_TIME
 
@@ -550,13 +531,6 @@ def test_log_append_time_topic(node, topic):
     assert before - 1000 <= ts <= int(time.time() * 1000) + 1000
 
 
-@pytest.mark.xfail(
-    raises=AssertionError,
-    strict=True,
-    reason="topic config compression.type=zstd (any value other than 'producer') is accepted "
-    "but not applied: batches are stored in the producer's codec; Kafka recompresses them "
-    "to the topic's codec",
-)
 def test_topic_compression_type_recompresses(node, topic):
     create_topic(node.bootstrap, topic, 1, {"compression.type": "zstd"})
     produce_confluent(

@@ -96,13 +96,52 @@ def test_varint_round_trip(value):
     assert read_varint(out, 0) == (value, len(out))
 
 
-def test_decode_refuses_compressed():
-    raw = bytearray(build_batch([(b"k", b"v")], timestamp_ms=TS))
-    struct.pack_into(">h", raw, 21, 1)  # gzip; CRC now wrong, so fix it
+def compress_batch(raw: bytes, codec: int, compress) -> bytes:  # type: ignore[no-untyped-def]
+    """Re-encode an uncompressed batch with its records section compressed."""
     import crc32c
-    struct.pack_into(">I", raw, 17, crc32c.crc32c(bytes(raw[21:])))
-    with pytest.raises(InvalidRecordError, match="compressed"):
-        decode_records(raw)
+
+    body = compress(raw[61:])
+    out = bytearray(raw[:61]) + body
+    struct.pack_into(">i", out, 8, len(out) - 12)
+    struct.pack_into(">h", out, 21, codec)
+    struct.pack_into(">I", out, 17, crc32c.crc32c(bytes(out[21:])))
+    return bytes(out)
+
+
+@pytest.mark.parametrize("codec", [1, 2, 3, 4])
+def test_decode_decompresses_every_codec(codec):
+    import gzip
+
+    import lz4.frame
+    import snappy
+    import zstandard
+
+    compressors = {
+        1: gzip.compress,
+        2: snappy.compress,
+        3: lz4.frame.compress,
+        4: lambda b: zstandard.ZstdCompressor().compress(b),
+    }
+    raw = build_batch([(b"k1", b"v1"), (None, b"v2")], timestamp_ms=TS)
+    packed = compress_batch(raw, codec, compressors[codec])
+    assert [r[2:] for r in decode_records(packed)] == [(b"k1", b"v1"), (None, b"v2")]
+
+
+def test_decode_reads_xerial_framed_snappy():
+    import snappy
+
+    def xerial(body: bytes) -> bytes:
+        block = snappy.compress(body)
+        return b"\x82SNAPPY\x00" + struct.pack(">ii", 1, 1) + struct.pack(">i", len(block)) + block
+
+    raw = build_batch([(b"k", b"v")], timestamp_ms=TS)
+    assert decode_records(compress_batch(raw, 2, xerial))[0][2:] == (b"k", b"v")
+
+
+def test_decode_refuses_garbage_compressed_payload():
+    raw = build_batch([(b"k", b"v")], timestamp_ms=TS)
+    with pytest.raises(CorruptRecordError, match="decompress"):
+        decode_records(compress_batch(raw, 1, lambda b: b"not gzip"))
 
 
 def test_build_batch_refuses_empty():

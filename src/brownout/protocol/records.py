@@ -294,18 +294,22 @@ def build_batch(
 def decode_records(
     batch: bytes | bytearray | memoryview,
 ) -> list[tuple[int, int, bytes | None, bytes | None]]:
-    """Decode (offset, timestamp, key, value) of every record of one uncompressed batch.
+    """Decode (offset, timestamp, key, value) of every record of one batch, decompressing
+    it first when needed. With LogAppendTime every record carries the batch's max
+    timestamp, as Kafka reports it.
 
-    Record headers are skipped. Used by internal topics and tests, never by fetch/produce.
+    Record headers are skipped. Used by timestamp lookups, internal topics and tests,
+    never by fetch/produce.
     """
     header = validate_batch(batch)
-    if header.compression != COMPRESSION_NONE:
-        raise InvalidRecordError(
-            f"batch at offset {header.base_offset}: compressed batches (codec "
-            f"{header.compression}) cannot be decoded here"
-        )
     buf = memoryview(batch)
     pos = BATCH_HEADER_SIZE
+    if header.compression != COMPRESSION_NONE:
+        # Imported here: compression imports this module for its error type.
+        from .compression import decompress
+
+        buf = memoryview(decompress(header.compression, buf[BATCH_HEADER_SIZE:]))
+        pos = 0
     out: list[tuple[int, int, bytes | None, bytes | None]] = []
     for _ in range(header.records_count):
         length, pos = read_varint(buf, pos)
@@ -329,9 +333,11 @@ def decode_records(
                 f"batch at offset {header.base_offset}: record ends at {pos}, "
                 f"its length says {end}"
             )
-        out.append(
-            (header.base_offset + offset_delta, header.base_timestamp + ts_delta, key, value)
+        timestamp = (
+            header.max_timestamp if header.timestamp_type == 1
+            else header.base_timestamp + ts_delta
         )
+        out.append((header.base_offset + offset_delta, timestamp, key, value))
     if pos != len(buf):
         raise CorruptRecordError(
             f"batch at offset {header.base_offset}: {len(buf) - pos} bytes after the last record"

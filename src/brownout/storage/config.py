@@ -18,7 +18,10 @@ _TOPIC_KEYS = {
     "flush.messages": "flush_interval_messages",
     "flush.ms": "flush_interval_ms",
     "max.message.bytes": "max_message_bytes",
+    "compression.type": "compression_type",
+    "message.timestamp.type": "message_timestamp_type",
 }
+_STRING_FIELDS = frozenset({"compression_type", "message_timestamp_type"})
 
 # broker config key -> (field name, multiplier to the field's unit)
 _BROKER_KEYS = {
@@ -51,6 +54,9 @@ class LogConfig:
     flush_interval_messages: int = LONG_MAX
     flush_interval_ms: int = LONG_MAX
     max_message_bytes: int = 1_048_588
+    # "producer" keeps the producer's codec; any other codec is applied on append.
+    compression_type: str = "producer"
+    message_timestamp_type: str = "CreateTime"
 
     @classmethod
     def from_properties(cls, props: Mapping[str, str | int], base: LogConfig | None = None
@@ -60,11 +66,11 @@ class LogConfig:
         Keys that are not log settings (``cleanup.policy``, ``min.insync.replicas``, ...)
         belong to other layers and are ignored here.
         """
-        changes: dict[str, int] = {}
+        changes: dict[str, int | str] = {}
         for key, value in props.items():
             name = _TOPIC_KEYS.get(key)
             if name is not None:
-                changes[name] = _to_int(key, value)
+                changes[name] = str(value) if name in _STRING_FIELDS else _to_int(key, value)
         return replace(base or cls(), **changes)
 
     @classmethod
@@ -84,7 +90,7 @@ class LogConfig:
             rank[name] = prec
         return replace(cls(), **changes)
 
-    def to_properties(self) -> dict[str, int]:
+    def to_properties(self) -> dict[str, int | str]:
         names = {v: k for k, v in _TOPIC_KEYS.items() if v}
         return {names[f.name]: getattr(self, f.name) for f in fields(self)}
 

@@ -35,11 +35,13 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from brownout.protocol.compression import CODEC_IDS, recompress, set_log_append_time
 from brownout.protocol.records import (
     BatchHeader,
     CorruptRecordError,
     InvalidRecordError,
     assign_offsets,
+    decode_records,
     iter_batches,
     validate_batch,
 )
@@ -299,11 +301,15 @@ class Log:
         with self._lock:
             self._check_open()
             headers = self._validate(memoryview(records), from_client=True)
+            records, headers = self._apply_topic_compression(records, headers)
             buf = bytearray(records)
+            append_time = self.config.message_timestamp_type == "LogAppendTime"
             next_offset = self.log_end_offset
             assigned: list[tuple[int, BatchHeader]] = []
             for pos, header in headers:
                 assign_offsets(buf, pos, next_offset, leader_epoch)
+                if append_time:
+                    set_log_append_time(buf, pos, now_ms)
                 header = replace(header, base_offset=next_offset,
                                  partition_leader_epoch=leader_epoch)
                 assigned.append((pos, header))
@@ -316,7 +322,25 @@ class Log:
                 self._epochs.assign(leader_epoch, assigned[0][1].base_offset)
             info = self._write(buf, assigned, now_ms)
             self._producers.commit(pending)
-            return info
+            return replace(info, log_append_time=now_ms) if append_time else info
+
+    def _apply_topic_compression(
+        self, records: bytes | bytearray | memoryview, headers: list[tuple[int, BatchHeader]]
+    ) -> tuple[bytes | bytearray | memoryview, list[tuple[int, BatchHeader]]]:
+        """Recompress batches whose codec differs from the topic's compression.type."""
+        wanted = self.config.compression_type
+        if wanted == "producer":
+            return records, headers
+        codec = CODEC_IDS[wanted]
+        if all(h.compression == codec for _, h in headers):
+            return records, headers
+        view = memoryview(records)
+        rebuilt = b"".join(
+            recompress(view[pos:pos + h.size], codec) if h.compression != codec
+            else bytes(view[pos:pos + h.size])
+            for pos, h in headers
+        )
+        return rebuilt, list(iter_batches(rebuilt))
 
     def append_as_follower(self, records: bytes | bytearray | memoryview,
                            now_ms: int | None = None) -> AppendInfo:
@@ -439,13 +463,11 @@ class Log:
         return self.log_end_offset
 
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
-        """ListOffsets by timestamp, at batch granularity.
+        """ListOffsets by timestamp: (offset, timestamp) of the first record whose timestamp
+        is >= ``timestamp``, or None.
 
-        Returns (offset, timestamp) for the first batch whose max timestamp >= ``timestamp``:
-        the offset is that batch's base offset (clamped to the log start) and the timestamp
-        its max timestamp. Kafka answers with the exact record inside the batch; since we
-        never decode records, a consumer seeking here may see a few earlier records of the
-        same batch, which consumers skip anyway. None if no such batch.
+        Batch headers (max timestamps) find the batch; only that batch is decoded
+        (decompressed if needed) to find the record, as Kafka does.
         """
         with self._lock:
             for seg in self._segments:
@@ -455,20 +477,36 @@ class Log:
                     if header.last_offset < self._log_start_offset:
                         continue
                     if header.max_timestamp >= timestamp:
-                        return max(header.base_offset, self._log_start_offset), header.max_timestamp
+                        for offset, ts in self._record_timestamps(header):
+                            if ts >= timestamp:
+                                return offset, ts
             return None
 
     def max_timestamp_offset(self) -> tuple[int, int] | None:
-        """ListOffsets MAX_TIMESTAMP (-3), batch granularity: (base offset, timestamp) of the
-        first batch holding the largest timestamp."""
-        best: tuple[int, int] | None = None
-        for seg in self._segments:
-            for _, header in seg.iter_headers():
-                if header.last_offset < self._log_start_offset:
-                    continue
-                if best is None or header.max_timestamp > best[1]:
-                    best = (max(header.base_offset, self._log_start_offset), header.max_timestamp)
-        return best
+        """ListOffsets MAX_TIMESTAMP (-3): (offset, timestamp) of the first record holding
+        the largest timestamp."""
+        with self._lock:
+            best = None
+            for seg in self._segments:
+                for _, header in seg.iter_headers():
+                    if header.last_offset < self._log_start_offset:
+                        continue
+                    if best is None or header.max_timestamp > best.max_timestamp:
+                        best = header
+            if best is None:
+                return None
+            for offset, ts in self._record_timestamps(best):
+                if ts == best.max_timestamp:
+                    return offset, ts
+            return max(best.base_offset, self._log_start_offset), best.max_timestamp
+
+    def _record_timestamps(self, header: BatchHeader) -> list[tuple[int, int]]:
+        data = self.read(max(header.base_offset, self._log_start_offset), header.size)
+        batch = memoryview(data)[: header.size]
+        return [
+            (offset, ts) for offset, ts, _key, _value in decode_records(batch)
+            if offset >= self._log_start_offset
+        ]
 
     # ------------------------------------------------------------------ epochs
 
