@@ -38,12 +38,12 @@ from ..raft.node import RaftNode
 from ..raft.state import PersistentState, RaftConfig, Role
 from ..storage import Log
 from .controller_server import NotController
-from .metadata_log import open_metadata_log
+from .metadata_log import METADATA_TOPIC, open_metadata_log
 from .network_client import NetworkClient, NodeUnreachable
 
 log = logging.getLogger("kafka.raft.KafkaRaftClient")
 
-METADATA_TOPIC = "__cluster_metadata"
+
 METADATA_TOPIC_ID = uuid.UUID(int=1)  # Kafka's Uuid.METADATA_TOPIC_ID
 CONTROL_KEY = b"LeaderChange"
 QUORUM_STATE_FILE = "quorum-state"

@@ -706,7 +706,11 @@ class RaftNode(ReplicationMixin):
         return self._now + timeout
 
     def _unattached_deadline(self) -> int | None:
-        return self._election_deadline() if self.is_voter else None  # observers never run
+        if not self.is_voter:
+            return None  # observers never run
+        if self.voters == {self.node_id}:
+            return self._now  # the only voter elects itself at once, as Kafka does
+        return self._election_deadline()
 
     def _current_persistent(self) -> PersistentState:
         return PersistentState(self._epoch, self._voted_id, self._leader_id)
