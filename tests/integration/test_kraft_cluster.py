@@ -205,18 +205,14 @@ def test_a1_to_a4_broker_failures_and_recovery(tmp_path: Path):
         # A3: kill -9 broker 2 as well. Once the ISR is down to broker 3 alone, acks=all
         # fails with NOT_ENOUGH_REPLICAS; acks=1 keeps writing to the survivor.
         c.kill(2)
-        d = wait_until(
-            lambda: without(c, TOPIC, {1, 2}), 12, "only broker 3 left in every ISR"
-        )
+        d = wait_until(lambda: without(c, TOPIC, {1, 2}), 12, "only broker 3 left in every ISR")
         assert all(p.isr == (3,) and p.leader == 3 for p in d.partitions), isr_summary(d)
         refused = send(c.bootstrap, TOPIC, range(PARTITIONS), 1, acks="all", **NO_RETRY)
         assert not refused.acked, refused.acked
         assert refused.error_codes() == {p: {NOT_ENOUGH_REPLICAS} for p in range(PARTITIONS)}, [
             (p, e.name()) for p, e, _ in refused.errors
         ]
-        single = send(
-            c.bootstrap, TOPIC, range(PARTITIONS), 3, acks="1", enable_idempotence=False
-        )
+        single = send(c.bootstrap, TOPIC, range(PARTITIONS), 3, acks="1", enable_idempotence=False)
         assert not single.errors, single.errors[:3]
         assert len(single.acked) == 3 * PARTITIONS
         acked += single.acked
@@ -311,6 +307,9 @@ def test_a5_to_a7_controller_down(tmp_path: Path):
         idempotent = producer(c.bootstrap, **SAFE)
         early = send(c.bootstrap, TOPIC, range(PARTITIONS), 2, client=idempotent)
         assert not early.errors, early.errors[:3]
+        # a consumer already reading (it also makes the brokers create __consumer_offsets:
+        # see test_find_coordinator_without_controller for a consumer's first start)
+        consume_all(c.bootstrap, TOPIC, {p: 2 for p in range(PARTITIONS)})
         c.kill(controller)
         time.sleep(1)  # let the brokers notice (heartbeats every 500 ms)
         ok = send(c.bootstrap, TOPIC, range(PARTITIONS), 3, client=idempotent)
@@ -378,7 +377,9 @@ def test_a5_to_a7_controller_down(tmp_path: Path):
         assert not resumed.errors, resumed.errors[:3]
         acked += resumed.acked
         end = c.end_offsets(TOPIC)
-        assert_exactly_acked(consume_all(c.bootstrap, TOPIC, end), acked)
+        # The timed-out writes were appended by their leaders and may be committed now
+        # that the ISR is whole again (Kafka's REQUEST_TIMED_OUT promises nothing).
+        assert_exactly_acked(consume_all(c.bootstrap, TOPIC, end), acked, stuck.errors)
 
 
 # -- a quorum of three controllers -----------------------------------------------------------
@@ -404,10 +405,12 @@ def test_controller_quorum_leader_failover(tmp_path: Path):
             c.kill(old_leader)
             killed_at = time.monotonic()
             quorum = wait_until(
-                lambda: (q := c.quorum())
-                and isinstance(q["leader"], int)
-                and q["leader"] not in (-1, old_leader)
-                and q,
+                lambda: (
+                    (q := c.quorum())
+                    and isinstance(q["leader"], int)
+                    and q["leader"] not in (-1, old_leader)
+                    and q
+                ),
                 10,
                 "a new quorum leader",
             )
@@ -466,3 +469,76 @@ def test_combined_mode_node_failure(tmp_path: Path):
         end = c.end_offsets(TOPIC)
         assert_exactly_acked(consume_all(c.bootstrap, TOPIC, end), sent.acked)
         assert_same_replica_logs(c, TOPIC, end, tmp_path / "scratch")
+
+
+# -- known node bugs: a broker whose controller is gone ------------------------------------
+
+
+@pytest.fixture(scope="module")
+def headless(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    """1 broker + 1 controller, the controller killed before anything created
+    __consumer_offsets or handed out producer ids."""
+    with LabCluster(tmp_path_factory.mktemp("headless") / "lab", brokers=1, controllers=1) as c:
+        c.kill(3001)
+        yield c
+
+
+def _raw_request(bootstrap: str, api_key: int, version: int, data: dict, wait: float) -> object:
+    from rawclient import RawClient
+
+    from brownout.protocol.apis import request_class
+    from brownout.protocol.build import build
+
+    with RawClient(bootstrap) as raw:
+        raw.sock.settimeout(wait)
+        return raw.request(api_key, version, build(request_class(api_key, version), data))
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.xfail(
+    strict=True,
+    raises=TimeoutError,
+    reason=(
+        "node bug: InitProducerId while no controller answers is held for the broker's "
+        "controller request timeout (30 s), then the connection is closed with an ERROR "
+        "traceback (ControllerUnavailable from AllocateProducerIds); Kafka's "
+        "RPCProducerIdManager answers at once with COORDINATOR_LOAD_IN_PROGRESS "
+        "(retriable) and asks the controller for a block in the background"
+    ),
+)
+def test_init_producer_id_without_controller(headless: LabCluster):
+    from kio.schema.errors import ErrorCode
+
+    from brownout.protocol.apis import ApiKey
+
+    data = {
+        "transactional_id": None,
+        "transaction_timeout": 60000,
+        "producer_id": -1,
+        "producer_epoch": -1,
+    }
+    response = _raw_request(headless.bootstrap, ApiKey.INIT_PRODUCER_ID, 4, data, wait=5)
+    assert response.error_code == ErrorCode.coordinator_load_in_progress  # type: ignore[attr-defined]
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.xfail(
+    strict=True,
+    raises=TimeoutError,
+    reason=(
+        "node bug: FindCoordinator before __consumer_offsets exists waits for the "
+        "controller's CreateTopics (up to 30 s) instead of answering "
+        "COORDINATOR_NOT_AVAILABLE at once while the topic is created in the background "
+        "(Kafka's AutoTopicCreationManager); requests on a connection are answered in "
+        "order, so a librdkafka consumer's Fetches to that broker stall as well"
+    ),
+)
+def test_find_coordinator_without_controller(headless: LabCluster):
+    from kio.schema.errors import ErrorCode
+
+    from brownout.protocol.apis import ApiKey
+
+    data = {"key": "some-group", "key_type": 0, "coordinator_keys": ["some-group"]}
+    response = _raw_request(headless.bootstrap, ApiKey.FIND_COORDINATOR, 4, data, wait=5)
+    [entry] = response.coordinators  # type: ignore[attr-defined]
+    assert entry.error_code == ErrorCode.coordinator_not_available

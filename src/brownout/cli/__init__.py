@@ -6,8 +6,10 @@ import typer
 
 from .cluster import DOWN_HELP, STATUS_HELP, UP_HELP, down_command, status_command, up_command
 from .demo import demo_command
+from .faults import fault_app
 from .storage import storage_app
 from .topics import OFFSETS_HELP, offsets_command, topics_app
+from .workload import check_command, consume_command, produce_command
 
 app = typer.Typer(
     name="brownout",
@@ -22,6 +24,10 @@ app.command("down", help=DOWN_HELP)(down_command)
 app.command("status", help=STATUS_HELP)(status_command)
 app.add_typer(topics_app, name="topics")
 app.command("offsets", help=OFFSETS_HELP)(offsets_command)
+app.add_typer(fault_app, name="fault")
+app.command("produce")(produce_command)
+app.command("consume")(consume_command)
+app.command("check")(check_command)
 
 
 def main() -> None:

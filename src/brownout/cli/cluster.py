@@ -137,6 +137,25 @@ def up_command(
             help="A server.properties key for nodes with the controller role (repeatable).",
         ),
     ] = None,
+    network: Annotated[
+        str | None,
+        typer.Option(
+            "--network",
+            help="loopback (default): every node on 127.0.0.1. netns (root only): every node "
+            "in its own network namespace on a lab bridge, with its own address in a private "
+            "subnet, so that `brownout fault isolate|partition|loss|bandwidth` can cut links.",
+            show_default=False,
+        ),
+    ] = None,
+    subnet: Annotated[
+        str | None,
+        typer.Option(
+            "--subnet",
+            help="With --network netns: the private subnet (e.g. 10.123.7.0/24). Default: "
+            "the first free 10.123.X.0/24 (checked against this machine's routes).",
+            show_default=False,
+        ),
+    ] = None,
     directory: DirOption = None,
     fresh: Annotated[
         bool,
@@ -169,6 +188,8 @@ def up_command(
             ("controllers", controllers),
             ("combined", combined),
             ("profile", profile),
+            ("network", network),
+            ("subnet", subnet),
         )
         if value is not None
     }
@@ -178,6 +199,8 @@ def up_command(
         combined=bool(combined),
         profile=profile or "kafka",
         overrides=Overrides.parse(set_ or [], broker_set or [], controller_set or []),
+        network=network or ("netns" if subnet else "loopback"),
+        subnet=subnet,
     )
     target = resolve_dir(directory)
     err = _console(err=True)

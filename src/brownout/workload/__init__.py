@@ -1,1 +1,14 @@
-"""Workloads: stream generators, producers and consumers that record a history."""
+"""Workloads: stream generators, producers and consumers that record a history.
+
+    generators   clicks / payments / logs: deterministic Message streams (make_stream)
+    producer     ProducerSettings, ProducerGroup, DeliveryRecorder (invoke + ok/fail/info)
+    errors       the fail-vs-info classification of producer errors (classify)
+    ratelimit    TokenBucket
+    consumer     ConsumerSettings, ConsumerGroup, PollRecorder (poll/assign/revoke/commit)
+    clientstats  MetadataRecorder: each client's broker list from librdkafka statistics
+    observer     Observer: leaders, leader epochs, ISR, controller (f="observe")
+    final_read   final_read / write_final_read / load_final_read
+    run          WorkloadRun (a run directory), do_final_read
+    summary      counts(run_dir) and check_run(run_dir), the checkers' hook
+    history      the event format and its writer
+"""

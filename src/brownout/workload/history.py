@@ -100,15 +100,25 @@ class Event:
             raise ValueError(f"event type must be one of {TYPES}, not {self.type!r}")
 
 
-class HistoryWriter:
-    """Thread-safe JSON-lines writer; `time` is taken from one monotonic clock."""
+_EVENT_FIELDS = tuple(f.name for f in dataclasses.fields(Event))
+_dumps = json.JSONEncoder(separators=(",", ":")).encode
 
-    def __init__(self, path: Path, *, started: float | None = None) -> None:
+
+class HistoryWriter:
+    """Thread-safe JSON-lines writer; `time` is taken from one monotonic clock.
+
+    `first_index` continues the numbering of an existing history (a second command
+    recording into the same run).
+    """
+
+    def __init__(
+        self, path: Path, *, started: float | None = None, first_index: int = 0
+    ) -> None:
         self.path = path
         path.parent.mkdir(parents=True, exist_ok=True)
         self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         self._lock = threading.Lock()
-        self._index = 0
+        self._index = first_index
         self.started = time.monotonic() if started is None else started
 
     def now(self) -> float:
@@ -119,8 +129,14 @@ class HistoryWriter:
             event = Event(time=fields.pop("time", self.now()), process=process, type=type, f=f,
                           index=self._index, **fields)
             self._index += 1
-            row = {k: v for k, v in dataclasses.asdict(event).items() if v is not None}
-            os.write(self._fd, (json.dumps(row, separators=(",", ":")) + "\n").encode())
+            # Fields are scalars: reading them directly is 3x cheaper than asdict(), which
+            # matters at two events per produced message.
+            row = {}
+            for name in _EVENT_FIELDS:
+                value = getattr(event, name)
+                if value is not None:
+                    row[name] = value
+            os.write(self._fd, (_dumps(row) + "\n").encode())
             return event
 
     def close(self) -> None:

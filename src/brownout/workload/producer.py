@@ -22,6 +22,7 @@ _PURGE_INFLIGHT delivery errors).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import threading
 import time
@@ -98,13 +99,6 @@ class ProducerSettings:
         return out
 
 
-def _header(headers: list[tuple[str, bytes]] | None, name: str) -> str | None:
-    for k, v in headers or ():
-        if k == name:
-            return v.decode("utf-8", "replace") if v is not None else None
-    return None
-
-
 def _key_text(key: bytes | None) -> str | None:
     return None if key is None else key.decode("utf-8", "replace")
 
@@ -142,15 +136,16 @@ class DeliveryRecorder:
                             msg_id=msg.msg_id, producer=msg.producer, seq=msg.seq,
                             acks=self.acks, error=error)
 
-    def on_delivery(self, err: Any, msg: Any) -> None:
-        headers = msg.headers()
-        seq = _header(headers, "seq")
+    def on_delivery(self, sent: Message, err: Any, msg: Any) -> None:
+        """The delivery report for `sent` (bound per message with functools.partial:
+        confluent-kafka's delivery reports do not carry the message's headers, so the
+        msg_id / producer / seq come from the Message we sent)."""
         fields: dict[str, Any] = {
             "topic": msg.topic(),
-            "key": _key_text(msg.key()),
-            "msg_id": _header(headers, "msg-id"),
-            "producer": _header(headers, "producer"),
-            "seq": int(seq) if seq and seq.isdigit() else None,
+            "key": _key_text(sent.key),
+            "msg_id": sent.msg_id,
+            "producer": sent.producer,
+            "seq": sent.seq,
             "acks": self.acks,
         }
         partition = msg.partition()
@@ -197,6 +192,7 @@ class ProducerWorker:
                                          settings.effective_retries)
         self.logger = logger
         self.error: BaseException | None = None
+        self.producer: Any = None
         self.thread = threading.Thread(target=self._run, name=process, daemon=True)
 
     def start(self) -> None:
@@ -209,21 +205,27 @@ class ProducerWorker:
         self.history.record(INFO, "client-error", self.process, error=error_name(err),
                             value=str(err))
 
-    def _run(self) -> None:
+    def create_client(self) -> None:
+        """Build the librdkafka client (before the clock starts: it takes a moment)."""
         from confluent_kafka import Producer
 
         conf = self.settings.client_config(self.process)
-        conf["on_delivery"] = self.recorder.on_delivery
         conf["stats_cb"] = MetadataRecorder(self.history, self.process)
         conf["error_cb"] = self._client_error
         if self.logger is not None:
             conf["logger"] = self.logger
         try:
-            producer = Producer(conf)
+            self.producer = Producer(conf)
         except Exception as e:
             self.error = e
             self.history.record(INFO, "client-error", self.process, error=type(e).__name__,
                                 value=str(e))
+
+    def _run(self) -> None:
+        if self.producer is None:
+            self.create_client()
+        producer = self.producer
+        if producer is None:
             return
         try:
             self._loop(producer)
@@ -248,6 +250,7 @@ class ProducerWorker:
         bucket = TokenBucket(self.rate) if self.rate > 0 else None
         topic = self.settings.topic
         recorder = self.recorder
+        delivered = recorder.on_delivery
         for msg in self.stream:
             if self._done():
                 return
@@ -262,7 +265,8 @@ class ProducerWorker:
             recorder.invoke(topic, msg)
             while True:
                 try:
-                    producer.produce(topic, msg.value, msg.key, headers=msg.headers)
+                    producer.produce(topic, msg.value, msg.key, headers=msg.headers,
+                                     on_delivery=functools.partial(delivered, msg))
                     break
                 except BufferError:
                     # Local queue full (queue.buffering.max.messages): wait for room.
@@ -299,7 +303,6 @@ class ProducerGroup:
         settings.validate()
         self.settings = settings
         n = len(names)
-        deadline = (time.monotonic() + settings.duration) if settings.duration else None
         start_ms = int(time.time() * 1000)
         per_rate = settings.rate / n if settings.rate else 0.0
         self.workers = []
@@ -309,9 +312,17 @@ class ProducerGroup:
                 count = settings.count // n + (1 if i < settings.count % n else 0)
             self.workers.append(ProducerWorker(
                 settings, history, name, run_id=run_id, stop=stop, rate=per_rate,
-                count=count, deadline=deadline, start_ms=start_ms, logger=logger))
+                count=count, deadline=None, start_ms=start_ms, logger=logger))
 
     def start(self) -> None:
+        # The duration counts from here, not from construction (clients, observers and
+        # the display may take a moment to set up in between).
+        for w in self.workers:
+            w.create_client()
+        if self.settings.duration:
+            deadline = time.monotonic() + self.settings.duration
+            for w in self.workers:
+                w.deadline = deadline
         for w in self.workers:
             w.start()
 

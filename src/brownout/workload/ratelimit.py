@@ -20,8 +20,9 @@ class TokenBucket:
             raise ValueError("rate must be positive")
         self.rate = rate
         self.interval = 1.0 / rate
-        # Default burst: 10 ms worth of tokens, at least one.
-        self.burst = max(1.0, burst if burst is not None else rate * 0.01)
+        # Default burst: 20 ms worth of tokens, at least 4, so that oversleeping by a
+        # millisecond or two (poll timeouts are not precise) is made up, not lost.
+        self.burst = max(1.0, burst) if burst is not None else max(4.0, rate * 0.02)
         self._tolerance = (self.burst - 1.0) * self.interval
         self._clock = clock
         self._tat = clock()  # theoretical arrival time of the next conforming send
@@ -32,7 +33,7 @@ class TokenBucket:
         now = self._clock()
         tat = self._tat if self._tat > now else now
         wait = tat - self._tolerance - now
-        if wait > 0:
+        if wait > 1e-9:  # not 0: float rounding must not eat a token of the burst
             return wait
         self._tat = tat + self.interval
         return 0.0

@@ -1,0 +1,294 @@
+"""`brownout fault ...`: break the cluster in --dir by hand, one fault at a time.
+
+Each command resolves its TARGET from live metadata now, does the fault through the
+same `Nemesis` the scenarios use, and prints what was resolved and what happened.
+Exit status: 0 ok, 1 the fault was refused or failed (nothing happened), 3 indeterminate
+(e.g. a SIGTERM'd broker did not exit in time), 2 bad arguments.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any
+
+import typer
+
+from ..cluster.state import ClusterState, locked, resolve_dir
+from ..faults.nemesis import Fault, Nemesis
+from ..faults.targets import TARGET_HELP
+from ._common import DirOption, handle_errors
+
+fault_app = typer.Typer(
+    name="fault",
+    help="Inject one fault into the cluster in --dir (kill, terminate, pause, resume, start, "
+    "restart, rolling-restart, isolate, partition, loss, bandwidth, latency, heal). "
+    + TARGET_HELP
+    + ". Network faults need `brownout up --network netns` (root). Exit status: 0 ok, "
+    "1 refused/failed, 3 indeterminate.",
+    no_args_is_help=True,
+)
+
+TargetArg = Annotated[str, typer.Argument(help=TARGET_HELP, show_default=False)]
+OptionalTargetArg = Annotated[str | None, typer.Argument(help=TARGET_HELP, show_default=False)]
+SeedOption = Annotated[
+    int | None,
+    typer.Option("--seed", help="Seed for random targets (random-broker, minority-..., halves)."),
+]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print the fault's history value.")]
+TimeoutOption = Annotated[
+    float,
+    typer.Option("--timeout", help="Seconds to wait for a SIGTERM'd node to exit.", min=0.1),
+]
+RejoinOption = Annotated[
+    float,
+    typer.Option(
+        "--rejoin-timeout",
+        help="Seconds to wait for a started node to serve again (and, in a rolling restart, "
+        "for every ISR to be full again).",
+        min=1,
+    ),
+]
+FromOption = Annotated[
+    str | None,
+    typer.Option(
+        "--from",
+        help="Whom to cut the targets from: everyone (default: other nodes and clients) | "
+        "nodes | controllers | brokers | clients | a TARGET.",
+        show_default=False,
+    ),
+]
+
+EXIT = {"ok": 0, "fail": 1, "info": 3}
+
+
+def _run(
+    action: str,
+    target: str | None,
+    params: dict[str, Any],
+    directory: Any,
+    seed: int | None,
+    as_json: bool,
+    terminate_timeout: float = 30.0,
+    rejoin_timeout: float = 60.0,
+) -> None:
+    target_dir = resolve_dir(directory)
+    state = ClusterState.require(target_dir)
+    params = {k: v for k, v in params.items() if v is not None}
+    with locked(target_dir):
+        nemesis = Nemesis(
+            state,
+            seed=seed,
+            terminate_timeout=terminate_timeout,
+            rejoin_timeout=rejoin_timeout,
+            start_timeout=rejoin_timeout,
+        )
+        result = nemesis.invoke(Fault(action, target, params))
+    if as_json:
+        typer.echo(json.dumps(result.value(), indent=2, default=str))
+    else:
+        if target is not None:
+            nodes = ", ".join(map(str, result.nodes)) or "-"
+            typer.echo(f"target {target} -> node(s) {nodes}")
+        line = f"{result.outcome}: {action}: {result.message} ({result.duration:.2f}s)"
+        typer.echo(line, err=result.outcome == "fail")
+    raise typer.Exit(EXIT.get(result.outcome, 1))
+
+
+@fault_app.command("kill", help="SIGKILL (kill -9) the target node(s).")
+@handle_errors
+def kill_command(
+    target: TargetArg,
+    directory: DirOption = None,
+    seed: SeedOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    _run("kill", target, {}, directory, seed, as_json)
+
+
+@fault_app.command(
+    "terminate",
+    help="SIGTERM the target node(s) and wait for them to exit (a broker exits once the "
+    "controller approved its controlled shutdown); never SIGKILLs: reports a node that "
+    "did not exit.",
+)
+@handle_errors
+def terminate_command(
+    target: TargetArg,
+    timeout: TimeoutOption = 30.0,
+    directory: DirOption = None,
+    seed: SeedOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    _run("terminate", target, {}, directory, seed, as_json, terminate_timeout=timeout)
+
+
+@fault_app.command("pause", help="SIGSTOP the target node(s): frozen, sockets open.")
+@handle_errors
+def pause_command(
+    target: TargetArg,
+    directory: DirOption = None,
+    seed: SeedOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    _run("pause", target, {}, directory, seed, as_json)
+
+
+@fault_app.command("resume", help="SIGCONT the target node(s) (default: every paused node).")
+@handle_errors
+def resume_command(
+    target: OptionalTargetArg = None,
+    directory: DirOption = None,
+    seed: SeedOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    _run("resume", target, {}, directory, seed, as_json)
+
+
+@fault_app.command(
+    "start",
+    help="Start stopped node(s) (default: every stopped node) and wait until they serve.",
+)
+@handle_errors
+def start_command(
+    target: OptionalTargetArg = None,
+    rejoin_timeout: RejoinOption = 60.0,
+    directory: DirOption = None,
+    seed: SeedOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    _run("start", target, {}, directory, seed, as_json, rejoin_timeout=rejoin_timeout)
+
+
+@fault_app.command(
+    "restart", help="Terminate (SIGKILL after --timeout) and start again, waiting until served."
+)
+@handle_errors
+def restart_command(
+    target: TargetArg,
+    timeout: TimeoutOption = 30.0,
+    rejoin_timeout: RejoinOption = 60.0,
+    directory: DirOption = None,
+    seed: SeedOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    _run("restart", target, {}, directory, seed, as_json, timeout, rejoin_timeout)
+
+
+@fault_app.command(
+    "rolling-restart",
+    help="Restart each target in turn (default all-brokers; the active controller last), "
+    "waiting after each until every partition's ISR is full again.",
+)
+@handle_errors
+def rolling_restart_command(
+    target: OptionalTargetArg = None,
+    timeout: TimeoutOption = 30.0,
+    rejoin_timeout: RejoinOption = 60.0,
+    directory: DirOption = None,
+    seed: SeedOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    _run("rolling-restart", target, {}, directory, seed, as_json, timeout, rejoin_timeout)
+
+
+@fault_app.command(
+    "isolate",
+    help="Cut the target node(s) off the network (netns mode): from everyone by default; "
+    "--one-way: the targets cannot hear the others, who still hear them.",
+)
+@handle_errors
+def isolate_command(
+    target: TargetArg,
+    from_: FromOption = None,
+    one_way: Annotated[
+        bool, typer.Option("--one-way", help="Asymmetric: only the targets are deaf.")
+    ] = False,
+    directory: DirOption = None,
+    seed: SeedOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    _run("isolate", target, {"from": from_, "one_way": one_way or None}, directory, seed, as_json)
+
+
+@fault_app.command(
+    "partition",
+    help="Split the cluster (netns mode). SPEC: halves (random minority | majority), bridge "
+    "(two halves and one node that hears both, Jepsen's), or components like '1,2|3,3001'.",
+)
+@handle_errors
+def partition_command(
+    spec: Annotated[str, typer.Argument(help="halves | bridge | 'A,B|C,D'")] = "halves",
+    nodes: Annotated[
+        str | None,
+        typer.Option(
+            "--nodes", help="TARGET naming the nodes taking part (default all).", show_default=False
+        ),
+    ] = None,
+    directory: DirOption = None,
+    seed: SeedOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    _run("partition", spec, {"nodes": nodes}, directory, seed, as_json)
+
+
+@fault_app.command(
+    "loss", help="Drop a random fraction of the packets the target node(s) receive (netns)."
+)
+@handle_errors
+def loss_command(
+    target: TargetArg,
+    probability: Annotated[
+        float, typer.Option("--probability", "-p", help="0 < P <= 1.", min=0.0, max=1.0)
+    ] = 0.1,
+    from_: FromOption = None,
+    directory: DirOption = None,
+    seed: SeedOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    _run("loss", target, {"probability": probability, "from": from_}, directory, seed, as_json)
+
+
+@fault_app.command(
+    "bandwidth", help="Limit the target node(s) to --rate each way (tc tbf on its veth; netns)."
+)
+@handle_errors
+def bandwidth_command(
+    target: TargetArg,
+    rate: Annotated[str, typer.Option("--rate", help="e.g. 1mbit, 500kbit.")] = "1mbit",
+    burst: Annotated[str, typer.Option("--burst", help="tbf burst.")] = "32kbit",
+    latency: Annotated[str, typer.Option("--latency", help="tbf queue latency.")] = "400ms",
+    directory: DirOption = None,
+    seed: SeedOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    _run(
+        "bandwidth",
+        target,
+        {"rate": rate, "burst": burst, "latency": latency},
+        directory,
+        seed,
+        as_json,
+    )
+
+
+@fault_app.command(
+    "latency",
+    help="Delay the target node(s)' packets (tc netem; netns). Refused where the kernel has "
+    "no netem.",
+)
+@handle_errors
+def latency_command(
+    target: TargetArg,
+    delay: Annotated[str, typer.Option("--delay", help="e.g. 100ms.")] = "100ms",
+    jitter: Annotated[str | None, typer.Option("--jitter", help="e.g. 10ms.")] = None,
+    directory: DirOption = None,
+    seed: SeedOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    _run("latency", target, {"delay": delay, "jitter": jitter}, directory, seed, as_json)
+
+
+@fault_app.command("heal", help="Remove every network fault (flush the lab's chains, qdiscs).")
+@handle_errors
+def heal_command(directory: DirOption = None, as_json: JsonOption = False) -> None:
+    _run("heal", None, {}, directory, None, as_json)

@@ -1,0 +1,91 @@
+"""Counts over a finished run, and the one hook where the checkers plug in.
+
+`check_run` is the single integration point used by `brownout check`: it hands the run
+directory's files to `brownout.check.check_all` (history.parquet, final-read.parquet,
+the high watermarks) when that exists and returns its Report; otherwise None, and the
+CLI prints only `counts(run_dir)`. Swap it here, nowhere else. The counts are
+bookkeeping, not verdicts: deciding what is lost or duplicated is the checkers' job.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from .final_read import FINAL_READ_FILE, WATERMARKS_FILE, load_final_read
+from .run import HISTORY_PARQUET
+
+CHECK_FILE = "check.json"
+
+
+def watermarks(run_dir: Path) -> dict[tuple[str, int], int]:
+    """{(topic, partition): high watermark} from high-watermarks.json (partitions whose
+    watermark could not be read are left out)."""
+    data = json.loads((run_dir / WATERMARKS_FILE).read_text())
+    out = {}
+    for topic, parts in data.get("topics", {}).items():
+        for partition, p in parts.items():
+            if int(partition) >= 0 and p.get("high_watermark") is not None:
+                out[(topic, int(partition))] = int(p["high_watermark"])
+    return out
+
+
+def check_run(run_dir: Path) -> Any | None:
+    """The checkers' Report for the run (also written to check.json), or None when no
+    checker is installed."""
+    try:
+        module = importlib.import_module("brownout.check")
+    except ImportError:
+        return None
+    check_all = getattr(module, "check_all", None)
+    if check_all is None:
+        return None
+    report = check_all(run_dir / HISTORY_PARQUET, run_dir / FINAL_READ_FILE,
+                       watermarks(run_dir))
+    if hasattr(report, "to_dict"):
+        (run_dir / CHECK_FILE).write_text(json.dumps(report.to_dict(), indent=2) + "\n")
+    return report
+
+
+def _count(table: pa.Table, **equal: str) -> int:
+    mask = None
+    for column, value in equal.items():
+        m = pc.equal(table[column], value)
+        mask = m if mask is None else pc.and_(mask, m)
+    return int(pc.sum(pc.fill_null(mask, False).cast(pa.int64())).as_py() or 0)
+
+
+def counts(run_dir: Path) -> dict[str, int]:
+    """sent / acked / failed / info / unresolved sends, polled records, commits, and the
+    final read's size, from history.parquet and final-read.parquet."""
+    history = pq.read_table(run_dir / HISTORY_PARQUET,
+                            columns=["type", "f", "acks", "msg_id"])
+    sent = _count(history, f="send", type="invoke")
+    acked = _count(history, f="send", type="ok")
+    failed = _count(history, f="send", type="fail")
+    info = _count(history, f="send", type="info")
+    out = {
+        "sent": sent,
+        "acked": acked,
+        "acked_acks0": _count(history, f="send", type="ok", acks="0"),  # "sent" only
+        "failed": failed,
+        "info": info,
+        # an invoke with no completion: the writer stopped before its delivery report
+        "unresolved": max(0, sent - acked - info - failed),
+        "polled": _count(history, f="poll", type="ok"),
+        "commits_ok": _count(history, f="commit", type="ok"),
+        "events": history.num_rows,
+    }
+    final = load_final_read(run_dir)
+    if final is not None:
+        table, _ = final
+        out["in_log"] = table.num_rows
+        out["in_log_with_msg_id"] = table.num_rows - table["msg_id"].null_count
+    return out
+

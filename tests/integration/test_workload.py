@@ -1,0 +1,137 @@
+"""Workloads against a real node with real clients: producers, consumers, the observer,
+the final read, and the `brownout produce` / `brownout check` commands."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+from confluent_kafka.admin import AdminClient, NewTopic
+from conftest import BROWNOUT
+
+from brownout.cluster.process import NodeProcess, combined_node_properties, free_port
+from brownout.storage import random_uuid
+from brownout.workload.consumer import ConsumerSettings
+from brownout.workload.producer import ProducerSettings
+from brownout.workload.run import WorkloadRun, do_final_read
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
+
+
+@pytest.fixture(scope="module")
+def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NodeProcess]:
+    directory = tmp_path_factory.mktemp("workload") / "node-1"
+    props = combined_node_properties(1, free_port(), free_port(), directory / "data")
+    node = NodeProcess(directory, props, cluster_id=random_uuid())
+    node.format()
+    node.start()
+    try:
+        yield node
+    finally:
+        node.stop()
+
+
+def new_topic(bootstrap: str, partitions: int = 3) -> str:
+    name = f"w-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(name, partitions, 1)])[name].result(10)
+    return name
+
+
+def rows(run_dir: Path) -> list[dict]:
+    return pq.read_table(run_dir / "history.parquet").to_pylist()
+
+
+def test_payments_acks_all_every_invoke_acked_and_in_the_final_read(node, tmp_path):
+    topic = new_topic(node.bootstrap)
+    run_dir = tmp_path / "run"
+    with WorkloadRun(run_dir, bootstrap=node.bootstrap, command="test") as run:
+        run.add_producers(ProducerSettings(node.bootstrap, topic, workload="payments",
+                                           rate=500, duration=3.0, acks="all"))
+        run.add_observer([topic])
+        run.start()
+        run.wait()
+    history = rows(run_dir)
+    invokes = {e["msg_id"]: e for e in history if e["f"] == "send" and e["type"] == "invoke"}
+    oks = {e["msg_id"]: e for e in history if e["f"] == "send" and e["type"] == "ok"}
+    assert 1300 <= len(invokes) <= 1600  # ~500/s for 3 s
+    assert oks.keys() == invokes.keys()
+    assert all(e["offset"] >= 0 and e["partition"] in (0, 1, 2) for e in oks.values())
+    assert all(oks[m]["time"] >= invokes[m]["time"] and oks[m]["index"] > invokes[m]["index"]
+               for m in oks)
+    assert not [e for e in history if e["f"] == "send" and e["type"] in ("fail", "info")]
+    # offsets are unique per partition
+    assert len({(e["partition"], e["offset"]) for e in oks.values()}) == len(oks)
+    # the observer saw every partition with a leader epoch; the producer's broker list
+    observed = [json.loads(e["value"]) for e in history if e["f"] == "observe"]
+    partitions = [v for v in observed if v["kind"] == "partition"]
+    assert {(p["leader"], p["leader_epoch"] is not None) for p in partitions} == {(1, True)}
+    assert any(v["kind"] == "full" for v in observed)
+    metadata = [json.loads(e["value"]) for e in history if e["f"] == "metadata"]
+    assert metadata and metadata[0]["learned"] == [1]
+
+    result = do_final_read(run_dir, timeout=20)
+    assert result.complete
+    final = pq.read_table(run_dir / "final-read.parquet").to_pylist()
+    assert sorted(r["msg_id"] for r in final) == sorted(oks)
+    assert {(r["partition"], r["offset"]) for r in final} == {
+        (e["partition"], e["offset"]) for e in oks.values()}
+    hw = json.loads((run_dir / "high-watermarks.json").read_text())
+    assert sum(p["high_watermark"] for p in hw["topics"][topic].values()) == len(oks)
+
+
+def test_consumer_group_records_polls_assignment_and_commits(node, tmp_path):
+    topic = new_topic(node.bootstrap, partitions=2)
+    run_dir = tmp_path / "run"
+    with WorkloadRun(run_dir, bootstrap=node.bootstrap, command="produce") as run:
+        run.add_producers(ProducerSettings(node.bootstrap, topic, workload="clicks",
+                                           rate=0, duration=None, count=300, acks="1"))
+        run.start()
+        run.wait()
+    with WorkloadRun(run_dir, bootstrap=node.bootstrap, command="consume") as run:
+        group = run.add_consumers(ConsumerSettings(node.bootstrap, [topic], group="g1",
+                                                   duration=5.0))
+        run.start()
+        run.wait()
+        assert group.totals()["polled"] == 300
+    history = rows(run_dir)
+    assert [e["index"] for e in history] == list(range(len(history)))  # one numbering
+    polls = [e for e in history if e["f"] == "poll"]
+    assert {e["process"] for e in polls} == {"consumer-g1-0"}
+    sent = {e["msg_id"] for e in history if e["f"] == "send" and e["type"] == "ok"}
+    assert {e["msg_id"] for e in polls} == sent
+    assert all(e["seq"] is not None and e["producer"] == "producer-0" for e in polls)
+    assign = [json.loads(e["value"]) for e in history if e["f"] == "assign"]
+    assert assign and assign[0]["group"] == "g1" and assign[0]["partitions"] == {topic: [0, 1]}
+    assert assign[0]["member"]
+    commits = [e for e in history if e["f"] == "commit"]
+    assert commits and commits[-1]["type"] == "ok"
+    assert [e for e in history if e["f"] == "revoke"]  # on close
+
+
+def test_cli_produce_then_check_prints_the_counts(node, tmp_path):
+    topic = f"w-{uuid.uuid4().hex[:8]}"
+    run_dir = tmp_path / "cli-run"
+    produced = subprocess.run(
+        [*BROWNOUT, "produce", "--workload", "logs", "--topic", topic, "--rate", "300",
+         "--duration", "2", "--acks", "1", "--bootstrap", node.bootstrap,
+         "--out", str(run_dir), "--consume-group", "cli"],
+        capture_output=True, text=True, timeout=40)
+    assert produced.returncode == 0, produced.stderr
+    assert f"Created topic {topic}." in produced.stdout
+    info = json.loads((run_dir / "run.json").read_text())
+    assert info["topics"] == [topic] and info["commands"][0]["command"] == "produce"
+    checked = subprocess.run([*BROWNOUT, "check", str(run_dir)], capture_output=True,
+                             text=True, timeout=40)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    out = checked.stdout
+    sent = int(next(line for line in out.splitlines() if "│ sent " in line).split("│")[2])
+    assert 450 <= sent <= 650
+    for label in ("acked", "failed", "info", "in-log"):
+        assert f"│ {label} " in out
+    assert (run_dir / "final-read.parquet").exists()
