@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 # Debian packages the lab uses; installed with apt-get when missing (CI runs as root).
-SYSTEM_PACKAGES := kcat
+SYSTEM_PACKAGES := kcat iptables
 
 .PHONY: demo test lint venv sysdeps clean
 

@@ -11,6 +11,12 @@ call them (and `Supervisor`) directly.
 * a running cluster (any node process alive, even paused) -> refuse: `brownout down`
   first;
 * `--fresh` -> delete the stopped cluster's files and build a new one.
+
+`--network netns` (root only) runs every node in its own network namespace (see
+`cluster.netns`): `up` picks a free private subnet (or checks `--subnet`), records it,
+builds the namespaces just before starting the nodes and removes them again when the
+start fails; `down` stops the nodes, then removes the namespaces, veths, bridge and rules
+named with the lab's prefix, also what a crashed run left behind.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from ..storage import random_uuid
+from . import netns
 from .state import LOCK_FILE, STATE_FILE, ClusterState, StateError, locked
 from .supervisor import (
     DEFAULT_START_TIMEOUT,
@@ -66,6 +73,10 @@ def _merge_request(stored: TopologyRequest, asked: TopologyRequest, given: set[s
             f"--{'combined' if asked.combined else 'dedicated'} (built "
             f"{'combined' if stored.combined else 'with dedicated controllers'})"
         )
+    if "network" in given and asked.network != stored.network:
+        conflicts.append(f"--network {asked.network} (built with {stored.network})")
+    if "subnet" in given and asked.subnet != stored.subnet:
+        conflicts.append(f"--subnet {asked.subnet} (built with {stored.subnet})")
     if "profile" in given and asked.profile != stored.profile:
         conflicts.append(f"--profile {asked.profile} (built with {stored.profile})")
     for label, a, s in (
@@ -113,6 +124,8 @@ def up(
     is started."""
     given = set(given or ())
     validate(request)  # TopologyError: bad arguments
+    if request.netns:
+        _require_netns()
     with locked(directory):
         state = ClusterState.load(directory)
         if state is not None:
@@ -130,6 +143,8 @@ def up(
             else:
                 _merge_request(state.request, request, given)
         if state is None:
+            if request.netns:
+                request = _choose_subnet(directory, request)
             with PortAllocator() as allocate:
                 topology = build_topology(request, directory, allocate=allocate)
             state = ClusterState.new(directory, random_uuid(), topology)
@@ -149,8 +164,66 @@ def up(
                 ).write_configs()
         sup.format_storage()
         if start:
-            sup.start_all(timeout)
+            if topology.request.netns:
+                _require_netns()
+                _build_namespaces(directory, topology)
+            try:
+                sup.start_all(timeout)
+            except BaseException:
+                if topology.request.netns:
+                    _remove_namespaces(directory)
+                raise
         return UpResult(state, topology, created, list(topology.warnings))
+
+
+def _require_netns() -> None:
+    try:
+        netns.require_root("--network netns (network namespaces)")
+        netns.require_tools()
+    except netns.NetnsError as e:
+        raise LabError(str(e)) from None
+
+
+def _choose_subnet(directory: Path, request: TopologyRequest) -> TopologyRequest:
+    """The request with its subnet: --subnet when free, else a free 10.123.X.0/24."""
+    prefix = netns.lab_prefix(directory)
+    try:
+        netns.cleanup(prefix)  # a crashed lab's bridge would make its own subnet look used
+        used = netns.used_networks()
+        if request.subnet is None:
+            return dataclasses.replace(request, subnet=netns.pick_subnet(used, seed=prefix))
+        conflicts = netns.subnet_conflicts(request.subnet, used)
+    except netns.NetnsError as e:
+        raise LabError(str(e)) from None
+    if conflicts:
+        raise LabError(
+            f"--subnet {request.subnet} overlaps networks in use on this machine "
+            f"({', '.join(conflicts)}); choose another or leave --subnet out"
+        )
+    return request
+
+
+def _build_namespaces(directory: Path, topology: Topology) -> None:
+    net = netns.LabNetwork.from_topology(topology, directory)
+    try:
+        netns.cleanup(net.prefix)
+        conflicts = netns.subnet_conflicts(net.subnet, netns.used_networks())
+        if conflicts:
+            raise LabError(
+                f"the cluster's subnet {net.subnet} now overlaps networks in use on this "
+                f"machine ({', '.join(conflicts)}); build a new cluster with "
+                "`brownout up --fresh --network netns`"
+            )
+        netns.setup(net)
+    except netns.NetnsError as e:
+        raise LabError(f"cannot build the network namespaces: {e}") from None
+
+
+def _remove_namespaces(directory: Path) -> dict[str, list[str]]:
+    try:
+        return netns.cleanup(netns.lab_prefix(directory))
+    except netns.NetnsError as e:
+        raise LabError(f"cannot remove the network namespaces: {e}") from None
 
 
 def down(
@@ -161,7 +234,11 @@ def down(
     ClusterState.require(directory)  # before locking: never create an empty directory
     with locked(directory):
         state = ClusterState.require(directory)
-        stopped = Supervisor(state).stop_all(timeout)
+        try:
+            stopped = Supervisor(state).stop_all(timeout)
+        finally:
+            if state.request.netns:
+                _remove_namespaces(directory)
     if purge:
         purge_files(directory, state)
     return stopped
@@ -250,10 +327,22 @@ def status(directory: Path, timeout: float = 3.0) -> dict[str, Any]:
                 "log": str(spec.log_path),
             }
         )
+    network: dict[str, Any] = {"mode": state.request.network}
+    if state.request.netns and state.request.subnet:
+        network.update(
+            subnet=state.request.subnet,
+            bridge_address=netns.bridge_host(state.request.subnet),
+            prefix=netns.lab_prefix(directory),
+            namespaces={
+                str(n.node_id): netns.ns_name(netns.lab_prefix(directory), n.node_id)
+                for n in topology.nodes
+            },
+        )
     return {
         "directory": str(directory),
         "cluster_id": state.cluster_id,
         "topology": state.request.to_json(),
+        "network": network,
         "bootstrap_servers": topology.bootstrap_servers,
         "running": any(n["state"] != "stopped" for n in nodes),
         "registered_brokers": sorted(registered) if registered is not None else None,

@@ -6,7 +6,12 @@ to `node-<id>/node.log`. The pid (= process group id) is recorded in `cluster.js
 every signal is sent only after checking that the pid still is that node (its command
 line names the node's server.properties), so a recycled pid is never hit.
 
-The fault layer uses `start_node`, `stop_node`, `kill_node`, `pause` and `resume`.
+In netns mode (`--network netns`) a node is launched as ``ip netns exec <ns> python -m
+brownout.node ...``: `ip` enters the node's namespace and execs Python in place, so the
+recorded pid is still the node's own pid and signals reach it directly.
+
+The fault layer uses `start_node`, `stop_node`, `terminate`, `kill_node`, `pause` and
+`resume`.
 """
 
 from __future__ import annotations
@@ -211,6 +216,8 @@ class Supervisor:
     # -- starting ------------------------------------------------------------------
 
     def check_ports(self, specs: Iterable[NodeSpec]) -> None:
+        if self.topology.request.netns:
+            return  # every node listens in its own namespace: nothing else holds its ports
         for spec in specs:
             for listener, port in spec.ports.items():
                 if port_in_use(port):
@@ -230,16 +237,21 @@ class Supervisor:
         env = dict(os.environ)
         env.setdefault("MALLOC_MMAP_THRESHOLD_", "4194304")
         env.setdefault("MALLOC_TRIM_THRESHOLD_", "67108864")
+        argv = [
+            sys.executable,
+            "-m",
+            "brownout.node",
+            str(spec.config_path),
+            "--events",
+            str(spec.events_path),
+        ]
+        if self.topology.request.netns:
+            from .netns import exec_prefix, lab_prefix
+
+            argv = [*exec_prefix(lab_prefix(self.state.directory), node_id), *argv]
         with spec.log_path.open("ab") as log:
             proc = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "brownout.node",
-                    str(spec.config_path),
-                    "--events",
-                    str(spec.events_path),
-                ],
+                argv,
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
@@ -407,6 +419,51 @@ class Supervisor:
         node.pid = node.pgid = None
         self.state.save()
         return True
+
+    def terminate(self, node_id: int, timeout: float = DEFAULT_STOP_TIMEOUT) -> bool | None:
+        """SIGTERM (a paused node is resumed so it can act on it) and wait up to `timeout`
+        for the process to exit, without SIGKILL afterwards. None: the node was not
+        running; True: it exited; False: still running after `timeout`."""
+        return self.terminate_nodes([node_id], timeout)[node_id]
+
+    def terminate_nodes(
+        self, node_ids: Iterable[int], timeout: float = DEFAULT_STOP_TIMEOUT
+    ) -> dict[int, bool | None]:
+        """`terminate` for several nodes at once (all signalled, then one wait)."""
+        result: dict[int, bool | None] = {}
+        pids: dict[int, int] = {}
+        for node_id in node_ids:
+            node = self.node_state(node_id)
+            pid = node.pid
+            if not self._signal(node_id, signal.SIGTERM):
+                result[node_id] = None
+                continue
+            self._signal(node_id, signal.SIGCONT)
+            assert pid is not None
+            pids[node_id] = pid
+        left = self._wait_gone(list(pids.values()), timeout)
+        for node_id, pid in pids.items():
+            result[node_id] = pid not in left
+            if pid not in left:
+                node = self.node_state(node_id)
+                node.pid = node.pgid = None
+        if pids:
+            self.state.save()
+        return result
+
+    def log_offset(self, node_id: int) -> int:
+        """Current size of the node's log (to read what it writes from now on)."""
+        path = self.topology.node(node_id).log_path
+        return path.stat().st_size if path.exists() else 0
+
+    def log_since(self, node_id: int, offset: int) -> str:
+        path = self.topology.node(node_id).log_path
+        try:
+            with path.open("rb") as f:
+                f.seek(offset)
+                return f.read().decode(errors="replace")
+        except FileNotFoundError:
+            return ""
 
     def stop_node(self, node_id: int, timeout: float = DEFAULT_STOP_TIMEOUT) -> bool:
         """SIGTERM (controlled shutdown), SIGKILL after `timeout` seconds."""

@@ -28,6 +28,17 @@ Replication factors
 keeps Kafka's default 1 unless set with ``--set``: topics created without an explicit
 replication factor behave exactly as they would on Apache Kafka.
 
+Network modes
+-------------
+* ``loopback`` (default): every listener on 127.0.0.1, ports allocated by the caller.
+* ``netns``: each node runs in its own Linux network namespace with its own address in
+  a private subnet (``--subnet``, e.g. 10.123.7.0/24; the lab picks a free one and
+  records it). Addresses are fixed by node id (`node_host`): the bridge in the root
+  namespace is ``.1``, broker / combined node ``i`` is ``.(10+i)``, dedicated controller
+  ``3000+j`` is ``.(200+j)``. Every node listens on Kafka's usual ports, 9092
+  (PLAINTEXT) and 9093 (CONTROLLER), on its own address. The namespaces themselves are
+  made by `cluster.netns`; this module only computes the addresses.
+
 Precedence (later wins): generated keys < profile < ``--set`` < ``--broker-set`` (nodes
 with the broker role) < ``--controller-set`` (nodes with the controller role). Keys that
 define the topology (`MANAGED_KEYS`) cannot be overridden.
@@ -36,6 +47,7 @@ define the topology (`MANAGED_KEYS`) cannot be overridden.
 from __future__ import annotations
 
 import dataclasses
+import ipaddress
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -46,6 +58,11 @@ CONTROLLER_ID_BASE = 3000
 BROKER_LISTENER = "PLAINTEXT"
 CONTROLLER_LISTENER = "CONTROLLER"
 HOST = "127.0.0.1"
+NETWORK_MODES = ("loopback", "netns")
+NETNS_PORTS = {BROKER_LISTENER: 9092, CONTROLLER_LISTENER: 9093}
+BRIDGE_HOST_OFFSET = 1
+BROKER_HOST_OFFSET = 10
+CONTROLLER_HOST_OFFSET = 200
 
 PROFILES: dict[str, dict[str, object]] = {
     # Apache Kafka's defaults, untouched.
@@ -156,15 +173,21 @@ class TopologyRequest:
     combined: bool = False
     profile: str = "kafka"
     overrides: Overrides = dataclasses.field(default_factory=Overrides)
+    network: str = "loopback"  # one of NETWORK_MODES
+    subnet: str | None = None  # netns mode: the private subnet (None: not chosen yet)
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        data: dict[str, Any] = {
             "brokers": self.brokers,
             "controllers": self.controllers,
             "combined": self.combined,
             "profile": self.profile,
             "overrides": self.overrides.to_json(),
         }
+        if self.network != "loopback" or self.subnet:
+            data["network"] = self.network
+            data["subnet"] = self.subnet
+        return data
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> TopologyRequest:
@@ -174,14 +197,25 @@ class TopologyRequest:
             bool(data["combined"]),
             str(data.get("profile", "kafka")),
             Overrides.from_json(data.get("overrides")),
+            str(data.get("network") or "loopback"),
+            data.get("subnet"),
         )
 
     def describe(self) -> str:
         mode = "combined" if self.combined else "dedicated controllers"
-        return (
+        text = (
             f"--brokers {self.brokers} --controllers {self.voter_count} ({mode}), "
             f"--profile {self.profile}"
         )
+        if self.network != "loopback":
+            text += f", --network {self.network}"
+            if self.subnet:
+                text += f" --subnet {self.subnet}"
+        return text
+
+    @property
+    def netns(self) -> bool:
+        return self.network == "netns"
 
     @property
     def voter_count(self) -> int:
@@ -197,6 +231,7 @@ class NodeSpec:
     ports: dict[str, int]  # listener name -> port
     directory: Path  # <dir>/node-<id>
     properties: dict[str, object]
+    host: str = HOST  # the address every listener binds and advertises
 
     @property
     def is_broker(self) -> bool:
@@ -229,16 +264,16 @@ class NodeSpec:
     @property
     def broker_address(self) -> str | None:
         port = self.ports.get(BROKER_LISTENER)
-        return f"{HOST}:{port}" if port is not None else None
+        return f"{self.host}:{port}" if port is not None else None
 
     @property
     def controller_address(self) -> str | None:
         port = self.ports.get(CONTROLLER_LISTENER)
-        return f"{HOST}:{port}" if port is not None else None
+        return f"{self.host}:{port}" if port is not None else None
 
     @property
     def listeners(self) -> list[str]:
-        return [f"{name}://{HOST}:{port}" for name, port in self.ports.items()]
+        return [f"{name}://{self.host}:{port}" for name, port in self.ports.items()]
 
     @property
     def ready_address(self) -> str:
@@ -290,7 +325,51 @@ def voters_string(controllers: Iterable[NodeSpec]) -> str:
     return ",".join(f"{n.node_id}@{n.controller_address}" for n in controllers)
 
 
+def parse_subnet(text: str) -> ipaddress.IPv4Network:
+    """A private IPv4 subnet for a netns lab; TopologyError when unusable."""
+    try:
+        net = ipaddress.IPv4Network(text, strict=True)
+    except ValueError as e:
+        raise TopologyError(f"--subnet {text}: {e}") from None
+    if net.is_loopback or not net.is_private or net.is_link_local:
+        raise TopologyError(
+            f"--subnet {text}: choose a private subnet (10.0.0.0/8, 172.16.0.0/12 or "
+            "192.168.0.0/16); the lab only sends traffic inside its own subnet"
+        )
+    if net.prefixlen > 24:
+        raise TopologyError(f"--subnet {text}: use a /24 or larger (nodes need ~250 addresses)")
+    return net
+
+
+def bridge_host(subnet: str) -> str:
+    """The root namespace's address on the lab bridge (clients' source address)."""
+    return str(parse_subnet(subnet).network_address + BRIDGE_HOST_OFFSET)
+
+
+def node_host(subnet: str, node_id: int) -> str:
+    """A node's address in netns mode: broker (or combined node) i -> .(10+i),
+    dedicated controller 3000+j -> .(200+j) (offsets from the network address)."""
+    net = parse_subnet(subnet)
+    if node_id >= CONTROLLER_ID_BASE:
+        offset = CONTROLLER_HOST_OFFSET + node_id - CONTROLLER_ID_BASE
+        limit = 255
+    else:
+        offset = BROKER_HOST_OFFSET + node_id
+        limit = CONTROLLER_HOST_OFFSET
+    if node_id < 0 or offset >= limit or offset >= net.num_addresses - 1:
+        raise TopologyError(f"node {node_id} has no address in the netns layout of {subnet}")
+    return str(net.network_address + offset)
+
+
 def validate(request: TopologyRequest) -> None:
+    if request.network not in NETWORK_MODES:
+        raise TopologyError(
+            f"unknown network mode {request.network!r} (choose from {', '.join(NETWORK_MODES)})"
+        )
+    if request.subnet is not None:
+        if not request.netns:
+            raise TopologyError("--subnet only applies to --network netns")
+        parse_subnet(request.subnet)
     if request.brokers < 1:
         raise TopologyError(f"--brokers must be at least 1, got {request.brokers}")
     if request.controllers is not None and request.controllers < 1:
@@ -344,9 +423,16 @@ def build_topology(
     there is no allocator)."""
     validate(request)
     ports = dict(ports or {})
+    if request.netns and request.subnet is None:
+        raise TopologyError("--network netns needs a subnet (the lab picks one in `up`)")
+
+    def host(node_id: int) -> str:
+        return node_host(request.subnet, node_id) if request.subnet else HOST
 
     def port(node_id: int, listener: str) -> int:
         key = port_key(node_id, listener)
+        if key not in ports and request.netns:
+            ports[key] = NETNS_PORTS[listener]
         if key not in ports:
             if allocate is None:
                 raise TopologyError(f"no port recorded for node {node_id} {listener}")
@@ -372,7 +458,9 @@ def build_topology(
             node_ports[BROKER_LISTENER] = port(node_id, BROKER_LISTENER)
         if "controller" in roles:
             node_ports[CONTROLLER_LISTENER] = port(node_id, CONTROLLER_LISTENER)
-        skeletons.append(NodeSpec(node_id, roles, node_ports, base_dir / f"node-{node_id}", {}))
+        skeletons.append(
+            NodeSpec(node_id, roles, node_ports, base_dir / f"node-{node_id}", {}, host(node_id))
+        )
 
     voters = voters_string(n for n in skeletons if n.is_controller)
     internal_rf = min(3, request.brokers)

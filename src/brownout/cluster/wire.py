@@ -20,6 +20,7 @@ from kio.serial import entity_reader, entity_writer
 
 API_VERSIONS = 18
 METADATA = 3
+FIND_COORDINATOR = 10
 DESCRIBE_QUORUM = 55
 DESCRIBE_CONFIGS = 32
 TOPIC_RESOURCE = 2
@@ -27,8 +28,14 @@ DYNAMIC_TOPIC_CONFIG = 1  # DescribeConfigs config_source
 METADATA_TOPIC = "__cluster_metadata"
 
 # Highest versions this client knows how to build (and kio can encode).
-_MAX_VERSION = {API_VERSIONS: 0, METADATA: 12, DESCRIBE_QUORUM: 2, DESCRIBE_CONFIGS: 4}
-_MIN_VERSION = {METADATA: 4, DESCRIBE_CONFIGS: 1}
+_MAX_VERSION = {
+    API_VERSIONS: 0,
+    METADATA: 12,
+    DESCRIBE_QUORUM: 2,
+    DESCRIBE_CONFIGS: 4,
+    FIND_COORDINATOR: 4,
+}
+_MIN_VERSION = {METADATA: 4, DESCRIBE_CONFIGS: 1, FIND_COORDINATOR: 1}
 
 
 class WireError(RuntimeError):
@@ -57,6 +64,15 @@ def _build(cls: type, **values: Any) -> Any:
     return cls(**{k: v for k, v in values.items() if k in names})
 
 
+def _zero_uuid() -> Any:
+    import uuid
+
+    return uuid.UUID(int=0)
+
+
+_ZERO_UUID = _zero_uuid()
+
+
 def split_address(address: str) -> tuple[str, int]:
     host, _, port = address.rpartition(":")
     return host.strip("[]") or "127.0.0.1", int(port)
@@ -78,6 +94,25 @@ class ClusterMetadata:
     @property
     def broker_ids(self) -> list[int]:
         return sorted(b.node_id for b in self.brokers)
+
+
+@dataclasses.dataclass(frozen=True)
+class PartitionMetadata:
+    topic: str
+    partition: int
+    leader: int  # -1: no leader
+    leader_epoch: int
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+    error_code: int = 0
+
+
+@dataclasses.dataclass(frozen=True)
+class TopicsMetadata:
+    """Metadata with topics: the brokers and every partition's leader, replicas, ISR."""
+
+    cluster: ClusterMetadata
+    partitions: tuple[PartitionMetadata, ...]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -189,6 +224,61 @@ class WireClient:
             getattr(r, "cluster_id", None), int(getattr(r, "controller_id", -1)), brokers
         )
 
+    def topic_metadata(self, topics: list[str] | None = None) -> TopicsMetadata:
+        """Metadata for `topics` (None: every topic): brokers plus each partition's
+        leader, replicas and ISR, as the answering broker's metadata cache has them."""
+        version = self.pick_version(METADATA)
+        cls = load_request_schema(METADATA, version)
+        module = __import__(cls.__module__, fromlist=["MetadataRequestTopic"])
+        wanted = None
+        if topics is not None:
+            wanted = tuple(
+                _build(module.MetadataRequestTopic, name=t, topic_id=_ZERO_UUID) for t in topics
+            )
+        body = _build(
+            cls,
+            topics=wanted,
+            allow_auto_topic_creation=False,
+            include_cluster_authorized_operations=False,
+            include_topic_authorized_operations=False,
+        )
+        r = self.request(METADATA, version, body)
+        brokers = tuple(BrokerInfo(int(b.node_id), str(b.host), int(b.port)) for b in r.brokers)
+        cluster = ClusterMetadata(
+            getattr(r, "cluster_id", None), int(getattr(r, "controller_id", -1)), brokers
+        )
+        partitions = []
+        for t in r.topics:
+            for p in t.partitions:
+                partitions.append(
+                    PartitionMetadata(
+                        str(t.name),
+                        int(p.partition_index),
+                        int(p.leader_id),
+                        int(getattr(p, "leader_epoch", -1)),
+                        tuple(int(x) for x in p.replica_nodes),
+                        tuple(int(x) for x in p.isr_nodes),
+                        int(p.error_code) or int(t.error_code),
+                    )
+                )
+        return TopicsMetadata(cluster, tuple(partitions))
+
+    def find_coordinator(self, group: str) -> int:
+        """FindCoordinator (key type group): the coordinator's node id."""
+        version = self.pick_version(FIND_COORDINATOR)
+        cls = load_request_schema(FIND_COORDINATOR, version)
+        if version >= 4:
+            r = self.request(FIND_COORDINATOR, version, cls(key_type=0, coordinator_keys=(group,)))
+            c = r.coordinators[0]
+            code, node_id, message = int(c.error_code), int(c.node_id), c.error_message
+        else:
+            r = self.request(FIND_COORDINATOR, version, _build(cls, key=group, key_type=0))
+            code, node_id = int(r.error_code), int(r.node_id)
+            message = getattr(r, "error_message", None)
+        if code != 0:
+            raise ResourceError(f"group {group}: {_error_name(code)}: {message or ''}".rstrip(": "))
+        return node_id
+
     def describe_quorum(self) -> QuorumInfo:
         version = self.pick_version(DESCRIBE_QUORUM)
         cls = load_request_schema(DESCRIBE_QUORUM, version)
@@ -241,6 +331,13 @@ class WireClient:
                 if int(c.config_source) == DYNAMIC_TOPIC_CONFIG
             }
         return result
+
+
+def fetch_topic_metadata(
+    address: str, topics: list[str] | None = None, timeout: float = 3.0
+) -> TopicsMetadata:
+    with WireClient(address, timeout) as client:
+        return client.topic_metadata(topics)
 
 
 def fetch_metadata(address: str, timeout: float = 3.0) -> ClusterMetadata:

@@ -529,6 +529,11 @@ class Log:
             if offset < 0:
                 raise ValueError(f"cannot truncate to negative offset {offset}")
             if offset >= self.log_end_offset:
+                # Nothing to remove from the log, but an epoch this replica started as
+                # leader without appending to it may sit at the log end; a follower must
+                # forget it, or it keeps offering that epoch and diverges forever (Kafka
+                # truncates its epoch cache here for the same reason).
+                self._epochs.truncate_from_end(self.log_end_offset)
                 return False
             if offset < self._log_start_offset or offset <= self._segments[0].base_offset:
                 self.truncate_fully_and_start_at(offset)

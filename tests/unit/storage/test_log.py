@@ -7,6 +7,7 @@ from conftest import TS, headers, make_batch
 from brownout.protocol.records import (
     CorruptRecordError,
     InvalidRecordError,
+    build_batch,
     decode_records,
     iter_batches,
 )
@@ -241,3 +242,16 @@ def test_batches_iterates_everything(open_log):
     offsets = [h.base_offset for h, _ in log.batches()]
     assert offsets[0] == 0 and len(offsets) == 30
     assert sum(len(list(iter_batches(b))) for _, b in log.batches()) == 30
+
+
+def test_truncating_at_the_log_end_forgets_an_empty_epoch_started_there(tmp_path):
+    """A broker that became leader (epoch recorded at its log end) but appended nothing
+    must drop that epoch when it follows again, or it keeps presenting it."""
+    log = Log.create(tmp_path / "t-0", LogConfig())
+    log.append_as_leader(build_batch([(None, b"a")] * 3, timestamp_ms=0), 1, 0)
+    log.assign_epoch_start_offset(2, log.log_end_offset)
+    assert log.latest_epoch == 2
+    assert log.truncate_to(log.log_end_offset) is False
+    assert log.latest_epoch == 1
+    assert log.end_offset_for_epoch(1) == (1, 3)
+    log.close()

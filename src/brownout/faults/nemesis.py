@@ -1,0 +1,639 @@
+"""The nemesis: Jepsen-style fault injection on a running cluster.
+
+``setup()`` checks what this cluster allows (network faults need netns mode and root)
+and heals leftovers; ``invoke(fault)`` resolves the fault's target from live metadata
+*now*, acts, and returns a `FaultResult`; ``heal()`` removes every network fault;
+``teardown()`` heals, resumes paused nodes and starts stopped ones.
+
+Every invocation also reports two history events through ``on_event(type, value)``:
+``("invoke", value)`` once the targets are resolved, then ``("ok" | "fail" | "info",
+value)`` when done. The caller records them as process "nemesis", f="fault", value as
+JSON (`FaultResult.value()` is that JSON). Outcomes follow Jepsen: ``ok`` the fault
+happened as asked; ``fail`` it certainly did not (refused, target not found, node not
+running); ``info`` indeterminate (e.g. a SIGTERM'd broker did not exit in time, or a
+restarted node did not rejoin in time): the message says which.
+
+Actions (`Fault.action`) and their params:
+
+===================  =================================================================
+kill                 SIGKILL; waits until the process is gone
+terminate            SIGTERM; waits (``timeout``, default 30 s) for the exit, which for
+                     a broker means the controller approved controlled shutdown (read
+                     from its log); no SIGKILL afterwards: "info" when it did not exit
+pause / resume       SIGSTOP / SIGCONT (resume without target: every paused node)
+start                start stopped node(s) and wait until they serve (broker: back in
+                     Metadata) (no target: every stopped node)
+restart              terminate (SIGKILL if it does not exit in time) + start + wait
+rolling-restart      restart each target in turn (default all brokers, active
+                     controller last), waiting after each until every partition's ISR
+                     is full again (brokers) or the quorum has a leader (controllers)
+isolate              cut targets from ``from`` = everyone (default: other nodes and
+                     clients) | nodes | controllers | brokers | clients | a target spec;
+                     ``one_way``: the targets cannot hear them, they still hear targets
+partition            target = halves | bridge | "1,2|3,4" (components); ``nodes`` =
+                     target spec of the nodes taking part (default all)
+loss                 drop ``probability`` of packets the targets receive (``from``)
+bandwidth            tbf: ``rate`` (e.g. 1mbit), ``burst``, ``latency``
+latency              netem ``delay`` (e.g. 100ms) ``jitter`` -- refused where the kernel
+                     has no netem (this machine)
+heal                 remove every network fault
+===================  =================================================================
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import random
+import time
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from ..cluster.state import ClusterState
+from ..cluster.supervisor import Supervisor, SupervisorError
+from ..cluster.wire import PartitionMetadata, WireClient, WireError
+from . import grudge as grudges
+from .netns import FaultRefused, NetworkFaults
+from .targets import Snapshot, TargetError, parse, resolve, take_snapshot
+
+PROCESS_ACTIONS = (
+    "kill",
+    "terminate",
+    "pause",
+    "resume",
+    "start",
+    "restart",
+    "rolling-restart",
+)
+NETWORK_ACTIONS = ("isolate", "partition", "loss", "bandwidth", "latency", "heal")
+ACTIONS = PROCESS_ACTIONS + NETWORK_ACTIONS
+
+SHUTDOWN_APPROVED = "The controller has asked us to exit controlled shutdown"
+SHUTDOWN_TIMED_OUT = "Timed out waiting for the controller to approve controlled shutdown"
+
+EventCallback = Callable[[str, dict[str, Any]], None]
+
+
+@dataclasses.dataclass(frozen=True)
+class Fault:
+    """What to do: an action, a target spec (see targets.py) and action params."""
+
+    action: str
+    target: str | None = None
+    params: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"action": self.action, "target": self.target, "params": dict(self.params)}
+
+
+@dataclasses.dataclass
+class FaultResult:
+    """What happened: the history event's value (`value()`)."""
+
+    action: str
+    target: str | None
+    nodes: tuple[int, ...]  # targets as resolved at fault time
+    start: float  # wall clock (time.time())
+    end: float
+    outcome: str  # ok | fail | info
+    message: str
+    details: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.outcome == "ok"
+
+    @property
+    def duration(self) -> float:
+        return max(0.0, self.end - self.start)
+
+    def value(self) -> dict[str, Any]:
+        return {
+            "action": self.action,
+            "target": self.target,
+            "nodes": list(self.nodes),
+            "outcome": self.outcome,
+            "message": self.message,
+            "start": round(self.start, 6),
+            "end": round(self.end, 6),
+            "duration_s": round(self.duration, 3),
+            **self.details,
+        }
+
+    def to_json(self) -> str:
+        return json.dumps(self.value(), default=str, sort_keys=False)
+
+
+class _Failed(Exception):
+    """Internal: the fault certainly did not happen (outcome fail)."""
+
+
+class _Indeterminate(Exception):
+    """Internal: the fault may or may not have fully happened (outcome info)."""
+
+
+class Nemesis:
+    """Faults on the cluster recorded in `state`, through `supervisor` (made from the
+    state when not given). Pass `rng` or `seed` for repeatable random targets."""
+
+    def __init__(
+        self,
+        state: ClusterState,
+        supervisor: Supervisor | None = None,
+        *,
+        rng: random.Random | None = None,
+        seed: int | None = None,
+        on_event: EventCallback | None = None,
+        request_timeout: float = 2.0,
+        terminate_timeout: float = 30.0,
+        start_timeout: float = 60.0,
+        rejoin_timeout: float = 60.0,
+    ) -> None:
+        self.state = state
+        self.supervisor = supervisor or Supervisor(state)
+        self.topology = self.supervisor.topology
+        self.rng = rng if rng is not None else random.Random(seed)
+        self.on_event = on_event
+        self.request_timeout = request_timeout
+        self.terminate_timeout = terminate_timeout
+        self.start_timeout = start_timeout
+        self.rejoin_timeout = rejoin_timeout
+        self._network: NetworkFaults | None = None
+
+    # -- lifecycle ---------------------------------------------------------------------
+
+    @property
+    def network_capable(self) -> bool:
+        return self.state.request.netns
+
+    def network(self) -> NetworkFaults:
+        """The lab's network faults; FaultRefused with the reason when not possible."""
+        if self._network is None:
+            self._network = NetworkFaults.for_cluster(self.state)
+        return self._network
+
+    def setup(self) -> None:
+        """Check the lab and heal leftovers of an earlier run (network faults only in
+        netns mode; process faults always work)."""
+        if self.network_capable:
+            net = self.network()
+            net.check_ready()
+            net.heal()
+
+    def heal(self) -> FaultResult:
+        return self.invoke(Fault("heal"))
+
+    def teardown(self, start_stopped: bool = True) -> list[FaultResult]:
+        """Leave the cluster whole: heal the network, resume paused nodes, start stopped
+        ones (when `start_stopped`)."""
+        results = []
+        if self.network_capable:
+            results.append(self.heal())
+        if any(self.supervisor.process_state(n) == "paused" for n in self._all()):
+            results.append(self.invoke(Fault("resume")))
+        if start_stopped and any(
+            self.supervisor.process_state(n) == "stopped" for n in self._all()
+        ):
+            results.append(self.invoke(Fault("start")))
+        return results
+
+    # -- targets -----------------------------------------------------------------------
+
+    def _all(self) -> list[int]:
+        return [n.node_id for n in self.topology.nodes]
+
+    def snapshot(self, spec: str | None = None, topics: list[str] | None = None) -> Snapshot:
+        need = [parse(spec)] if spec else []
+        return take_snapshot(self.state, need=need, timeout=self.request_timeout, topics=topics)
+
+    def resolve(self, spec: str) -> tuple[int, ...]:
+        target = parse(spec)
+        snap = take_snapshot(self.state, need=[target], timeout=self.request_timeout)
+        return resolve(target, snap, self.rng)
+
+    # -- invoke ------------------------------------------------------------------------
+
+    def _emit(self, kind: str, value: dict[str, Any]) -> None:
+        if self.on_event is not None:
+            self.on_event(kind, value)
+
+    def invoke(self, fault: Fault | str, target: str | None = None, **params: Any) -> FaultResult:
+        """Do `fault` now (or `invoke("kill", "2")`); never raises for a refused or
+        failed fault: the result's outcome and message say what happened."""
+        if isinstance(fault, str):
+            fault = Fault(fault, target, params)
+        start = time.time()
+        details: dict[str, Any] = {}
+        if fault.params:
+            details["params"] = dict(fault.params)
+        nodes: tuple[int, ...] = ()
+        try:
+            if fault.action not in ACTIONS:
+                raise _Failed(f"unknown fault {fault.action!r} (one of {', '.join(ACTIONS)})")
+            nodes = self._targets(fault)
+        except (_Failed, TargetError, FaultRefused) as e:
+            result = FaultResult(
+                fault.action, fault.target, nodes, start, time.time(), "fail", str(e), details
+            )
+            self._emit("invoke", {**result.value(), "outcome": "invoke"})
+            self._emit("fail", result.value())
+            return result
+        invoked = FaultResult(
+            fault.action, fault.target, nodes, start, start, "invoke", "", dict(details)
+        )
+        self._emit("invoke", invoked.value())
+        handler = getattr(self, "_do_" + fault.action.replace("-", "_"))
+        try:
+            message = handler(fault, nodes, details)
+            outcome = "ok"
+        except (_Failed, FaultRefused, TargetError) as e:
+            outcome, message = "fail", str(e)
+        except _Indeterminate as e:
+            outcome, message = "info", str(e)
+        except (SupervisorError, WireError, OSError) as e:
+            outcome, message = "info", f"{type(e).__name__}: {e}"
+        result = FaultResult(
+            fault.action, fault.target, nodes, start, time.time(), outcome, message, details
+        )
+        self._emit(outcome, result.value())
+        return result
+
+    def _targets(self, fault: Fault) -> tuple[int, ...]:
+        action, spec = fault.action, fault.target
+        if action in NETWORK_ACTIONS:
+            self.network()  # refuse early: loopback mode, no root, no iptables
+        if action == "heal":
+            return ()
+        if action == "partition":
+            return ()  # nodes are those of the grudge, filled in by _do_partition
+        if spec is None or spec == "":
+            if action == "resume":
+                return tuple(n for n in self._all() if self.supervisor.process_state(n) == "paused")
+            if action == "start":
+                return tuple(
+                    n for n in self._all() if self.supervisor.process_state(n) == "stopped"
+                )
+            if action == "rolling-restart":
+                spec = "all-brokers"
+            else:
+                raise _Failed(f"{action} needs a target")
+        nodes = self.resolve(spec)
+        if action == "rolling-restart":
+            nodes = self._rolling_order(nodes)
+        return nodes
+
+    def _rolling_order(self, nodes: Iterable[int]) -> tuple[int, ...]:
+        """Brokers by id, then controllers; the active controller (if among them) last."""
+        active = None
+        with contextlib.suppress(TargetError, WireError):
+            active = self.resolve("active-controller")[0]
+        spec = {n.node_id: n for n in self.topology.nodes}
+        return tuple(sorted(nodes, key=lambda n: (n == active, not spec[n].is_broker, n)))
+
+    # -- waiting -----------------------------------------------------------------------
+
+    def _broker_addresses(self) -> list[str]:
+        return [
+            b.broker_address
+            for b in self.topology.brokers
+            if b.broker_address and self.supervisor.process_state(b.node_id) == "running"
+        ]
+
+    def _poll(self, what: Callable[[WireClient], bool], timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        while True:
+            for address in self._broker_addresses():
+                try:
+                    with WireClient(address, self.request_timeout) as client:
+                        if what(client):
+                            return True
+                    break
+                except (WireError, OSError):
+                    continue
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.2)
+
+    def wait_registered(self, node_ids: Iterable[int], timeout: float) -> bool:
+        """Every broker in `node_ids` is listed by Metadata (registered and unfenced)."""
+        wanted = {n for n in node_ids if self.topology.node(n).is_broker}
+        if not wanted:
+            return True
+        return self._poll(lambda c: wanted <= set(c.metadata().broker_ids), timeout)
+
+    def wait_isr_full(self, timeout: float) -> bool:
+        """Every partition has a leader and its ISR holds every replica."""
+
+        def full(client: WireClient) -> bool:
+            md = client.topic_metadata(None)
+            return all(p.leader >= 0 and set(p.replicas) <= set(p.isr) for p in md.partitions)
+
+        return self._poll(full, timeout)
+
+    def wait_quorum(self, timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        addresses = [c.controller_address for c in self.topology.controllers]
+        while time.monotonic() < deadline:
+            for address in addresses:
+                with (
+                    contextlib.suppress(WireError, OSError),
+                    WireClient(str(address), self.request_timeout) as client,
+                ):
+                    if client.describe_quorum().leader_id >= 0:
+                        return True
+            time.sleep(0.2)
+        return False
+
+    def partitions(self) -> list[PartitionMetadata]:
+        """Every partition as the first answering broker sees it ([] when none does)."""
+        for address in self._broker_addresses():
+            with (
+                contextlib.suppress(WireError, OSError),
+                WireClient(address, self.request_timeout) as client,
+            ):
+                return list(client.topic_metadata(None).partitions)
+        return []
+
+    def _led_by(self, nodes: Iterable[int]) -> dict[int, list[str]]:
+        """Partitions led by each of `nodes` right now (empty when nobody answers)."""
+        out: dict[int, list[str]] = {n: [] for n in nodes}
+        for p in self.partitions():
+            if p.leader in out:
+                out[p.leader].append(f"{p.topic}-{p.partition}")
+        return out
+
+    # -- process faults ----------------------------------------------------------------
+
+    def _running(
+        self, nodes: Iterable[int], states: tuple[str, ...] = ("running", "paused")
+    ) -> list[int]:
+        return [n for n in nodes if self.supervisor.process_state(n) in states]
+
+    def _do_kill(self, fault: Fault, nodes: tuple[int, ...], details: dict[str, Any]) -> str:
+        killed = [n for n in nodes if self.supervisor.kill_node(n)]
+        details["killed"] = killed
+        details["not_running"] = [n for n in nodes if n not in killed]
+        if not killed:
+            raise _Failed(f"node(s) {_ids(nodes)} not running: nothing killed")
+        return f"SIGKILL: node(s) {_ids(killed)} gone" + _not_running(details)
+
+    def _terminate(
+        self, nodes: Iterable[int], details: dict[str, Any], timeout: float
+    ) -> tuple[list[int], list[int]]:
+        nodes = list(nodes)
+        brokers = [n for n in nodes if self.topology.node(n).is_broker]
+        led_before = self._led_by(brokers) if brokers else {}
+        offsets = {n: self.supervisor.log_offset(n) for n in nodes}
+        outcome = self.supervisor.terminate_nodes(nodes, timeout)
+        exited = [n for n, v in outcome.items() if v is True]
+        stuck = [n for n, v in outcome.items() if v is False]
+        details["not_running"] = [n for n, v in outcome.items() if v is None]
+        details["exited"] = exited
+        details["still_running"] = stuck
+        shutdown = {}
+        for n in brokers:
+            text = self.supervisor.log_since(n, offsets[n])
+            if SHUTDOWN_APPROVED in text:
+                shutdown[str(n)] = "approved"
+            elif SHUTDOWN_TIMED_OUT in text:
+                shutdown[str(n)] = "timed out"
+            elif outcome.get(n) is not None:
+                shutdown[str(n)] = "unknown"
+        if shutdown:
+            details["controlled_shutdown"] = shutdown
+        if led_before:
+            details["led_before"] = {str(k): v for k, v in led_before.items()}
+        return exited, stuck
+
+    def _do_terminate(self, fault: Fault, nodes: tuple[int, ...], details: dict[str, Any]) -> str:
+        timeout = float(fault.params.get("timeout", self.terminate_timeout))
+        exited, stuck = self._terminate(nodes, details, timeout)
+        if exited and any(self.topology.node(n).is_broker for n in exited):
+            still = self._led_by(exited)
+            details["still_leading"] = {str(k): v for k, v in still.items() if v}
+        if stuck:
+            raise _Indeterminate(
+                f"SIGTERM sent, but node(s) {_ids(stuck)} did not exit within {timeout:g}s "
+                "(for a broker: controlled shutdown not approved?); still running"
+            )
+        if not exited:
+            raise _Failed(f"node(s) {_ids(nodes)} not running: nothing terminated")
+        cs = details.get("controlled_shutdown", {})
+        note = ""
+        if cs:
+            note = "; controlled shutdown " + ", ".join(f"{k}: {v}" for k, v in cs.items())
+        return f"SIGTERM: node(s) {_ids(exited)} exited{note}" + _not_running(details)
+
+    def _do_pause(self, fault: Fault, nodes: tuple[int, ...], details: dict[str, Any]) -> str:
+        paused = [n for n in nodes if self.supervisor.pause(n)]
+        details["paused"] = paused
+        details["not_running"] = [n for n in nodes if n not in paused]
+        if not paused:
+            raise _Failed(f"node(s) {_ids(nodes)} not running: nothing paused")
+        return f"SIGSTOP: node(s) {_ids(paused)} paused" + _not_running(details)
+
+    def _do_resume(self, fault: Fault, nodes: tuple[int, ...], details: dict[str, Any]) -> str:
+        resumed = [n for n in nodes if self.supervisor.resume(n)]
+        details["resumed"] = resumed
+        if not resumed:
+            return (
+                "no paused node to resume"
+                if not nodes
+                else (f"node(s) {_ids(nodes)} not running: nothing resumed")
+            )
+        return f"SIGCONT: node(s) {_ids(resumed)} resumed"
+
+    def _start(self, nodes: Iterable[int], details: dict[str, Any]) -> list[int]:
+        started = []
+        for n in nodes:
+            if self.supervisor.process_state(n) != "stopped":
+                details.setdefault("already_running", []).append(n)
+                continue
+            self.supervisor.start_node(n, timeout=self.start_timeout)
+            started.append(n)
+        if started and not self.wait_registered(started, self.rejoin_timeout):
+            raise _Indeterminate(
+                f"node(s) {_ids(started)} started but not back in Metadata after "
+                f"{self.rejoin_timeout:g}s"
+            )
+        return started
+
+    def _do_start(self, fault: Fault, nodes: tuple[int, ...], details: dict[str, Any]) -> str:
+        t0 = time.monotonic()
+        started = self._start(nodes, details)
+        details["started"] = started
+        details["serving_after_s"] = round(time.monotonic() - t0, 3)
+        if not started:
+            return "nothing to start: " + (
+                f"node(s) {_ids(nodes)} already running" if nodes else "every node is running"
+            )
+        return f"started node(s) {_ids(started)}; serving after {details['serving_after_s']}s"
+
+    def _restart_one(self, node: int, details: dict[str, Any], timeout: float) -> dict[str, Any]:
+        step: dict[str, Any] = {"node": node}
+        t0 = time.monotonic()
+        sub: dict[str, Any] = {}
+        _exited, stuck = self._terminate([node], sub, timeout)
+        step["controlled_shutdown"] = sub.get("controlled_shutdown", {}).get(str(node))
+        if stuck:
+            self.supervisor.kill_node(node)
+            step["killed_after_timeout"] = True
+        step["down_s"] = round(time.monotonic() - t0, 3)
+        self._start([node], {})
+        step["serving_after_s"] = round(time.monotonic() - t0, 3)
+        return step
+
+    def _do_restart(self, fault: Fault, nodes: tuple[int, ...], details: dict[str, Any]) -> str:
+        timeout = float(fault.params.get("timeout", self.terminate_timeout))
+        steps = []
+        details["steps"] = steps
+        for node in nodes:
+            steps.append(self._restart_one(node, details, timeout))
+        return "restarted node(s) " + ", ".join(
+            f"{s['node']} (serving after {s['serving_after_s']}s)" for s in steps
+        )
+
+    def _do_rolling_restart(
+        self, fault: Fault, nodes: tuple[int, ...], details: dict[str, Any]
+    ) -> str:
+        timeout = float(fault.params.get("timeout", self.terminate_timeout))
+        steps: list[dict[str, Any]] = []
+        details["order"] = list(nodes)
+        details["steps"] = steps
+        for node in nodes:
+            t0 = time.monotonic()
+            step = self._restart_one(node, details, timeout)
+            steps.append(step)
+            if self.topology.node(node).is_broker:
+                ok = self.wait_isr_full(self.rejoin_timeout)
+                what = "every partition's ISR full again"
+            else:
+                ok = self.wait_quorum(self.rejoin_timeout)
+                what = "the quorum has a leader"
+            step["rejoined_after_s"] = round(time.monotonic() - t0, 3)
+            if not ok:
+                raise _Indeterminate(
+                    f"rolling restart stopped after node {node}: not {what} within "
+                    f"{self.rejoin_timeout:g}s"
+                )
+        return "rolling restart of " + ", ".join(
+            f"{s['node']} ({s['rejoined_after_s']}s)" for s in steps
+        )
+
+    # -- network faults ----------------------------------------------------------------
+
+    def _group(self, spec: str, targets: tuple[int, ...]) -> tuple[set[int], bool]:
+        """(the nodes `from` names, whether clients are among them)."""
+        everyone = set(self._all())
+        if spec == "everyone":
+            return everyone - set(targets), True
+        if spec == "nodes":
+            return everyone - set(targets), False
+        if spec == "clients":
+            return set(), True
+        if spec == "controllers":
+            return {n.node_id for n in self.topology.controllers} - set(targets), False
+        if spec == "brokers":
+            return {n.node_id for n in self.topology.brokers} - set(targets), False
+        return set(self.resolve(spec)) - set(targets), False
+
+    def _do_isolate(self, fault: Fault, nodes: tuple[int, ...], details: dict[str, Any]) -> str:
+        source = str(fault.params.get("from") or "everyone")
+        one_way = bool(fault.params.get("one_way", False))
+        group, clients = self._group(source, nodes)
+        if clients:
+            group.add(grudges.CLIENTS)
+        if not group:
+            raise _Failed(f"isolate {_ids(nodes)} from {source}: nobody to cut them from")
+        g = grudges.one_way(nodes, group) if one_way else grudges.cut(nodes, group)
+        self.network().apply_grudge(g)
+        details["from"] = source
+        details["one_way"] = one_way
+        details["isolated"] = list(nodes)
+        details["grudge"] = grudges.to_json(g)
+        arrow = "cannot hear" if one_way else "cut from"
+        return f"node(s) {_ids(nodes)} {arrow} {source}: " + "; ".join(grudges.describe(g))
+
+    def _do_partition(self, fault: Fault, nodes: tuple[int, ...], details: dict[str, Any]) -> str:
+        kind = (fault.target or "halves").strip()
+        members = self.resolve(str(fault.params.get("nodes") or "all"))
+        if kind == "halves":
+            g = grudges.halves(members, self.rng)
+        elif kind == "bridge":
+            g = grudges.bridge(members, self.rng)
+        else:
+            try:
+                comps = grudges.parse_components(kind)
+            except ValueError as e:
+                raise _Failed(f"partition {e}; or use halves | bridge") from None
+            unknown = {n for c in comps for n in c} - set(self._all()) - {grudges.CLIENTS}
+            if unknown:
+                raise _Failed(f"partition {kind}: no node {_ids(sorted(unknown))} here")
+            g = grudges.complete(comps)
+        if not g:
+            raise _Failed(f"partition {kind} of {_ids(members)} cuts nothing")
+        self.network().apply_grudge(g)
+        involved = sorted({n for n in g} | {m for v in g.values() for m in v} - {grudges.CLIENTS})
+        details["grudge"] = grudges.to_json(g)
+        details["isolated"] = grudges.isolated_nodes(g, members)
+        details["partitioned"] = [n for n in involved if n != grudges.CLIENTS]
+        return f"partition {kind}: " + "; ".join(grudges.describe(g))
+
+    def _do_loss(self, fault: Fault, nodes: tuple[int, ...], details: dict[str, Any]) -> str:
+        probability = float(fault.params.get("probability", 0.1))
+        source = fault.params.get("from")
+        sources: set[int] = set()
+        if source:
+            group, clients = self._group(str(source), nodes)
+            sources = group | ({grudges.CLIENTS} if clients else set())
+        self.network().loss(nodes, probability, sources)
+        details["probability"] = probability
+        details["from"] = source or "everyone"
+        return (
+            f"node(s) {_ids(nodes)} drop {probability:.0%} of packets received from "
+            f"{source or 'everyone'}"
+        )
+
+    def _do_bandwidth(self, fault: Fault, nodes: tuple[int, ...], details: dict[str, Any]) -> str:
+        rate = str(fault.params.get("rate", "1mbit"))
+        burst = str(fault.params.get("burst", "32kbit"))
+        latency = str(fault.params.get("latency", "400ms"))
+        self.network().bandwidth(nodes, rate, burst, latency)
+        details.update(rate=rate, burst=burst)
+        return f"node(s) {_ids(nodes)} limited to {rate} each way (tbf)"
+
+    def _do_latency(self, fault: Fault, nodes: tuple[int, ...], details: dict[str, Any]) -> str:
+        delay = str(fault.params.get("delay", "100ms"))
+        jitter = fault.params.get("jitter")
+        self.network().latency(nodes, delay, str(jitter) if jitter else None)
+        details["delay"] = delay
+        return f"node(s) {_ids(nodes)} delayed by {delay} (netem)"
+
+    def _do_heal(self, fault: Fault, nodes: tuple[int, ...], details: dict[str, Any]) -> str:
+        net = self.network()
+        before = net.rules()
+        net.heal()
+        details["removed_rules"] = sum(len(v) for v in before.values())
+        return f"network healed ({details['removed_rules']} rule(s) removed, qdiscs cleared)"
+
+
+def _ids(nodes: Iterable[int]) -> str:
+    return ", ".join(map(str, nodes)) or "none"
+
+
+def _not_running(details: dict[str, Any]) -> str:
+    missing = details.get("not_running") or []
+    return f" (not running: {_ids(missing)})" if missing else ""
+
+
+__all__ = [
+    "ACTIONS",
+    "NETWORK_ACTIONS",
+    "PROCESS_ACTIONS",
+    "EventCallback",
+    "Fault",
+    "FaultRefused",
+    "FaultResult",
+    "Nemesis",
+]

@@ -1,0 +1,315 @@
+"""Fault targets, resolved at fault time from live metadata.
+
+A target is a short string; `resolve(spec, snapshot, rng)` turns it into node ids. The
+resolution is pure (a `Snapshot` in, ids out) so it is unit-tested with hand-made
+snapshots; `take_snapshot` is the I/O half (Metadata, DescribeQuorum and FindCoordinator
+over `cluster.wire`, sent to whichever node answers first).
+
+Target specs (`TARGET_HELP` prints them)::
+
+    3  | node-3 | 1,2           the given node id(s)
+    leader:T-p | leader:T:p     the leader of partition p of topic T (Metadata)
+    active-controller           the KRaft quorum leader (DescribeQuorum, API key 55)
+    random-broker               one live broker (registered, unfenced), else any broker
+    random-controller           one controller
+    minority-brokers            floor(n/2) random brokers      (n = every broker)
+    majority-brokers            floor(n/2)+1 random brokers
+    minority-controllers        floor(n/2) random controllers  (n = every voter)
+    majority-controllers        floor(n/2)+1 random controllers
+    all-brokers | all-controllers | all
+    all-but-controller          every node except the active controller
+    coordinator:G               the group coordinator of consumer group G (FindCoordinator)
+
+Random choices use the injected `random.Random` over sorted ids, so a seed repeats them
+(for the same cluster shape and the same live metadata).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import random
+import time
+from collections.abc import Iterable, Mapping, Sequence
+
+from ..cluster.state import ClusterState
+from ..cluster.supervisor import node_process_state
+from ..cluster.wire import PartitionMetadata, WireClient, WireError
+
+TARGET_HELP = (
+    "TARGET: a node id (3, node-3, 1,2) | leader:TOPIC-P | active-controller | "
+    "random-broker | random-controller | minority-brokers | majority-brokers | "
+    "minority-controllers | majority-controllers | all-brokers | all-controllers | all | "
+    "all-but-controller | coordinator:GROUP"
+)
+
+KEYWORDS = frozenset(
+    {
+        "active-controller",
+        "random-broker",
+        "random-controller",
+        "minority-brokers",
+        "majority-brokers",
+        "minority-controllers",
+        "majority-controllers",
+        "all-brokers",
+        "all-controllers",
+        "all",
+        "all-but-controller",
+    }
+)
+
+
+class TargetError(ValueError):
+    """A target that cannot be parsed or resolved; the message says why."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Snapshot:
+    """What the cluster looks like right now, as far as targets care."""
+
+    brokers: tuple[int, ...]  # every broker of the cluster (its topology)
+    controllers: tuple[int, ...]  # every controller (KRaft voter)
+    live_brokers: tuple[int, ...] = ()  # registered and unfenced (in Metadata)
+    active_controller: int | None = None  # the quorum leader, None when unknown
+    partitions: tuple[PartitionMetadata, ...] = ()
+    coordinators: Mapping[str, int] = dataclasses.field(default_factory=dict)
+
+    @property
+    def nodes(self) -> tuple[int, ...]:
+        return tuple(sorted(set(self.brokers) | set(self.controllers)))
+
+    def partition(self, topic: str, partition: int) -> PartitionMetadata | None:
+        for p in self.partitions:
+            if p.topic == topic and p.partition == partition:
+                return p
+        return None
+
+
+def majority(n: int) -> int:
+    return n // 2 + 1
+
+
+def minority(n: int) -> int:
+    """Jepsen's minority: one less than a majority (1 of 3, 2 of 4 or 5)."""
+    return majority(n) - 1
+
+
+# -- parsing (pure) --------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class Target:
+    kind: str  # "ids" | "leader" | "coordinator" | one of KEYWORDS
+    ids: tuple[int, ...] = ()
+    topic: str | None = None
+    partition: int | None = None
+    group: str | None = None
+
+
+def _node_id(text: str) -> int:
+    text = text.strip()
+    for prefix in ("node-", "broker-", "controller-"):
+        text = text.removeprefix(prefix)
+    return int(text)
+
+
+def parse(spec: str) -> Target:
+    spec = spec.strip()
+    if not spec:
+        raise TargetError(f"empty target; {TARGET_HELP}")
+    if spec in KEYWORDS:
+        return Target(spec)
+    if spec.startswith(("leader:", "leader-of:")):
+        rest = spec.split(":", 1)[1]
+        topic, sep, part = rest.rpartition(":")
+        if not sep:
+            topic, sep, part = rest.rpartition("-")
+        if not sep or not topic or not part.isdigit():
+            raise TargetError(f"{spec!r}: expected leader:TOPIC-PARTITION, e.g. leader:orders-0")
+        return Target("leader", topic=topic, partition=int(part))
+    if spec.startswith(("coordinator:", "coordinator-of:")):
+        group = spec.split(":", 1)[1]
+        if not group:
+            raise TargetError(f"{spec!r}: expected coordinator:GROUP")
+        return Target("coordinator", group=group)
+    try:
+        ids = tuple(_node_id(part) for part in spec.split(",") if part.strip())
+    except ValueError:
+        raise TargetError(f"unknown target {spec!r}; {TARGET_HELP}") from None
+    if not ids:
+        raise TargetError(f"unknown target {spec!r}; {TARGET_HELP}")
+    return Target("ids", ids=ids)
+
+
+# -- resolution (pure) -----------------------------------------------------------------
+
+
+def _sample(items: Iterable[int], k: int, rng: random.Random) -> tuple[int, ...]:
+    pool = sorted(set(items))
+    return tuple(sorted(rng.sample(pool, min(k, len(pool)))))
+
+
+def resolve(spec: str | Target, snap: Snapshot, rng: random.Random) -> tuple[int, ...]:
+    """Node ids for `spec` given the snapshot; TargetError when none can be named."""
+    target = parse(spec) if isinstance(spec, str) else spec
+    kind = target.kind
+    if kind == "ids":
+        unknown = [i for i in target.ids if i not in snap.nodes]
+        if unknown:
+            raise TargetError(
+                f"no node {', '.join(map(str, unknown))} in this cluster "
+                f"(nodes: {', '.join(map(str, snap.nodes))})"
+            )
+        return tuple(sorted(set(target.ids)))
+    if kind == "leader":
+        assert target.topic is not None and target.partition is not None
+        p = snap.partition(target.topic, target.partition)
+        if p is None:
+            raise TargetError(f"partition {target.topic}-{target.partition} is not in Metadata")
+        if p.leader < 0:
+            raise TargetError(f"partition {target.topic}-{target.partition} has no leader now")
+        return (p.leader,)
+    if kind == "coordinator":
+        assert target.group is not None
+        coordinator = snap.coordinators.get(target.group)
+        if coordinator is None or coordinator < 0:
+            raise TargetError(f"no coordinator known for group {target.group}")
+        return (coordinator,)
+    if kind in ("active-controller", "all-but-controller"):
+        if snap.active_controller is None or snap.active_controller < 0:
+            raise TargetError("the active controller is unknown (no quorum leader right now)")
+        if kind == "active-controller":
+            return (snap.active_controller,)
+        return tuple(n for n in snap.nodes if n != snap.active_controller)
+    if kind == "random-broker":
+        pool = snap.live_brokers or snap.brokers
+        if not pool:
+            raise TargetError("the cluster has no broker")
+        return _sample(pool, 1, rng)
+    if kind == "random-controller":
+        if not snap.controllers:
+            raise TargetError("the cluster has no controller")
+        return _sample(snap.controllers, 1, rng)
+    if kind in (
+        "minority-brokers",
+        "majority-brokers",
+        "minority-controllers",
+        "majority-controllers",
+    ):
+        pool = snap.brokers if kind.endswith("brokers") else snap.controllers
+        count = minority(len(pool)) if kind.startswith("minority") else majority(len(pool))
+        if count == 0:
+            raise TargetError(f"{kind}: a minority of {len(pool)} is nobody")
+        return _sample(pool, count, rng)
+    if kind == "all-brokers":
+        return tuple(sorted(snap.brokers))
+    if kind == "all-controllers":
+        return tuple(sorted(snap.controllers))
+    if kind == "all":
+        return snap.nodes
+    raise TargetError(f"unknown target kind {kind!r}")  # pragma: no cover
+
+
+# -- the I/O half ----------------------------------------------------------------------
+
+
+def _running(state: ClusterState, node_id: int) -> bool:
+    return node_process_state(state.nodes[node_id]) == "running"
+
+
+def take_snapshot(
+    state: ClusterState,
+    *,
+    need: Sequence[Target] = (),
+    timeout: float = 2.0,
+    topics: list[str] | None = None,
+    coordinator_wait: float = 10.0,
+) -> Snapshot:
+    """Ask the running nodes what the cluster looks like now. Only what `need` requires
+    is requested (Metadata is always; DescribeQuorum for controller targets;
+    FindCoordinator for coordinator targets). Nodes that do not answer within `timeout`
+    are skipped; TargetError when none answers a needed request."""
+    topology = state.topology()
+    brokers = tuple(n.node_id for n in topology.brokers)
+    controllers = tuple(n.node_id for n in topology.controllers)
+    kinds = {t.kind for t in need}
+    broker_addresses = [
+        n.broker_address
+        for n in topology.brokers
+        if n.broker_address and _running(state, n.node_id)
+    ]
+    live: tuple[int, ...] = ()
+    partitions: tuple[PartitionMetadata, ...] = ()
+    errors: list[str] = []
+    want_topics = "leader" in kinds or topics is not None
+    want_metadata = want_topics or "random-broker" in kinds
+    got_metadata = False
+    for address in broker_addresses if want_metadata else ():
+        try:
+            with WireClient(address, timeout) as client:
+                if want_topics:
+                    md = client.topic_metadata(topics)
+                    live, partitions = tuple(md.cluster.broker_ids), md.partitions
+                else:
+                    live = tuple(client.metadata().broker_ids)
+            got_metadata = True
+            break
+        except (WireError, OSError) as e:
+            errors.append(str(e))
+    if not got_metadata and "leader" in kinds:
+        raise TargetError(f"no broker answered Metadata: {'; '.join(errors) or 'none running'}")
+
+    active = None
+    if kinds & {"active-controller", "all-but-controller"}:
+        candidates = [
+            n.controller_address for n in topology.controllers if _running(state, n.node_id)
+        ]
+        candidates += broker_addresses
+        for address in dict.fromkeys(a for a in candidates if a):
+            try:
+                with WireClient(address, timeout) as client:
+                    q = client.describe_quorum()
+                if q.leader_id >= 0:
+                    active = q.leader_id
+                    break
+            except (WireError, OSError) as e:
+                errors.append(str(e))
+
+    coordinators: dict[str, int] = {}
+    for t in need:
+        if t.kind != "coordinator" or t.group is None:
+            continue
+        deadline = time.monotonic() + coordinator_wait
+        while t.group not in coordinators:
+            for address in broker_addresses:
+                with contextlib.suppress(WireError, OSError), WireClient(address, timeout) as c:
+                    coordinators[t.group] = c.find_coordinator(t.group)
+                    break
+            if t.group in coordinators or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)  # COORDINATOR_NOT_AVAILABLE while __consumer_offsets is made
+    return Snapshot(brokers, controllers, live, active, partitions, coordinators)
+
+
+def resolve_live(
+    state: ClusterState, spec: str, rng: random.Random, timeout: float = 2.0
+) -> tuple[tuple[int, ...], Snapshot]:
+    """Parse, snapshot what the spec needs, resolve: (node ids, the snapshot used)."""
+    target = parse(spec)
+    snap = take_snapshot(state, need=[target], timeout=timeout)
+    return resolve(target, snap, rng), snap
+
+
+__all__ = [
+    "TARGET_HELP",
+    "Snapshot",
+    "Target",
+    "TargetError",
+    "majority",
+    "minority",
+    "parse",
+    "resolve",
+    "resolve_live",
+    "take_snapshot",
+]
