@@ -12,6 +12,15 @@ def flat(column: pa.ChunkedArray | pa.Array) -> pa.Array:
     return column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
 
 
+def codes(column: pa.ChunkedArray | pa.Array) -> pa.Array:
+    """Integer codes for a (string) column, equal where values are equal (-1 for null):
+    sorting and comparing these is much cheaper than sorting strings."""
+    column = flat(column)
+    if pa.types.is_integer(column.type):
+        return pc.fill_null(column, -1)
+    return pc.fill_null(pc.dictionary_encode(column).indices, -1)
+
+
 def same_as_previous(table: pa.Table, keys: list[str]) -> pa.Array:
     """Boolean per row: every key equals the previous row's (False for the first row)."""
     n = len(table)
@@ -50,14 +59,15 @@ def examples(table: pa.Table, limit: int, sort_by: list[tuple[str, str]] | None 
     """A few rows as dicts (deterministic order when sort_by is given)."""
     if len(table) == 0 or limit <= 0:
         return []
-    if columns is not None:
-        table = table.select([c for c in columns if c in table.column_names])
     if sort_by:
         if len(table) > limit:
             idx = pc.select_k_unstable(table, k=limit, sort_keys=sort_by)
             table = table.take(idx)
         table = table.sort_by(sort_by)
-    return table.slice(0, limit).to_pylist()
+    table = table.slice(0, limit)
+    if columns is not None:
+        table = table.select([c for c in columns if c in table.column_names])
+    return table.to_pylist()
 
 
 def group_counts(table: pa.Table, keys: list[str]) -> list[dict[str, Any]]:
@@ -69,7 +79,9 @@ def group_counts(table: pa.Table, keys: list[str]) -> list[dict[str, Any]]:
 class Sorted:
     """A sorted float64 array with binary search (a few lookups, no conversion)."""
 
-    def __init__(self, values: pa.Array | pa.ChunkedArray) -> None:
+    def __init__(self, values: pa.Array | pa.ChunkedArray | list[float]) -> None:
+        if not isinstance(values, pa.Array | pa.ChunkedArray):
+            values = pa.array(values, pa.float64())
         values = flat(values)
         values = values.filter(pc.is_valid(values))
         self.values = pc.array_take(values, pc.array_sort_indices(values))

@@ -29,10 +29,12 @@ KEY_REORDER = "key-reorder"  # within a key, a later send sits before an earlier
 CONSUMED_THEN_MISSING = "consumed-then-missing"  # delivered, later missing from the log
 POLL_SKIP = "poll-skip"  # a group read past records that no member ever received
 DUPLICATE_DELIVERY = "duplicate-delivery"  # one offset delivered twice within a group
+UNAVAILABLE = "unavailable"  # no successful acks=all write for longer than tolerated
 
 ANOMALIES = (
     LOST_WRITE, UNEXPECTED_WRITE, G1A, PHANTOM_WRITE, DUPLICATE, INCONSISTENT_OFFSETS,
     PRODUCER_REORDER, KEY_REORDER, CONSUMED_THEN_MISSING, POLL_SKIP, DUPLICATE_DELIVERY,
+    UNAVAILABLE,
 )
 
 
@@ -43,11 +45,14 @@ class Expectations:
     `allowed` names anomalies that never make a verdict invalid. Lost writes are judged
     per acks level: they are tolerated only for the levels in `lost_writes_tolerated`
     (acks=0 and acks=1 by default; acks=all never, unless a scenario says so).
+    `max_unavailable_seconds` bounds the longest window without a successful acks=all
+    write while sends were attempted (None: availability is reported, not judged).
     """
 
     allowed: frozenset[str] = frozenset({UNEXPECTED_WRITE, DUPLICATE_DELIVERY})
     lost_writes_tolerated: frozenset[str] = frozenset({"0", "1"})
     max_examples: int = 8
+    max_unavailable_seconds: float | None = None
 
     @classmethod
     def strict(cls) -> Expectations:
@@ -60,7 +65,8 @@ class Expectations:
     def to_dict(self) -> dict[str, Any]:
         return {"allowed": sorted(self.allowed),
                 "lost_writes_tolerated": sorted(self.lost_writes_tolerated),
-                "max_examples": self.max_examples}
+                "max_examples": self.max_examples,
+                "max_unavailable_seconds": self.max_unavailable_seconds}
 
 
 @dataclasses.dataclass

@@ -1,0 +1,155 @@
+"""The availability checker: when could producers write, and how fast did writes return
+after each fault?
+
+Per acks level, from the send outcomes:
+
+    writes_per_second   successful (ok) completions per 1 s bucket, bucket i covering
+                        [i, i+1) seconds of run time, from second 0 (or the earliest
+                        second, if earlier) to the last ok.
+    longest_unavailable the longest window with no successful write while sends were
+                        being attempted. Between two consecutive successes o1 < o2 the
+                        window starts at o1 if a send was in flight just after o1
+                        (invoked at or before o1, not yet completed), else at the first
+                        invoke after o1, and ends at o2. Before the first success it starts
+                        at the first invoke; after the last success it runs to the last
+                        send event (invoke or completion) of that level.
+    faults              for each nemesis fault (see events.py for when it takes
+                        effect): seconds from the fault to the first ok write invoked at
+                        or after it, for any acks level and for acks=all.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from brownout.check import result as r
+from brownout.check.arrowutil import Sorted, flat, truthy
+from brownout.check.events import parse_faults
+from brownout.check.load import HistoryInput, Slices, load_history
+from brownout.check.writes import send_outcomes
+
+
+def _series(ok_times: pa.Array, first_second: int) -> list[int]:
+    if len(ok_times) == 0:
+        return []
+    seconds = pc.cast(pc.floor(ok_times), pa.int64())
+    counts = pc.value_counts(seconds)
+    values = counts.field("values").to_pylist()
+    out = [0] * (max(values) - first_second + 1)
+    for v, n in zip(values, counts.field("counts").to_pylist(), strict=True):
+        out[v - first_second] = n
+    return out
+
+
+def longest_unavailable(invoked: Any, completed: Any, ok_times: Any) -> dict[str, Any]:
+    """The longest window without a success while sends were attempted (see module doc)."""
+    invokes, completions, oks = Sorted(invoked), Sorted(completed), Sorted(ok_times)
+    best: dict[str, Any] = {"seconds": 0.0, "start": None, "end": None}
+    if invokes.n == 0:
+        return best
+    last_activity = max(invokes.values[-1].as_py(),
+                        completions.values[-1].as_py() if completions.n else -math.inf)
+
+    def consider(start: float | None, end: float) -> None:
+        if start is not None and start < end and end - start > best["seconds"]:
+            best.update(seconds=end - start, start=start, end=end)
+
+    def start_after(o: float) -> float | None:
+        in_flight = invokes.bisect_right(o) - completions.bisect_right(o)
+        return o if in_flight > 0 else invokes.first_after(o)
+
+    if oks.n == 0:
+        consider(invokes.values[0].as_py(), last_activity)
+        return best
+    consider(invokes.values[0].as_py(), oks.values[0].as_py())
+    last_ok = oks.values[-1].as_py()
+    consider(start_after(last_ok), last_activity)
+    if oks.n > 1:
+        gaps = pc.subtract(oks.values.slice(1), oks.values.slice(0, oks.n - 1))
+        k = 64
+        while True:
+            top = pc.select_k_unstable(gaps, k=min(k, len(gaps)),
+                                       sort_keys=[("dummy", "descending")])
+            done = False
+            for i in top.to_pylist():
+                gap = gaps[i].as_py()
+                if gap <= best["seconds"]:
+                    done = True
+                    break
+                consider(start_after(oks.values[i].as_py()), oks.values[i + 1].as_py())
+            if done or k >= len(gaps):
+                break
+            k *= 16
+    return best
+
+
+def check_availability(history: HistoryInput | Slices, sends: pa.Table | None = None,
+                       expectations: r.Expectations | None = None) -> r.CheckResult:
+    """`sends` is writes.send_outcomes(slices) when the caller already has it."""
+    exp = expectations or r.Expectations()
+    slices = load_history(history)
+    if sends is None:
+        sends = send_outcomes(slices)
+    sends = sends.filter(pc.is_valid(sends["outcome"]))
+    is_ok = truthy(pc.equal(sends["outcome"], "ok"))
+    oks = sends.filter(is_ok)
+    first_second = min(0, math.floor(pc.min(oks["completed"]).as_py() or 0)) if len(oks) else 0
+    levels = sorted(set(pc.unique(sends["acks"]).to_pylist()) - {None})
+    per_acks: dict[str, Any] = {}
+    series: dict[str, list[int]] = {}
+    for level in levels:
+        mine = sends.filter(truthy(pc.equal(sends["acks"], level)))
+        ok_times = flat(mine.filter(truthy(pc.equal(mine["outcome"], "ok")))["completed"])
+        series[level] = _series(ok_times, first_second)
+        window = longest_unavailable(mine["invoked"], mine["completed"], ok_times)
+        per_acks[level] = {"attempted": len(mine), "succeeded": len(ok_times),
+                           "longest_unavailable": window}
+
+    faults = parse_faults(slices.faults)
+    recovery = []
+    if faults:
+        any_ok = _first_ok_after(oks)
+        all_ok = _first_ok_after(oks.filter(truthy(pc.equal(oks["acks"], "all"))))
+        for fault in faults:
+            first, first_all = any_ok(fault.time), all_ok(fault.time)
+            recovery.append({
+                **fault.to_dict(),
+                "first_ok_after": None if first is None else first - fault.time,
+                "first_ok_all_after": None if first_all is None else first_all - fault.time,
+            })
+    anomalies = []
+    window_all = per_acks.get("all", {}).get("longest_unavailable", {"seconds": 0.0})
+    if exp.max_unavailable_seconds is not None:
+        too_long = window_all["seconds"] > exp.max_unavailable_seconds
+        anomalies.append(r.Anomaly(r.UNAVAILABLE, int(too_long),
+                                   [window_all] if too_long else [],
+                                   allowed=exp.allows(r.UNAVAILABLE),
+                                   detail={"limit_seconds": exp.max_unavailable_seconds}))
+    numbers = {
+        "by_acks": per_acks,
+        "longest_unavailable_acks_all": window_all,
+        "writes_per_second": {"first_second": first_second, "by_acks": series},
+        "faults": recovery,
+    }
+    return r.judge("availability", anomalies, numbers)
+
+
+def _first_ok_after(oks: pa.Table) -> Any:
+    """x -> earliest completion among ok writes invoked at or after x (None if none)."""
+    oks = oks.filter(pc.and_(pc.is_valid(oks["invoked"]), pc.is_valid(oks["completed"])))
+    n = len(oks)
+    if n == 0:
+        return lambda x: None
+    oks = oks.sort_by([("invoked", "descending")])
+    running = pc.cumulative_min(flat(oks["completed"]))
+    invokes = Sorted(oks["invoked"])
+
+    def first(x: float) -> float | None:
+        k = n - invokes.bisect_left(x)  # how many were invoked at or after x
+        return running[k - 1].as_py() if k > 0 else None
+
+    return first

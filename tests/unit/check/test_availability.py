@@ -1,0 +1,76 @@
+import pytest
+
+from brownout.check import Expectations, check_availability, longest_unavailable
+
+from .hist import H
+
+
+def history():
+    return (H().send("m1", 0.0, 0.1, offset=0).send("m2", 0.2, 0.3, offset=1)
+            .send("m3", 0.5, 5.5, "info")  # in flight across the fault, times out
+            .fault(1.0, "kill", [1])
+            .send("a1", 2.0, 2.5, offset=0, acks="1", partition=1)
+            .send("m4", 5.6, 6.0, offset=2))
+
+
+def test_numbers():
+    result = check_availability(history().table())
+    assert result.valid is True
+    window = result.numbers["longest_unavailable_acks_all"]
+    # no success between 0.3 and 6.0; nothing was in flight at 0.3, so the window
+    # starts at the next attempt (0.5).
+    assert window == {"seconds": pytest.approx(5.5), "start": 0.5, "end": 6.0}
+    assert result.numbers["by_acks"]["all"]["attempted"] == 4
+    assert result.numbers["by_acks"]["all"]["succeeded"] == 3
+    series = result.numbers["writes_per_second"]
+    assert series["first_second"] == 0
+    assert series["by_acks"] == {"all": [2, 0, 0, 0, 0, 0, 1], "1": [0, 0, 1]}
+    [fault] = result.numbers["faults"]
+    assert fault["action"] == "kill" and fault["nodes"] == [1] and fault["time"] == 1.0
+    assert fault["first_ok_after"] == pytest.approx(1.5)  # a1, acks=1, acked at 2.5
+    assert fault["first_ok_all_after"] == pytest.approx(5.0)  # m4, acked at 6.0
+
+
+def test_a_send_in_flight_starts_the_window_at_the_last_success():
+    h = (H().send("m1", 0.0, 1.0, offset=0)
+         .send("m2", 0.5, 3.0, "info")
+         .send("m3", 3.5, 4.0, offset=1))
+    window = check_availability(h.table()).numbers["longest_unavailable_acks_all"]
+    assert window == {"seconds": pytest.approx(3.0), "start": 1.0, "end": 4.0}
+
+
+def test_failing_to_the_end_and_never_succeeding():
+    h = H().send("m1", 0.0, 1.0, offset=0).send("m2", 2.0, 2.5, "fail").send("m3", 3.0, 7.0,
+                                                                               "info")
+    window = check_availability(h.table()).numbers["longest_unavailable_acks_all"]
+    # idle between 1.0 and 2.0 (nothing in flight): the window opens at the next attempt
+    assert window == {"seconds": pytest.approx(5.0), "start": 2.0, "end": 7.0}
+    assert longest_unavailable([0.0, 2.0], [1.0, 4.0], [])["seconds"] == 4.0
+
+
+def test_many_gaps_find_the_longest():
+    h = H()
+    t = 0.0
+    for i in range(300):
+        gap = 0.01 if i != 217 else 2.0
+        h.send(f"m{i}", t, t + 0.001, offset=i)
+        if i == 217:  # a send that hangs through the long gap
+            h.send("slow", t + 0.002, t + 1.9, "info")
+        t += gap
+    window = check_availability(h.table()).numbers["longest_unavailable_acks_all"]
+    assert window["seconds"] == pytest.approx(2.0 - 0.001)
+
+
+def test_an_idle_producer_is_not_unavailability():
+    h = H().send("m1", 0.0, 0.1, offset=0).send("m2", 10.0, 10.1, offset=1)
+    window = check_availability(h.table()).numbers["longest_unavailable_acks_all"]
+    assert window["seconds"] == pytest.approx(0.1)
+
+
+def test_unavailability_limit():
+    strict = Expectations(max_unavailable_seconds=5.0)
+    result = check_availability(history().table(), expectations=strict)
+    assert result.valid is False
+    assert result.anomalies["unavailable"].count == 1
+    loose = Expectations(max_unavailable_seconds=6.0)
+    assert check_availability(history().table(), expectations=loose).valid is True
