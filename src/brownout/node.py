@@ -35,6 +35,7 @@ from .broker.raft_manager import RaftManager
 from .broker.replica_fetcher import ReplicaFetcherManager
 from .broker.replica_manager import ReplicaManager
 from .broker.socket_server import SocketServer
+from .broker.topic_creator import TopicAutoCreator
 from .common.config import ConfigError
 from .common.events import EventLog
 from .common.kafka_config import KafkaConfig
@@ -176,6 +177,7 @@ class Node:
         self.producer_ids = ProducerIdManager(
             lambda: self.channel.allocate_producer_ids(self.node_id, self.lifecycle.broker_epoch)
         )
+        self.topic_creator = TopicAutoCreator(self.channel)
         self.apis = KafkaApis(
             config=config,
             cluster_id=self.cluster_id,
@@ -183,6 +185,7 @@ class Node:
             replica_manager=self.replica_manager,
             controller=self.channel,
             producer_ids=self.producer_ids,
+            topic_creator=self.topic_creator,
             group_apis=self._group_apis(),
         )
         self.fetchers = ReplicaFetcherManager(
@@ -362,7 +365,7 @@ class Node:
             await lifecycle.stop()
         if self.socket_server is not None:
             await self.socket_server.stop()
-        for component in ("fetchers", "group_runtime"):
+        for component in ("fetchers", "group_runtime", "topic_creator", "producer_ids"):
             if getattr(self, component, None) is not None:
                 await getattr(self, component).stop()
         for task in list(self._tasks):

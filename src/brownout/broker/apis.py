@@ -27,6 +27,7 @@ from .controller_channel import RemoteControllerChannel
 from .partition import PartitionError, TopicPartition
 from .producer_ids import ProducerIdManager
 from .replica_manager import FetchRequestPartition, ReplicaManager
+from .topic_creator import TopicAutoCreator
 
 log = logging.getLogger("kafka.server.KafkaApis")
 
@@ -66,6 +67,7 @@ class KafkaApis:
         replica_manager: ReplicaManager,
         controller: RemoteControllerChannel,
         producer_ids: ProducerIdManager,
+        topic_creator: TopicAutoCreator,
         group_apis: Any | None = None,
     ) -> None:
         self.config = config
@@ -75,6 +77,7 @@ class KafkaApis:
         self.replica_manager = replica_manager
         self.controller = controller
         self.producer_ids = producer_ids
+        self.topic_creator = topic_creator
         self.group_apis = group_apis
         self.supported = dict(BROKER_APIS)
         self._handlers: dict[int, Handler] = {
@@ -245,11 +248,9 @@ class KafkaApis:
             if allow_create and self.config["auto.create.topics.enable"] and (
                 name not in INTERNAL_TOPICS
             ):
-                results = await self.controller.create_topics([NewTopic(name)], validate_only=False)
-                if results[0].error not in (ErrorCode.none, ErrorCode.topic_already_exists):
-                    log.warning("Auto-creation of topic %s failed: %s", name, results[0].message)
-                    return {"error_code": ErrorCode.leader_not_available, "name": name,
-                            "topic_id": None, "is_internal": False, "partitions": []}
+                self.topic_creator.request([NewTopic(name)])
+                return {"error_code": ErrorCode.leader_not_available, "name": name,
+                        "topic_id": None, "is_internal": False, "partitions": []}
         return self._topic_metadata(name, listener)
 
     def _controller_id_for_clients(self) -> int:

@@ -55,33 +55,24 @@ class GroupApis:
 
     # -- FindCoordinator ------------------------------------------------------------
 
-    async def _ensure_offsets_topic(self) -> bool:
+    def _offsets_topic_ready(self) -> bool:
+        """True once `__consumer_offsets` exists; otherwise ask for it in the background."""
         assert self.apis is not None
         if self.apis.image.topic(OFFSETS_TOPIC) is not None:
             return True
-        results = await self.apis.controller.create_topics(
-            [
-                NewTopic(
-                    OFFSETS_TOPIC,
-                    self.offsets_partitions,
-                    self.offsets_rf,
-                    configs={
-                        "cleanup.policy": "compact",
-                        "compression.type": "producer",
-                        "segment.bytes": str(self.offsets_segment_bytes),
-                    },
-                )
-            ],
-            validate_only=False,
-        )
-        result = results[0]
-        if result.error not in (ErrorCode.none, ErrorCode.topic_already_exists):
-            log.warning(
-                "Could not create %s (offsets.topic.replication.factor=%d): %s",
-                OFFSETS_TOPIC, self.offsets_rf, result.message,
+        self.apis.topic_creator.request([
+            NewTopic(
+                OFFSETS_TOPIC,
+                self.offsets_partitions,
+                self.offsets_rf,
+                configs={
+                    "cleanup.policy": "compact",
+                    "compression.type": "producer",
+                    "segment.bytes": str(self.offsets_segment_bytes),
+                },
             )
-            return False
-        return True
+        ])
+        return False
 
     def _coordinator_for(self, key: str, listener: str) -> dict[str, Any]:
         assert self.apis is not None
@@ -108,7 +99,7 @@ class GroupApis:
         keys = list(body.coordinator_keys) if version >= 4 else [body.key]
         key_type = int(getattr(body, "key_type", COORDINATOR_KEY_GROUP))
         results = []
-        ready = key_type == COORDINATOR_KEY_GROUP and await self._ensure_offsets_topic()
+        ready = key_type == COORDINATOR_KEY_GROUP and self._offsets_topic_ready()
         for key in keys:
             if key_type != COORDINATOR_KEY_GROUP:
                 # Transactions are not part of the lab; no transaction coordinator exists.
