@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 # Debian packages the lab uses; installed with apt-get when missing (CI runs as root).
-SYSTEM_PACKAGES := kcat iptables
+SYSTEM_PACKAGES := kcat iptables chromium
 
 .PHONY: demo test lint venv sysdeps clean
 
@@ -23,8 +23,22 @@ sysdeps:
 	  else echo "note: missing system packages:$$missing (install them with apt-get as root)"; fi; \
 	fi
 
+# Two built-in scenarios end to end (about a minute each): FIDELITY A2/A4 and A3. Each
+# run directory under $(DEMO_OUT) holds verdict.json, check.json and report.html.
+DEMO_OUT := runs/demo
+DEMO_SCENARIOS := minority-outage majority-outage
+
 demo: $(STAMP) sysdeps
-	$(BIN)/brownout demo
+	@rm -rf $(DEMO_OUT); status=0; \
+	for s in $(DEMO_SCENARIOS); do \
+	  $(BIN)/brownout run $$s --out $(DEMO_OUT)/$$s || status=1; \
+	done; \
+	echo; echo "reports:"; \
+	for s in $(DEMO_SCENARIOS); do \
+	  if [ -f $(DEMO_OUT)/$$s/report.html ]; then echo "  $$s: $(DEMO_OUT)/$$s/report.html"; \
+	  else echo "  $$s: $(DEMO_OUT)/$$s/verdict.json"; fi; \
+	done; \
+	exit $$status
 
 test: $(STAMP) sysdeps
 	$(BIN)/ruff check .

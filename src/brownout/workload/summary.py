@@ -9,6 +9,7 @@ bookkeeping, not verdicts: deciding what is lost or duplicated is the checkers' 
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import json
 from pathlib import Path
@@ -47,10 +48,25 @@ def check_run(run_dir: Path) -> Any | None:
     if check_all is None:
         return None
     report = check_all(run_dir / HISTORY_PARQUET, run_dir / FINAL_READ_FILE,
-                       watermarks(run_dir))
+                       watermarks(run_dir), expectations_for(run_dir, module))
     if hasattr(report, "to_dict"):
         (run_dir / CHECK_FILE).write_text(json.dumps(report.to_dict(), indent=2) + "\n")
     return report
+
+
+def expectations_for(run_dir: Path, check: Any) -> Any:
+    """What this run's producers make tolerable: without idempotence a retried batch can
+    land twice (Kafka's at-least-once), so duplicates are reported but allowed."""
+    expectations = check.Expectations()
+    try:
+        commands = json.loads((run_dir / "run.json").read_text()).get("commands", [])
+    except (OSError, ValueError):
+        return expectations
+    produced = [c.get("params", {}) for c in commands if c.get("params", {}).get("acks")]
+    if any(not p.get("idempotent") for p in produced):
+        allowed = frozenset(expectations.allowed | {"duplicate"})
+        expectations = dataclasses.replace(expectations, allowed=allowed)
+    return expectations
 
 
 def _count(table: pa.Table, **equal: str) -> int:

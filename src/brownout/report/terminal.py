@@ -1,0 +1,130 @@
+"""The run's verdict and its numbers as rich tables, for the end of `brownout run` and
+`brownout report`: the verdict per expectation with what was observed, writes per acks
+level with the longest window without an acknowledged write, lost writes by reason,
+the faults, and rebalances per group."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from brownout.report.data import RunData, load_run
+
+
+def _held(passed: Any) -> Text:
+    if passed is True:
+        return Text("yes", style="bold green")
+    if passed is False:
+        return Text("NO", style="bold red")
+    return Text(str(passed if passed is not None else "-"), style="yellow")
+
+
+def _s(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.2f}"
+    return str(value)
+
+
+def observed_text(value: Any) -> str:
+    if isinstance(value, dict | list):
+        return json.dumps(value, default=str, separators=(", ", ": "))
+    return _s(value)
+
+
+def verdict_text(data: RunData) -> Text:
+    word = data.verdict.word
+    style = {"PASS": "bold white on green", "FAIL": "bold white on red"}.get(
+        word, "bold white on grey37")
+    text = Text(f" {word} ", style=style)
+    text.append(f"  {data.header.scenario}", style="bold")
+    text.append(f"  run {data.header.run_id}, {data.header.duration:.1f} s, "
+                f"{data.header.topology}", style="dim")
+    return text
+
+
+def summary_renderables(data: RunData) -> list[RenderableType]:
+    out: list[RenderableType] = [verdict_text(data)]
+    if data.header.error:
+        out.append(Text(f"the run did not complete: {data.header.error}", style="bold red"))
+
+    exp = Table(title=f"expectations ({data.verdict.source})", title_justify="left")
+    for name in ("expectation", "expected", "observed", "held", "detail"):
+        exp.add_column(name, overflow="fold")
+    for e in data.verdict.expectations:
+        exp.add_row(e.name, _s(e.expected), observed_text(e.observed), _held(e.passed),
+                    e.detail)
+    if not data.verdict.expectations:
+        exp.add_row("(none)", "", "", _held(None), "run `brownout check` for a verdict")
+    out.append(exp)
+
+    writes = Table(title="writes", title_justify="left")
+    for name in ("acks", "sent", "acknowledged", "failed", "indeterminate", "lost",
+                 "longest unavailable"):
+        writes.add_column(name, justify="left" if name == "acks" else "right")
+    by_acks = (((data.check or {}).get("results") or {}).get("writes") or {}).get(
+        "numbers", {}).get("by_acks") or {}
+    for level in sorted(set(by_acks) | set(data.rates.by_acks)):
+        n = by_acks.get(level) or {}
+        w = data.unavailable.get(level) or {}
+        longest = "0 s"
+        if w.get("seconds"):
+            longest = (f"{'≈' if w.get('approximate') else ''}{w['seconds']:.2f} s "
+                       f"({_s(w.get('start'))}-{_s(w.get('end'))})")
+        writes.add_row(
+            f"acks={level}", _s(n.get("sent", data.rates.total(level, "invoke"))),
+            _s(n.get("ok", data.rates.total(level, "ok"))),
+            _s(n.get("fail", data.rates.total(level, "fail"))),
+            _s(n.get("info", data.rates.total(level, "info")) + n.get("never", 0)),
+            Text(_s(n.get("lost")), style="bold red" if n.get("lost") else ""), longest)
+    out.append(writes)
+
+    loss = data.losses
+    if loss.total or loss.by_reason:
+        lost = Table(title=f"lost writes: {loss.total}", title_justify="left")
+        lost.add_column("reason")
+        lost.add_column("count", justify="right")
+        for reason, count in sorted(loss.by_reason.items(), key=lambda kv: -kv[1]):
+            lost.add_row(reason, str(count))
+        out.append(lost)
+
+    if data.faults:
+        faults = Table(title="faults", title_justify="left")
+        for name in ("fault", "nodes", "from (s)", "to (s)", "undone by"):
+            faults.add_column(name)
+        for b in data.faults:
+            faults.add_row(b.action, ", ".join(map(str, b.nodes)) or "-", _s(b.start),
+                           _s(b.end) if b.end is not None else "end of run",
+                           b.ended_by or "-")
+        out.append(faults)
+
+    if data.rebalances:
+        reb = Table(title="rebalances", title_justify="left")
+        for name in ("group", "rebalances", "longest (s)", "unfinished"):
+            reb.add_column(name, justify="left" if name == "group" else "right")
+        groups: dict[str, list] = {}
+        for r in data.rebalances:
+            groups.setdefault(r.group, []).append(r)
+        for group, items in groups.items():
+            durations = [r.duration for r in items if r.duration is not None]
+            reb.add_row(group, str(len(items)), _s(max(durations) if durations else None),
+                        str(sum(1 for r in items if r.duration is None)))
+        out.append(reb)
+    for note in data.notes:
+        out.append(Text(note, style="yellow"))
+    return out
+
+
+def print_summary(run: Path | RunData, console: Console | None = None, *,
+                  report: Any = None) -> None:
+    """Print the summary of a run directory (or of already loaded RunData)."""
+    data = run if isinstance(run, RunData) else load_run(Path(run), report=report)
+    console = console or Console(highlight=False)
+    for item in summary_renderables(data):
+        console.print(item)
