@@ -165,10 +165,10 @@ class ConsumerWorker:
     # -- callbacks (run inside poll/consume/close, on this thread) ----------------------
 
     def _member(self) -> str | None:
-        try:
-            return self.consumer.memberid() if self.settings.group else None
-        except Exception:
-            return None
+        # The consumer's own name, not Kafka's member id: Consumer.memberid() called from
+        # a rebalance callback once deadlocked librdkafka (it holds the GIL while waiting
+        # on a lock librdkafka's main thread held during a metadata refresh).
+        return self.process if self.settings.group else None
 
     def _membership_event(self, f: str, tps: list[Any], **extra: Any) -> None:
         value = {"group": self.settings.group, "member": self._member(),

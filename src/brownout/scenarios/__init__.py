@@ -1,0 +1,55 @@
+"""Scenarios: YAML files that build a cluster, drive workloads, inject faults on a
+schedule, heal, read back, check and judge (`schema`, `runner`, `expectations`).
+
+The built-in scenarios ship as package data under ``builtin/`` (FIDELITY A, C, D, E).
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+from pathlib import Path
+
+from .schema import Scenario, ScenarioError, did_you_mean, load, loads
+
+BUILTIN_PACKAGE = "brownout.scenarios"
+
+
+def builtin_dir() -> Path:
+    return Path(str(resources.files(BUILTIN_PACKAGE).joinpath("builtin")))
+
+
+def builtin_names() -> list[str]:
+    return sorted(p.stem for p in builtin_dir().glob("*.yaml"))
+
+
+def builtin(name: str) -> Scenario:
+    path = builtin_dir() / f"{name}.yaml"
+    if not path.exists():
+        raise ScenarioError(f"no built-in scenario {name!r}"
+                            + did_you_mean(name, builtin_names()), source=name)
+    return load(path)
+
+
+def builtins() -> list[Scenario]:
+    return [builtin(n) for n in builtin_names()]
+
+
+def resolve(name_or_file: str) -> Scenario:
+    """A built-in by name, or a scenario file (a path, or anything ending in .yaml/.yml)."""
+    path = Path(name_or_file)
+    if path.suffix in (".yaml", ".yml") or path.exists() or "/" in name_or_file:
+        return load(path)
+    return builtin(name_or_file)
+
+
+__all__ = [
+    "Scenario",
+    "ScenarioError",
+    "builtin",
+    "builtin_dir",
+    "builtin_names",
+    "builtins",
+    "load",
+    "loads",
+    "resolve",
+]

@@ -1,0 +1,384 @@
+"""Expectations: named observations a scenario asserts, judged on the checkers' Report.
+
+Each expectation is a pure function ``(report: dict, facts: RunFacts, expected) ->
+Outcome(passed, observed, detail)``. ``report`` is `Report.to_dict()` of the whole run
+or, for expectations listed under ``workloads: {LABEL: ...}``, of that workload alone
+(the history filtered to its producers plus faults and observations, and the final read
+filtered to its messages). ``facts`` is what the runner saw itself (errors per workload,
+when the faults were in effect, step outcomes, the heal, the group checks).
+
+A COMPARISON is a number (``0`` means ``== 0``) or a string ``"<= 15"``, ``">0"``,
+``">= 1"``, ``"< 3"``, ``"== 0"``, ``"!= 0"``, or ``"any"`` (always holds: the value is
+recorded in the verdict, not asserted -- for observations that do not reproduce
+reliably).
+
+=============================  ================  ==========================================
+name                           expected          observes
+=============================  ================  ==========================================
+acked_writes_lost              COMPARISON        acknowledged writes missing from the final
+                                                 read (writes checker ``lost``)
+check_valid                    true | false      the composed checkers' verdict (acks=all
+                                                 loss never tolerated, acks=0/1 loss is)
+sent_gt_log                    true | false      more messages sent than distinct records in
+                                                 the log (FIDELITY C, acks=0)
+writes_unavailable_acks_all    true | false      a window of at least 3 s without a
+                                                 successful acks=all write while writes
+                                                 were attempted, overlapping the faults
+max_unavailable_seconds        COMPARISON        the longest such window (acks=all for the
+                                                 run; the workload's own acks level for a
+                                                 workload)
+error_seen                     NAME | [NAMES]    each error name in a delivery report or
+                                                 client error (librdkafka retries hide
+                                                 retriable errors: use ``retries: 0``)
+rebalances                     COMPARISON        consumer-group rebalances (rebalances
+                                                 checker) that began between the first
+                                                 fault and the consumers' shutdown
+isr_recovered                  true | false      after the heal every partition had a
+                                                 leader and a full ISR
+step_outcome                   {ID: OUTCOME}     the nemesis outcome of schedule step ID:
+                                                 ok | fail | info, or alternatives
+                                                 ``fail|info``
+group_checks_pass              true | false      every FIDELITY E check of the run's
+                                                 ``group-checks`` steps passed
+=============================  ================  ==========================================
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import operator
+import re
+from collections.abc import Callable, Mapping
+from typing import Any
+
+UNAVAILABLE_MIN_SECONDS = 3.0
+OUTCOMES = ("ok", "fail", "info")
+
+
+class ExpectationValueError(ValueError):
+    """An expected value that does not fit the expectation."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Comparison:
+    op: str  # == != < <= > >= any
+    value: float = 0.0
+
+    _OPS = {"==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le,
+            ">": operator.gt, ">=": operator.ge}
+
+    @classmethod
+    def parse(cls, raw: Any) -> Comparison:
+        if isinstance(raw, bool):
+            raise ExpectationValueError(f"expected a number or a comparison like \"<= 15\", "
+                                        f"got {raw!r}")
+        if isinstance(raw, int | float):
+            return cls("==", float(raw))
+        text = str(raw).strip()
+        if text.lower() == "any":
+            return cls("any")
+        match = re.fullmatch(r"(==|!=|<=|>=|<|>|=)?\s*(-?\d+(?:\.\d+)?)", text)
+        if not match:
+            raise ExpectationValueError(
+                f"expected a number or a comparison like \"<= 15\", \">0\" or \"any\", "
+                f"got {raw!r}")
+        op = match.group(1) or "=="
+        return cls("==" if op == "=" else op, float(match.group(2)))
+
+    def holds(self, observed: float | None) -> bool:
+        if self.op == "any":
+            return True
+        if observed is None:
+            return False
+        return bool(self._OPS[self.op](observed, self.value))
+
+    def __str__(self) -> str:
+        if self.op == "any":
+            return "any"
+        return f"{self.op} {self.value:g}"
+
+    def miss(self, observed: float | None) -> str:
+        """How far `observed` is from holding (empty when it holds)."""
+        if observed is None or self.holds(observed):
+            return ""
+        gap = abs(observed - self.value)
+        if self.op in ("<", ">", "!=") and gap == 0:
+            return "on the limit"
+        return f"off by {gap:g}"
+
+
+@dataclasses.dataclass(frozen=True)
+class RunFacts:
+    """What the runner observed directly (pure data; hand-made in unit tests)."""
+
+    label: str | None = None  # the workload judged, None for the whole run
+    acks: str | None = None  # that workload's acks level
+    errors: Mapping[str, int] = dataclasses.field(default_factory=dict)
+    fault_window: tuple[float, float] | None = None  # history time: first fault .. heal
+    isr_recovered: bool | None = None
+    steps: Mapping[str, str] = dataclasses.field(default_factory=dict)  # id -> outcome
+    group_checks: Mapping[str, Mapping[str, Any]] = dataclasses.field(default_factory=dict)
+    # history time the consumers were told to stop: a revoke after it is the consumers
+    # closing, not a rebalance of the run (None: count every rebalance)
+    consumers_stopped: float | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Outcome:
+    passed: bool
+    observed: Any
+    detail: str = ""
+
+
+# -- helpers over the report dict ------------------------------------------------------
+
+
+def _result(report: Mapping[str, Any], checker: str) -> tuple[Mapping[str, Any] | None, str]:
+    res = (report.get("results") or {}).get(checker)
+    if res is None:
+        return None, f"the {checker} checker did not run"
+    if res.get("error"):
+        return None, f"the {checker} checker failed: {res['error']}"
+    return res, ""
+
+
+def _numbers(report: Mapping[str, Any], checker: str) -> tuple[Mapping[str, Any] | None, str]:
+    res, why = _result(report, checker)
+    return (None, why) if res is None else (res.get("numbers") or {}, "")
+
+
+def _compare(name: str, expected: Comparison, observed: float | None, what: str,
+             why: str = "") -> Outcome:
+    if observed is None:
+        return Outcome(expected.op == "any", None, why or f"{what}: not measured")
+    passed = expected.holds(observed)
+    shown = int(observed) if float(observed).is_integer() else round(observed, 3)
+    detail = f"{what}: {shown} (expected {expected})"
+    if not passed:
+        detail += f"; {expected.miss(observed)}"
+    return Outcome(passed, shown, detail)
+
+
+# -- the vocabulary --------------------------------------------------------------------
+
+
+def acked_writes_lost(report: Mapping[str, Any], facts: RunFacts,
+                      expected: Comparison) -> Outcome:
+    numbers, why = _numbers(report, "writes")
+    lost = None if numbers is None else numbers.get("lost")
+    detail = "acknowledged writes missing from the log"
+    if numbers is not None and numbers.get("acknowledged") is not None:
+        detail += f" (of {numbers['acknowledged']} acknowledged)"
+    return _compare("acked_writes_lost", expected, lost, detail, why)
+
+
+def check_valid(report: Mapping[str, Any], facts: RunFacts, expected: bool) -> Outcome:
+    valid = report.get("valid")
+    bad = []
+    for name, res in (report.get("results") or {}).items():
+        if res.get("valid") is not True:
+            found = [f"{a}={v.get('count')}" for a, v in (res.get("anomalies") or {}).items()
+                     if not v.get("allowed")]
+            bad.append(f"{name}: {res.get('valid')}"
+                       + (f" ({', '.join(found)})" if found else "")
+                       + (f" error {res['error']}" if res.get("error") else ""))
+    detail = "checkers: " + ("; ".join(bad) if bad else "every checker valid")
+    return Outcome((valid is True) == expected and valid in (True, False), valid, detail)
+
+
+def sent_gt_log(report: Mapping[str, Any], facts: RunFacts, expected: bool) -> Outcome:
+    numbers, why = _numbers(report, "writes")
+    if numbers is None:
+        return Outcome(False, None, why)
+    sent = int(numbers.get("sent") or 0)
+    in_log = int(numbers.get("distinct_in_log") or numbers.get("records_in_log") or 0)
+    observed = {"sent": sent, "in_log": in_log, "missing": sent - in_log}
+    holds = sent > in_log
+    return Outcome(holds == expected, observed,
+                   f"sent {sent}, in the log {in_log} ({sent - in_log} missing)")
+
+
+def _window_all(report: Mapping[str, Any]) -> tuple[Mapping[str, Any] | None, str]:
+    numbers, why = _numbers(report, "availability")
+    if numbers is None:
+        return None, why
+    if "all" not in (numbers.get("by_acks") or {}):
+        return None, "no acks=all writes in this run"
+    return numbers.get("longest_unavailable_acks_all") or {}, ""
+
+
+def writes_unavailable_acks_all(report: Mapping[str, Any], facts: RunFacts,
+                                expected: bool) -> Outcome:
+    window, why = _window_all(report)
+    if window is None:
+        return Outcome(False, None, why)
+    seconds = float(window.get("seconds") or 0.0)
+    start, end = window.get("start"), window.get("end")
+    overlaps = True
+    if facts.fault_window is not None and start is not None and end is not None:
+        f0, f1 = facts.fault_window
+        overlaps = start < f1 and end > f0
+    holds = seconds >= UNAVAILABLE_MIN_SECONDS and overlaps
+    where = "" if start is None else f" from t={start:.1f}s to t={end:.1f}s"
+    faults = "" if facts.fault_window is None else \
+        f"; faults in effect t={facts.fault_window[0]:.1f}s..{facts.fault_window[1]:.1f}s"
+    detail = f"longest acks=all window without a successful write {seconds:.1f}s{where}{faults}"
+    if not overlaps:
+        detail += " (outside the faults)"
+    return Outcome(holds == expected, round(seconds, 3), detail)
+
+
+def max_unavailable_seconds(report: Mapping[str, Any], facts: RunFacts,
+                            expected: Comparison) -> Outcome:
+    numbers, why = _numbers(report, "availability")
+    if numbers is None:
+        return _compare("max_unavailable_seconds", expected, None, "", why)
+    if facts.acks is not None:
+        level = (numbers.get("by_acks") or {}).get(facts.acks)
+        window = (level or {}).get("longest_unavailable") or {}
+        what = f"longest acks={facts.acks} window without a successful write (s)"
+    else:
+        window = numbers.get("longest_unavailable_acks_all") or {}
+        what = "longest acks=all window without a successful write (s)"
+    seconds = window.get("seconds")
+    return _compare("max_unavailable_seconds", expected,
+                    None if seconds is None else float(seconds), what)
+
+
+def error_seen(report: Mapping[str, Any], facts: RunFacts,
+               expected: tuple[str, ...]) -> Outcome:
+    counts = {name: int(facts.errors.get(name, 0)) for name in expected}
+    missing = [n for n, c in counts.items() if c == 0]
+    seen = ", ".join(f"{k}={v}" for k, v in sorted(facts.errors.items(),
+                                                   key=lambda kv: -kv[1])[:6]) or "none"
+    detail = f"errors seen: {seen}"
+    if missing:
+        detail = f"never seen: {', '.join(missing)}; {detail}"
+    return Outcome(not missing, counts, detail)
+
+
+def rebalances(report: Mapping[str, Any], facts: RunFacts, expected: Comparison) -> Outcome:
+    numbers, why = _numbers(report, "rebalances")
+    if numbers is None:
+        return _compare("rebalances", expected, None, "", why)
+    count, at_close, before, when = 0, 0, 0, []
+    for group, g in (numbers.get("groups") or {}).items():
+        for episode in g.get("episodes") or []:
+            start = episode.get("start")
+            if facts.consumers_stopped is not None and start is not None and \
+                    start >= facts.consumers_stopped:
+                at_close += 1
+                continue
+            if facts.fault_window is not None and start is not None and \
+                    start < facts.fault_window[0]:
+                before += 1
+                continue
+            count += 1
+            when.append(f"{group} t={start:.1f}s" if start is not None else group)
+    if not numbers.get("groups"):
+        count = int(numbers.get("rebalances") or 0)
+    what = "consumer-group rebalances" + (f" ({', '.join(when)})" if when else "")
+    out = _compare("rebalances", expected, count, what)
+    if before:
+        out = dataclasses.replace(out, detail=out.detail + f"; {before} before the first "
+                                  "fault (members joining) not counted")
+    if at_close:
+        out = dataclasses.replace(out, detail=out.detail + f"; {at_close} at consumer "
+                                  "shutdown not counted")
+    return out
+
+
+def isr_recovered(report: Mapping[str, Any], facts: RunFacts, expected: bool) -> Outcome:
+    if facts.isr_recovered is None:
+        return Outcome(False, None, "the heal did not run")
+    state = "every ISR full" if facts.isr_recovered else "some ISR still incomplete"
+    return Outcome(facts.isr_recovered == expected, facts.isr_recovered,
+                   f"after the heal: {state}")
+
+
+def step_outcome(report: Mapping[str, Any], facts: RunFacts,
+                 expected: Mapping[str, tuple[str, ...]]) -> Outcome:
+    observed = {sid: facts.steps.get(sid) for sid in expected}
+    wrong = [f"{sid}: {observed[sid] or 'did not run'} (expected {'|'.join(want)})"
+             for sid, want in expected.items() if observed[sid] not in want]
+    detail = "; ".join(wrong) if wrong else ", ".join(f"{k}: {v}" for k, v in observed.items())
+    return Outcome(not wrong, observed, detail)
+
+
+def group_checks_pass(report: Mapping[str, Any], facts: RunFacts, expected: bool) -> Outcome:
+    if not facts.group_checks:
+        return Outcome(False, None, "no group check ran")
+    failed = {k: v for k, v in facts.group_checks.items() if not v.get("passed")}
+    observed = {k: bool(v.get("passed")) for k, v in facts.group_checks.items()}
+    detail = "; ".join(f"{k}: {v.get('detail')}" for k, v in failed.items()) or \
+        f"passed: {', '.join(observed)}"
+    return Outcome((not failed) == expected, observed, detail)
+
+
+Check = Callable[[Mapping[str, Any], RunFacts, Any], Outcome]
+
+VOCABULARY: dict[str, Check] = {
+    "acked_writes_lost": acked_writes_lost,
+    "check_valid": check_valid,
+    "sent_gt_log": sent_gt_log,
+    "writes_unavailable_acks_all": writes_unavailable_acks_all,
+    "max_unavailable_seconds": max_unavailable_seconds,
+    "error_seen": error_seen,
+    "rebalances": rebalances,
+    "isr_recovered": isr_recovered,
+    "step_outcome": step_outcome,
+    "group_checks_pass": group_checks_pass,
+}
+COMPARISONS = ("acked_writes_lost", "max_unavailable_seconds", "rebalances")
+BOOLEANS = ("check_valid", "sent_gt_log", "writes_unavailable_acks_all", "isr_recovered",
+            "group_checks_pass")
+RUN_ONLY = ("isr_recovered", "step_outcome", "group_checks_pass", "rebalances")
+
+
+def validate_expected(name: str, raw: Any) -> Any:
+    """The normalised expected value for `name` (ExpectationValueError when it does not
+    fit). Unknown names are reported by the schema with a did-you-mean hint."""
+    if name in COMPARISONS:
+        return Comparison.parse(raw)
+    if name in BOOLEANS:
+        if not isinstance(raw, bool):
+            raise ExpectationValueError(f"expected true or false, got {raw!r}")
+        return raw
+    if name == "error_seen":
+        items = raw if isinstance(raw, list) else str(raw).split(",") if raw else []
+        names = tuple(str(x).strip() for x in items if str(x).strip())
+        if not names or not all(re.fullmatch(r"_?[A-Z][A-Z0-9_]*", n) for n in names):
+            raise ExpectationValueError(
+                f"expected a Kafka error name like NOT_ENOUGH_REPLICAS, got {raw!r}")
+        return names
+    if name == "step_outcome":
+        if not isinstance(raw, Mapping) or not raw:
+            raise ExpectationValueError("expected a mapping {step id: ok | fail | info}")
+        out = {}
+        for sid, want in raw.items():
+            alts = tuple(a.strip() for a in str(want).split("|"))
+            if not all(a in OUTCOMES for a in alts):
+                raise ExpectationValueError(
+                    f"step {sid}: outcome must be ok, fail or info (or a|b), got {want!r}")
+            out[str(sid)] = alts
+        return out
+    raise ExpectationValueError(f"unknown expectation {name!r}")
+
+
+def expected_text(expected: Any) -> Any:
+    """The expected value as verdict.json shows it."""
+    if isinstance(expected, Comparison):
+        return str(expected)
+    if isinstance(expected, tuple):
+        return list(expected)
+    if isinstance(expected, Mapping):
+        return {k: "|".join(v) if isinstance(v, tuple) else v for k, v in expected.items()}
+    return expected
+
+
+def evaluate(name: str, report: Mapping[str, Any], facts: RunFacts, expected: Any) -> Outcome:
+    """Run one expectation; a crash is a failed expectation with the error, never a pass."""
+    try:
+        return VOCABULARY[name](report, facts, expected)
+    except Exception as exc:
+        return Outcome(False, None, f"could not evaluate: {type(exc).__name__}: {exc}")

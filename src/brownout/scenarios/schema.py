@@ -1,0 +1,751 @@
+"""Scenario files: the YAML format, loaded into frozen dataclasses with precise errors.
+
+A scenario names a cluster, its topics, the workloads and consumers that run against it,
+a schedule of faults, how long it lasts, how it heals, and what must be observed::
+
+    name: minority-outage
+    description: kill one of three brokers, restart it; acks=all loses nothing
+    cluster: {brokers: 3, controllers: 1, profile: fast}
+    topics:
+      - {name: user-events, partitions: 8, replication_factor: 3,
+         configs: {min.insync.replicas: 2, unclean.leader.election.enable: false}}
+    workloads:
+      - {label: acks-all, workload: clicks, topic: user-events, acks: all, rate: 400}
+    consumers:
+      - {group: readers, topic: user-events, members: 2}
+    schedule:
+      - {at: 8s, kill: "leader:user-events-0", id: kill}
+      - {after: previous, wait: 10s}
+      - {after: previous, start: null}
+    duration: 30s
+    expectations:
+      isr_recovered: true
+      workloads:
+        acks-all: {acked_writes_lost: 0, max_unavailable_seconds: "<= 10"}
+
+Keys (unknown keys are errors, with a "did you mean" hint):
+
+* ``cluster``: brokers, controllers, combined, profile (kafka | fast), network
+  (loopback | netns), set / broker_set / controller_set (server.properties overrides).
+* ``topics``: name, partitions, replication_factor, configs.
+* ``workloads``: label, workload (clicks | payments | logs), topic, acks (0 | 1 | all),
+  producers, rate (messages/s over the workload's producers), idempotent, retries,
+  message_timeout_ms, request_timeout_ms, linger_ms, size, config (librdkafka keys).
+  The label names the workload in expectations and in the verdict (default
+  ``acks-<acks>``; labels must be unique).
+* ``consumers``: group, topic, members, session_timeout_ms, heartbeat_interval_ms,
+  metadata_max_age_ms, commit_interval, config.
+* ``pipeline``: on | off (Spark; not implemented yet: accepted and reported as skipped).
+* ``schedule``: steps run in order. Each has one time key -- ``at: 10s`` (seconds since
+  the workloads started; a step whose time has passed runs at once, marked late) or
+  ``after: previous`` (as soon as the previous step ended) -- and one action: a nemesis
+  fault (kill, terminate, pause, resume, start, restart, rolling-restart, isolate,
+  partition, loss, bandwidth, latency, heal) whose value is its target (see
+  ``brownout fault --help``), ``wait: 5s``, ``create-topic: NAME`` (needs the
+  controller: records whether it succeeded) or ``group-checks: all | [E1, ...]``
+  (FIDELITY E, raw protocol). Optional: ``id`` (for ``step_outcome``), ``repeat: N``
+  and the action's parameters (timeout, from, one_way, nodes, probability, rate, burst,
+  latency, delay, jitter).
+* ``duration``: how long the workloads run (they also run until the schedule is done).
+* ``heal``: at the end heal the network, resume paused and start stopped nodes and
+  wait until every ISR is full (``timeout``, default 60s); ``enabled: false`` skips it.
+* ``expectations``: see `brownout.scenarios.expectations` (one table of names); those
+  under ``workloads: {LABEL: {...}}`` are judged on that workload alone.
+
+Durations are ``500ms``, ``10s``, ``2m`` or a number of seconds.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import re
+from pathlib import Path
+from typing import Any
+
+import yaml
+from yaml.constructor import ConstructorError, SafeConstructor
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+
+from ..faults.nemesis import ACTIONS as FAULT_ACTIONS
+from ..faults.targets import TargetError
+from ..faults.targets import parse as parse_target
+
+WORKLOAD_KINDS = ("clicks", "payments", "logs")
+ACKS_LEVELS = ("0", "1", "all")
+PROFILES = ("kafka", "fast")
+NETWORKS = ("loopback", "netns")
+GROUP_CHECKS = ("E1", "E2", "E3", "E4", "E5")
+EXTRA_ACTIONS = ("wait", "create-topic", "group-checks")
+STEP_ACTIONS = (*FAULT_ACTIONS, *EXTRA_ACTIONS)
+# Actions whose value may be left out (null): no target needed.
+UNTARGETED = ("resume", "start", "heal", "rolling-restart", "partition")
+ACTION_PARAMS: dict[str, tuple[str, ...]] = {
+    "kill": (),
+    "terminate": ("timeout",),
+    "pause": (),
+    "resume": (),
+    "start": (),
+    "restart": ("timeout",),
+    "rolling-restart": ("timeout",),
+    "isolate": ("from", "one_way"),
+    "partition": ("nodes",),
+    "loss": ("probability", "from"),
+    "bandwidth": ("rate", "burst", "latency"),
+    "latency": ("delay", "jitter"),
+    "heal": (),
+    "wait": (),
+    "create-topic": ("partitions", "replication_factor", "timeout"),
+    "group-checks": (),
+}
+STEP_KEYS = ("at", "after", "id", "repeat")
+
+
+class ScenarioError(ValueError):
+    """A scenario file that cannot be used; str() is ``file:line: field: message``."""
+
+    def __init__(self, message: str, *, source: str = "<scenario>", line: int | None = None,
+                 field: str | None = None) -> None:
+        self.message = message
+        self.source = source
+        self.line = line  # 1-based
+        self.field = field
+        where = source if line is None else f"{source}:{line}"
+        super().__init__(f"{where}: {field + ': ' if field else ''}{message}")
+
+
+# -- YAML with line numbers ------------------------------------------------------------
+
+
+class _Value:
+    """A YAML value and where it came from (1-based line, dotted field path)."""
+
+    __slots__ = ("field", "line", "node", "value")
+
+    def __init__(self, node: Node, field: str, value: Any) -> None:
+        self.node = node
+        self.field = field
+        self.line = node.start_mark.line + 1
+        self.value = value
+
+
+class _Reader:
+    """Walks the composed YAML tree; every error names the file, line and field."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self._constructor = SafeConstructor()
+
+    def error(self, at: _Value | Node | None, message: str,
+              field: str | None = None) -> ScenarioError:
+        line = None
+        if isinstance(at, _Value):
+            line, field = at.line, field or at.field
+        elif isinstance(at, Node):
+            line = at.start_mark.line + 1
+        return ScenarioError(message, source=self.source, line=line, field=field)
+
+    def scalar(self, node: Node, field: str) -> _Value:
+        if not isinstance(node, ScalarNode):
+            kind = "a mapping" if isinstance(node, MappingNode) else "a list"
+            raise self.error(node, f"expected a single value, got {kind}", field)
+        try:
+            return _Value(node, field, self._constructor.construct_object(node, deep=True))
+        except ConstructorError as e:
+            raise self.error(node, str(e.problem or e), field) from None
+
+    def mapping(self, node: Node, field: str, known: tuple[str, ...]) -> dict[str, Node]:
+        """Keys -> value nodes; unknown or repeated keys are errors."""
+        if not isinstance(node, MappingNode):
+            raise self.error(node, "expected a mapping (key: value)", field)
+        out: dict[str, Node] = {}
+        for key_node, value_node in node.value:
+            key = self.scalar(key_node, field).value
+            name = str(key)
+            where = f"{field}.{name}" if field else name
+            if name in out:
+                raise self.error(key_node, "repeated key", where)
+            if known and name not in known:
+                raise self.error(key_node, "unknown key" + did_you_mean(name, known), where)
+            out[name] = value_node
+        return out
+
+    def free_mapping(self, node: Node, field: str) -> dict[str, _Value]:
+        if isinstance(node, ScalarNode) and node.value in ("", "~", "null"):
+            return {}
+        return {k: self.scalar(v, f"{field}.{k}") for k, v in self.mapping(node, field, ()).items()}
+
+    def sequence(self, node: Node, field: str) -> list[tuple[str, Node]]:
+        if isinstance(node, ScalarNode) and node.value in ("", "~", "null"):
+            return []
+        if not isinstance(node, SequenceNode):
+            raise self.error(node, "expected a list", field)
+        return [(f"{field}[{i}]", item) for i, item in enumerate(node.value)]
+
+
+def did_you_mean(name: str, choices: tuple[str, ...] | list[str]) -> str:
+    close = difflib.get_close_matches(name, list(choices), n=1, cutoff=0.6)
+    if close:
+        return f" (did you mean {close[0]!r}?)"
+    return f" (known: {', '.join(choices)})"
+
+
+# -- value parsers ---------------------------------------------------------------------
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|min|h)?\s*$")
+_UNITS = {None: 1.0, "ms": 0.001, "s": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0}
+
+
+def parse_duration(value: Any) -> float:
+    """``10s`` / ``500ms`` / ``2m`` / a number of seconds -> seconds (ValueError)."""
+    if isinstance(value, bool):
+        raise ValueError(f"expected a duration like 10s, got {value!r}")
+    if isinstance(value, int | float):
+        if value < 0:
+            raise ValueError(f"a duration cannot be negative ({value})")
+        return float(value)
+    match = _DURATION.match(str(value))
+    if not match:
+        raise ValueError(f"expected a duration like 10s, 500ms or 2m, got {value!r}")
+    return float(match.group(1)) * _UNITS[match.group(2)]
+
+
+def _as_int(v: _Value, r: _Reader, minimum: int | None = None) -> int:
+    if isinstance(v.value, bool) or not isinstance(v.value, int):
+        raise r.error(v, f"expected a whole number, got {v.value!r}")
+    if minimum is not None and v.value < minimum:
+        raise r.error(v, f"must be at least {minimum}, got {v.value}")
+    return int(v.value)
+
+
+def _as_float(v: _Value, r: _Reader, minimum: float | None = None) -> float:
+    if isinstance(v.value, bool) or not isinstance(v.value, int | float):
+        raise r.error(v, f"expected a number, got {v.value!r}")
+    if minimum is not None and v.value < minimum:
+        raise r.error(v, f"must be at least {minimum:g}, got {v.value}")
+    return float(v.value)
+
+
+def _as_bool(v: _Value, r: _Reader) -> bool:
+    if isinstance(v.value, bool):
+        return v.value
+    raise r.error(v, f"expected true or false, got {v.value!r}")
+
+
+def _as_str(v: _Value, r: _Reader) -> str:
+    if v.value is None or isinstance(v.value, list | dict):
+        raise r.error(v, "expected a text value")
+    return str(v.value)
+
+
+def _as_choice(v: _Value, r: _Reader, choices: tuple[str, ...]) -> str:
+    text = "" if v.value is None else str(v.value).lower()
+    if isinstance(v.value, bool):  # YAML 1.1 reads "off" / "on" as booleans
+        text = ""
+    if text not in choices:
+        raise r.error(v, f"must be one of {', '.join(choices)}, got {v.value!r}"
+                      + (did_you_mean(text, choices) if text else ""))
+    return text
+
+
+def _as_duration(v: _Value, r: _Reader) -> float:
+    try:
+        return parse_duration(v.value)
+    except ValueError as e:
+        raise r.error(v, str(e)) from None
+
+
+def _props(values: dict[str, _Value]) -> dict[str, str]:
+    out = {}
+    for k, v in values.items():
+        value = v.value
+        out[k] = str(value).lower() if isinstance(value, bool) else str(value)
+    return out
+
+
+# -- the model -------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class ClusterSpec:
+    brokers: int = 3
+    controllers: int | None = 1
+    combined: bool = False
+    profile: str = "fast"
+    network: str = "loopback"
+    set: dict[str, str] = dataclasses.field(default_factory=dict)
+    broker_set: dict[str, str] = dataclasses.field(default_factory=dict)
+    controller_set: dict[str, str] = dataclasses.field(default_factory=dict)
+
+
+@dataclasses.dataclass(frozen=True)
+class TopicSpec:
+    name: str
+    partitions: int = 1
+    replication_factor: int = 3
+    configs: dict[str, str] = dataclasses.field(default_factory=dict)
+
+
+@dataclasses.dataclass(frozen=True)
+class WorkloadSpec:
+    label: str
+    topic: str
+    workload: str = "payments"
+    acks: str = "all"
+    producers: int = 1
+    rate: float = 200.0
+    idempotent: bool = False
+    retries: int | None = None
+    message_timeout_ms: int = 30_000
+    request_timeout_ms: int = 10_000
+    linger_ms: float = 5.0
+    size: int = 0
+    config: dict[str, str] = dataclasses.field(default_factory=dict)
+    line: int = 0
+
+
+@dataclasses.dataclass(frozen=True)
+class ConsumerSpec:
+    group: str
+    topic: str
+    members: int = 1
+    session_timeout_ms: int = 10_000
+    heartbeat_interval_ms: int = 1_000
+    metadata_max_age_ms: int | None = None
+    commit_interval: float = 1.0
+    config: dict[str, str] = dataclasses.field(default_factory=dict)
+
+
+@dataclasses.dataclass(frozen=True)
+class Step:
+    action: str  # a nemesis action, wait, create-topic or group-checks
+    target: str | None = None  # fault target / topic name / None
+    at: float | None = None  # seconds since the workloads started
+    after: str | None = None  # "previous"
+    seconds: float = 0.0  # wait
+    checks: tuple[str, ...] = ()  # group-checks
+    params: dict[str, Any] = dataclasses.field(default_factory=dict)
+    id: str | None = None
+    repeat: int = 1
+    line: int = 0
+
+    def describe(self) -> str:
+        what = self.action
+        if self.action == "wait":
+            what += f" {self.seconds:g}s"
+        elif self.action == "group-checks":
+            what += " " + ",".join(self.checks)
+        elif self.target:
+            what += f" {self.target}"
+        if self.params:
+            what += " " + " ".join(f"{k}={v}" for k, v in self.params.items())
+        if self.repeat > 1:
+            what += f" x{self.repeat}"
+        return what
+
+
+@dataclasses.dataclass(frozen=True)
+class HealSpec:
+    enabled: bool = True
+    timeout: float = 60.0
+
+
+@dataclasses.dataclass(frozen=True)
+class ExpectationSpec:
+    name: str
+    expected: Any
+    label: str | None = None  # a workload label, None: the whole run
+    line: int = 0
+
+    @property
+    def key(self) -> str:
+        return self.name if self.label is None else f"{self.name}[{self.label}]"
+
+
+@dataclasses.dataclass(frozen=True)
+class Scenario:
+    name: str
+    description: str
+    cluster: ClusterSpec
+    topics: tuple[TopicSpec, ...]
+    workloads: tuple[WorkloadSpec, ...]
+    consumers: tuple[ConsumerSpec, ...]
+    schedule: tuple[Step, ...]
+    duration: float
+    heal: HealSpec
+    expectations: tuple[ExpectationSpec, ...]
+    pipeline: bool = False
+    source: str = "<scenario>"
+
+    def workload(self, label: str) -> WorkloadSpec:
+        for w in self.workloads:
+            if w.label == label:
+                return w
+        raise KeyError(label)
+
+    @property
+    def needs_root(self) -> bool:
+        return self.cluster.network == "netns"
+
+
+TOP_KEYS = ("name", "description", "cluster", "topics", "workloads", "consumers",
+            "pipeline", "schedule", "duration", "heal", "expectations")
+CLUSTER_KEYS = ("brokers", "controllers", "combined", "profile", "network", "set",
+                "broker_set", "controller_set")
+TOPIC_KEYS = ("name", "partitions", "replication_factor", "configs")
+WORKLOAD_KEYS = ("label", "workload", "topic", "acks", "producers", "rate", "idempotent",
+                 "retries", "message_timeout_ms", "request_timeout_ms", "linger_ms", "size",
+                 "config")
+CONSUMER_KEYS = ("group", "topic", "members", "session_timeout_ms", "heartbeat_interval_ms",
+                 "metadata_max_age_ms", "commit_interval", "config")
+HEAL_KEYS = ("enabled", "timeout")
+
+
+def loads(text: str, source: str = "<scenario>") -> Scenario:
+    """Parse and validate a scenario; ScenarioError names file, line and field."""
+    r = _Reader(source)
+    try:
+        root = yaml.compose(text)
+    except yaml.MarkedYAMLError as e:
+        mark = e.problem_mark or e.context_mark
+        raise ScenarioError(f"not valid YAML: {e.problem or e}", source=source,
+                            line=mark.line + 1 if mark else None) from None
+    if root is None:
+        raise ScenarioError("empty scenario file", source=source, line=1)
+    top = r.mapping(root, "", TOP_KEYS)
+    for required in ("name", "duration"):
+        if required not in top:
+            raise r.error(root, f"missing required key {required!r}")
+
+    name = _as_str(r.scalar(top["name"], "name"), r)
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", name):
+        raise r.error(top["name"], "use letters, digits, '.', '_' and '-'", "name")
+    description = ""
+    if "description" in top:
+        description = " ".join(_as_str(r.scalar(top["description"], "description"), r).split())
+
+    cluster = _cluster(r, top.get("cluster"))
+    topics = tuple(_topic(r, f, n) for f, n in r.sequence(top["topics"], "topics")) \
+        if "topics" in top else ()
+    seen: dict[str, int] = {}
+    for t, (f, n) in zip(topics, r.sequence(top["topics"], "topics") if topics else [],
+                         strict=True):
+        if t.name in seen:
+            raise r.error(n, f"topic {t.name!r} declared twice", f)
+        seen[t.name] = 1
+        if t.replication_factor > cluster.brokers:
+            raise r.error(n, f"replication_factor {t.replication_factor} needs at least that "
+                          f"many brokers (cluster.brokers is {cluster.brokers})",
+                          f + ".replication_factor")
+    topic_names = tuple(t.name for t in topics)
+
+    workloads: list[WorkloadSpec] = []
+    if "workloads" in top:
+        for f, n in r.sequence(top["workloads"], "workloads"):
+            w = _workload(r, f, n, topic_names)
+            if any(o.label == w.label for o in workloads):
+                raise r.error(n, f"label {w.label!r} used twice: give each workload its own "
+                              "`label`", f + ".label")
+            workloads.append(w)
+    consumers = tuple(_consumer(r, f, n, topic_names)
+                      for f, n in r.sequence(top["consumers"], "consumers")) \
+        if "consumers" in top else ()
+    pipeline = False
+    if "pipeline" in top:
+        v = r.scalar(top["pipeline"], "pipeline")
+        pipeline = v.value is True or (not isinstance(v.value, bool)
+                                       and _as_choice(v, r, ("on", "off")) == "on")
+    schedule = _schedule(r, top.get("schedule"), topic_names, cluster)
+    duration = _as_duration(r.scalar(top["duration"], "duration"), r)
+    if duration <= 0:
+        raise r.error(top["duration"], "must be longer than 0s", "duration")
+    heal = _heal(r, top.get("heal"))
+    labels = tuple(w.label for w in workloads)
+    expectations = _expectations(r, top.get("expectations"), labels)
+    return Scenario(name, description, cluster, topics, tuple(workloads), consumers,
+                    schedule, duration, heal, expectations, pipeline, source)
+
+
+def load(path: Path | str) -> Scenario:
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as e:
+        raise ScenarioError(f"cannot read: {e.strerror or e}", source=str(path)) from None
+    return loads(text, str(path))
+
+
+def _cluster(r: _Reader, node: Node | None) -> ClusterSpec:
+    if node is None:
+        return ClusterSpec()
+    m = r.mapping(node, "cluster", CLUSTER_KEYS)
+    kw: dict[str, Any] = {}
+    for key in ("brokers",):
+        if key in m:
+            kw[key] = _as_int(r.scalar(m[key], f"cluster.{key}"), r, 1)
+    if "controllers" in m:
+        v = r.scalar(m["controllers"], "cluster.controllers")
+        kw["controllers"] = None if v.value is None else _as_int(v, r, 1)
+    if "combined" in m:
+        kw["combined"] = _as_bool(r.scalar(m["combined"], "cluster.combined"), r)
+        if kw["combined"] and "controllers" not in m:
+            kw["controllers"] = None
+    if "profile" in m:
+        kw["profile"] = _as_choice(r.scalar(m["profile"], "cluster.profile"), r, PROFILES)
+    if "network" in m:
+        kw["network"] = _as_choice(r.scalar(m["network"], "cluster.network"), r, NETWORKS)
+    for key in ("set", "broker_set", "controller_set"):
+        if key in m:
+            kw[key] = _props(r.free_mapping(m[key], f"cluster.{key}"))
+    return ClusterSpec(**kw)
+
+
+def _topic(r: _Reader, field: str, node: Node) -> TopicSpec:
+    m = r.mapping(node, field, TOPIC_KEYS)
+    if "name" not in m:
+        raise r.error(node, "missing required key 'name'", field)
+    kw: dict[str, Any] = {"name": _as_str(r.scalar(m["name"], f"{field}.name"), r)}
+    if "partitions" in m:
+        kw["partitions"] = _as_int(r.scalar(m["partitions"], f"{field}.partitions"), r, 1)
+    if "replication_factor" in m:
+        kw["replication_factor"] = _as_int(
+            r.scalar(m["replication_factor"], f"{field}.replication_factor"), r, 1)
+    if "configs" in m:
+        kw["configs"] = _props(r.free_mapping(m["configs"], f"{field}.configs"))
+    return TopicSpec(**kw)
+
+
+def _known_topic(r: _Reader, v: _Value, topics: tuple[str, ...]) -> str:
+    name = _as_str(v, r)
+    if topics and name not in topics:
+        raise r.error(v, f"no topic {name!r} in `topics`" + did_you_mean(name, topics))
+    return name
+
+
+def _workload(r: _Reader, field: str, node: Node, topics: tuple[str, ...]) -> WorkloadSpec:
+    m = r.mapping(node, field, WORKLOAD_KEYS)
+    if "topic" not in m:
+        raise r.error(node, "missing required key 'topic'", field)
+    kw: dict[str, Any] = {"topic": _known_topic(r, r.scalar(m["topic"], f"{field}.topic"),
+                                                 topics)}
+    if "workload" in m:
+        kw["workload"] = _as_choice(r.scalar(m["workload"], f"{field}.workload"), r,
+                                    WORKLOAD_KINDS)
+    if "acks" in m:
+        v = r.scalar(m["acks"], f"{field}.acks")
+        kw["acks"] = _as_choice(v, r, ACKS_LEVELS) if not isinstance(v.value, int) or \
+            isinstance(v.value, bool) else _as_choice(_Value(v.node, v.field, str(v.value)),
+                                                      r, ACKS_LEVELS)
+    for key, minimum in (("producers", 1), ("retries", 0), ("message_timeout_ms", 1),
+                         ("request_timeout_ms", 1), ("size", 0)):
+        if key in m:
+            kw[key] = _as_int(r.scalar(m[key], f"{field}.{key}"), r, minimum)
+    for key in ("rate", "linger_ms"):
+        if key in m:
+            kw[key] = _as_float(r.scalar(m[key], f"{field}.{key}"), r, 0)
+    if "idempotent" in m:
+        kw["idempotent"] = _as_bool(r.scalar(m["idempotent"], f"{field}.idempotent"), r)
+        if kw["idempotent"] and kw.get("acks", "all") != "all":
+            raise r.error(m["idempotent"], "idempotence requires acks: all",
+                          f"{field}.idempotent")
+    if "config" in m:
+        kw["config"] = _props(r.free_mapping(m["config"], f"{field}.config"))
+    label = f"acks-{kw.get('acks', 'all')}"
+    if "label" in m:
+        v = r.scalar(m["label"], f"{field}.label")
+        label = _as_str(v, r)
+        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._=-]*", label):
+            raise r.error(v, "use letters, digits, '.', '_', '=' and '-'")
+    return WorkloadSpec(label=label, line=node.start_mark.line + 1, **kw)
+
+
+def _consumer(r: _Reader, field: str, node: Node, topics: tuple[str, ...]) -> ConsumerSpec:
+    m = r.mapping(node, field, CONSUMER_KEYS)
+    for required in ("group", "topic"):
+        if required not in m:
+            raise r.error(node, f"missing required key {required!r}", field)
+    kw: dict[str, Any] = {
+        "group": _as_str(r.scalar(m["group"], f"{field}.group"), r),
+        "topic": _known_topic(r, r.scalar(m["topic"], f"{field}.topic"), topics),
+    }
+    for key, minimum in (("members", 1), ("session_timeout_ms", 1),
+                         ("heartbeat_interval_ms", 1), ("metadata_max_age_ms", 1)):
+        if key in m:
+            kw[key] = _as_int(r.scalar(m[key], f"{field}.{key}"), r, minimum)
+    if "commit_interval" in m:
+        kw["commit_interval"] = _as_duration(
+            r.scalar(m["commit_interval"], f"{field}.commit_interval"), r)
+    if "config" in m:
+        kw["config"] = _props(r.free_mapping(m["config"], f"{field}.config"))
+    return ConsumerSpec(**kw)
+
+
+def _schedule(r: _Reader, node: Node | None, topics: tuple[str, ...],
+              cluster: ClusterSpec) -> tuple[Step, ...]:
+    if node is None:
+        return ()
+    steps: list[Step] = []
+    last_at: tuple[float, int] | None = None
+    ids: set[str] = set()
+    for field, item in r.sequence(node, "schedule"):
+        step = _step(r, field, item, topics, cluster)
+        if step.id is not None:
+            if step.id in ids:
+                raise r.error(item, f"step id {step.id!r} used twice", field + ".id")
+            ids.add(step.id)
+        if step.at is not None:
+            if last_at is not None and step.at < last_at[0]:
+                raise r.error(item, f"at {step.at:g}s is before the earlier step at "
+                              f"{last_at[0]:g}s (line {last_at[1]}); steps run in order",
+                              field + ".at")
+            last_at = (step.at, step.line)
+        steps.append(step)
+    return tuple(steps)
+
+
+def _step(r: _Reader, field: str, node: Node, topics: tuple[str, ...],
+          cluster: ClusterSpec) -> Step:
+    all_params = sorted({p for ps in ACTION_PARAMS.values() for p in ps})
+    m = r.mapping(node, field, (*STEP_KEYS, *STEP_ACTIONS, *all_params))
+    actions = [k for k in m if k in STEP_ACTIONS]
+    if len(actions) != 1:
+        what = "no action" if not actions else f"several actions ({', '.join(actions)})"
+        raise r.error(node, f"{what}: a step has exactly one of "
+                      f"{', '.join(STEP_ACTIONS)}", field)
+    action = actions[0]
+    afield = f"{field}.{action}"
+    kw: dict[str, Any] = {"action": action, "line": node.start_mark.line + 1}
+    if ("at" in m) == ("after" in m):
+        raise r.error(node, "a step has exactly one of `at: <time>` or `after: previous`",
+                      field)
+    if "at" in m:
+        kw["at"] = _as_duration(r.scalar(m["at"], f"{field}.at"), r)
+    else:
+        v = r.scalar(m["after"], f"{field}.after")
+        kw["after"] = _as_choice(v, r, ("previous",))
+    if "id" in m:
+        kw["id"] = _as_str(r.scalar(m["id"], f"{field}.id"), r)
+    if "repeat" in m:
+        kw["repeat"] = _as_int(r.scalar(m["repeat"], f"{field}.repeat"), r, 1)
+    params = {}
+    for key, value_node in m.items():
+        if key in STEP_KEYS or key in STEP_ACTIONS:
+            continue
+        if key not in ACTION_PARAMS[action]:
+            allowed = ", ".join(ACTION_PARAMS[action]) or "none"
+            raise r.error(value_node, f"not a parameter of {action} (its parameters: "
+                          f"{allowed})", f"{field}.{key}")
+        params[key] = _param(r, key, r.scalar(value_node, f"{field}.{key}"))
+    kw["params"] = params
+
+    value_node = m[action]
+    if action == "wait":
+        kw["seconds"] = _as_duration(r.scalar(value_node, afield), r)
+    elif action == "group-checks":
+        if isinstance(value_node, SequenceNode):
+            names = [_as_str(r.scalar(n, f), r).upper()
+                     for f, n in r.sequence(value_node, afield)]
+        else:
+            v = r.scalar(value_node, afield)
+            names = list(GROUP_CHECKS) if str(v.value).lower() == "all" else \
+                [s.strip().upper() for s in _as_str(v, r).split(",")]
+        bad = [n for n in names if n not in GROUP_CHECKS]
+        if bad or not names:
+            raise r.error(value_node, f"unknown group check {', '.join(bad) or '(none)'}; "
+                          f"use all or some of {', '.join(GROUP_CHECKS)}", afield)
+        kw["checks"] = tuple(dict.fromkeys(names))
+    elif action == "create-topic":
+        kw["target"] = _as_str(r.scalar(value_node, afield), r)
+    else:
+        v = r.scalar(value_node, afield)
+        if v.value is None or v.value == "":
+            if action not in UNTARGETED:
+                raise r.error(v, f"{action} needs a target, e.g. `{action}: random-broker`")
+        else:
+            target = _as_str(v, r)
+            kw["target"] = target
+            if action != "partition":
+                _check_target(r, v, target, topics)
+        if action in ("isolate", "partition", "loss", "bandwidth", "latency", "heal") and \
+                cluster.network != "netns":
+            raise r.error(value_node, f"{action} is a network fault: it needs "
+                          "`cluster: {network: netns}` (root)", afield)
+    return Step(**kw)
+
+
+def _param(r: _Reader, key: str, v: _Value) -> Any:
+    if key == "timeout":
+        return _as_duration(v, r)
+    if key == "one_way":
+        return _as_bool(v, r)
+    if key == "probability":
+        p = _as_float(v, r, 0)
+        if p > 1:
+            raise r.error(v, f"a probability is between 0 and 1, got {p:g}")
+        return p
+    if key in ("partitions", "replication_factor"):
+        return _as_int(v, r, 1)
+    return _as_str(v, r)
+
+
+def _check_target(r: _Reader, v: _Value, spec: str, topics: tuple[str, ...]) -> None:
+    try:
+        target = parse_target(spec)
+    except TargetError as e:
+        raise r.error(v, str(e)) from None
+    if target.kind == "leader" and topics and target.topic not in topics:
+        raise r.error(v, f"no topic {target.topic!r} in `topics`"
+                      + did_you_mean(str(target.topic), topics))
+
+
+def _heal(r: _Reader, node: Node | None) -> HealSpec:
+    if node is None:
+        return HealSpec()
+    if isinstance(node, ScalarNode):
+        return HealSpec(enabled=_as_bool(r.scalar(node, "heal"), r))
+    m = r.mapping(node, "heal", HEAL_KEYS)
+    kw: dict[str, Any] = {}
+    if "enabled" in m:
+        kw["enabled"] = _as_bool(r.scalar(m["enabled"], "heal.enabled"), r)
+    if "timeout" in m:
+        kw["timeout"] = _as_duration(r.scalar(m["timeout"], "heal.timeout"), r)
+    return HealSpec(**kw)
+
+
+def _expectations(r: _Reader, node: Node | None,
+                  labels: tuple[str, ...]) -> tuple[ExpectationSpec, ...]:
+    from .expectations import RUN_ONLY, VOCABULARY, ExpectationValueError, validate_expected
+
+    if node is None:
+        return ()
+    names = tuple(VOCABULARY)
+    out: list[ExpectationSpec] = []
+
+    def one(key_field: str, name: str, value_node: Node, label: str | None) -> None:
+        if isinstance(value_node, MappingNode):
+            value: Any = {k: v.value for k, v in r.free_mapping(value_node, key_field).items()}
+        else:
+            value = r.scalar(value_node, key_field).value
+        if label is not None and name in RUN_ONLY:
+            raise r.error(value_node, f"{name} is about the whole run, not one workload: "
+                          "move it out of `workloads`", key_field)
+        try:
+            expected = validate_expected(name, value)
+        except ExpectationValueError as e:
+            raise r.error(value_node, str(e), key_field) from None
+        out.append(ExpectationSpec(name, expected, label, value_node.start_mark.line + 1))
+
+    top = r.mapping(node, "expectations", (*names, "workloads"))
+    for name, value_node in top.items():
+        if name == "workloads":
+            for label, sub in r.mapping(value_node, "expectations.workloads", ()).items():
+                field = f"expectations.workloads.{label}"
+                if label not in labels:
+                    key_node = next(k for k, v in value_node.value if v is sub)
+                    raise r.error(key_node, f"no workload labelled {label!r}"
+                                  + did_you_mean(label, labels or ("(none)",)), field)
+                for sub_name, sub_node in r.mapping(sub, field, names).items():
+                    one(f"{field}.{sub_name}", sub_name, sub_node, label)
+        else:
+            one(f"expectations.{name}", name, value_node, None)
+    return tuple(out)

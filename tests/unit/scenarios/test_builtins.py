@@ -1,0 +1,78 @@
+"""The built-in scenario list and the `brownout scenarios` / `brownout run` CLI edges."""
+
+from __future__ import annotations
+
+from typer.testing import CliRunner
+
+from brownout.cli import app
+from brownout.scenarios import builtin, builtin_names, resolve
+from brownout.scenarios.runner import ScenarioRefused, preflight
+
+REQUIRED = {"minority-outage", "majority-outage", "controller-loss", "acks-matrix",
+            "leader-isolation", "leader-isolated-from-controller", "rolling-restart",
+            "rolling-restart-three-brokers", "rolling-restart-session-30s",
+            "group-correctness"}
+
+
+def test_every_required_builtin_ships():
+    assert set(builtin_names()) >= REQUIRED
+
+
+def test_network_scenarios_need_root_and_others_do_not():
+    for name in builtin_names():
+        s = builtin(name)
+        assert s.needs_root == (name.startswith("leader-isol")), name
+        if s.needs_root:
+            assert s.cluster.network == "netns"
+
+
+def test_preflight_refuses_netns_without_root(monkeypatch):
+    import brownout.scenarios.runner as runner
+
+    monkeypatch.setattr(runner, "is_root", lambda: False)
+    try:
+        preflight(builtin("leader-isolation"))
+    except ScenarioRefused as e:
+        assert "needs root" in str(e) and "--network netns" in str(e)
+    else:
+        raise AssertionError("not refused")
+    preflight(builtin("minority-outage"))
+
+
+def test_short_builtins_use_the_fast_profile():
+    for name in ("minority-outage", "majority-outage"):
+        s = builtin(name)
+        assert s.cluster.profile == "fast" and s.duration <= 40
+
+
+def test_acks_matrix_holds_every_level_side_by_side():
+    s = builtin("acks-matrix")
+    assert {(w.acks, w.producers) for w in s.workloads} == {
+        (a, n) for a in ("0", "1", "all") for n in (1, 10)}
+    assert {t.name: (t.partitions, t.replication_factor) for t in s.topics} == {"acks": (1, 3)}
+
+
+def test_scenarios_command_lists_names_and_descriptions():
+    result = CliRunner().invoke(app, ["scenarios"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    for name in REQUIRED:
+        assert name in result.output
+    assert "FIDELITY A3" in result.output
+
+
+def test_run_refuses_unknown_scenarios_and_bad_files(tmp_path):
+    result = CliRunner().invoke(app, ["run", "minority-outag"])
+    assert result.exit_code == 2
+    assert "did you mean 'minority-outage'" in result.output
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: x\nduration: 5s\nworkload: []\n")
+    result = CliRunner().invoke(app, ["run", str(bad)])
+    assert result.exit_code == 2
+    assert f"{bad}:3: workload: unknown key (did you mean 'workloads'?)" in result.output
+
+
+def test_resolve_file_or_name(tmp_path):
+    path = tmp_path / "mine.yaml"
+    path.write_text("name: mine\nduration: 1s\n")
+    assert resolve(str(path)).name == "mine"
+    assert resolve("minority-outage").name == "minority-outage"

@@ -1,0 +1,144 @@
+"""Each expectation as a pure function of a hand-made Report dict and run facts."""
+
+from __future__ import annotations
+
+import pytest
+
+from brownout.scenarios import expectations as ex
+from brownout.scenarios.expectations import Comparison, RunFacts, evaluate
+
+
+def report(*, lost=0, acked=100, sent=100, in_log=100, valid=True, window_all=None,
+           by_acks=None, rebalances=None) -> dict:
+    window_all = window_all or {"seconds": 0.5, "start": 10.0, "end": 10.5}
+    by_acks = by_acks or {"all": {"longest_unavailable": window_all}}
+    return {
+        "valid": valid,
+        "results": {
+            "writes": {"valid": valid, "anomalies": {} if valid else
+                       {"lost-write": {"count": lost, "allowed": False}},
+                       "numbers": {"lost": lost, "acknowledged": acked, "sent": sent,
+                                   "distinct_in_log": in_log, "records_in_log": in_log}},
+            "availability": {"valid": True, "anomalies": {},
+                             "numbers": {"by_acks": by_acks,
+                                         "longest_unavailable_acks_all": window_all}},
+            "rebalances": {"valid": True, "anomalies": {},
+                           "numbers": rebalances or {"rebalances": 0, "groups": {}}},
+        },
+    }
+
+
+def test_comparisons():
+    assert Comparison.parse(0) == Comparison("==", 0)
+    assert Comparison.parse(">0").holds(3) and not Comparison.parse(">0").holds(0)
+    assert Comparison.parse("<= 15").holds(15) and not Comparison.parse("<=15").holds(15.1)
+    assert Comparison.parse("any").holds(None)
+    assert Comparison.parse("<= 15").miss(18) == "off by 3"
+    with pytest.raises(ex.ExpectationValueError):
+        Comparison.parse("lots")
+    with pytest.raises(ex.ExpectationValueError):
+        Comparison.parse(True)
+
+
+def test_acked_writes_lost():
+    ok = evaluate("acked_writes_lost", report(lost=0), RunFacts(), Comparison("==", 0))
+    assert ok.passed and ok.observed == 0
+    bad = evaluate("acked_writes_lost", report(lost=12, valid=False), RunFacts(),
+                   Comparison("==", 0))
+    assert not bad.passed and bad.observed == 12 and "off by 12" in bad.detail
+    assert evaluate("acked_writes_lost", report(lost=4), RunFacts(), Comparison(">", 0)).passed
+    missing = evaluate("acked_writes_lost", {"results": {}}, RunFacts(), Comparison("==", 0))
+    assert not missing.passed and "did not run" in missing.detail
+
+
+def test_check_valid():
+    assert evaluate("check_valid", report(), RunFacts(), True).passed
+    bad = evaluate("check_valid", report(lost=3, valid=False), RunFacts(), True)
+    assert not bad.passed and "lost-write=3" in bad.detail
+    unknown = evaluate("check_valid", {**report(), "valid": "unknown"}, RunFacts(), True)
+    assert not unknown.passed
+
+
+def test_sent_gt_log():
+    out = evaluate("sent_gt_log", report(sent=1000, in_log=990), RunFacts(), True)
+    assert out.passed and out.observed == {"sent": 1000, "in_log": 990, "missing": 10}
+    assert not evaluate("sent_gt_log", report(sent=10, in_log=10), RunFacts(), True).passed
+
+
+def test_writes_unavailable_acks_all():
+    long_window = {"seconds": 9.0, "start": 12.0, "end": 21.0}
+    facts = RunFacts(fault_window=(10.0, 30.0))
+    assert evaluate("writes_unavailable_acks_all", report(window_all=long_window), facts,
+                    True).passed
+    short = evaluate("writes_unavailable_acks_all", report(), facts, True)
+    assert not short.passed and short.observed == 0.5
+    outside = evaluate("writes_unavailable_acks_all", report(window_all=long_window),
+                       RunFacts(fault_window=(40.0, 50.0)), True)
+    assert not outside.passed and "outside the faults" in outside.detail
+    no_all = report(by_acks={"1": {}})
+    assert not evaluate("writes_unavailable_acks_all", no_all, facts, True).passed
+
+
+def test_max_unavailable_seconds_run_and_workload():
+    windows = {"all": {"longest_unavailable": {"seconds": 2.0}},
+               "1": {"longest_unavailable": {"seconds": 20.0}}}
+    r = report(window_all={"seconds": 2.0, "start": 1, "end": 3}, by_acks=windows)
+    assert evaluate("max_unavailable_seconds", r, RunFacts(), Comparison("<=", 5)).passed
+    bad = evaluate("max_unavailable_seconds", r, RunFacts(label="a1", acks="1"),
+                   Comparison("<=", 5))
+    assert not bad.passed and bad.observed == 20 and "off by 15" in bad.detail
+
+
+def test_error_seen():
+    facts = RunFacts(errors={"NOT_ENOUGH_REPLICAS": 40, "_MSG_TIMED_OUT": 2})
+    out = evaluate("error_seen", report(), facts, ("NOT_ENOUGH_REPLICAS",))
+    assert out.passed and out.observed == {"NOT_ENOUGH_REPLICAS": 40}
+    bad = evaluate("error_seen", report(), facts, ("REQUEST_TIMED_OUT",))
+    assert not bad.passed and "never seen: REQUEST_TIMED_OUT" in bad.detail
+
+
+def test_rebalances_count_between_first_fault_and_shutdown():
+    groups = {"g": {"episodes": [{"start": 2.0}, {"start": 15.0}, {"start": 40.0}]}}
+    r = report(rebalances={"rebalances": 3, "groups": groups})
+    facts = RunFacts(fault_window=(5.0, 30.0), consumers_stopped=35.0)
+    out = evaluate("rebalances", r, facts, Comparison("==", 1))
+    assert out.passed and out.observed == 1
+    assert "1 before the first fault" in out.detail and "1 at consumer shutdown" in out.detail
+    bad = evaluate("rebalances", r, facts, Comparison("==", 0))
+    assert not bad.passed and "g t=15.0s" in bad.detail
+    assert evaluate("rebalances", r, RunFacts(), Comparison("==", 3)).passed
+
+
+def test_isr_recovered_step_outcome_and_group_checks():
+    assert evaluate("isr_recovered", report(), RunFacts(isr_recovered=True), True).passed
+    assert not evaluate("isr_recovered", report(), RunFacts(isr_recovered=False), True).passed
+    assert not evaluate("isr_recovered", report(), RunFacts(), True).passed
+    steps = RunFacts(steps={"kill": "ok", "sigterm": "info"})
+    assert evaluate("step_outcome", report(), steps,
+                    {"kill": ("ok",), "sigterm": ("fail", "info")}).passed
+    bad = evaluate("step_outcome", report(), steps, {"sigterm": ("ok",), "x": ("ok",)})
+    assert not bad.passed and "x: did not run" in bad.detail
+    checks = RunFacts(group_checks={"E1": {"passed": True, "detail": "fine"},
+                                    "E4": {"passed": False, "detail": "ILLEGAL_GENERATION"}})
+    out = evaluate("group_checks_pass", report(), checks, True)
+    assert not out.passed and "E4: ILLEGAL_GENERATION" in out.detail
+    assert not evaluate("group_checks_pass", report(), RunFacts(), True).passed
+
+
+def test_a_crashing_expectation_fails():
+    out = evaluate("acked_writes_lost", {"results": {"writes": {"numbers": {"lost": "x"}}}},
+                   RunFacts(), Comparison("==", 0))
+    assert not out.passed and "could not evaluate" in out.detail
+
+
+def test_validate_expected():
+    assert ex.validate_expected("error_seen", "NOT_ENOUGH_REPLICAS") == ("NOT_ENOUGH_REPLICAS",)
+    assert ex.validate_expected("step_outcome", {"k": "fail|info"}) == {"k": ("fail", "info")}
+    with pytest.raises(ex.ExpectationValueError):
+        ex.validate_expected("step_outcome", {"k": "maybe"})
+    with pytest.raises(ex.ExpectationValueError):
+        ex.validate_expected("error_seen", "not an error")
+    assert set(ex.VOCABULARY) == {
+        "acked_writes_lost", "check_valid", "sent_gt_log", "writes_unavailable_acks_all",
+        "max_unavailable_seconds", "error_seen", "rebalances", "isr_recovered",
+        "step_outcome", "group_checks_pass"}

@@ -1,0 +1,214 @@
+"""The scenario YAML format: valid files load; every error names file, line and field."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from brownout.scenarios import builtin, builtin_names
+from brownout.scenarios.expectations import Comparison
+from brownout.scenarios.schema import ScenarioError, loads, parse_duration
+
+BASE = """\
+name: t
+description: a test
+cluster: {brokers: 3, controllers: 1, profile: fast}
+topics:
+  - name: user-events
+    partitions: 2
+    replication_factor: 3
+    configs: {min.insync.replicas: 2, unclean.leader.election.enable: false}
+workloads:
+  - label: acks-all
+    topic: user-events
+    acks: all
+  - label: acks-1
+    topic: user-events
+    acks: 1
+    producers: 10
+schedule:
+  - at: 5s
+    id: kill
+    kill: leader:user-events-0
+  - after: previous
+    wait: 2s
+  - after: previous
+    start:
+duration: 20s
+expectations:
+  isr_recovered: true
+  workloads:
+    acks-all: {acked_writes_lost: 0, max_unavailable_seconds: "<= 15"}
+"""
+
+
+def error_of(text: str) -> ScenarioError:
+    with pytest.raises(ScenarioError) as info:
+        loads(textwrap.dedent(text), "s.yaml")
+    return info.value
+
+
+def line_of(text: str, needle: str) -> int:
+    for i, line in enumerate(text.splitlines(), 1):
+        if needle in line:
+            return i
+    raise AssertionError(needle)
+
+
+def test_a_valid_file_loads_with_defaults_and_normalised_values():
+    s = loads(BASE, "s.yaml")
+    assert s.name == "t" and s.duration == 20.0
+    assert s.topics[0].configs == {"min.insync.replicas": "2",
+                                   "unclean.leader.election.enable": "false"}
+    assert [w.label for w in s.workloads] == ["acks-all", "acks-1"]
+    assert s.workloads[1].acks == "1" and s.workloads[1].producers == 10
+    kill, wait, start = s.schedule
+    assert (kill.action, kill.target, kill.at, kill.id) == ("kill", "leader:user-events-0",
+                                                            5.0, "kill")
+    assert (wait.action, wait.after, wait.seconds) == ("wait", "previous", 2.0)
+    assert (start.action, start.target) == ("start", None)
+    [isr, lost, unavailable] = s.expectations
+    assert (isr.name, isr.expected, isr.label) == ("isr_recovered", True, None)
+    assert lost.key == "acked_writes_lost[acks-all]" and lost.expected == Comparison("==", 0)
+    assert unavailable.expected == Comparison("<=", 15)
+    assert s.pipeline is False and not s.needs_root
+
+
+@pytest.mark.parametrize("name", builtin_names())
+def test_every_builtin_is_valid(name):
+    s = builtin(name)
+    assert s.name == name
+    assert s.description and s.expectations
+
+
+def test_durations():
+    assert parse_duration("10s") == 10 and parse_duration("500ms") == 0.5
+    assert parse_duration("2m") == 120 and parse_duration(3) == 3.0
+    with pytest.raises(ValueError):
+        parse_duration("ten seconds")
+
+
+def test_unknown_top_level_key_has_did_you_mean_and_line():
+    text = BASE.replace("duration: 20s", "duraton: 20s")
+    e = error_of(text)
+    assert e.line == line_of(text, "duraton") and e.field == "duraton"
+    assert "did you mean 'duration'" in str(e)
+    assert str(e).startswith(f"s.yaml:{e.line}: duraton: unknown key")
+
+
+def test_unknown_workload_key():
+    text = BASE.replace("    acks: 1\n", "    ack: 1\n")
+    e = error_of(text)
+    assert (e.line, e.field) == (line_of(text, "ack: 1"), "workloads[1].ack")
+    assert "did you mean 'acks'" in e.message
+
+
+def test_bad_acks_value():
+    text = BASE.replace("    acks: 1\n", "    acks: 2\n")
+    e = error_of(text)
+    assert (e.line, e.field) == (line_of(text, "acks: 2"), "workloads[1].acks")
+    assert "one of 0, 1, all" in e.message
+
+
+def test_bad_duration():
+    text = BASE.replace("duration: 20s", "duration: 20 seconds")
+    e = error_of(text)
+    assert (e.line, e.field) == (line_of(text, "duration:"), "duration")
+
+
+def test_unknown_action_suggests_the_right_one():
+    text = BASE.replace("    kill: leader", "    kil: leader")
+    e = error_of(text)
+    assert e.field == "schedule[0].kil" and e.line == line_of(text, "kil: leader")
+    assert "did you mean 'kill'" in e.message
+
+
+def test_bad_target_and_unknown_topic_in_target():
+    text = BASE.replace("kill: leader:user-events-0", "kill: leader:user-evnts-0")
+    e = error_of(text)
+    assert e.field == "schedule[0].kill" and "did you mean 'user-events'" in e.message
+    text = BASE.replace("kill: leader:user-events-0", "kill: somebody")
+    assert "unknown target" in error_of(text).message
+
+
+def test_network_fault_needs_netns():
+    text = BASE.replace("kill: leader:user-events-0", "isolate: leader:user-events-0")
+    e = error_of(text)
+    assert e.line == line_of(text, "isolate:") and "network: netns" in e.message
+    ok = loads(text.replace("profile: fast}", "profile: fast, network: netns}"))
+    assert ok.needs_root and ok.schedule[0].action == "isolate"
+
+
+def test_step_needs_exactly_one_time_and_one_action():
+    text = BASE.replace("  - after: previous\n    wait: 2s\n", "  - wait: 2s\n")
+    e = error_of(text)
+    assert e.field == "schedule[1]" and "at: <time>" in e.message
+    text = BASE.replace("    wait: 2s\n", "    wait: 2s\n    kill: 2\n")
+    assert "several actions" in error_of(text).message
+
+
+def test_parameter_of_another_action():
+    text = BASE.replace("    wait: 2s\n", "    wait: 2s\n    probability: 0.5\n")
+    e = error_of(text)
+    assert e.field == "schedule[1].probability" and "not a parameter of wait" in e.message
+
+
+def test_at_times_must_not_go_back():
+    text = BASE.replace("  - after: previous\n    wait: 2s\n", "  - at: 1s\n    wait: 2s\n")
+    e = error_of(text)
+    assert e.field == "schedule[1].at" and "before the earlier step" in e.message
+
+
+def test_duplicate_labels_and_unknown_topic():
+    text = BASE.replace("label: acks-1", "label: acks-all")
+    e = error_of(text)
+    assert e.field == "workloads[1].label" and "used twice" in e.message
+    text = BASE.replace("  - label: acks-1\n    topic: user-events",
+                        "  - label: acks-1\n    topic: user-event")
+    e = error_of(text)
+    assert e.field == "workloads[1].topic" and "did you mean 'user-events'" in e.message
+
+
+def test_unknown_expectation_and_label():
+    text = BASE.replace("acked_writes_lost: 0", "acked_write_lost: 0")
+    e = error_of(text)
+    assert e.field == "expectations.workloads.acks-all.acked_write_lost"
+    assert "did you mean 'acked_writes_lost'" in e.message
+    assert e.line == line_of(text, "acked_write_lost")
+    text = BASE.replace("    acks-all: {", "    acks-al: {")
+    e = error_of(text)
+    assert e.field == "expectations.workloads.acks-al" and "acks-all" in e.message
+
+
+def test_bad_expectation_values():
+    text = BASE.replace('"<= 15"', '"about 15"')
+    e = error_of(text)
+    assert e.field == "expectations.workloads.acks-all.max_unavailable_seconds"
+    assert e.line == line_of(text, "about 15")
+    text = BASE.replace("isr_recovered: true", "isr_recovered: 3")
+    assert error_of(text).message.startswith("expected true or false")
+    text = BASE.replace("acked_writes_lost: 0", "rebalances: 0")
+    assert "whole run" in error_of(text).message
+
+
+def test_not_yaml_and_missing_keys():
+    e = error_of("name: [unclosed\n")
+    assert e.line is not None and "not valid YAML" in e.message
+    e = error_of("name: t\n")
+    assert "missing required key 'duration'" in e.message
+
+
+def test_replication_factor_larger_than_the_cluster():
+    text = BASE.replace("brokers: 3,", "brokers: 2,")
+    e = error_of(text)
+    assert e.field == "topics[0].replication_factor"
+
+
+def test_pipeline_and_group_checks():
+    text = BASE.replace("duration: 20s", "duration: 20s\npipeline: on").replace(
+        "    wait: 2s\n", "    group-checks: [E1, e4]\n")
+    s = loads(text)
+    assert s.pipeline is True and s.schedule[1].checks == ("E1", "E4")
+    e = error_of(BASE.replace("    wait: 2s\n", "    group-checks: [E9]\n"))
+    assert "E9" in e.message and e.field == "schedule[1].group-checks"
