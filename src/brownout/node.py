@@ -106,7 +106,7 @@ class Node:
             await self._start_controller()
         if config.is_broker:
             self._create_broker()
-        self.raft.start()
+        self.raft.start(on_failure=self._raft_failed)
         if config.is_broker:
             await self._start_broker()
         self._started = True
@@ -258,6 +258,12 @@ class Node:
             self.controller_runtime.become_active()
         elif not is_leader and self.controller_runtime.active:
             self.controller_runtime.resign()
+
+    def _raft_failed(self, error: BaseException) -> None:
+        # Without its metadata log the node cannot act correctly: stop, loudly.
+        log.error("Stopping node %d: the metadata quorum client failed: %r", self.node_id, error)
+        self.events.emit("fatal", error=repr(error))
+        self.request_stop()
 
     def _controller_endpoint(self) -> tuple[str, int] | None:
         leader = self.raft.leader_id

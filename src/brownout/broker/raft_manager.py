@@ -177,8 +177,14 @@ class RaftManager:
 
     # -- lifecycle ------------------------------------------------------------------
 
-    def start(self) -> None:
+    def start(self, on_failure: Callable[[BaseException], None] | None = None) -> None:
         self._task = asyncio.create_task(self._run())
+        if on_failure is not None:
+            def report(task: asyncio.Task[None]) -> None:
+                if not task.cancelled() and task.exception() is not None:
+                    on_failure(task.exception())  # type: ignore[arg-type]
+
+            self._task.add_done_callback(report)
 
     async def resign(self) -> None:
         """Graceful shutdown: a leader hands over with EndQuorumEpoch."""
@@ -238,6 +244,15 @@ class RaftManager:
     # -- the loop -------------------------------------------------------------------
 
     async def _run(self) -> None:
+        try:
+            await self._loop()
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("[RaftManager id=%d] The Raft client failed", self.node_id)
+            raise
+
+    async def _loop(self) -> None:
         while True:
             self._wakeup.clear()
             self._process_ready()
@@ -253,7 +268,7 @@ class RaftManager:
             if rd.persist_state is not None:
                 write_quorum_state(self.state_path, rd.persist_state, self.voters)
             if rd.truncate_to is not None:
-                self.metadata_log.truncate_to(rd.truncate_to)
+                self._truncate(rd.truncate_to)
             if rd.entries_to_append:
                 for batch in entries_to_batches(rd.entries_to_append):
                     self.metadata_log.append_as_follower(batch)
@@ -269,6 +284,18 @@ class RaftManager:
                     self.on_commit(records)
             self.node.advance(rd)
             self._release_waiters()
+
+    def _truncate(self, offset: int) -> None:
+        """Truncate the log on disk to exactly `offset`. The storage log cuts whole
+        batches, so a cut inside a batch (a follower that holds more entries of an
+        epoch than the leader) also removes the batch's entries below `offset`; write
+        those back from the core's log, which still has them, or the next append would
+        start past the end of the disk log."""
+        self.metadata_log.truncate_to(offset)
+        disk_end = self.metadata_log.log_end_offset
+        if disk_end < offset:
+            for batch in entries_to_batches(self.node.log.entries(disk_end, offset)):
+                self.metadata_log.append_as_follower(batch)
 
     def _leadership_changed(self, rd: Any) -> None:
         leader = self.node.leader_id
@@ -313,19 +340,29 @@ class RaftManager:
         if endpoint is None:
             return
         api_key, version, body = self._encode_request(message)
+        # The core gives up on every request (a Fetch too) after request.timeout.ms, as
+        # Kafka's RaftClient does; waiting longer here would only keep a request the
+        # core already replaced queued ahead of its replacement on the connection.
         timeout = self.config.request_timeout_ms / 1000
-        if isinstance(message, m.FetchRequest):
-            timeout += message.max_wait_ms / 1000
         try:
             response = await self.network.request(endpoint[0], endpoint[1], api_key, version,
                                                    body, timeout_s=timeout)
-        except NodeUnreachable:
-            return  # the core notices the missing answer at its request timeout
-        decoded = self._decode_response(message, response)
-        if decoded is not None:
-            self.node.step(decoded, _now_ms())
-            self._wakeup.set()
-            self._process_ready()
+        except NodeUnreachable as e:
+            # Refused, reset or timed out: tell the core now (Kafka's NetworkChannel
+            # answers such a request with an error), so it retries after
+            # retry.backoff.ms or asks another voter, instead of waiting out its
+            # request timeout for an answer that cannot come.
+            log.debug("Raft %s to %d failed: %s", type(message).__name__,
+                      message.destination, e)
+            decoded = None
+        else:
+            decoded = self._decode_response(message, response)
+        if decoded is None:
+            decoded = m.RequestFailed(message.destination, self.node_id,
+                                      message.correlation_id)
+        self.node.step(decoded, _now_ms())
+        self._wakeup.set()
+        self._process_ready()
 
     def _encode_request(self, msg: Any) -> tuple[int, int, Any]:
         def partition(fields: dict[str, Any]) -> list[dict[str, Any]]:

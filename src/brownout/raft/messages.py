@@ -153,6 +153,20 @@ class TimeoutKind(Enum):
 
 
 @dataclass(frozen=True, slots=True)
+class RequestFailed:
+    """A local message from the shell: the request with `correlation_id` that this node
+    sent to `source` will never be answered (connection refused or reset, or no answer
+    within request.timeout.ms). Kafka's NetworkChannel completes such a request with an
+    error response (BROKER_NOT_AVAILABLE / REQUEST_TIMED_OUT) and the RaftClient backs
+    off that destination; without this the core only notices at its own request
+    timeout. Shells that cannot tell may simply never send it."""
+
+    source: int  # the node the failed request was sent to
+    destination: int  # this node
+    correlation_id: int
+
+
+@dataclass(frozen=True, slots=True)
 class Timeout:
     """A local message: `tick` turns an expired timer into one of these and feeds it to
     `step`, so every state change goes through the same entry point (etcd style)."""

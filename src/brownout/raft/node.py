@@ -27,6 +27,15 @@ through Kafka's common response handling (stale -> ignored, newer epoch or a new
 learned leader -> transition). After every input `_poll` sends what the role needs (vote
 requests, BeginQuorumEpoch, EndQuorumEpoch, the next Fetch), one request in flight per
 destination, retried after request.timeout.ms: Kafka's RequestManager in miniature.
+A shell that learns a request failed (connection refused or reset, its own timeout)
+says so with `RequestFailed`, and the destination is retried after retry.backoff.ms
+instead of request.timeout.ms. A destination whose last request failed is *suspect*
+until it answers again; an observer looking for the leader asks the voters that are not
+suspect first (it waits out their backoff rather than ask one that just failed), so a
+dead voter costs it at most one failed request per round instead of a coin toss every
+request.timeout.ms. An observer whose leader became suspect also asks another voter,
+as Kafka's pollFollowerAsObserver does, so it finds a new leader before its fetch
+timeout.
 
 Replication is pull: followers and observers Fetch(fetch_offset, last_fetched_epoch);
 the leader answers with a diverging epoch (the follower truncates and retries), with
@@ -36,7 +45,8 @@ entries, or parks the fetch until an append, a high-watermark change, or max_wai
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Collection
+from typing import NamedTuple
 
 from kio.schema.errors import ErrorCode
 
@@ -56,6 +66,7 @@ from brownout.raft.messages import (
     FetchRequest,
     FetchResponse,
     Message,
+    RequestFailed,
     Timeout,
     TimeoutKind,
     VoteRequest,
@@ -81,6 +92,15 @@ from brownout.raft.state import (
 )
 
 OK = ErrorCode.none
+
+
+class _Pending(NamedTuple):
+    """A request in flight: its correlation id, when it times out and, for a Fetch, the
+    log position (end offset, last epoch) it asked from."""
+
+    correlation_id: int
+    deadline: int
+    position: tuple[int, int] | None = None
 
 
 class RaftNode(ReplicationMixin):
@@ -116,8 +136,12 @@ class RaftNode(ReplicationMixin):
         self._applied = 0
         self._msgs: list[Message] = []
         self._next_correlation = 0
-        self._inflight: dict[int, tuple[int, int]] = {}  # dest -> (correlation, deadline)
+        self._inflight: dict[int, _Pending] = {}  # dest -> the one request in flight
         self._retry_at: dict[int, int] = {}  # dest -> no request before this time
+        # dest -> when its last request failed (refused, reset, timed out), until it
+        # answers again. Survives role changes: it is about the network, not the role.
+        self._suspect: dict[int, int] = {}
+        self._answered: _Pending | None = None  # the request the current response answers
         self._outstanding: Ready | None = None
         self._reported_role: Role | None = None
         self._reported_leader: LeaderAndEpoch | None = None
@@ -158,9 +182,18 @@ class RaftNode(ReplicationMixin):
     def step(self, msg: object, now_ms: int) -> None:
         """Feed one inbound request or response (or a local Timeout)."""
         self._now = max(self._now, now_ms)
+        self._answered = None
+        if isinstance(msg, RequestFailed):
+            if self._take_inflight(msg) is not None:
+                self._suspect[msg.source] = self._now
+                self._backoff(msg.source)
+                self._poll()
+            return
         if isinstance(msg, RESPONSE_TYPES):
-            if not self._take_inflight(msg):
+            self._answered = self._take_inflight(msg)
+            if self._answered is None:
                 return  # late, duplicated or from a previous role: no longer needed
+            self._suspect.pop(msg.source, None)  # it answers: reachable again
             if self._handle_common_response(msg):
                 self._poll()
                 return
@@ -177,9 +210,10 @@ class RaftNode(ReplicationMixin):
 
     def tick(self, now_ms: int) -> None:
         self._now = max(self._now, now_ms)
-        for dest, (_, deadline) in list(self._inflight.items()):
-            if self._now >= deadline:
+        for dest, pending in list(self._inflight.items()):
+            if self._now >= pending.deadline:
                 del self._inflight[dest]  # request timed out: _poll may resend
+                self._suspect[dest] = self._now
         while (kind := self._due_timeout()) is not None:
             self.step(Timeout(kind), self._now)
         if self._role is Role.LEADER:
@@ -438,7 +472,9 @@ class RaftNode(ReplicationMixin):
                     # Keep following until the shell finishes shutting down.
                     rs.fetch_deadline = self._now + self.config.fetch_timeout_ms
                 else:
-                    # An observer cannot campaign: forget the leader and ask any voter.
+                    # An observer cannot campaign: forget the leader and ask any voter,
+                    # the silent leader last (it may well be dead).
+                    self._suspect.setdefault(rs.leader_id, self._now)
                     self._become_unattached(self._epoch)
             case _:
                 self._step_default(m)
@@ -614,14 +650,20 @@ class RaftNode(ReplicationMixin):
         me, epoch, log = self.node_id, self._epoch, self._log
         match self._rs:
             case UnattachedState() if not self.is_voter:
-                # An observer that knows no leader asks a random voter, whose answer
-                # names the leader (NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH).
-                ready = [v for v in others if self._can_send(v)]
-                if ready and not self._inflight:
-                    self._send_fetch(self._rng.choice(ready))
+                # An observer that knows no leader asks a voter, whose answer names the
+                # leader (NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH): Kafka's
+                # pollUnattachedAsObserver / maybeSendAnyVoterFetch.
+                if (dest := self._pick_voter(others)) is not None:
+                    self._send_fetch(dest)
             case FollowerState() as rs:
                 if self._can_send(rs.leader_id):
                     self._send_fetch(rs.leader_id)
+                if not self.is_voter and rs.leader_id in self._suspect:
+                    # The leader does not answer: ask another voter whether the quorum
+                    # moved on, while still retrying the leader (pollFollowerAsObserver).
+                    pool = [v for v in others if v != rs.leader_id]
+                    if (dest := self._pick_voter(pool)) is not None:
+                        self._send_fetch(dest)
             case CandidateState() as rs if rs.backoff_deadline is None:
                 for v in others:
                     if v not in rs.granted and v not in rs.rejected and self._can_send(v):
@@ -636,28 +678,53 @@ class RaftNode(ReplicationMixin):
                         successors = rs.preferred_successors
                         self._send(v, EndQuorumEpochRequest, me, epoch, successors)
 
+    def _pick_voter(self, pool: Collection[int]) -> int | None:
+        """The voter an observer asks for the leader (Kafka's findReadyVoter): one
+        request at a time; a random ready voter that is not suspect; if every voter is
+        suspect, the one that failed longest ago. While a voter that is not suspect is
+        only backing off (it answered, but knew no leader yet), wait for it rather than
+        ask one that just failed: otherwise an election, when the live voters answer
+        "no leader" and back off, steers every observer to the dead voter, and each such
+        request costs request.timeout.ms when the failure is silent."""
+        if any(v in self._inflight for v in pool):
+            return None
+        trusted = [v for v in pool if v not in self._suspect]
+        if trusted:
+            ready = [v for v in trusted if self._can_send(v)]
+            return self._rng.choice(ready) if ready else None
+        ready = [v for v in pool if self._can_send(v)]
+        if not ready:
+            return None
+        oldest = min(self._suspect[v] for v in ready)
+        return self._rng.choice([v for v in ready if self._suspect[v] == oldest])
+
     def _send_fetch(self, dest: int) -> None:
         log = self._log
         self._send(
             dest, FetchRequest, self.node_id, self.config.fetch_max_wait_ms, self._epoch,
             log.end_offset, log.last_epoch,
         )  # fmt: skip
+        self._inflight[dest] = self._inflight[dest]._replace(
+            position=(log.end_offset, log.last_epoch)
+        )
 
     def _send(self, dest: int, cls: type, *fields: object) -> None:
         self._next_correlation += 1
         c = self._next_correlation
-        self._inflight[dest] = (c, self._now + self.config.request_timeout_ms)
+        self._inflight[dest] = _Pending(c, self._now + self.config.request_timeout_ms)
         self._msgs.append(cls(self.node_id, dest, c, *fields))
 
     def _can_send(self, dest: int) -> bool:
         return dest not in self._inflight and self._now >= self._retry_at.get(dest, 0)
 
-    def _take_inflight(self, m: Message) -> bool:
+    def _take_inflight(self, m: Message | RequestFailed) -> _Pending | None:
+        """The request `m` answers (or reports failed), no longer in flight; None when
+        it is not the one in flight to `m.source` (late, duplicated, older role)."""
         pending = self._inflight.get(m.source)
-        if pending is None or pending[0] != m.correlation_id:
-            return False
+        if pending is None or pending.correlation_id != m.correlation_id:
+            return None
         del self._inflight[m.source]
-        return True
+        return pending
 
     def _backoff(self, dest: int) -> None:
         self._retry_at[dest] = self._now + self.config.retry_backoff_ms
@@ -686,7 +753,7 @@ class RaftNode(ReplicationMixin):
 
     def next_deadline(self) -> int | None:
         """The earliest time at which `tick` has work (for shells that sleep)."""
-        times = [d for _, d in self._inflight.values()]
+        times = [p.deadline for p in self._inflight.values()]
         times += [t for t in self._retry_at.values() if t > self._now]
         match self._rs:
             case UnattachedState() | VotedState() | ResignedState() as rs:

@@ -4,6 +4,8 @@ leader returned. A mixin of RaftNode, kept apart so each module stays readable."
 
 from __future__ import annotations
 
+from typing import Any
+
 from kio.schema.errors import ErrorCode
 
 from brownout.raft.leader import LeaderState, ParkedFetch
@@ -32,6 +34,7 @@ class ReplicationMixin:
     _hw: int
     _unstable_from: int
     _durable_end: int
+    _answered: Any  # node._Pending | None: the request the current response answers
 
     def _respond(self, request: Message, cls: type, *fields: object) -> None:
         raise NotImplementedError
@@ -105,6 +108,13 @@ class ReplicationMixin:
 
     def _on_fetch_response(self, m: FetchResponse, rs: FollowerState) -> None:
         if m.source != rs.leader_id:
+            return
+        sent = self._answered
+        if sent is None or sent.position != (self._log.end_offset, self._log.last_epoch):
+            # It answers a fetch from another log position: its entries, diverging
+            # epoch and high watermark were computed for a log we no longer have
+            # (applying them twice would append at the wrong offset). Correlation
+            # pairing already drops late answers; this holds even if it did not.
             return
         if m.error_code != OK:
             self._backoff(m.source)

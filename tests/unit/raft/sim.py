@@ -9,6 +9,15 @@ then apply the committed entries, then `advance`. A crash while a Ready is being
 keeps a random prefix of that write (state only, or state + truncation + some entries)
 and never sends its messages.
 
+Like broker/raft_manager.py, the shell pairs each response with the request it sent
+(a response travels on its request's connection, so an answer the shell no longer
+waits for, or one to an earlier incarnation, is dropped; only the network's rare
+duplicates reach the core unpaired) and reports a request that will not be answered
+with `RequestFailed`: after request.timeout.ms when the destination is silent (a
+partition, a lost message, or a crashed node with `refused=False`, like a host that is
+gone), or at once when a crashed node refuses connections (`refused=True`, like a
+killed process on a live host).
+
 The Checker watches every Ready and every touched node and raises `Violation` at the
 first broken rule:
 
@@ -36,8 +45,10 @@ from brownout.raft import (
     RaftLog,
     RaftNode,
     Ready,
+    RequestFailed,
     Role,
 )
+from brownout.raft.messages import REQUEST_TYPES, RESPONSE_TYPES
 
 
 class Violation(AssertionError):
@@ -87,14 +98,20 @@ class Checker:
                             f"leader {n.node_id} of epoch {n.epoch} lacks committed {e}"
                         )
 
-    def ready(self, n: RaftNode, rd: Ready, prev_epoch: int) -> None:
-        for e in rd.entries_to_append:
+    def durable(self, node_id: int, entries: tuple[Entry, ...], prev_epoch: int) -> None:
+        """Entries that reached a disk. Checked here rather than when handed out: a
+        candidate that wins, crashes before its first Ready is written and wins the same
+        epoch again (its vote for itself was durable) writes a new leader-change record
+        at the same (offset, epoch); the first one never existed outside its memory."""
+        for e in entries:
             key = (e.offset, e.epoch)
             value = (e.payload, e.control, prev_epoch)
             known = self.pairs.setdefault(key, value)
             if known != value:
-                raise Violation(f"log matching: {key} is {known} and {value} (node {n.node_id})")
+                raise Violation(f"log matching: {key} is {known} and {value} (node {node_id})")
             prev_epoch = e.epoch
+
+    def ready(self, n: RaftNode, rd: Ready) -> None:
         last_hw = self.hw.get(n.node_id, 0)
         if rd.high_watermark < last_hw:
             raise Violation(f"node {n.node_id} hw went {last_hw} -> {rd.high_watermark}")
@@ -116,6 +133,7 @@ class SimNode:
     disk: Disk = field(default_factory=Disk)
     raft: RaftNode | None = None
     io: Ready | None = None  # a Ready being written
+    io_prev_epoch: int = 0  # epoch of the entry before its first one
     gen: int = 0  # incarnation; stale events carry an older one
     next_tick: int | None = None
     shutting_down: bool = False
@@ -133,6 +151,7 @@ class Cluster:
         disk_ms: tuple[int, int] = (0, 3),
         duplicate: float = 0.0,
         crash_in_write: float = 0.0,
+        refused: bool = False,
     ) -> None:
         self.rng = random.Random(seed)
         self.config = config or RaftConfig()
@@ -143,6 +162,9 @@ class Cluster:
         # Chance, per Ready with entries, of a crash before its write completes (the
         # node restarts a little later): aims the nemesis at the durability window.
         self.crash_in_write = crash_in_write
+        self.refused = refused  # crashed nodes refuse connections (else: silence)
+        # Requests the shells wait for: (source, its incarnation, correlation) -> dest.
+        self.outstanding: dict[tuple[int, int, int], int] = {}
         self.blocked: set[tuple[int, int]] = set()  # (from, to) links that lose everything
         self.now = 0
         self.queue: list[tuple[int, int, str, object]] = []
@@ -175,7 +197,9 @@ class Cluster:
             if cut < 0.3:
                 sn.disk.state = sn.io.persist_state or sn.disk.state
             elif cut < 0.6:
-                sn.disk.write(sn.io, self.rng.randint(0, len(sn.io.entries_to_append)))
+                keep = self.rng.randint(0, len(sn.io.entries_to_append))
+                sn.disk.write(sn.io, keep)
+                self.checker.durable(i, sn.io.entries_to_append[:keep], sn.io_prev_epoch)
         sn.raft, sn.io, sn.next_tick = None, None, None
         sn.gen += 1
 
@@ -201,8 +225,8 @@ class Cluster:
         if rd.entries_to_append:
             first = rd.entries_to_append[0].offset
         prev_epoch = n.log.epoch_at(first - 1) or 0 if first > 0 else 0
-        self.checker.ready(n, rd, prev_epoch)
-        sn.io = rd
+        self.checker.ready(n, rd)
+        sn.io, sn.io_prev_epoch = rd, prev_epoch
         done = self.now + self.rng.randint(*self.disk_ms)
         self.push(done, "io", (sn.node_id, sn.gen))
         if rd.entries_to_append and self.rng.random() < self.crash_in_write:
@@ -211,6 +235,7 @@ class Cluster:
     def io_done(self, sn: SimNode) -> None:
         rd, sn.io = sn.io, None
         sn.disk.write(rd)  # persist state, truncate, append, fsync
+        self.checker.durable(sn.node_id, rd.entries_to_append, sn.io_prev_epoch)
         for m in rd.messages:  # then send
             self.send(m)
         sn.raft.advance(rd)  # committed entries are "applied" by the checker
@@ -226,11 +251,41 @@ class Cluster:
             self.push(nd, "tick", (sn.node_id, sn.gen))
 
     def send(self, m: Message) -> None:
+        if isinstance(m, REQUEST_TYPES):
+            key = (m.source, self.nodes[m.source].gen, m.correlation_id)
+            self.outstanding[key] = m.destination
+            self.push(self.now + self.config.request_timeout_ms, "rto", key)
         copies = 2 if self.rng.random() < self.duplicate else 1
-        for _ in range(copies):
+        for copy in range(copies):
             if self.rng.random() < self.drop:
                 continue
-            self.push(self.now + self.rng.randint(*self.delay_ms), "msg", m)
+            self.push(self.now + self.rng.randint(*self.delay_ms), "dup" if copy else "msg", m)
+
+    def fail(self, key: tuple[int, int, int], delay: int = 0) -> None:
+        """The shell of `key`'s sender gives up on that request and tells its core."""
+        dest = self.outstanding.pop(key, None)
+        if dest is not None:
+            self.push(self.now + delay, "fail", (key, dest))
+
+    def deliver(self, m: Message, kind: str) -> None:
+        sn = self.nodes[m.destination]
+        key = (m.destination, sn.gen, m.correlation_id)
+        if (
+            kind == "msg"
+            and isinstance(m, RESPONSE_TYPES)
+            and self.outstanding.pop(key, None) is None
+        ):
+            return  # its shell no longer waits for this answer
+        if sn.raft is None:
+            if kind == "msg" and self.refused and isinstance(m, REQUEST_TYPES):
+                # Connection refused: the sender's shell knows after a round trip.
+                key = (m.source, self.nodes[m.source].gen, m.correlation_id)
+                self.fail(key, self.rng.randint(*self.delay_ms))
+            return
+        if (m.source, m.destination) in self.blocked:
+            return
+        sn.raft.step(m, self.now)
+        self.after_input(sn)
 
     def push(self, t: int, kind: str, payload: object) -> None:
         self.seq += 1
@@ -241,12 +296,16 @@ class Cluster:
             when, _, kind, payload = heapq.heappop(self.queue)
             self.now = max(self.now, when)
             self.events += 1
-            if kind == "msg":
-                sn = self.nodes[payload.destination]
-                if sn.raft is None or (payload.source, payload.destination) in self.blocked:
-                    continue
-                sn.raft.step(payload, self.now)
-                self.after_input(sn)
+            if kind in ("msg", "dup"):
+                self.deliver(payload, kind)
+            elif kind == "rto":
+                self.fail(payload)
+            elif kind == "fail":
+                (src, gen, correlation), dest = payload
+                sn = self.nodes[src]
+                if sn.gen == gen and sn.raft is not None:
+                    sn.raft.step(RequestFailed(dest, src, correlation), self.now)
+                    self.after_input(sn)
             else:
                 i, gen = payload
                 sn = self.nodes[i]
@@ -371,6 +430,60 @@ class Cluster:
                 if n.log.entry(off) != leader.log.entry(off):
                     raise Violation(f"node {n.node_id} differs from the leader at {off}")
         return None
+
+    def current_leader(self) -> RaftNode | None:
+        """The leader of the latest epoch any live node knows, if there is one."""
+        top = max(sn.raft.epoch for sn in self.nodes.values() if sn.raft is not None)
+        current = [n for n in self.leaders() if n.epoch == top]
+        return current[0] if len(current) == 1 else None
+
+    def observers_behind(self, leader: RaftNode) -> str | None:
+        """None when `leader` committed an entry of its epoch and every live observer
+        follows it (leader id and epoch) with its high watermark; else who lags."""
+        if leader.high_watermark <= leader._leader.epoch_start_offset:
+            return f"leader {leader.node_id} has not committed in epoch {leader.epoch} yet"
+        for sn in self.nodes.values():
+            n = sn.raft
+            if n is None or n.node_id in self.voter_ids:
+                continue
+            if (n.role, n.leader_id, n.epoch) != (Role.FOLLOWER, leader.node_id, leader.epoch):
+                return (
+                    f"observer {n.node_id} is {n.role.value} in epoch {n.epoch} "
+                    f"(leader {n.leader_id}), not following {leader.node_id} in {leader.epoch}"
+                )
+            if n.high_watermark < leader.high_watermark:
+                return f"observer {n.node_id} hw {n.high_watermark} < {leader.high_watermark}"
+        return None
+
+    def fail_over(self, rounds: int, periods: int = 2) -> None:
+        """Crash the quorum leader `rounds` times (restarting it afterwards) and check
+        observer LIVENESS: once a new leader exists (the network being healed, it is
+        reachable), within `periods` x (fetch timeout + election timeout) every live
+        observer follows it and its high watermark catches up with the leader's."""
+        cfg = self.config
+        bound = periods * (cfg.fetch_timeout_ms + cfg.election_timeout_ms)
+        for _ in range(rounds):
+            old = self.converge(max_ms=20_000)
+            self.propose(old, 2)
+            self.run_for(cfg.fetch_max_wait_ms)
+            self.crash(old.node_id)
+            crashed, leader, elected = self.now, None, self.now
+            while True:
+                current = self.current_leader()
+                if current is not leader or (leader and leader.role is not Role.LEADER):
+                    leader, elected = current, self.now  # (another) election: clock restarts
+                if leader is None:
+                    if self.now - crashed > 20_000:
+                        raise Violation(f"no leader 20 s after leader {old.node_id} crashed")
+                elif (behind := self.observers_behind(leader)) is None:
+                    break
+                elif self.now - elected > bound:
+                    raise Violation(
+                        f"{self.now - elected} ms after leader {leader.node_id} of epoch "
+                        f"{leader.epoch} was elected: {behind}"
+                    )
+                self.run_for(10)
+            self.start(old.node_id)
 
     def converge(self, max_ms: int, min_hw: int = 0, step_ms: int = 250) -> RaftNode:
         """Run until `converged`, or fail after `max_ms` of simulated time; returns the

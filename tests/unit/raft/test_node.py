@@ -24,7 +24,11 @@ from brownout.raft import (
     VoteRequest,
     VoteResponse,
 )
-from brownout.raft.messages import BeginQuorumEpochResponse, EndQuorumEpochResponse
+from brownout.raft.messages import (
+    BeginQuorumEpochResponse,
+    EndQuorumEpochResponse,
+    RequestFailed,
+)
 
 CFG = RaftConfig()
 VOTERS = (1, 2, 3)
@@ -352,6 +356,92 @@ def test_observer_never_campaigns_and_finds_the_leader_through_any_voter() -> No
     rd = drain(o)
     assert o.role is Role.UNATTACHED and not sent(rd, VoteRequest)
     assert sent(rd, FetchRequest)
+
+
+def test_observer_does_not_retry_a_dead_voter_while_live_voters_elect() -> None:
+    """The field bug: leader 3 of epoch 1 is killed; observer 4 loses it at its fetch
+    timeout. During the election the live voters answer "no leader yet" and back off;
+    the observer must wait for them instead of asking the dead voter (each such request
+    cost request.timeout.ms, so observers kept missing the new leader for seconds)."""
+    cfg = RaftConfig(election_timeout_ms=500, fetch_timeout_ms=1000, request_timeout_ms=2000)
+    o = RaftNode(4, frozenset(VOTERS), cfg, random.Random(0), PersistentState(1, None, 3),
+                 RaftLog(entries(1)), 0)  # fmt: skip
+    assert o.role is Role.FOLLOWER and sent(drain(o), FetchRequest)[0].destination == 3
+    # The leader is killed: its connection is refused, the shell says so at once.
+    o.step(RequestFailed(3, 4, o._inflight[3].correlation_id), 5)
+    rd = drain(o)
+    # Still following (a blip must not lose the leader), but it asks another voter too.
+    assert o.role is Role.FOLLOWER
+    (probe,) = [m for m in sent(rd, FetchRequest) if m.destination != 3]
+    # That voter has not timed out yet: it still names the dead leader. Nothing changes.
+    o.step(FetchResponse(probe.destination, 4, probe.correlation_id,
+                         ErrorCode.not_leader_or_follower, 3, 1, -1), 10)  # fmt: skip
+    o.tick(1100)  # fetch timeout: an observer forgets the leader...
+    assert o.role is Role.UNATTACHED and o.epoch == 1
+    for _ in range(20):  # ...and while the live voters only know an election is going on
+        rd = drain(o)
+        for req in sent(rd, FetchRequest):
+            assert req.destination != 3, "asked the dead voter while live ones remain"
+            o.step(FetchResponse(req.destination, 4, req.correlation_id,
+                                 ErrorCode.fenced_leader_epoch, -1, 2, -1), o._now + 1)  # fmt: skip
+        # Their backoff is a timer: next_deadline reflects it, so the shell wakes up.
+        nd = o.next_deadline()
+        assert nd is not None and nd <= o._now + cfg.retry_backoff_ms
+        o.tick(nd)
+    assert o.role is Role.UNATTACHED and o.epoch == 2
+    # Voter 2 won epoch 3: the next answer names it and the observer follows at once.
+    (req,) = sent(drain(o), FetchRequest)
+    o.step(FetchResponse(req.destination, 4, req.correlation_id,
+                         ErrorCode.fenced_leader_epoch, 2, 3, -1), o._now + 1)  # fmt: skip
+    assert (o.role, o.leader_id, o.epoch) == (Role.FOLLOWER, 2, 3)
+    assert sent(drain(o), FetchRequest)[0].destination == 2
+
+
+def test_observer_tries_the_voter_that_failed_longest_ago_when_all_failed() -> None:
+    o = make(4)
+    seen = []
+    for t in range(0, 10_000, 100):  # every request fails (no voter reachable)
+        rd = drain(o)
+        for req in sent(rd, FetchRequest):
+            seen.append(req.destination)
+            o.step(RequestFailed(req.destination, 4, req.correlation_id), t)
+        o.tick(t + 100)
+    # Round robin over the voters, never the same one twice while another waits longer.
+    assert len(seen) > 30 and all(len(set(seen[i : i + 3])) == 3 for i in range(len(seen) - 2))
+
+
+def test_failed_request_is_retried_after_the_backoff_not_the_request_timeout() -> None:
+    f = make(2, persisted=PersistentState(4, None, 1), log=entries(1, 1))
+    (req,) = sent(drain(f), FetchRequest)
+    f.step(RequestFailed(1, 2, req.correlation_id), 10)
+    assert not sent(drain(f), FetchRequest)  # backing off...
+    assert f.next_deadline() == 10 + CFG.retry_backoff_ms  # ...on a timer the shell sees
+    f.tick(10 + CFG.retry_backoff_ms)
+    assert sent(drain(f), FetchRequest)[0].destination == 1
+    # A failure report for a request no longer in flight changes nothing.
+    f.step(RequestFailed(1, 2, req.correlation_id), 40)
+    assert not f.has_ready() or not sent(drain(f), FetchRequest)
+
+
+def test_a_fetch_response_is_applied_once_and_only_at_the_position_it_answers() -> None:
+    f = make(2, persisted=PersistentState(4, None, 1), log=entries(1, 1))
+    (req,) = sent(drain(f), FetchRequest)
+    assert req.fetch_offset == 2
+    more = (Entry(2, 4, b"x"), Entry(3, 4, b"y"))
+    resp = FetchResponse(1, 2, req.correlation_id, ErrorCode.none, 1, 4, 2, None, more)
+    f.step(resp, 10)
+    rd = drain(f)
+    assert rd.entries_to_append == more and f.log.end_offset == 4
+    (again,) = sent(rd, FetchRequest)
+    assert again.fetch_offset == 4
+    f.step(resp, 20)  # the same answer delivered twice (or late): dropped
+    assert f.log.end_offset == 4 and not drain(f).entries_to_append
+    # Even a response paired with the request in flight is dropped when the log moved
+    # since that request left (here forced by hand: a shell that reused an id).
+    f._inflight[1] = f._inflight[1]._replace(position=(2, 1))
+    late = FetchResponse(1, 2, again.correlation_id, ErrorCode.none, 1, 4, 4, OffsetAndEpoch(2, 1))
+    f.step(late, 30)
+    assert f.log.end_offset == 4 and drain(f).truncate_to is None
 
 
 # ---------------------------------------------------------------- restart

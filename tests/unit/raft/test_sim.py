@@ -35,6 +35,7 @@ def random_cluster(shape: str, seed: int) -> Cluster:
         crash_in_write=knobs.choice([0.0, 0.01, 0.03]),
         # Small fetch batches make followers hold partial prefixes more often.
         config=RaftConfig(fetch_max_entries=knobs.choice([1, 4, 256])),
+        refused=knobs.choice([False, True]),
     )
 
 
@@ -54,6 +55,23 @@ def run(cluster: Cluster, steps: int = STEPS) -> None:
     assert offsets, "the leader of the latest epoch refused a proposal"
     cluster.converge(max_ms=5_000, min_hw=offsets[-1] + 1)
     assert cluster.converged(full=True) is None
+    # Observer liveness across leader crashes (and safety, checked all along).
+    cluster.fail_over(rounds=1)
+
+
+@pytest.mark.parametrize("refused", [True, False], ids=["refused", "silent"])
+@pytest.mark.parametrize("seed", range(RUNS // 6))
+def test_observers_follow_the_new_leader_after_leader_crashes(seed: int, refused: bool) -> None:
+    """The field bug: 3 voters, 3 observers, the timeouts of the failing lab, and the
+    leader killed over and over, either as a process (connection refused) or as a host
+    (silence). Every observer must follow each new leader within 2 x (fetch timeout +
+    election timeout) of its election; they used to keep asking the dead voter."""
+    config = RaftConfig(election_timeout_ms=500, fetch_timeout_ms=1000, request_timeout_ms=2000)
+    cluster = Cluster(
+        seed, voters=3, observers=3, config=config, delay_ms=(1, 5), disk_ms=(0, 2),
+        refused=refused,
+    )  # fmt: skip
+    cluster.fail_over(rounds=6)
 
 
 @pytest.mark.parametrize("seed", range(RUNS))
