@@ -7,6 +7,7 @@ import typer
 from .cluster import DOWN_HELP, STATUS_HELP, UP_HELP, down_command, status_command, up_command
 from .demo import demo_command
 from .faults import fault_app
+from .pipeline import pipeline_app
 from .report import report_command
 from .run import RUN_HELP, run_command, scenarios_command
 from .storage import storage_app
@@ -30,6 +31,7 @@ app.add_typer(fault_app, name="fault")
 app.command("produce")(produce_command)
 app.command("consume")(consume_command)
 app.command("check")(check_command)
+app.add_typer(pipeline_app, name="pipeline")
 app.command("report")(report_command)
 app.command("run", help=RUN_HELP)(run_command)
 app.command("scenarios")(scenarios_command)

@@ -1,0 +1,464 @@
+"""Structured Streaming jobs over the workload topics (see transforms.py for what they
+compute), written to Parquet with checkpoints: the file sink's own log plus the
+checkpoint make the output exactly once across driver restarts (a batch replayed after a
+crash reads the same offset ranges and its files are committed once).
+
+Output directory (`out`):
+
+    pipeline.json                  the configuration, and per run: start, stop, how it
+                                   ended, each query's last offsets and watermark
+    progress.jsonl                 one line per micro-batch of every query (below)
+    <topic>/<output>/              Parquet (file sink; read it with spark.read.parquet,
+                                   which honours the sink's _spark_metadata log)
+    <topic>/ledger/                every record the pipeline read (topic, partition,
+                                   offset, msg_id, event_time), if ledger is on
+    _checkpoints/<topic>/<output>/ Spark checkpoints (offsets, commits, state)
+
+progress.jsonl fields: time (wall clock, s), query, topic, output, batch_id, input_rows,
+input_rows_per_s, processed_rows_per_s, duration_ms (triggerExecution), start_offsets,
+end_offsets, latest_offsets ({"topic": {"partition": offset}}), lag (latest - end, per
+partition, and total), watermark (ISO time), timestamp (the batch's start, ISO).
+
+Run it from the CLI (`brownout pipeline run`), in-process (`run_pipeline(config)`, which
+returns when `duration` elapses or `stop` is set), or in a background process that a
+scenario can stop cleanly (`PipelineProcess(config).start()` ... `.stop()`: SIGTERM,
+then the pipeline stops its queries, optionally after catching up with the log).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from ..workload.generators import WORKLOADS
+
+log = logging.getLogger("brownout.spark.pipeline")
+
+PIPELINE_FILE = "pipeline.json"
+PROGRESS_FILE = "progress.jsonl"
+CHECKPOINTS = "_checkpoints"
+LEDGER = "ledger"
+
+
+def parse_topics(spec: str | list[str]) -> dict[str, str]:
+    """"payments,clicks" or "orders:payments,web:clicks" -> {topic: workload}. A topic
+    without ":workload" must be named after its workload."""
+    items = spec.split(",") if isinstance(spec, str) else [
+        x for s in spec for x in s.split(",")]
+    out: dict[str, str] = {}
+    for item in items:
+        item = item.strip()
+        if not item:
+            continue
+        topic, _, workload = item.partition(":")
+        workload = workload or topic
+        if workload not in WORKLOADS:
+            raise ValueError(f"topic {topic!r}: workload {workload!r} is not one of "
+                             f"{', '.join(WORKLOADS)} (write TOPIC:WORKLOAD)")
+        out[topic] = workload
+    if not out:
+        raise ValueError("no topics given")
+    return out
+
+
+@dataclasses.dataclass
+class PipelineConfig:
+    bootstrap: str
+    topics: dict[str, str]  # topic -> workload
+    out: Path
+    master: str = "local[*]"
+    trigger: str = "2 seconds"  # processing-time trigger; "availableNow" for one catch-up
+    duration: float | None = None  # seconds; None = until stopped
+    window: str = "1 minute"
+    watermark: str = "30 seconds"
+    session_gap: str = "1 minute"
+    flag_threshold: int = 5
+    starting_offsets: str = "earliest"
+    max_offsets_per_trigger: int | None = None
+    fail_on_data_loss: bool = True
+    ledger: bool = True
+    drain_timeout: float = 0.0  # on stop: wait up to this long to catch up with the log
+    shuffle_partitions: int = 4
+    spark_conf: dict[str, str] = dataclasses.field(default_factory=dict)
+
+    def window_spec(self) -> Any:
+        from .transforms import WindowSpec
+
+        return WindowSpec(self.window, self.watermark, self.session_gap, self.flag_threshold)
+
+    def as_json(self) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
+        d["out"] = str(self.out)
+        return d
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> PipelineConfig:
+        data = dict(data)
+        data["out"] = Path(data["out"])
+        return cls(**data)
+
+    def source_options(self) -> dict[str, str]:
+        opts = {"kafka.bootstrap.servers": self.bootstrap,
+                "startingOffsets": self.starting_offsets,
+                "failOnDataLoss": str(self.fail_on_data_loss).lower()}
+        if self.max_offsets_per_trigger:
+            opts["maxOffsetsPerTrigger"] = str(self.max_offsets_per_trigger)
+        return opts
+
+
+def outputs(config: PipelineConfig) -> list[tuple[str, str]]:
+    """(topic, output) of every query the pipeline runs."""
+    from .transforms import OUTPUTS
+
+    pairs = [(t, o) for t, w in sorted(config.topics.items()) for o in OUTPUTS[w]]
+    if config.ledger:
+        pairs += [(t, LEDGER) for t in sorted(config.topics)]
+    return pairs
+
+
+def output_path(out: Path, topic: str, output: str) -> Path:
+    return out / topic / output
+
+
+def checkpoint_path(out: Path, topic: str, output: str) -> Path:
+    return out / CHECKPOINTS / topic / output
+
+
+# -- progress --------------------------------------------------------------------------
+
+
+def _lag(latest: dict[str, Any] | None, end: dict[str, Any] | None) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    total = 0
+    for topic, parts in (latest or {}).items():
+        for p, hw in parts.items():
+            done = int(((end or {}).get(topic) or {}).get(p, 0))
+            n = max(0, int(hw) - done)
+            out[f"{topic}-{p}"] = n
+            total += n
+    out["total"] = total
+    return out
+
+
+def _offsets(value: Any) -> Any:
+    if isinstance(value, str):
+        with contextlib.suppress(ValueError):
+            return json.loads(value)
+    return value
+
+
+def progress_row(name: str, topic: str, output: str, p: dict[str, Any]) -> dict[str, Any]:
+    src = (p.get("sources") or [{}])[0]
+    start, end = _offsets(src.get("startOffset")), _offsets(src.get("endOffset"))
+    latest = _offsets(src.get("latestOffset"))
+    return {
+        "time": time.time(), "query": name, "topic": topic, "output": output,
+        "batch_id": p.get("batchId"), "input_rows": p.get("numInputRows"),
+        "input_rows_per_s": p.get("inputRowsPerSecond"),
+        "processed_rows_per_s": p.get("processedRowsPerSecond"),
+        "duration_ms": (p.get("durationMs") or {}).get("triggerExecution"),
+        "start_offsets": start, "end_offsets": end, "latest_offsets": latest,
+        "lag": _lag(latest, end),
+        "watermark": (p.get("eventTime") or {}).get("watermark"),
+        "timestamp": p.get("timestamp"),
+    }
+
+
+class ProgressRecorder:
+    """Polls every query's recentProgress and appends the new batches to progress.jsonl."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.seen: set[tuple[str, str, int, str]] = set()  # query, run id, batch, timestamp
+        self.last: dict[str, dict[str, Any]] = {}
+
+    def poll(self, queries: dict[str, tuple[Any, str, str]]) -> None:
+        lines = []
+        for name, (q, topic, output) in queries.items():
+            try:
+                recent = q.recentProgress
+            except Exception:  # the query is stopping
+                continue
+            for p in recent:
+                key = (name, str(p.get("runId")), int(p.get("batchId", -1)),
+                       str(p.get("timestamp")))
+                if key in self.seen:
+                    continue
+                self.seen.add(key)
+                row = progress_row(name, topic, output, p)
+                self.last[name] = row
+                lines.append(row)
+        if lines:
+            with open(self.path, "a", encoding="utf-8") as f:
+                for row in lines:
+                    f.write(json.dumps(row) + "\n")
+
+
+# -- running ---------------------------------------------------------------------------
+
+
+def _trigger(writer: Any, trigger: str) -> Any:
+    t = trigger.strip()
+    if t.lower() in ("availablenow", "available-now", "once"):
+        return writer.trigger(availableNow=True)
+    if t and t[-1].isdigit():
+        t += " seconds"
+    elif t.endswith("s") and t[:-1].replace(".", "", 1).isdigit():
+        t = t[:-1] + " seconds"
+    return writer.trigger(processingTime=t)
+
+
+def start_queries(spark: Any, config: PipelineConfig, *, start_timeout: float = 120.0,
+                  ) -> dict[str, tuple[Any, str, str]]:
+    """Start one streaming query per (topic, output); returns {name: (query, topic, output)}."""
+    from .transforms import aggregate, ledger, parse
+
+    spec = config.window_spec()
+    queries: dict[str, tuple[Any, str, str]] = {}
+    for topic, output in outputs(config):
+        source = (spark.readStream.format("brownout-kafka").options(**config.source_options())
+                  .option("subscribe", topic).load())
+        parsed = parse(source, config.topics[topic])
+        df = ledger(parsed) if output == LEDGER else aggregate(parsed, output, spec)
+        name = f"{topic}.{output}"
+        writer = (df.writeStream.queryName(name.replace("-", "_").replace(".", "__"))
+                  .format("parquet").outputMode("append")
+                  .option("path", str(output_path(config.out, topic, output)))
+                  .option("checkpointLocation", str(checkpoint_path(config.out, topic, output))))
+        q = _trigger(writer, config.trigger).start()
+        queries[name] = (q, topic, output)
+        # One at a time: every query starts a Python process for its source, and the JVM
+        # gives a new Python worker only a few seconds to connect back, which a loaded
+        # 2-core machine misses when eight start at once.
+        _wait_first_batch(q, start_timeout)
+    return queries
+
+
+def _wait_first_batch(q: Any, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and q.isActive and not q.recentProgress:
+        time.sleep(0.2)
+
+
+def _load_state(out: Path) -> dict[str, Any]:
+    path = out / PIPELINE_FILE
+    if path.exists():
+        with contextlib.suppress(ValueError):
+            return json.loads(path.read_text())
+    return {"runs": []}
+
+
+def _save_state(out: Path, state: dict[str, Any]) -> None:
+    tmp = out / (PIPELINE_FILE + ".tmp")
+    tmp.write_text(json.dumps(state, indent=2) + "\n")
+    os.replace(tmp, out / PIPELINE_FILE)
+
+
+def _caught_up(recorder: ProgressRecorder, names: list[str],
+               target: dict[tuple[str, int], int]) -> bool:
+    for name in names:
+        row = recorder.last.get(name)
+        if row is None:
+            return False
+        end = row.get("end_offsets") or {}
+        for (topic, p), hw in target.items():
+            if row["topic"] != topic:
+                continue
+            if int((end.get(topic) or {}).get(str(p), -1)) < hw:
+                return False
+    return True
+
+
+def run_pipeline(config: PipelineConfig, *, stop: threading.Event | None = None,
+                 spark: Any = None) -> dict[str, Any]:
+    """Run the pipeline until `duration` elapses, `stop` is set, a query fails, or (with
+    trigger availableNow) every query has caught up; then stop every query. Returns this
+    run's entry of pipeline.json (also written there)."""
+    from .session import make_spark
+
+    stop = stop or threading.Event()
+    config.out.mkdir(parents=True, exist_ok=True)
+    state = _load_state(config.out)
+    state["config"] = config.as_json()
+    run: dict[str, Any] = {"started": time.time(), "pid": os.getpid(), "status": "starting"}
+    state.setdefault("runs", []).append(run)
+    _save_state(config.out, state)
+    own_spark = spark is None
+    t0 = time.monotonic()
+    if own_spark:
+        spark = make_spark(config.master, "brownout-pipeline", config.spark_conf,
+                           shuffle_partitions=config.shuffle_partitions)
+    run["spark_startup_s"] = round(time.monotonic() - t0, 3)
+    recorder = ProgressRecorder(config.out / PROGRESS_FILE)
+    queries: dict[str, tuple[Any, str, str]] = {}
+    error: str | None = None
+    try:
+        queries = start_queries(spark, config)
+        run["status"] = "running"
+        run["queries"] = sorted(queries)
+        _save_state(config.out, state)
+        deadline = None if config.duration is None else time.monotonic() + config.duration
+        while not stop.is_set():
+            if deadline is not None and time.monotonic() >= deadline:
+                break
+            recorder.poll(queries)
+            failed = [(n, q.exception()) for n, (q, _, _) in queries.items()
+                      if not q.isActive and q.exception() is not None]
+            if failed:
+                error = "; ".join(f"{n}: {_short(e)}" for n, e in failed)
+                break
+            if all(not q.isActive for q, _, _ in queries.values()):
+                break  # availableNow: every query caught up and ended
+            stop.wait(0.5)
+        if error is None and config.drain_timeout > 0:
+            _drain(config, queries, recorder, config.drain_timeout)
+    except BaseException as e:
+        error = _short(e)
+        raise
+    finally:
+        for _name, (q, _, _) in queries.items():
+            with contextlib.suppress(Exception):
+                q.stop()
+        with contextlib.suppress(Exception):
+            recorder.poll(queries)
+        run["stopped"] = time.time()
+        run["status"] = "failed" if error else "stopped"
+        run["error"] = error
+        run["final"] = {n: {k: row.get(k) for k in ("batch_id", "end_offsets", "watermark")}
+                        for n, row in recorder.last.items()}
+        _save_state(config.out, state)
+        if own_spark:
+            with contextlib.suppress(Exception):
+                spark.stop()
+    return run
+
+
+def _drain(config: PipelineConfig, queries: dict[str, tuple[Any, str, str]],
+           recorder: ProgressRecorder, timeout: float) -> None:
+    """Wait until every query has processed up to the high watermarks seen now."""
+    from .source import KafkaOffsets, SourceOptions
+
+    opts = SourceOptions.parse({**config.source_options(),
+                                "subscribe": ",".join(config.topics)}, streaming=True)
+    planner = KafkaOffsets(opts)
+    try:
+        target = {tp: hw for tp, (_, hw) in planner.watermarks(planner.partitions()).items()}
+    finally:
+        planner.close()
+    deadline = time.monotonic() + timeout
+    names = [n for n, (q, _, _) in queries.items() if q.isActive]
+    while time.monotonic() < deadline:
+        recorder.poll(queries)
+        if _caught_up(recorder, names, target):
+            # One more trigger so windows the last batch's watermark closed are written.
+            time.sleep(_trigger_seconds(config.trigger) * 2 + 0.5)
+            recorder.poll(queries)
+            return
+        time.sleep(0.5)
+    log.warning("pipeline did not catch up within %.0fs", timeout)
+
+
+def _trigger_seconds(trigger: str) -> float:
+    digits = "".join(c for c in trigger if c.isdigit() or c == ".")
+    try:
+        return float(digits)
+    except ValueError:
+        return 2.0
+
+
+def _short(e: BaseException | Any) -> str:
+    text = str(getattr(e, "desc", None) or e)
+    for line in text.splitlines():
+        if "DataLossError" in line or "brownout-kafka" in line:
+            return line.strip()[:2000]
+    return text.strip().splitlines()[0][:2000] if text.strip() else type(e).__name__
+
+
+# -- background process ----------------------------------------------------------------
+
+
+class PipelineProcess:
+    """The pipeline in its own process (a JVM must not be forked): start() returns at
+    once, stop() sends SIGTERM and waits; the child stops its queries cleanly (after
+    catching up with the log for up to drain_timeout seconds). Its output and log go to
+    config.out (pipeline.log)."""
+
+    def __init__(self, config: PipelineConfig) -> None:
+        self.config = config
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> PipelineProcess:
+        self.config.out.mkdir(parents=True, exist_ok=True)
+        cfg = self.config.out / "pipeline-config.json"
+        cfg.write_text(json.dumps(self.config.as_json(), indent=2) + "\n")
+        with open(self.config.out / "pipeline.log", "ab") as logf:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "brownout.spark.pipeline", str(cfg)],
+                stdout=logf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                start_new_session=True)
+        return self
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def wait_running(self, timeout: float = 120.0) -> bool:
+        """True once every query has finished a first batch (progress.jsonl has them)."""
+        deadline = time.monotonic() + timeout
+        path = self.config.out / PROGRESS_FILE
+        want = {f"{t}.{o}" for t, o in outputs(self.config)}
+        while time.monotonic() < deadline and self.alive():
+            if path.exists():
+                seen = {json.loads(line)["query"] for line in path.read_text().splitlines()
+                        if line.strip()}
+                if want <= seen:
+                    return True
+            time.sleep(0.5)
+        return False
+
+    def stop(self, timeout: float = 120.0) -> int | None:
+        if self.proc is None:
+            return None
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(30)
+        return self.proc.returncode
+
+    def kill(self) -> None:
+        """SIGKILL the driver (and its JVM): a crash, for restart tests."""
+        if self.proc is not None and self.proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(30)
+
+
+def _main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 1:
+        print("usage: python -m brownout.spark.pipeline CONFIG.json", file=sys.stderr)
+        return 2
+    config = PipelineConfig.from_json(json.loads(Path(args[0]).read_text()))
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    run = run_pipeline(config, stop=stop)
+    return 0 if run["status"] == "stopped" else 1
+
+
+if __name__ == "__main__":
+    sys.exit(_main())

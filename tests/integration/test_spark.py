@@ -1,0 +1,181 @@
+"""format("brownout-kafka") and the pipeline against a real single node: offset planning
+(maxOffsetsPerTrigger), restart from a checkpoint without gaps or repeats, data loss,
+and one end-to-end pipeline run checked by the audit. One node and one SparkSession for
+the module."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("pyspark")
+
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from brownout.cluster.process import (
+    NodeProcess,
+    combined_node_properties,
+    free_port,
+)
+from brownout.storage import random_uuid
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
+
+
+@pytest.fixture(scope="module")
+def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NodeProcess]:
+    d = tmp_path_factory.mktemp("spark") / "node-1"
+    n = NodeProcess(d, combined_node_properties(1, free_port(), free_port(), d / "data"),
+                    cluster_id=random_uuid())
+    n.format()
+    n.start()
+    try:
+        yield n
+    finally:
+        n.stop()
+
+
+@pytest.fixture(scope="module")
+def spark() -> Iterator:
+    from brownout.spark.session import make_spark
+
+    s = make_spark("local[2]", "brownout-test", shuffle_partitions=2)
+    try:
+        yield s
+    finally:
+        s.stop()
+
+
+def create_topic(bootstrap: str, partitions: int, name: str | None = None) -> str:
+    name = name or f"s-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(name, partitions, 1)])[name].result(10)
+    return name
+
+
+def produce(bootstrap: str, topic: str, n: int, first: int = 0) -> None:
+    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+    for i in range(first, first + n):
+        p.produce(topic, key=str(i).encode(), value=json.dumps({"i": i}).encode(),
+                  headers=[("msg-id", f"m-{i}".encode())])
+    assert p.flush(30) == 0
+
+
+def stream(spark, bootstrap, topic, **options):
+    reader = (spark.readStream.format("brownout-kafka")
+              .option("kafka.bootstrap.servers", bootstrap).option("subscribe", topic))
+    for k, v in options.items():
+        reader = reader.option(k, str(v))
+    return reader.load()
+
+
+def run_available_now(df, out: Path, ckpt: Path):
+    q = (df.writeStream.format("parquet").option("path", str(out))
+         .option("checkpointLocation", str(ckpt)).trigger(availableNow=True).start())
+    q.awaitTermination(300)
+    return q
+
+
+def test_batch_read_has_kafka_columns(node, spark):
+    topic = create_topic(node.bootstrap, 2)
+    produce(node.bootstrap, topic, 40)
+    df = (spark.read.format("brownout-kafka").option("kafka.bootstrap.servers", node.bootstrap)
+          .option("subscribe", topic).option("endingOffsets", json.dumps(
+              {topic: {"0": -1, "1": -1}})).load())
+    assert [f.name for f in df.schema.fields] == [
+        "key", "value", "topic", "partition", "offset", "timestamp", "timestampType",
+        "headers"]
+    rows = df.collect()
+    assert len(rows) == 40
+    assert sorted(json.loads(bytes(r["value"]))["i"] for r in rows) == list(range(40))
+    r = rows[0]
+    assert r["timestampType"] == 0 and r["headers"][0]["key"] == "msg-id"
+
+
+def test_max_offsets_per_trigger_and_restart_from_checkpoint(node, spark, tmp_path):
+    topic = create_topic(node.bootstrap, 3)
+    produce(node.bootstrap, topic, 100)
+    out, ckpt = tmp_path / "out", tmp_path / "ckpt"
+    df = stream(spark, node.bootstrap, topic, startingOffsets="earliest",
+                maxOffsetsPerTrigger=30)
+    q = run_available_now(df, out, ckpt)
+    assert q.exception() is None
+    sizes = [p["numInputRows"] for p in q.recentProgress if p["numInputRows"]]
+    assert sizes == [30, 30, 30, 10]
+    # More records, then the same query again from its checkpoint.
+    produce(node.bootstrap, topic, 50, first=100)
+    q = run_available_now(df, out, ckpt)
+    assert q.exception() is None
+    assert sum(p["numInputRows"] for p in q.recentProgress) == 50
+    rows = spark.read.parquet(str(out)).select("partition", "offset", "value").collect()
+    keys = [(r["partition"], r["offset"]) for r in rows]
+    assert len(keys) == len(set(keys)) == 150  # no repeats
+    assert sorted(json.loads(bytes(r["value"]))["i"] for r in rows) == list(range(150))
+
+
+def test_fail_on_data_loss(node, spark, tmp_path):
+    from brownout.spark.source import DataLossError, RangePartition, SourceOptions, read_range
+
+    topic = create_topic(node.bootstrap, 1)
+    produce(node.bootstrap, topic, 10)
+    beyond = json.dumps({topic: {"0": 25}})  # as if a checkpoint had read past the HW
+    from pyspark.errors import StreamingQueryException
+
+    with pytest.raises(StreamingQueryException,
+                       match=f"{topic}-0: offset 25 was already read but the high watermark "
+                       "is now 10"):
+        run_available_now(stream(spark, node.bootstrap, topic, startingOffsets=beyond),
+                          tmp_path / "o1", tmp_path / "c1")
+    q = run_available_now(stream(spark, node.bootstrap, topic, startingOffsets=beyond,
+                                 failOnDataLoss="false"), tmp_path / "o2", tmp_path / "c2")
+    assert q.exception() is None
+    # A planned range above the high watermark, read on an executor (no Spark needed).
+    opts = SourceOptions.parse({"kafka.bootstrap.servers": node.bootstrap, "subscribe": topic},
+                               streaming=True)
+    with pytest.raises(DataLossError, match=rf"{topic}-0: planned offsets \[5, 15\) but the "
+                       r"high watermark is now 10"):
+        list(read_range(RangePartition(topic, 0, 5, 15, opts)))
+    lenient = SourceOptions.parse({"kafka.bootstrap.servers": node.bootstrap,
+                                   "subscribe": topic, "failOnDataLoss": "false"},
+                                  streaming=True)
+    batches = list(read_range(RangePartition(topic, 0, 5, 15, lenient)))
+    assert [o for b in batches for o in b.column("offset").to_pylist()] == list(range(5, 10))
+
+
+def test_pipeline_end_to_end_and_audit(node, spark, tmp_path):
+    from brownout.spark.audit import CHECK_FILE, audit
+    from brownout.spark.pipeline import PROGRESS_FILE, PipelineConfig, run_pipeline
+    from brownout.workload.producer import ProducerSettings
+    from brownout.workload.run import WorkloadRun
+
+    topic = create_topic(node.bootstrap, 2, name=f"payments-{uuid.uuid4().hex[:6]}")
+    run_dir, out = tmp_path / "run", tmp_path / "pipeline"
+    with WorkloadRun(run_dir, bootstrap=node.bootstrap, command="produce") as run:
+        # rate 0: as fast as possible, event time advancing ~1 ms per message.
+        run.add_producers(ProducerSettings(bootstrap=node.bootstrap, topic=topic,
+                                           workload="payments", rate=0, count=6000,
+                                           duration=None, producers=2))
+        run.start()
+        run.wait()
+    config = PipelineConfig(bootstrap=node.bootstrap, topics={topic: "payments"}, out=out,
+                            trigger="availableNow", window="500 milliseconds",
+                            watermark="200 milliseconds", flag_threshold=0)
+    result = run_pipeline(config, spark=spark)
+    assert result["status"] == "stopped", result
+    progress = [json.loads(x) for x in (out / PROGRESS_FILE).read_text().splitlines()]
+    assert {p["query"] for p in progress} == {f"{topic}.payments_merchant",
+                                               f"{topic}.payments_flagged", f"{topic}.ledger"}
+    assert sum(p["input_rows"] for p in progress if p["output"] == "ledger") == 6000
+    report = audit(run_dir, out, spark=spark)
+    assert (run_dir / CHECK_FILE).exists()
+    t = report["topics"][topic]
+    assert (t["log_records"], t["acknowledged"], t["lost"], t["duplicated"]) == (6000, 6000,
+                                                                                  0, 0)
+    merchant = t["outputs"]["payments_merchant"]
+    assert merchant["rows_closed"] > 0 and merchant["differences_pipeline"] == 0
+    assert report["valid"], json.dumps(report, indent=1)[:3000]
