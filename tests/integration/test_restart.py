@@ -32,9 +32,12 @@ PER_PARTITION = 100
 # old registration's session expire (broker.session.timeout.ms, 9 s by default), as in
 # Kafka, and every start waits for a Raft election (controller.quorum.election.timeout.ms,
 # 1 s). Shorter timeouts keep these tests fast; the rules are the same.
+# Short enough that a restarted broker's old session expires quickly, long enough that a
+# loaded 2-core CI machine does not miss heartbeats and get the broker fenced mid-test
+# (fencing a single broker takes its partitions offline, as in Kafka).
 FAST_SESSION = {
-    "broker.session.timeout.ms": 1500,
-    "broker.heartbeat.interval.ms": 250,
+    "broker.session.timeout.ms": 3000,
+    "broker.heartbeat.interval.ms": 300,
     "controller.quorum.election.timeout.ms": 200,
 }
 
