@@ -1,6 +1,9 @@
 """Benchmark the checkers on a synthetic 10-million-event history.
 
-    .venv/bin/python bench/check_history.py [--sends 4800000] [--keep DIR]
+    .venv/bin/python bench/check_history.py [--sends 4800000] [--dir DIR]
+
+With --dir (alias --keep) the history is generated into DIR once and reused by later runs
+(generation takes minutes; the check is what is timed).
 
 Generates (untimed) a Parquet history in a temp dir: sends (invoke + ok/info/fail)
 across 8 partitions from 16 producers (acks=all and acks=1), polls by a two-member
@@ -199,7 +202,8 @@ def check(directory: Path) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sends", type=int, default=4_800_000)
-    parser.add_argument("--keep", type=Path, help="generate into (or reuse) this directory")
+    parser.add_argument("--keep", "--dir", type=Path, dest="keep",
+                        help="generate into this directory, or reuse the history in it")
     parser.add_argument("--check-only", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.check_only:

@@ -9,7 +9,7 @@ partition and the scenario's Expectations. Each checker returns a CheckResult wh
 
 from brownout.check.availability import check_availability, longest_unavailable
 from brownout.check.consumers import check_consumers
-from brownout.check.load import Slices, load_final_read, load_history
+from brownout.check.load import Slices, load_final_read, load_history, load_inputs
 from brownout.check.lost import REASONS, explain_lost_writes
 from brownout.check.rebalances import check_rebalances
 from brownout.check.result import (
@@ -44,6 +44,7 @@ __all__ = [
     "guarded",
     "load_final_read",
     "load_history",
+    "load_inputs",
     "longest_unavailable",
     "send_outcomes",
 ]

@@ -94,6 +94,8 @@ def check_availability(history: HistoryInput | Slices, sends: pa.Table | None = 
     slices = load_history(history)
     if sends is None:
         sends = send_outcomes(slices)
+    # Only the four columns read here: a filter copies every column it keeps.
+    sends = sends.select(["acks", "outcome", "invoked", "completed"])
     sends = sends.filter(pc.is_valid(sends["outcome"]))
     is_ok = truthy(pc.equal(sends["outcome"], "ok"))
     oks = sends.filter(is_ok)

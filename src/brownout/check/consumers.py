@@ -26,11 +26,11 @@ from brownout.check.arrowutil import Sorted, examples, flat, same_as_previous, t
 from brownout.check.load import (
     HistoryInput,
     Slices,
-    load_final_read,
-    load_history,
+    load_inputs,
     parse_value,
     rows,
 )
+from brownout.check.msgids import MsgIds, decoded
 
 
 def group_of_process(groups: pa.Table) -> dict[str, str]:
@@ -53,8 +53,7 @@ def with_groups(polls: pa.Table, groups: pa.Table) -> pa.Table:
 def check_consumers(history: HistoryInput | Slices, final_read: pa.Table | str | Path,
                     expectations: r.Expectations | None = None) -> r.CheckResult:
     exp = expectations or r.Expectations()
-    slices = load_history(history)
-    final = load_final_read(final_read)
+    slices, final = load_inputs(history, final_read)
     limit = exp.max_examples
     polls = slices.polls.filter(pc.is_valid(slices.polls["offset"]))
     polls = with_groups(polls, slices.groups)
@@ -70,7 +69,7 @@ def check_consumers(history: HistoryInput | Slices, final_read: pa.Table | str |
     missing = r.Anomaly(r.CONSUMED_THEN_MISSING, gone_ids,
                         examples(gone, limit, [("index", "ascending")],
                                  ["msg_id", "group", "process", "topic", "partition",
-                                  "offset", "time"]),
+                                  "offset", "time"], slices.msg_ids),
                         allowed=exp.allows(r.CONSUMED_THEN_MISSING))
 
     # The same offset delivered twice within a group.
@@ -94,14 +93,15 @@ def check_consumers(history: HistoryInput | Slices, final_read: pa.Table | str |
                           allowed=exp.allows(r.DUPLICATE_DELIVERY),
                           detail={"extra_deliveries": dup_extra})
 
-    skipped, skip_examples, jumps_seen = _skips(polls, final, limit)
+    skipped, skip_examples, jumps_seen = _skips(polls, final, limit, slices.msg_ids)
     skip = r.Anomaly(r.POLL_SKIP, skipped, skip_examples, allowed=exp.allows(r.POLL_SKIP),
                      detail={"jumps": jumps_seen})
     numbers = {"deliveries": len(polls), "groups": per_group}
     return r.judge("consumers", [missing, skip, duplicate], numbers)
 
 
-def _skips(polls: pa.Table, final: pa.Table, limit: int) -> tuple[int, list[dict[str, Any]], int]:
+def _skips(polls: pa.Table, final: pa.Table, limit: int,
+           ids: MsgIds | None = None) -> tuple[int, list[dict[str, Any]], int]:
     """(records skipped, examples, forward jumps examined)."""
     if len(polls) < 2:
         return 0, [], 0
@@ -137,7 +137,7 @@ def _skips(polls: pa.Table, final: pa.Table, limit: int) -> tuple[int, list[dict
         if len(found) < limit:
             between = never.filter(pc.and_(pc.greater(never["offset"], lo),
                                            pc.less(never["offset"], hi)))
-            between = between.sort_by([("offset", "ascending")]).slice(0, 5)
+            between = decoded(between.sort_by([("offset", "ascending")]).slice(0, 5), ids)
             found.append({"group": j["group"], "process": j["process"], "topic": j["topic"],
                           "partition": j["partition"], "from_offset": lo, "to_offset": hi,
                           "time": j["time"], "skipped": n,

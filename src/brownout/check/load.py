@@ -18,6 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from brownout.check.msgids import MsgIds, encode
 from brownout.workload.history import FINAL_READ_SCHEMA, SCHEMA
 
 INVOKE_COLUMNS = ("msg_id", "time", "acks", "topic", "partition", "producer", "seq")
@@ -45,6 +46,9 @@ class Slices:
     observations: pa.Table  # f=observe: SMALL_COLUMNS
     faults: pa.Table  # f=fault: SMALL_COLUMNS
     rows: int = 0
+    # Set when the msg_id columns hold int64 codes (load_inputs), not strings: the
+    # final read they were loaded with is coded with the same MsgIds.
+    msg_ids: MsgIds | None = None
 
 
 def _batches(history: HistoryInput) -> Iterator[pa.RecordBatch]:
@@ -104,6 +108,57 @@ def load_final_read(final_read: pa.Table | str | Path) -> pa.Table:
     if missing:
         raise ValueError(f"final read lacks columns {missing}")
     return final_read.select(list(FINAL_READ_SCHEMA.names))
+
+
+CODED_SLICES = ("invokes", "completions", "polls")  # the slices with a msg_id column
+
+
+def is_coded(final_read: object) -> bool:
+    """A final read table whose msg_id column holds codes (from load_inputs)."""
+    return (isinstance(final_read, pa.Table) and "msg_id" in final_read.column_names
+            and pa.types.is_integer(final_read["msg_id"].type))
+
+
+def load_inputs(history: HistoryInput | Slices,
+                final_read: pa.Table | str | Path) -> tuple[Slices, pa.Table]:
+    """The history's slices and the final read, their msg_ids as shared int64 codes.
+
+    Joins and sorts on msg_id then cost 8 bytes a key (see msgids.py). A coded Slices
+    with the coded final read it was loaded with is returned as it is (check_all loads
+    once and hands both to every checker); a coded Slices met with a final read of
+    strings is decoded first and coded again together with it.
+    """
+    slices = load_history(history)
+    if slices.msg_ids is not None and is_coded(final_read):
+        assert isinstance(final_read, pa.Table)
+        return slices, final_read.select(list(FINAL_READ_SCHEMA.names))
+    final = load_final_read(final_read)
+    if is_coded(final):
+        raise ValueError("the final read holds msg_id codes but the history does not")
+    if slices.msg_ids is not None:
+        slices = _decoded(slices)
+    return _encoded(slices, final)
+
+
+def _encoded(slices: Slices, final: pa.Table) -> tuple[Slices, pa.Table]:
+    tables = [getattr(slices, name) for name in CODED_SLICES] + [final]
+    ids, codes = encode([t["msg_id"] for t in tables])
+    coded = [_with_msg_id(t, c) for t, c in zip(tables, codes, strict=True)]
+    del tables, codes
+    parts = dict(zip(CODED_SLICES, coded[:-1], strict=True))
+    return dataclasses.replace(slices, msg_ids=ids, **parts), coded[-1]
+
+
+def _decoded(slices: Slices) -> Slices:
+    ids = slices.msg_ids
+    assert ids is not None
+    parts = {name: _with_msg_id(getattr(slices, name), ids.decode(getattr(slices, name)["msg_id"]))
+             for name in CODED_SLICES}
+    return dataclasses.replace(slices, msg_ids=None, **parts)
+
+
+def _with_msg_id(table: pa.Table, column: pa.Array | pa.ChunkedArray) -> pa.Table:
+    return table.set_column(table.column_names.index("msg_id"), "msg_id", column)
 
 
 HighWatermarks = Mapping[Any, int] | pa.Table | None

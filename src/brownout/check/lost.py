@@ -39,6 +39,7 @@ from brownout.check.events import (
     samples_for,
 )
 from brownout.check.load import HighWatermarks, Slices, high_watermarks, hw_for
+from brownout.check.msgids import decoded
 
 ACKS_0 = "acks-0"
 ISOLATED_LEADER = "isolated-leader"
@@ -59,6 +60,7 @@ def explain_lost_writes(lost: pa.Table, final: pa.Table, slices: Slices,
     at = final.select(["topic", "partition", "offset", "msg_id"]).rename_columns(
         ["topic", "partition", "offset", "record_at_offset"])
     lost = lost.join(at, ["topic", "partition", "offset"], join_type="left outer")
+    lost = decoded(lost, slices.msg_ids)  # record_at_offset (and msg_id if still coded)
     lost = lost.sort_by([("completed", "ascending"), ("msg_id", "ascending")])
     ends: dict[tuple[str | None, int], int] = {}
     if len(final):

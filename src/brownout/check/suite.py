@@ -15,8 +15,7 @@ from brownout.check.load import (
     HighWatermarks,
     HistoryInput,
     Slices,
-    load_final_read,
-    load_history,
+    load_inputs,
 )
 from brownout.check.lost import DEATH_WINDOW, explain_lost_writes, reason_counts
 from brownout.check.rebalances import check_rebalances
@@ -36,8 +35,7 @@ def check_writes(history: HistoryInput | Slices, final_read: pa.Table | str | Pa
                  death_window: float = DEATH_WINDOW) -> tuple[r.CheckResult, pa.Table | None]:
     """The writes verdict, with every lost write's reason; and the lost-writes table."""
     exp = expectations or r.Expectations()
-    slices = load_history(history)
-    final = load_final_read(final_read)
+    slices, final = load_inputs(history, final_read)
     result, lost = analyse_writes(slices, final, high_watermarks, exp, sends)
     try:
         explained = explain_lost_writes(lost, final, slices, high_watermarks,
@@ -65,8 +63,7 @@ def check_all(history: HistoryInput | Slices, final_read: pa.Table | str | Path,
     numbers: dict[str, Any] = {}
     lost: pa.Table | None = None
     try:
-        slices = load_history(history)
-        final = load_final_read(final_read)
+        slices, final = load_inputs(history, final_read)
     except Exception as exc:
         for name in CHECKERS:
             results[name] = r.guarded(name, _raise, exc)
@@ -80,9 +77,11 @@ def check_all(history: HistoryInput | Slices, final_read: pa.Table | str | Path,
         results["writes"] = r.guarded("writes", _raise, exc)
         results["availability"] = r.guarded("availability", _raise, exc)
     if sends is not None:
-        # The per-msg sends table replaces the raw send events from here on.
-        slices = dataclasses.replace(slices, invokes=slices.invokes.slice(0, 0),
-                                     completions=slices.completions.slice(0, 0))
+        # The per-msg sends table replaces the raw send events from here on (empty tables:
+        # a zero-length slice would keep their buffers alive).
+        slices = dataclasses.replace(slices, invokes=slices.invokes.schema.empty_table(),
+                                     completions=slices.completions.schema.empty_table())
+        _release()
 
         def writes() -> r.CheckResult:
             nonlocal lost
@@ -91,12 +90,20 @@ def check_all(history: HistoryInput | Slices, final_read: pa.Table | str | Path,
             return result
 
         results["writes"] = r.guarded("writes", writes)
+        _release()
         results["availability"] = r.guarded("availability", check_availability, slices,
                                             sends, exp)
+        sends = None
     results["consumers"] = r.guarded("consumers", check_consumers, slices, final, exp)
     results["rebalances"] = r.guarded("rebalances", check_rebalances, slices)
     results = {name: results[name] for name in CHECKERS if name in results}
     return r.Report(r.compose(results.values()), results, exp, numbers, lost_writes=lost)
+
+
+def _release() -> None:
+    """Hand freed memory back to the OS between phases: Arrow's allocator (mimalloc or
+    jemalloc) otherwise keeps it, and each phase's peak would stack on the last one's."""
+    pa.default_memory_pool().release_unused()
 
 
 def _raise(exc: Exception) -> r.CheckResult:

@@ -18,7 +18,9 @@ has several completions the strongest wins (ok > info > fail). Against the final
                           that was acknowledged (acks=1/all) before it was even sent
 
 Acknowledged writes below a partition's log start (the first offset of the final read)
-are counted as expired, not lost. All of it is Arrow joins, group-bys and sorts.
+are counted as expired, not lost. All of it is Arrow joins, group-bys and sorts; when the
+slices carry MsgIds the msg_id columns are int64 codes in string order (msgids.py), and
+only what the result shows (examples, the lost writes) is decoded.
 """
 
 from __future__ import annotations
@@ -29,8 +31,18 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from brownout.check import result as r
-from brownout.check.arrowutil import codes, count, examples, flat, same_as_previous, truthy
+from brownout.check.arrowutil import (
+    all_distinct,
+    codes,
+    count,
+    examples,
+    flat,
+    join_rows,
+    same_as_previous,
+    truthy,
+)
 from brownout.check.load import HighWatermarks, Slices, high_watermarks, hw_for
+from brownout.check.msgids import MsgIds, decoded
 
 OK, FAIL, INFO, NEVER = "ok", "fail", "info", "never"
 US = 1_000_000
@@ -41,7 +53,7 @@ def _rank(outcome: pa.ChunkedArray) -> pa.ChunkedArray:
 
 
 def _first_per_msg(table: pa.Table, order: list[tuple[str, str]]) -> pa.Table:
-    if len(table) == 0 or len(pc.unique(table["msg_id"])) == len(table):
+    if len(table) == 0 or all_distinct(table["msg_id"]):
         return table
     table = table.sort_by([("msg_id", "ascending"), *order])
     return table.filter(pc.invert(same_as_previous(table, ["msg_id"])))
@@ -52,39 +64,40 @@ def send_outcomes(slices: Slices, final_topic: str | None = None) -> pa.Table:
     invoked, completed, error, producer, seq."""
     inv = slices.invokes.filter(pc.is_valid(slices.invokes["msg_id"]))
     inv = _first_per_msg(inv, [("time", "ascending")])
-    inv = inv.rename_columns(["msg_id", "invoked", "acks", "topic", "partition", "producer",
-                              "seq"])
     comp = slices.completions.filter(pc.is_valid(slices.completions["msg_id"]))
     comp = comp.append_column("rank", _rank(comp["type"]))
     comp = _first_per_msg(comp, [("rank", "descending"), ("time", "ascending")])
-    comp = comp.select(["msg_id", "time", "type", "acks", "topic", "partition", "offset",
-                        "error"])
-    comp = comp.rename_columns(["msg_id", "completed", "outcome", "c_acks", "c_topic",
-                                "c_partition", "offset", "error"])
-    sends = inv.join(comp, "msg_id", join_type="full outer")
-    topic = pc.coalesce(sends["topic"], sends["c_topic"])
+    pairs = join_rows(inv, comp, "msg_id", join_type="full outer")
+
+    def i(name: str) -> pa.ChunkedArray:  # one column at a time: no copy of whole tables
+        return inv[name].take(pairs["left"])
+
+    def c(name: str) -> pa.ChunkedArray:
+        return comp[name].take(pairs["right"])
+
+    topic = pc.coalesce(i("topic"), c("topic"))
     if final_topic is not None:
         topic = pc.fill_null(topic, final_topic)
     columns = {
-        "msg_id": sends["msg_id"],
-        "acks": pc.fill_null(pc.coalesce(sends["acks"], sends["c_acks"]), "unknown"),
+        "msg_id": pairs["msg_id"],
+        "acks": pc.fill_null(pc.coalesce(i("acks"), c("acks")), "unknown"),
         "topic": topic,
-        "partition": pc.coalesce(sends["c_partition"], sends["partition"]),
-        "offset": sends["offset"],
-        "outcome": pc.fill_null(sends["outcome"], NEVER),
-        "invoked": sends["invoked"],
-        "completed": sends["completed"],
-        "error": sends["error"],
-        "producer": sends["producer"],
-        "seq": sends["seq"],
+        "partition": pc.coalesce(c("partition"), i("partition")),
+        "offset": c("offset"),
+        "outcome": pc.fill_null(c("type"), NEVER),
+        "invoked": i("time"),
+        "completed": c("time"),
+        "error": c("error"),
+        "producer": i("producer"),
+        "seq": i("seq"),
     }
     return pa.table(columns)
 
 
 def log_copies(final: pa.Table) -> pa.Table:
     """Per msg_id in the final read: copies, log_offset (first), log_partition, log_topic."""
-    fin = final.filter(pc.is_valid(final["msg_id"]))
-    if len(pc.unique(fin["msg_id"])) == len(fin):  # the common case: no duplicates
+    fin = final.filter(pc.is_valid(final["msg_id"])) if final["msg_id"].null_count else final
+    if all_distinct(fin["msg_id"]):  # the common case: no duplicates
         return pa.table({
             "msg_id": fin["msg_id"], "copies": pa.repeat(pa.scalar(1, pa.int64()), len(fin)),
             "log_offset": fin["offset"], "log_partition": fin["partition"],
@@ -99,14 +112,53 @@ def log_copies(final: pa.Table) -> pa.Table:
     return agg.rename_columns([names.get(n, n) for n in agg.column_names])
 
 
-def first_copies(w: pa.Table) -> pa.Table:
-    """The log as the first (lowest-offset) copy of each msg, with its send outcome."""
-    t = w.filter(pc.is_valid(w["copies"]))
-    return pa.table({
-        "topic": t["log_topic"], "partition": t["log_partition"], "offset": t["log_offset"],
-        "msg_id": t["msg_id"], "key": t["log_key"], "producer": t["log_producer"],
-        "seq": t["log_seq"], "acks": t["acks"], "outcome": t["outcome"],
-        "invoked": t["invoked"], "completed": t["completed"]})
+class Joined:
+    """The sends full-outer-joined with the log's copies, on msg_id, held as row numbers.
+
+    A column is taken from its side when asked for and a filter takes only the rows it
+    keeps: every column of the materialised join was the largest table of a big check.
+    Column names are those of both sides (only msg_id is shared: it is coalesced).
+    """
+
+    def __init__(self, sends: pa.Table, copies: pa.Table) -> None:
+        pairs = join_rows(sends, copies, "msg_id", join_type="full outer")
+        self.msg_id, self.send_row, self.copy_row = pairs["msg_id"], pairs["left"], pairs["right"]
+        self.sends, self.copies = sends, copies
+
+    def __len__(self) -> int:
+        return len(self.msg_id)
+
+    def present(self) -> pa.ChunkedArray:
+        """In the log (the msg has a copies row)."""
+        return pc.is_valid(self.copy_row)
+
+    def column(self, name: str, mask: pa.ChunkedArray | None = None) -> pa.ChunkedArray:
+        if name == "msg_id":
+            values = self.msg_id
+            return values if mask is None else values.filter(mask)
+        side, rows = ((self.sends, self.send_row) if name in self.sends.column_names
+                      else (self.copies, self.copy_row))
+        return side[name].take(rows if mask is None else rows.filter(mask))
+
+    def table(self, columns: list[str], mask: pa.ChunkedArray | None = None) -> pa.Table:
+        """The rows where mask is true (all rows without one), these columns only."""
+        if mask is not None:
+            mask = truthy(mask)
+        return pa.table({name: self.column(name, mask) for name in columns})
+
+
+FIRST_COPY_COLUMNS = {"topic": "log_topic", "partition": "log_partition",
+                      "offset": "log_offset", "msg_id": "msg_id", "key": "log_key",
+                      "producer": "log_producer", "seq": "log_seq", "acks": "acks",
+                      "outcome": "outcome", "invoked": "invoked", "completed": "completed"}
+
+
+def first_copies(w: Joined, columns: list[str] | None = None) -> pa.Table:
+    """The log as the first (lowest-offset) copy of each msg, with its send outcome
+    (only `columns` of FIRST_COPY_COLUMNS when given: each check takes what it reads)."""
+    names = list(FIRST_COPY_COLUMNS) if columns is None else columns
+    t = w.table([FIRST_COPY_COLUMNS[n] for n in names], w.present())
+    return t.rename_columns(names)
 
 
 def _log_bounds(final: pa.Table) -> dict[tuple[str | None, int], dict[str, int]]:
@@ -130,19 +182,20 @@ def _by(table: pa.Table, keys: list[str]) -> dict[Any, int]:
             for i in range(len(agg))}
 
 
-def _inconsistent_offsets(w: pa.Table, final: pa.Table, limit: int,
-                          exp: r.Expectations) -> r.Anomaly:
+def _inconsistent_offsets(w: Joined, final: pa.Table, limit: int,
+                          exp: r.Expectations, ids: MsgIds | None = None) -> r.Anomaly:
     """Judged like lost writes: a truncated-and-rewritten offset is tolerated for the
     acks levels whose lost writes are tolerated."""
-    acked = truthy(pc.and_(pc.and_(pc.equal(w["outcome"], OK), pc.is_valid(w["offset"])),
-                           pc.greater_equal(w["offset"], 0)))
-    elsewhere = pc.or_(pc.not_equal(w["log_offset"], w["offset"]),
-                       pc.not_equal(w["log_partition"], w["partition"]))
+    offset = w.column("offset")
+    acked = truthy(pc.and_(pc.and_(pc.equal(w.column("outcome"), OK), pc.is_valid(offset)),
+                           pc.greater_equal(offset, 0)))
+    elsewhere = pc.or_(pc.not_equal(w.column("log_offset"), offset),
+                       pc.not_equal(w.column("log_partition"), w.column("partition")))
     # Only an acked write that is not at its acked position can disagree with the log:
     # join those few (not every acknowledged write) with the log's positions.
-    suspects = w.filter(pc.and_(acked, pc.or_(pc.is_null(w["copies"]), truthy(elsewhere))))
-    suspects = suspects.select(["msg_id", "acks", "topic", "partition", "offset",
-                                "log_offset", "log_partition", "copies"])
+    suspects = w.table(["msg_id", "acks", "topic", "partition", "offset", "log_offset",
+                        "log_partition", "copies"],
+                       pc.and_(acked, pc.or_(pc.invert(w.present()), truthy(elsewhere))))
     at = final.select(["topic", "partition", "offset", "msg_id"]).rename_columns(
         ["topic", "partition", "offset", "msg_at_offset"])
     j = at.join(suspects, ["topic", "partition", "offset"], join_type="right outer")
@@ -155,16 +208,18 @@ def _inconsistent_offsets(w: pa.Table, final: pa.Table, limit: int,
     return r.Anomaly(
         r.INCONSISTENT_OFFSETS, len(bad),
         examples(bad, limit, [("topic", "ascending"), ("partition", "ascending"),
-                              ("offset", "ascending")],
+                              ("offset", "ascending"), ("msg_id", "ascending")],
                  ["msg_id", "acks", "topic", "partition", "offset", "msg_at_offset",
-                  "log_partition", "log_offset"]),
+                  "log_partition", "log_offset"], ids),
         allowed=exp.allows(r.INCONSISTENT_OFFSETS) or intolerable == 0,
         detail={"other_record_at_offset": count(j, other), "found_elsewhere": count(j, moved),
                 "by_acks": by_acks, "intolerable": intolerable})
 
 
-def _producer_reorder(fc: pa.Table, limit: int) -> r.Anomaly:
+def _producer_reorder(fc: pa.Table | Joined, limit: int, ids: MsgIds | None = None) -> r.Anomaly:
     keys = ["topic_c", "partition", "producer_c"]
+    if isinstance(fc, Joined):
+        fc = first_copies(fc, ["topic", "partition", "producer", "seq", "offset", "msg_id"])
     t = fc.filter(pc.and_(pc.is_valid(fc["producer"]), pc.is_valid(fc["seq"])))
     t = t.select(["topic", "partition", "producer", "seq", "offset", "msg_id"])
     t = t.append_column("topic_c", codes(t["topic"])).append_column(
@@ -189,12 +244,15 @@ def _producer_reorder(fc: pa.Table, limit: int) -> r.Anomaly:
     return r.Anomaly(
         r.PRODUCER_REORDER, len(bad),
         examples(bad, limit, [("topic", "ascending"), ("partition", "ascending"),
-                              ("producer", "ascending"), ("seq", "ascending")]),
+                              ("producer", "ascending"), ("seq", "ascending")], None, ids),
         detail={"by_producer": {str(k): v for k, v in _by(bad, ["producer"]).items()}})
 
 
-def _key_reorder(fc: pa.Table, limit: int) -> r.Anomaly:
+def _key_reorder(fc: pa.Table | Joined, limit: int, ids: MsgIds | None = None) -> r.Anomaly:
     keys = ["topic_c", "partition", "key_c"]
+    if isinstance(fc, Joined):
+        fc = first_copies(fc, ["topic", "partition", "key", "offset", "msg_id", "acks",
+                               "outcome", "invoked", "completed"])
     t = fc.filter(pc.and_(pc.is_valid(fc["key"]), pc.is_valid(fc["outcome"])))
     t = t.select(["topic", "partition", "key", "offset", "msg_id", "acks", "outcome",
                   "invoked", "completed"])
@@ -233,11 +291,11 @@ def _key_reorder(fc: pa.Table, limit: int) -> r.Anomaly:
     bad = t.take(bad_rows).append_column("min_later_ack_us", pc.filter(min_later, bad_mask))
     found = []
     for row in examples(bad, limit, [("topic", "ascending"), ("partition", "ascending"),
-                                     ("key", "ascending"), ("offset", "ascending")]):
+                                     ("key", "ascending"), ("offset", "ascending")], None, ids):
         later = t.filter(truthy(pc.and_(pc.and_(pc.equal(t["key"], row["key"]),
                                                 pc.equal(t["partition"], row["partition"])),
                                         pc.equal(t["ack_us"], row["min_later_ack_us"]))))
-        other = later.to_pylist()[:1]
+        other = decoded(later.slice(0, 1), ids).to_pylist()
         found.append({
             "topic": row["topic"], "partition": row["partition"], "key": row["key"],
             "msg_id": row["msg_id"], "offset": row["offset"], "invoked": row["invoked"],
@@ -259,20 +317,20 @@ def analyse_writes(slices: Slices, final: pa.Table, hw: HighWatermarks = None,
     """The writes verdict and the table of acknowledged-but-lost writes (no reasons)."""
     exp = expectations or r.Expectations()
     limit = exp.max_examples
+    ids = slices.msg_ids
     if sends is None:
         sends = send_outcomes(slices, single_topic(final))
     copies = log_copies(final)
-    w = sends.join(copies, "msg_id", join_type="full outer")
-    present = pc.is_valid(w["copies"])
-    outcome = w["outcome"]
+    w = Joined(sends, copies)
+    present = w.present()
+    outcome = w.column("outcome")
     is_ok = truthy(pc.equal(outcome, OK))
     bounds = _log_bounds(final)
     hws = high_watermarks(hw)
 
     # Acknowledged and absent: lost unless below the partition's log start (expired).
-    missing = w.filter(pc.and_(is_ok, pc.invert(present)))
-    missing = missing.select(["msg_id", "acks", "topic", "partition", "offset", "invoked",
-                              "completed", "producer", "seq"])
+    missing = w.table(["msg_id", "acks", "topic", "partition", "offset", "invoked",
+                       "completed", "producer", "seq"], pc.and_(is_ok, pc.invert(present)))
     starts = pa.table({
         "topic": pa.array([k[0] for k in bounds], pa.string()),
         "partition": pa.array([k[1] for k in bounds], pa.int32()),
@@ -282,7 +340,7 @@ def analyse_writes(slices: Slices, final: pa.Table, hw: HighWatermarks = None,
     expired_mask = truthy(pc.less(missing["offset"], missing["log_start"]))
     expired = count(missing, expired_mask)
     lost = missing.filter(pc.invert(expired_mask)).drop_columns(["log_start"])
-    lost = lost.sort_by([("completed", "ascending"), ("msg_id", "ascending")])
+    lost = decoded(lost.sort_by([("completed", "ascending"), ("msg_id", "ascending")]), ids)
 
     lost_by_acks = {str(k): v for k, v in _by(lost, ["acks"]).items()}
     intolerable = sum(v for k, v in lost_by_acks.items() if k not in exp.lost_writes_tolerated)
@@ -297,9 +355,9 @@ def analyse_writes(slices: Slices, final: pa.Table, hw: HighWatermarks = None,
                 "expired_below_log_start": expired})
 
     def found(name: str, mask: Any, cols: list[str]) -> r.Anomaly:
-        rows = w.filter(truthy(mask))
+        rows = w.table(list(dict.fromkeys([*cols, "acks"])), mask)
         return r.Anomaly(name, len(rows),
-                         examples(rows, limit, [("msg_id", "ascending")], cols),
+                         examples(rows, limit, [("msg_id", "ascending")], cols, ids),
                          allowed=exp.allows(name),
                          detail={"by_acks": {str(k): v for k, v in
                                              _by(rows, ["acks"]).items()}} if len(rows) else {})
@@ -316,28 +374,31 @@ def analyse_writes(slices: Slices, final: pa.Table, hw: HighWatermarks = None,
     dups = copies.filter(pc.greater(copies["copies"], 1))
     dup_examples = examples(dups, limit, [("msg_id", "ascending")], ["msg_id", "copies"])
     if dup_examples:
-        ids = pa.array([d["msg_id"] for d in dup_examples])
-        where_dups = final.filter(pc.is_in(final["msg_id"], value_set=ids)).group_by(
+        shown = pa.array([d["msg_id"] for d in dup_examples], final["msg_id"].type)
+        where_dups = final.filter(pc.is_in(final["msg_id"], value_set=shown)).group_by(
             "msg_id").aggregate([("offset", "list"), ("partition", "min")])
         at = {x["msg_id"]: x for x in where_dups.to_pylist()}
         for d in dup_examples:
             d["partition"] = at[d["msg_id"]]["partition_min"]
             d["offsets"] = sorted(at[d["msg_id"]]["offset_list"])
+        if ids is not None:
+            for d in dup_examples:
+                d["msg_id"] = ids.decode_value(d["msg_id"])
     extra = (pc.sum(dups["copies"]).as_py() or 0) - len(dups)
     anomalies.append(r.Anomaly(r.DUPLICATE, len(dups), dup_examples,
                                allowed=exp.allows(r.DUPLICATE),
                                detail={"extra_copies": extra}))
-    anomalies.append(_inconsistent_offsets(w, final, limit, exp))
-    fc = first_copies(w)
-    anomalies.append(_producer_reorder(fc, limit))
-    anomalies.append(_key_reorder(fc, limit))
+    anomalies.append(_inconsistent_offsets(w, final, limit, exp, ids))
+    anomalies.append(_producer_reorder(w, limit, ids))
+    anomalies.append(_key_reorder(w, limit, ids))
     for a in anomalies[-2:]:
         a.allowed = exp.allows(a.name)
 
     # Outcome counts per acks level and per partition, and how many are in the log: one
     # group-by over every send.
-    sent = w.filter(pc.is_valid(outcome))
-    sent = sent.append_column("present", pc.cast(pc.is_valid(sent["copies"]), pa.int64()))
+    sent = w.table(["acks", "outcome", "topic", "partition"], pc.is_valid(outcome))
+    sent = sent.append_column("present", pc.cast(present.filter(pc.is_valid(outcome)),
+                                                 pa.int64()))
     per_acks: dict[str, dict[str, int]] = {}
     sent_by: dict[tuple[str | None, int], int] = {}
     acked_by: dict[tuple[str | None, int], int] = {}
@@ -361,7 +422,7 @@ def analyse_writes(slices: Slices, final: pa.Table, hw: HighWatermarks = None,
 
     numbers = {
         "sent": len(sent),
-        "acknowledged": count(w, is_ok),
+        "acknowledged": int(pc.sum(pc.cast(is_ok, pa.int64())).as_py() or 0),
         "lost": len(lost),
         "records_in_log": len(final),
         "distinct_in_log": len(copies),
