@@ -122,6 +122,8 @@ def up(
     options the user passed explicitly (checked against a stopped cluster's). With
     start=False the cluster is prepared (state, configs, formatted storage) but no node
     is started."""
+    # Nodes run with their own folder as working directory: every path must be absolute.
+    directory = Path(directory).absolute()
     given = set(given or ())
     validate(request)  # TopologyError: bad arguments
     if request.netns:

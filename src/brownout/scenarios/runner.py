@@ -666,6 +666,6 @@ def run_scenario(scenario: Scenario, out_dir: Path, seed: int = 0, *,
     before building anything when it cannot run here; KeyboardInterrupt after tearing
     down when interrupted."""
     preflight(scenario)
-    runner = _Runner(scenario, Path(out_dir), seed, keep_cluster=keep_cluster,
+    runner = _Runner(scenario, Path(out_dir).absolute(), seed, keep_cluster=keep_cluster,
                      pipeline=pipeline, console=console or Console(highlight=False))
     return runner.run()
