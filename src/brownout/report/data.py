@@ -46,6 +46,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from brownout.check.events import Fault, node_id, parse_faults
+from brownout.report.pipeline import PipelineView, load_pipeline
 from brownout.report.tables import (
     DEFAULT_LOSS_ROWS,
     Expectation,
@@ -723,6 +724,7 @@ class RunData:
     check: dict[str, Any] | None
     logs: list[NodeLog]
     notes: list[str]
+    pipeline: PipelineView | None = None  # the Spark pipeline, when the run had one
 
 
 def _lost_writes(run_dir: Path, check: Mapping[str, Any] | None, report: Any,
@@ -808,6 +810,9 @@ def load_run(run_dir: Path, *, report: Any = None, bucket: float | None = None,
         ["assign", "revoke"])), False))
     events = group_events(groups_table)
     lag = consumer_lag(acked, hist.polls, group_of_process(events), timeline)
+    started = info.get("started")
+    pipeline = load_pipeline(run_dir, verdict_json,
+                             float(started) if started is not None else None, acked)
     del hist, sends, acked
 
     recovery: dict[int, dict[str, Any]] = {}
@@ -842,7 +847,8 @@ def load_run(run_dir: Path, *, report: Any = None, bucket: float | None = None,
         print_hw=print_hw(check, watermarks, acked_by),
         verdict=verdict_from(verdict_json, check),
         unavailable=longest_unavailable(check, rates), check=check,
-        logs=node_logs(run_dir, nodes, cluster_dir), notes=notes)
+        logs=node_logs(run_dir, nodes, cluster_dir), notes=notes,
+        pipeline=pipeline)
 
 
 __all__ = [

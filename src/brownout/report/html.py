@@ -345,6 +345,66 @@ def lag_figure(data: RunData) -> go.Figure:
     return fig
 
 
+def pipeline_lag_figure(data: RunData) -> go.Figure:
+    tl = data.timeline
+    fig = go.Figure()
+    p = data.pipeline
+    for query, (xs, ys) in (p.lag if p is not None else {}).items():
+        fig.add_trace(go.Scatter(x=xs, y=ys, name=query, mode="lines+markers",
+                                 line={"width": 2, "shape": "hv"}, marker={"size": 4}))
+    shade_faults(fig, data.faults, tl)
+    base_layout(fig, tl, "Spark pipeline lag per query (acknowledged end of the log - "
+                "offsets processed, records, at the end of each micro-batch)", 320,
+                "records behind")
+    xs_all = [x for xs, _ in (p.lag.values() if p is not None else []) for x in xs]
+    if xs_all:  # the pipeline starts before the workload (negative times) and drains after
+        fig.update_xaxes(range=[min(tl.start, min(xs_all)), max(tl.end, max(xs_all))])
+    return fig
+
+
+def _pipeline_section(data: RunData) -> str:
+    p = data.pipeline
+    if p is None:
+        return ""
+    info = p.info
+    audit = p.audit or {}
+    status_cls = {"stopped": "ok", "failed": "bad"}.get(p.status, "unknown")
+    rows = [
+        ("status", f'<span class="{status_cls}">{esc(p.status)}</span>'),
+        ("error", esc(p.error or "-")),
+        ("failures and restarts", esc("; ".join(
+            f"at {f.get('at_s')} s: {f.get('error')}" for f in info.get("failures") or [])
+            or "none") + f" ({esc(info.get('restarts', 0))} restart(s))"),
+        ("topics", esc(", ".join(f"{t} ({w})" for t, w in (info.get("topics") or {}).items())
+                       or "-")),
+        ("start (until every query ran a batch)", esc(fmt(info.get("start_s"), 1)) + " s"),
+        ("Spark session start", esc(fmt(info.get("spark_startup_s"), 1)) + " s"),
+        ("stop with drain", esc(fmt(info.get("stop_s"), 1)) + " s"),
+        ("audit", esc(fmt(info.get("audit_s"), 1)) + " s"
+         + (f" — {esc(info['audit_error'])}" if info.get("audit_error") else "")),
+        ("max lag (records)", esc(p.max_lag)),
+        ("final lag per query", esc(", ".join(f"{q} {v}" for q, v in p.final_lag.items())
+                                    or "-")),
+        ("audit: pipeline equals the log", badge(audit.get("pipeline_equal"))),
+        ("audit: log equals acknowledged", badge(audit.get("log_equals_acknowledged"))),
+        ("audit: valid", badge(audit.get("valid"))),
+    ]
+    out = [table(["", ""], rows, cls="meta", raw=(1,))]
+    if p.audit is not None:
+        out.append("<h3>Audit per topic</h3>")
+        out.append(table(["topic", "log records", "acknowledged", "lost", "duplicated",
+                          "unacknowledged in log", "unread by pipeline"],
+                         [tuple(r.values()) for r in p.topics()], numeric=(1, 2, 3, 4, 5, 6)))
+        out.append("<h3>Audit per output (closed windows only)</h3>")
+        out.append(table(["topic", "output", "rows closed", "rows equal", "rows open",
+                          "pipeline differences", "log vs acknowledged differences",
+                          "final watermark"],
+                         [tuple(r.values()) for r in p.outputs()], numeric=(2, 3, 4, 5, 6)))
+    else:
+        out.append('<p class="note">No pipeline-check.json: the audit did not run.</p>')
+    return "".join(out)
+
+
 def chart_html(fig: go.Figure, div_id: str) -> str:
     return pio.to_html(fig, include_plotlyjs=False, full_html=False, div_id=div_id,
                        config=PLOTLY_CONFIG)
@@ -541,6 +601,9 @@ def build_html(data: RunData) -> str:
                        chart_html(controller_figure(data), "chart-controller")))
     if data.lag or data.group_events:
         charts.append(("consumers", "chart-lag", chart_html(lag_figure(data), "chart-lag")))
+    if data.pipeline is not None and data.pipeline.lag:
+        charts.append(("pipeline", "chart-pipeline-lag",
+                       chart_html(pipeline_lag_figure(data), "chart-pipeline-lag")))
 
     def figures(section: str) -> str:
         out = [f'<div class="chart">{h}</div>' for s, _, h in charts if s == section]
@@ -555,7 +618,9 @@ def build_html(data: RunData) -> str:
         '<main>',
         '<nav class="note"><a href="#timeline">timeline</a><a href="#partitions">partitions'
         '</a><a href="#consumers">consumers</a><a href="#lost">lost writes</a>'
-        '<a href="#print-hw">per partition</a><a href="#logs">logs</a></nav>',
+        '<a href="#print-hw">per partition</a>'
+        + ('<a href="#pipeline">pipeline</a>' if data.pipeline is not None else "")
+        + '<a href="#logs">logs</a></nav>',
         _header(data),
         '<pre id="js-errors" hidden></pre>',
         f'<ul class="note">{notes}</ul>' if notes else "",
@@ -570,6 +635,9 @@ def build_html(data: RunData) -> str:
         "<h3>Rebalances</h3>", _rebalance_section(data),
         '<h2 id="lost">Lost writes</h2>', _loss_section(data),
         '<h2 id="print-hw">Per partition (print-hw)</h2>', _print_hw_section(data),
+        *(['<h2 id="pipeline">Spark pipeline</h2>', _pipeline_section(data),
+           figures("pipeline") or '<p class="note">No pipeline progress recorded.</p>']
+          if data.pipeline is not None else []),
         '<h2 id="logs">Logs</h2>', _logs_section(data),
         f'<p class="note">Generated {esc(dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M:%S"))}'
         f' UTC from {esc(data.run_dir)} by brownout report; time buckets of '

@@ -116,9 +116,64 @@ def summary_renderables(data: RunData) -> list[RenderableType]:
             reb.add_row(group, str(len(items)), _s(max(durations) if durations else None),
                         str(sum(1 for r in items if r.duration is None)))
         out.append(reb)
+    if data.pipeline is not None:
+        out.append(pipeline_table(data))
     for note in data.notes:
         out.append(Text(note, style="yellow"))
     return out
+
+
+def pipeline_table(data: RunData) -> Table:
+    p = data.pipeline
+    assert p is not None
+    info, audit = p.info, p.audit or {}
+    table = Table(title="Spark pipeline", title_justify="left", show_header=False)
+    table.add_column("", style="bold")
+    table.add_column("", overflow="fold")
+    style = {"stopped": "green", "failed": "bold red"}.get(p.status, "yellow")
+    table.add_row("status", Text(p.status + (f": {p.error}" if p.error else ""), style=style))
+    for f in info.get("failures") or []:
+        table.add_row("failure", Text(f"at {_s(f.get('at_s'))} s: {f.get('error')}",
+                                      style="red"))
+    if info.get("restarts"):
+        table.add_row("restarts", f"{info['restarts']} (from the checkpoints)")
+    table.add_row("timings", f"start {_s(info.get('start_s'))} s (Spark session "
+                  f"{_s(info.get('spark_startup_s'))} s), stop with drain "
+                  f"{_s(info.get('stop_s'))} s, audit {_s(info.get('audit_s'))} s")
+    if p.lag:
+        table.add_row("lag", f"max {p.max_lag} records; final "
+                      + ", ".join(f"{q} {v}" for q, v in p.final_lag.items()))
+        table.add_row("lag over time", _lag_line(p.lag))
+    if p.audit is not None:
+        diffs = sum(int(o.get("differences_pipeline") or 0) for o in p.outputs())
+        closed = sum(int(o.get("rows_closed") or 0) for o in p.outputs())
+        table.add_row("audit", Text(f"pipeline equals the log: {audit.get('pipeline_equal')}"
+                                    f" ({diffs} differing of {closed} closed rows); log "
+                                    f"equals acknowledged: "
+                                    f"{audit.get('log_equals_acknowledged')}; valid: "
+                                    f"{audit.get('valid')}",
+                                    style="green" if audit.get("pipeline_equal") else "red"))
+    else:
+        table.add_row("audit", Text(str(info.get("audit_error") or "did not run"),
+                                    style="yellow"))
+    return table
+
+
+def _lag_line(lag: dict[str, tuple[list[float], list[int]]], width: int = 40) -> str:
+    """The highest lag of any query over time, as a sparkline."""
+    points = sorted((x, y) for xs, ys in lag.values() for x, y in zip(xs, ys, strict=True))
+    if not points:
+        return "-"
+    lo, hi = points[0][0], points[-1][0]
+    span = max(hi - lo, 1e-9)
+    buckets = [0] * width
+    for x, y in points:
+        i = min(width - 1, int((x - lo) / span * width))
+        buckets[i] = max(buckets[i], y)
+    top = max(buckets) or 1
+    bars = " ▁▂▃▄▅▆▇█"
+    spark = "".join(bars[min(8, round(b / top * 8))] for b in buckets)
+    return f"{lo:.0f}s {spark} {hi:.0f}s (max {top})"
 
 
 def print_summary(run: Path | RunData, console: Console | None = None, *,

@@ -40,6 +40,11 @@ step_outcome                   {ID: OUTCOME}     the nemesis outcome of schedule
                                                  ``fail|info``
 group_checks_pass              true | false      every FIDELITY E check of the run's
                                                  ``group-checks`` steps passed
+pipeline_matches_ground_truth  true | false      the Spark pipeline ran and its audit
+                                                 (pipeline-check.json) found its output
+                                                 equal to the recomputation from the log
+                                                 (``pipeline_equal``); turns the
+                                                 pipeline on
 =============================  ================  ==========================================
 """
 
@@ -121,6 +126,9 @@ class RunFacts:
     # history time the consumers were told to stop: a revoke after it is the consumers
     # closing, not a rebalance of the run (None: count every rebalance)
     consumers_stopped: float | None = None
+    # the Spark pipeline (None: it was off): status (running | stopped | failed), error,
+    # and the audit's report (pipeline-check.json) when the audit ran
+    pipeline: Mapping[str, Any] | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -315,6 +323,32 @@ def group_checks_pass(report: Mapping[str, Any], facts: RunFacts, expected: bool
     return Outcome((not failed) == expected, observed, detail)
 
 
+def pipeline_matches_ground_truth(report: Mapping[str, Any], facts: RunFacts,
+                                  expected: bool) -> Outcome:
+    p = facts.pipeline
+    if p is None:
+        return Outcome(False, None, "the pipeline did not run (run with --pipeline or "
+                       "`pipeline: on`)")
+    audit = p.get("audit")
+    if not isinstance(audit, Mapping):
+        why = p.get("audit_error") or p.get("error") or "no audit"
+        return Outcome(False, None, f"pipeline {p.get('status', '?')}: {why}")
+    equal = audit.get("pipeline_equal")
+    diffs = closed = 0
+    for t in (audit.get("topics") or {}).values():
+        for o in (t.get("outputs") or {}).values():
+            diffs += int(o.get("differences_pipeline") or 0)
+            closed += int(o.get("rows_closed") or 0)
+    detail = (f"pipeline {p.get('status', '?')}; audit: {diffs} differing row(s) of "
+              f"{closed} closed; valid {audit.get('valid')}, log equals acknowledged "
+              f"{audit.get('log_equals_acknowledged')}")
+    if p.get("error"):
+        detail += f"; pipeline error: {p['error']}"
+    if equal is None:
+        return Outcome(False, None, detail)
+    return Outcome(bool(equal) == expected, bool(equal), detail)
+
+
 Check = Callable[[Mapping[str, Any], RunFacts, Any], Outcome]
 
 VOCABULARY: dict[str, Check] = {
@@ -328,11 +362,13 @@ VOCABULARY: dict[str, Check] = {
     "isr_recovered": isr_recovered,
     "step_outcome": step_outcome,
     "group_checks_pass": group_checks_pass,
+    "pipeline_matches_ground_truth": pipeline_matches_ground_truth,
 }
 COMPARISONS = ("acked_writes_lost", "max_unavailable_seconds", "rebalances")
 BOOLEANS = ("check_valid", "sent_gt_log", "writes_unavailable_acks_all", "isr_recovered",
-            "group_checks_pass")
-RUN_ONLY = ("isr_recovered", "step_outcome", "group_checks_pass", "rebalances")
+            "group_checks_pass", "pipeline_matches_ground_truth")
+RUN_ONLY = ("isr_recovered", "step_outcome", "group_checks_pass", "rebalances",
+            "pipeline_matches_ground_truth")
 
 
 def validate_expected(name: str, raw: Any) -> Any:

@@ -3,13 +3,20 @@
     cluster     a fresh cluster in <run>/cluster (always torn down in `finally`, also on
                 Ctrl-C and SIGTERM, unless --keep-cluster)
     topics      created, then every ISR full before anything starts
+    pipeline    with --pipeline (or `pipeline: on`): the Spark pipeline in its own process
+                (<run>/pipeline) on the workloads' topics, waited for until every query
+                ran a first batch (PIPELINE_START_TIMEOUT); if Spark cannot start the
+                pipeline is recorded as failed with the reason and the run goes on
     workload    observer, consumers and producers (one WorkloadRun: one history) while
                 the schedule runs in its own thread; every nemesis fault is recorded in
                 the same history (process "nemesis", f="fault") through on_event
     heal        producers stop after `duration` and the schedule; then the network is
                 healed, paused nodes resumed, stopped nodes started, until every ISR is
                 full (consumers keep reading meanwhile)
+    pipeline    stopped after the heal with a drain: it catches up to the final high
+                watermarks, then stops its queries
     final read  every topic of the run to its high watermark
+    audit       (pipeline) brownout.spark.audit in a child process: pipeline-check.json
     check       check_all over the whole run (check.json) and over each workload alone
                 (check-workloads.json); the expectations -> verdict.json
     report      node logs and configs copied to <run>/nodes/, the HTML report when the
@@ -25,8 +32,11 @@ import contextlib
 import dataclasses
 import faulthandler
 import json
+import os
 import shutil
 import signal
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -63,7 +73,17 @@ VERDICT_FILE = "verdict.json"
 WORKLOAD_CHECKS_FILE = "check-workloads.json"
 SCENARIO_FILE = "scenario.json"
 STUCK_FILE = "stuck-threads.txt"  # written only when a run outlives its budget
-PIPELINE_SKIPPED = "pipeline: the Spark pipeline is not available yet; skipped"
+PIPELINE_DIR = "pipeline"
+PIPELINE_START_TIMEOUT = 300.0  # Spark's start is slow on a loaded machine
+PIPELINE_DRAIN_TIMEOUT = 90.0
+PIPELINE_AUDIT_TIMEOUT = 900.0
+PIPELINE_RESTARTS = 3  # a query that fails (a fault it does not survive) restarts from
+# its checkpoint: the output stays exactly once; each failure is recorded
+# Short event-time windows, so the windows of a 30 s run close (the audit compares closed
+# windows only) while a record held back by a fault for up to the watermark still counts.
+PIPELINE_WINDOW = "5 seconds"
+PIPELINE_WATERMARK = "15 seconds"
+PIPELINE_SESSION_GAP = "5 seconds"
 CONSUMER_GRACE = 3.0
 START_TIMEOUT = 60.0
 
@@ -178,9 +198,14 @@ class _Runner:
         self.seed = seed
         self.keep_cluster = keep_cluster
         self.pipeline = pipeline or scenario.pipeline
+        if self.pipeline:
+            self.scenario = scenario = scenario.with_pipeline()
+        self.pipeline_proc: Any = None  # a brownout.spark.pipeline.PipelineProcess
+        self.pipeline_info: dict[str, Any] | None = None  # verdict.json "pipeline"
+        self.pipeline_config: Any = None
         self.console = console
         self.cluster_dir = out_dir / "cluster"
-        self.progress = _Progress(scenario)
+        self.progress = _Progress(self.scenario)
         self.labels: dict[str, dict[str, Any]] = {}
         self.steps: list[dict[str, Any]] = []
         self.step_outcomes: dict[str, str] = {}
@@ -389,6 +414,157 @@ class _Runner:
             time.sleep(0.5)
         self.say(f"  heal: {'every ISR full' if self.isr_recovered else 'ISR incomplete'}")
 
+    # -- the Spark pipeline ----------------------------------------------------------
+
+    def pipeline_topics(self) -> dict[str, str]:
+        topics: dict[str, str] = {}
+        for w in self.scenario.workloads:
+            if topics.setdefault(w.topic, w.workload) != w.workload:
+                self.notes.append(f"pipeline: topic {w.topic} carries more than one kind "
+                                  f"of workload; read as {topics[w.topic]}")
+        return topics
+
+    def start_pipeline(self, bootstrap: str) -> None:
+        """Start the pipeline and wait until it runs; on failure record why and go on."""
+        out = self.out / PIPELINE_DIR
+        info: dict[str, Any] = {"status": "starting", "error": None, "out": str(out)}
+        self.pipeline_info = info
+        t0 = time.monotonic()
+        try:
+            from ..spark.pipeline import PipelineConfig, PipelineProcess
+
+            if out.exists():
+                shutil.rmtree(out)
+            config = PipelineConfig(
+                bootstrap=bootstrap, topics=self.pipeline_topics(), out=out,
+                master="local[2,4]", trigger="2 seconds", window=PIPELINE_WINDOW,
+                watermark=PIPELINE_WATERMARK, session_gap=PIPELINE_SESSION_GAP,
+                starting_offsets="earliest", ledger=True,
+                drain_timeout=PIPELINE_DRAIN_TIMEOUT)
+            info["topics"] = config.topics
+            info["restarts"] = 0
+            info["failures"] = []
+            self.pipeline_config = config
+            self.pipeline_proc = PipelineProcess(config).start()
+            running = self.pipeline_proc.wait_running(PIPELINE_START_TIMEOUT)
+        except Exception as e:
+            running = False
+            info["error"] = f"{type(e).__name__}: {e}"
+        info["start_s"] = round(time.monotonic() - t0, 1)
+        if running:
+            info["status"] = "running"
+            self.say(f"  pipeline running after {info['start_s']:g}s ({out})")
+            return
+        if info["error"] is None:
+            alive = self.pipeline_proc is not None and self.pipeline_proc.alive()
+            info["error"] = (f"not running after {PIPELINE_START_TIMEOUT:g}s"
+                             if alive else "the pipeline process exited") \
+                + _pipeline_reason(out)
+        if self.pipeline_proc is not None:
+            with contextlib.suppress(Exception):
+                self.pipeline_proc.kill()
+        self.pipeline_proc = None
+        info["status"] = "failed"
+        self.notes.append(f"pipeline failed to start: {info['error']}")
+        self.say(f"  pipeline failed to start: {info['error']}", style="red")
+
+    def watch_pipeline(self, *, wait: bool = False) -> None:
+        """Restart the pipeline (from its checkpoints) when it died, recording why."""
+        proc, info = self.pipeline_proc, self.pipeline_info
+        if proc is None or info is None or proc.alive():
+            return
+        from ..spark.pipeline import PipelineProcess
+
+        run = _last_pipeline_run(Path(info["out"]))
+        why = run.get("error") or f"exit status {proc.proc.returncode if proc.proc else '?'}"
+        elapsed = round(time.monotonic() - self.progress.started, 1)
+        info["failures"].append({"at_s": elapsed, "error": why})
+        if info["restarts"] >= PIPELINE_RESTARTS:
+            self.say(f"  pipeline failed ({why}); no restart left", style="red")
+            return
+        info["restarts"] += 1
+        self.say(f"  pipeline failed ({why[:200]}); restart {info['restarts']} from its "
+                 "checkpoints", style="red")
+        self.pipeline_proc = PipelineProcess(self.pipeline_config).start()
+        if wait and not self.pipeline_proc.wait_running(PIPELINE_START_TIMEOUT):
+            self.say("  pipeline restart: not running in time", style="red")
+
+    def stop_pipeline(self) -> None:
+        """Stop the pipeline once the log is final: it drains to the high watermarks."""
+        self.watch_pipeline(wait=True)  # died since the last look: restart to catch up
+        proc, info = self.pipeline_proc, self.pipeline_info
+        if proc is None or info is None:
+            return
+        self.pipeline_proc = None
+        t0 = time.monotonic()
+        died = not proc.alive()
+        code = proc.stop(timeout=PIPELINE_DRAIN_TIMEOUT + 120.0)
+        info["stop_s"] = round(time.monotonic() - t0, 1)
+        info["exit_code"] = code
+        run = _last_pipeline_run(Path(info["out"]))
+        info["spark_startup_s"] = run.get("spark_startup_s")
+        if run.get("status") == "stopped" and code == 0 and not died:
+            info["status"] = "stopped"
+        else:
+            info["status"] = "failed"
+            if run.get("error"):
+                info["error"] = run["error"]
+            else:
+                why = "the pipeline process exited during the run" if died \
+                    else f"exit status {code}"
+                info["error"] = why + _pipeline_reason(Path(info["out"]))
+            self.notes.append(f"pipeline failed: {info['error']}")
+        if info.get("failures"):
+            self.notes.append(f"pipeline: {len(info['failures'])} failure(s) during the run, "
+                              f"{info.get('restarts', 0)} restart(s) from its checkpoints; "
+                              f"first: {info['failures'][0]['error'][:300]}")
+        self.say(f"  pipeline {info['status']} after a {info['stop_s']:g}s drain"
+                 + (f": {info['error']}" if info.get("error") else ""),
+                 style=None if info["status"] == "stopped" else "red")
+
+    def audit_pipeline(self) -> None:
+        """The audit (pipeline-check.json) in a child process: its own JVM, a time limit."""
+        info = self.pipeline_info
+        if info is None or info.get("stop_s") is None:  # it never ran: nothing to audit
+            return
+        t0 = time.monotonic()
+        code = ("import sys; from pathlib import Path; from brownout.spark.audit import "
+                "audit; audit(Path(sys.argv[1]), Path(sys.argv[2]))")
+        log_path = Path(info["out"]) / "audit.log"
+        try:
+            with open(log_path, "ab") as logf:
+                proc = subprocess.Popen(
+                    [sys.executable, "-c", code, str(self.out), info["out"]],
+                    stdout=logf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                    start_new_session=True)
+                try:
+                    rc = proc.wait(PIPELINE_AUDIT_TIMEOUT)
+                except BaseException:
+                    with contextlib.suppress(ProcessLookupError):
+                        os.killpg(proc.pid, signal.SIGKILL)
+                    proc.wait(30)
+                    raise
+        except subprocess.TimeoutExpired:
+            info["audit_error"] = f"the audit did not finish in {PIPELINE_AUDIT_TIMEOUT:g}s"
+            rc = None
+        info["audit_s"] = round(time.monotonic() - t0, 1)
+        from ..spark.audit import CHECK_FILE as PIPELINE_CHECK
+
+        path = self.out / PIPELINE_CHECK
+        if rc == 0 and path.exists():
+            report = json.loads(path.read_text())
+            info["audit"] = _audit_summary(report)
+            a = info["audit"]
+            self.say(f"  audit: pipeline_equal {a['pipeline_equal']}, valid {a['valid']} "
+                     f"({a['differences_pipeline']} differing of {a['rows_closed']} closed "
+                     f"rows; {info['audit_s']:g}s)",
+                     style="green" if a["pipeline_equal"] else "red")
+        else:
+            info.setdefault("audit_error", f"the audit failed (exit status {rc})"
+                            + _log_tail(log_path))
+            self.notes.append(f"pipeline audit: {info['audit_error']}")
+            self.say(f"  audit: {info['audit_error']}", style="red")
+
     # -- judging -------------------------------------------------------------------
 
     def check(self) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
@@ -420,7 +596,8 @@ class _Runner:
             label=label, acks=self.labels[label]["acks"] if label else None,
             errors=self._errors.get(label or "", {}), fault_window=window,
             isr_recovered=self.isr_recovered, steps=dict(self.step_outcomes),
-            group_checks=dict(self.group_checks), consumers_stopped=self.consumers_stopped)
+            group_checks=dict(self.group_checks), consumers_stopped=self.consumers_stopped,
+            pipeline=self.pipeline_info)
 
     def judge(self, whole: dict[str, Any],
               per: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
@@ -486,7 +663,7 @@ class _Runner:
             "fault_window": None if self.fault_start is None else
             [round(self.fault_start, 3),
              None if self.heal_start is None else round(self.heal_start, 3)],
-            "skipped": [PIPELINE_SKIPPED] if self.pipeline else [],
+            "pipeline": self.pipeline_info,
             "notes": self.notes,
         }
         (self.out / VERDICT_FILE).write_text(json.dumps(verdict, indent=2, default=str) + "\n")
@@ -504,10 +681,10 @@ class _Runner:
         # A hung client library can hold the GIL (no Python code runs, not even signal
         # handlers): faulthandler's C watchdog still writes every thread's stack.
         budget = self.scenario.duration + schedule_end(self.scenario.schedule) + 300.0
+        if self.pipeline:
+            budget += PIPELINE_START_TIMEOUT + PIPELINE_DRAIN_TIMEOUT + PIPELINE_AUDIT_TIMEOUT
         stuck = open(self.out / STUCK_FILE, "w")  # noqa: SIM115 - kept open for the watchdog
         faulthandler.dump_traceback_later(budget, exit=False, file=stuck)
-        if self.pipeline:
-            self.notes.append(PIPELINE_SKIPPED)
         up: lab.UpResult | None = None
         try:
             with _sigterm_as_interrupt(), Live(self.progress.render(), console=self.console,
@@ -528,6 +705,10 @@ class _Runner:
         finally:
             self.cancel.set()
             self.live = None
+            if self.pipeline_proc is not None:  # an error or Ctrl-C while it ran
+                with contextlib.suppress(Exception):
+                    self.pipeline_proc.kill()
+                self.pipeline_proc = None
             if up is not None or (self.cluster_dir / "cluster.json").exists():
                 self.keep_node_files()
                 self._teardown()
@@ -554,6 +735,9 @@ class _Runner:
         nemesis.setup()
         self._phase("topics")
         self.create_topics(bootstrap, nemesis)
+        if self.pipeline:
+            self._phase("pipeline start")
+            self.start_pipeline(bootstrap)
         params = {"scenario": self.scenario.name, "seed": self.seed,
                   "source": self.scenario.source, "directory": str(self.cluster_dir)}
         schedule: threading.Thread | None = None
@@ -572,6 +756,7 @@ class _Runner:
             schedule.start()
             while time.monotonic() - t0 < self.scenario.duration or schedule.is_alive():
                 time.sleep(0.2)
+                self.watch_pipeline()
             if self.schedule_error is not None:
                 raise self.schedule_error
             self._phase("heal")
@@ -583,12 +768,18 @@ class _Runner:
             self.consumers_stopped = run.history.now() if run.history else None
             self.progress.run = None
             self.history = None
+        if self.pipeline_proc is not None:
+            self._phase("pipeline drain")
+            self.stop_pipeline()
         self._phase("final read")
         result = do_final_read(self.out, bootstrap=bootstrap, timeout=60.0)
         if not result.complete:
             self.notes.append("final read incomplete: " + "; ".join(
                 f"{p.topic}:{p.partition} {p.error}" for p in result.partitions
                 if not p.complete))
+        if self.pipeline_info is not None:
+            self._phase("pipeline audit")
+            self.audit_pipeline()
         self._phase("check")
         whole, per = self.check()
         return self.judge(whole, per), None
@@ -602,6 +793,52 @@ class _Runner:
             lab.down(self.cluster_dir, timeout=10.0)
         except Exception as e:  # never mask the run's own error; say it
             self.console.print(f"[red]teardown: {type(e).__name__}: {e}[/red]")
+
+
+def _last_pipeline_run(out: Path) -> dict[str, Any]:
+    with contextlib.suppress(OSError, ValueError, IndexError, KeyError):
+        return dict(json.loads((out / "pipeline.json").read_text())["runs"][-1])
+    return {}
+
+
+def _log_tail(path: Path, lines: int = 3) -> str:
+    """The last lines of a log that look like an error, for a one-line reason."""
+    with contextlib.suppress(OSError):
+        text = path.read_text(errors="replace").splitlines()
+        hits = [x.strip() for x in text if "Error" in x or "Exception" in x]
+        tail = (hits or [x.strip() for x in text if x.strip()])[-lines:]
+        if tail:
+            return ": " + " | ".join(t[:300] for t in tail)
+    return ""
+
+
+def _pipeline_reason(out: Path) -> str:
+    run = _last_pipeline_run(out)
+    if run.get("error"):
+        return f": {run['error']}"
+    return _log_tail(out / "pipeline.log")
+
+
+def _audit_summary(report: dict[str, Any]) -> dict[str, Any]:
+    """pipeline-check.json in a few numbers (verdict.json, the expectation, the report)."""
+    diffs = closed = equal = 0
+    topics: dict[str, Any] = {}
+    for topic, t in (report.get("topics") or {}).items():
+        outs = {}
+        for name, o in (t.get("outputs") or {}).items():
+            diffs += int(o.get("differences_pipeline") or 0)
+            closed += int(o.get("rows_closed") or 0)
+            equal += int(o.get("rows_equal") or 0)
+            outs[name] = {k: o.get(k) for k in ("rows_closed", "rows_equal", "rows_open",
+                                                "differences_pipeline",
+                                                "differences_log_vs_acknowledged")}
+        topics[topic] = {**{k: t.get(k) for k in (
+            "log_records", "acknowledged", "lost", "duplicated", "unacknowledged_in_log",
+            "unread_by_pipeline")}, "outputs": outs}
+    return {"valid": report.get("valid"), "pipeline_equal": report.get("pipeline_equal"),
+            "log_equals_acknowledged": report.get("log_equals_acknowledged"),
+            "rows_closed": closed, "rows_equal": equal, "differences_pipeline": diffs,
+            "topics": topics}
 
 
 def _error_counts(history: pa.Table,

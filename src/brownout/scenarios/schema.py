@@ -35,7 +35,11 @@ Keys (unknown keys are errors, with a "did you mean" hint):
   ``acks-<acks>``; labels must be unique).
 * ``consumers``: group, topic, members, session_timeout_ms, heartbeat_interval_ms,
   metadata_max_age_ms, commit_interval, config.
-* ``pipeline``: on | off (Spark; not implemented yet: accepted and reported as skipped).
+* ``pipeline``: on | off. On: the Spark pipeline (brownout.spark.pipeline) reads the
+  workloads' topics from before the producers start until it has caught up after the
+  heal; its audit (pipeline-check.json) judges ``pipeline_matches_ground_truth``, which
+  is added when missing (and which turns the pipeline on when listed). ``--pipeline``
+  does the same.
 * ``schedule``: steps run in order. Each has one time key -- ``at: 10s`` (seconds since
   the workloads started; a step whose time has passed runs at once, marked late) or
   ``after: previous`` (as soon as the previous step ended) -- and one action: a nemesis
@@ -377,6 +381,13 @@ class Scenario:
     pipeline: bool = False
     source: str = "<scenario>"
 
+    def with_pipeline(self) -> Scenario:
+        """This scenario with the pipeline on and its expectation (`--pipeline`)."""
+        exps = self.expectations
+        if not any(e.name == PIPELINE_EXPECTATION for e in exps):
+            exps = (*exps, ExpectationSpec(PIPELINE_EXPECTATION, True))
+        return dataclasses.replace(self, pipeline=True, expectations=exps)
+
     def workload(self, label: str) -> WorkloadSpec:
         for w in self.workloads:
             if w.label == label:
@@ -399,6 +410,7 @@ WORKLOAD_KEYS = ("label", "workload", "topic", "acks", "producers", "rate", "ide
 CONSUMER_KEYS = ("group", "topic", "members", "session_timeout_ms", "heartbeat_interval_ms",
                  "metadata_max_age_ms", "commit_interval", "config")
 HEAL_KEYS = ("enabled", "timeout")
+PIPELINE_EXPECTATION = "pipeline_matches_ground_truth"
 
 
 def loads(text: str, source: str = "<scenario>") -> Scenario:
@@ -462,6 +474,14 @@ def loads(text: str, source: str = "<scenario>") -> Scenario:
     heal = _heal(r, top.get("heal"))
     labels = tuple(w.label for w in workloads)
     expectations = _expectations(r, top.get("expectations"), labels)
+    wants = [e for e in expectations if e.name == PIPELINE_EXPECTATION]
+    if wants and "pipeline" in top and not pipeline:
+        raise r.error(top["pipeline"], f"expectation {PIPELINE_EXPECTATION} needs the "
+                      "pipeline: remove `pipeline: off`", "pipeline")
+    pipeline = pipeline or bool(wants)
+    if pipeline and not workloads:
+        raise r.error(top.get("pipeline") or root, "the pipeline reads the workloads' "
+                      "topics: add a workload", "pipeline")
     return Scenario(name, description, cluster, topics, tuple(workloads), consumers,
                     schedule, duration, heal, expectations, pipeline, source)
 

@@ -104,6 +104,21 @@ class DataLossError(RuntimeError):
 # -- options ---------------------------------------------------------------------------
 
 
+
+def fetch_watermarks(consumer: Any, tp: Any, *, timeout: float, within: float) -> tuple[int, int]:
+    """(log start, high watermark), retried while the partition has no reachable leader
+    (a broker killed under the query): a fault is what the lab studies, not a reason for
+    the pipeline to die."""
+    deadline = time.monotonic() + within
+    while True:
+        try:
+            low, high = consumer.get_watermark_offsets(tp, timeout=timeout, cached=False)
+            return int(low), int(high)
+        except Exception:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+
 def _bool(value: str | None, default: bool) -> bool:
     if value is None:
         return default
@@ -271,16 +286,8 @@ class KafkaOffsets:
 
         out = {}
         for topic, p in tps:
-            deadline = time.monotonic() + self.timeout * 3
-            while True:
-                try:
-                    low, high = self.consumer.get_watermark_offsets(
-                        TopicPartition(topic, p), timeout=self.timeout, cached=False)
-                    break
-                except Exception:  # no leader right now: retry within the deadline
-                    if time.monotonic() > deadline:
-                        raise
-                    time.sleep(0.2)
+            low, high = fetch_watermarks(self.consumer, TopicPartition(topic, p),
+                                   timeout=self.timeout, within=self.timeout * 3)
             out[(topic, p)] = (int(low), int(high))
         return out
 
@@ -396,7 +403,7 @@ def read_range(part: RangePartition) -> Iterator[Any]:
     where = f"{part.topic}-{part.partition}"
     try:
         tp = TopicPartition(part.topic, part.partition)
-        low, high = consumer.get_watermark_offsets(tp, timeout=30, cached=False)
+        low, high = fetch_watermarks(consumer, tp, timeout=10, within=60)
         if start < low:
             _loss(opts, f"{where}: planned offsets [{start}, {end}) but the log now starts at "
                         f"{low}: offsets [{start}, {min(low, end)}) were deleted")
@@ -421,7 +428,7 @@ def read_range(part: RangePartition) -> Iterator[Any]:
                 if err is not None:
                     if err.code() == KafkaError._PARTITION_EOF:
                         # EOF below the planned end: the log was truncated under us.
-                        low, high = consumer.get_watermark_offsets(tp, timeout=30, cached=False)
+                        low, high = fetch_watermarks(consumer, tp, timeout=10, within=60)
                         if high < end:
                             _loss(opts, f"{where}: planned offsets [{part.start}, {part.end}) "
                                         f"but the log ends at {high} now: offsets "

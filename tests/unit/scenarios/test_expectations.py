@@ -141,4 +141,45 @@ def test_validate_expected():
     assert set(ex.VOCABULARY) == {
         "acked_writes_lost", "check_valid", "sent_gt_log", "writes_unavailable_acks_all",
         "max_unavailable_seconds", "error_seen", "rebalances", "isr_recovered",
-        "step_outcome", "group_checks_pass"}
+        "step_outcome", "group_checks_pass", "pipeline_matches_ground_truth"}
+
+
+def _audit(equal: bool, valid: bool | None = None, diffs: int = 0) -> dict:
+    return {"valid": equal if valid is None else valid, "pipeline_equal": equal,
+            "log_equals_acknowledged": True, "rows_closed": 10, "differences_pipeline": diffs,
+            "topics": {"user-events": {"outputs": {"clicks_pages": {
+                "rows_closed": 10, "rows_equal": 10 - diffs,
+                "differences_pipeline": diffs}}}}}
+
+
+def test_pipeline_matches_ground_truth():
+    name = "pipeline_matches_ground_truth"
+    assert ex.validate_expected(name, True) is True
+    with pytest.raises(ex.ExpectationValueError):
+        ex.validate_expected(name, "yes")
+    assert name in ex.RUN_ONLY
+    ok = evaluate(name, report(), RunFacts(pipeline={"status": "stopped",
+                                                    "audit": _audit(True)}), True)
+    assert ok.passed and ok.observed is True and "0 differing row(s) of 10" in ok.detail
+    bad = evaluate(name, report(), RunFacts(pipeline={"status": "stopped",
+                                                     "audit": _audit(False, diffs=3)}), True)
+    assert not bad.passed and bad.observed is False and "3 differing" in bad.detail
+    # pipeline_equal decides; log-vs-acknowledged differences are the cluster's, not its
+    mixed = evaluate(name, report(), RunFacts(pipeline={"status": "stopped",
+                                                       "audit": _audit(True, valid=False)}),
+                     True)
+    assert mixed.passed and "valid False" in mixed.detail
+    assert evaluate(name, report(), RunFacts(pipeline={"status": "stopped",
+                                                      "audit": _audit(False)}), False).passed
+
+
+def test_pipeline_matches_ground_truth_without_an_audit_fails():
+    name = "pipeline_matches_ground_truth"
+    off = evaluate(name, report(), RunFacts(), True)
+    assert not off.passed and off.observed is None and "did not run" in off.detail
+    failed = evaluate(name, report(), RunFacts(pipeline={
+        "status": "failed", "error": "not running after 300s: JVM died"}), True)
+    assert not failed.passed and "JVM died" in failed.detail
+    no_audit = evaluate(name, report(), RunFacts(pipeline={
+        "status": "stopped", "error": None, "audit_error": "the audit failed"}), True)
+    assert not no_audit.passed and "the audit failed" in no_audit.detail

@@ -212,3 +212,51 @@ def test_pipeline_and_group_checks():
     assert s.pipeline is True and s.schedule[1].checks == ("E1", "E4")
     e = error_of(BASE.replace("    wait: 2s\n", "    group-checks: [E9]\n"))
     assert "E9" in e.message and e.field == "schedule[1].group-checks"
+
+
+def test_pipeline_expectation_turns_the_pipeline_on():
+    text = BASE.replace("  isr_recovered: true\n",
+                        "  isr_recovered: true\n  pipeline_matches_ground_truth: true\n")
+    s = loads(text)
+    assert s.pipeline is True
+    (spec,) = [e for e in s.expectations if e.name == "pipeline_matches_ground_truth"]
+    assert spec.expected is True and spec.label is None
+
+
+def test_pipeline_expectation_with_pipeline_off_is_an_error():
+    text = BASE.replace("duration: 20s", "duration: 20s\npipeline: off").replace(
+        "  isr_recovered: true\n", "  isr_recovered: true\n  pipeline_matches_ground_truth: true\n")
+    e = error_of(text)
+    assert e.field == "pipeline" and "pipeline_matches_ground_truth" in e.message
+
+
+def test_pipeline_expectation_is_about_the_whole_run():
+    text = BASE.replace("acks-all: {acked_writes_lost: 0,",
+                        "acks-all: {pipeline_matches_ground_truth: true, acked_writes_lost: 0,")
+    e = error_of(text)
+    assert "whole run" in e.message
+
+
+def test_pipeline_needs_a_workload():
+    text = BASE.split("workloads:\n")[0] + "duration: 20s\npipeline: on\n"
+    e = error_of(text)
+    assert e.field == "pipeline"
+
+
+def test_with_pipeline_adds_the_expectation_once():
+    s = loads(BASE)
+    assert s.pipeline is False
+    on = s.with_pipeline()
+    assert on.pipeline is True
+    names = [e.name for e in on.expectations]
+    assert names.count("pipeline_matches_ground_truth") == 1
+    assert names[:-1] == [e.name for e in s.expectations]
+    again = on.with_pipeline()
+    assert [e.name for e in again.expectations] == names
+
+
+def test_builtins_with_pipeline():
+    for name in builtin_names():
+        s = builtin(name).with_pipeline()
+        assert s.pipeline and any(e.name == "pipeline_matches_ground_truth"
+                                  for e in s.expectations)

@@ -1,0 +1,138 @@
+"""The Spark pipeline of a scenario run (`brownout run --pipeline`), for the report: its
+status (verdict.json "pipeline"), its lag over time and the audit's verdict
+(pipeline-check.json).
+
+The lag of a query at the end of each micro-batch (pipeline/progress.jsonl) is the
+acknowledged end of the log at that moment (highest offset the producers saw
+acknowledged + 1, per partition, from the history) minus the offsets the query had
+processed. Without a history it falls back to the lag the batch reported itself
+(latest offsets when the batch was planned - its end offsets), which is 0 unless
+maxOffsetsPerTrigger limits batches."""
+
+from __future__ import annotations
+
+import bisect
+import contextlib
+import dataclasses
+import itertools
+import json
+from pathlib import Path
+from typing import Any
+
+PIPELINE_DIR = "pipeline"
+PROGRESS_FILE = "progress.jsonl"
+AUDIT_FILE = "pipeline-check.json"
+
+
+@dataclasses.dataclass
+class PipelineView:
+    status: str  # running | stopped | failed | unknown
+    error: str | None
+    info: dict[str, Any]  # verdict.json "pipeline" (timings, audit summary)
+    lag: dict[str, tuple[list[float], list[int]]]  # query -> (run seconds, total lag)
+    audit: dict[str, Any] | None  # pipeline-check.json
+
+    @property
+    def max_lag(self) -> int:
+        return max((max(v) for _, v in self.lag.values() if v), default=0)
+
+    @property
+    def final_lag(self) -> dict[str, int]:
+        return {q: v[-1] for q, (_, v) in self.lag.items() if v}
+
+    def outputs(self) -> list[dict[str, Any]]:
+        """One row per (topic, output) of the audit."""
+        rows = []
+        for topic, t in ((self.audit or {}).get("topics") or {}).items():
+            for name, o in (t.get("outputs") or {}).items():
+                rows.append({"topic": topic, "output": name, **{k: o.get(k) for k in (
+                    "rows_closed", "rows_equal", "rows_open", "differences_pipeline",
+                    "differences_log_vs_acknowledged", "watermark")}})
+        return rows
+
+    def topics(self) -> list[dict[str, Any]]:
+        return [{"topic": topic, **{k: t.get(k) for k in (
+            "log_records", "acknowledged", "lost", "duplicated", "unacknowledged_in_log",
+            "unread_by_pipeline")}}
+            for topic, t in ((self.audit or {}).get("topics") or {}).items()]
+
+
+def _json(path: Path) -> Any:
+    with contextlib.suppress(OSError, ValueError):
+        return json.loads(path.read_text())
+    return None
+
+
+class AckedEnds:
+    """The acknowledged end of every partition over time (history time, seconds)."""
+
+    def __init__(self, acked: Any) -> None:  # a pyarrow table: time, topic, partition, offset
+        self.ends: dict[tuple[str, int], tuple[list[float], list[int]]] = {}
+        if acked is None or not len(acked):
+            return
+        cols = acked.to_pydict()
+        per: dict[tuple[str, int], list[tuple[float, int]]] = {}
+        for t, topic, p, off in zip(cols["time"], cols["topic"], cols["partition"],
+                                    cols["offset"], strict=True):
+            if None not in (t, topic, p, off):
+                per.setdefault((topic, int(p)), []).append((float(t), int(off) + 1))
+        for key, items in per.items():
+            items.sort()
+            times = [t for t, _ in items]
+            ends = list(itertools.accumulate((e for _, e in items), max))
+            self.ends[key] = (times, ends)
+
+    def behind(self, t: float, processed: dict[str, Any]) -> int:
+        total = 0
+        for (topic, p), (times, ends) in self.ends.items():
+            i = bisect.bisect_right(times, t)
+            if i:
+                done = int(((processed or {}).get(topic) or {}).get(str(p), 0))
+                total += max(0, int(ends[i - 1]) - done)
+        return total
+
+
+def lag_series(path: Path, started: float | None, acked: Any = None,
+               ) -> dict[str, tuple[list[float], list[int]]]:
+    """progress.jsonl -> {query: (seconds since `started`, lag)}, in time order (see the
+    module docstring: behind the acknowledged log with `acked`, else as reported)."""
+    out: dict[str, tuple[list[float], list[int]]] = {}
+    if not path.exists():
+        return out
+    ack = AckedEnds(acked) if acked is not None and started is not None else None
+    rows = []
+    for line in path.read_text(errors="replace").splitlines():
+        with contextlib.suppress(ValueError):
+            row = json.loads(line)
+            total = (row.get("lag") or {}).get("total")
+            if row.get("time") is None:
+                continue
+            if ack is not None and ack.ends:
+                total = ack.behind(float(row["time"]) - float(started or 0.0),
+                                   row.get("end_offsets") or {})
+            if total is not None:
+                rows.append((float(row["time"]), str(row.get("query")), int(total)))
+    base = started if started is not None else (min(r[0] for r in rows) if rows else 0.0)
+    for t, query, total in sorted(rows):
+        xs, ys = out.setdefault(query, ([], []))
+        xs.append(round(t - base, 3))
+        ys.append(total)
+    return out
+
+
+def load_pipeline(run_dir: Path, verdict: Any, started: float | None,
+                  acked: Any = None) -> PipelineView | None:
+    """The pipeline of a run, or None when it did not run one."""
+    run_dir = Path(run_dir)
+    info = (verdict or {}).get("pipeline") if isinstance(verdict, dict) else None
+    out = Path(info["out"]) if isinstance(info, dict) and info.get("out") else \
+        run_dir / PIPELINE_DIR
+    if not out.is_dir():  # a moved run directory: look next to it
+        out = run_dir / PIPELINE_DIR
+    audit = _json(run_dir / AUDIT_FILE)
+    if not isinstance(info, dict) and not out.is_dir() and audit is None:
+        return None
+    info = dict(info) if isinstance(info, dict) else {}
+    return PipelineView(status=str(info.get("status") or "unknown"), error=info.get("error"),
+                        info=info, lag=lag_series(out / PROGRESS_FILE, started, acked),
+                        audit=audit if isinstance(audit, dict) else None)
