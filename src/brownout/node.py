@@ -199,6 +199,7 @@ class Node:
         )
         self.replica_manager.follower_listeners.append(self.fetchers.reconcile)
         self.replica_manager.alter_isr = self._alter_isr
+        self.replica_manager.isr_eligible = self._isr_eligible
         broker_endpoints = [
             e for e in config.listeners if e.listener not in config.controller_listener_names
         ]
@@ -312,6 +313,10 @@ class Node:
         self.events.emit("isr", partition=str(partition.tp), isr=list(answer.isr))
         self.replica_manager.isr_change_done(partition, tuple(int(b) for b in answer.isr),
                                              int(answer.partition_epoch))
+
+    def _isr_eligible(self, broker_id: int) -> bool:
+        broker = self.image.brokers.get(broker_id)
+        return broker is not None and not broker.fenced and not broker.in_controlled_shutdown
 
     def _shrink_isrs(self) -> None:
         self.replica_manager.shrink_isrs(self.config["replica.lag.time.max.ms"])

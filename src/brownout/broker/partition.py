@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -158,11 +159,18 @@ class Partition:
         self._last_fetch_ms[replica] = now_ms
         self.follower_leos[replica] = fetch_offset
 
-    def isr_to_expand(self) -> tuple[int, ...] | None:
-        """The ISR with every caught-up follower added, or None if nobody qualifies."""
+    def isr_to_expand(
+        self, eligible: Callable[[int], bool] = lambda _r: True
+    ) -> tuple[int, ...] | None:
+        """The ISR with every caught-up follower added, or None if nobody qualifies.
+
+        `eligible` says whether a broker may join at all: like Kafka (KIP-841), a leader
+        never proposes a fenced or shutting-down broker, which the controller would only
+        refuse, and it would ask again on the next fetch."""
         joining = [
             r for r, leo in self.follower_leos.items()
             if r not in self.isr
+            and eligible(r)
             and replication.can_join_isr(leo, self.high_watermark, self.leader_epoch_start_offset)
         ]
         if not joining:

@@ -83,6 +83,8 @@ class ReplicaManager:
         # Called to send an ISR change to the controller (set by the node); marks the
         # partition's pending ISR and later calls isr_change_done.
         self.alter_isr: Callable[[Partition, tuple[int, ...]], None] | None = None
+        # Whether a broker may join an ISR (unfenced, not shutting down), from metadata.
+        self.isr_eligible: Callable[[int], bool] = lambda _broker: True
         # Called after every metadata change, so replica fetchers follow new leaders.
         self.follower_listeners: list[Callable[[], None]] = []
 
@@ -329,7 +331,7 @@ class ReplicaManager:
     def _maybe_expand_isr(self, partition: Partition) -> None:
         if partition.pending_isr is not None or self.alter_isr is None:
             return
-        new_isr = partition.isr_to_expand()
+        new_isr = partition.isr_to_expand(self.isr_eligible)
         if new_isr is not None:
             self.alter_isr(partition, new_isr)
 

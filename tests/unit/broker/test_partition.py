@@ -106,3 +106,13 @@ def test_acks_all_is_refused_when_the_isr_is_too_small(leader):
         leader.check_enough_replicas(-1)
     assert e.value.error.name == "not_enough_replicas"
     leader.check_enough_replicas(1)
+
+
+def test_fenced_followers_are_not_proposed_for_the_isr(leader):
+    append(leader, 10)
+    leader.isr = (1,)
+    leader.maybe_advance_high_watermark()
+    leader.update_follower_fetch_state(2, 10, now_ms=1)
+    leader.update_follower_fetch_state(3, 10, now_ms=1)
+    assert leader.isr_to_expand(lambda broker: broker != 3) == (1, 2)
+    assert leader.isr_to_expand(lambda broker: False) is None
