@@ -10,7 +10,6 @@ from __future__ import annotations
 import dataclasses
 import logging
 import random
-import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -696,6 +695,3 @@ def _fetch_replica_id(body: Any) -> int:
         return int(state.replica_id)
     return int(getattr(body, "replica_id", -1))
 
-
-def new_incarnation_id() -> str:
-    return str(uuid.uuid4())
