@@ -221,13 +221,17 @@ def _trigger(writer: Any, trigger: str) -> Any:
 def start_queries(spark: Any, config: PipelineConfig, *, start_timeout: float = 120.0,
                   ) -> dict[str, tuple[Any, str, str]]:
     """Start one streaming query per (topic, output); returns {name: (query, topic, output)}."""
+    from .session import source_format
     from .transforms import aggregate, ledger, parse
 
     spec = config.window_spec()
     queries: dict[str, tuple[Any, str, str]] = {}
+    fmt = source_format(spark)
     for topic, output in outputs(config):
-        source = (spark.readStream.format("brownout-kafka").options(**config.source_options())
-                  .option("subscribe", topic).load())
+        reader = spark.readStream.format(fmt).options(**config.source_options())
+        if fmt == "kafka":
+            reader = reader.option("includeHeaders", "true")  # on by default in ours
+        source = reader.option("subscribe", topic).load()
         parsed = parse(source, config.topics[topic])
         df = ledger(parsed) if output == LEDGER else aggregate(parsed, output, spec)
         name = f"{topic}.{output}"

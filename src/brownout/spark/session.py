@@ -52,3 +52,19 @@ def make_spark(master: str = "local[*]", app: str = "brownout",
     register(spark)
     spark.brownout_startup_s = time.monotonic() - t0  # type: ignore[attr-defined]
     return spark
+
+
+KAFKA_PROVIDER = "org.apache.spark.sql.kafka010.KafkaSourceProvider"
+
+
+def source_format(spark: Any, wanted: str = "auto") -> str:
+    """The streaming source to read Kafka with: Spark's own `kafka` when this Spark has
+    the spark-sql-kafka jars (a user's cluster may), else Brownout's `brownout-kafka`.
+    Both take the same options and give the same columns."""
+    if wanted != "auto":
+        return wanted
+    try:
+        spark._jvm.java.lang.Class.forName(KAFKA_PROVIDER)
+    except Exception:  # py4j raises its own error types for a missing class
+        return "brownout-kafka"
+    return "kafka"
