@@ -29,6 +29,7 @@ from typing import Any
 
 from .clientstats import DEFAULT_STATS_INTERVAL_MS, MetadataRecorder, error_name
 from .history import FAIL, INFO, INVOKE, OK, HistoryWriter
+from .workers import WorkerGroup
 
 log = logging.getLogger(__name__)
 
@@ -290,29 +291,13 @@ class ConsumerWorker:
                 log.warning("%s: close failed: %s", self.process, e)
 
 
-class ConsumerGroup:
+class ConsumerGroup(WorkerGroup):
     def __init__(self, settings: ConsumerSettings, history: HistoryWriter, names: list[str],
                  *, stop: threading.Event, logger: logging.Logger | None = None) -> None:
         settings.validate()
         self.settings = settings
         self.workers = [ConsumerWorker(settings, history, name, stop=stop, deadline=None,
                                        logger=logger) for name in names]
-
-    def start(self) -> None:
-        if self.settings.duration:
-            deadline = time.monotonic() + self.settings.duration
-            for w in self.workers:
-                w.deadline = deadline
-        for w in self.workers:
-            w.start()
-
-    def alive(self) -> bool:
-        return any(w.thread.is_alive() for w in self.workers)
-
-    def join(self, timeout: float | None = None) -> None:
-        end = None if timeout is None else time.monotonic() + timeout
-        for w in self.workers:
-            w.join(None if end is None else max(0.0, end - time.monotonic()))
 
     def totals(self) -> dict[str, int]:
         return {

@@ -34,6 +34,7 @@ from .errors import classify
 from .generators import Message, make_stream
 from .history import FAIL, INFO, INVOKE, OK, HistoryWriter
 from .ratelimit import TokenBucket
+from .workers import WorkerGroup
 
 LIBRDKAFKA_DEFAULT_RETRIES = 2147483647
 ACKS = ("0", "1", "all")
@@ -294,7 +295,7 @@ class ProducerWorker:
             log.warning("%s: flush failed: %s", self.process, e)
 
 
-class ProducerGroup:
+class ProducerGroup(WorkerGroup):
     """N producer threads sharing one stop event, deadline and total rate."""
 
     def __init__(self, settings: ProducerSettings, history: HistoryWriter, names: list[str],
@@ -315,24 +316,9 @@ class ProducerGroup:
                 count=count, deadline=None, start_ms=start_ms, logger=logger))
 
     def start(self) -> None:
-        # The duration counts from here, not from construction (clients, observers and
-        # the display may take a moment to set up in between).
         for w in self.workers:
             w.create_client()
-        if self.settings.duration:
-            deadline = time.monotonic() + self.settings.duration
-            for w in self.workers:
-                w.deadline = deadline
-        for w in self.workers:
-            w.start()
-
-    def alive(self) -> bool:
-        return any(w.thread.is_alive() for w in self.workers)
-
-    def join(self, timeout: float | None = None) -> None:
-        end = None if timeout is None else time.monotonic() + timeout
-        for w in self.workers:
-            w.join(None if end is None else max(0.0, end - time.monotonic()))
+        super().start()
 
     def totals(self) -> dict[str, int]:
         out = {"sent": 0, "acked": 0, "failed": 0, "info": 0, "in_flight": 0}
