@@ -28,6 +28,7 @@ import time
 from typing import Any
 
 from .clientstats import DEFAULT_STATS_INTERVAL_MS, MetadataRecorder, error_name
+from .generators import read_identity
 from .history import FAIL, INFO, INVOKE, OK, HistoryWriter
 from .workers import WorkerGroup
 
@@ -118,17 +119,7 @@ class PollRecorder:
                                 partition=partition if partition is not None and partition >= 0
                                 else None, value=str(err))
             return
-        msg_id = producer = None
-        seq = None
-        for k, v in msg.headers() or ():
-            if v is None:
-                continue
-            if k == "msg-id":
-                msg_id = v.decode("utf-8", "replace")
-            elif k == "producer":
-                producer = v.decode("utf-8", "replace")
-            elif k == "seq" and v.isdigit():
-                seq = int(v)
+        msg_id, producer, seq = read_identity(msg.headers())
         key = msg.key()
         topic, partition, offset = msg.topic(), msg.partition(), msg.offset()
         self.history.record(OK, "poll", self.process, topic=topic, partition=partition,

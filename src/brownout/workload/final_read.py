@@ -26,6 +26,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .clientstats import error_name
+from .generators import read_identity
 from .history import FINAL_READ_SCHEMA
 
 FINAL_READ_FILE = "final-read.parquet"
@@ -69,17 +70,7 @@ class _Columns:
         self.cols: dict[str, list[Any]] = {name: [] for name in FINAL_READ_SCHEMA.names}
 
     def add(self, msg: Any) -> None:
-        msg_id = producer = None
-        seq = None
-        for k, v in msg.headers() or ():
-            if v is None:
-                continue
-            if k == "msg-id":
-                msg_id = v.decode("utf-8", "replace")
-            elif k == "producer":
-                producer = v.decode("utf-8", "replace")
-            elif k == "seq" and v.isdigit():
-                seq = int(v)
+        msg_id, producer, seq = read_identity(msg.headers())
         key = msg.key()
         c = self.cols
         c["topic"].append(msg.topic())

@@ -89,6 +89,25 @@ class _Stream:
         raise NotImplementedError
 
 
+def read_identity(
+    headers: Sequence[tuple[str, bytes | None]] | None,
+) -> tuple[str | None, str | None, int | None]:
+    """(msg_id, producer, seq) from a record's headers, as Stream writes them; None for
+    what is missing (records from other writers)."""
+    msg_id = producer = None
+    seq = None
+    for k, v in headers or ():
+        if v is None:
+            continue
+        if k == "msg-id":
+            msg_id = v.decode("utf-8", "replace")
+        elif k == "producer":
+            producer = v.decode("utf-8", "replace")
+        elif k == "seq" and v.isdigit():
+            seq = int(v)
+    return msg_id, producer, seq
+
+
 def _pick(rnd: Callable[[], float], seq: Sequence[Any]) -> Any:
     """rng.choice without its rejection sampling (a few times faster; the bias of
     int(random() * n) is below 2**-40 for the small n used here)."""

@@ -115,3 +115,13 @@ def test_logs_keyed_by_service_with_bursts_and_a_latency_tail():
 def test_unknown_workload_is_refused():
     with pytest.raises(ValueError, match="unknown workload"):
         make_stream("trades", seed=1, run="r", producer="p")
+
+
+def test_identity_headers_read_back_what_the_stream_wrote():
+    from brownout.workload.generators import make_stream, read_identity
+
+    msg = next(iter(make_stream("payments", seed=1, run="r", producer="producer-0",
+                                start_ms=0, rate=10, size=0)))
+    assert read_identity(msg.headers) == (msg.msg_id, "producer-0", msg.seq)
+    assert read_identity(None) == (None, None, None)
+    assert read_identity([("seq", b"x"), ("msg-id", None)]) == (None, None, None)
