@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import shutil
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -284,29 +285,11 @@ def status(directory: Path, timeout: float = 3.0) -> dict[str, Any]:
             break
         except WireError as e:
             metadata_error = str(e)
-    quorum: dict[str, Any] = {"leader": "unknown", "epoch": "unknown"}
     candidates = [
         s.controller_address for s in topology.controllers if process[s.node_id] == "running"
     ]
     candidates += [s.broker_address for s in topology.brokers if process[s.node_id] == "running"]
-    reasons = []
-    for address in dict.fromkeys(a for a in candidates if a):
-        try:
-            q = fetch_quorum(address, timeout)
-        except WireError as e:
-            reasons.append(str(e))
-            continue
-        quorum = {
-            "leader": q.leader_id,
-            "epoch": q.leader_epoch,
-            "high_watermark": q.high_watermark,
-            "voters": list(q.voters),
-            "observers": list(q.observers),
-            "source": address,
-        }
-        break
-    else:
-        quorum["reason"] = "; ".join(reasons) if reasons else "no running node to ask"
+    quorum = _ask_quorum(dict.fromkeys(a for a in candidates if a), timeout)
 
     registered = set(metadata.broker_ids) if metadata else None
     for spec in topology.nodes:
@@ -366,25 +349,7 @@ def external_status(bootstrap: str, timeout: float = 3.0) -> dict[str, Any]:
             errors.append(str(e))
     if metadata is None:
         raise LabError(f"cannot reach any of {bootstrap}: {'; '.join(errors)}")
-    quorum: dict[str, Any] = {"leader": "unknown", "epoch": "unknown"}
-    reasons = []
-    for address in [f"{b.host}:{b.port}" for b in metadata.brokers]:
-        try:
-            q = fetch_quorum(address, timeout)
-        except WireError as e:
-            reasons.append(str(e))
-            continue
-        quorum = {
-            "leader": q.leader_id,
-            "epoch": q.leader_epoch,
-            "high_watermark": q.high_watermark,
-            "voters": list(q.voters),
-            "observers": list(q.observers),
-            "source": address,
-        }
-        break
-    else:
-        quorum["reason"] = "; ".join(reasons)
+    quorum = _ask_quorum([f"{b.host}:{b.port}" for b in metadata.brokers], timeout)
     return {
         "bootstrap_servers": bootstrap,
         "cluster_id": metadata.cluster_id,
@@ -421,3 +386,25 @@ __all__ = [
     "status",
     "up",
 ]
+
+
+def _ask_quorum(addresses: Iterable[str], timeout: float) -> dict[str, Any]:
+    """DescribeQuorum from the first of `addresses` that answers; "unknown" with the
+    reasons when none does."""
+    reasons = []
+    for address in addresses:
+        try:
+            q = fetch_quorum(address, timeout)
+        except WireError as e:
+            reasons.append(str(e))
+            continue
+        return {
+            "leader": q.leader_id,
+            "epoch": q.leader_epoch,
+            "high_watermark": q.high_watermark,
+            "voters": list(q.voters),
+            "observers": list(q.observers),
+            "source": address,
+        }
+    return {"leader": "unknown", "epoch": "unknown",
+            "reason": "; ".join(reasons) if reasons else "no running node to ask"}
