@@ -359,6 +359,11 @@ class Node:
 
     # -- stop -----------------------------------------------------------------------
 
+    def _stopping(self, what: str) -> None:
+        # One line per step, as Kafka logs its shutdown: a node that hangs while
+        # stopping shows where.
+        log.info("[KafkaRaftServer nodeId=%d] Shutting down %s", self.node_id, what)
+
     def request_stop(self) -> None:
         self._stopped.set()
 
@@ -373,18 +378,23 @@ class Node:
         if lifecycle is not None:
             if self._started and self.config["controlled.shutdown.enable"]:
                 await lifecycle.controlled_shutdown()
+            self._stopping("the lifecycle manager")
             await lifecycle.stop()
         if self.socket_server is not None:
+            self._stopping("the socket server")
             await self.socket_server.stop()
         for component in ("fetchers", "group_runtime", "topic_creator", "producer_ids"):
             if getattr(self, component, None) is not None:
+                self._stopping(component.replace("_", " "))
                 await getattr(self, component).stop()
+        self._stopping("background tasks")
         for task in list(self._tasks):
             task.cancel()
         for task in list(self._tasks):
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
         if getattr(self, "log_manager", None) is not None:
+            self._stopping("the log manager")
             self.log_manager.shutdown()
         if self.controller_runtime is not None:
             await self.controller_runtime.stop()
@@ -471,6 +481,7 @@ async def run(config: KafkaConfig, events: EventLog) -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, node.request_stop)
+    loop.add_signal_handler(signal.SIGUSR1, dump_tasks)
     starting = asyncio.create_task(node.start())
     stopping = asyncio.create_task(node.wait_stopped())
     try:
@@ -486,6 +497,17 @@ async def run(config: KafkaConfig, events: EventLog) -> None:
     finally:
         stopping.cancel()
         await node.shutdown()
+
+
+def dump_tasks() -> None:
+    """SIGUSR1: write every asyncio task's stack to the log (``kill -USR1 PID`` on a node
+    that looks stuck; a blocked event loop needs py-spy instead)."""
+    import io
+
+    for task in asyncio.all_tasks():
+        out = io.StringIO()
+        task.print_stack(limit=12, file=out)
+        log.info("Task dump: %s", out.getvalue().rstrip())
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -325,3 +325,32 @@ def test_client_disconnect_mid_request(node, witness):
     sock.close()  # RST while responses are being written
     time.sleep(0.2)
     still_serving(node, witness)
+
+
+def test_a_client_that_stops_reading_does_not_block_shutdown(node_factory):
+    """Kafka closes its sockets on shutdown whatever the peers do; a peer that never reads
+    its responses (paused, or behind a dead network) must not keep the broker alive."""
+    node = node_factory()
+    sock = socket.create_connection(("127.0.0.1", node.port), timeout=5)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    sock.setblocking(False)
+    burst = b"".join(api_versions_v3(c) for c in range(1000))
+    sent, deadline = 0, time.monotonic() + 10
+    stalled_since = None
+    # Pipeline requests without reading until both sides' buffers are full.
+    while time.monotonic() < deadline:
+        try:
+            sent += sock.send(burst)
+            stalled_since = None
+        except BlockingIOError:
+            stalled_since = stalled_since or time.monotonic()
+            if time.monotonic() - stalled_since > 1.0:
+                break
+            time.sleep(0.05)
+    assert stalled_since is not None, "the node kept reading: its send buffer never filled"
+    try:
+        started = time.monotonic()
+        assert node.stop(timeout=15) == 0
+        assert time.monotonic() - started < 10
+    finally:
+        sock.close()

@@ -24,6 +24,8 @@ log = logging.getLogger("kafka.network.SocketServer")
 
 RequestHandler = Callable[[Request, ClientContext], Awaitable[Any | None]]
 
+CLOSE_FLUSH_TIMEOUT_S = 1.0
+
 
 class SocketServer:
     def __init__(
@@ -142,9 +144,18 @@ class SocketServer:
         except (ConnectionError, asyncio.IncompleteReadError):
             return
         finally:
-            writer.close()
-            with contextlib.suppress(Exception):
-                await writer.wait_closed()
+            await _close(writer)
+
+
+async def _close(writer: asyncio.StreamWriter) -> None:
+    # close() flushes what is buffered first: a peer that stops reading (paused, or
+    # behind a dropped network) would keep the connection, and a broker's shutdown
+    # that waits for it, open for ever. Give the flush a moment, then reset.
+    writer.close()
+    try:
+        await asyncio.wait_for(writer.wait_closed(), CLOSE_FLUSH_TIMEOUT_S)
+    except (TimeoutError, OSError, ConnectionError):
+        writer.transport.abort()
 
 
 def _api_name(key: int) -> str:
