@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -32,11 +33,13 @@ def check_writes(history: HistoryInput | Slices, final_read: pa.Table | str | Pa
                  high_watermarks: HighWatermarks = None,
                  expectations: r.Expectations | None = None, *,
                  sends: pa.Table | None = None,
-                 death_window: float = DEATH_WINDOW) -> tuple[r.CheckResult, pa.Table | None]:
-    """The writes verdict, with every lost write's reason; and the lost-writes table."""
+                 death_window: float = DEATH_WINDOW,
+                 unread: Iterable[tuple[str, int]] = ()) -> tuple[r.CheckResult, pa.Table | None]:
+    """The writes verdict, with every lost write's reason; and the lost-writes table.
+    `unread`: partitions the final read could not read (see `analyse_writes`)."""
     exp = expectations or r.Expectations()
     slices, final = load_inputs(history, final_read)
-    result, lost = analyse_writes(slices, final, high_watermarks, exp, sends)
+    result, lost = analyse_writes(slices, final, high_watermarks, exp, sends, unread)
     try:
         explained = explain_lost_writes(lost, final, slices, high_watermarks,
                                         death_window=death_window)
@@ -56,8 +59,11 @@ def check_writes(history: HistoryInput | Slices, final_read: pa.Table | str | Pa
 def check_all(history: HistoryInput | Slices, final_read: pa.Table | str | Path,
               high_watermarks: HighWatermarks = None,
               expectations: r.Expectations | None = None, *,
-              death_window: float = DEATH_WINDOW) -> r.Report:
-    """Run every checker (each guarded: a crash is "unknown") and compose the verdict."""
+              death_window: float = DEATH_WINDOW,
+              unread: Iterable[tuple[str, int]] = ()) -> r.Report:
+    """Run every checker (each guarded: a crash is "unknown") and compose the verdict.
+    `unread`: partitions the final read could not read: writes missing there are
+    unknown, not lost."""
     exp = expectations or r.Expectations()
     results: dict[str, r.CheckResult] = {}
     numbers: dict[str, Any] = {}
@@ -86,7 +92,7 @@ def check_all(history: HistoryInput | Slices, final_read: pa.Table | str | Path,
         def writes() -> r.CheckResult:
             nonlocal lost
             result, lost = check_writes(slices, final, high_watermarks, exp, sends=sends,
-                                        death_window=death_window)
+                                        death_window=death_window, unread=unread)
             return result
 
         results["writes"] = r.guarded("writes", writes)

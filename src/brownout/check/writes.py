@@ -25,6 +25,7 @@ only what the result shows (examples, the lost writes) is decoded.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import pyarrow as pa
@@ -313,8 +314,13 @@ def single_topic(final: pa.Table) -> str | None:
 
 def analyse_writes(slices: Slices, final: pa.Table, hw: HighWatermarks = None,
                    expectations: r.Expectations | None = None,
-                   sends: pa.Table | None = None) -> tuple[r.CheckResult, pa.Table]:
-    """The writes verdict and the table of acknowledged-but-lost writes (no reasons)."""
+                   sends: pa.Table | None = None,
+                   unread: Iterable[tuple[str, int]] = ()) -> tuple[r.CheckResult, pa.Table]:
+    """The writes verdict and the table of acknowledged-but-lost writes (no reasons).
+
+    `unread` names partitions the final read could not read: an acknowledged write
+    missing there is not known to be lost, so it is counted apart
+    (numbers["acknowledged_unread"]) and the verdict is at best "unknown"."""
     exp = expectations or r.Expectations()
     limit = exp.max_examples
     ids = slices.msg_ids
@@ -340,6 +346,15 @@ def analyse_writes(slices: Slices, final: pa.Table, hw: HighWatermarks = None,
     expired_mask = truthy(pc.less(missing["offset"], missing["log_start"]))
     expired = count(missing, expired_mask)
     lost = missing.filter(pc.invert(expired_mask)).drop_columns(["log_start"])
+    unread_keys = sorted({(str(t), int(p)) for t, p in unread})
+    unread_count = 0
+    if unread_keys and len(lost):
+        keys = pa.array([f"{t}\x00{p}" for t, p in unread_keys], pa.string())
+        where = pc.binary_join_element_wise(
+            lost["topic"], pc.cast(lost["partition"], pa.string()), "\x00")
+        in_unread = truthy(pc.is_in(where, value_set=keys))
+        unread_count = count(lost, in_unread)
+        lost = lost.filter(pc.invert(in_unread))
     lost = decoded(lost.sort_by([("completed", "ascending"), ("msg_id", "ascending")]), ids)
 
     lost_by_acks = {str(k): v for k, v in _by(lost, ["acks"]).items()}
@@ -429,7 +444,13 @@ def analyse_writes(slices: Slices, final: pa.Table, hw: HighWatermarks = None,
         "by_acks": per_acks,
         "partitions": _print_hw(len(sent), sent_by, acked_by, lost, bounds, hws),
     }
-    return r.judge("writes", anomalies, numbers), lost
+    result = r.judge("writes", anomalies, numbers)
+    if unread_keys:
+        numbers["unread_partitions"] = [f"{t}-{p}" for t, p in unread_keys]
+        numbers["acknowledged_unread"] = unread_count
+        if unread_count and result.valid is True:
+            result.valid = r.UNKNOWN
+    return result, lost
 
 
 def _print_hw(sent: int, sent_by: dict, acked_by: dict, lost: pa.Table,

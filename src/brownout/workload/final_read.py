@@ -119,12 +119,11 @@ def final_read(bootstrap: str, topics: list[str], *, timeout: float = 60.0,
             for pid in sorted(tmeta.partitions):
                 read = PartitionRead(topic, pid)
                 reads[(topic, pid)] = read
-                try:
-                    low, high = consumer.get_watermark_offsets(
-                        TopicPartition(topic, pid), timeout=request_timeout, cached=False)
-                except Exception as e:  # no leader, leader unreachable
-                    read.error = error_name(e.args[0]) if e.args else str(e)
+                marks = _watermarks(consumer, TopicPartition(topic, pid), read,
+                                    request_timeout, deadline)
+                if marks is None:
                     continue
+                low, high = marks
                 read.log_start, read.high_watermark, read.reached = low, high, low
                 read.complete = high <= low
         pending = {k: r for k, r in reads.items()
@@ -162,6 +161,35 @@ def final_read(bootstrap: str, topics: list[str], *, timeout: float = 60.0,
     finally:
         consumer.close()
     return FinalRead(columns.table(), list(reads.values()))
+
+
+def _watermarks(consumer: Any, tp: Any, read: PartitionRead, request_timeout: float,
+                deadline: float) -> tuple[int, int] | None:
+    """(low, high) of one partition, retrying what a client retries (NOT_LEADER right
+    after a leader moved, a leader not yet reachable) until `deadline`; None with
+    `read.error` set when it still fails."""
+    while True:
+        try:
+            low, high = consumer.get_watermark_offsets(tp, timeout=request_timeout,
+                                                       cached=False)
+            return int(low), int(high)
+        except Exception as e:
+            err = e.args[0] if e.args else None
+            read.error = error_name(err) if err is not None else str(e)
+            retriable = bool(getattr(err, "retriable", lambda: False)()) or \
+                read.error in _TRANSIENT
+            if not retriable or time.monotonic() + 0.5 >= deadline:
+                return None
+            time.sleep(0.5)
+
+
+# Errors of a metadata change in progress; librdkafka does not mark all of them retriable.
+_TRANSIENT = frozenset({
+    "NOT_LEADER_FOR_PARTITION", "NOT_LEADER_OR_FOLLOWER", "LEADER_NOT_AVAILABLE",
+    "UNKNOWN_TOPIC_OR_PART", "REPLICA_NOT_AVAILABLE", "FENCED_LEADER_EPOCH",
+    "UNKNOWN_LEADER_EPOCH", "REQUEST_TIMED_OUT", "_TRANSPORT", "_TIMED_OUT",
+    "_ALL_BROKERS_DOWN", "_WAIT_COORD",
+})
 
 
 def _partition_eof() -> int:

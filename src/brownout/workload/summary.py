@@ -37,6 +37,16 @@ def watermarks(run_dir: Path) -> dict[tuple[str, int], int]:
     return out
 
 
+def unread_partitions(run_dir: Path) -> list[tuple[str, int]]:
+    """Partitions the final read did not read to their high watermark (high-watermarks.json
+    "complete": false): what is missing there is unknown, not lost."""
+    data = json.loads((run_dir / WATERMARKS_FILE).read_text())
+    return [(topic, int(partition))
+            for topic, parts in data.get("topics", {}).items()
+            for partition, p in parts.items()
+            if int(partition) >= 0 and not p.get("complete", True)]
+
+
 def check_run(run_dir: Path) -> Any | None:
     """The checkers' Report for the run (also written to check.json), or None when no
     checker is installed."""
@@ -48,7 +58,8 @@ def check_run(run_dir: Path) -> Any | None:
     if check_all is None:
         return None
     report = check_all(run_dir / HISTORY_PARQUET, run_dir / FINAL_READ_FILE,
-                       watermarks(run_dir), expectations_for(run_dir, module))
+                       watermarks(run_dir), expectations_for(run_dir, module),
+                       unread=unread_partitions(run_dir))
     if hasattr(report, "to_dict"):
         (run_dir / CHECK_FILE).write_text(json.dumps(report.to_dict(), indent=2) + "\n")
     return report

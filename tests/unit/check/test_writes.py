@@ -170,6 +170,24 @@ def test_writes_below_log_start_are_expired_not_lost():
     assert result.valid is True
 
 
+def test_writes_missing_from_an_unread_partition_are_unknown_not_lost():
+    h = (H().send("m1", 0.0, 0.1, offset=0).send("m2", 0.2, 0.3, offset=1)
+         .send("m3", 0.2, 0.3, partition=1, offset=0))
+    log = final((0, 0, "m1"))  # partition 1 could not be read at all
+    result = writes(h, log, unread=[("t", 1)])
+    assert result.anomalies["lost-write"].count == 1  # m2: partition 0 was read
+    assert result.numbers["acknowledged_unread"] == 1
+    assert result.numbers["unread_partitions"] == ["t-1"]
+    assert result.valid is False
+    only_unread = writes(H().send("m3", 0.2, 0.3, partition=1, offset=0), final(),
+                         unread=[("t", 1)])
+    assert only_unread.anomalies["lost-write"].count == 0
+    assert only_unread.valid == "unknown"
+    report = check_all(H().send("m3", 0.2, 0.3, partition=1, offset=0).table(), final(),
+                       unread=[("t", 1)])
+    assert report.valid == "unknown"
+
+
 def test_check_all_lists_anomalies_by_name():
     h = H().send("m1", 0.0, 0.1, offset=0).send("m2", 0.2, 0.3, offset=1)
     report = check_all(h.table(), final((0, 0, "m1")), {0: 2})
