@@ -185,11 +185,14 @@ def test_rolling_restart_ends_with_full_isrs(cluster: tuple[ClusterState, str]) 
     state, bootstrap = cluster
     nemesis = make_nemesis(state)
     assert nemesis.wait_isr_full(40)
-    result = nemesis.invoke(Fault("rolling-restart"))
+    result = nemesis.invoke(Fault("rolling-restart", params={"down": 1.0}))
     assert result.outcome == "ok", result.message
     assert sorted(result.nodes) == [1, 2, 3]
     assert [s["node"] for s in result.details["steps"]] == list(result.nodes)
     assert all(s["controlled_shutdown"] == "approved" for s in result.details["steps"])
+    assert all(s["down_s"] >= 1.0 for s in result.details["steps"])
+    bad = nemesis.invoke(Fault("restart", "1", params={"down": -2}))
+    assert bad.outcome == "fail" and "down must be >= 0" in bad.message
     parts = nemesis.partitions()
     assert parts and all(set(p.isr) == set(p.replicas) for p in parts)
     assert produce(bootstrap, 20) == 20

@@ -39,6 +39,15 @@ TimeoutOption = Annotated[
     float,
     typer.Option("--timeout", help="Seconds to wait for a SIGTERM'd node to exit.", min=0.1),
 ]
+DownOption = Annotated[
+    float,
+    typer.Option(
+        "--down",
+        help="Seconds each node stays stopped before it starts again (a real Kafka broker "
+        "takes seconds to minutes to restart; the embedded node about one).",
+        min=0,
+    ),
+]
 RejoinOption = Annotated[
     float,
     typer.Option(
@@ -166,12 +175,14 @@ def start_command(
 def restart_command(
     target: TargetArg,
     timeout: TimeoutOption = 30.0,
+    down: DownOption = 0.0,
     rejoin_timeout: RejoinOption = 60.0,
     directory: DirOption = None,
     seed: SeedOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    _run("restart", target, {}, directory, seed, as_json, timeout, rejoin_timeout)
+    _run("restart", target, {"down": down or None}, directory, seed, as_json, timeout,
+         rejoin_timeout)
 
 
 @fault_app.command(
@@ -183,12 +194,14 @@ def restart_command(
 def rolling_restart_command(
     target: OptionalTargetArg = None,
     timeout: TimeoutOption = 30.0,
+    down: DownOption = 0.0,
     rejoin_timeout: RejoinOption = 60.0,
     directory: DirOption = None,
     seed: SeedOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    _run("rolling-restart", target, {}, directory, seed, as_json, timeout, rejoin_timeout)
+    _run("rolling-restart", target, {"down": down or None}, directory, seed, as_json, timeout,
+         rejoin_timeout)
 
 
 @fault_app.command(

@@ -23,10 +23,13 @@ terminate            SIGTERM; waits (``timeout``, default 30 s) for the exit, wh
 pause / resume       SIGSTOP / SIGCONT (resume without target: every paused node)
 start                start stopped node(s) and wait until they serve (broker: back in
                      Metadata) (no target: every stopped node)
-restart              terminate (SIGKILL if it does not exit in time) + start + wait
-rolling-restart      restart each target in turn (default all brokers, active
-                     controller last), waiting after each until every partition's ISR
-                     is full again (brokers) or the quorum has a leader (controllers)
+restart              terminate (SIGKILL if it does not exit in time) + start + wait;
+                     ``down`` (seconds, default 0): how long the node stays stopped
+                     before it starts again -- an Apache Kafka broker takes seconds to
+                     minutes to restart (JVM, log recovery), the embedded node about one
+rolling-restart      restart (with ``down``) each target in turn (default all brokers,
+                     active controller last), waiting after each until every partition's
+                     ISR is full again (brokers) or the quorum has a leader (controllers)
 isolate              cut targets from ``from`` = everyone (default: other nodes and
                      clients) | nodes | controllers | brokers | clients | a target spec;
                      ``one_way``: the targets cannot hear them, they still hear targets
@@ -470,7 +473,9 @@ class Nemesis:
             )
         return f"started node(s) {_ids(started)}; serving after {details['serving_after_s']}s"
 
-    def _restart_one(self, node: int, details: dict[str, Any], timeout: float) -> dict[str, Any]:
+    def _restart_one(
+        self, node: int, details: dict[str, Any], timeout: float, down: float
+    ) -> dict[str, Any]:
         step: dict[str, Any] = {"node": node}
         t0 = time.monotonic()
         sub: dict[str, Any] = {}
@@ -479,6 +484,8 @@ class Nemesis:
         if stuck:
             self.supervisor.kill_node(node)
             step["killed_after_timeout"] = True
+        if down > 0:
+            time.sleep(down)
         step["down_s"] = round(time.monotonic() - t0, 3)
         self._start([node], {})
         step["serving_after_s"] = round(time.monotonic() - t0, 3)
@@ -486,10 +493,11 @@ class Nemesis:
 
     def _do_restart(self, fault: Fault, nodes: tuple[int, ...], details: dict[str, Any]) -> str:
         timeout = float(fault.params.get("timeout", self.terminate_timeout))
+        down = _down(fault)
         steps = []
         details["steps"] = steps
         for node in nodes:
-            steps.append(self._restart_one(node, details, timeout))
+            steps.append(self._restart_one(node, details, timeout, down))
         return "restarted node(s) " + ", ".join(
             f"{s['node']} (serving after {s['serving_after_s']}s)" for s in steps
         )
@@ -498,12 +506,13 @@ class Nemesis:
         self, fault: Fault, nodes: tuple[int, ...], details: dict[str, Any]
     ) -> str:
         timeout = float(fault.params.get("timeout", self.terminate_timeout))
+        down = _down(fault)
         steps: list[dict[str, Any]] = []
         details["order"] = list(nodes)
         details["steps"] = steps
         for node in nodes:
             t0 = time.monotonic()
-            step = self._restart_one(node, details, timeout)
+            step = self._restart_one(node, details, timeout, down)
             steps.append(step)
             if self.topology.node(node).is_broker:
                 ok = self.wait_isr_full(self.rejoin_timeout)
@@ -616,6 +625,18 @@ class Nemesis:
         net.heal()
         details["removed_rules"] = sum(len(v) for v in before.values())
         return f"network healed ({details['removed_rules']} rule(s) removed, qdiscs cleared)"
+
+
+def _down(fault: Fault) -> float:
+    """The ``down`` param of a restart: seconds a node stays stopped (>= 0)."""
+    raw = fault.params.get("down", 0.0)
+    try:
+        down = float(raw)
+    except (TypeError, ValueError):
+        raise _Failed(f"down must be a number of seconds, got {raw!r}") from None
+    if down < 0:
+        raise _Failed(f"down must be >= 0 seconds, got {down:g}")
+    return down
 
 
 def _ids(nodes: Iterable[int]) -> str:

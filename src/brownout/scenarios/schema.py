@@ -48,7 +48,7 @@ Keys (unknown keys are errors, with a "did you mean" hint):
   ``brownout fault --help``), ``wait: 5s``, ``create-topic: NAME`` (needs the
   controller: records whether it succeeded) or ``group-checks: all | [E1, ...]``
   (FIDELITY E, raw protocol). Optional: ``id`` (for ``step_outcome``), ``repeat: N``
-  and the action's parameters (timeout, from, one_way, nodes, probability, rate, burst,
+  and the action's parameters (timeout, down, from, one_way, nodes, probability, rate, burst,
   latency, delay, jitter).
 * ``duration``: how long the workloads run (they also run until the schedule is done).
 * ``heal``: at the end heal the network, resume paused and start stopped nodes and
@@ -90,8 +90,8 @@ ACTION_PARAMS: dict[str, tuple[str, ...]] = {
     "pause": (),
     "resume": (),
     "start": (),
-    "restart": ("timeout",),
-    "rolling-restart": ("timeout",),
+    "restart": ("timeout", "down"),
+    "rolling-restart": ("timeout", "down"),
     "isolate": ("from", "one_way"),
     "partition": ("nodes",),
     "loss": ("probability", "from"),
@@ -694,7 +694,7 @@ def _step(r: _Reader, field: str, node: Node, topics: tuple[str, ...],
 
 
 def _param(r: _Reader, key: str, v: _Value) -> Any:
-    if key == "timeout":
+    if key in ("timeout", "down"):
         return _as_duration(v, r)
     if key == "one_way":
         return _as_bool(v, r)

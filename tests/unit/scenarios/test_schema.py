@@ -154,6 +154,17 @@ def test_parameter_of_another_action():
     assert e.field == "schedule[1].probability" and "not a parameter of wait" in e.message
 
 
+def test_restart_down_time_is_a_duration():
+    text = BASE.replace("    start:\n", "    rolling-restart: all-brokers\n    down: 12s\n")
+    s = loads(text, "s.yaml")
+    assert s.schedule[-1].action == "rolling-restart" and s.schedule[-1].params == {"down": 12.0}
+    bad = text.replace("down: 12s", "down: soon")
+    e = error_of(bad)
+    assert e.field == "schedule[2].down" and e.line == line_of(bad, "down: soon")
+    e = error_of(BASE.replace("    wait: 2s\n", "    wait: 2s\n    down: 1s\n"))
+    assert "not a parameter of wait" in e.message
+
+
 def test_at_times_must_not_go_back():
     text = BASE.replace("  - after: previous\n    wait: 2s\n", "  - at: 1s\n    wait: 2s\n")
     e = error_of(text)
