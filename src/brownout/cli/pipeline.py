@@ -96,7 +96,8 @@ def check_command(
     report = audit(run_dir, out, bootstrap=b)
     for topic, t in report["topics"].items():
         typer.echo(f"{topic}: {t['log_records']} records in the log, lost {t['lost']}, "
-                   f"duplicated {t['duplicated']}, unacknowledged {t['unacknowledged_in_log']},"
+                   f"duplicated {t['duplicated']}, unacknowledged {t['unacknowledged_in_log']} "
+                   f"(of which certainly failed {t['failed_in_log']}),"
                    f" unread by the pipeline {t['unread_by_pipeline']}")
         for name, o in t["outputs"].items():
             typer.echo(f"  {name}: {o['rows_equal']}/{o['rows_closed']} closed rows equal, "

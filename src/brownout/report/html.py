@@ -387,6 +387,8 @@ def _pipeline_section(data: RunData) -> str:
                                     or "-")),
         ("audit: pipeline equals the log", badge(audit.get("pipeline_equal"))),
         ("audit: log equals acknowledged", badge(audit.get("log_equals_acknowledged"))),
+        ("audit: log vs acknowledged explained by indeterminate writes",
+         badge(audit.get("ground_truth_explained"))),
         ("audit: valid", badge(audit.get("valid"))),
     ]
     out = [table(["", ""], rows, cls="meta", raw=(1,))]

@@ -149,8 +149,8 @@ def pipeline_table(data: RunData) -> Table:
         closed = sum(int(o.get("rows_closed") or 0) for o in p.outputs())
         table.add_row("audit", Text(f"pipeline equals the log: {audit.get('pipeline_equal')}"
                                     f" ({diffs} differing of {closed} closed rows); log "
-                                    f"equals acknowledged: "
-                                    f"{audit.get('log_equals_acknowledged')}; valid: "
+                                    f"differences explained: "
+                                    f"{audit.get('ground_truth_explained')}; valid: "
                                     f"{audit.get('valid')}",
                                     style="green" if audit.get("pipeline_equal") else "red"))
     else:

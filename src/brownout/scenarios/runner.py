@@ -834,9 +834,10 @@ def _audit_summary(report: dict[str, Any]) -> dict[str, Any]:
                                                 "differences_log_vs_acknowledged")}
         topics[topic] = {**{k: t.get(k) for k in (
             "log_records", "acknowledged", "lost", "duplicated", "unacknowledged_in_log",
-            "unread_by_pipeline")}, "outputs": outs}
+            "failed_in_log", "unread_by_pipeline")}, "outputs": outs}
     return {"valid": report.get("valid"), "pipeline_equal": report.get("pipeline_equal"),
             "log_equals_acknowledged": report.get("log_equals_acknowledged"),
+            "ground_truth_explained": report.get("ground_truth_explained"),
             "rows_closed": closed, "rows_equal": equal, "differences_pipeline": diffs,
             "topics": topics}
 

@@ -31,6 +31,16 @@ For every differing row the report says why:
                   watermark when it arrived (dropped as late data)
     pipeline_other  the pipeline's row differs and none of the above explains it
 
+The verdict (``valid``) asks two things. ``pipeline_equal``: in every closed window the
+pipeline wrote what the log implies (no gap, no late drop, nothing else). And
+``ground_truth_explained``: every difference between the log and the acknowledged
+records is one the producers' history allows, as in Jepsen -- a write whose outcome was
+indeterminate (type info: a timeout, a lost connection) may have happened, so finding it
+in the log is fine, and a retried non-idempotent send may land twice (the duplicates are
+judged by `brownout check`). An acknowledged record missing from the log, or a record
+whose send certainly failed (type fail) found in it, is not explained: the pipeline
+cannot match the ground truth then, however correct it is.
+
 Output: pipeline-check.json in the run directory (see `audit`).
 """
 
@@ -196,17 +206,22 @@ def audit(run_dir: Path, pipeline_out: Path, *, spark: Any = None,
     }
     try:
         hist_path = run_dir / HISTORY_PARQUET
-        acked_all = None
+        acked_all = failed_all = None
         if hist_path.exists():
-            acked_all = (spark.read.parquet(str(hist_path))
-                         .where((F.col("type") == "ok") & (F.col("f") == "send"))
+            sends = spark.read.parquet(str(hist_path)).where(F.col("f") == "send")
+            acked_all = (sends.where(F.col("type") == "ok")
                          .select("topic", "msg_id", "producer", "seq",
                                  F.col("partition").alias("ack_partition"),
                                  F.col("offset").alias("ack_offset")))
+            # Sends that certainly failed, never acknowledged nor indeterminate.
+            failed_all = (sends.where(F.col("type") == "fail").select("topic", "msg_id")
+                          .join(sends.where(F.col("type").isin("ok", "info"))
+                                .select("topic", "msg_id"), ["topic", "msg_id"], "left_anti")
+                          .distinct())
         for topic, workload in sorted(config.topics.items()):
             report["topics"][topic] = _audit_topic(
-                spark, topic, workload, bootstrap, acked_all, pipeline_out, config, spec,
-                marks, OUTPUTS[workload], aggregate, parse)
+                spark, topic, workload, bootstrap, acked_all, failed_all, pipeline_out,
+                config, spec, marks, OUTPUTS[workload], aggregate, parse)
     finally:
         if own:
             spark.stop()
@@ -216,15 +231,18 @@ def audit(run_dir: Path, pipeline_out: Path, *, spark: Any = None,
     report["log_equals_acknowledged"] = all(
         x["lost"] == 0 and x["duplicated"] == 0 and x["unacknowledged_in_log"] == 0
         for x in t) if acked_all is not None else None
-    report["valid"] = report["pipeline_equal"] and report["log_equals_acknowledged"] is not False
+    report["ground_truth_explained"] = all(
+        x["lost"] == 0 and x["failed_in_log"] == 0 for x in t) if acked_all is not None else None
+    report["valid"] = report["pipeline_equal"] and report["ground_truth_explained"] is not False
     if write:
         (run_dir / CHECK_FILE).write_text(json.dumps(report, indent=2) + "\n")
     return report
 
 
 def _audit_topic(spark: Any, topic: str, workload: str, bootstrap: str, acked_all: Any,
-                 out: Path, config: PipelineConfig, spec: Any, marks: dict[str, int | None],
-                 outputs: tuple[str, ...], aggregate: Any, parse: Any) -> dict[str, Any]:
+                 failed_all: Any, out: Path, config: PipelineConfig, spec: Any,
+                 marks: dict[str, int | None], outputs: tuple[str, ...], aggregate: Any,
+                 parse: Any) -> dict[str, Any]:
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
@@ -260,6 +278,10 @@ def _audit_topic(spark: Any, topic: str, workload: str, bootstrap: str, acked_al
     result["duplicated"] = counts["dup"] or 0
     result["unacknowledged_in_log"] = counts["unacked"] or 0
     result["unread_by_pipeline"] = counts["unread"] or 0
+    result["failed_in_log"] = 0
+    if failed_all is not None:
+        failed = failed_all.where(F.col("topic") == topic).select("msg_id")
+        result["failed_in_log"] = records.join(failed, "msg_id", "left_semi").count()
 
     # Lost: acknowledged, not in the log; placed in time between its producer's neighbours.
     lost_list: list[dict[str, Any]] = []

@@ -144,12 +144,20 @@ def test_validate_expected():
         "step_outcome", "group_checks_pass", "pipeline_matches_ground_truth"}
 
 
-def _audit(equal: bool, valid: bool | None = None, diffs: int = 0) -> dict:
-    return {"valid": equal if valid is None else valid, "pipeline_equal": equal,
-            "log_equals_acknowledged": True, "rows_closed": 10, "differences_pipeline": diffs,
-            "topics": {"user-events": {"outputs": {"clicks_pages": {
-                "rows_closed": 10, "rows_equal": 10 - diffs,
-                "differences_pipeline": diffs}}}}}
+def _audit(equal: bool, diffs: int = 0, lost: int = 0, failed: int = 0,
+           unacked: int = 0, closed: int = 10) -> dict:
+    explained = lost == 0 and failed == 0
+    return {"valid": equal and explained, "pipeline_equal": equal,
+            "ground_truth_explained": explained,
+            "topics": {"user-events": {
+                "lost": lost, "failed_in_log": failed, "unacknowledged_in_log": unacked,
+                "outputs": {"clicks_pages": {"rows_closed": closed,
+                                             "rows_equal": closed - diffs,
+                                             "differences_pipeline": diffs}}}}}
+
+
+def _facts(audit: dict) -> RunFacts:
+    return RunFacts(pipeline={"status": "stopped", "audit": audit})
 
 
 def test_pipeline_matches_ground_truth():
@@ -158,19 +166,24 @@ def test_pipeline_matches_ground_truth():
     with pytest.raises(ex.ExpectationValueError):
         ex.validate_expected(name, "yes")
     assert name in ex.RUN_ONLY
-    ok = evaluate(name, report(), RunFacts(pipeline={"status": "stopped",
-                                                    "audit": _audit(True)}), True)
-    assert ok.passed and ok.observed is True and "0 differing row(s) of 10" in ok.detail
-    bad = evaluate(name, report(), RunFacts(pipeline={"status": "stopped",
-                                                     "audit": _audit(False, diffs=3)}), True)
-    assert not bad.passed and bad.observed is False and "3 differing" in bad.detail
-    # pipeline_equal decides; log-vs-acknowledged differences are the cluster's, not its
-    mixed = evaluate(name, report(), RunFacts(pipeline={"status": "stopped",
-                                                       "audit": _audit(True, valid=False)}),
-                     True)
-    assert mixed.passed and "valid False" in mixed.detail
-    assert evaluate(name, report(), RunFacts(pipeline={"status": "stopped",
-                                                      "audit": _audit(False)}), False).passed
+    ok = evaluate(name, report(), _facts(_audit(True)), True)
+    assert ok.passed and ok.observed is True and "0 of 10 closed" in ok.detail
+    bad = evaluate(name, report(), _facts(_audit(False, diffs=3)), True)
+    assert not bad.passed and bad.observed is False and "3 of 10 closed" in bad.detail
+    assert evaluate(name, report(), _facts(_audit(False)), False).passed
+    empty = evaluate(name, report(), _facts(_audit(True, closed=0)), True)
+    assert not empty.passed and empty.observed is None
+    assert "no window closed" in empty.detail
+
+
+def test_indeterminate_writes_in_the_log_are_part_of_the_ground_truth():
+    name = "pipeline_matches_ground_truth"
+    maybe = evaluate(name, report(), _facts(_audit(True, unacked=4)), True)
+    assert maybe.passed and "4 unacknowledged (indeterminate) present" in maybe.detail
+    lost = evaluate(name, report(), _facts(_audit(True, lost=2)), True)
+    assert not lost.passed and lost.observed is False and "2 lost" in lost.detail
+    failed = evaluate(name, report(), _facts(_audit(True, failed=1, unacked=1)), True)
+    assert not failed.passed and "1 failed write(s) present" in failed.detail
 
 
 def test_pipeline_matches_ground_truth_without_an_audit_fails():
