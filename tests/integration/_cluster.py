@@ -213,10 +213,10 @@ class LabCluster:
         """What one broker's metadata image says about `topic` (a Metadata request to
         that broker alone); None when it does not know the topic (yet)."""
         from kio.schema.errors import ErrorCode
-        from rawclient import RawClient
 
         from brownout.protocol.apis import ApiKey, request_class
         from brownout.protocol.build import build
+        from brownout.scenarios.rawclient import RawClient
 
         address = self.topology.node(broker_id).broker_address
         assert address is not None

@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
-from rawclient import RawClient
 
 from brownout.cluster.process import NodeProcess, combined_node_properties, free_port
 from brownout.protocol.apis import request_class
 from brownout.protocol.build import build
+from brownout.scenarios.rawclient import RawClient
 from brownout.storage import random_uuid
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(90)]
@@ -211,8 +211,15 @@ def join_with_id(client: RawClient, group: str):
 def test_heartbeat_during_rebalance_and_batch_leave(shared_node):
     group = f"raw-{uuid.uuid4().hex[:6]}"
     with RawClient(shared_node.bootstrap) as finder:
+        # The first FindCoordinator creates __consumer_offsets: COORDINATOR_NOT_AVAILABLE
+        # until it has a leader, as in Kafka; clients retry.
         body = build(request_class(FIND, 3), {"key": group, "key_type": 0})
-        assert finder.request(FIND, 3, body).error_code.name == "none"
+        deadline = time.monotonic() + 15
+        while (code := finder.request(FIND, 3, body).error_code.name) != "none" and \
+                time.monotonic() < deadline:
+            assert code == "coordinator_not_available"
+            time.sleep(0.2)
+        assert code == "none"
     with RawClient(shared_node.bootstrap) as c1, RawClient(shared_node.bootstrap) as c2:
         m1 = join_with_id(c1, group)
         joined = join(c1, group, m1)

@@ -552,10 +552,9 @@ def headless(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyp
 
 
 def _raw_request(bootstrap: str, api_key: int, version: int, data: dict, wait: float) -> object:
-    from rawclient import RawClient
-
     from brownout.protocol.apis import request_class
     from brownout.protocol.build import build
+    from brownout.scenarios.rawclient import RawClient
 
     with RawClient(bootstrap) as raw:
         raw.sock.settimeout(wait)

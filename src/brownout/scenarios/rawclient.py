@@ -32,7 +32,9 @@ class RawClient:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def send(self, api_key: int, version: int, body: dict[str, Any]) -> int:
+    def send(self, api_key: int, version: int, body: dict[str, Any] | Any) -> int:
+        """Send a request: `body` is a dict (built with `protocol.build`) or a kio request
+        entity of this version."""
         self.correlation_id += 1
         cls: Any = load_request_schema(api_key, version)
         out = io.BytesIO()
@@ -42,7 +44,7 @@ class RawClient:
             header_cls(request_api_key=api_key, request_api_version=version,
                        correlation_id=self.correlation_id, client_id=self.client_id),
         )
-        entity_writer(cls)(out, build(cls, body))
+        entity_writer(cls)(out, build(cls, body) if isinstance(body, dict) else body)
         data = out.getvalue()
         self.sock.sendall(struct.pack(">i", len(data)) + data)
         return self.correlation_id
@@ -58,7 +60,7 @@ class RawClient:
         body, _ = entity_reader(cls)(frame, offset)
         return body
 
-    def request(self, api_key: int, version: int, body: dict[str, Any]) -> Any:
+    def request(self, api_key: int, version: int, body: dict[str, Any] | Any) -> Any:
         self.send(api_key, version, body)
         return self.receive(api_key, version)
 
