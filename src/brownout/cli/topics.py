@@ -1,6 +1,7 @@
 """`brownout topics create | list | describe` (like kafka-topics.sh) and `brownout offsets`
-(like GetOffsetShell). They speak only the Kafka protocol (confluent-kafka's AdminClient),
-so --bootstrap can point them at any Kafka cluster."""
+(like GetOffsetShell). They speak only the Kafka protocol (confluent-kafka's AdminClient,
+and the lab's own wire client for describe), so --bootstrap can point them at any Kafka
+cluster."""
 
 from __future__ import annotations
 

@@ -2,8 +2,9 @@
 
 The formatting half is pure (`format_describe`, `format_offsets`) and follows Apache
 Kafka's tools byte for byte: `kafka-topics.sh --describe` and `GetOffsetShell`. The other
-half wraps confluent-kafka's AdminClient (librdkafka), so it talks to Brownout's node
-and to Apache Kafka alike; only bootstrap servers are needed.
+half wraps confluent-kafka's AdminClient (librdkafka), and the lab's own WireClient for
+the reads librdkafka may send to a just-killed broker (Metadata, DescribeConfigs), so it
+talks to Brownout's node and to Apache Kafka alike; only bootstrap servers are needed.
 """
 
 from __future__ import annotations
@@ -11,8 +12,13 @@ from __future__ import annotations
 import base64
 import dataclasses
 import logging
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    from .wire import TopicMetadata, WireClient
+
+T = TypeVar("T")
 
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 ZERO_TOPIC_ID = "AAAAAAAAAAAAAAAAAAAAAA"
@@ -111,6 +117,19 @@ def _quiet_logger() -> logging.Logger:
     return logger
 
 
+def _broker_error_text(code: int) -> str:
+    """A broker error code as librdkafka names it, e.g. ``UNKNOWN_TOPIC_OR_PART: Broker:
+    Unknown topic or partition`` (what the confluent-kafka based commands printed)."""
+    try:
+        from confluent_kafka import KafkaError
+
+        return _error_text(Exception(KafkaError(code)))
+    except ImportError:  # pragma: no cover - depends on the environment
+        from .wire import _error_name
+
+        return _error_name(code)
+
+
 def _error_text(e: BaseException) -> str:
     """One line from a KafkaException / KafkaError / anything."""
     arg = e.args[0] if getattr(e, "args", None) else e
@@ -180,43 +199,63 @@ class Admin:
         Java's AdminClient (least-loaded node) does: librdkafka sends DescribeConfigs to
         the Metadata controller id, which in KRaft is a random broker and may be a dead
         one for a few seconds after it died."""
-        from .wire import ResourceError, WireClient, WireError
-
         if not names:
             return {}
+        return self._on_any_broker(
+            "cannot describe configs", lambda client: client.topic_overrides(list(names))
+        )
+
+    def _on_any_broker(self, what: str, call: Callable[[WireClient], T]) -> T:
+        """`call` with the lab's own client on the first bootstrap broker that answers;
+        a ResourceError (the broker's answer for one resource) is not retried."""
+        from .wire import ResourceError, WireClient, WireError
+
         errors = []
         for address in [a.strip() for a in self.bootstrap.split(",") if a.strip()]:
             try:
                 with WireClient(address, timeout=self.timeout) as client:
-                    return client.topic_overrides(list(names))
+                    return call(client)
             except ResourceError as e:
-                raise AdminError(f"cannot describe configs: {e}") from None
+                raise AdminError(f"{what}: {e}") from None
             except (WireError, ValueError) as e:
                 errors.append(str(e))
-        raise AdminError(f"cannot describe configs: {'; '.join(errors)}")
+        raise AdminError(f"{what}: {'; '.join(errors) or 'no bootstrap servers'}")
 
     def describe(
         self, names: Sequence[str] | None = None, exclude_internal: bool = False
     ) -> list[DescribedTopic]:
-        """Describe the named topics (all topics when None), sorted by name."""
-        from confluent_kafka import TopicCollection
+        """Describe the named topics (all topics when None), sorted by name.
 
-        if names is None:
-            names = self.topic_names()
-        names = sorted(set(names))
-        if not names:
+        Metadata and DescribeConfigs go to the first bootstrap broker that answers, with
+        the lab's own client (as `overridden_configs`): librdkafka's describe_topics may
+        pick a broker that has just died and fail. An unknown topic raises AdminError
+        ``cannot describe topic T: UNKNOWN_TOPIC_OR_PART: Broker: Unknown topic or
+        partition`` (librdkafka's names for the broker's error codes)."""
+        from .wire import ResourceError
+
+        wanted = None if names is None else sorted(set(names))
+        if wanted == []:
             return []
-        futures = self.client.describe_topics(
-            TopicCollection(list(names)), request_timeout=self.timeout
-        )
-        described = {}
-        for name, future in futures.items():
-            d = self._result(future, f"cannot describe topic {name}")
-            described[name] = d
-        if exclude_internal:
-            names = [n for n in names if not described[n].is_internal and n not in INTERNAL_TOPICS]
-        configs = self.overridden_configs(names)
-        return [topic_from_confluent(described[n], configs.get(n, {})) for n in names]
+
+        def fetch(client: WireClient) -> list[DescribedTopic]:
+            md = client.topic_metadata(wanted)
+            topics = {t.name: t for t in md.topics}
+            chosen = sorted(topics) if wanted is None else wanted
+            for name in chosen:
+                t = topics.get(name)
+                if t is None or t.error_code != 0:
+                    code = 3 if t is None else t.error_code  # UNKNOWN_TOPIC_OR_PARTITION
+                    raise AdminError(f"cannot describe topic {name}: {_broker_error_text(code)}")
+            if exclude_internal:
+                chosen = [n for n in chosen if not topics[n].is_internal]
+                chosen = [n for n in chosen if n not in INTERNAL_TOPICS]
+            try:
+                configs = client.topic_overrides(chosen) if chosen else {}
+            except ResourceError as e:
+                raise AdminError(f"cannot describe configs: {e}") from None
+            return [topic_from_metadata(topics[n], configs.get(n, {})) for n in chosen]
+
+        return self._on_any_broker(f"cannot reach the cluster at {self.bootstrap}", fetch)
 
     def offsets(self, topic: str, time: int = -1) -> list[PartitionOffset]:
         """Log-end (-1, latest) or log-start (-2, earliest) offset of every partition;
@@ -249,31 +288,17 @@ class Admin:
         return sorted(results, key=lambda r: r.partition)
 
 
-def topic_from_confluent(d: Any, configs: Mapping[str, str]) -> DescribedTopic:
-    """confluent_kafka.admin.TopicDescription -> DescribedTopic."""
-
-    def node_ids(nodes: Iterable[Any] | None) -> tuple[int, ...]:
-        return tuple(int(n.id) for n in nodes or ())
-
-    partitions = []
-    for p in d.partitions:
-        leader = p.leader
-        partitions.append(
-            DescribedPartition(
-                partition=int(p.id),
-                leader=None if leader is None or int(leader.id) < 0 else int(leader.id),
-                replicas=node_ids(p.replicas),
-                isr=node_ids(p.isr),
-                elr=node_ids(getattr(p, "elr", None)),
-                last_known_elr=node_ids(getattr(p, "last_known_elr", None)),
-            )
+def topic_from_metadata(t: TopicMetadata, configs: Mapping[str, str]) -> DescribedTopic:
+    """A Metadata response's topic -> DescribedTopic. Metadata has no ELR, so Elr and
+    LastKnownElr stay empty (as librdkafka's describe_topics had them from Metadata)."""
+    partitions = tuple(
+        DescribedPartition(
+            partition=p.partition,
+            leader=None if p.leader < 0 else p.leader,
+            replicas=p.replicas,
+            isr=p.isr,
         )
-    uid = getattr(d, "topic_id", None)
-    topic_id = (
-        kafka_uuid_str(uid.get_most_significant_bits(), uid.get_least_significant_bits())
-        if uid is not None
-        else ""
+        for p in t.partitions
     )
-    return DescribedTopic(
-        d.name, topic_id, tuple(partitions), dict(configs), bool(getattr(d, "is_internal", False))
-    )
+    topic_id = "" if t.topic_id is None else kafka_uuid_str(t.topic_id.int >> 64, t.topic_id.int)
+    return DescribedTopic(t.name, topic_id, partitions, dict(configs), t.is_internal)

@@ -13,6 +13,7 @@ import dataclasses
 import io
 import socket
 import struct
+import uuid
 from typing import Any
 
 from kio.index import load_request_schema, load_response_schema
@@ -64,13 +65,7 @@ def _build(cls: type, **values: Any) -> Any:
     return cls(**{k: v for k, v in values.items() if k in names})
 
 
-def _zero_uuid() -> Any:
-    import uuid
-
-    return uuid.UUID(int=0)
-
-
-_ZERO_UUID = _zero_uuid()
+_ZERO_UUID = uuid.UUID(int=0)
 
 
 def split_address(address: str) -> tuple[str, int]:
@@ -108,11 +103,28 @@ class PartitionMetadata:
 
 
 @dataclasses.dataclass(frozen=True)
+class TopicMetadata:
+    """One topic of a Metadata response. `error_code` is the topic's own error (e.g.
+    UNKNOWN_TOPIC_OR_PARTITION); partitions carry theirs (LEADER_NOT_AVAILABLE...)."""
+
+    name: str
+    topic_id: uuid.UUID | None  # None: Metadata < v10, or the all-zero id
+    is_internal: bool  # False before Metadata v1
+    error_code: int
+    partitions: tuple[PartitionMetadata, ...]  # sorted by partition
+
+
+@dataclasses.dataclass(frozen=True)
 class TopicsMetadata:
-    """Metadata with topics: the brokers and every partition's leader, replicas, ISR."""
+    """Metadata with topics: the brokers and every partition's leader, replicas, ISR;
+    `topics` has the same partitions grouped per topic, with topic id and flags."""
 
     cluster: ClusterMetadata
     partitions: tuple[PartitionMetadata, ...]
+    topics: tuple[TopicMetadata, ...] = ()
+
+    def topic(self, name: str) -> TopicMetadata | None:
+        return next((t for t in self.topics if t.name == name), None)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -226,7 +238,9 @@ class WireClient:
 
     def topic_metadata(self, topics: list[str] | None = None) -> TopicsMetadata:
         """Metadata for `topics` (None: every topic): brokers plus each partition's
-        leader, replicas and ISR, as the answering broker's metadata cache has them."""
+        leader, replicas and ISR, as the answering broker's metadata cache has them, and
+        per topic its error, id (Metadata v10+) and is_internal (v1+). Topic errors are
+        reported, not raised: an unknown topic comes back with UNKNOWN_TOPIC_OR_PARTITION."""
         version = self.pick_version(METADATA)
         cls = load_request_schema(METADATA, version)
         module = __import__(cls.__module__, fromlist=["MetadataRequestTopic"])
@@ -248,20 +262,32 @@ class WireClient:
             getattr(r, "cluster_id", None), int(getattr(r, "controller_id", -1)), brokers
         )
         partitions = []
+        described = []
         for t in r.topics:
-            for p in t.partitions:
-                partitions.append(
-                    PartitionMetadata(
-                        str(t.name),
-                        int(p.partition_index),
-                        int(p.leader_id),
-                        int(getattr(p, "leader_epoch", -1)),
-                        tuple(int(x) for x in p.replica_nodes),
-                        tuple(int(x) for x in p.isr_nodes),
-                        int(p.error_code) or int(t.error_code),
-                    )
+            ours = [
+                PartitionMetadata(
+                    str(t.name),
+                    int(p.partition_index),
+                    int(p.leader_id),
+                    int(getattr(p, "leader_epoch", -1)),
+                    tuple(int(x) for x in p.replica_nodes),
+                    tuple(int(x) for x in p.isr_nodes),
+                    int(p.error_code) or int(t.error_code),
                 )
-        return TopicsMetadata(cluster, tuple(partitions))
+                for p in t.partitions
+            ]
+            partitions.extend(ours)
+            topic_id = getattr(t, "topic_id", None)  # v10+
+            described.append(
+                TopicMetadata(
+                    str(t.name),
+                    None if topic_id is None or topic_id == _ZERO_UUID else topic_id,
+                    bool(getattr(t, "is_internal", False)),  # v1+
+                    int(t.error_code),
+                    tuple(sorted(ours, key=lambda p: p.partition)),
+                )
+            )
+        return TopicsMetadata(cluster, tuple(partitions), tuple(described))
 
     def find_coordinator(self, group: str) -> int:
         """FindCoordinator (key type group): the coordinator's node id."""
