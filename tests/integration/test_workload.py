@@ -114,6 +114,36 @@ def test_consumer_group_records_polls_assignment_and_commits(node, tmp_path):
     assert [e for e in history if e["f"] == "revoke"]  # on close
 
 
+def test_kafka_python_consumer_group_records_the_same_history(node, tmp_path):
+    topic = new_topic(node.bootstrap, partitions=2)
+    run_dir = tmp_path / "run"
+    with WorkloadRun(run_dir, bootstrap=node.bootstrap, command="produce") as run:
+        run.add_producers(ProducerSettings(node.bootstrap, topic, workload="logs",
+                                           rate=0, duration=None, count=200, acks="all"))
+        run.start()
+        run.wait()
+    with WorkloadRun(run_dir, bootstrap=node.bootstrap, command="consume") as run:
+        group = run.add_consumers(ConsumerSettings(
+            node.bootstrap, [topic], group="kp", duration=6.0, client="kafka-python",
+            config={"metadata.max.age.ms": "300000"}))
+        run.start()
+        run.wait()
+        assert group.totals()["polled"] == 200
+    history = rows(run_dir)
+    polls = [e for e in history if e["f"] == "poll"]
+    sent = {e["msg_id"] for e in history if e["f"] == "send" and e["type"] == "ok"}
+    assert {e["msg_id"] for e in polls} == sent and {e["process"] for e in polls} == {
+        "consumer-kp-0"}
+    assign = [json.loads(e["value"]) for e in history if e["f"] == "assign"]
+    assert assign and assign[-1]["partitions"] == {topic: [0, 1]}
+    commits = [e for e in history if e["f"] == "commit"]
+    assert commits and commits[-1]["type"] == "ok"
+    [metadata] = [json.loads(e["value"]) for e in history if e["f"] == "metadata"]
+    assert metadata["learned"] == [1] and metadata["client"] == "consumer-kp-0"
+    with pytest.raises(ValueError, match="unknown consumer client"):
+        ConsumerSettings(node.bootstrap, [topic], group="kp", client="java").validate()
+
+
 def test_cli_produce_then_check_prints_the_counts(node, tmp_path):
     topic = f"w-{uuid.uuid4().hex[:8]}"
     run_dir = tmp_path / "cli-run"

@@ -287,13 +287,16 @@ class _Runner:
         for c in self.scenario.consumers:
             config: dict[str, Any] = dict(c.config)
             if c.metadata_max_age_ms is not None:
-                config.setdefault("topic.metadata.refresh.interval.ms", c.metadata_max_age_ms)
+                if c.client == "confluent":
+                    config.setdefault("topic.metadata.refresh.interval.ms",
+                                      c.metadata_max_age_ms)
                 config.setdefault("metadata.max.age.ms", c.metadata_max_age_ms)
             run.add_consumers(ConsumerSettings(
                 bootstrap=bootstrap, topics=[c.topic], group=c.group, consumers=c.members,
                 duration=None, commit_interval=c.commit_interval,
                 session_timeout_ms=c.session_timeout_ms,
-                heartbeat_interval_ms=c.heartbeat_interval_ms, config=config))
+                heartbeat_interval_ms=c.heartbeat_interval_ms, config=config,
+                client=c.client))
         run.add_observer([t.name for t in self.scenario.topics] or None)
 
     # -- the schedule (its own thread) ---------------------------------------------

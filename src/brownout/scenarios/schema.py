@@ -34,7 +34,8 @@ Keys (unknown keys are errors, with a "did you mean" hint):
   The label names the workload in expectations and in the verdict (default
   ``acks-<acks>``; labels must be unique).
 * ``consumers``: group, topic, members, session_timeout_ms, heartbeat_interval_ms,
-  metadata_max_age_ms, commit_interval, config.
+  metadata_max_age_ms, commit_interval, config, client (confluent -- librdkafka, the
+  default -- or kafka-python, which like Java clients before 3.8 never re-bootstraps).
 * ``pipeline``: on | off. On: the Spark pipeline (brownout.spark.pipeline) reads the
   workloads' topics from before the producers start until it has caught up after the
   heal; its audit (pipeline-check.json) judges ``pipeline_matches_ground_truth``, which
@@ -318,6 +319,7 @@ class ConsumerSpec:
     metadata_max_age_ms: int | None = None
     commit_interval: float = 1.0
     config: dict[str, str] = dataclasses.field(default_factory=dict)
+    client: str = "confluent"  # confluent (librdkafka) | kafka-python
 
 
 @dataclasses.dataclass(frozen=True)
@@ -408,7 +410,8 @@ WORKLOAD_KEYS = ("label", "workload", "topic", "acks", "producers", "rate", "ide
                  "retries", "message_timeout_ms", "request_timeout_ms", "linger_ms", "size",
                  "config")
 CONSUMER_KEYS = ("group", "topic", "members", "session_timeout_ms", "heartbeat_interval_ms",
-                 "metadata_max_age_ms", "commit_interval", "config")
+                 "metadata_max_age_ms", "commit_interval", "config", "client")
+CONSUMER_CLIENTS = ("confluent", "kafka-python")
 HEAL_KEYS = ("enabled", "timeout")
 PIPELINE_EXPECTATION = "pipeline_matches_ground_truth"
 
@@ -597,6 +600,12 @@ def _consumer(r: _Reader, field: str, node: Node, topics: tuple[str, ...]) -> Co
             r.scalar(m["commit_interval"], f"{field}.commit_interval"), r)
     if "config" in m:
         kw["config"] = _props(r.free_mapping(m["config"], f"{field}.config"))
+    if "client" in m:
+        v = r.scalar(m["client"], f"{field}.client")
+        kw["client"] = _as_str(v, r)
+        if kw["client"] not in CONSUMER_CLIENTS:
+            raise r.error(v, f"unknown client {kw['client']!r} (one of "
+                          f"{', '.join(CONSUMER_CLIENTS)})")
     return ConsumerSpec(**kw)
 
 

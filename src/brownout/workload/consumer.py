@@ -34,6 +34,8 @@ from .workers import WorkerGroup
 
 log = logging.getLogger(__name__)
 
+CLIENTS = ("confluent", "kafka-python")
+
 # Commit errors where the coordinator refused the commit: nothing was stored.
 DEFINITE_COMMIT_ERRORS = frozenset({
     "REBALANCE_IN_PROGRESS", "ILLEGAL_GENERATION", "UNKNOWN_MEMBER_ID",
@@ -58,10 +60,16 @@ class ConsumerSettings:
     isolation_level: str = "read_committed"  # Kafka's consumer default
     stats_interval_ms: int = DEFAULT_STATS_INTERVAL_MS
     config: dict[str, Any] = dataclasses.field(default_factory=dict)
+    client: str = "confluent"  # or "kafka-python" (kp_consumer.py)
 
     def validate(self) -> None:
         if not self.group and not self.assignment:
             raise ValueError("a consumer needs a group (subscribe) or an assignment")
+        if self.client not in CLIENTS:
+            raise ValueError(f"unknown consumer client {self.client!r} "
+                             f"(one of {', '.join(CLIENTS)})")
+        if self.client == "kafka-python" and not self.group:
+            raise ValueError("the kafka-python consumer subscribes: it needs a group")
         if self.consumers < 1:
             raise ValueError("consumers must be at least 1")
 
@@ -287,8 +295,15 @@ class ConsumerGroup(WorkerGroup):
                  *, stop: threading.Event, logger: logging.Logger | None = None) -> None:
         settings.validate()
         self.settings = settings
-        self.workers = [ConsumerWorker(settings, history, name, stop=stop, deadline=None,
-                                       logger=logger) for name in names]
+        self.workers: list[Any]
+        if settings.client == "kafka-python":
+            from .kp_consumer import KafkaPythonConsumerWorker
+
+            self.workers = [KafkaPythonConsumerWorker(settings, history, name, stop=stop,
+                                                      deadline=None) for name in names]
+        else:
+            self.workers = [ConsumerWorker(settings, history, name, stop=stop,
+                                           deadline=None, logger=logger) for name in names]
 
     def totals(self) -> dict[str, int]:
         return {

@@ -165,6 +165,15 @@ def test_restart_down_time_is_a_duration():
     assert "not a parameter of wait" in e.message
 
 
+def test_consumer_client():
+    text = BASE.replace("duration: 20s", "consumers:\n  - {group: g, topic: user-events, "
+                        "client: kafka-python}\nduration: 20s")
+    assert loads(text, "s.yaml").consumers[0].client == "kafka-python"
+    bad = text.replace("kafka-python}", "java}")
+    e = error_of(bad)
+    assert e.field == "consumers[0].client" and "one of confluent, kafka-python" in e.message
+
+
 def test_at_times_must_not_go_back():
     text = BASE.replace("  - after: previous\n    wait: 2s\n", "  - at: 1s\n    wait: 2s\n")
     e = error_of(text)
