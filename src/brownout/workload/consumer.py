@@ -138,16 +138,18 @@ class PollRecorder:
         self.polled += 1
 
 
-class ConsumerWorker:
+class MemberBase:
+    """What every recording consumer shares, whatever its client: its thread, what it
+    was assigned, and the commit bookkeeping (which offsets to commit, and the invoke /
+    ok / fail / info events around the client's own commit call, `_commit_offsets`)."""
+
     def __init__(self, settings: ConsumerSettings, history: HistoryWriter, process: str, *,
-                 stop: threading.Event, deadline: float | None,
-                 logger: logging.Logger | None = None) -> None:
+                 stop: threading.Event, deadline: float | None) -> None:
         self.settings = settings
         self.history = history
         self.process = process
         self.stop = stop
         self.deadline = deadline
-        self.logger = logger
         self.recorder = PollRecorder(history, process)
         self.assigned: set[tuple[str, int]] = set()
         self.rebalances = 0
@@ -162,7 +164,76 @@ class ConsumerWorker:
     def join(self, timeout: float | None = None) -> None:
         self.thread.join(timeout)
 
-    # -- callbacks (run inside poll/consume/close, on this thread) ----------------------
+    def _run(self) -> None:
+        raise NotImplementedError
+
+    def _done(self) -> bool:
+        return self.stop.is_set() or (
+            self.deadline is not None and time.monotonic() >= self.deadline)
+
+    def _forget(self, tps: list[Any]) -> None:
+        for tp in tps:
+            self.assigned.discard((tp.topic, tp.partition))
+            self.recorder.positions.pop((tp.topic, tp.partition), None)
+
+    def _commit_offsets(self, positions: dict[tuple[str, int], int]) -> tuple[str, str | None]:
+        """Commit with the client: (OK | FAIL | INFO, error name or None)."""
+        raise NotImplementedError
+
+    def _commit(self, only: set[tuple[str, int]] | None = None) -> None:
+        """Commit the next offsets of consumed partitions (synchronously, so the
+        completion event follows its invoke directly)."""
+        if not self.settings.group or self.settings.commit_interval <= 0 or \
+                self.consumer is None:
+            return
+        positions = {tp: o for tp, o in self.recorder.positions.items()
+                     if (only is None or tp in only) and tp in self.assigned}
+        if not positions:
+            return
+        offsets: dict[str, dict[str, int]] = {}
+        for (t, p), o in sorted(positions.items()):
+            offsets.setdefault(t, {})[str(p)] = o
+        value = _dumps({"group": self.settings.group, "member": self._member(),
+                        "offsets": offsets})
+        self.history.record(INVOKE, "commit", self.process, value=value)
+        kind, error = self._commit_offsets(positions)
+        self.commits += 1
+        if kind != OK:
+            self.history.record(kind, "commit", self.process, value=value, error=error)
+            return
+        self.history.record(OK, "commit", self.process, value=value)
+        for tp in positions:
+            # Committed: nothing to commit again until more is consumed.
+            if self.recorder.positions.get(tp) == positions[tp]:
+                del self.recorder.positions[tp]
+
+    def _loop(self, setup: Any, poll: Any) -> None:
+        """`setup()`, then record what `poll()` returns until done, committing every
+        commit_interval and once more at the end; a crash is recorded; the client is
+        always closed (it leaves the group: the revoke callback runs in there)."""
+        try:
+            setup()
+            next_commit = time.monotonic() + self.settings.commit_interval
+            while not self._done():
+                for msg in poll():
+                    self.recorder.record(msg)
+                if self.settings.commit_interval > 0 and time.monotonic() >= next_commit:
+                    self._commit()
+                    next_commit = time.monotonic() + self.settings.commit_interval
+            self._commit()
+        except Exception as e:
+            log.exception("%s crashed", self.process)
+            self._failed(e)
+        finally:
+            try:
+                self.consumer.close()
+            except Exception as e:  # pragma: no cover - a broken client at exit
+                log.warning("%s: close failed: %s", self.process, e)
+
+    def _failed(self, e: BaseException) -> None:
+        self.error = e
+        self.history.record(INFO, "client-error", self.process, error=type(e).__name__,
+                            value=str(e))
 
     def _member(self) -> str | None:
         # The consumer's own name, not Kafka's member id: Consumer.memberid() called from
@@ -175,6 +246,18 @@ class ConsumerWorker:
                  "partitions": _partitions(tps), **extra}
         self.history.record(OK, f, self.process, value=_dumps(value))
 
+
+class ConsumerWorker(MemberBase):
+    """A member on confluent-kafka (librdkafka)."""
+
+    def __init__(self, settings: ConsumerSettings, history: HistoryWriter, process: str, *,
+                 stop: threading.Event, deadline: float | None,
+                 logger: logging.Logger | None = None) -> None:
+        super().__init__(settings, history, process, stop=stop, deadline=deadline)
+        self.logger = logger
+
+    # -- callbacks (run inside poll/consume/close, on this thread) ----------------------
+
     def _on_assign(self, consumer: Any, tps: list[Any]) -> None:
         self.rebalances += 1
         self.assigned |= {(tp.topic, tp.partition) for tp in tps}
@@ -183,42 +266,21 @@ class ConsumerWorker:
     def _on_revoke(self, consumer: Any, tps: list[Any]) -> None:
         # Commit what was consumed before the partitions move, as applications do.
         self._commit({(tp.topic, tp.partition) for tp in tps})
-        self._drop(tps)
+        self._forget(tps)
         self._membership_event("revoke", tps)
 
     def _on_lost(self, consumer: Any, tps: list[Any]) -> None:
         # Lost (session expired): committing now would fail; just forget them.
-        self._drop(tps)
+        self._forget(tps)
         self._membership_event("revoke", tps, lost=True)
-
-    def _drop(self, tps: list[Any]) -> None:
-        for tp in tps:
-            self.assigned.discard((tp.topic, tp.partition))
-            self.recorder.positions.pop((tp.topic, tp.partition), None)
 
     def _client_error(self, err: Any) -> None:
         self.history.record(INFO, "client-error", self.process, error=error_name(err),
                             value=str(err))
 
-    # -- commits ---------------------------------------------------------------------
-
-    def _commit(self, only: set[tuple[str, int]] | None = None) -> None:
-        """Commit the next offsets of consumed partitions (synchronously, so the
-        completion event follows its invoke directly)."""
+    def _commit_offsets(self, positions: dict[tuple[str, int], int]) -> tuple[str, str | None]:
         from confluent_kafka import KafkaException, TopicPartition
 
-        if not self.settings.group or self.settings.commit_interval <= 0:
-            return
-        positions = {tp: o for tp, o in self.recorder.positions.items()
-                     if (only is None or tp in only) and tp in self.assigned}
-        if not positions:
-            return
-        offsets: dict[str, dict[str, int]] = {}
-        for (t, p), o in sorted(positions.items()):
-            offsets.setdefault(t, {})[str(p)] = o
-        value = _dumps({"group": self.settings.group, "member": self._member(),
-                        "offsets": offsets})
-        self.history.record(INVOKE, "commit", self.process, value=value)
         try:
             result = self.consumer.commit(
                 offsets=[TopicPartition(t, p, o) for (t, p), o in positions.items()],
@@ -228,22 +290,11 @@ class ConsumerWorker:
             errors = [error_name(e.args[0]) if e.args else str(e)]
         except RuntimeError as e:  # consumer closed
             errors = [str(e)]
-        self.commits += 1
         if not errors:
-            self.history.record(OK, "commit", self.process, value=value)
-            for tp in positions:
-                # Committed: nothing to commit again until more is consumed.
-                if self.recorder.positions.get(tp) == positions[tp]:
-                    del self.recorder.positions[tp]
-            return
-        kind = FAIL if all(e in DEFINITE_COMMIT_ERRORS for e in errors) else INFO
-        self.history.record(kind, "commit", self.process, value=value, error=errors[0])
+            return OK, None
+        return (FAIL if all(e in DEFINITE_COMMIT_ERRORS for e in errors) else INFO), errors[0]
 
     # -- the loop --------------------------------------------------------------------
-
-    def _done(self) -> bool:
-        return self.stop.is_set() or (
-            self.deadline is not None and time.monotonic() >= self.deadline)
 
     def _run(self) -> None:
         from confluent_kafka import Consumer, TopicPartition
@@ -254,14 +305,12 @@ class ConsumerWorker:
         if self.logger is not None:
             conf["logger"] = self.logger
         try:
-            self.consumer = Consumer(conf)
-        except Exception as e:
-            self.error = e
-            self.history.record(INFO, "client-error", self.process, error=type(e).__name__,
-                                value=str(e))
+            consumer = self.consumer = Consumer(conf)
+        except Exception as e:  # a bad config: recorded, and this member never runs
+            self._failed(e)
             return
-        consumer = self.consumer
-        try:
+
+        def setup() -> None:
             if self.settings.assignment:
                 tps = [TopicPartition(t, p) for t, p in self.settings.assignment]
                 consumer.assign(tps)
@@ -270,24 +319,8 @@ class ConsumerWorker:
             else:
                 consumer.subscribe(list(self.settings.topics), on_assign=self._on_assign,
                                    on_revoke=self._on_revoke, on_lost=self._on_lost)
-            next_commit = time.monotonic() + self.settings.commit_interval
-            while not self._done():
-                for msg in consumer.consume(num_messages=500, timeout=0.1):
-                    self.recorder.record(msg)
-                if self.settings.commit_interval > 0 and time.monotonic() >= next_commit:
-                    self._commit()
-                    next_commit = time.monotonic() + self.settings.commit_interval
-            self._commit()
-        except Exception as e:
-            self.error = e
-            log.exception("%s crashed", self.process)
-            self.history.record(INFO, "client-error", self.process, error=type(e).__name__,
-                                value=str(e))
-        finally:
-            try:
-                consumer.close()  # leaves the group; the revoke callback runs in here
-            except Exception as e:  # pragma: no cover - a broken client at exit
-                log.warning("%s: close failed: %s", self.process, e)
+
+        self._loop(setup, lambda: consumer.consume(num_messages=500, timeout=0.1))
 
 
 class ConsumerGroup(WorkerGroup):

@@ -16,11 +16,10 @@ from __future__ import annotations
 import json
 import logging
 import threading
-import time
 from typing import Any
 
-from .consumer import ConsumerSettings, PollRecorder, _dumps, _partitions
-from .history import FAIL, INFO, INVOKE, OK, HistoryWriter
+from .consumer import ConsumerSettings, MemberBase
+from .history import FAIL, INFO, OK, HistoryWriter
 
 log = logging.getLogger(__name__)
 
@@ -80,51 +79,27 @@ class _Record:
         return list(self.r.headers or ())
 
 
-class KafkaPythonConsumerWorker:
-    """One group member on its own thread (the interface of consumer.ConsumerWorker)."""
+class KafkaPythonConsumerWorker(MemberBase):
+    """One group member on kafka-python, on its own thread."""
 
     def __init__(self, settings: ConsumerSettings, history: HistoryWriter, process: str, *,
                  stop: threading.Event, deadline: float | None) -> None:
         if not settings.group:
             raise ValueError("the kafka-python consumer needs a group")
-        self.settings = settings
-        self.history = history
-        self.process = process
-        self.stop = stop
-        self.deadline = deadline
-        self.recorder = PollRecorder(history, process)
-        self.assigned: set[tuple[str, int]] = set()
-        self.rebalances = 0
-        self.commits = 0
-        self.error: BaseException | None = None
-        self.consumer: Any = None
+        super().__init__(settings, history, process, stop=stop, deadline=deadline)
         self._last_brokers: list[int] | None = None
-        self.thread = threading.Thread(target=self._run, name=process, daemon=True)
-
-    def start(self) -> None:
-        self.thread.start()
-
-    def join(self, timeout: float | None = None) -> None:
-        self.thread.join(timeout)
 
     # -- what the client tells us ----------------------------------------------------
 
-    def _membership_event(self, f: str, tps: Any) -> None:
-        value = {"group": self.settings.group, "member": self.process,
-                 "partitions": _partitions(list(tps))}
-        self.history.record(OK, f, self.process, value=_dumps(value))
-
     def _on_revoked(self, tps: Any) -> None:
         self._commit({(tp.topic, tp.partition) for tp in tps})
-        for tp in tps:
-            self.assigned.discard((tp.topic, tp.partition))
-            self.recorder.positions.pop((tp.topic, tp.partition), None)
-        self._membership_event("revoke", tps)
+        self._forget(list(tps))
+        self._membership_event("revoke", list(tps))
 
     def _on_assigned(self, tps: Any) -> None:
         self.rebalances += 1
         self.assigned |= {(tp.topic, tp.partition) for tp in tps}
-        self._membership_event("assign", tps)
+        self._membership_event("assign", list(tps))
 
     def _on_metadata(self, cluster: Any) -> None:
         # Called by kafka-python after every Metadata response it applies.
@@ -142,45 +117,20 @@ class KafkaPythonConsumerWorker:
 
     # -- commits ---------------------------------------------------------------------
 
-    def _commit(self, only: set[tuple[str, int]] | None = None) -> None:
+    def _commit_offsets(self, positions: dict[tuple[str, int], int]) -> tuple[str, str | None]:
         from kafka import OffsetAndMetadata, TopicPartition
         from kafka.errors import CommitFailedError, KafkaError
 
-        if self.settings.commit_interval <= 0 or self.consumer is None:
-            return
-        positions = {tp: o for tp, o in self.recorder.positions.items()
-                     if (only is None or tp in only) and tp in self.assigned}
-        if not positions:
-            return
-        offsets: dict[str, dict[str, int]] = {}
-        for (t, p), o in sorted(positions.items()):
-            offsets.setdefault(t, {})[str(p)] = o
-        value = _dumps({"group": self.settings.group, "member": self.process,
-                        "offsets": offsets})
-        self.history.record(INVOKE, "commit", self.process, value=value)
-        self.commits += 1
         try:
             self.consumer.commit({TopicPartition(t, p): OffsetAndMetadata(o, "", -1)
                                   for (t, p), o in positions.items()})
-        except CommitFailedError as e:  # the group rebalanced: the coordinator refused
-            self.history.record(FAIL, "commit", self.process, value=value,
-                                error="CommitFailedError", )
-            log.info("%s: commit refused: %s", self.process, e)
-            return
+        except CommitFailedError:  # the group rebalanced: the coordinator refused it
+            return FAIL, "CommitFailedError"
         except (KafkaError, OSError, AssertionError) as e:
-            self.history.record(INFO, "commit", self.process, value=value,
-                                error=type(e).__name__)
-            return
-        self.history.record(OK, "commit", self.process, value=value)
-        for tp in positions:
-            if self.recorder.positions.get(tp) == positions[tp]:
-                del self.recorder.positions[tp]
+            return INFO, type(e).__name__
+        return OK, None
 
     # -- the loop --------------------------------------------------------------------
-
-    def _done(self) -> bool:
-        return self.stop.is_set() or (
-            self.deadline is not None and time.monotonic() >= self.deadline)
 
     def _run(self) -> None:
         from kafka import ConsumerRebalanceListener, KafkaConsumer
@@ -195,28 +145,19 @@ class KafkaPythonConsumerWorker:
                 worker._on_assigned(assigned)
 
         try:
-            self.consumer = KafkaConsumer(**client_kwargs(self.settings, self.process))
+            consumer = self.consumer = KafkaConsumer(**client_kwargs(self.settings, self.process))
+        except Exception as e:  # a bad config: recorded, and this member never runs
+            self._failed(e)
+            return
+
+        def setup() -> None:
             # The cluster object is kafka-python's own; its listener is the one hook
             # that sees every Metadata response the consumer applies.
-            self.consumer._client.cluster.add_listener(self._on_metadata)
-            self.consumer.subscribe(list(self.settings.topics), listener=Listener())
-            next_commit = time.monotonic() + self.settings.commit_interval
-            while not self._done():
-                for records in self.consumer.poll(timeout_ms=100, max_records=500).values():
-                    for record in records:
-                        self.recorder.record(_Record(record))
-                if self.settings.commit_interval > 0 and time.monotonic() >= next_commit:
-                    self._commit()
-                    next_commit = time.monotonic() + self.settings.commit_interval
-            self._commit()
-        except Exception as e:
-            self.error = e
-            log.exception("%s crashed", self.process)
-            self.history.record(INFO, "client-error", self.process, error=type(e).__name__,
-                                value=str(e))
-        finally:
-            if self.consumer is not None:
-                try:
-                    self.consumer.close()  # leaves the group
-                except Exception as e:  # pragma: no cover - a broken client at exit
-                    log.warning("%s: close failed: %s", self.process, e)
+            consumer._client.cluster.add_listener(self._on_metadata)
+            consumer.subscribe(list(self.settings.topics), listener=Listener())
+
+        def poll() -> list[_Record]:
+            batches = consumer.poll(timeout_ms=100, max_records=500).values()
+            return [_Record(r) for records in batches for r in records]
+
+        self._loop(setup, poll)
