@@ -368,11 +368,6 @@ class Nemesis:
 
     # -- process faults ----------------------------------------------------------------
 
-    def _running(
-        self, nodes: Iterable[int], states: tuple[str, ...] = ("running", "paused")
-    ) -> list[int]:
-        return [n for n in nodes if self.supervisor.process_state(n) in states]
-
     def _do_kill(self, fault: Fault, nodes: tuple[int, ...], details: dict[str, Any]) -> str:
         killed = [n for n in nodes if self.supervisor.kill_node(n)]
         details["killed"] = killed

@@ -46,6 +46,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from brownout.check.events import Fault, node_id, parse_faults
+from brownout.check.load import parse_value
 from brownout.report.pipeline import PipelineView, load_pipeline
 from brownout.report.tables import (
     DEFAULT_LOSS_ROWS,
@@ -221,16 +222,6 @@ def read_slices(source: HistorySource, batch_rows: int = 1 << 20) -> HistorySlic
         out[name] = (pa.concat_tables(parts[name]) if parts[name] else
                      pa.schema([SCHEMA.field(c) for c in cols]).empty_table())
     return HistorySlices(first=first, last=last, **out)
-
-
-def _value(text: str | None) -> dict[str, Any]:
-    if not text:
-        return {}
-    try:
-        value = json.loads(text)
-    except ValueError:
-        return {}
-    return value if isinstance(value, dict) else {}
 
 
 # -- writes per second ------------------------------------------------------------------
@@ -446,7 +437,7 @@ def partition_series(observations: pa.Table) -> dict[tuple[str | None, int], Par
     for order, event in enumerate(events):
         if event["type"] == "invoke" or event["time"] is None:
             continue
-        value = _value(event["value"])
+        value = parse_value(event["value"])
         for topic, partition, sample in _samples(event, value):
             if partition is None:
                 continue
@@ -506,7 +497,7 @@ def controller_series(observations: pa.Table) -> ControllerSeries:
     events = observations.select(["time", "type", "value"]).to_pylist()
     events.sort(key=lambda e: e["time"] if e["time"] is not None else -math.inf)
     for e in events:
-        value = _value(e["value"])
+        value = parse_value(e["value"])
         kind = value.get("kind")
         if kind == "unreachable":
             out.unreachable.append(float(e["time"]))
@@ -544,7 +535,7 @@ def group_events(groups: pa.Table) -> list[GroupEvent]:
     for e in groups.select(["time", "process", "type", "f", "value"]).to_pylist():
         if e["type"] not in ("ok", "info") or e["time"] is None:
             continue
-        value = _value(e["value"])
+        value = parse_value(e["value"])
         parts = value.get("partitions")
         if isinstance(parts, dict):
             n: int | None = sum(len(v) if isinstance(v, list) else 1 for v in parts.values())

@@ -230,12 +230,8 @@ def leaders_figure(data: RunData) -> go.Figure:
         colorscale=scale, xgap=0, ygap=2,
         colorbar={"title": {"text": "leader"}, "tickvals": list(range(k + 1)),
                   "ticktext": ["none", *map(str, nodes)]}))
-    shade_faults(fig, data.faults, tl, outline=True)
-    base_layout(fig, tl, "Partition leaders (at the end of each second; black: no leader)",
-                _heatmap_height(len(series)), "partition")
-    fig.update_layout(hovermode="closest")
-    fig.update_yaxes(autorange="reversed", type="category")
-    return fig
+    return _partition_heatmap(
+        fig, data, "Partition leaders (at the end of each second; black: no leader)")
 
 
 def isr_figure(data: RunData) -> go.Figure:
@@ -254,9 +250,14 @@ def isr_figure(data: RunData) -> go.Figure:
         hovertemplate="%{y} @ %{x:.0f}s: %{text}<extra></extra>", zmin=0, zmax=max(rf, 1),
         colorscale=[[0, "#67000d"], [0.34, "#d62728"], [0.67, "#fdae61"], [1, "#1a9850"]],
         xgap=0, ygap=2, colorbar={"title": {"text": "ISR size"}, "dtick": 1}))
+    return _partition_heatmap(fig, data, "ISR size per partition (smallest in each second)")
+
+
+def _partition_heatmap(fig: go.Figure, data: RunData, title: str) -> go.Figure:
+    """The layout both per-partition heatmaps share: fault bands, one row a partition."""
+    tl = data.timeline
     shade_faults(fig, data.faults, tl, outline=True)
-    base_layout(fig, tl, "ISR size per partition (smallest in each second)",
-                _heatmap_height(len(series)), "partition")
+    base_layout(fig, tl, title, _heatmap_height(len(data.partitions)), "partition")
     fig.update_layout(hovermode="closest")
     fig.update_yaxes(autorange="reversed", type="category")
     return fig
