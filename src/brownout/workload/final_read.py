@@ -172,6 +172,7 @@ def _watermarks(consumer: Any, tp: Any, read: PartitionRead, request_timeout: fl
         try:
             low, high = consumer.get_watermark_offsets(tp, timeout=request_timeout,
                                                        cached=False)
+            read.error = None  # an earlier attempt's error is history now
             return int(low), int(high)
         except Exception as e:
             err = e.args[0] if e.args else None
