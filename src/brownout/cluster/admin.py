@@ -120,14 +120,9 @@ def _quiet_logger() -> logging.Logger:
 def _broker_error_text(code: int) -> str:
     """A broker error code as librdkafka names it, e.g. ``UNKNOWN_TOPIC_OR_PART: Broker:
     Unknown topic or partition`` (what the confluent-kafka based commands printed)."""
-    try:
-        from confluent_kafka import KafkaError
+    from confluent_kafka import KafkaError
 
-        return _error_text(Exception(KafkaError(code)))
-    except ImportError:  # pragma: no cover - depends on the environment
-        from .wire import _error_name
-
-        return _error_name(code)
+    return _error_text(Exception(KafkaError(code)))
 
 
 def _error_text(e: BaseException) -> str:

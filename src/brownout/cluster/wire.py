@@ -123,9 +123,6 @@ class TopicsMetadata:
     partitions: tuple[PartitionMetadata, ...]
     topics: tuple[TopicMetadata, ...] = ()
 
-    def topic(self, name: str) -> TopicMetadata | None:
-        return next((t for t in self.topics if t.name == name), None)
-
 
 @dataclasses.dataclass(frozen=True)
 class QuorumInfo:
