@@ -14,6 +14,7 @@ from brownout.protocol.records import (
     read_header,
     read_varint,
     validate_batch,
+    validate_records,
     write_varint,
 )
 
@@ -147,3 +148,62 @@ def test_decode_refuses_garbage_compressed_payload():
 def test_build_batch_refuses_empty():
     with pytest.raises(ValueError):
         build_batch([], timestamp_ms=TS)
+
+
+# -- record-level validation of a client's batch (Kafka's LogValidator) -----------------
+
+
+def resealed(raw: bytes, records: bytes, *, attributes: int = 0) -> bytes:
+    """`raw`'s header over other record bytes, with a CRC that matches them."""
+    return compress_batch(raw, attributes, lambda _body: records)
+
+
+def test_validate_records_accepts_what_clients_send():
+    import gzip
+
+    raw = build_batch([(b"k", b"v" * 300), (None, None), (b"", b"")], timestamp_ms=TS)
+    validate_records(raw, validate_batch(raw))
+    packed = compress_batch(raw, 1, gzip.compress)
+    validate_records(packed, validate_batch(packed))
+
+
+@pytest.mark.parametrize(
+    ("records", "reason"),
+    [
+        (b"\xff" * 40, "bad length|longer than 10 bytes"),  # a varint that never ends
+        (b"\x7f" + b"\0" * 10, "bad length"),  # record length -64
+        (b"\x10\x00\x00\x00\x01k\x02vv\x00" + b"\0" * 4, "bad value length|ends at"),
+    ],
+)
+def test_validate_records_refuses_records_that_do_not_decode(records: bytes, reason: str):
+    raw = build_batch([(b"k", b"v")], timestamp_ms=TS)
+    batch = resealed(raw, records)
+    header = validate_batch(batch)  # the CRC is fine: only the records are wrong
+    with pytest.raises(CorruptRecordError, match=reason):
+        validate_records(batch, header)
+
+
+def test_validate_records_refuses_an_unknown_codec():
+    raw = build_batch([(b"k", b"v")], timestamp_ms=TS)
+    batch = resealed(raw, raw[61:], attributes=7)
+    with pytest.raises(CorruptRecordError, match="unknown compression codec 7"):
+        validate_records(batch, validate_batch(batch))
+
+
+def test_validate_records_refuses_fewer_records_than_the_header_counts():
+    one = build_batch([(b"k", b"v")], timestamp_ms=TS)
+    two = build_batch([(b"k", b"v"), (b"k", b"v")], timestamp_ms=TS)
+    batch = resealed(two, one[61:])
+    with pytest.raises(CorruptRecordError):
+        validate_records(batch, validate_batch(batch))
+
+
+def test_validate_records_refuses_offset_deltas_out_of_order():
+    raw = build_batch([(b"a", b"1"), (b"b", b"2")], timestamp_ms=TS)
+    body = bytearray(raw[61:])
+    # Each record is: length, attributes, timestamp delta, offset delta (zigzag 0, 2).
+    first_len = body[0] >> 1
+    body[3], body[first_len + 1 + 3] = 2, 0
+    batch = resealed(raw, bytes(body))
+    with pytest.raises(InvalidRecordError, match="offset delta"):
+        validate_records(batch, validate_batch(batch))

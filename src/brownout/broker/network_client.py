@@ -18,9 +18,11 @@ import logging
 import struct
 from typing import Any
 
-from kio.serial import entity_reader, entity_writer
+from kio.serial import entity_writer
 
 from ..protocol.apis import request_class, response_class
+from ..protocol.errors import ProtocolError
+from ..protocol.framecheck import decode_entity
 
 log = logging.getLogger("kafka.clients.NetworkClient")
 
@@ -87,15 +89,15 @@ class _Connection:
                     raise NodeUnreachable("response without a request")
                 correlation_id, api_key, version, future = self.pending.popleft()
                 cls = response_class(api_key, version)
-                header, offset = entity_reader(cls.__header_schema__)(frame, 0)
+                header, offset = decode_entity(cls.__header_schema__, frame, 0)
                 if header.correlation_id != correlation_id:
                     raise NodeUnreachable(
                         f"correlation id {header.correlation_id} != expected {correlation_id}"
                     )
-                body, _ = entity_reader(cls)(frame, offset)
+                body, _ = decode_entity(cls, frame, offset)
                 if not future.done():
                     future.set_result(body)
-        except (OSError, asyncio.IncompleteReadError, NodeUnreachable) as e:
+        except (OSError, asyncio.IncompleteReadError, NodeUnreachable, ProtocolError) as e:
             self.close(NodeUnreachable(f"connection to {self.host}:{self.port} lost: {e}"))
         except asyncio.CancelledError:
             self.close(NodeUnreachable("client closed"))

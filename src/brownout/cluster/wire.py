@@ -17,7 +17,9 @@ import uuid
 from typing import Any
 
 from kio.index import load_request_schema, load_response_schema
-from kio.serial import entity_reader, entity_writer
+from kio.serial import entity_writer
+
+from ..protocol.framecheck import MalformedFrameError, decode_entity
 
 API_VERSIONS = 18
 METADATA = 3
@@ -177,10 +179,13 @@ class WireClient:
         except OSError as e:
             raise WireError(f"{self.address}: {e.strerror or e}") from None
         response_cls = load_response_schema(api_key, version)
-        header_in, offset = entity_reader(response_cls.__header_schema__)(frame, 0)
-        if header_in.correlation_id != self.correlation_id:
-            raise WireError(f"{self.address}: correlation id mismatch")
-        body_in, _ = entity_reader(response_cls)(frame, offset)
+        try:
+            header_in, offset = decode_entity(response_cls.__header_schema__, frame, 0)
+            if header_in.correlation_id != self.correlation_id:
+                raise WireError(f"{self.address}: correlation id mismatch")
+            body_in, _ = decode_entity(response_cls, frame, offset)
+        except MalformedFrameError as e:
+            raise WireError(f"{self.address}: malformed response: {e}") from None
         return body_in
 
     def _read(self, n: int) -> bytes:

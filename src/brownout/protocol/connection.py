@@ -17,10 +17,11 @@ import io
 import struct
 from typing import Any
 
-from kio.serial import entity_reader, entity_writer
+from kio.serial import entity_writer
 
 from .apis import ApiKey, request_class, response_class
 from .errors import FrameTooLargeError, InvalidRequestError
+from .framecheck import MalformedFrameError, decode_entity
 
 _SIZE = struct.Struct(">i")
 _HEADER_PREFIX = struct.Struct(">hhi")  # api key, api version, correlation id
@@ -103,11 +104,12 @@ class ServerConnection:
             return Request(prefix, None, len(frame))
         cls = request_class(key, version)
         try:
-            header, offset = entity_reader(cls.__header_schema__)(frame, 0)
-            body, _used = entity_reader(cls)(frame, offset)
-        except Exception as e:  # kio raises several types; all mean a bad frame
+            header, offset = decode_entity(cls.__header_schema__, frame, 0)
+            body, _used = decode_entity(cls, frame, offset)
+        except MalformedFrameError as e:
             raise InvalidRequestError(
-                f"cannot decode {ApiKey(key).name} v{version} request: {e}"
+                f"cannot decode {ApiKey(key).name} v{version} request from client "
+                f"{prefix.client_id!r}: {e}"
             ) from e
         # Bytes after the body are ignored, as Kafka's parser does: librdkafka's
         # Metadata v12 request for all topics carries three of them.

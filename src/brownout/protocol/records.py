@@ -299,9 +299,100 @@ def decode_records(
     timestamp, as Kafka reports it.
 
     Record headers are skipped. Used by timestamp lookups, internal topics and tests,
-    never by fetch/produce.
+    never by fetch.
     """
     header = validate_batch(batch)
+    out: list[tuple[int, int, bytes | None, bytes | None]] = []
+    for offset_delta, ts_delta, key, value in _records(batch, header):
+        timestamp = (
+            header.max_timestamp if header.timestamp_type == 1
+            else header.base_timestamp + ts_delta
+        )
+        out.append((
+            header.base_offset + offset_delta,
+            timestamp,
+            None if key is None else bytes(key),
+            None if value is None else bytes(value),
+        ))
+    return out
+
+
+def validate_records(batch: bytes | bytearray | memoryview, header: BatchHeader) -> None:
+    """Check that every record of a CRC-valid batch decodes, as Kafka's LogValidator does
+    before a leader appends a client's batch: a known codec, records that fill the batch
+    exactly, `records_count` of them, offset deltas 0, 1, 2, ...
+
+    Raises CorruptRecordError for bytes that do not decode, InvalidRecordError for
+    records that decode but break a rule. This runs on every produce, so it is one
+    tight loop over the varints rather than `_records`, which builds views.
+    """
+    buf: bytes | bytearray | memoryview = batch
+    pos = BATCH_HEADER_SIZE
+    if header.compression != COMPRESSION_NONE:
+        from .compression import decompress
+
+        buf = decompress(header.compression, memoryview(batch)[BATCH_HEADER_SIZE:])
+        pos = 0
+    size = len(buf)
+    where = f"batch at offset {header.base_offset}"
+    for expected in range(header.records_count):
+        length, pos = _varint(buf, pos)
+        end = pos + length
+        if length < 2 or end > size:  # attributes and at least one varint
+            raise CorruptRecordError(f"{where}: record {expected} has bad length {length}")
+        pos += 1  # attributes
+        _ts_delta, pos = _varint(buf, pos)
+        offset_delta, pos = _varint(buf, pos)
+        if offset_delta != expected:
+            raise InvalidRecordError(
+                f"{where}: record {expected} has offset delta {offset_delta}; inner "
+                "offsets must be consecutive from 0"
+            )
+        for field in ("key", "value"):
+            n, pos = _varint(buf, pos)
+            if n >= 0:
+                pos += n
+            if n < -1 or pos > end:
+                raise CorruptRecordError(f"{where}: record {expected} has a bad {field} length")
+        n_headers, pos = _varint(buf, pos)
+        if n_headers < 0 or n_headers > end - pos:
+            raise CorruptRecordError(f"{where}: record {expected} claims {n_headers} headers")
+        for _ in range(n_headers):
+            n, pos = _varint(buf, pos)
+            if n < 0:
+                raise CorruptRecordError(f"{where}: record {expected} has a header without key")
+            pos += n
+            n, pos = _varint(buf, pos)
+            if n >= 0:
+                pos += n
+            if n < -1 or pos > end:
+                raise CorruptRecordError(f"{where}: record {expected} has a bad header")
+        if pos != end:
+            raise CorruptRecordError(
+                f"{where}: record {expected} ends at {pos}, its length says {end}"
+            )
+    if pos != size:
+        raise CorruptRecordError(f"{where}: {size - pos} bytes after the last record")
+
+
+def _varint(buf: bytes | bytearray | memoryview, pos: int) -> tuple[int, int]:
+    # A record's varints are nearly all one or two bytes (lengths below 8 KiB): decode
+    # those without the general loop.
+    if pos + 1 < len(buf):
+        raw = buf[pos]
+        if raw < 0x80:
+            return (raw >> 1) ^ -(raw & 1), pos + 1
+        second = buf[pos + 1]
+        if second < 0x80:
+            raw = (raw & 0x7F) | (second << 7)
+            return (raw >> 1) ^ -(raw & 1), pos + 2
+    return read_varint(buf, pos)
+
+
+def _records(
+    batch: bytes | bytearray | memoryview, header: BatchHeader
+) -> Iterator[tuple[int, int, memoryview | None, memoryview | None]]:
+    """(offset delta, timestamp delta, key, value) of each record; views, no copies."""
     buf = memoryview(batch)
     pos = BATCH_HEADER_SIZE
     if header.compression != COMPRESSION_NONE:
@@ -310,7 +401,6 @@ def decode_records(
 
         buf = memoryview(decompress(header.compression, buf[BATCH_HEADER_SIZE:]))
         pos = 0
-    out: list[tuple[int, int, bytes | None, bytes | None]] = []
     for _ in range(header.records_count):
         length, pos = read_varint(buf, pos)
         end = pos + length
@@ -325,30 +415,34 @@ def decode_records(
         key, pos = _read_nullable(buf, pos, end)
         value, pos = _read_nullable(buf, pos, end)
         n_headers, pos = read_varint(buf, pos)
+        if n_headers < 0 or n_headers > end - pos:
+            raise CorruptRecordError(
+                f"batch at offset {header.base_offset}: record at position {pos} claims "
+                f"{n_headers} headers"
+            )
         for _ in range(n_headers):
-            _, pos = _read_nullable(buf, pos, end)
+            header_key, pos = _read_nullable(buf, pos, end)
+            if header_key is None:
+                raise CorruptRecordError(
+                    f"batch at offset {header.base_offset}: a record header with a null key"
+                )
             _, pos = _read_nullable(buf, pos, end)
         if pos != end:
             raise CorruptRecordError(
                 f"batch at offset {header.base_offset}: record ends at {pos}, "
                 f"its length says {end}"
             )
-        timestamp = (
-            header.max_timestamp if header.timestamp_type == 1
-            else header.base_timestamp + ts_delta
-        )
-        out.append((header.base_offset + offset_delta, timestamp, key, value))
+        yield offset_delta, ts_delta, key, value
     if pos != len(buf):
         raise CorruptRecordError(
             f"batch at offset {header.base_offset}: {len(buf) - pos} bytes after the last record"
         )
-    return out
 
 
-def _read_nullable(buf: memoryview, pos: int, end: int) -> tuple[bytes | None, int]:
+def _read_nullable(buf: memoryview, pos: int, end: int) -> tuple[memoryview | None, int]:
     length, pos = read_varint(buf, pos)
     if length < 0:
         return None, pos
     if pos + length > end:
         raise CorruptRecordError(f"field at position {pos} of length {length} overruns record")
-    return bytes(buf[pos : pos + length]), pos + length
+    return buf[pos : pos + length], pos + length

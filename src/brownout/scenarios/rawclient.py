@@ -10,9 +10,10 @@ import struct
 from typing import Any
 
 from kio.index import load_request_schema, load_response_schema
-from kio.serial import entity_reader, entity_writer
+from kio.serial import entity_writer
 
 from ..protocol.build import build
+from ..protocol.framecheck import decode_entity
 
 
 class RawClient:
@@ -53,11 +54,11 @@ class RawClient:
         size = struct.unpack(">i", self._read(4))[0]
         frame = self._read(size)
         cls: Any = load_response_schema(api_key, version)
-        header, offset = entity_reader(cls.__header_schema__)(frame, 0)
+        header, offset = decode_entity(cls.__header_schema__, frame, 0)
         if header.correlation_id != self.correlation_id:
             raise ConnectionError(f"correlation id {header.correlation_id}, expected "
                                   f"{self.correlation_id}: connection out of sync")
-        body, _ = entity_reader(cls)(frame, offset)
+        body, _ = decode_entity(cls, frame, offset)
         return body
 
     def request(self, api_key: int, version: int, body: dict[str, Any] | Any) -> Any:

@@ -44,6 +44,7 @@ from brownout.protocol.records import (
     decode_records,
     iter_batches,
     validate_batch,
+    validate_records,
 )
 from brownout.storage.checkpoint import LEADER_EPOCH_CHECKPOINT, atomic_write_text, fsync_dir
 from brownout.storage.config import LogConfig
@@ -272,7 +273,7 @@ class Log:
             raise type(exc)(f"{self.topic}-{self.partition}: batch {len(headers)}: {exc}") from None
         if not headers:
             raise InvalidRecordError(f"{self.topic}-{self.partition}: append with no batches")
-        for i, (_, header) in enumerate(headers):
+        for i, (pos, header) in enumerate(headers):
             if header.size > self.config.max_message_bytes:
                 raise RecordTooLargeError(
                     f"{self.topic}-{self.partition}: batch {i} is {header.size} bytes, larger "
@@ -290,6 +291,10 @@ class Log:
                     raise InvalidRecordError(
                         f"{self.topic}-{self.partition}: batch {i}: clients may not write "
                         "control batches")
+                try:
+                    validate_records(records[pos:pos + header.size], header)
+                except (CorruptRecordError, InvalidRecordError) as exc:
+                    raise type(exc)(f"{self.topic}-{self.partition}: batch {i}: {exc}") from None
         if len(records) > self.config.segment_bytes:
             raise RecordTooLargeError(
                 f"{self.topic}-{self.partition}: append of {len(records)} bytes is larger "

@@ -1,0 +1,328 @@
+"""Bounds-check a frame against its schema before kio's native decoder sees it.
+
+kio decodes in native code that takes an array's count as an allocation size: a
+request of 24 bytes that claims 2^32 topics makes it ask for 32 GiB, and a failed
+allocation aborts the whole process, which no `except` can catch. Kafka's own parser
+checks every count and length against the bytes that remain before it allocates, and a
+request that fails the check costs the client its connection, nothing more.
+
+So every frame is walked here first, in pure Python, following the same schema classes
+kio decodes with: each string, bytes or array length is checked against the bytes left
+in the frame (an array of N entries needs at least N times its smallest entry), null is
+refused where the schema does not allow it, and tagged fields are checked inside the
+size they declare. Nothing is allocated from a length read off the wire. The walk
+returns the offset where the entity ends; kio then decodes a frame known to be sane.
+
+A step is compiled once per schema class into closures, so the walk costs a few
+microseconds for the requests clients send most (Produce, Fetch).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import struct
+from collections.abc import Callable
+from typing import Any
+
+from kio.serial import entity_reader
+from kio.serial._introspect import (
+    EntityField,
+    EntityTupleField,
+    PrimitiveField,
+    PrimitiveTupleField,
+    classify_field,
+    get_field_tag,
+    is_optional,
+)
+
+from .errors import ProtocolError
+
+__all__ = ["MalformedFrameError", "check_entity", "decode_entity"]
+
+# (buffer, position, end) -> position after the value. Raises MalformedFrameError.
+Step = Callable[[bytes | memoryview, int, int], int]
+LengthReader = Callable[[bytes | memoryview, int, int], tuple[int, int]]
+
+_FIXED_SIZE = {
+    "bool": 1,
+    "int8": 1,
+    "uint8": 1,
+    "int16": 2,
+    "uint16": 2,
+    "error_code": 2,
+    "int32": 4,
+    "uint32": 4,
+    "timedelta_i32": 4,
+    "int64": 8,
+    "uint64": 8,
+    "float64": 8,
+    "timedelta_i64": 8,
+    "datetime_i64": 8,
+    "uuid": 16,
+}
+_VARIABLE = ("string", "bytes", "records")
+_INT16 = struct.Struct(">h")
+_INT32 = struct.Struct(">i")
+_INT8 = struct.Struct(">b")
+# Kafka reads an unsigned varint of at most 5 bytes (32 bits).
+_MAX_UVARINT_BYTES = 5
+
+
+class MalformedFrameError(ProtocolError):
+    """A frame whose lengths, counts or nulls do not fit its schema."""
+
+
+def check_entity(cls: type, buf: bytes | memoryview, offset: int = 0) -> int:
+    """Walk `buf[offset:]` as an instance of the kio class `cls`; return its end offset.
+
+    Raises MalformedFrameError naming the field when the bytes cannot be that entity.
+    """
+    return _entity_step(cls)(buf, offset, len(buf))
+
+
+def decode_entity(cls: type, buf: bytes | memoryview, offset: int = 0) -> tuple[Any, int]:
+    """Decode an instance of `cls` from `buf[offset:]` with kio, after check_entity.
+
+    Every failure is a MalformedFrameError: kio raises several exception types for
+    bad input, and the caller only needs to know that these bytes are not a `cls`.
+    """
+    check_entity(cls, buf, offset)
+    try:
+        return entity_reader(cls)(buf, offset)  # type: ignore[no-any-return]
+    except Exception as e:
+        raise MalformedFrameError(f"{cls.__name__}: {e}") from e
+
+
+def read_uvarint(buf: bytes | memoryview, pos: int, end: int) -> tuple[int, int]:
+    value = shift = 0
+    for i in range(_MAX_UVARINT_BYTES):
+        if pos >= end:
+            raise MalformedFrameError("truncated varint")
+        byte = buf[pos]
+        pos += 1
+        value |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return value, pos
+        shift += 7
+        if i == _MAX_UVARINT_BYTES - 1:
+            break
+    raise MalformedFrameError("varint longer than 5 bytes")
+
+
+def _need(name: str, what: str, pos: int, size: int, end: int) -> None:
+    if size > end - pos:
+        raise MalformedFrameError(f"{name}: {what} needs {size} bytes, {end - pos} left")
+
+
+def _fixed(name: str, size: int) -> Step:
+    def step(buf: bytes | memoryview, pos: int, end: int) -> int:
+        if pos + size > end:
+            raise MalformedFrameError(f"{name}: needs {size} bytes, {end - pos} left")
+        return pos + size
+
+    return step
+
+
+def _length_prefix(name: str, flexible: bool, width: struct.Struct) -> LengthReader:
+    """A reader of a length or count: (value, position after it); -1 means null.
+
+    Flexible versions write length + 1 as an unsigned varint, others a signed int of
+    `width` (int16 for strings, int32 for bytes and arrays).
+    """
+    if flexible:
+
+        def compact(buf: bytes | memoryview, pos: int, end: int) -> tuple[int, int]:
+            if pos < end and buf[pos] < 0x80:  # one byte: lengths below 127
+                return buf[pos] - 1, pos + 1
+            n, pos = _uvarint(name, buf, pos, end)
+            return n - 1, pos
+
+        return compact
+
+    def legacy(buf: bytes | memoryview, pos: int, end: int) -> tuple[int, int]:
+        if pos + width.size > end:
+            raise MalformedFrameError(f"{name}: truncated length")
+        (n,) = width.unpack_from(buf, pos)
+        if n < -1:
+            raise MalformedFrameError(f"{name}: negative length {n}")
+        return n, pos + width.size
+
+    return legacy
+
+
+def _uvarint(name: str, buf: bytes | memoryview, pos: int, end: int) -> tuple[int, int]:
+    try:
+        return read_uvarint(buf, pos, end)
+    except MalformedFrameError as e:
+        raise MalformedFrameError(f"{name}: {e}") from None
+
+
+def _variable(name: str, kafka_type: str, flexible: bool, nullable: bool) -> Step:
+    length = _length_prefix(name, flexible, _INT16 if kafka_type == "string" else _INT32)
+
+    def step(buf: bytes | memoryview, pos: int, end: int) -> int:
+        n, pos = length(buf, pos, end)
+        if n == -1:
+            if not nullable:
+                raise MalformedFrameError(f"{name}: null for a non-nullable field")
+            return pos
+        if n > end - pos:
+            raise MalformedFrameError(
+                f"{name}: a {kafka_type} of length {n} needs {n} bytes, {end - pos} left"
+            )
+        return pos + n
+
+    return step
+
+
+def _array(
+    name: str, flexible: bool, nullable: bool, element: Step | None, min_size: int
+) -> Step:
+    """An array; `element` None means fixed-size entries of `min_size`, skipped whole."""
+    count = _length_prefix(name, flexible, _INT32)
+
+    def step(buf: bytes | memoryview, pos: int, end: int) -> int:
+        n, pos = count(buf, pos, end)
+        if n == -1:
+            if not nullable:
+                raise MalformedFrameError(f"{name}: null for a non-nullable array")
+            return pos
+        _need(name, f"an array of {n} entries", pos, n * min_size, end)
+        if element is None:
+            return pos + n * min_size
+        for _ in range(n):
+            pos = element(buf, pos, end)
+        return pos
+
+    return step
+
+
+def _nullable_entity(name: str, inner: Step) -> Step:
+    # KIP-893: a nullable struct is preceded by an int8 marker, -1 null, 1 present.
+    def step(buf: bytes | memoryview, pos: int, end: int) -> int:
+        if pos >= end:
+            raise MalformedFrameError(f"{name}: truncated null marker")
+        (marker,) = _INT8.unpack_from(buf, pos)
+        if marker == -1:
+            return pos + 1
+        if marker != 1:
+            raise MalformedFrameError(f"{name}: bad null marker {marker}")
+        return inner(buf, pos + 1, end)
+
+    return step
+
+
+def _field_step(
+    owner: type, field: dataclasses.Field[Any], is_tag: bool
+) -> tuple[Step, int]:
+    """The step for one field and the fewest bytes it can take."""
+    flexible: bool = owner.__flexible__  # type: ignore[attr-defined]
+    name = field.name
+    # Tagged fields are optional by being absent, not by a null value.
+    nullable = not is_tag and is_optional(field)
+    if owner.__name__ == "RequestHeader" and name == "client_id":
+        # Kafka keeps the header's client id a legacy nullable string in every version.
+        return _variable(name, "string", False, True), 2
+    kind = classify_field(field)
+    kafka_type = field.metadata.get("kafka_type")
+    match kind:
+        case PrimitiveField():
+            if kafka_type in _FIXED_SIZE:
+                size = _FIXED_SIZE[kafka_type]
+                return _fixed(name, size), size
+            if kafka_type in _VARIABLE:
+                return _variable(name, kafka_type, flexible, nullable), 1 if flexible else 2
+            raise TypeError(f"{owner.__name__}.{name}: unknown kafka_type {kafka_type!r}")
+        case PrimitiveTupleField():
+            if kafka_type in _FIXED_SIZE:
+                element, min_size = None, _FIXED_SIZE[kafka_type]
+            elif kafka_type in _VARIABLE:
+                element = _variable(name, kafka_type, flexible, False)
+                min_size = 1 if flexible else 2
+            else:
+                raise TypeError(f"{owner.__name__}.{name}: unknown kafka_type {kafka_type!r}")
+            return _array(name, flexible, nullable, element, min_size), 1 if flexible else 4
+        case EntityTupleField(entity):
+            # max(1, ...): an entry must take a byte for a count to be bounded by them.
+            min_size = max(1, _entity_min_size(entity))
+            step = _array(name, flexible, nullable, _entity_step(entity), min_size)
+            return step, 1 if flexible else 4
+        case EntityField(entity):
+            inner = _entity_step(entity)
+            if nullable:
+                return _nullable_entity(name, inner), 1
+            return inner, _entity_min_size(entity)
+    raise TypeError(f"{owner.__name__}.{name}: unclassified field")
+
+
+@functools.cache
+def _compiled(cls: type) -> tuple[tuple[Step, ...], dict[int, Step], int]:
+    """(steps for the untagged fields, steps by tag, the fewest bytes the entity takes).
+
+    Runs of fixed-size fields become one step: most of a request's fields are ints.
+    """
+    steps: list[Step] = []
+    tagged: dict[int, Step] = {}
+    min_size = 1 if cls.__flexible__ else 0  # type: ignore[attr-defined]
+    run_names: list[str] = []
+    run_size = 0
+    for field in dataclasses.fields(cls):
+        tag = get_field_tag(field)
+        if tag is not None:
+            tagged[int(tag)] = _field_step(cls, field, True)[0]
+            continue
+        kafka_type = field.metadata.get("kafka_type")
+        if kafka_type in _FIXED_SIZE and classify_field(field).__class__ is PrimitiveField:
+            run_names.append(field.name)
+            run_size += _FIXED_SIZE[kafka_type]
+            continue
+        if run_names:
+            steps.append(_fixed(",".join(run_names), run_size))
+            min_size += run_size
+            run_names, run_size = [], 0
+        step, size = _field_step(cls, field, False)
+        steps.append(step)
+        min_size += size
+    if run_names:
+        steps.append(_fixed(",".join(run_names), run_size))
+        min_size += run_size
+    return tuple(steps), tagged, min_size
+
+
+def _entity_min_size(cls: type) -> int:
+    return _compiled(cls)[2]
+
+
+@functools.cache
+def _entity_step(cls: type) -> Step:
+    steps, tagged, _ = _compiled(cls)
+    flexible: bool = cls.__flexible__  # type: ignore[attr-defined]
+    name = cls.__name__
+
+    def step(buf: bytes | memoryview, pos: int, end: int) -> int:
+        for field_step in steps:
+            pos = field_step(buf, pos, end)
+        if flexible:
+            pos = _tagged_fields(name, tagged, buf, pos, end)
+        return pos
+
+    return step
+
+
+def _tagged_fields(
+    name: str, known: dict[int, Step], buf: bytes | memoryview, pos: int, end: int
+) -> int:
+    if pos < end and buf[pos] == 0:  # no tagged fields: nearly always
+        return pos + 1
+    count, pos = _uvarint(f"{name} tagged fields", buf, pos, end)
+    _need(name, f"{count} tagged fields", pos, 2 * count, end)
+    for _ in range(count):
+        tag, pos = _uvarint(f"{name} tag", buf, pos, end)
+        size, pos = _uvarint(f"{name} tag {tag} size", buf, pos, end)
+        _need(name, f"tag {tag} of size {size}", pos, size, end)
+        step = known.get(tag)
+        if step is not None and step(buf, pos, pos + size) != pos + size:
+            raise MalformedFrameError(f"{name}: tag {tag} does not fill its {size} bytes")
+        pos += size
+    return pos

@@ -1,0 +1,148 @@
+"""The bounds check that runs before kio's native decoder (protocol/framecheck.py).
+
+Each malformed frame below once aborted the node (the native decoder allocated what a
+length field claimed) or reached a handler as a null the schema forbids. The check must
+refuse it with a reason naming the field, and must accept everything a real client sends.
+"""
+
+from __future__ import annotations
+
+import io
+import struct
+
+import pytest
+from kio.serial import entity_writer
+
+from brownout.protocol.apis import BROKER_APIS, ApiKey, request_class
+from brownout.protocol.build import build
+from brownout.protocol.connection import ServerConnection
+from brownout.protocol.errors import InvalidRequestError
+from brownout.protocol.framecheck import MalformedFrameError, check_entity, decode_entity
+
+from .samples import sample
+
+
+def uvarint(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte, n = n & 0x7F, n >> 7
+        out.append(byte | 0x80 if n else byte)
+        if not n:
+            return bytes(out)
+
+
+def encode(cls: type, data: dict[str, object]) -> bytes:
+    out = io.BytesIO()
+    entity_writer(cls)(out, build(cls, data))
+    return out.getvalue()
+
+
+def request_frame(api_key: int, version: int, body: bytes) -> bytes:
+    cls = request_class(api_key, version)
+    flexible = cls.__flexible__
+    header = struct.pack(">hhih", api_key, version, 1, 4) + b"fuzz" + (b"\0" if flexible else b"")
+    return struct.pack(">i", len(header) + len(body)) + header + body
+
+
+def decode(frame: bytes):  # type: ignore[no-untyped-def]
+    conn = ServerConnection(max_request_size=1 << 20, supported=BROKER_APIS)
+    conn.receive_data(frame)
+    return conn.next_request()
+
+
+# -- the frames that killed the node ----------------------------------------------------
+
+
+def test_compact_array_count_beyond_the_frame_is_refused_before_decoding():
+    # Metadata v12 claiming 2^32 - 1 topics in a few bytes made kio ask for 32 GiB and
+    # abort the process.
+    frame = request_frame(ApiKey.METADATA, 12, uvarint(2**32) + b"\0" * 3)
+    with pytest.raises(InvalidRequestError, match=r"METADATA v12 .* client 'fuzz'.*topics"):
+        decode(frame)
+
+
+@pytest.mark.parametrize("count", [2**31 - 1, 100_000, 5])
+def test_legacy_array_count_beyond_the_frame_is_refused(count: int):
+    body = struct.pack(">i", count) + b"\0" * 4  # Metadata v4: topics, then a bool
+    with pytest.raises(InvalidRequestError, match="topics: an array of"):
+        decode(request_frame(ApiKey.METADATA, 4, body))
+
+
+def test_negative_array_count_other_than_null_is_refused():
+    with pytest.raises(InvalidRequestError, match="negative length -2"):
+        decode(request_frame(ApiKey.METADATA, 4, struct.pack(">i", -2) + b"\0"))
+
+
+@pytest.mark.parametrize(
+    ("api_key", "version", "body"),
+    [
+        # Produce v3: transactional id null, acks, timeout, topic_data null.
+        (ApiKey.PRODUCE, 3, struct.pack(">hhii", -1, -1, 1000, -1)),
+        # ListOffsets v1: replica id, topics null.
+        (ApiKey.LIST_OFFSETS, 1, struct.pack(">ii", -1, -1)),
+        # DescribeGroups v0: groups null.
+        (ApiKey.DESCRIBE_GROUPS, 0, struct.pack(">i", -1)),
+        # OffsetCommit v2: group id null (a non-nullable string).
+        (ApiKey.OFFSET_COMMIT, 2, struct.pack(">h", -1) + b"\0" * 40),
+    ],
+)
+def test_null_where_the_schema_forbids_it_is_refused(api_key: int, version: int, body: bytes):
+    with pytest.raises(InvalidRequestError, match="null for a non-nullable"):
+        decode(request_frame(api_key, version, body))
+
+
+def test_string_longer_than_the_frame_is_refused():
+    # DescribeGroups v5 (flexible): one group whose compact string claims 2^31 bytes.
+    body = uvarint(2) + uvarint(2**31) + b"abc"
+    with pytest.raises(InvalidRequestError, match=r"string of length 2147483647"):
+        decode(request_frame(ApiKey.DESCRIBE_GROUPS, 5, body))
+
+
+def test_varint_longer_than_five_bytes_is_refused():
+    with pytest.raises(InvalidRequestError, match="longer than 5 bytes"):
+        decode(request_frame(ApiKey.METADATA, 12, b"\xff" * 6 + b"\0"))
+
+
+def test_tagged_field_larger_than_the_frame_is_refused():
+    cls = request_class(ApiKey.API_VERSIONS, 3)
+    body = encode(cls, {"client_software_name": "x", "client_software_version": "1"})
+    body = body[:-1] + uvarint(1) + uvarint(7) + uvarint(1000) + b"\0"
+    with pytest.raises(MalformedFrameError, match="tag 7 of size 1000"):
+        check_entity(cls, body)
+
+
+def test_check_returns_where_the_entity_ends():
+    cls = request_class(ApiKey.PRODUCE, 9)
+    body = encode(cls, {
+        "acks": -1, "timeout": 1000,
+        "topic_data": [{"name": "t", "partition_data": [{"index": 0, "records": b"r" * 300}]}],
+    })
+    assert check_entity(cls, body + b"trailing") == len(body)
+    assert check_entity(cls, b"xx" + body, 2) == len(body) + 2
+
+
+# -- what real clients send passes ------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("api_key", "version"),
+    [(key, v) for key, (low, high) in BROKER_APIS.items() for v in range(low, high + 1)],
+)
+def test_every_served_request_passes_and_decodes(api_key: int, version: int):
+    cls = request_class(api_key, version)
+    out = io.BytesIO()
+    entity_writer(cls)(out, sample(cls))
+    body = out.getvalue()
+    value, end = decode_entity(cls, body)
+    assert end == len(body)
+    assert value == sample(cls)
+    if body:  # one byte short is caught by the check, not by kio
+        with pytest.raises(MalformedFrameError):
+            check_entity(cls, body[:-1])
+
+
+def test_decode_entity_turns_kio_errors_into_malformed_frames():
+    cls = request_class(ApiKey.DESCRIBE_GROUPS, 5)
+    body = uvarint(2) + uvarint(3) + b"\xff\xfe" + b"\0\0"  # a group name that is not UTF-8
+    with pytest.raises(MalformedFrameError, match="DescribeGroupsRequest"):
+        decode_entity(cls, body)
