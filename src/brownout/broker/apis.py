@@ -214,11 +214,13 @@ class KafkaApis:
             for t in requested:
                 name = getattr(t, "name", None)
                 topic_id = getattr(t, "topic_id", None)
-                if name is None and topic_id is not None:
+                if name is None:
                     found = self.image.topics_by_id.get(topic_id)
                     if found is None:
+                        # Names are nullable in responses from v12 only.
                         topics.append(
-                            {"error_code": ErrorCode.unknown_topic_id, "name": None,
+                            {"error_code": ErrorCode.unknown_topic_id,
+                             "name": None if version >= 12 else "",
                              "topic_id": topic_id, "is_internal": False, "partitions": []}
                         )
                         continue

@@ -18,8 +18,7 @@ from brownout.protocol.build import build
 from brownout.protocol.connection import ServerConnection
 from brownout.protocol.errors import InvalidRequestError
 from brownout.protocol.framecheck import MalformedFrameError, check_entity, decode_entity
-
-from .samples import sample
+from brownout.protocol.samples import sample
 
 
 def uvarint(n: int) -> bytes:

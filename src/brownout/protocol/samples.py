@@ -1,7 +1,7 @@
-"""Sample instances of any kio schema class: every field filled, every array one entry.
+"""A sample instance of any kio schema class: every field set, every array one entry.
 
-Real-looking values so that a sample exercises each nested entity, string and array of
-its schema; used as seeds for the bounds-check tests and the request fuzzer.
+A sample exercises each nested entity, string and array of its schema, which makes it
+the seed that request fuzzing mutates and the frame that schema checks round-trip.
 """
 
 from __future__ import annotations
