@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..controller.topics import CLUSTER_METADATA_TOPIC
 from ..storage import Log, LogConfig
 
-METADATA_TOPIC = "__cluster_metadata"
+METADATA_TOPIC = CLUSTER_METADATA_TOPIC
 METADATA_PARTITION_DIR = f"{METADATA_TOPIC}-0"
 
 
