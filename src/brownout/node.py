@@ -28,6 +28,7 @@ from .broker.controller_server import ControllerApis, ControllerRuntime
 from .broker.group_apis import GroupApis
 from .broker.group_runtime import GroupRuntime
 from .broker.lifecycle import BrokerLifecycleManager
+from .broker.metadata_log import CommittedRecord, replay
 from .broker.network_client import NetworkClient
 from .broker.partition import Partition
 from .broker.producer_ids import ProducerIdManager
@@ -42,7 +43,6 @@ from .common.kafka_config import KafkaConfig
 from .controller.cluster_control import ClusterControlConfig
 from .controller.image import MetadataImage
 from .controller.quorum_controller import QuorumController
-from .controller.records import MetadataRecord
 from .group import GroupConfig
 from .raft.state import RaftConfig
 from .storage import LogConfig, LogManager, StorageError, check_log_dirs
@@ -243,11 +243,10 @@ class Node:
 
     # -- metadata -------------------------------------------------------------------
 
-    def _on_commit(self, committed: list[tuple[int, MetadataRecord]]) -> None:
+    def _on_commit(self, committed: list[CommittedRecord]) -> None:
         if not self.config.is_broker:
             return
-        for offset, record in committed:
-            self.image.apply(record, offset)
+        replay(self.image, committed)
         self.replica_manager.apply_metadata(self.image)
         self.events.emit("metadata", offset=self.image.offset)
 

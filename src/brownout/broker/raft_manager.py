@@ -27,7 +27,12 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from ..controller.records import MetadataRecord, decode_record, encode_record
+from ..controller.records import (
+    MetadataRecord,
+    MetadataRecordError,
+    decode_record,
+    encode_record,
+)
 from ..protocol.apis import ApiKey, request_class
 from ..protocol.build import build
 from ..protocol.connection import Request, ServerConnection
@@ -38,7 +43,8 @@ from ..raft.node import RaftNode
 from ..raft.state import PersistentState, RaftConfig, Role
 from ..storage import Log
 from .controller_server import NotController
-from .metadata_log import METADATA_TOPIC, open_metadata_log
+from .metadata_log import METADATA_TOPIC, CommittedRecord, open_metadata_log
+from .metadata_log import log as replay_log
 from .network_client import NetworkClient, NodeUnreachable
 
 log = logging.getLogger("kafka.raft.KafkaRaftClient")
@@ -102,8 +108,21 @@ def batches_to_entries(records: bytes) -> list[Entry]:
     return entries
 
 
-def metadata_records(entries: Iterable[Entry]) -> list[tuple[int, MetadataRecord]]:
-    return [(e.offset, decode_record(e.payload)) for e in entries if not e.control]
+def metadata_records(entries: Iterable[Entry]) -> list[CommittedRecord]:
+    """The metadata records of `entries`, control entries left out. An entry that does
+    not decode is reported and skipped, like a record that does not apply (see
+    metadata_log.replay): it is committed, and raising would stop the node on it for
+    good."""
+    records = []
+    for e in entries:
+        if e.control:
+            continue
+        try:
+            records.append(CommittedRecord(e.offset, e.epoch, decode_record(e.payload)))
+        except MetadataRecordError as error:
+            replay_log.error("Skipping the metadata record at offset %d (epoch %d), which "
+                             "does not decode: %s", e.offset, e.epoch, error)
+    return records
 
 
 def read_quorum_state(path: Path) -> PersistentState | None:
@@ -150,7 +169,7 @@ class RaftManager:
         network: NetworkClient,
         *,
         cluster_id: str,
-        on_commit: Callable[[list[tuple[int, MetadataRecord]]], None],
+        on_commit: Callable[[list[CommittedRecord]], None],
         on_leader_change: Callable[[int | None, int, bool], None],
     ) -> None:
         self.node_id = node_id
@@ -238,7 +257,7 @@ class RaftManager:
         self._commit_waiters.append((offset, future))
         await future
 
-    def local_records(self) -> Iterable[tuple[int, MetadataRecord]]:
+    def local_records(self) -> Iterable[CommittedRecord]:
         return metadata_records(self.node.log.entries(0))
 
     # -- the loop -------------------------------------------------------------------

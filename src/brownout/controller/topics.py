@@ -18,14 +18,18 @@ from kio.schema.errors import ErrorCode
 from ..common.config import ConfigError
 from ..common.kafka_config import TOPIC_CONFIG, parse_topic_configs
 from .image import MetadataImage
-from .records import ConfigRecord, MetadataRecord, PartitionRecord, RemoveTopicRecord, TopicRecord
+from .records import (
+    CLUSTER_METADATA_TOPIC,
+    ConfigRecord,
+    MetadataRecord,
+    PartitionRecord,
+    RemoveTopicRecord,
+    TopicRecord,
+)
 
 MAX_NAME_LENGTH = 249
 _LEGAL = re.compile(r"^[a-zA-Z0-9._-]+$")
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
-# The Raft log itself: never a topic in the metadata image, so clients can neither see,
-# create, write, read nor delete it (Kafka's Topic.CLUSTER_METADATA_TOPIC_NAME).
-CLUSTER_METADATA_TOPIC = "__cluster_metadata"
 
 # Kafka's QuorumController refuses a user operation that would write more than
 # MAX_RECORDS_PER_USER_OP records (its BoundedList), and ReplicationControlManager
