@@ -69,6 +69,8 @@ class Node:
         self.socket_server: SocketServer | None = None
         self.image = MetadataImage()
         self._started = False
+        # Set when an internal component failed for good; the process then exits non-zero.
+        self.fatal_error: BaseException | None = None
 
     # -- start ----------------------------------------------------------------------
 
@@ -260,9 +262,22 @@ class Node:
             self.controller_runtime.resign()
 
     def _raft_failed(self, error: BaseException) -> None:
-        # Without its metadata log the node cannot act correctly: stop, loudly.
-        log.error("Stopping node %d: the metadata quorum client failed: %r", self.node_id, error)
+        self.fail(f"the metadata quorum client failed: {error!r}", error)
+
+    def fail(self, reason: str, error: BaseException) -> None:
+        """A fatal internal error: without it the node cannot act correctly, so it stops
+        at once and exits non-zero. No controlled shutdown: the controller that would
+        approve it may be this very node, whose metadata quorum just stopped, and
+        waiting for it hung the node for minutes, deaf to SIGTERM (whose stop request
+        was already made)."""
+        if self.fatal_error is not None:
+            return
+        self.fatal_error = error
+        log.error("[KafkaRaftServer nodeId=%d] Fatal error, stopping: %s", self.node_id, reason)
         self.events.emit("fatal", error=repr(error))
+        lifecycle = getattr(self, "lifecycle", None)
+        if lifecycle is not None:
+            lifecycle.abort_controlled_shutdown()
         self.request_stop()
 
     def _controller_endpoint(self) -> tuple[str, int] | None:
@@ -375,7 +390,8 @@ class Node:
         log.info("[KafkaRaftServer nodeId=%d] shutting down", self.node_id)
         lifecycle = getattr(self, "lifecycle", None)
         if lifecycle is not None:
-            if self._started and self.config["controlled.shutdown.enable"]:
+            if (self._started and self.config["controlled.shutdown.enable"]
+                    and self.fatal_error is None):
                 await lifecycle.controlled_shutdown()
             self._stopping("the lifecycle manager")
             await lifecycle.stop()
@@ -475,7 +491,8 @@ def load_config(path: Path, overrides: list[str]) -> KafkaConfig:
     return KafkaConfig(raw)
 
 
-async def run(config: KafkaConfig, events: EventLog) -> None:
+async def run(config: KafkaConfig, events: EventLog) -> BaseException | None:
+    """Run a node until it is asked to stop; returns the fatal error that stopped it."""
     node = Node(config, events=events)
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -496,6 +513,7 @@ async def run(config: KafkaConfig, events: EventLog) -> None:
     finally:
         stopping.cancel()
         await node.shutdown()
+    return node.fatal_error
 
 
 def dump_tasks() -> None:
@@ -522,7 +540,10 @@ def main(argv: list[str] | None = None) -> int:
         del value
     events = EventLog(args.events, node_id=config.node_id)
     try:
-        asyncio.run(run(config, events))
+        fatal = asyncio.run(run(config, events))
+        if fatal is not None:
+            log.error("Exiting node %d after a fatal error: %r", config.node_id, fatal)
+            return 1
     except NodeStartupError as e:
         log.error("Exiting node %d: %s", config.node_id, e)
         return 1
