@@ -99,11 +99,17 @@ class Node:
             for purpose in ("raft", "heartbeat", "forwarding", "alter-partition", "fetcher")
         }
         self.voters = {v.node_id: (v.host, v.port) for v in config.voters}
-        self.raft = RaftManager(
-            self.node_id, self.voters, _raft_config(config), config.metadata_log_dir,
-            self.networks["raft"], cluster_id=self.cluster_id, on_commit=self._on_commit,
-            on_leader_change=self._on_leader_change,
-        )
+        try:
+            self.raft = RaftManager(
+                self.node_id, self.voters, _raft_config(config), config.metadata_log_dir,
+                self.networks["raft"], cluster_id=self.cluster_id, on_commit=self._on_commit,
+                on_leader_change=self._on_leader_change,
+            )
+        except ValueError as e:  # an entry the Raft log cannot hold (raft.log.LogError)
+            raise NodeStartupError(
+                f"the metadata log in {config.metadata_log_dir} holds something other than "
+                f"Raft entries ({e}); it was written by something else than the quorum"
+            ) from e
         if config.is_controller:
             await self._start_controller()
         if config.is_broker:
