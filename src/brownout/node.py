@@ -28,6 +28,7 @@ from .broker.controller_server import ControllerApis, ControllerRuntime
 from .broker.group_apis import GroupApis
 from .broker.group_runtime import GroupRuntime
 from .broker.lifecycle import BrokerLifecycleManager
+from .broker.metadata_log import CommittedRecord, replay
 from .broker.network_client import NetworkClient
 from .broker.partition import Partition
 from .broker.producer_ids import ProducerIdManager
@@ -42,7 +43,6 @@ from .common.kafka_config import KafkaConfig
 from .controller.cluster_control import ClusterControlConfig
 from .controller.image import MetadataImage
 from .controller.quorum_controller import QuorumController
-from .controller.records import MetadataRecord
 from .group import GroupConfig
 from .raft.state import RaftConfig
 from .storage import LogConfig, LogManager, StorageError, check_log_dirs
@@ -69,6 +69,8 @@ class Node:
         self.socket_server: SocketServer | None = None
         self.image = MetadataImage()
         self._started = False
+        # Set when an internal component failed for good; the process then exits non-zero.
+        self.fatal_error: BaseException | None = None
 
     # -- start ----------------------------------------------------------------------
 
@@ -97,11 +99,17 @@ class Node:
             for purpose in ("raft", "heartbeat", "forwarding", "alter-partition", "fetcher")
         }
         self.voters = {v.node_id: (v.host, v.port) for v in config.voters}
-        self.raft = RaftManager(
-            self.node_id, self.voters, _raft_config(config), config.metadata_log_dir,
-            self.networks["raft"], cluster_id=self.cluster_id, on_commit=self._on_commit,
-            on_leader_change=self._on_leader_change,
-        )
+        try:
+            self.raft = RaftManager(
+                self.node_id, self.voters, _raft_config(config), config.metadata_log_dir,
+                self.networks["raft"], cluster_id=self.cluster_id, on_commit=self._on_commit,
+                on_leader_change=self._on_leader_change,
+            )
+        except ValueError as e:  # an entry the Raft log cannot hold (raft.log.LogError)
+            raise NodeStartupError(
+                f"the metadata log in {config.metadata_log_dir} holds something other than "
+                f"Raft entries ({e}); it was written by something else than the quorum"
+            ) from e
         if config.is_controller:
             await self._start_controller()
         if config.is_broker:
@@ -243,11 +251,10 @@ class Node:
 
     # -- metadata -------------------------------------------------------------------
 
-    def _on_commit(self, committed: list[tuple[int, MetadataRecord]]) -> None:
+    def _on_commit(self, committed: list[CommittedRecord]) -> None:
         if not self.config.is_broker:
             return
-        for offset, record in committed:
-            self.image.apply(record, offset)
+        replay(self.image, committed)
         self.replica_manager.apply_metadata(self.image)
         self.events.emit("metadata", offset=self.image.offset)
 
@@ -261,9 +268,22 @@ class Node:
             self.controller_runtime.resign()
 
     def _raft_failed(self, error: BaseException) -> None:
-        # Without its metadata log the node cannot act correctly: stop, loudly.
-        log.error("Stopping node %d: the metadata quorum client failed: %r", self.node_id, error)
+        self.fail(f"the metadata quorum client failed: {error!r}", error)
+
+    def fail(self, reason: str, error: BaseException) -> None:
+        """A fatal internal error: without it the node cannot act correctly, so it stops
+        at once and exits non-zero. No controlled shutdown: the controller that would
+        approve it may be this very node, whose metadata quorum just stopped, and
+        waiting for it hung the node for minutes, deaf to SIGTERM (whose stop request
+        was already made)."""
+        if self.fatal_error is not None:
+            return
+        self.fatal_error = error
+        log.error("[KafkaRaftServer nodeId=%d] Fatal error, stopping: %s", self.node_id, reason)
         self.events.emit("fatal", error=repr(error))
+        lifecycle = getattr(self, "lifecycle", None)
+        if lifecycle is not None:
+            lifecycle.abort_controlled_shutdown()
         self.request_stop()
 
     def _controller_endpoint(self) -> tuple[str, int] | None:
@@ -376,7 +396,8 @@ class Node:
         log.info("[KafkaRaftServer nodeId=%d] shutting down", self.node_id)
         lifecycle = getattr(self, "lifecycle", None)
         if lifecycle is not None:
-            if self._started and self.config["controlled.shutdown.enable"]:
+            if (self._started and self.config["controlled.shutdown.enable"]
+                    and self.fatal_error is None):
                 await lifecycle.controlled_shutdown()
             self._stopping("the lifecycle manager")
             await lifecycle.stop()
@@ -476,7 +497,8 @@ def load_config(path: Path, overrides: list[str]) -> KafkaConfig:
     return KafkaConfig(raw)
 
 
-async def run(config: KafkaConfig, events: EventLog) -> None:
+async def run(config: KafkaConfig, events: EventLog) -> BaseException | None:
+    """Run a node until it is asked to stop; returns the fatal error that stopped it."""
     node = Node(config, events=events)
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -497,6 +519,7 @@ async def run(config: KafkaConfig, events: EventLog) -> None:
     finally:
         stopping.cancel()
         await node.shutdown()
+    return node.fatal_error
 
 
 def dump_tasks() -> None:
@@ -523,7 +546,10 @@ def main(argv: list[str] | None = None) -> int:
         del value
     events = EventLog(args.events, node_id=config.node_id)
     try:
-        asyncio.run(run(config, events))
+        fatal = asyncio.run(run(config, events))
+        if fatal is not None:
+            log.error("Exiting node %d after a fatal error: %r", config.node_id, fatal)
+            return 1
     except NodeStartupError as e:
         log.error("Exiting node %d: %s", config.node_id, e)
         return 1

@@ -17,7 +17,13 @@ from kio.schema.errors import ErrorCode
 
 from ..common.kafka_config import KafkaConfig
 from ..controller.image import MetadataImage
-from ..controller.topics import INTERNAL_TOPICS, NewTopic, validate_topic_name
+from ..controller.topics import (
+    CLUSTER_METADATA_TOPIC,
+    INTERNAL_TOPICS,
+    NewTopic,
+    TopicResult,
+    validate_topic_name,
+)
 from ..protocol.apis import BROKER_APIS, ApiKey, response_class
 from ..protocol.build import build, millis
 from ..protocol.connection import Request, ServerConnection
@@ -247,7 +253,7 @@ class KafkaApis:
                 return {"error_code": ErrorCode.invalid_topic_exception, "name": name,
                         "topic_id": None, "is_internal": False, "partitions": []}
             if allow_create and self.config["auto.create.topics.enable"] and (
-                name not in INTERNAL_TOPICS
+                name not in INTERNAL_TOPICS and name != CLUSTER_METADATA_TOPIC
             ):
                 self.topic_creator.request([NewTopic(name)])
                 return {"error_code": ErrorCode.leader_not_available, "name": name,
@@ -274,6 +280,10 @@ class KafkaApis:
                     errors[tp] = ErrorCode.invalid_required_acks
                 elif topic.name in INTERNAL_TOPICS:
                     errors[tp] = ErrorCode.invalid_topic_exception
+                elif topic.name == CLUSTER_METADATA_TOPIC:
+                    # The Raft log is no partition of this broker's (Kafka: not in the
+                    # metadata cache); a write here must never reach its files.
+                    errors[tp] = ErrorCode.unknown_topic_or_partition
                 elif p.records is None or len(p.records) == 0:
                     errors[tp] = ErrorCode.invalid_record
                 else:
@@ -515,26 +525,18 @@ class KafkaApis:
                     names.append(t.name)
         else:
             names = list(body.topic_names)
-        allowed = [n for n in names if n not in INTERNAL_TOPICS]
         if not self.config["delete.topic.enable"]:
-            results = {}
-            denied = ErrorCode.topic_deletion_disabled
+            results = [TopicResult(n, ErrorCode.topic_deletion_disabled)
+                       for n in dict.fromkeys(names)]
         else:
-            results = {r.name: r for r in await self.controller.delete_topics(allowed)}
-            denied = ErrorCode.none
-        responses = []
-        for name in names:
-            r = results.get(name)
-            if name in INTERNAL_TOPICS:
-                error, message = ErrorCode.topic_authorization_failed, None
-            elif r is None:
-                error, message = denied, None
-            else:
-                error, message = r.error, r.message
-            responses.append(
-                {"name": name, "topic_id": r.topic_id if r else None, "error_code": error,
-                 "error_message": message}
-            )
+            # The controller decides everything else (duplicates, internal topics),
+            # so a request on either listener gets the same answer.
+            results = await self.controller.delete_topics(names)
+        responses = [
+            {"name": r.name, "topic_id": r.topic_id, "error_code": r.error,
+             "error_message": r.message}
+            for r in results
+        ]
         return self._response(request, {"throttle_time": 0, "responses": responses})
 
     # -- DescribeConfigs ------------------------------------------------------------

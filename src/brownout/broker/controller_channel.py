@@ -91,7 +91,8 @@ class RemoteControllerChannel:
         try:
             response = await self.send(ApiKey.CREATE_TOPICS, 7, body, timeout_ms=timeout_ms)
         except ControllerUnavailable as e:
-            return [TopicResult(t.name, ErrorCode.request_timed_out, str(e)) for t in topics]
+            return [TopicResult(n, ErrorCode.request_timed_out, str(e))
+                    for n in dict.fromkeys(t.name for t in topics)]
         return [
             TopicResult(r.name, r.error_code, r.error_message, r.topic_id,
                         int(r.num_partitions), int(r.replication_factor))
@@ -108,7 +109,8 @@ class RemoteControllerChannel:
         try:
             response = await self.send(ApiKey.DELETE_TOPICS, 6, body, timeout_ms=timeout_ms)
         except ControllerUnavailable as e:
-            return [TopicResult(n, ErrorCode.request_timed_out, str(e)) for n in names]
+            return [TopicResult(n, ErrorCode.request_timed_out, str(e))
+                    for n in dict.fromkeys(names)]
         return [
             TopicResult(r.name, r.error_code, r.error_message, r.topic_id)
             for r in response.responses

@@ -32,6 +32,7 @@ from ..protocol.apis import ApiKey
 from ..protocol.build import build
 from ..protocol.connection import Request, ServerConnection
 from .apis import UnsupportedRequest
+from .metadata_log import CommittedRecord, replay
 
 log = logging.getLogger("kafka.controller.QuorumController")
 
@@ -42,6 +43,11 @@ def _now_ms() -> int:
 
 class NotController(Exception):
     """This node is not (or no longer) the active controller."""
+
+
+class UnappliableBatch(Exception):
+    """A decision produced a record that does not fit the image (a controller bug). It
+    is refused before it reaches the log, where every node would meet it on replay."""
 
 
 class MetadataQuorum(Protocol):
@@ -61,7 +67,7 @@ class MetadataQuorum(Protocol):
         """Until `offset` is committed. Raises NotController if leadership is lost."""
         ...
 
-    def local_records(self) -> Iterable[tuple[int, MetadataRecord]]: ...
+    def local_records(self) -> Iterable[CommittedRecord]: ...
 
 
 class ControllerRuntime:
@@ -85,8 +91,7 @@ class ControllerRuntime:
 
     def become_active(self) -> None:
         image = MetadataImage()
-        for offset, record in self.quorum.local_records():
-            image.apply(record, offset)
+        replay(image, self.quorum.local_records())
         self.controller.reset(image, self.clock())
         self.active = True
         log.info("Becoming the active controller at metadata offset %d", image.offset)
@@ -115,6 +120,12 @@ class ControllerRuntime:
     async def _commit(self, records: list[MetadataRecord]) -> None:
         if not records:
             return
+        misfit = self.controller.image.batch_misfit(records)
+        if misfit is not None:
+            index, problem = misfit
+            log.error("Refusing to commit a batch of %d record(s): record %d does not apply: "
+                      "%s: %r", len(records), index, problem, records[index])
+            raise UnappliableBatch(problem)
         first = self.quorum.append(records)
         self.controller.apply(records, first)
         await self.quorum.wait_committed(first + len(records) - 1)
@@ -137,13 +148,13 @@ class ControllerRuntime:
             deadline = self.controller.cluster.next_session_deadline()
             delay = 0.1 if deadline is None else max(0.01, (deadline - self.clock()) / 1000)
             await asyncio.sleep(min(delay, 0.5))
-            with contextlib.suppress(NotController):
+            with contextlib.suppress(NotController, UnappliableBatch):
                 await self.run(lambda _o: (None, self.controller.periodic(self.clock())))
 
     async def _rebalance_loop(self) -> None:
         while self.active:
             await asyncio.sleep(self.rebalance_interval_s)
-            with contextlib.suppress(NotController):
+            with contextlib.suppress(NotController, UnappliableBatch):
                 await self.run(lambda _o: (None, self.controller.rebalance_leaders()))
 
 

@@ -56,6 +56,7 @@ class BrokerLifecycleManager:
         self.want_shut_down = False
         self.unfenced = asyncio.Event()
         self.shutdown_approved = asyncio.Event()
+        self._shutdown_aborted = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
@@ -71,12 +72,26 @@ class BrokerLifecycleManager:
         """Ask to shut down; True once the controller approved it in time."""
         self.want_shut_down = True
         log.info("[BrokerLifecycleManager id=%d] Beginning controlled shutdown.", self.node_id)
+        approved = asyncio.ensure_future(self.shutdown_approved.wait())
+        aborted = asyncio.ensure_future(self._shutdown_aborted.wait())
         try:
-            await asyncio.wait_for(self.shutdown_approved.wait(), CONTROLLED_SHUTDOWN_TIMEOUT_S)
-        except TimeoutError:
+            await asyncio.wait({approved, aborted}, timeout=CONTROLLED_SHUTDOWN_TIMEOUT_S,
+                               return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            approved.cancel()
+            aborted.cancel()
+        if self.shutdown_approved.is_set():
+            return True
+        if self._shutdown_aborted.is_set():
+            log.info("[BrokerLifecycleManager id=%d] Controlled shutdown abandoned.",
+                     self.node_id)
+        else:
             log.error("Timed out waiting for the controller to approve controlled shutdown")
-            return False
-        return True
+        return False
+
+    def abort_controlled_shutdown(self) -> None:
+        """Stop waiting for approval (a fatal error: no approval can come)."""
+        self._shutdown_aborted.set()
 
     async def _run(self) -> None:
         while True:

@@ -1,4 +1,4 @@
-"""The `__cluster_metadata` log on disk.
+"""The `__cluster_metadata` log on disk, and replaying its committed records.
 
 Raft entries live in it as record batches (see raft_manager.py for the encoding);
 the Raft state machine itself is pure (raft/) and this is only where its log is kept.
@@ -6,12 +6,25 @@ the Raft state machine itself is pure (raft/) and this is only where its log is 
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Iterable
 from pathlib import Path
+from typing import NamedTuple
 
+from ..controller.image import MetadataImage
+from ..controller.records import CLUSTER_METADATA_TOPIC, MetadataRecord
 from ..storage import Log, LogConfig
 
-METADATA_TOPIC = "__cluster_metadata"
+METADATA_TOPIC = CLUSTER_METADATA_TOPIC
 METADATA_PARTITION_DIR = f"{METADATA_TOPIC}-0"
+
+log = logging.getLogger("kafka.image.loader.MetadataLoader")
+
+
+class CommittedRecord(NamedTuple):
+    offset: int
+    epoch: int
+    record: MetadataRecord
 
 
 def open_metadata_log(metadata_log_dir: Path) -> Log:
@@ -21,3 +34,21 @@ def open_metadata_log(metadata_log_dir: Path) -> Log:
         # Recover the tail like any log: the last batch may be torn after kill -9.
         return Log.open(directory, config, recovery_point=0, clean_shutdown=False)
     return Log.create(directory, config)
+
+
+def replay(image: MetadataImage, committed: Iterable[CommittedRecord]) -> int:
+    """Apply committed records to `image`; returns how many did not apply.
+
+    A record that does not fit the image is reported (one ERROR line naming it) and
+    skipped. It is committed, so every node would meet it again on every restart:
+    stopping here would brick the cluster for one bad record, while skipping it leaves
+    the image as it was before that record, which is what every node agrees on.
+    """
+    skipped = 0
+    for c in committed:
+        problem = image.apply(c.record, c.offset)
+        if problem is not None:
+            skipped += 1
+            log.error("Skipping the metadata record at offset %d (epoch %d), which does not "
+                      "apply: %s: %r", c.offset, c.epoch, problem, c.record)
+    return skipped

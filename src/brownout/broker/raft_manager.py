@@ -27,7 +27,12 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from ..controller.records import MetadataRecord, decode_record, encode_record
+from ..controller.records import (
+    MetadataRecord,
+    MetadataRecordError,
+    decode_record,
+    encode_record,
+)
 from ..protocol.apis import ApiKey, request_class
 from ..protocol.build import build
 from ..protocol.connection import Request, ServerConnection
@@ -38,7 +43,8 @@ from ..raft.node import RaftNode
 from ..raft.state import PersistentState, RaftConfig, Role
 from ..storage import Log
 from .controller_server import NotController
-from .metadata_log import METADATA_TOPIC, open_metadata_log
+from .metadata_log import METADATA_TOPIC, CommittedRecord, open_metadata_log
+from .metadata_log import log as replay_log
 from .network_client import NetworkClient, NodeUnreachable
 
 log = logging.getLogger("kafka.raft.KafkaRaftClient")
@@ -102,8 +108,21 @@ def batches_to_entries(records: bytes) -> list[Entry]:
     return entries
 
 
-def metadata_records(entries: Iterable[Entry]) -> list[tuple[int, MetadataRecord]]:
-    return [(e.offset, decode_record(e.payload)) for e in entries if not e.control]
+def metadata_records(entries: Iterable[Entry]) -> list[CommittedRecord]:
+    """The metadata records of `entries`, control entries left out. An entry that does
+    not decode is reported and skipped, like a record that does not apply (see
+    metadata_log.replay): it is committed, and raising would stop the node on it for
+    good."""
+    records = []
+    for e in entries:
+        if e.control:
+            continue
+        try:
+            records.append(CommittedRecord(e.offset, e.epoch, decode_record(e.payload)))
+        except MetadataRecordError as error:
+            replay_log.error("Skipping the metadata record at offset %d (epoch %d), which "
+                             "does not decode: %s", e.offset, e.epoch, error)
+    return records
 
 
 def read_quorum_state(path: Path) -> PersistentState | None:
@@ -150,7 +169,7 @@ class RaftManager:
         network: NetworkClient,
         *,
         cluster_id: str,
-        on_commit: Callable[[list[tuple[int, MetadataRecord]]], None],
+        on_commit: Callable[[list[CommittedRecord]], None],
         on_leader_change: Callable[[int | None, int, bool], None],
     ) -> None:
         self.node_id = node_id
@@ -174,17 +193,16 @@ class RaftManager:
         self._inbound_ids = 0
         self._commit_waiters: list[tuple[int, asyncio.Future[None]]] = []
         self.applied_offset = -1
+        self._on_failure: Callable[[BaseException], None] | None = None
+        # Set once the client failed: the core may be half way through a Ready, so
+        # nothing more is processed, persisted or published after that.
+        self.failure: BaseException | None = None
 
     # -- lifecycle ------------------------------------------------------------------
 
     def start(self, on_failure: Callable[[BaseException], None] | None = None) -> None:
+        self._on_failure = on_failure
         self._task = asyncio.create_task(self._run())
-        if on_failure is not None:
-            def report(task: asyncio.Task[None]) -> None:
-                if not task.cancelled() and task.exception() is not None:
-                    on_failure(task.exception())  # type: ignore[arg-type]
-
-            self._task.add_done_callback(report)
 
     async def resign(self) -> None:
         """Graceful shutdown: a leader hands over with EndQuorumEpoch."""
@@ -238,7 +256,7 @@ class RaftManager:
         self._commit_waiters.append((offset, future))
         await future
 
-    def local_records(self) -> Iterable[tuple[int, MetadataRecord]]:
+    def local_records(self) -> Iterable[CommittedRecord]:
         return metadata_records(self.node.log.entries(0))
 
     # -- the loop -------------------------------------------------------------------
@@ -248,8 +266,28 @@ class RaftManager:
             await self._loop()
         except asyncio.CancelledError:
             raise
-        except Exception:
-            log.exception("[RaftManager id=%d] The Raft client failed", self.node_id)
+        except Exception as e:
+            self._fail(e)
+
+    def _fail(self, error: BaseException) -> None:
+        """The client cannot go on (its Ready handling raised, wherever it ran: the loop,
+        a response or an inbound request): stop it and tell the node, once."""
+        if self.failure is not None:
+            return
+        self.failure = error
+        log.error("[RaftManager id=%d] The Raft client failed: %r", self.node_id, error,
+                  exc_info=error)
+        self._fail_waiters()
+        if self._task is not None and self._task is not asyncio.current_task():
+            self._task.cancel()
+        if self._on_failure is not None:
+            self._on_failure(error)
+
+    def _process_ready_or_fail(self) -> None:
+        try:
+            self._process_ready()
+        except Exception as e:
+            self._fail(e)
             raise
 
     async def _loop(self) -> None:
@@ -263,7 +301,7 @@ class RaftManager:
             self.node.tick(_now_ms())
 
     def _process_ready(self) -> None:
-        while self.node.has_ready():
+        while self.failure is None and self.node.has_ready():
             rd = self.node.ready()
             if rd.persist_state is not None:
                 write_quorum_state(self.state_path, rd.persist_state, self.voters)
@@ -360,9 +398,12 @@ class RaftManager:
         if decoded is None:
             decoded = m.RequestFailed(message.destination, self.node_id,
                                       message.correlation_id)
+        if self.failure is not None:
+            return
         self.node.step(decoded, _now_ms())
         self._wakeup.set()
-        self._process_ready()
+        with contextlib.suppress(Exception):  # _fail has reported it
+            self._process_ready_or_fail()
 
     def _encode_request(self, msg: Any) -> tuple[int, int, Any]:
         def partition(fields: dict[str, Any]) -> list[dict[str, Any]]:
@@ -467,9 +508,11 @@ class RaftManager:
         self._inbound_ids += 1
         correlation_id = self._inbound_ids
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        if self.failure is not None:
+            raise RuntimeError(f"the Raft client failed: {self.failure!r}")
         self._inbound[(source, correlation_id)] = future
         self.node.step(make(correlation_id), _now_ms())
-        self._process_ready()
+        self._process_ready_or_fail()
         self._wakeup.set()
         try:
             return await asyncio.wait_for(future, timeout_s)

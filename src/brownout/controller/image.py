@@ -2,15 +2,20 @@
 
 Both the controller and every broker keep one MetadataImage and apply the same
 committed records in order, so they agree on topics, partitions, leaders, ISRs and
-brokers. Applying is pure and deterministic.
+brokers. Applying is pure, deterministic and total: a record that does not fit the
+image (it names a topic, partition or broker the image does not have) changes nothing
+and is returned as a problem for the caller to report, because raising there would stop
+the node at the same committed record on every restart.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import uuid
+from collections.abc import Sequence
 
 from .records import (
+    CLUSTER_METADATA_TOPIC,
     BrokerEndpoint,
     BrokerRegistrationChangeRecord,
     ConfigRecord,
@@ -94,7 +99,33 @@ class MetadataImage:
         topic = self.topic(name)
         return None if topic is None else topic.partitions.get(partition)
 
-    def apply(self, record: MetadataRecord, offset: int | None = None) -> None:
+    def apply(self, record: MetadataRecord, offset: int | None = None) -> str | None:
+        """Apply one record; returns why it does not fit (and changes nothing) or None.
+        The offset advances either way: the record was consumed."""
+        problem = self.misfit(record)
+        if problem is None:
+            self._apply(record)
+        if offset is not None:
+            self.offset = offset
+        return problem
+
+    def misfit(self, record: MetadataRecord) -> str | None:
+        """Why `record` cannot be applied to this image, or None."""
+        return _misfit(record, _View(self))
+
+    def batch_misfit(self, records: Sequence[MetadataRecord]) -> tuple[int, str] | None:
+        """The first record of `records` that would not fit once the ones before it are
+        applied, as (index, problem); None when all fit. Changes nothing: the active
+        controller asks this before appending, so a bad batch never reaches the log."""
+        view = _View(self)
+        for i, record in enumerate(records):
+            problem = _misfit(record, view)
+            if problem is not None:
+                return i, problem
+            view.note(record)
+        return None
+
+    def _apply(self, record: MetadataRecord) -> None:
         match record:
             case TopicRecord(name=name, topic_id=topic_id):
                 self.topics_by_id[topic_id] = TopicImage(name, topic_id)
@@ -153,10 +184,95 @@ class MetadataImage:
                 self.next_producer_id = next_id
             case UnregisterBrokerRecord(broker_id=broker_id):
                 self.brokers.pop(broker_id, None)
-            case _:
-                raise TypeError(f"unknown metadata record {record!r}")
-        if offset is not None:
-            self.offset = offset
 
     def live_brokers(self) -> list[BrokerRegistration]:
         return [b for b in sorted(self.brokers.values(), key=lambda b: b.broker_id) if not b.fenced]
+
+
+class _View:
+    """What `_misfit` needs to know of an image, plus the topics, partitions and brokers
+    that records checked earlier in the same batch add or remove (without copying the
+    image)."""
+
+    def __init__(self, image: MetadataImage) -> None:
+        self.image = image
+        self.added_topics: dict[uuid.UUID, str] = {}
+        self.removed_topics: set[uuid.UUID] = set()
+        self.added_partitions: set[tuple[uuid.UUID, int]] = set()
+        self.added_brokers: set[int] = set()
+        self.removed_brokers: set[int] = set()
+
+    def topic_name(self, topic_id: uuid.UUID) -> str | None:
+        if topic_id in self.removed_topics:
+            return None
+        if topic_id in self.added_topics:
+            return self.added_topics[topic_id]
+        topic = self.image.topics_by_id.get(topic_id)
+        return None if topic is None else topic.name
+
+    def name_taken(self, name: str) -> bool:
+        if name in self.added_topics.values():
+            return True
+        topic_id = self.image.topic_ids.get(name)
+        return topic_id is not None and topic_id not in self.removed_topics
+
+    def has_partition(self, topic_id: uuid.UUID, partition: int) -> bool:
+        if self.topic_name(topic_id) is None:
+            return False
+        if (topic_id, partition) in self.added_partitions:
+            return True
+        topic = self.image.topics_by_id.get(topic_id)
+        return topic is not None and partition in topic.partitions
+
+    def has_broker(self, broker_id: int) -> bool:
+        if broker_id in self.removed_brokers:
+            return False
+        return broker_id in self.added_brokers or broker_id in self.image.brokers
+
+    def note(self, record: MetadataRecord) -> None:
+        match record:
+            case TopicRecord(name=name, topic_id=topic_id):
+                self.added_topics[topic_id] = name
+                self.removed_topics.discard(topic_id)
+            case PartitionRecord(topic_id=topic_id, partition_id=partition):
+                self.added_partitions.add((topic_id, partition))
+            case RemoveTopicRecord(topic_id=topic_id):
+                self.added_topics.pop(topic_id, None)
+                self.removed_topics.add(topic_id)
+            case RegisterBrokerRecord(broker_id=broker_id):
+                self.added_brokers.add(broker_id)
+                self.removed_brokers.discard(broker_id)
+            case UnregisterBrokerRecord(broker_id=broker_id):
+                self.added_brokers.discard(broker_id)
+                self.removed_brokers.add(broker_id)
+
+
+def _misfit(record: MetadataRecord, view: _View) -> str | None:
+    match record:
+        case TopicRecord(name=name, topic_id=topic_id):
+            if name == CLUSTER_METADATA_TOPIC:
+                return f"{CLUSTER_METADATA_TOPIC} is the metadata log, never a topic"
+            if view.topic_name(topic_id) is not None:
+                return f"topic id {topic_id} already exists"
+            if view.name_taken(name):
+                return f"topic {name} already exists"
+        case PartitionRecord(topic_id=topic_id, partition_id=partition):
+            if view.topic_name(topic_id) is None:
+                return f"partition {partition} of unknown topic id {topic_id}"
+            if view.has_partition(topic_id, partition):
+                return f"partition {partition} of topic id {topic_id} already exists"
+        case PartitionChangeRecord(topic_id=topic_id, partition_id=partition):
+            if not view.has_partition(topic_id, partition):
+                return f"change of unknown partition {partition} of topic id {topic_id}"
+        case RemoveTopicRecord(topic_id=topic_id):
+            if view.topic_name(topic_id) is None:
+                return f"removal of unknown topic id {topic_id}"
+        case BrokerRegistrationChangeRecord(broker_id=broker_id):
+            if not view.has_broker(broker_id):
+                return f"registration change of unknown broker {broker_id}"
+        case (ConfigRecord() | RegisterBrokerRecord() | UnregisterBrokerRecord()
+              | ProducerIdsRecord()):
+            pass
+        case _:
+            return f"unknown metadata record type {type(record).__name__}"
+    return None

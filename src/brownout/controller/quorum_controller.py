@@ -52,9 +52,15 @@ class QuorumController:
         self.cluster.image = image
         self.cluster.activate(now_ms)
 
-    def apply(self, records: Iterable[MetadataRecord], first_offset: int) -> None:
+    def apply(self, records: Iterable[MetadataRecord], first_offset: int) -> list[str]:
+        """Apply records just appended; returns the problems of any that did not fit
+        (none, when the batch passed MetadataImage.batch_misfit before the append)."""
+        problems = []
         for i, record in enumerate(records):
-            self.image.apply(record, first_offset + i)
+            problem = self.image.apply(record, first_offset + i)
+            if problem is not None:
+                problems.append(f"offset {first_offset + i}: {problem}")
+        return problems
 
     # -- brokers --------------------------------------------------------------------
 

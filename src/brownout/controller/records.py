@@ -13,6 +13,10 @@ import json
 import uuid
 from typing import Any, ClassVar
 
+# The metadata log's own name (Kafka's Topic.CLUSTER_METADATA_TOPIC_NAME): never a
+# topic in the image, so clients can neither see, create, write, read nor delete it.
+CLUSTER_METADATA_TOPIC = "__cluster_metadata"
+
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class BrokerEndpoint:

@@ -10,6 +10,7 @@ import dataclasses
 import random
 import re
 import uuid
+from collections import Counter
 from collections.abc import Mapping, Sequence
 
 from kio.schema.errors import ErrorCode
@@ -17,11 +18,28 @@ from kio.schema.errors import ErrorCode
 from ..common.config import ConfigError
 from ..common.kafka_config import TOPIC_CONFIG, parse_topic_configs
 from .image import MetadataImage
-from .records import ConfigRecord, MetadataRecord, PartitionRecord, RemoveTopicRecord, TopicRecord
+from .records import (
+    CLUSTER_METADATA_TOPIC,
+    ConfigRecord,
+    MetadataRecord,
+    PartitionRecord,
+    RemoveTopicRecord,
+    TopicRecord,
+)
 
 MAX_NAME_LENGTH = 249
 _LEGAL = re.compile(r"^[a-zA-Z0-9._-]+$")
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+
+# Kafka's QuorumController refuses a user operation that would write more than
+# MAX_RECORDS_PER_USER_OP records (its BoundedList), and ReplicationControlManager
+# refuses a CreateTopics asking for more than MAX_PARTITIONS_PER_BATCH partitions in
+# all before building anything. Both bound the work and the memory one request costs.
+MAX_RECORDS_PER_USER_OP = 10_000
+MAX_PARTITIONS_PER_BATCH = 10_000
+DUPLICATE_TOPIC_NAME = "Duplicate topic name."
+EXCESSIVE_PARTITIONS = "Excessively large number of partitions per request."
+EXCESSIVE_BATCH = "Unable to perform excessively large batch operation."
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -84,6 +102,24 @@ def place_replicas(
     ]
 
 
+def _duplicates(names: Sequence[str]) -> set[str]:
+    return {name for name, count in Counter(names).items() if count > 1}
+
+
+def requested_partitions(topics: Sequence[NewTopic], default_partitions: int) -> int:
+    """An upper bound of the partitions `topics` ask for, counted like Kafka's
+    validateTotalNumberOfPartitions: invalid counts add nothing (they fail later)."""
+    total = 0
+    for t in topics:
+        if t.assignments:
+            total += len(t.assignments)
+        elif t.num_partitions == -1:
+            total += default_partitions
+        elif t.num_partitions > 0:
+            total += t.num_partitions
+    return total
+
+
 def create_topics(
     image: MetadataImage,
     topics: Sequence[NewTopic],
@@ -93,19 +129,39 @@ def create_topics(
     rng: random.Random,
     validate_only: bool = False,
 ) -> tuple[list[TopicResult], list[MetadataRecord]]:
+    """One result per distinct name, in request order. A name given twice is refused
+    outright (neither entry is created), as Kafka's ControllerApis does."""
+    duplicates = _duplicates([t.name for t in topics])
+    unique = [t for t in topics if t.name not in duplicates]
+    # Checked before any validation or placement, so a request for 2^31-1 partitions
+    # (validate_only too) is refused without building a single partition.
+    if requested_partitions(unique, default_partitions) > MAX_PARTITIONS_PER_BATCH:
+        return _refuse_all(topics, ErrorCode.policy_violation, EXCESSIVE_PARTITIONS), []
     results: list[TopicResult] = []
     records: list[MetadataRecord] = []
     usable = [b.broker_id for b in image.live_brokers() if not b.in_controlled_shutdown]
-    seen: set[str] = set()
+    reported: set[str] = set()
     for t in topics:
+        if t.name in duplicates:
+            if t.name not in reported:
+                reported.add(t.name)
+                results.append(TopicResult(t.name, ErrorCode.invalid_request,
+                                           DUPLICATE_TOPIC_NAME))
+            continue
         result, new_records = _create_one(
-            image, t, usable, default_partitions, default_replication_factor, rng, seen
+            image, t, usable, default_partitions, default_replication_factor, rng
         )
-        seen.add(t.name)
         results.append(result)
-        if result.error == ErrorCode.none and not validate_only:
+        if result.error == ErrorCode.none:
             records.extend(new_records)
-    return results, records
+        if len(records) > MAX_RECORDS_PER_USER_OP:
+            # Kafka's controller fails the whole operation (validate_only too).
+            return _refuse_all(topics, ErrorCode.policy_violation, EXCESSIVE_BATCH), []
+    return results, [] if validate_only else records
+
+
+def _refuse_all(topics: Sequence[NewTopic], error: ErrorCode, message: str) -> list[TopicResult]:
+    return [TopicResult(name, error, message) for name in dict.fromkeys(t.name for t in topics)]
 
 
 def _create_one(
@@ -115,13 +171,13 @@ def _create_one(
     default_partitions: int,
     default_rf: int,
     rng: random.Random,
-    seen: set[str],
 ) -> tuple[TopicResult, list[MetadataRecord]]:
     def fail(error: ErrorCode, message: str) -> tuple[TopicResult, list[MetadataRecord]]:
         return TopicResult(t.name, error, message), []
 
-    if t.name in seen:
-        return fail(ErrorCode.invalid_request, f"Duplicate topic name {t.name} in the request")
+    if t.name == CLUSTER_METADATA_TOPIC:
+        return fail(ErrorCode.invalid_request,
+                    f"Creation of internal topic {CLUSTER_METADATA_TOPIC} is prohibited.")
     problem = validate_topic_name(t.name)
     if problem:
         return fail(ErrorCode.invalid_topic_exception, problem)
@@ -148,6 +204,13 @@ def _create_one(
         if sorted(t.assignments) != list(range(len(assignment))):
             return fail(ErrorCode.invalid_replica_assignment, "Partitions must be 0..N-1")
         for replicas in assignment:
+            if len(replicas) != len(assignment[0]):
+                return fail(
+                    ErrorCode.invalid_replica_assignment,
+                    f"The manual partition assignment includes a partition with "
+                    f"{len(replicas)} replica(s), but this is not consistent with previous "
+                    f"partitions, which have {len(assignment[0])} replica(s).",
+                )
             if not replicas or len(set(replicas)) != len(replicas):
                 return fail(
                     ErrorCode.invalid_replica_assignment,
@@ -198,16 +261,32 @@ def _create_one(
 def delete_topics(
     image: MetadataImage, names: Sequence[str]
 ) -> tuple[list[TopicResult], list[MetadataRecord]]:
-    results = []
+    """One result per distinct name, in request order. A name given twice is refused
+    (INVALID_REQUEST, as Kafka's ControllerApis answers), so no topic is ever removed
+    twice in one batch: the second remove would name a topic that no longer exists."""
+    duplicates = _duplicates(names)
+    results: list[TopicResult] = []
     records: list[MetadataRecord] = []
-    for name in names:
+    removing: set[uuid.UUID] = set()
+    for name in dict.fromkeys(names):
+        if name in duplicates:
+            results.append(TopicResult(name, ErrorCode.invalid_request, DUPLICATE_TOPIC_NAME))
+            continue
+        if name in INTERNAL_TOPICS:
+            # The group coordinator owns these; the lab refuses to drop them under it.
+            results.append(TopicResult(name, ErrorCode.topic_authorization_failed))
+            continue
         topic = image.topic(name)
-        if topic is None:
+        if topic is None or topic.topic_id in removing:
             results.append(
                 TopicResult(name, ErrorCode.unknown_topic_or_partition,
                             "This server does not host this topic-partition.")
             )
             continue
+        removing.add(topic.topic_id)
         results.append(TopicResult(name, ErrorCode.none, None, topic.topic_id))
         records.append(RemoveTopicRecord(topic.topic_id))
+    if len(records) > MAX_RECORDS_PER_USER_OP:
+        return [TopicResult(n, ErrorCode.policy_violation, EXCESSIVE_BATCH)
+                for n in dict.fromkeys(names)], []
     return results, records
