@@ -354,3 +354,102 @@ def test_a_client_that_stops_reading_does_not_block_shutdown(node_factory):
         assert time.monotonic() - started < 10
     finally:
         sock.close()
+
+
+# -- frames that once killed the node or reached a handler they should not --------------
+#
+# Each of these, sent once to a fresh node, aborted the process (kio's native decoder
+# allocated what a count claimed), raised a TypeError in a handler, or was acknowledged.
+
+
+def compact_string(s: bytes) -> bytes:
+    return uvarint(len(s) + 1) + s
+
+
+KILLER_FRAMES = {
+    # Metadata v12 claiming 2^32 - 1 topics: a 32 GiB allocation, then SIGABRT.
+    "metadata-v12-huge-topic-count": frame(
+        METADATA, 12, 1, uvarint(2**32) + b"\0\0", flexible=True
+    ),
+    # DescribeGroups v5: one group, then a compact string length of 2^31.
+    "describe-groups-v5-huge-string": frame(
+        15, 5, 1, uvarint(2) + uvarint(2**31) + b"g\0", flexible=True
+    ),
+    # ListOffsets v1 (replica id, then topics): null where the schema forbids it.
+    "list-offsets-v1-null-topics": frame(2, 1, 1, struct.pack(">ii", -1, -1)),
+    # Produce v3 with a null topic_data array.
+    "produce-v3-null-topics": frame(PRODUCE, 3, 1, struct.pack(">hhii", -1, -1, 1000, -1)),
+    # OffsetCommit v2 whose group id is null (a non-nullable string).
+    "offset-commit-v2-null-group": frame(8, 2, 1, struct.pack(">h", -1) + b"\0" * 30),
+    # Fetch v4 with 2^31 - 1 topics in a few bytes.
+    "fetch-v4-huge-topic-count": frame(
+        1, 4, 1, struct.pack(">iiiib", -1, 500, 1, 1 << 20, 0) + struct.pack(">i", 2**31 - 1)
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(KILLER_FRAMES))
+def test_a_malformed_request_costs_only_its_connection(node, witness, name: str):
+    with connect(node) as sock:
+        sock.sendall(KILLER_FRAMES[name])
+        assert_closed(sock)
+    still_serving(node, witness)
+    assert "due to invalid request" in node.log_text()
+
+
+def produce_v3(correlation_id: int, topic: str, batch: bytes) -> bytes:
+    name = topic.encode()
+    body = (
+        struct.pack(">hhi", -1, -1, 5000)  # transactional id null, acks=all, timeout
+        + struct.pack(">ih", 1, len(name)) + name
+        + struct.pack(">ii", 1, 0) + struct.pack(">i", len(batch)) + batch
+    )
+    return frame(PRODUCE, 3, correlation_id, body)
+
+
+def produce_v3_error(body: bytes) -> int:
+    # responses[1] { name, partitions[1] { index, error_code, ... } }
+    (name_len,) = struct.unpack_from(">h", body, 4)
+    (error,) = struct.unpack_from(">h", body, 4 + 2 + name_len + 4 + 4)
+    return error
+
+
+def resealed_batch(records: bytes, *, codec: int = 0) -> bytes:
+    """A batch of one record whose record bytes are `records`, with a CRC that matches."""
+    import crc32c
+
+    from brownout.protocol.records import build_batch
+
+    good = build_batch([(b"k", b"v")], timestamp_ms=int(time.time() * 1000))
+    out = bytearray(good[:61]) + records
+    struct.pack_into(">i", out, 8, len(out) - 12)
+    struct.pack_into(">h", out, 21, codec)
+    struct.pack_into(">I", out, 17, crc32c.crc32c(bytes(out[21:])))
+    return bytes(out)
+
+
+CORRUPT_MESSAGE = 2
+
+
+@pytest.mark.parametrize(
+    "batch",
+    [
+        pytest.param(resealed_batch(b"\xff" * 12), id="records-that-do-not-decode"),
+        pytest.param(resealed_batch(b"\x10\0\0\0\x01\x01\x02\0", codec=7), id="codec-7"),
+    ],
+)
+def test_a_batch_with_a_valid_crc_but_bad_records_is_refused(node, witness, batch: bytes):
+    with connect(node) as sock:
+        sock.sendall(produce_v3(41, witness["topic"], batch))
+        corr, body = read_response(sock)
+    assert corr == 41
+    assert produce_v3_error(body) == CORRUPT_MESSAGE
+    still_serving(node, witness)  # and nothing was appended: the witness offset is exact
+
+
+def test_the_witness_reads_back_every_write_after_the_attacks(node, witness):
+    from _kafka_clients import consume_confluent
+
+    still_serving(node, witness)
+    got = consume_confluent(node.bootstrap, witness["topic"], {0: witness["sent"]})
+    assert [m.value() for m in got[0]] == [b"after attack"] * witness["sent"]
