@@ -362,10 +362,6 @@ def test_a_client_that_stops_reading_does_not_block_shutdown(node_factory):
 # allocated what a count claimed), raised a TypeError in a handler, or was acknowledged.
 
 
-def compact_string(s: bytes) -> bytes:
-    return uvarint(len(s) + 1) + s
-
-
 KILLER_FRAMES = {
     # Metadata v12 claiming 2^32 - 1 topics: a 32 GiB allocation, then SIGABRT.
     "metadata-v12-huge-topic-count": frame(
