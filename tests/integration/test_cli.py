@@ -289,8 +289,7 @@ def test_supervisor_faults(tmp_path: Path):
 
 def test_three_brokers_leaderless_partition(tmp_path: Path):
     """FIDELITY B2 on KRaft: the only replica of a partition is killed -> `Leader: none`,
-    and `offsets` reports that partition on stderr and prints the others (exit 0).
-    Skipped while the node runs only a single combined node."""
+    and `offsets` reports that partition on stderr and prints the others (exit 0)."""
     from brownout.cluster.state import ClusterState
     from brownout.cluster.supervisor import Supervisor
 
@@ -300,8 +299,6 @@ def test_three_brokers_leaderless_partition(tmp_path: Path):
         up = run(
             "up", "--brokers", "3", "--profile", "fast", "--timeout", "40", "--dir", d, check=False
         )
-        if up.returncode != 0 and "single combined node" in up.stderr:
-            pytest.skip("the node does not run multi-node clusters yet")
         assert up.returncode == 0, up.stderr
         s = status(lab)
         assert s["registered_brokers"] == [1, 2, 3]
