@@ -792,9 +792,15 @@ def rss_kib(pid: int) -> int:
 _TRACE_FILE = re.compile(r'File "([^"]*/brownout/[^"]*)", line (\d+), in (\S+)')
 
 
+_NATIVE = re.compile(r"memory allocation of \d+ bytes failed|thread '.*' panicked at .*|"
+                     r"Fatal Python error: .*|Segmentation fault|MemoryError")
+
+
 def signature(log: str) -> str:
-    """`ExceptionType at file:line (function)` of the last traceback in `log`: crashes
-    and internal errors with the same cause share it."""
+    """`Exception: message at file:line (function)` of the last traceback in `log`, or
+    the native abort message (numbers blanked): findings with the same cause share it."""
+    if native := _NATIVE.findall(log):
+        return "abort: " + re.sub(r"\d+", "N", native[-1])[:120]
     start = log.rfind("Traceback (most recent call last)")
     if start < 0:
         errors = [line for line in log.splitlines() if "] ERROR " in line
@@ -808,7 +814,8 @@ def signature(log: str) -> str:
     if frames:
         f = frames[-1]
         where = f" at {f.group(1).split('/brownout/', 1)[1]}:{f.group(2)} ({f.group(3)})"
-    return f"{exc.split(':', 1)[0]}{where}"
+    exc = re.sub(r"\b\d+\b", "N", exc)[:100]
+    return f"{exc}{where}"
 
 
 class Target:
@@ -842,7 +849,8 @@ class Target:
         self.log_offset = self.node.log_path.stat().st_size
 
     def fresh(self) -> None:
-        """A brand-new node (new data dir) after one that no longer starts."""
+        """A brand-new node (new data dir): after one that no longer starts, and for
+        shrinking."""
         self.node.kill()
         self.node = self._new_node()
         self.start()
@@ -972,6 +980,7 @@ class Finding:
     # The frames sent just before: a node may die a moment after it closed the
     # connection, when the next frame is already on its way.
     suspects: list[Frame] = dataclasses.field(default_factory=list)
+    apis: set[str] = dataclasses.field(default_factory=set)
 
 
 class Campaign:
@@ -1007,6 +1016,7 @@ class Campaign:
             found.count += 1
             if len(frame.data) < len(found.smallest):
                 found.smallest = frame.data
+        found.apis.add(f"{frame.listener[0]}:{frame.api()}")
         return found
 
     # -- one frame -----------------------------------------------------------------
@@ -1024,6 +1034,11 @@ class Campaign:
         node = self.target.node
         time.sleep(0.002)  # let an exception the frame caused reach the log
         log = self.target.new_log()
+        if _NATIVE.search(log) and node.proc is not None:
+            # A native abort prints its backtrace first, which takes a while: wait for
+            # the exit, or the death would go to the next frame.
+            with contextlib.suppress(Exception):
+                node.proc.wait(15)
         if not node.alive:
             with contextlib.suppress(Exception):
                 assert node.proc is not None
@@ -1129,9 +1144,10 @@ class Campaign:
     def _reproduces(self, finding: Finding, frame: Frame) -> bool:
         data = frame.data
         if not self.target.node.alive:
+            # A fresh node starts in about 1.5 s; one restarted on the data dir of a
+            # killed node takes over 10 s (and the restart was checked already).
             try:
-                self.target.node.kill()
-                self.target.start()
+                self.target.fresh()
             except Exception:
                 return False
         port = self.target.ports()[frame.listener]
@@ -1170,15 +1186,28 @@ class Campaign:
             else:
                 finding.signature += " (did not reproduce alone)"
                 return finding.smallest
-        prefix_ok = struct.unpack_from(">i", best)[0] == len(best) - 4 if len(best) >= 4 \
-            else False
+        prefix_ok = len(best) >= 4 and struct.unpack_from(">i", best)[0] == len(best) - 4
+
+        def cut(payload: bytes) -> bytes:
+            return with_prefix(payload) if prefix_ok else best[:4] + payload
+
+        # Most findings happen while decoding, before the end of the frame: the shortest
+        # prefix that still does it (bisection) comes first and costs few attempts.
+        low, high = 0, len(best) - 4
+        while low < high and time.monotonic() < deadline:
+            mid = (low + high) // 2
+            if self.reproduces(finding, cut(best[4: 4 + mid])):
+                high = mid
+            else:
+                low = mid + 1
+        if high < len(best) - 4:
+            best = cut(best[4: 4 + high])
         chunk = max((len(best) - 4) // 2, 1)
         while chunk >= 1 and time.monotonic() < deadline:
             progressed = False
             at = 4
             while at < len(best) and time.monotonic() < deadline:
-                payload = best[4:at] + best[at + chunk:]
-                candidate = with_prefix(payload) if prefix_ok else best[:4] + payload
+                candidate = cut(best[4:at] + best[at + chunk:])
                 if len(candidate) < len(best) and self.reproduces(finding, candidate):
                     best, progressed = candidate, True
                 else:
@@ -1263,6 +1292,7 @@ def summarize(c: Campaign, problems: list[str], elapsed: float, corpus: Counter[
         print(f"\n{'finding':<16}{'count':>6}  {'bytes':>6}  first  signature")
         for f in sorted(c.findings.values(), key=lambda f: (f.kind, f.index)):
             print(f"{f.kind:<16}{f.count:>6}  {len(f.smallest):>6}  {f.index:>5}  {f.signature}")
+            print(f"{'':<37}apis: {' '.join(sorted(f.apis))}")
     for p in [*c.health_failures, *problems]:
         print(f"problem: {p}")
     if c.stopped_early:
@@ -1281,7 +1311,8 @@ def save_findings(c: Campaign) -> None:
         report.append({"kind": f.kind, "signature": f.signature, "count": f.count,
                        "first_frame": f.index, "class": f.frame.cls,
                        "listener": f.frame.listener, "origin": f.frame.origin,
-                       "api": f.frame.api(), "original_hex": f.frame.data.hex(),
+                       "api": f.frame.api(), "apis": sorted(f.apis),
+                       "original_hex": f.frame.data.hex(),
                        "smallest_hex": f.smallest.hex(), "file": stem.name})
     (c.out / "findings.json").write_text(json.dumps(report, indent=1) + "\n")
 
@@ -1354,17 +1385,22 @@ def main() -> int:
         campaign.run(seeds, witness)
         elapsed = time.monotonic() - started
 
-        # Shrink before the final restart check, on the same node, one signature at a
-        # time; deaths need a restart per attempt, so they get the budget first.
+        problems = final_restart(target, witness, campaign)
+
+        # One signature at a time; deaths need a new node per attempt, so they get a
+        # larger share of the budget.
         shrink_deadline = time.monotonic() + args.shrink_seconds
         order = sorted(campaign.findings.values(),
                        key=lambda f: (f.kind not in ("death", "hang"), f.index))
+        def weight(f: Finding) -> int:
+            return 5 if f.kind in ("death", "hang") else 1
+
         for i, finding in enumerate(order):
             left = shrink_deadline - time.monotonic()
             if left <= 0:
                 break
-            finding.smallest = campaign.shrink(finding, left / (len(order) - i))
-        problems = final_restart(target, witness, campaign)
+            share = weight(finding) / sum(weight(f) for f in order[i:])
+            finding.smallest = campaign.shrink(finding, left * share)
         save_findings(campaign)
         ok = summarize(campaign, problems, elapsed, corpus)
     finally:
