@@ -449,3 +449,25 @@ def test_the_witness_reads_back_every_write_after_the_attacks(node, witness):
     still_serving(node, witness)
     got = consume_confluent(node.bootstrap, witness["topic"], {0: witness["sent"]})
     assert [m.value() for m in got[0]] == [b"after attack"] * witness["sent"]
+
+
+INVALID_REQUEST = 42
+
+
+def test_quorum_requests_without_their_partition_get_invalid_request(node, witness):
+    """BeginQuorumEpoch, EndQuorumEpoch and Vote name the metadata partition; one that
+    names none is answered INVALID_REQUEST (it once raised IndexError in the handler)."""
+    # v0 bodies: cluster id null, then an empty array of topics. Vote is flexible.
+    legacy, flexible = struct.pack(">hi", -1, 0), b"\x00\x01\x00"
+    with socket.create_connection(("127.0.0.1", node.controller_port), timeout=5) as sock:
+        for correlation_id, api_key in enumerate((53, 54, 52), start=1):
+            is_flexible = api_key == 52
+            body = flexible if is_flexible else legacy
+            sock.sendall(frame(api_key, 0, correlation_id, body, flexible=is_flexible))
+            corr, response = read_response(sock)
+            assert corr == correlation_id
+            if is_flexible:  # response header v1: an empty tag section first
+                assert response[:4] == b"\x00" + struct.pack(">h", INVALID_REQUEST) + b"\x01"
+            else:
+                assert struct.unpack_from(">hi", response, 0) == (INVALID_REQUEST, 0)
+    still_serving(node, witness)

@@ -527,6 +527,15 @@ class RaftManager:
             {"topic_name": METADATA_TOPIC, "partitions": [{"partition_index": 0, **fields}]}
         ]})
 
+    def _invalid(self, request: Request) -> Any:
+        """Kafka's Raft answers INVALID_REQUEST, with no partitions, to a request that does
+        not name exactly one topic, the metadata topic, and exactly its partition 0."""
+        if request.header.api_key == ApiKey.FETCH:
+            return self._respond(request, {"throttle_time": 0, "session_id": 0,
+                                           "error_code": ErrorCode.invalid_request,
+                                           "responses": []})
+        return self._respond(request, {"error_code": ErrorCode.invalid_request, "topics": []})
+
     def _wrong_cluster(self, request: Request) -> bool:
         cluster = getattr(request.body, "cluster_id", None)
         return cluster is not None and cluster != self.cluster_id
@@ -535,7 +544,9 @@ class RaftManager:
         if self._wrong_cluster(request):
             return self._respond(request, {"error_code": ErrorCode.inconsistent_cluster_id,
                                            "topics": []})
-        p = request.body.topics[0].partitions[0]
+        p = _only_partition(request.body.topics, "topic_name", METADATA_TOPIC)
+        if p is None:
+            return self._invalid(request)
         source = int(p.replica_id)
         reply = await self._ask(lambda cid: m.VoteRequest(
             source, self.node_id, cid, int(p.replica_epoch), source, int(p.last_offset_epoch),
@@ -548,7 +559,9 @@ class RaftManager:
         if self._wrong_cluster(request):
             return self._respond(request, {"error_code": ErrorCode.inconsistent_cluster_id,
                                            "topics": []})
-        p = request.body.topics[0].partitions[0]
+        p = _only_partition(request.body.topics, "topic_name", METADATA_TOPIC)
+        if p is None:
+            return self._invalid(request)
         source = int(p.leader_id)
         reply = await self._ask(lambda cid: m.BeginQuorumEpochRequest(
             source, self.node_id, cid, source, int(p.leader_epoch)),
@@ -561,7 +574,9 @@ class RaftManager:
         if self._wrong_cluster(request):
             return self._respond(request, {"error_code": ErrorCode.inconsistent_cluster_id,
                                            "topics": []})
-        p = request.body.topics[0].partitions[0]
+        p = _only_partition(request.body.topics, "topic_name", METADATA_TOPIC)
+        if p is None:
+            return self._invalid(request)
         source = int(p.leader_id)
         reply = await self._ask(lambda cid: m.EndQuorumEpochRequest(
             source, self.node_id, cid, source, int(p.leader_epoch),
@@ -592,14 +607,18 @@ class RaftManager:
 
     async def handle_fetch(self, request: Request, ctx: Any) -> Any:
         body = request.body
+        if len(body.topics) != 1:
+            return self._invalid(request)
         topic = body.topics[0]
-        p = topic.partitions[0]
-        source = int(body.replica_id)
-        max_wait = int(body.max_wait.total_seconds() * 1000)
         if self._wrong_cluster(request) or topic.topic_id != METADATA_TOPIC_ID:
             error = (ErrorCode.inconsistent_cluster_id if self._wrong_cluster(request)
                      else ErrorCode.unknown_topic_id)
             return self._fetch_response(request, topic.topic_id, error, -1, -1, -1, None, b"")
+        p = _only_partition(body.topics, "topic_id", METADATA_TOPIC_ID)
+        if p is None:
+            return self._invalid(request)
+        source = int(body.replica_id)
+        max_wait = int(body.max_wait.total_seconds() * 1000)
         reply = await self._ask(lambda cid: m.FetchRequest(
             source, self.node_id, cid, source, max_wait, int(p.current_leader_epoch),
             int(p.fetch_offset), int(p.last_fetched_epoch)),
@@ -623,6 +642,19 @@ class RaftManager:
         return self._respond(request, {"throttle_time": 0, "error_code": ErrorCode.none,
                                        "session_id": 0, "responses": [
                                            {"topic_id": topic_id, "partitions": [partition]}]})
+
+
+def _only_partition(topics: Any, key: str, expected: Any) -> Any | None:
+    """The request's one partition, if it names exactly `expected`'s partition 0."""
+    if len(topics) != 1 or getattr(topics[0], key) != expected:
+        return None
+    partitions = topics[0].partitions
+    if len(partitions) != 1:
+        return None
+    p = partitions[0]
+    # Fetch calls the index `partition`, the quorum RPCs `partition_index`.
+    index = p.partition if hasattr(p, "partition") else p.partition_index
+    return p if index == 0 else None
 
 
 def response_has_partition(response: Any) -> bool:
