@@ -11,6 +11,12 @@ Fixtures:
 - ``node_factory``: function-scoped; ``node_factory(**props)`` starts a fresh node with
   extra server properties, for tests that stop, kill or restart it.
 - ``topic``: a unique topic name for the test.
+
+Every module also runs under a leak guard (``_leak_guard``): a node process started
+under this session's temporary directory, or a lab network namespace created meanwhile,
+that is still there once the module's tests and fixtures are done is killed (removed)
+and reported as an error of that module, so one test can never leave a cluster running
+for the next test or for a `make demo` that follows `make test`.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ import contextlib
 import itertools
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -316,3 +323,76 @@ def topic(request: pytest.FixtureRequest) -> str:
     """A topic name unique to this test (and to this run)."""
     base = re.sub(r"[^A-Za-z0-9._-]+", "-", request.node.name).strip("-.")[:80]
     return f"{base}-{uuid.uuid4().hex[:8]}"
+
+
+# -- leak guard -------------------------------------------------------------------------
+
+_LAB_NETNS = re.compile(r"^(bo[0-9a-f]{6})-n\d+$")
+
+
+def _node_processes(under: str) -> dict[int, str]:
+    """pid -> command line of every live `brownout.node` process whose command line
+    names a path under `under` (this session's tmp dir: never another user's lab)."""
+    found = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            args = [
+                a.decode(errors="replace") for a in (entry / "cmdline").read_bytes().split(b"\0")
+            ]
+            state = (entry / "stat").read_text().rpartition(")")[2].split()[0]
+        except (OSError, IndexError):
+            continue
+        if state in ("Z", "X") or "brownout.node" not in args:
+            continue
+        if any(a.startswith(under) for a in args):
+            found[int(entry.name)] = " ".join(a for a in args if a)
+    return found
+
+
+def _lab_namespaces() -> set[str]:
+    if shutil.which("ip") is None:
+        return set()
+    try:
+        out = subprocess.run(
+            ["ip", "netns", "list"], capture_output=True, text=True, timeout=10
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return set()
+    return {w[0] for line in out.splitlines() if (w := line.split()) and _LAB_NETNS.match(w[0])}
+
+
+def _kill_group(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(os.getpgid(pid), signal.SIGKILL)
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.kill(pid, signal.SIGKILL)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _leak_guard(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Fail the module loudly (and clean up) when it leaves a node or a netns behind."""
+    under = str(tmp_path_factory.getbasetemp())
+    namespaces_before = _lab_namespaces()
+    yield
+    nodes = _node_processes(under)
+    for pid in nodes:
+        _kill_group(pid)
+    deadline = time.monotonic() + 10
+    while _node_processes(under) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    new_namespaces = _lab_namespaces() - namespaces_before
+    if new_namespaces:
+        from brownout.cluster import netns
+
+        for prefix in sorted({_LAB_NETNS.match(ns).group(1) for ns in new_namespaces}):
+            with contextlib.suppress(Exception):
+                netns.cleanup(prefix)
+    if nodes or new_namespaces:
+        leaked = [f"node process {pid}: {cmd}" for pid, cmd in sorted(nodes.items())]
+        leaked += [f"network namespace {ns}" for ns in sorted(new_namespaces)]
+        pytest.fail(
+            "this module left behind (now killed / removed):\n  " + "\n  ".join(leaked),
+            pytrace=False,
+        )

@@ -6,8 +6,11 @@ Each run builds its own 3-broker cluster in the run directory and tears it down.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
+import os
+import signal
 import subprocess
 from pathlib import Path
 
@@ -21,9 +24,29 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(170)]
 
 
 def run(*args: str, timeout: float = 160) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*BROWNOUT, "run", *args], capture_output=True, text=True,
-                          timeout=timeout, env={**__import__("os").environ,
-                                                "COLUMNS": "200"})
+    try:
+        return subprocess.run([*BROWNOUT, "run", *args], capture_output=True, text=True,
+                              timeout=timeout, env={**__import__("os").environ,
+                                                    "COLUMNS": "200"})
+    finally:
+        # A timeout kills only the CLI: its nodes run in their own sessions and would
+        # outlive the test (and slow down whatever runs next, `make demo` included).
+        if "--out" in args:
+            kill_cluster(Path(args[args.index("--out") + 1]) / "cluster")
+
+
+def kill_cluster(directory: Path) -> None:
+    from brownout.cluster.supervisor import is_node_process
+
+    state = directory / "cluster.json"
+    if not state.exists():
+        return
+    with contextlib.suppress(ValueError, OSError):
+        for node in json.loads(state.read_text()).get("nodes", []):
+            pid, pgid = node.get("pid"), node.get("pgid")
+            if pgid and is_node_process(pid, node.get("config_path", "")):
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(pgid, signal.SIGKILL)
 
 
 def no_node_left(run_dir: Path) -> None:

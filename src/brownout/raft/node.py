@@ -35,7 +35,9 @@ suspect first (it waits out their backoff rather than ask one that just failed),
 dead voter costs it at most one failed request per round instead of a coin toss every
 request.timeout.ms. An observer whose leader became suspect also asks another voter,
 as Kafka's pollFollowerAsObserver does, so it finds a new leader before its fetch
-timeout.
+timeout. At that timeout an observer (which cannot campaign) keeps its leader and marks
+it suspect: only an answer naming a newer epoch or another leader moves it, so a stall
+of its own shell never makes it report "no leader" while the leader is alive.
 
 Replication is pull: followers and observers Fetch(fetch_offset, last_fetched_epoch);
 the leader answers with a diverging epoch (the follower truncates and retries), with
@@ -333,8 +335,7 @@ class RaftNode(ReplicationMixin):
             self._respond_fetch_error(p.request, ErrorCode.not_leader_or_follower)
 
     def _become_unattached(self, epoch: int) -> None:
-        # Observers may return to Unattached in the same epoch when they lose the leader.
-        if epoch < self._epoch or (epoch == self._epoch and self.is_voter):
+        if epoch <= self._epoch:
             raise RaftInvariantError(f"unattached at {epoch} from {self._epoch}")
         deadline = self._unattached_deadline()
         if self.is_voter and isinstance(
@@ -472,10 +473,15 @@ class RaftNode(ReplicationMixin):
                     # Keep following until the shell finishes shutting down.
                     rs.fetch_deadline = self._now + self.config.fetch_timeout_ms
                 else:
-                    # An observer cannot campaign: forget the leader and ask any voter,
-                    # the silent leader last (it may well be dead).
+                    # An observer cannot campaign, and it does not forget the leader
+                    # either (Kafka's pollFollowerAsObserver): it keeps fetching from it
+                    # and, the leader now being suspect, also asks another voter; only an
+                    # answer naming a newer epoch or another leader moves it. Dropping to
+                    # Unattached here told the broker "no controller" whenever its own
+                    # event loop stalled past the fetch timeout (a big metadata delta
+                    # applied in one go), although the leader was alive and answering.
                     self._suspect.setdefault(rs.leader_id, self._now)
-                    self._become_unattached(self._epoch)
+                    rs.fetch_deadline = self._now + self.config.fetch_timeout_ms
             case _:
                 self._step_default(m)
 

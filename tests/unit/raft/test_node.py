@@ -352,10 +352,12 @@ def test_observer_never_campaigns_and_finds_the_leader_through_any_voter() -> No
     assert (o.role, o.leader_id, o.epoch) == (Role.FOLLOWER, 2, 6)
     o.tick(30)  # after the retry backoff it fetches from the leader
     assert sent(drain(o), FetchRequest)[0].destination == 2
-    o.tick(100_000)  # fetch timeout: an observer forgets the leader but never campaigns
+    o.tick(100_000)  # fetch timeout: an observer never campaigns, nor forgets the leader
     rd = drain(o)
-    assert o.role is Role.UNATTACHED and not sent(rd, VoteRequest)
-    assert sent(rd, FetchRequest)
+    assert (o.role, o.leader_id, o.epoch) == (Role.FOLLOWER, 2, 6) and not sent(rd, VoteRequest)
+    # It retries the leader and asks another voter whether the quorum moved on.
+    assert {m.destination for m in sent(rd, FetchRequest)} - {2}
+    assert 2 in {m.destination for m in sent(rd, FetchRequest)}
 
 
 def test_observer_does_not_retry_a_dead_voter_while_live_voters_elect() -> None:
@@ -376,12 +378,15 @@ def test_observer_does_not_retry_a_dead_voter_while_live_voters_elect() -> None:
     # That voter has not timed out yet: it still names the dead leader. Nothing changes.
     o.step(FetchResponse(probe.destination, 4, probe.correlation_id,
                          ErrorCode.not_leader_or_follower, 3, 1, -1), 10)  # fmt: skip
-    o.tick(1100)  # fetch timeout: an observer forgets the leader...
-    assert o.role is Role.UNATTACHED and o.epoch == 1
-    for _ in range(20):  # ...and while the live voters only know an election is going on
-        rd = drain(o)
+    o.tick(1100)  # fetch timeout: an observer keeps its leader (Kafka does too)...
+    assert (o.role, o.leader_id, o.epoch) == (Role.FOLLOWER, 3, 1)
+    for _ in range(20):  # ...until a voter names a newer epoch; then, while the live
+        rd = drain(o)  # voters only know an election is going on, it waits for them
         for req in sent(rd, FetchRequest):
-            assert req.destination != 3, "asked the dead voter while live ones remain"
+            if req.destination == 3:
+                assert req.current_leader_epoch == 1, "asked the dead voter while live ones remain"
+                o.step(RequestFailed(3, 4, req.correlation_id), o._now + 1)
+                continue
             o.step(FetchResponse(req.destination, 4, req.correlation_id,
                                  ErrorCode.fenced_leader_epoch, -1, 2, -1), o._now + 1)  # fmt: skip
         # Their backoff is a timer: next_deadline reflects it, so the shell wakes up.
@@ -472,3 +477,33 @@ def test_begin_quorum_epoch_is_acknowledged_and_not_resent() -> None:
     assert not sent(drain(leader), BeginQuorumEpochRequest)
     leader.tick(3001)  # re-announced every fetch_timeout / 2 to voters not fetching
     assert len(sent(drain(leader), BeginQuorumEpochRequest)) == 2
+
+
+def test_observer_keeps_a_live_leader_across_a_stall_longer_than_the_fetch_timeout() -> None:
+    """The integration failure (test_controller_quorum_leader_failover): right after a
+    quorum failover every broker applies a large metadata delta in one go, and its event
+    loop stalls past fetch.timeout.ms with the leader's answer already in the socket.
+    The next tick used to find the fetch timer expired, drop the observer to Unattached
+    ("leader None": no controller for heartbeats) and discard the answer as one of an
+    older role; the broker then had to rediscover the leader, again and again."""
+    cfg = RaftConfig(election_timeout_ms=500, fetch_timeout_ms=1000, request_timeout_ms=2000)
+    o = RaftNode(4, frozenset(VOTERS), cfg, random.Random(0), PersistentState(6, None, 2),
+                 RaftLog(entries(6)), 0)  # fmt: skip
+    rd = drain(o)
+    (req,) = sent(rd, FetchRequest)
+    leaders = [rd.leader]
+    o.tick(1200)  # the stall: time jumps past the fetch timeout before the answer is read
+    rd = drain(o)
+    leaders.append(rd.leader)
+    assert (o.role, o.leader_id, o.epoch) == (Role.FOLLOWER, 2, 6)
+    assert all(seen is None or seen.leader_id == 2 for seen in leaders), leaders
+    # It also asked another voter whether the quorum moved on: it did not.
+    (probe,) = [m for m in sent(rd, FetchRequest) if m.destination != 2]
+    o.step(FetchResponse(probe.destination, 4, probe.correlation_id,
+                         ErrorCode.not_leader_or_follower, 2, 6, -1), 1201)  # fmt: skip
+    # The leader's answer, read after the stall, is still applied.
+    o.step(FetchResponse(2, 4, req.correlation_id, ErrorCode.none, 2, 6, 2, None,
+                         (Entry(1, 6, b"e1"),)), 1202)  # fmt: skip
+    rd = drain(o)
+    assert rd.leader is None or rd.leader.leader_id == 2
+    assert (o.role, o.leader_id, o.high_watermark, o.log.end_offset) == (Role.FOLLOWER, 2, 2, 2)
