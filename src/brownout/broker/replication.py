@@ -1,7 +1,7 @@
 """Pure replication rules: the high watermark and ISR membership.
 
-These are the rules FIDELITY.md section C tests, kept free of I/O so unit tests can
-hand them any combination of log-end offsets, ISRs and clocks.
+These are the rules the acks scenarios (acknowledged writes vs the log) test, kept free
+of I/O so unit tests can hand them any combination of log-end offsets, ISRs and clocks.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ Kafka distribution.
 Node ids
 --------
 * Dedicated mode (default): brokers get ids 1..N (so describe prints ``Replicas: 1,2,3``
-  as in FIDELITY.md) and controllers get ids 3001..3000+M (`CONTROLLER_ID_BASE` + 1..M),
+  as in Kafka's own examples) and controllers get ids 3001..3000+M (`CONTROLLER_ID_BASE` + 1..M),
   far from any broker id.
 * Combined mode (``--combined``): N nodes with ids 1..N, each a broker; the first
   ``controllers`` of them (all N when not given) are also controllers

@@ -1,8 +1,7 @@
 """The node's configuration: Kafka's server.properties keys and topic-level configs.
 
-Names, types and defaults follow Apache Kafka 3.9/4.x (NOTES.md lists the ones the lab
-depends on). Keys that Kafka has but this node ignores (thread counts, buffers) are
-accepted so that real server.properties files load.
+Names, types and defaults follow Apache Kafka 3.9/4.x. Keys that Kafka has but this node
+ignores (thread counts, buffers) are accepted so that real server.properties files load.
 """
 
 from __future__ import annotations

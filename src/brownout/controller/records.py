@@ -1,9 +1,9 @@
 """Metadata records of the `__cluster_metadata` log.
 
 The names and fields follow KRaft's metadata records (TopicRecord, PartitionRecord,
-PartitionChangeRecord, RegisterBrokerRecord, ...). DESIGN.md allows a simple internal
-encoding for them, so each record is one JSON object with a "type" field; the RPCs
-between nodes remain Kafka's.
+PartitionChangeRecord, RegisterBrokerRecord, ...). No client ever reads them, so they
+use a simple internal encoding, one JSON object per record with a "type" field; the
+RPCs between nodes remain Kafka's.
 """
 
 from __future__ import annotations

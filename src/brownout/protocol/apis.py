@@ -1,8 +1,9 @@
 """The APIs this node implements and the versions it advertises.
 
-Only versions that are really implemented are advertised (DESIGN.md, protocol/). The
-ranges cover what librdkafka 2.16, kafka-python 3.0 and aiokafka 0.14 send (NOTES.md),
-and stay inside what kio 0.6.5 can encode.
+Only versions that are really implemented are advertised: a client picks the highest
+version both sides list, so advertising one the handlers cannot serve breaks it. The
+ranges cover what librdkafka 2.16, kafka-python 3.0 and aiokafka 0.14 send, and stay
+inside what kio 0.6.5 can encode.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""What brokers a client knows, from librdkafka's own statistics (FIDELITY.md, D).
+"""What brokers a client knows, from librdkafka's own statistics (for the rolling-restart
+rebalance, docs/scenarios.md).
 
 librdkafka emits a statistics JSON every `statistics.interval.ms` through `stats_cb`.
 Its "brokers" object is the client's broker list as its latest Metadata responses left
