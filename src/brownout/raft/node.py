@@ -770,7 +770,12 @@ class RaftNode(ReplicationMixin):
             case FollowerState() as rs:
                 times.append(rs.fetch_deadline)
             case LeaderState() as ls:
-                times += [ls.check_quorum_deadline, ls.begin_epoch_deadline]
+                # The same condition as _due_timeout: a lone voter never checks its
+                # quorum, so its check deadline is never moved and, once past, would
+                # make every sleep of the shell zero long (a busy loop).
+                if len(self.voters) > 1:
+                    times.append(ls.check_quorum_deadline)
+                times.append(ls.begin_epoch_deadline)
                 times += [p.deadline for p in ls.parked.values()]
         return min(times) if times else None
 

@@ -507,3 +507,18 @@ def test_observer_keeps_a_live_leader_across_a_stall_longer_than_the_fetch_timeo
     rd = drain(o)
     assert rd.leader is None or rd.leader.leader_id == 2
     assert (o.role, o.leader_id, o.high_watermark, o.log.end_offset) == (Role.FOLLOWER, 2, 2, 2)
+
+
+def test_a_lone_voter_leader_sleeps_until_its_next_real_deadline():
+    # A single voter elects itself at once and never checks its quorum; its shell
+    # sleeps until next_deadline(), which must therefore lie in the future. It once
+    # stayed at the never-moved check-quorum deadline and the controller busy-looped.
+    n = make(node_id=1, voters=(1,))
+    n.tick(0)
+    drain(n)
+    assert n.role is Role.LEADER
+    for now in (10_000, 60_000, 600_000):
+        n.tick(now)
+        drain(n)
+        deadline = n.next_deadline()
+        assert deadline is not None and deadline > now, (now, deadline)
