@@ -8,7 +8,9 @@ Format (same for every checkpoint Kafka writes)::
     topic 1 17
 
 Files are replaced atomically: write ``<name>.tmp``, fsync it, rename over the old file,
-then fsync the directory so the rename itself survives a power cut.
+then fsync the directory so the rename itself survives a power cut. With a `sync`
+callback (a storage.flusher.Flusher) the two fsyncs are handed to it instead and happen
+in the background, after the rename.
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
 LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
 
 T = TypeVar("T")
+# Makes a path durable, now or soon (see storage.flusher); None means fsync inline.
+Sync = Callable[[Path], None]
 
 
 def fsync_dir(path: Path) -> None:
@@ -37,19 +41,24 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def atomic_write_text(path: Path, text: str) -> None:
+def atomic_write_text(path: Path, text: str, sync: Sync | None = None) -> None:
     tmp = path.with_name(path.name + ".tmp")
     with open(tmp, "w", encoding="utf-8") as f:
         f.write(text)
         f.flush()
-        os.fsync(f.fileno())
+        if sync is None:
+            os.fsync(f.fileno())
     os.replace(tmp, path)
-    fsync_dir(path.parent)
+    if sync is None:
+        fsync_dir(path.parent)
+    else:
+        sync(path)
+        sync(path.parent)
 
 
-def _write_entries(path: Path, lines: Sequence[str]) -> None:
+def _write_entries(path: Path, lines: Sequence[str], sync: Sync | None = None) -> None:
     body = f"{CHECKPOINT_VERSION}\n{len(lines)}\n" + "".join(f"{line}\n" for line in lines)
-    atomic_write_text(path, body)
+    atomic_write_text(path, body, sync)
 
 
 def _read_entries(path: Path, parse: Callable[[list[str], int], T]) -> list[T]:
@@ -108,11 +117,12 @@ class OffsetCheckpointFile:
 class LeaderEpochCheckpointFile:
     """Ordered (epoch, start_offset) pairs of one partition."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, sync: Sync | None = None) -> None:
         self.path = Path(path)
+        self.sync = sync
 
     def write(self, entries: Iterable[tuple[int, int]]) -> None:
-        _write_entries(self.path, [f"{e} {o}" for e, o in entries])
+        _write_entries(self.path, [f"{e} {o}" for e, o in entries], self.sync)
 
     def read(self) -> list[tuple[int, int]]:
         def parse(fields: list[str], _line: int) -> tuple[int, int]:

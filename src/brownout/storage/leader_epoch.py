@@ -10,15 +10,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from brownout.storage.checkpoint import LEADER_EPOCH_CHECKPOINT, LeaderEpochCheckpointFile
+from brownout.storage.checkpoint import LEADER_EPOCH_CHECKPOINT, LeaderEpochCheckpointFile, Sync
 
 UNDEFINED_EPOCH = -1
 UNDEFINED_EPOCH_OFFSET = -1
 
 
 class LeaderEpochCache:
-    def __init__(self, partition_dir: Path) -> None:
-        self._file = LeaderEpochCheckpointFile(Path(partition_dir) / LEADER_EPOCH_CHECKPOINT)
+    def __init__(self, partition_dir: Path, sync: Sync | None = None) -> None:
+        self._file = LeaderEpochCheckpointFile(
+            Path(partition_dir) / LEADER_EPOCH_CHECKPOINT, sync
+        )
         self._entries: list[tuple[int, int]] = []  # (epoch, start_offset), both ascending
 
     def load(self) -> None:

@@ -46,7 +46,12 @@ from brownout.protocol.records import (
     validate_batch,
     validate_records,
 )
-from brownout.storage.checkpoint import LEADER_EPOCH_CHECKPOINT, atomic_write_text, fsync_dir
+from brownout.storage.checkpoint import (
+    LEADER_EPOCH_CHECKPOINT,
+    Sync,
+    atomic_write_text,
+    fsync_dir,
+)
 from brownout.storage.config import LogConfig
 from brownout.storage.errors import (
     CorruptCheckpointError,
@@ -88,8 +93,10 @@ def _now_ms() -> int:
 
 
 class Log:
-    def __init__(self, directory: Path, config: LogConfig) -> None:
-        # Use Log.open / Log.create; the constructor only sets fields.
+    def __init__(self, directory: Path, config: LogConfig, sync: Sync | None = None) -> None:
+        # Use Log.open / Log.create; the constructor only sets fields. `sync` makes the
+        # small metadata files durable in the background (storage.flusher); without it
+        # they are fsynced inline.
         self.dir = Path(directory)
         self.topic, self.partition = parse_partition_dir_name(self.dir.name)
         self.config = config
@@ -100,7 +107,7 @@ class Log:
         self._high_watermark = 0
         self._last_flush_ms = _now_ms()
         self._dir_dirty = False
-        self._epochs = LeaderEpochCache(self.dir)
+        self._epochs = LeaderEpochCache(self.dir, sync)
         self._producers = ProducerStateManager()
         self._lock = threading.RLock()
         self._closed = False
@@ -109,19 +116,22 @@ class Log:
 
     @classmethod
     def create(cls, directory: Path, config: LogConfig, *, topic_id: uuid.UUID | None = None,
-               now_ms: int | None = None) -> Log:
+               now_ms: int | None = None, sync: Sync | None = None) -> Log:
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
         if topic_id is not None and not (directory / PARTITION_METADATA).exists():
-            write_partition_metadata(directory, topic_id)
-        fsync_dir(directory.parent)
-        return cls.open(directory, config, clean_shutdown=True, now_ms=now_ms)
+            write_partition_metadata(directory, topic_id, sync)
+        if sync is None:
+            fsync_dir(directory.parent)
+        else:
+            sync(directory.parent)
+        return cls.open(directory, config, clean_shutdown=True, now_ms=now_ms, sync=sync)
 
     @classmethod
     def open(cls, directory: Path, config: LogConfig, *, recovery_point: int = 0,
              clean_shutdown: bool = False, log_start_offset: int | None = None,
-             now_ms: int | None = None) -> Log:
-        log = cls(directory, config)
+             now_ms: int | None = None, sync: Sync | None = None) -> Log:
+        log = cls(directory, config, sync)
         log._load(recovery_point, clean_shutdown, log_start_offset,
                   _now_ms() if now_ms is None else now_ms)
         return log
@@ -703,9 +713,11 @@ class Log:
 # ---------------------------------------------------------------------- partition.metadata
 
 
-def write_partition_metadata(directory: Path, topic_id: uuid.UUID) -> None:
+def write_partition_metadata(
+    directory: Path, topic_id: uuid.UUID, sync: Sync | None = None
+) -> None:
     atomic_write_text(Path(directory) / PARTITION_METADATA,
-                      f"version: 0\ntopic_id: {topic_id_to_str(topic_id)}\n")
+                      f"version: 0\ntopic_id: {topic_id_to_str(topic_id)}\n", sync)
 
 
 def read_partition_metadata(directory: Path) -> uuid.UUID | None:

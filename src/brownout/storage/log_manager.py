@@ -25,6 +25,7 @@ from brownout.storage.checkpoint import (
 )
 from brownout.storage.config import LogConfig
 from brownout.storage.errors import StorageError
+from brownout.storage.flusher import Flusher
 from brownout.storage.log import Log, parse_partition_dir_name
 
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
@@ -40,7 +41,16 @@ class InconsistentTopicIdError(StorageError):
 
 
 class LogManager:
-    def __init__(self, log_dirs: Iterable[Path], default_config: LogConfig | None = None) -> None:
+    def __init__(
+        self,
+        log_dirs: Iterable[Path],
+        default_config: LogConfig | None = None,
+        *,
+        background_fsync: bool = False,
+    ) -> None:
+        """`background_fsync`: partition directories, partition.metadata and leader epoch
+        checkpoints are fsynced by a background thread (storage.flusher), as a node
+        serving requests from one event loop needs; tests and tools keep it inline."""
         self.log_dirs = [Path(d) for d in log_dirs]
         if not self.log_dirs:
             raise ValueError("at least one log dir is required")
@@ -48,6 +58,8 @@ class LogManager:
         self._logs: dict[TopicPartition, Log] = {}
         self._lock = threading.RLock()
         self.had_clean_shutdown: dict[Path, bool] = {}
+        self._flusher = Flusher() if background_fsync else None
+        self._checkpoint_lock = threading.Lock()
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -81,6 +93,7 @@ class LogManager:
                         clean_shutdown=clean,
                         log_start_offset=starts.get(tp),
                         now_ms=now_ms,
+                        sync=self._flusher,
                     )
                     log.update_high_watermark(hws.get(tp, 0))
                     self._logs[tp] = log
@@ -90,6 +103,8 @@ class LogManager:
             for log in self._logs.values():
                 log.flush()
             self.checkpoint()
+            if self._flusher is not None:
+                self._flusher.close()  # everything queued is durable before the marker
             for log in self._logs.values():
                 log.close()
             for log_dir in self.log_dirs:
@@ -122,11 +137,13 @@ class LogManager:
                 return log
             log_dir = self._choose_log_dir()
             log = Log.create(log_dir / f"{topic}-{partition}", config or self.default_config,
-                             topic_id=topic_id, now_ms=now_ms)
+                             topic_id=topic_id, now_ms=now_ms, sync=self._flusher)
             self._logs[(topic, partition)] = log
             return log
 
     def _choose_log_dir(self) -> Path:
+        if len(self.log_dirs) == 1:
+            return self.log_dirs[0]  # the common case; counting is O(logs) per create
         counts = {d: 0 for d in self.log_dirs}
         for log in self._logs.values():
             if log.dir.parent in counts:
@@ -161,16 +178,25 @@ class LogManager:
         ``high_watermarks`` overrides the values stored on the logs (the replication
         layer may know better); partitions missing from it use the log's value.
         """
+        # The values are read under the lock, the files written outside it: a node runs
+        # this on a thread, and its event loop must not wait for these fsyncs to create
+        # or delete a log.
+        files: list[tuple[Path, dict[TopicPartition, int]]] = []
         with self._lock:
             for log_dir in self.log_dirs:
                 logs = {tp: log for tp, log in self._logs.items() if log.dir.parent == log_dir}
                 hws = {tp: (high_watermarks or {}).get(tp, log.high_watermark)
                        for tp, log in logs.items()}
-                OffsetCheckpointFile(log_dir / RECOVERY_POINT_CHECKPOINT).write(
-                    {tp: log.recovery_point for tp, log in logs.items()})
-                OffsetCheckpointFile(log_dir / LOG_START_OFFSET_CHECKPOINT).write(
-                    {tp: log.log_start_offset for tp, log in logs.items()})
-                OffsetCheckpointFile(log_dir / REPLICATION_CHECKPOINT).write(hws)
+                files += [
+                    (log_dir / RECOVERY_POINT_CHECKPOINT,
+                     {tp: log.recovery_point for tp, log in logs.items()}),
+                    (log_dir / LOG_START_OFFSET_CHECKPOINT,
+                     {tp: log.log_start_offset for tp, log in logs.items()}),
+                    (log_dir / REPLICATION_CHECKPOINT, hws),
+                ]
+        with self._checkpoint_lock:  # one writer of the .tmp files at a time
+            for path, offsets in files:
+                OffsetCheckpointFile(path).write(offsets)
 
     def load_high_watermarks(self) -> dict[TopicPartition, int]:
         out: dict[TopicPartition, int] = {}
