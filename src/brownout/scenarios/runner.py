@@ -214,6 +214,8 @@ class _Runner:
         self.heal_start: float | None = None
         self.consumers_stopped: float | None = None
         self.isr_recovered: bool | None = None
+        # the end of the workload: sends outstanding at the stop, purged, seconds waited
+        self.drain: dict[str, Any] | None = None
         self.notes: list[str] = []
         self.history: HistoryWriter | None = None
         self.schedule_error: BaseException | None = None
@@ -279,7 +281,10 @@ class _Runner:
                 rate=w.rate, duration=None, producers=w.producers,
                 seed=self.seed * 1000 + i, size=w.size,
                 message_timeout_ms=w.message_timeout_ms,
-                request_timeout_ms=w.request_timeout_ms, flush_timeout=10.0,
+                request_timeout_ms=w.request_timeout_ms,
+                # wait for every outstanding send's real outcome: a purge would turn
+                # sends the cluster may still complete into indeterminate ones
+                flush_timeout=None,
                 config=dict(w.config))
             group = run.add_producers(settings)
             self.labels[w.label] = {"acks": w.acks, "topic": w.topic,
@@ -386,13 +391,23 @@ class _Runner:
     # -- end of the workload -------------------------------------------------------
 
     def stop_producers(self, run: WorkloadRun) -> None:
+        """Stop sending; wait until every outstanding send completed or failed (each
+        producer's drain is bounded by its delivery timeout)."""
         now = time.monotonic()
         for group in run.producers:
             for w in group.workers:
                 w.deadline = now
-        end = time.monotonic() + 25.0
+        drain = max((g.settings.drain_timeout for g in run.producers), default=0.0)
+        end = time.monotonic() + drain + 10.0
         for group in run.producers:
             group.join(max(0.0, end - time.monotonic()))
+        t = {"outstanding_at_stop": 0, "purged": 0}
+        for group in run.producers:
+            for key in t:
+                t[key] += group.totals()[key]
+        self.drain = {**t, "seconds": round(time.monotonic() - now, 1)}
+        self.say(f"  producers stopped: {t['outstanding_at_stop']} send(s) outstanding, "
+                 f"drained in {self.drain['seconds']:g}s, {t['purged']} purged")
 
     def heal(self, nemesis: Nemesis) -> None:
         if not self.scenario.heal.enabled:
@@ -663,6 +678,7 @@ class _Runner:
             "steps": self.steps,
             "group_checks": self.group_checks,
             "isr_recovered": self.isr_recovered,
+            "producer_drain": self.drain,
             "fault_window": None if self.fault_start is None else
             [round(self.fault_start, 3),
              None if self.heal_start is None else round(self.heal_start, 3)],
