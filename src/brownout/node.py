@@ -29,6 +29,13 @@ from .broker.controller_server import ControllerApis, ControllerRuntime
 from .broker.group_apis import GroupApis
 from .broker.group_runtime import GroupRuntime
 from .broker.lifecycle import BrokerLifecycleManager
+from .broker.loop_monitor import (
+    STALL_EVENT,
+    Stall,
+    StallTracker,
+    log_stall,
+    run_loop_monitor,
+)
 from .broker.metadata_log import CommittedRecord, replay
 from .broker.network_client import NetworkClient
 from .broker.partition import Partition
@@ -92,6 +99,7 @@ class Node:
             )
         log.info("Starting node %d (%s) of cluster %s", self.node_id,
                  ",".join(sorted(config.roles)), self.cluster_id)
+        self._start_loop_monitor()
         # Kafka keeps one channel per purpose, and so must we: the server answers one
         # request at a time per connection, so a heartbeat waiting for a commit must
         # never sit in front of the Raft fetch that would commit it.
@@ -371,6 +379,18 @@ class Node:
         )
 
     # -- background work ------------------------------------------------------------
+
+    def _start_loop_monitor(self) -> None:
+        # First of all tasks: a stall while the quorum forms is as telling as a later one.
+        self.stalls = StallTracker(self.config["event.loop.stall.threshold.ms"])
+        interval_s = self.config["event.loop.lag.check.interval.ms"] / 1000
+        self._tasks.append(asyncio.create_task(
+            run_loop_monitor(self.stalls, interval_s, self._on_stall)))
+
+    def _on_stall(self, stall: Stall) -> None:
+        threshold = self.stalls.threshold_ms
+        self.events.emit(STALL_EVENT, lag_ms=round(stall.lag_ms, 1), threshold_ms=threshold)
+        log_stall(self.node_id, stall, self.stalls)
 
     async def _every(self, interval_s: float, action: Callable[[], object]) -> None:
         while True:

@@ -65,6 +65,12 @@ STATUS_HELP = "\n\n".join(
         "and for a live broker whether it is fenced (missing from a broker's Metadata: fenced "
         "or not registered). The quorum leader and epoch come from DescribeQuorum (API key 55) "
         "sent to a controller listener, then to a broker; 'unknown' when no node answers it.",
+        "'worst stall' is the node's longest event-loop stall of the last 10 minutes and how "
+        "long ago it ended (the node's 'stall' events: its event loop woke later than "
+        "event.loop.stall.threshold.ms, default 100 ms). A stall longer than a third of "
+        "broker.session.timeout.ms is enough to fence a broker or lose a leader: the lab, "
+        "not Kafka's protocol, is then what a run measures. A SIGSTOP'd (paused) node shows "
+        "its pause here once resumed.",
     ]
 )
 
@@ -261,6 +267,12 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
+def _stall_text(stall: dict[str, Any] | None) -> str:
+    if not stall:
+        return "-"
+    return f"{stall['lag_ms']:.0f} ms, {stall['ago_s']:.0f}s ago"
+
+
 @handle_errors
 def status_command(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
@@ -287,7 +299,7 @@ def status_command(
     if "directory" in data:
         title += f" in {data['directory']}"
     table = Table(title=title, title_justify="left")
-    for column in ("node", "roles", "pid", "state", "listeners", "fenced"):
+    for column in ("node", "roles", "pid", "state", "listeners", "fenced", "worst stall"):
         table.add_column(column)
     for n in data["nodes"]:
         table.add_row(
@@ -297,6 +309,7 @@ def status_command(
             n["state"],
             " ".join(n["listeners"]),
             _fmt(n["fenced"]),
+            _stall_text(n.get("worst_stall")),
         )
     console.print(table)
     q = data["quorum"]

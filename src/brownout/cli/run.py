@@ -2,7 +2,8 @@
 
 Exit status of `run`: 0 every expectation held, 1 one did not (or the run could not
 complete: the verdict says why), 2 bad input (unknown scenario, invalid file, a scenario
-that needs root), 130 interrupted.
+that needs root), 3 unknown (the lab was overloaded: a node's event loop stalled for more
+than a third of broker.session.timeout.ms before the first fault), 130 interrupted.
 """
 
 from __future__ import annotations
@@ -22,7 +23,10 @@ RUN_HELP = (
     "Run a scenario end to end: build a fresh cluster in the run directory, drive its "
     "workloads, inject its faults on schedule, heal, read back, check and judge its "
     "expectations (verdict.json). SCENARIO is a built-in name (`brownout scenarios`) or "
-    "a YAML file. Exit status: 0 passed, 1 an expectation failed, 2 bad input."
+    "a YAML file. Exit status: 0 passed, 1 an expectation failed, 2 bad input, 3 unknown: "
+    "the lab was overloaded (a node's event loop stalled for more than a third of "
+    "broker.session.timeout.ms before the first fault; verdict.json names the node, the "
+    "stall and when), so the run measured this machine rather than Kafka."
 )
 
 

@@ -24,10 +24,13 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import shutil
+import time
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from ..broker.loop_monitor import RECENT_WINDOW_S, stalls_from_events, worst_stall
+from ..common.events import read_events
 from ..storage import random_uuid
 from . import netns
 from .state import LOCK_FILE, STATE_FILE, ClusterState, StateError, locked
@@ -309,6 +312,7 @@ def status(directory: Path, timeout: float = 3.0) -> dict[str, Any]:
                 "broker_listener": spec.broker_address,
                 "controller_listener": spec.controller_address,
                 "fenced": fenced,
+                "worst_stall": worst_recent_stall(Path(node.events_path), time.time()),
                 "log": str(spec.log_path),
             }
         )
@@ -335,6 +339,24 @@ def status(directory: Path, timeout: float = 3.0) -> dict[str, Any]:
         "quorum": quorum,
         "nodes": nodes,
     }
+
+
+# Enough for hours of a node's events at the lab's rates; status must stay quick.
+EVENTS_TAIL_BYTES = 4 << 20
+
+
+def worst_recent_stall(events_path: Path, now: float) -> dict[str, Any] | None:
+    """The node's longest event-loop stall of the last RECENT_WINDOW_S seconds, from its
+    events file: {"lag_ms", "at" (wall clock), "ago_s"}; None when there was none."""
+    try:
+        events = read_events(events_path, tail_bytes=EVENTS_TAIL_BYTES)
+    except OSError:
+        return None
+    worst = worst_stall(stalls_from_events(events), since=now - RECENT_WINDOW_S)
+    if worst is None:
+        return None
+    return {"lag_ms": round(worst.lag_ms, 1), "at": worst.at,
+            "ago_s": round(max(0.0, now - worst.at), 1)}
 
 
 def external_status(bootstrap: str, timeout: float = 3.0) -> dict[str, Any]:
@@ -367,6 +389,7 @@ def external_status(bootstrap: str, timeout: float = 3.0) -> dict[str, Any]:
                 "broker_listener": f"{b.host}:{b.port}",
                 "controller_listener": None,
                 "fenced": False,
+                "worst_stall": None,
                 "log": None,
             }
             for b in metadata.brokers

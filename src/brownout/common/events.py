@@ -39,10 +39,22 @@ class EventLog:
             self._fd = None
 
 
-def read_events(path: Path) -> list[dict[str, Any]]:
-    """Every complete event in `path`; a torn last line (crash) is skipped."""
+def read_events(path: Path, *, tail_bytes: int | None = None) -> list[dict[str, Any]]:
+    """Every complete event in `path`; a torn last line (crash) is skipped. With
+    `tail_bytes`, only the events in the file's last `tail_bytes` bytes (a long-running
+    node's stream grows without bound; recent questions need only its end)."""
+    with open(path, "rb") as f:
+        start = 0
+        if tail_bytes is not None:
+            f.seek(0, os.SEEK_END)
+            start = max(0, f.tell() - tail_bytes)
+            f.seek(start)
+        data = f.read()
+    lines = data.decode("utf-8", "replace").splitlines()
+    if start > 0 and lines:
+        lines = lines[1:]  # a tail starts mid-line: never parse a fragment
     events = []
-    for line in path.read_text(encoding="utf-8").splitlines():
+    for line in lines:
         try:
             events.append(json.loads(line))
         except ValueError:

@@ -61,6 +61,13 @@ BROKER_CONFIG = ConfigDef(
         ConfigKey("metadata.log.dir", S, None),
         ConfigKey("broker.heartbeat.interval.ms", INT, 2000, "", at_least(1)),
         ConfigKey("broker.session.timeout.ms", INT, 9000, "", at_least(1)),
+        # Brownout's own: the event-loop lag monitor (broker/loop_monitor.py). Not Kafka
+        # keys; a JVM broker has threads and no single loop to stall.
+        ConfigKey("event.loop.lag.check.interval.ms", INT, 50,
+                  "How often the node measures how late its event loop runs", at_least(1)),
+        ConfigKey("event.loop.stall.threshold.ms", INT, 100,
+                  "A lag above this is a stall: a WARN line and a 'stall' event",
+                  at_least(1)),
         # Listeners
         ConfigKey("listeners", LIST, ["PLAINTEXT://:9092"]),
         ConfigKey("advertised.listeners", LIST, None),

@@ -26,6 +26,8 @@ Series:
                       group's position (highest polled offset + 1; before its first poll,
                       the offset it started at)
     group_events      assign / revoke markers
+    stalls            every node's event-loop stalls (its `stall` events), in history
+                      time: verdict.json's node_stalls, else the kept node event files
 
 Tables: the lost writes with reason and evidence, the per-partition print-hw view, and
 the verdict (verdict.json from the scenario runner, else check.json's `valid`).
@@ -47,6 +49,7 @@ import pyarrow.parquet as pq
 
 from brownout.check.events import Fault, node_id, parse_faults
 from brownout.check.load import parse_value
+from brownout.common.events import read_events
 from brownout.report.pipeline import PipelineView, load_pipeline
 from brownout.report.tables import (
     DEFAULT_LOSS_ROWS,
@@ -70,6 +73,7 @@ from brownout.report.tables import (
     verdict_from,
     workload_lines,
 )
+from brownout.scenarios.overload import NodeStall, node_stalls, stall_limit_ms
 from brownout.workload.history import SCHEMA
 
 HISTORY_FILE = "history.parquet"
@@ -716,6 +720,10 @@ class RunData:
     logs: list[NodeLog]
     notes: list[str]
     pipeline: PipelineView | None = None  # the Spark pipeline, when the run had one
+    stalls: list[NodeStall] = dataclasses.field(default_factory=list)
+    # a stall longer than this (a third of broker.session.timeout.ms) before the first
+    # fault makes the verdict unknown; None when the run did not record it
+    stall_limit_ms: float | None = None
 
 
 def _lost_writes(run_dir: Path, check: Mapping[str, Any] | None, report: Any,
@@ -750,6 +758,28 @@ def _lost_writes(run_dir: Path, check: Mapping[str, Any] | None, report: Any,
             notes.append(f"re-checking lost writes failed: {type(exc).__name__}: {exc}")
     return loss_table(examples, total=total or 0, by_reason=by_reason, by_acks=by_acks,
                       source="check.json examples", limit=limit)
+
+
+def load_stalls(run_dir: Path, verdict_json: Any,
+                started: float | None) -> tuple[list[NodeStall], float | None]:
+    """The nodes' stalls and the overload limit: from verdict.json when the runner wrote
+    them, else from the node event files kept in <run>/nodes (no limit known then)."""
+    recorded = verdict_json.get("node_stalls") if isinstance(verdict_json, dict) else None
+    if isinstance(recorded, dict):
+        stalls = [NodeStall(int(s["node"]), float(s["start"]), float(s["end"]),
+                            float(s["lag_ms"])) for s in recorded.get("stalls") or []]
+        session = recorded.get("broker_session_timeout_ms")
+        return stalls, None if session is None else stall_limit_ms(int(session))
+    if started is None:
+        return [], None
+    events: dict[int, list[dict[str, Any]]] = {}
+    for node_dir in sorted((run_dir / "nodes").glob("node-*")):
+        try:
+            events[int(node_dir.name.removeprefix("node-"))] = read_events(
+                node_dir / "events.jsonl")
+        except (ValueError, OSError):
+            continue
+    return node_stalls(events, started), None
 
 
 def load_run(run_dir: Path, *, report: Any = None, bucket: float | None = None,
@@ -829,6 +859,8 @@ def load_run(run_dir: Path, *, report: Any = None, bucket: float | None = None,
         description=str(vj.get("description") or scenario.get("description") or ""),
         error=vj.get("error"))
     watermarks = read_json(run_dir / WATERMARKS_FILE)
+    stalls, limit = load_stalls(run_dir, verdict_json,
+                                float(started) if started is not None else None)
     return RunData(
         run_dir=run_dir, header=header, timeline=timeline, rates=rates, faults=bands,
         fault_recovery=recovery, partitions=partition_series(observations),
@@ -839,7 +871,7 @@ def load_run(run_dir: Path, *, report: Any = None, bucket: float | None = None,
         verdict=verdict_from(verdict_json, check),
         unavailable=longest_unavailable(check, rates), check=check,
         logs=node_logs(run_dir, nodes, cluster_dir), notes=notes,
-        pipeline=pipeline)
+        pipeline=pipeline, stalls=stalls, stall_limit_ms=limit)
 
 
 __all__ = [
@@ -866,6 +898,7 @@ __all__ = [
     "group_events",
     "group_of_process",
     "load_run",
+    "load_stalls",
     "longest_unavailable",
     "loss_table",
     "partition_series",

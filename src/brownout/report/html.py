@@ -43,6 +43,7 @@ BAND_COLOURS = {"process": "#d62728", "pause": "#ff7f0e", "network": "#8c564b",
 NODE_PALETTE = ["#1f77b4", "#2ca02c", "#9467bd", "#17becf", "#bcbd22", "#8c564b",
                 "#e377c2", "#7f7f7f", "#aec7e8", "#98df8a", "#c5b0d5", "#9edae5"]
 NO_LEADER_COLOUR = "#222222"
+STALL_COLOUR = "#555555"  # a node's event loop stood still
 PLOTLY_CONFIG = {"displaylogo": False, "responsive": True,
                  "modeBarButtonsToRemove": ["lasso2d", "select2d"]}
 MAX_MARKERS = 300  # group-event markers drawn on the lag chart
@@ -140,6 +141,23 @@ def shade_faults(fig: go.Figure, bands: Sequence[FaultBand], timeline: Timeline,
                                font={"size": 10, "color": band_colour(band)})
 
 
+def shade_stalls(fig: go.Figure, data: RunData, timeline: Timeline) -> None:
+    """Node event-loop stalls as hatched grey bands: nothing ran on that node meanwhile.
+    Those over the overload limit are labelled at the bottom, with the node."""
+    limit = data.stall_limit_ms
+    span = max(timeline.end - timeline.start, 1.0)
+    for s in data.stalls:
+        if s.end < timeline.start or s.start > timeline.end:
+            continue
+        fig.add_vrect(x0=s.start, x1=max(s.end, s.start + span / 400),
+                      fillcolor=STALL_COLOUR, opacity=0.35, line_width=0, layer="below")
+        if limit is not None and s.lag_ms > limit:
+            fig.add_annotation(x=s.start, y=0.0, xref="x", yref="paper", xanchor="left",
+                               yanchor="bottom", showarrow=False,
+                               text=esc(f"node {s.node} stalled {s.lag_ms / 1000:.1f}s"),
+                               font={"size": 10, "color": STALL_COLOUR})
+
+
 def base_layout(fig: go.Figure, timeline: Timeline, title: str, height: int,
                 y_title: str) -> None:
     fig.update_layout(
@@ -188,6 +206,7 @@ def writes_figure(data: RunData) -> go.Figure:
                            text=esc(f"acks={level}: no ok write for {w['seconds']:.2f}s"))
         shown += 1
     shade_faults(fig, data.faults, tl)
+    shade_stalls(fig, data, tl)
     base_layout(fig, tl, f"Writes per {tl.bucket:g} s: acknowledged vs failed", 340,
                 "writes")
     return fig
@@ -257,6 +276,7 @@ def _partition_heatmap(fig: go.Figure, data: RunData, title: str) -> go.Figure:
     """The layout both per-partition heatmaps share: fault bands, one row a partition."""
     tl = data.timeline
     shade_faults(fig, data.faults, tl, outline=True)
+    shade_stalls(fig, data, tl)
     base_layout(fig, tl, title, _heatmap_height(len(data.partitions)), "partition")
     fig.update_layout(hovermode="closest")
     fig.update_yaxes(autorange="reversed", type="category")
@@ -297,6 +317,7 @@ def controller_figure(data: RunData) -> go.Figure:
                                  marker={"symbol": "x", "color": "#d62728", "size": 9}),
                       secondary_y=True)
     shade_faults(fig, data.faults, tl)
+    shade_stalls(fig, data, tl)
     base_layout(fig, tl, "Controller id and live brokers as Metadata reports them (under KRaft "
                 "the controller id is a random live broker)", 320,
                 "controller id")
@@ -341,6 +362,7 @@ def lag_figure(data: RunData) -> go.Figure:
         fig.add_vrect(x0=r.start, x1=max(end, r.start + 0.05), fillcolor="#ff7f0e",
                       opacity=0.0, line={"color": "#ff7f0e", "width": 1, "dash": "dot"})
     shade_faults(fig, data.faults, tl)
+    shade_stalls(fig, data, tl)
     base_layout(fig, tl, "Consumer lag (acknowledged end - group position, records) and "
                 "rebalances", 340, "records behind")
     return fig
@@ -354,6 +376,7 @@ def pipeline_lag_figure(data: RunData) -> go.Figure:
         fig.add_trace(go.Scatter(x=xs, y=ys, name=query, mode="lines+markers",
                                  line={"width": 2, "shape": "hv"}, marker={"size": 4}))
     shade_faults(fig, data.faults, tl)
+    shade_stalls(fig, data, tl)
     base_layout(fig, tl, "Spark pipeline lag per query (acknowledged end of the log - "
                 "offsets processed, records, at the end of each micro-batch)", 320,
                 "records behind")
@@ -496,6 +519,8 @@ def _header(data: RunData) -> str:
     desc = f'<p class="note">{esc(h.description)}</p>' if h.description else ""
     error = (f'<p class="bad">The run did not complete: {esc(h.error)}</p>' if h.error
              else "")
+    if v.reason:
+        error = f'<p class="bad">Unknown: {esc(v.reason)}</p>' + error
     return (f"<h1>{esc(h.scenario)}</h1>{desc}"
             f'<div class="verdict {esc(word.split()[0])}">{esc(word)}</div>{error}'
             f"{meta}<h3>Expectations</h3>{exps}")
@@ -538,6 +563,26 @@ def _faults_table(data: RunData) -> str:
                    "lasted (s)", "undone by", "first ok write after (s)", "outcome",
                    "message"], rows, numeric=(2, 3, 4, 5, 7))
             + f'<p class="note legend">Bands on every chart: {legend}</p>')
+
+
+def _stalls_section(data: RunData) -> str:
+    if not data.stalls:
+        return ('<p class="note">No node event-loop stall (no node\'s loop woke later than '
+                'its event.loop.stall.threshold.ms).</p>')
+    limit = data.stall_limit_ms
+    first = min((b.start for b in data.faults), default=None)
+    rows = [(s.node, s.start, s.end, s.lag_ms,
+             "-" if limit is None else ("yes" if s.lag_ms > limit else "no"),
+             "yes" if first is None or s.start < first else "no") for s in data.stalls]
+    about = ("A stall is a time the node's event loop ran nothing at all: no request, "
+             "heartbeat or fetch. Grey bands on every chart. ")
+    if limit is not None:
+        about += (f"A stall longer than {limit:.0f} ms (a third of broker.session.timeout.ms)"
+                  " before the first fault makes the verdict unknown: the lab was "
+                  "overloaded. Times before 0 are while the cluster was built.")
+    return (table(["node", "from (s)", "to (s)", "stalled (ms)", "over the limit",
+                   "before the first fault"], rows, numeric=(1, 2, 3))
+            + f'<p class="note">{esc(about)}</p>')
 
 
 def _loss_section(data: RunData) -> str:
@@ -629,6 +674,7 @@ def build_html(data: RunData) -> str:
         f'<ul class="note">{notes}</ul>' if notes else "",
         "<h3>Writes</h3>", _summary(data),
         '<h2 id="timeline">Timeline</h2>', "<h3>Faults</h3>", _faults_table(data),
+        "<h3>Node stalls</h3>", _stalls_section(data),
         figures("writes"),
         '<h2 id="partitions">Partitions and controller</h2>',
         figures("partitions") or '<p class="note">No observer samples in this run.</p>',

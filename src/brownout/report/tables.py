@@ -265,6 +265,7 @@ class Verdict:
     passed: bool | str | None  # True, False, "unknown"; None: nothing checked this run
     source: str  # verdict.json | check.json | none
     expectations: list[Expectation]
+    reason: str | None = None  # why the verdict is unknown (e.g. "lab overloaded: ...")
 
     @property
     def word(self) -> str:
@@ -294,8 +295,9 @@ def verdict_from(verdict_json: Mapping[str, Any] | None,
                                         e.get("observed"), e.get("passed"),
                                         str(e.get("detail") or "")))
         passed = verdict_json.get("passed")
+        reason = verdict_json.get("unknown_reason")
         return Verdict(passed if passed in (True, False, "unknown") else bool(passed),
-                       "verdict.json", exps)
+                       "verdict.json", exps, str(reason) if reason else None)
     if not check:
         return Verdict(None, "none", [])
     exps = []

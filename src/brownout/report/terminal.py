@@ -51,6 +51,8 @@ def verdict_text(data: RunData) -> Text:
 
 def summary_renderables(data: RunData) -> list[RenderableType]:
     out: list[RenderableType] = [verdict_text(data)]
+    if data.verdict.reason:
+        out.append(Text(f"unknown: {data.verdict.reason}", style="bold yellow"))
     if data.header.error:
         out.append(Text(f"the run did not complete: {data.header.error}", style="bold red"))
 

@@ -23,7 +23,9 @@
                 report module is installed, a terminal summary
 
 Exit status (`RunOutcome.exit_code`): 0 every expectation holds, 1 one does not (or the
-run could not complete: verdict.json says why), 2 bad input (ScenarioRefused).
+run could not complete: verdict.json says why), 2 bad input (ScenarioRefused), 3 unknown:
+a node's event loop stalled for more than a third of broker.session.timeout.ms before
+the first fault (scenarios/overload.py), so the run measured the machine, not Kafka.
 """
 
 from __future__ import annotations
@@ -57,19 +59,25 @@ from ..cluster import lab
 from ..cluster.admin import Admin, AdminError
 from ..cluster.netns import is_root
 from ..cluster.topology import Overrides, TopologyRequest
+from ..common.events import read_events
+from ..common.kafka_config import BROKER_CONFIG
+from ..common.properties import read_properties
 from ..faults import Fault, Nemesis
 from ..workload.consumer import ConsumerSettings
 from ..workload.final_read import FINAL_READ_FILE
 from ..workload.history import HistoryWriter
 from ..workload.producer import ProducerSettings
-from ..workload.run import HISTORY_PARQUET, WorkloadRun, do_final_read
+from ..workload.run import HISTORY_PARQUET, RUN_FILE, WorkloadRun, do_final_read
 from ..workload.summary import CHECK_FILE, watermarks
 from . import expectations as ex
 from .groupchecks import run_group_checks
+from .overload import NodeStall, node_stalls, overload_reason, stall_limit_ms
 from .schedule import schedule_end, start_time
 from .schema import Scenario, Step
 
 VERDICT_FILE = "verdict.json"
+PASS, FAIL, UNKNOWN = "pass", "fail", "unknown"
+EXIT_CODES = {PASS: 0, FAIL: 1, UNKNOWN: 3}
 WORKLOAD_CHECKS_FILE = "check-workloads.json"
 SCENARIO_FILE = "scenario.json"
 STUCK_FILE = "stuck-threads.txt"  # written only when a run outlives its budget
@@ -103,6 +111,8 @@ class RunOutcome:
     error: str | None = None
     report: Path | None = None
     notes: list[str] = dataclasses.field(default_factory=list)
+    verdict: str = PASS  # pass | fail | unknown
+    unknown_reason: str | None = None
 
     @property
     def failed(self) -> list[dict[str, Any]]:
@@ -214,6 +224,8 @@ class _Runner:
         self.heal_start: float | None = None
         self.consumers_stopped: float | None = None
         self.isr_recovered: bool | None = None
+        # the end of the workload: sends outstanding at the stop, purged, seconds waited
+        self.drain: dict[str, Any] | None = None
         self.notes: list[str] = []
         self.history: HistoryWriter | None = None
         self.schedule_error: BaseException | None = None
@@ -279,7 +291,10 @@ class _Runner:
                 rate=w.rate, duration=None, producers=w.producers,
                 seed=self.seed * 1000 + i, size=w.size,
                 message_timeout_ms=w.message_timeout_ms,
-                request_timeout_ms=w.request_timeout_ms, flush_timeout=10.0,
+                request_timeout_ms=w.request_timeout_ms,
+                # wait for every outstanding send's real outcome: a purge would turn
+                # sends the cluster may still complete into indeterminate ones
+                flush_timeout=None,
                 config=dict(w.config))
             group = run.add_producers(settings)
             self.labels[w.label] = {"acks": w.acks, "topic": w.topic,
@@ -386,13 +401,23 @@ class _Runner:
     # -- end of the workload -------------------------------------------------------
 
     def stop_producers(self, run: WorkloadRun) -> None:
+        """Stop sending; wait until every outstanding send completed or failed (each
+        producer's drain is bounded by its delivery timeout)."""
         now = time.monotonic()
         for group in run.producers:
             for w in group.workers:
                 w.deadline = now
-        end = time.monotonic() + 25.0
+        drain = max((g.settings.drain_timeout for g in run.producers), default=0.0)
+        end = time.monotonic() + drain + 10.0
         for group in run.producers:
             group.join(max(0.0, end - time.monotonic()))
+        t = {"outstanding_at_stop": 0, "purged": 0}
+        for group in run.producers:
+            for key in t:
+                t[key] += group.totals()[key]
+        self.drain = {**t, "seconds": round(time.monotonic() - now, 1)}
+        self.say(f"  producers stopped: {t['outstanding_at_stop']} send(s) outstanding, "
+                 f"drained in {self.drain['seconds']:g}s, {t['purged']} purged")
 
     def heal(self, nemesis: Nemesis) -> None:
         if not self.scenario.heal.enabled:
@@ -647,14 +672,48 @@ class _Runner:
             self.notes.append(f"report: terminal summary failed: {type(e).__name__}: {e}")
         return path
 
+    def lab_stalls(self) -> tuple[list[NodeStall], int]:
+        """Every node's event-loop stalls (history time) from the node files kept in the
+        run directory, and the cluster's broker.session.timeout.ms."""
+        started = (_read_json(self.out / RUN_FILE) or {}).get("started")
+        events: dict[int, list[dict[str, Any]]] = {}
+        sessions = []
+        for node_dir in sorted((self.out / "nodes").glob("node-*")):
+            with contextlib.suppress(ValueError, OSError):
+                events[int(node_dir.name.removeprefix("node-"))] = read_events(
+                    node_dir / "events.jsonl")
+            with contextlib.suppress(ValueError, OSError):
+                value = read_properties(node_dir / "server.properties").get(
+                    "broker.session.timeout.ms")
+                if value is not None:
+                    sessions.append(int(value))
+        # The controller fences: the shortest session any node was configured with.
+        session = min(sessions, default=BROKER_CONFIG.keys["broker.session.timeout.ms"].default)
+        if started is None:  # the workload never started: nothing to line the stalls up with
+            return [], session
+        return node_stalls(events, float(started)), session
+
     def write_verdict(self, expectations: list[dict[str, Any]], elapsed: float,
-                      error: str | None) -> bool:
+                      error: str | None) -> tuple[str, str | None]:
+        """Write verdict.json; returns the verdict (pass | fail | unknown) and, for
+        unknown, why."""
         passed = error is None and all(e["passed"] for e in expectations)
+        stalls, session = self.lab_stalls()
+        reason = None if error == "interrupted" else overload_reason(
+            stalls, self.fault_start, session, workload_end=self.heal_start)
+        word = UNKNOWN if reason else PASS if passed else FAIL
         verdict = {
             "scenario": self.scenario.name,
             "description": self.scenario.description,
             "source": self.scenario.source,
-            "passed": passed,
+            "passed": UNKNOWN if reason else passed,
+            "verdict": word,
+            "unknown_reason": reason,
+            "node_stalls": {
+                "limit_ms": round(stall_limit_ms(session), 1),
+                "broker_session_timeout_ms": session,
+                "stalls": [s.to_dict() for s in stalls],
+            },
             "seed": self.seed,
             "error": error,
             "elapsed_seconds": round(elapsed, 1),
@@ -663,6 +722,7 @@ class _Runner:
             "steps": self.steps,
             "group_checks": self.group_checks,
             "isr_recovered": self.isr_recovered,
+            "producer_drain": self.drain,
             "fault_window": None if self.fault_start is None else
             [round(self.fault_start, 3),
              None if self.heal_start is None else round(self.heal_start, 3)],
@@ -670,7 +730,7 @@ class _Runner:
             "notes": self.notes,
         }
         (self.out / VERDICT_FILE).write_text(json.dumps(verdict, indent=2, default=str) + "\n")
-        return passed
+        return word, reason
 
     # -- main ----------------------------------------------------------------------
 
@@ -723,10 +783,10 @@ class _Runner:
                 if (self.out / STUCK_FILE).stat().st_size == 0:
                     (self.out / STUCK_FILE).unlink()
         elapsed = time.monotonic() - started
-        passed = self.write_verdict(expectations, elapsed, error)
+        word, reason = self.write_verdict(expectations, elapsed, error)
         report = self.render_report() if (self.out / CHECK_FILE).exists() else None
-        outcome = RunOutcome(self.scenario.name, self.out, passed, 0 if passed else 1,
-                             expectations, elapsed, error, report, self.notes)
+        outcome = RunOutcome(self.scenario.name, self.out, word == PASS, EXIT_CODES[word],
+                             expectations, elapsed, error, report, self.notes, word, reason)
         print_outcome(outcome, self.console, table=not self.summary_printed)
         return outcome
 
@@ -875,16 +935,29 @@ def print_outcome(outcome: RunOutcome, console: Console, *, table: bool = True) 
         text = (f"failed: {e['name']}: expected {e['expected']}, observed "
                 f"{json.dumps(e['observed'], default=str)} — {e['detail']}")
         console.print(escape(text), style="red")
-    word = "[green]PASSED[/green]" if outcome.passed else "[red]FAILED[/red]"
-    console.print(f"{outcome.scenario}: {word} in {outcome.elapsed:.0f}s; run directory "
-                  f"{outcome.run_dir}")
+    if outcome.unknown_reason:
+        console.print(escape(f"unknown: {outcome.unknown_reason}"), style="yellow")
+    console.print(f"{outcome.scenario}: {_word(outcome)} in {outcome.elapsed:.0f}s; run "
+                  f"directory {outcome.run_dir}")
     if outcome.report is not None:
         console.print(f"report: {outcome.report}")
 
 
+def _word(outcome: RunOutcome) -> str:
+    if outcome.verdict == UNKNOWN:
+        return "[yellow]UNKNOWN[/yellow]"
+    return "[green]PASSED[/green]" if outcome.passed else "[red]FAILED[/red]"
+
+
+def _read_json(path: Path) -> dict[str, Any] | None:
+    with contextlib.suppress(OSError, ValueError):
+        value = json.loads(path.read_text())
+        return value if isinstance(value, dict) else None
+    return None
+
+
 def _outcome_table(outcome: RunOutcome, console: Console) -> None:
-    table = Table(title=f"{outcome.scenario}: "
-                  + ("[green]PASSED[/green]" if outcome.passed else "[red]FAILED[/red]")
+    table = Table(title=f"{outcome.scenario}: " + _word(outcome)
                   + f" in {outcome.elapsed:.0f}s", title_justify="left")
     table.add_column("expectation")
     table.add_column("expected")

@@ -16,7 +16,11 @@ Sends are paced by a token bucket (the total rate is split evenly between produc
 and stop after a duration or a message count, or when the shared stop event is set.
 On the way out each producer flushes with a deadline, then purges what is left, so
 every invoke gets its completion (purged messages come back as _PURGE_QUEUE /
-_PURGE_INFLIGHT delivery errors).
+_PURGE_INFLIGHT delivery errors). With `flush_timeout=None` the deadline is the delivery
+timeout (delivery.timeout.ms, librdkafka's message.timeout.ms) plus a margin: librdkafka
+completes or fails every message within it, so nothing is purged and no send is left
+indeterminate only because the run ended. How many sends were outstanding at the stop
+and how many had to be purged is counted (`totals()`: outstanding_at_stop, purged).
 """
 
 from __future__ import annotations
@@ -37,6 +41,9 @@ from .ratelimit import TokenBucket
 from .workers import WorkerGroup
 
 LIBRDKAFKA_DEFAULT_RETRIES = 2147483647
+# librdkafka scans for timed-out messages about once a second, and an in-flight request
+# ends only when its response or its own timeout arrives: room beyond the delivery timeout.
+DRAIN_MARGIN_S = 5.0
 ACKS = ("0", "1", "all")
 log = logging.getLogger(__name__)
 
@@ -58,7 +65,8 @@ class ProducerSettings:
     size: int = 0  # pad values to this many bytes (0 = natural size)
     message_timeout_ms: int = 30_000  # librdkafka's default is 300 s: too long for a lab
     request_timeout_ms: int = 10_000
-    flush_timeout: float = 10.0  # seconds to wait for outstanding sends at the end
+    # seconds to wait for outstanding sends at the end; None: the delivery timeout
+    flush_timeout: float | None = 10.0
     stats_interval_ms: int = DEFAULT_STATS_INTERVAL_MS
     config: dict[str, Any] = dataclasses.field(default_factory=dict)  # extra librdkafka
 
@@ -72,6 +80,22 @@ class ProducerSettings:
             raise ValueError("producers must be at least 1")
         if self.rate < 0:
             raise ValueError("rate must not be negative")
+
+    @property
+    def delivery_timeout_ms(self) -> int:
+        """The client's delivery timeout: librdkafka's message.timeout.ms, which Kafka's
+        Java client calls delivery.timeout.ms (librdkafka accepts both names)."""
+        for key in ("delivery.timeout.ms", "message.timeout.ms"):
+            if key in self.config:
+                return int(self.config[key])
+        return self.message_timeout_ms
+
+    @property
+    def drain_timeout(self) -> float:
+        """Seconds a producer waits for its outstanding sends when it stops."""
+        if self.flush_timeout is not None:
+            return self.flush_timeout
+        return self.delivery_timeout_ms / 1000 + DRAIN_MARGIN_S
 
     @property
     def effective_retries(self) -> int:
@@ -119,6 +143,10 @@ class DeliveryRecorder:
         self.failed = 0
         self.info = 0
         self.errors: dict[str, int] = {}
+        # The end of the run: sends still outstanding when the producer stopped sending,
+        # and those still outstanding after the drain's wait (purged: no real outcome).
+        self.outstanding_at_stop = 0
+        self.purged = 0
 
     @property
     def in_flight(self) -> int:
@@ -284,11 +312,15 @@ class ProducerWorker:
             producer.poll(0)
 
     def _drain(self, producer: Any) -> None:
-        """Wait up to flush_timeout for outstanding sends, then purge the rest so that
+        """Wait up to the drain timeout for outstanding sends, then purge the rest so that
         each gets its (indeterminate) delivery report instead of no completion at all."""
+        self.recorder.outstanding_at_stop = self.recorder.in_flight
         try:
-            remaining = producer.flush(self.settings.flush_timeout)
+            remaining = producer.flush(self.settings.drain_timeout)
             if remaining:
+                self.recorder.purged = remaining
+                log.warning("%s: %d send(s) still outstanding after %.0fs; purged",
+                            self.process, remaining, self.settings.drain_timeout)
                 producer.purge(in_queue=True, in_flight=True, blocking=False)
                 producer.flush(2.0)
         except Exception as e:  # pragma: no cover - a broken client at exit
@@ -321,9 +353,12 @@ class ProducerGroup(WorkerGroup):
         super().start()
 
     def totals(self) -> dict[str, int]:
-        out = {"sent": 0, "acked": 0, "failed": 0, "info": 0, "in_flight": 0}
+        out = {"sent": 0, "acked": 0, "failed": 0, "info": 0, "in_flight": 0,
+               "outstanding_at_stop": 0, "purged": 0}
         for w in self.workers:
             r = w.recorder
+            out["outstanding_at_stop"] += r.outstanding_at_stop
+            out["purged"] += r.purged
             out["sent"] += r.invoked
             out["acked"] += r.acked
             out["failed"] += r.failed

@@ -241,7 +241,7 @@ class WorkloadRun:
         if self.history is None:
             return
         self.stop.set()
-        flush = max((g.settings.flush_timeout for g in self.producers), default=0.0)
+        flush = max((g.settings.drain_timeout for g in self.producers), default=0.0)
         timeout = join_timeout if join_timeout is not None else flush + 15.0
         end = time.monotonic() + timeout
         try:

@@ -1,0 +1,117 @@
+"""How late the node's event loop runs, and the stalls that say the lab, not Kafka, is slow.
+
+Everything a node does runs on one asyncio loop. When that loop is blocked (a long
+synchronous step, a machine with too few cores for the lab, a SIGSTOP) nothing else runs:
+heartbeats, Raft fetches and replica fetches all wait, and the cluster reacts as if the
+node had failed. Kafka's JVM brokers have threads and do not stall like this, so a run
+in which our own node stalled measures Python's limits, not Kafka's behaviour.
+
+The monitor sleeps for a short interval and measures how late it woke (the lag). A lag
+above `event.loop.stall.threshold.ms` is a stall: it becomes a `stall` event in the
+node's event stream and a WARN line in its log. `StallTracker` is the pure part (what is
+a stall, the worst recent one); `run_loop_monitor` is the task around it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import time
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+log = logging.getLogger("kafka.server.EventLoopMonitor")
+
+STALL_EVENT = "stall"
+# How far back "recent" reaches for the worst stall a node reports.
+RECENT_WINDOW_S = 600.0
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Stall:
+    """The loop woke `lag_ms` late at wall-clock time `at` (seconds); it was blocked from
+    `at - lag_ms / 1000` until `at`."""
+
+    at: float
+    lag_ms: float
+
+    @property
+    def began(self) -> float:
+        return self.at - self.lag_ms / 1000.0
+
+
+class StallTracker:
+    """Decides which lags are stalls and remembers the worst recent one.
+
+    Pure: the caller passes the measured lag and the time; nothing here reads a clock.
+    Only stalls are kept, and only those within `window_s` of the newest, so memory stays
+    bounded however long the node runs.
+    """
+
+    def __init__(self, threshold_ms: float, window_s: float = RECENT_WINDOW_S) -> None:
+        self.threshold_ms = threshold_ms
+        self.window_s = window_s
+        self._recent: list[Stall] = []
+
+    def observe(self, lag_ms: float, at: float) -> Stall | None:
+        """The stall when `lag_ms` exceeds the threshold, else None."""
+        if lag_ms <= self.threshold_ms:
+            return None
+        stall = Stall(at, lag_ms)
+        self._recent = [s for s in self._recent if s.at >= at - self.window_s]
+        self._recent.append(stall)
+        return stall
+
+    def worst(self, now: float) -> Stall | None:
+        """The longest stall that ended within the window before `now`."""
+        return worst_stall(self._recent, since=now - self.window_s)
+
+
+def worst_stall(stalls: Iterable[Stall], since: float = float("-inf")) -> Stall | None:
+    """The longest of `stalls` that ended at or after `since` (None when there is none)."""
+    return max((s for s in stalls if s.at >= since), key=lambda s: s.lag_ms, default=None)
+
+
+def stalls_from_events(events: Iterable[Mapping[str, Any]]) -> list[Stall]:
+    """The stalls in a node's event stream (read_events of its events.jsonl)."""
+    out = []
+    for e in events:
+        if e.get("event") != STALL_EVENT:
+            continue
+        try:
+            out.append(Stall(float(e["time"]), float(e["lag_ms"])))
+        except (KeyError, TypeError, ValueError):
+            continue  # a line from another writer: not ours to judge
+    return out
+
+
+def log_stall(node_id: int, stall: Stall, tracker: StallTracker) -> None:
+    worst = tracker.worst(stall.at) or stall
+    log.warning(
+        "[EventLoopMonitor nodeId=%d] The event loop stalled for %d ms (above "
+        "event.loop.stall.threshold.ms=%d): no request, heartbeat or fetch ran meanwhile; "
+        "the worst in the last %d s was %d ms",
+        node_id, stall.lag_ms, tracker.threshold_ms, tracker.window_s, worst.lag_ms)
+
+
+async def run_loop_monitor(
+    tracker: StallTracker,
+    interval_s: float,
+    on_stall: Callable[[Stall], None],
+    *,
+    clock: Callable[[], float] = time.time,
+) -> None:
+    """Sleep `interval_s`, measure how late the loop woke, report stalls; until cancelled.
+
+    The lag is measured on the loop's own monotonic clock (a wall-clock step is not a
+    stall); the stall is stamped with `clock` so it lines up with the other events.
+    """
+    loop = asyncio.get_running_loop()
+    while True:
+        due = loop.time() + interval_s
+        await asyncio.sleep(interval_s)
+        lag_ms = max(0.0, (loop.time() - due) * 1000.0)
+        stall = tracker.observe(lag_ms, clock())
+        if stall is not None:
+            on_stall(stall)

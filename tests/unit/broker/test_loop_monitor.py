@@ -1,0 +1,78 @@
+"""The event-loop stall tracker: what is a stall, which is the worst recent one."""
+
+from __future__ import annotations
+
+import asyncio
+
+from brownout.broker.loop_monitor import (
+    Stall,
+    StallTracker,
+    run_loop_monitor,
+    stalls_from_events,
+    worst_stall,
+)
+
+
+def test_a_lag_at_or_below_the_threshold_is_not_a_stall() -> None:
+    tracker = StallTracker(threshold_ms=100)
+    assert tracker.observe(0.0, at=10.0) is None
+    assert tracker.observe(100.0, at=11.0) is None
+    assert tracker.worst(now=11.0) is None
+
+
+def test_a_lag_above_the_threshold_is_a_stall_that_began_lag_earlier() -> None:
+    tracker = StallTracker(threshold_ms=100)
+    stall = tracker.observe(1500.0, at=20.0)
+    assert stall == Stall(at=20.0, lag_ms=1500.0)
+    assert stall.began == 18.5
+
+
+def test_the_worst_recent_stall_forgets_stalls_older_than_the_window() -> None:
+    tracker = StallTracker(threshold_ms=100, window_s=60)
+    tracker.observe(2000.0, at=0.0)
+    tracker.observe(300.0, at=50.0)
+    assert tracker.worst(now=55.0) == Stall(0.0, 2000.0)
+    # 61 s after the 2 s stall only the 300 ms one is recent
+    assert tracker.worst(now=61.0) == Stall(50.0, 300.0)
+    assert tracker.worst(now=200.0) is None
+
+
+def test_old_stalls_are_dropped_so_memory_stays_bounded() -> None:
+    tracker = StallTracker(threshold_ms=1, window_s=10)
+    for i in range(1000):
+        tracker.observe(5.0, at=float(i))
+    assert len(tracker._recent) <= 11
+
+
+def test_worst_stall_picks_the_longest_since() -> None:
+    stalls = [Stall(1.0, 400.0), Stall(5.0, 900.0), Stall(9.0, 200.0)]
+    assert worst_stall(stalls) == Stall(5.0, 900.0)
+    assert worst_stall(stalls, since=6.0) == Stall(9.0, 200.0)
+    assert worst_stall([], since=0.0) is None
+
+
+def test_stalls_from_events_reads_only_well_formed_stall_events() -> None:
+    events = [
+        {"time": 1.0, "node": 1, "event": "started"},
+        {"time": 2.0, "node": 1, "event": "stall", "lag_ms": 250.5, "threshold_ms": 100},
+        {"time": 3.0, "node": 1, "event": "stall"},  # torn by another writer: skipped
+    ]
+    assert stalls_from_events(events) == [Stall(2.0, 250.5)]
+
+
+def test_the_monitor_reports_a_loop_blocked_by_synchronous_work() -> None:
+    import time
+
+    async def scenario() -> list[Stall]:
+        found: list[Stall] = []
+        task = asyncio.create_task(
+            run_loop_monitor(StallTracker(threshold_ms=100), 0.01, found.append))
+        await asyncio.sleep(0.05)
+        time.sleep(0.4)  # block the loop: nothing runs for 400 ms
+        await asyncio.sleep(0.05)
+        task.cancel()
+        return found
+
+    found = asyncio.run(scenario())
+    assert len(found) == 1
+    assert 300 <= found[0].lag_ms <= 1000
