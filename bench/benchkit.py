@@ -1,0 +1,193 @@
+"""Shared pieces of the bench/ scripts: a Brownout cluster built with the lab's own code
+(`brownout.cluster.lab`), librdkafka's in-process mock cluster, client configs,
+percentiles, CPU time from /proc.
+
+Every measure in bench/ takes a bootstrap string, so the same function runs against a
+Brownout cluster and against the mock cluster in the same process and the same run: the
+machine is shared and its absolute numbers move, the ratio is what compares.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import math
+import os
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from brownout.cluster import lab
+from brownout.cluster.topology import Overrides, TopologyRequest
+
+# librdkafka's mock cluster auto-creates every topic with this many partitions (RF 3
+# with 3 brokers) and has no CreateTopics: Brownout topics get the same shape.
+MOCK_PARTITIONS = 4
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+class Quiet:
+    """A logger for librdkafka that drops its chatter (connection refused at shutdown,
+    the mock's banner); errors that matter show up as delivery errors or counts."""
+
+    def log(self, *_args: Any, **_kwargs: Any) -> None:
+        pass
+
+    def __getattr__(self, _name: str) -> Any:
+        return self.log
+
+
+QUIET = {"logger": Quiet()}
+
+
+@dataclasses.dataclass
+class Target:
+    bootstrap: str
+    name: str  # "brownout" or "mock"
+    # Brownout: node id -> (pid, address probed for stalls, events.jsonl)
+    nodes: dict[int, tuple[int, str, Path]] = dataclasses.field(default_factory=dict)
+
+    @property
+    def is_mock(self) -> bool:
+        return self.name == "mock"
+
+    def create_topic(
+        self, name: str, partitions: int = MOCK_PARTITIONS, rf: int = 3, timeout: float = 60.0
+    ) -> None:
+        """Brownout: CreateTopics (min.insync.replicas 2 when RF 3) and wait until every
+        partition has a leader. Mock: produce one record so that it auto-creates the
+        topic (always MOCK_PARTITIONS partitions)."""
+        create_topics(self, [name], partitions, rf, timeout)
+
+
+def create_topics(
+    target: Target, names: Sequence[str], partitions: int, rf: int, timeout: float = 120.0
+) -> None:
+    if target.is_mock:
+        if partitions != MOCK_PARTITIONS:
+            raise ValueError(f"the mock cluster only makes {MOCK_PARTITIONS}-partition topics")
+        p = Producer({"bootstrap.servers": target.bootstrap, **QUIET})
+        for name in names:
+            p.produce(name, b"create")
+        if p.flush(timeout):
+            raise RuntimeError("mock: auto-creating topics timed out")
+        return
+    admin = AdminClient({"bootstrap.servers": target.bootstrap, **QUIET})
+    configs = {"min.insync.replicas": "2"} if rf >= 3 else {}
+    for start in range(0, len(names), 100):  # one CreateTopics per 100 topics
+        chunk = names[start : start + 100]
+        futures = admin.create_topics(
+            [NewTopic(n, partitions, rf, config=configs) for n in chunk],
+            operation_timeout=timeout,
+            request_timeout=timeout,
+        )
+        for f in futures.values():
+            f.result(timeout + 5)
+    wait_leaders(target, names, partitions, timeout)
+
+
+def wait_leaders(target: Target, names: Sequence[str], partitions: int, timeout: float) -> None:
+    """Until Metadata shows a leader for every partition of `names` (produce right
+    after CreateTopics would otherwise measure leader election)."""
+    admin = AdminClient({"bootstrap.servers": target.bootstrap, **QUIET})
+    deadline = time.monotonic() + timeout
+    wanted = set(names)
+    while True:
+        md = admin.list_topics(timeout=10)
+        ready = {
+            n
+            for n, t in md.topics.items()
+            if n in wanted
+            and t.error is None
+            and len(t.partitions) == partitions
+            and all(p.leader >= 0 for p in t.partitions.values())
+        }
+        if ready == wanted:
+            return
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{len(wanted - ready)} topics without leaders after {timeout}s")
+        time.sleep(0.2)
+
+
+@contextlib.contextmanager
+def brownout_cluster(brokers: int = 3, controllers: int = 1) -> Iterator[Target]:
+    """A fresh loopback cluster in a temporary directory, built and stopped by the lab
+    (`brownout up` / `brownout down --purge`), Kafka's default timeouts."""
+    directory = Path(tempfile.mkdtemp(prefix="brownout-bench-"))
+    request = TopologyRequest(
+        brokers=brokers,
+        controllers=controllers,
+        # Consumers that join the churn group get their assignment at once, as on the mock.
+        overrides=Overrides(broker={"group.initial.rebalance.delay.ms": "0"}),
+    )
+    try:
+        result = lab.up(directory, request, timeout=120)
+        nodes = {}
+        for spec in result.topology.nodes:
+            pid = result.state.nodes[spec.node_id].pid
+            assert pid is not None
+            nodes[spec.node_id] = (pid, spec.ready_address, spec.events_path)
+        yield Target(result.topology.bootstrap_servers, "brownout", nodes)
+    finally:
+        with contextlib.suppress(Exception):
+            lab.down(directory, purge=True, timeout=20)
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def mock_cluster(brokers: int = 3) -> Iterator[Target]:
+    """librdkafka's in-process mock cluster: it lives as long as the producer that
+    created it (`test.mock.num.brokers`), in this process's threads."""
+    owner = Producer({"test.mock.num.brokers": brokers, **QUIET})
+    try:
+        md = owner.list_topics(timeout=10)
+        bootstrap = ",".join(f"{b.host}:{b.port}" for b in md.brokers.values())
+        yield Target(bootstrap, "mock")
+    finally:
+        del owner
+
+
+def producer_config(bootstrap: str, acks: str, **extra: Any) -> dict[str, Any]:
+    """The producer every measure uses: acks=all is idempotent (Kafka clients' default
+    since 3.0), acks=1 is not; the queue is bounded so that a slow cluster slows the
+    loop down instead of buffering a gigabyte that the final flush then waits for."""
+    config: dict[str, Any] = {
+        "bootstrap.servers": bootstrap,
+        "acks": acks,
+        "enable.idempotence": acks == "all",
+        "linger.ms": 5,
+        "queue.buffering.max.kbytes": 65536,
+        "queue.buffering.max.messages": 200_000,
+        **QUIET,
+    }
+    config.update(extra)
+    return config
+
+
+def percentile(sorted_values: Sequence[float], q: float) -> float:
+    """Nearest-rank percentile; inf entries (never acknowledged) count as the worst."""
+    if not sorted_values:
+        return math.nan
+    rank = max(0, min(len(sorted_values) - 1, math.ceil(q * len(sorted_values)) - 1))
+    return sorted_values[rank]
+
+
+def cpu_seconds(pid: int) -> float:
+    """utime + stime of a process (all its threads) from /proc/PID/stat."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK  # fields 14 and 15 of stat(5)
+
+
+def loadavg() -> str:
+    with open("/proc/loadavg") as f:
+        return " ".join(f.read().split()[:3])
