@@ -23,7 +23,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from confluent_kafka import Producer
+from confluent_kafka import KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from brownout.cluster import lab
@@ -83,16 +83,40 @@ def create_topics(
         return
     admin = AdminClient({"bootstrap.servers": target.bootstrap, **QUIET})
     configs = {"min.insync.replicas": "2"} if rf >= 3 else {}
-    for start in range(0, len(names), 100):  # one CreateTopics per 100 topics
-        chunk = names[start : start + 100]
+    deadline = time.monotonic() + timeout
+    pending = list(names)
+    while pending:
+        chunk = pending[:100]  # one CreateTopics per 100 topics
         futures = admin.create_topics(
             [NewTopic(n, partitions, rf, config=configs) for n in chunk],
             operation_timeout=timeout,
             request_timeout=timeout,
         )
-        for f in futures.values():
-            f.result(timeout + 5)
+        for name, f in futures.items():
+            try:
+                f.result(timeout + 5)
+            except KafkaException as e:
+                err = e.args[0]
+                if err.code() == KafkaError.TOPIC_ALREADY_EXISTS:
+                    continue
+                # A broker fenced for a moment (missed heartbeats on this loaded
+                # machine) makes RF 3 unreachable until it registers again: retry.
+                if err.code() != KafkaError.INVALID_REPLICATION_FACTOR or (
+                    time.monotonic() > deadline
+                ):
+                    raise
+                print(f"note: CreateTopics {name}: {err.str()}; retrying", file=sys.stderr)
+                time.sleep(1)
+                break
+        else:
+            del pending[: len(chunk)]
+            continue
+        pending = [n for n in pending if n not in _existing(admin)]
     wait_leaders(target, names, partitions, timeout)
+
+
+def _existing(admin: AdminClient) -> set[str]:
+    return set(admin.list_topics(timeout=10).topics)
 
 
 def wait_leaders(target: Target, names: Sequence[str], partitions: int, timeout: float) -> None:
