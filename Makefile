@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 # Debian packages the lab uses; installed with apt-get when missing (CI runs as root).
 SYSTEM_PACKAGES := kcat iptables chromium
 
-.PHONY: demo test lint venv sysdeps clean
+.PHONY: demo test lint bench bench-quick venv sysdeps clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -43,6 +43,19 @@ demo: $(STAMP) sysdeps
 test: $(STAMP) sysdeps
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -q
+
+# The benchmark suite (bench/suite.py): one table, each figure beside librdkafka's mock
+# cluster measured in the same run. About 10 minutes (5 of them the mixed load);
+# `make bench-quick` about 3. Raw results in $(BENCH_JSON).
+BENCH_JSON := runs/bench.json
+
+bench: $(STAMP)
+	@mkdir -p $(dir $(BENCH_JSON))
+	$(BIN)/python bench/suite.py --json $(BENCH_JSON)
+
+bench-quick: $(STAMP)
+	@mkdir -p $(dir $(BENCH_JSON))
+	$(BIN)/python bench/suite.py --quick --json $(BENCH_JSON)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -127,6 +127,8 @@ class MixedLoad:
 
     def produce(self) -> None:
         producer = Producer(producer_config(self.target.bootstrap, "all"))
+        producer.produce("mixed", b"warmup")  # connections and metadata before t0
+        producer.flush(30)
         step = 1.0 / self.rate
         pad = b"x" * 1016
         t0 = time.perf_counter()

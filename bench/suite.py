@@ -289,11 +289,11 @@ def main() -> None:
     parser.add_argument("--json", type=Path, help="also write every raw result here")
     args = parser.parse_args()
     if args.quick:
-        args.seconds, args.latency_seconds, args.idle_window = 2.0, 4.0, 8.0
+        args.seconds, args.latency_seconds, args.idle_window = 2.0, 4.0, 5.0
         args.rates_mb, args.e2e_rates = [10], [1000]
         args.mixed_seconds, args.mock_mixed_seconds = 20.0, 10.0
     else:
-        args.seconds, args.latency_seconds, args.idle_window = 4.0, 8.0, 20.0
+        args.seconds, args.latency_seconds, args.idle_window = 3.0, 6.0, 15.0
         args.rates_mb, args.e2e_rates = [1, 10], [100, 1000]
         args.mixed_seconds, args.mock_mixed_seconds = 300.0, 30.0
     started = time.monotonic()
