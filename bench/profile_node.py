@@ -1,0 +1,79 @@
+"""Where a broker's time goes under the acks=all RF 3 1 KiB produce load.
+
+    .venv/bin/python bench/profile_node.py [--seconds 20] [--node 1] [--top 25]
+
+Builds a 3+1 cluster, produces 1 KiB records (acks=all, idempotent, linger 5) into a
+4-partition RF 3 topic for `--seconds`, and meanwhile samples one broker with py-spy
+(`pip install py-spy`; needs ptrace rights, e.g. root). Prints the functions with the
+most samples on the CPU, by own time and by inclusive time, and the produce rate
+reached while sampled. The collapsed stacks are kept in --out for flame graphs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import shutil
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import throughput
+from benchkit import MOCK_PARTITIONS, brownout_cluster
+
+
+def summarize(collapsed: Path, top: int) -> str:
+    own: collections.Counter[str] = collections.Counter()
+    inclusive: collections.Counter[str] = collections.Counter()
+    total = 0
+    for line in collapsed.read_text().splitlines():
+        stack, _, count_text = line.rpartition(" ")
+        if not stack:
+            continue
+        count = int(count_text)
+        total += count
+        frames = [f.split(" (")[0] + " (" + f.split(" (")[-1] for f in stack.split(";")]
+        own[frames[-1]] += count
+        for frame in set(frames):
+            inclusive[frame] += count
+    lines = [f"{total} samples on the CPU (idle excluded)", "", "own time:"]
+    lines += [f"  {100 * n / total:5.1f}%  {f}" for f, n in own.most_common(top)]
+    lines += ["", "inclusive time:"]
+    lines += [f"  {100 * n / total:5.1f}%  {f}" for f, n in inclusive.most_common(top)]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--seconds", type=float, default=20.0)
+    parser.add_argument("--node", type=int, default=1)
+    parser.add_argument("--top", type=int, default=25)
+    parser.add_argument("--out", type=Path, default=Path("runs/profile-node.txt"))
+    args = parser.parse_args()
+    py_spy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    with brownout_cluster() as target:
+        target.create_topic("profile", MOCK_PARTITIONS, 3)
+        pid = target.nodes[args.node][0]
+        result: dict[str, float] = {}
+
+        def load() -> None:
+            result.update(throughput.produce_for(target, "profile", 1024, "all", args.seconds))
+
+        producer = threading.Thread(target=load)
+        producer.start()
+        try:
+            subprocess.run(
+                [py_spy, "record", "--pid", str(pid), "--duration", str(int(args.seconds) - 2),
+                 "--rate", "200", "--format", "raw", "--output", str(args.out), "--nonblocking"],
+                check=True, capture_output=True,
+            )
+        finally:
+            producer.join()
+    print(f"node {args.node} (pid {pid}), acks=all RF 3 1 KiB at {result['mb_s']:.1f} MB/s")
+    print(summarize(args.out, args.top))
+
+
+if __name__ == "__main__":
+    main()
