@@ -29,10 +29,14 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from brownout.cluster import lab
 from brownout.cluster.topology import Overrides, TopologyRequest
 
+SRC = str(Path(__file__).resolve().parents[1] / "src")
 # librdkafka's mock cluster auto-creates every topic with this many partitions (RF 3
 # with 3 brokers) and has no CreateTopics: Brownout topics get the same shape.
 MOCK_PARTITIONS = 4
 CLK_TCK = os.sysconf("SC_CLK_TCK")
+# The nodes' own stall threshold in bench clusters (Brownout's default is 100 ms, the
+# target itself): lower, so that the longest lag is known even when it is under 100 ms.
+STALL_THRESHOLD_MS = 20
 
 
 class Quiet:
@@ -146,12 +150,22 @@ def wait_leaders(target: Target, names: Sequence[str], partitions: int, timeout:
 def brownout_cluster(brokers: int = 3, controllers: int = 1) -> Iterator[Target]:
     """A fresh loopback cluster in a temporary directory, built and stopped by the lab
     (`brownout up` / `brownout down --purge`), Kafka's default timeouts."""
+    # The nodes inherit this environment: they run this checkout's code, not whatever
+    # the venv's editable install points at.
+    if SRC not in os.environ.get("PYTHONPATH", "").split(os.pathsep):
+        os.environ["PYTHONPATH"] = os.pathsep.join(
+            p for p in (SRC, os.environ.get("PYTHONPATH")) if p
+        )
     directory = Path(tempfile.mkdtemp(prefix="brownout-bench-"))
     request = TopologyRequest(
         brokers=brokers,
         controllers=controllers,
         # Consumers that join the churn group get their assignment at once, as on the mock.
-        overrides=Overrides(broker={"group.initial.rebalance.delay.ms": "0"}),
+        overrides=Overrides(
+            # Every loop lag above this is a stall event: the stall rows read them.
+            all={"event.loop.stall.threshold.ms": str(STALL_THRESHOLD_MS)},
+            broker={"group.initial.rebalance.delay.ms": "0"},
+        ),
     )
     try:
         result = lab.up(directory, request, timeout=120)

@@ -49,8 +49,14 @@ def _summary(latencies: list[float], expected: int, seconds: float) -> dict[str,
 
 
 def _send_schedule(
-    producer: Producer, topic: str, rate: float, seconds: float, size: int,
-    in_value: bool, on_delivery: object = None, partition: int | None = None,
+    producer: Producer,
+    topic: str,
+    rate: float,
+    seconds: float,
+    size: int,
+    in_value: bool,
+    on_delivery: object = None,
+    partition: int | None = None,
 ) -> tuple[float, int]:
     """Send record i at t0 + i/rate for `seconds`; returns (t0, records)."""
     count = int(rate * seconds)
@@ -77,8 +83,13 @@ def _send_schedule(
 
 
 def produce_latency(
-    target: Target, topic: str, rate: float, seconds: float, size: int = 1024,
-    partition: int | None = None, **extra: object,
+    target: Target,
+    topic: str,
+    rate: float,
+    seconds: float,
+    size: int = 1024,
+    partition: int | None = None,
+    **extra: object,
 ) -> dict[str, float]:
     """acks=all produce latency at `rate` records/s."""
     producer = Producer(producer_config(target.bootstrap, "all", **extra))
@@ -90,8 +101,16 @@ def produce_latency(
         if err is None:
             acked.append((INDEX.unpack_from(msg.key())[0], time.perf_counter()))
 
-    t0, count = _send_schedule(producer, topic, rate, seconds, size, in_value=False,
-                               on_delivery=on_delivery, partition=partition)
+    t0, count = _send_schedule(
+        producer,
+        topic,
+        rate,
+        seconds,
+        size,
+        in_value=False,
+        on_delivery=on_delivery,
+        partition=partition,
+    )
     producer.flush(max(30.0, seconds))
     return _summary([at - (t0 + i / rate) for i, at in acked], count, seconds)
 
@@ -169,8 +188,10 @@ def main() -> None:
 
 
 def _fmt(r: dict[str, float]) -> str:
-    return (f"p50 {r['p50_ms']:.1f} ms p99 {r['p99_ms']:.1f} ms p999 {r['p999_ms']:.1f} ms "
-            f"max {r['max_ms']:.1f} ms missing {r['missing']}")
+    return (
+        f"p50 {r['p50_ms']:.1f} ms p99 {r['p99_ms']:.1f} ms p999 {r['p999_ms']:.1f} ms "
+        f"max {r['max_ms']:.1f} ms missing {r['missing']}"
+    )
 
 
 if __name__ == "__main__":

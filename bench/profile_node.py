@@ -65,9 +65,23 @@ def main() -> None:
         producer.start()
         try:
             subprocess.run(
-                [py_spy, "record", "--pid", str(pid), "--duration", str(int(args.seconds) - 2),
-                 "--rate", "200", "--format", "raw", "--output", str(args.out), "--nonblocking"],
-                check=True, capture_output=True,
+                [
+                    py_spy,
+                    "record",
+                    "--pid",
+                    str(pid),
+                    "--duration",
+                    str(int(args.seconds) - 2),
+                    "--rate",
+                    "200",
+                    "--format",
+                    "raw",
+                    "--output",
+                    str(args.out),
+                    "--nonblocking",
+                ],
+                check=True,
+                capture_output=True,
             )
         finally:
             producer.join()

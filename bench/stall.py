@@ -8,15 +8,17 @@ consumer group whose membership changes every 3 s (a member joins, the oldest le
 one rebalance each time), and one CreateTopics per second (1 partition, RF 3). The mock
 cluster has no CreateTopics; there a producer auto-creates one topic per second.
 
-The node has no loop-lag measurement of its own yet, so the stall is measured from
-outside: a probe process (`--probe`, its own process so the load generator's GIL does
-not delay it) keeps one connection per node and sends ApiVersions every 50 ms; a node's
-stall is its longest ApiVersions round trip (a request sent while the loop is stuck is
-answered only after it). It is a lower bound with 50 ms resolution, and includes the
-probe's own scheduling delay on this shared machine, which the probe reports as
-`probe_self_ms` (its longest oversleep of a 50 ms sleep). When a node writes loop-lag
-events to its events.jsonl (an event whose name contains "stall" or "lag", with a
-numeric field whose name ends in "ms"), their maximum is reported as well.
+Each node measures its own event-loop lag (broker/loop_monitor.py) and writes every lag
+above `event.loop.stall.threshold.ms` as a `stall` event to its events.jsonl; the bench
+clusters run with that threshold at STALL_THRESHOLD_MS (see benchkit) and the figure is
+the largest `lag_ms` of the events written during the load.
+
+The mock cluster has no such monitor, so both are also measured from outside: a probe
+process (`--probe`, its own process so the load generator's GIL does not delay it) keeps
+one connection per node and sends ApiVersions every 50 ms; the longest round trip is a
+lower bound of the longest stall (50 ms resolution) plus the probe's own scheduling
+delay on this shared machine, which the probe reports as `probe_self_ms` (its longest
+oversleep of a 50 ms sleep).
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from kio.index import load_request_schema
 
+from brownout.broker.loop_monitor import STALL_EVENT
 from brownout.cluster.wire import API_VERSIONS, WireClient, WireError
 from brownout.common.events import read_events
 
@@ -237,17 +240,17 @@ class MixedLoad:
                 t.join(60)
 
 
-def node_reported_stalls(events: Path) -> float | None:
-    """The largest loop-lag the node itself reported (ms), None when it reports none."""
+def node_reported_stalls(events: Path, since: float, until: float) -> float | None:
+    """The largest event-loop lag (ms) the node reported between two wall-clock times;
+    None when it reported no stall above its threshold."""
     if not events.exists():
         return None
-    worst = None
-    for e in read_events(events):
-        if "stall" in str(e.get("event")) or "lag" in str(e.get("event")):
-            for key, value in e.items():
-                if key.endswith("ms") and isinstance(value, int | float):
-                    worst = max(worst or 0.0, float(value))
-    return worst
+    lags = [
+        float(e["lag_ms"])
+        for e in read_events(events)
+        if e.get("event") == STALL_EVENT and since <= float(e.get("time", 0)) <= until
+    ]
+    return max(lags, default=None)
 
 
 def mixed_load_stalls(target: Target, seconds: float) -> dict[str, Any]:
@@ -265,6 +268,7 @@ def mixed_load_stalls(target: Target, seconds: float) -> dict[str, Any]:
         env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src")},
     )
     load = MixedLoad(target, seconds)
+    since = time.time()
     try:
         load.run()
         out, _ = probe.communicate(timeout=60)
@@ -273,10 +277,11 @@ def mixed_load_stalls(target: Target, seconds: float) -> dict[str, Any]:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(probe.pid, signal.SIGKILL)
             probe.wait()
+    until = time.time()
     probed = json.loads(out)
     stalls = {name: probed[a] for name, a in addresses.items()}
     for n, (_, _, events) in target.nodes.items():
-        stalls[f"node {n}"]["reported_ms"] = node_reported_stalls(events)
+        stalls[f"node {n}"]["reported_ms"] = node_reported_stalls(events, since, until)
     values = sorted(load.latencies + [math.inf] * (load.expected - len(load.latencies)))
     return {
         "stalls": stalls,

@@ -116,17 +116,25 @@ def fetch_for(target: Target, topic: str, seconds: float) -> dict[str, float]:
         elapsed = time.perf_counter() - started
     finally:
         consumer.close()
-    return {"msgs": seen, "seconds": elapsed, "mb_s": nbytes / elapsed / 1e6,
-            "available": target_msgs}
+    return {
+        "msgs": seen,
+        "seconds": elapsed,
+        "mb_s": nbytes / elapsed / 1e6,
+        "available": target_msgs,
+    }
 
 
 def single_record_rate(target: Target, topic: str, seconds: float) -> dict[str, float]:
     """acks=all, linger.ms 0 and one record per batch on one partition: the rate of
     produce requests one partition sustains (5 in flight, Kafka's default)."""
     return produce_for(
-        target, topic, 100, "all", seconds, partition=0,
-        **{"linger.ms": 0, "batch.num.messages": 1,
-           "queue.buffering.max.messages": 20_000},
+        target,
+        topic,
+        100,
+        "all",
+        seconds,
+        partition=0,
+        **{"linger.ms": 0, "batch.num.messages": 1, "queue.buffering.max.messages": 20_000},
     )
 
 
@@ -179,8 +187,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--seconds", type=float, default=4.0)
     args = parser.parse_args()
-    print(f"loopback TCP {loopback_ceiling(2):.0f} MB/s, "
-          f"disk {disk_ceiling(Path(tempfile.gettempdir()), 256):.0f} MB/s")
+    print(
+        f"loopback TCP {loopback_ceiling(2):.0f} MB/s, "
+        f"disk {disk_ceiling(Path(tempfile.gettempdir()), 256):.0f} MB/s"
+    )
     for cluster in (brownout_cluster, mock_cluster):
         with cluster() as target:
             for rf in (1, 3):
@@ -189,9 +199,11 @@ def main() -> None:
                         topic = f"tp-rf{rf}-acks{acks}-{size}"
                         target.create_topic(topic, MOCK_PARTITIONS, rf)
                         r = produce_for(target, topic, size, acks, args.seconds)
-                        print(f"{target.name:8s} produce rf={rf} acks={acks:3s} {size:5d} B "
-                              f"{r['mb_s']:7.1f} MB/s {r['msg_s']:9.0f} msg/s "
-                              f"errors {r['errors']}")
+                        print(
+                            f"{target.name:8s} produce rf={rf} acks={acks:3s} {size:5d} B "
+                            f"{r['mb_s']:7.1f} MB/s {r['msg_s']:9.0f} msg/s "
+                            f"errors {r['errors']}"
+                        )
             r = fetch_for(target, "tp-rf3-acksall-1024", args.seconds)
             print(f"{target.name:8s} fetch {r['mb_s']:.1f} MB/s ({r['msgs']} msgs)")
             target.create_topic("single", 1 if not target.is_mock else MOCK_PARTITIONS, 3)
