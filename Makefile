@@ -46,7 +46,7 @@ test: $(STAMP) sysdeps
 
 # The benchmark suite (bench/suite.py): one table, each figure beside librdkafka's mock
 # cluster measured in the same run. About 10 minutes (5 of them the mixed load);
-# `make bench-quick` about 3. Raw results in $(BENCH_JSON).
+# `make bench-quick` about 2.5. Raw results in $(BENCH_JSON).
 BENCH_JSON := runs/bench.json
 
 bench: $(STAMP)

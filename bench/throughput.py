@@ -72,6 +72,7 @@ def produce_for(
             sent += 1
         except BufferError:
             producer.poll(0.005)
+    producer.poll(0)  # the acknowledgements that arrived since the last poll
     elapsed = time.perf_counter() - started
     in_window, errors_in_window = delivered, errors
     producer.purge(in_queue=True, in_flight=False)
