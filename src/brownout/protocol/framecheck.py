@@ -96,7 +96,7 @@ def decode_entity(cls: type, buf: bytes | memoryview, offset: int = 0) -> tuple[
 
 def read_uvarint(buf: bytes | memoryview, pos: int, end: int) -> tuple[int, int]:
     value = shift = 0
-    for i in range(_MAX_UVARINT_BYTES):
+    for _ in range(_MAX_UVARINT_BYTES):
         if pos >= end:
             raise MalformedFrameError("truncated varint")
         byte = buf[pos]
@@ -105,8 +105,6 @@ def read_uvarint(buf: bytes | memoryview, pos: int, end: int) -> tuple[int, int]
         if not byte & 0x80:
             return value, pos
         shift += 7
-        if i == _MAX_UVARINT_BYTES - 1:
-            break
     raise MalformedFrameError("varint longer than 5 bytes")
 
 
