@@ -69,6 +69,19 @@ class Table:
             }
         )
 
+    def add_quantiles(
+        self,
+        measure: str,
+        brownout: dict[str, Any],
+        mock: dict[str, Any],
+        target_p99_ms: float | None,
+    ) -> None:
+        """Three rows, p50 / p99 / p999 in ms, of one latency measure ("{q}" in its name);
+        the target, when there is one, applies to p99."""
+        for q in ("p50", "p99", "p999"):
+            target = ("<", target_p99_ms) if (target_p99_ms is not None and q == "p99") else None
+            self.add(measure.format(q=q), "ms", brownout[f"{q}_ms"], mock[f"{q}_ms"], target)
+
     def markdown(self) -> str:
         lines = [
             "| measure | brownout | mock | ratio | target | met/distance |",
@@ -201,15 +214,10 @@ def run(args: argparse.Namespace) -> tuple[Table, dict[str, Any]]:
                 )[1],
             )
             raw[f"latency {mb} MB/s"] = {"brownout": rb, "mock": rm}
-            for q in ("p50", "p99", "p999"):
-                target = ("<", 20.0) if (mb == 10 and q == "p99") else None
-                table.add(
-                    f"produce latency {q} at {mb:g} MB/s (1 KiB, acks=all, RF 3)",
-                    "ms",
-                    rb[f"{q}_ms"],
-                    rm[f"{q}_ms"],
-                    target,
-                )
+            table.add_quantiles(
+                f"produce latency {{q}} at {mb:g} MB/s (1 KiB, acks=all, RF 3)",
+                rb, rm, 20.0 if mb == 10 else None,
+            )
         for rate in args.e2e_rates:
             step(f"end-to-end latency {rate}/s")
             topic = f"e2e-{rate}"
@@ -222,15 +230,10 @@ def run(args: argparse.Namespace) -> tuple[Table, dict[str, Any]]:
                 )[1],
             )
             raw[f"e2e {rate}/s"] = {"brownout": rb, "mock": rm}
-            for q in ("p50", "p99", "p999"):
-                target = ("<", 50.0) if (rate == 1000 and q == "p99") else None
-                table.add(
-                    f"end-to-end latency {q} at {rate:g} msg/s (1 KiB)",
-                    "ms",
-                    rb[f"{q}_ms"],
-                    rm[f"{q}_ms"],
-                    target,
-                )
+            table.add_quantiles(
+                f"end-to-end latency {{q}} at {rate:g} msg/s (1 KiB)",
+                rb, rm, 50.0 if rate == 1000 else None,
+            )
 
         # Mock first: the Brownout cluster is still small then, so it idles quietly
         # beside the mock's run (the mixed load leaves a topic per second behind).

@@ -505,11 +505,11 @@ class RaftManager:
         }
 
     async def _ask(self, make: Callable[[int], Any], source: int, timeout_s: float) -> Any:
+        if self.failure is not None:
+            raise RuntimeError(f"the Raft client failed: {self.failure!r}")
         self._inbound_ids += 1
         correlation_id = self._inbound_ids
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        if self.failure is not None:
-            raise RuntimeError(f"the Raft client failed: {self.failure!r}")
         self._inbound[(source, correlation_id)] = future
         self.node.step(make(correlation_id), _now_ms())
         self._process_ready_or_fail()
