@@ -67,7 +67,8 @@ from kio.serial._introspect import (
 from kio.serial.readers import tz_aware_from_i64
 from kio.static.primitive import i32Timedelta, i64, i64Timedelta
 
-from brownout.cluster.process import NodeProcess, combined_node_properties, free_port
+from brownout.cluster.ports import free_port
+from brownout.cluster.process import NodeProcess, combined_node_properties
 from brownout.protocol.records import build_batch
 from brownout.scenarios.rawclient import RawClient
 from brownout.storage import random_uuid

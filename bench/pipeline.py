@@ -41,7 +41,8 @@ def main() -> None:
     from confluent_kafka import Producer
     from confluent_kafka.admin import AdminClient, NewTopic
 
-    from brownout.cluster.process import NodeProcess, combined_node_properties, free_port
+    from brownout.cluster.ports import free_port
+    from brownout.cluster.process import NodeProcess, combined_node_properties
     from brownout.storage import random_uuid
     from brownout.workload.generators import make_stream
 

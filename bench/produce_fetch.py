@@ -17,7 +17,8 @@ from pathlib import Path
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from brownout.cluster.process import NodeProcess, combined_node_properties, free_port
+from brownout.cluster.ports import free_port
+from brownout.cluster.process import NodeProcess, combined_node_properties
 from brownout.storage import random_uuid
 
 TOPIC = "bench"

@@ -37,6 +37,8 @@ from pathlib import Path
 
 import pytest
 
+from brownout.cluster.ports import free_port
+
 _SCRIPT = Path(sys.executable).parent / "brownout"
 # The `brownout` console script of this venv (or the same entry point through python).
 BROWNOUT = (
@@ -81,12 +83,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if here in Path(str(item.fspath)).parents:
             item.add_marker(pytest.mark.integration)
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class NodeError(AssertionError):

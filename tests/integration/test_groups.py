@@ -12,7 +12,8 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from brownout.cluster.process import NodeProcess, combined_node_properties, free_port
+from brownout.cluster.ports import free_port
+from brownout.cluster.process import NodeProcess, combined_node_properties
 from brownout.protocol.apis import request_class
 from brownout.protocol.build import build
 from brownout.scenarios.rawclient import RawClient

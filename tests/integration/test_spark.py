@@ -17,11 +17,8 @@ pytest.importorskip("pyspark")
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from brownout.cluster.process import (
-    NodeProcess,
-    combined_node_properties,
-    free_port,
-)
+from brownout.cluster.ports import free_port
+from brownout.cluster.process import NodeProcess, combined_node_properties
 from brownout.storage import random_uuid
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]

@@ -14,7 +14,8 @@ import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 from conftest import BROWNOUT
 
-from brownout.cluster.process import NodeProcess, combined_node_properties, free_port
+from brownout.cluster.ports import free_port
+from brownout.cluster.process import NodeProcess, combined_node_properties
 from brownout.storage import random_uuid
 from brownout.workload.consumer import ConsumerSettings
 from brownout.workload.producer import ProducerSettings

@@ -33,11 +33,11 @@ from ..broker.loop_monitor import RECENT_WINDOW_S, stalls_from_events, worst_sta
 from ..common.events import read_events
 from ..storage import random_uuid
 from . import netns
+from .ports import PortAllocator
 from .state import LOCK_FILE, STATE_FILE, ClusterState, StateError, locked
 from .supervisor import (
     DEFAULT_START_TIMEOUT,
     DEFAULT_STOP_TIMEOUT,
-    PortAllocator,
     Supervisor,
     node_process_state,
 )

@@ -24,12 +24,6 @@ class NodeProcessError(RuntimeError):
     pass
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def combined_node_properties(
     node_id: int, port: int, controller_port: int, data_dir: Path,
     extra: Mapping[str, object] | None = None,

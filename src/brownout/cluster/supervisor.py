@@ -132,30 +132,6 @@ def can_connect(address: str, timeout: float = 0.5) -> bool:
         return False
 
 
-class PortAllocator:
-    """Free loopback ports, all distinct: each probe socket stays bound until `close`."""
-
-    def __init__(self) -> None:
-        self._sockets: list[socket.socket] = []
-
-    def __call__(self) -> int:
-        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        s.bind((HOST, 0))
-        self._sockets.append(s)
-        return int(s.getsockname()[1])
-
-    def close(self) -> None:
-        for s in self._sockets:
-            s.close()
-        self._sockets.clear()
-
-    def __enter__(self) -> PortAllocator:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-
 def log_tail(path: Path | str, lines: int = LOG_TAIL_LINES, since: int = 0) -> str:
     path = Path(path)
     if not path.exists():

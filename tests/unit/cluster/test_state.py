@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from brownout.cluster.ports import PortAllocator
 from brownout.cluster.state import (
     DIR_ENV,
     ClusterState,
@@ -15,7 +16,6 @@ from brownout.cluster.state import (
     resolve_dir,
 )
 from brownout.cluster.supervisor import (
-    PortAllocator,
     is_node_process,
     node_process_state,
     proc_state,
