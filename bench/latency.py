@@ -30,6 +30,8 @@ from benchkit import (
 )
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 
+from brownout.workload.ratelimit import wait_serving
+
 INDEX = struct.Struct(">q")  # record index at the start of key (produce) or value (e2e)
 WARMUP = -1
 MOCK_FETCH_WAIT_MS = 10
@@ -68,7 +70,7 @@ def _send_schedule(
     for i in range(count):
         due = t0 + i / rate
         while (wait := due - time.perf_counter()) > 0:
-            producer.poll(wait if wait > 0.002 else 0)
+            wait_serving(producer.poll, wait)
         tag = INDEX.pack(i)
         while True:
             try:

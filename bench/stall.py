@@ -53,6 +53,7 @@ from kio.index import load_request_schema
 from brownout.broker.loop_monitor import STALL_EVENT
 from brownout.cluster.wire import API_VERSIONS, WireClient, WireError
 from brownout.common.events import read_events
+from brownout.workload.ratelimit import wait_serving
 
 PROBE_INTERVAL = 0.05
 CHURN_PERIOD = 3.0
@@ -145,7 +146,7 @@ class MixedLoad:
         while not self.stop.is_set():
             due = t0 + i * step
             while (wait := due - time.perf_counter()) > 0:
-                producer.poll(min(wait, 0.01) if wait > 0.002 else 0)
+                wait_serving(producer.poll, min(wait, 0.01))
             try:
                 producer.produce("mixed", pad, key=i.to_bytes(8, "big"), on_delivery=on_delivery)
                 i += 1

@@ -387,10 +387,11 @@ class Node:
         self._tasks.append(asyncio.create_task(
             run_loop_monitor(self.stalls, interval_s, self._on_stall)))
 
-    def _on_stall(self, stall: Stall) -> None:
+    def _on_stall(self, stall: Stall, stacks: list[tuple[str, int]]) -> None:
         threshold = self.stalls.threshold_ms
-        self.events.emit(STALL_EVENT, lag_ms=round(stall.lag_ms, 1), threshold_ms=threshold)
-        log_stall(self.node_id, stall, self.stalls)
+        self.events.emit(STALL_EVENT, lag_ms=round(stall.lag_ms, 1), threshold_ms=threshold,
+                         stacks=[{"stack": s, "samples": n} for s, n in stacks])
+        log_stall(self.node_id, stall, self.stalls, stacks)
 
     async def _every(self, interval_s: float, action: Callable[[], object]) -> None:
         while True:

@@ -10,15 +10,24 @@ The monitor sleeps for a short interval and measures how late it woke (the lag).
 above `event.loop.stall.threshold.ms` is a stall: it becomes a `stall` event in the
 node's event stream and a WARN line in its log. `StallTracker` is the pure part (what is
 a stall, the worst recent one); `run_loop_monitor` is the task around it.
+
+A stall's length alone does not say what to fix. `StallSampler` is a thread that looks at
+the loop's thread whenever the monitor has not woken for longer than the threshold and
+records its Python stack; the stall event then names where the loop was (the stacks seen
+most often while it was stuck), so a stall in a lab run is its own profile.
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import dataclasses
 import logging
+import sys
+import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
+from types import FrameType
 from typing import Any
 
 log = logging.getLogger("kafka.server.EventLoopMonitor")
@@ -86,32 +95,119 @@ def stalls_from_events(events: Iterable[Mapping[str, Any]]) -> list[Stall]:
     return out
 
 
-def log_stall(node_id: int, stall: Stall, tracker: StallTracker) -> None:
+def log_stall(
+    node_id: int, stall: Stall, tracker: StallTracker, stacks: list[tuple[str, int]] = (),
+) -> None:
     worst = tracker.worst(stall.at) or stall
     log.warning(
         "[EventLoopMonitor nodeId=%d] The event loop stalled for %d ms (above "
         "event.loop.stall.threshold.ms=%d): no request, heartbeat or fetch ran meanwhile; "
         "the worst in the last %d s was %d ms",
         node_id, stall.lag_ms, tracker.threshold_ms, tracker.window_s, worst.lag_ms)
+    for stack, count in stacks:
+        log.info("[EventLoopMonitor nodeId=%d] stalled in (%d samples): %s",
+                 node_id, count, stack)
+
+
+# Frames kept per sampled stack (innermost last): enough to see the handler that called
+# the slow step, short enough for one event line.
+STACK_DEPTH = 12
+# Distinct stacks a stall event names, most frequent first.
+STACKS_PER_STALL = 3
+
+
+def format_stack(frame: FrameType | None, depth: int = STACK_DEPTH) -> str:
+    """`module.function:line` of the innermost `depth` frames, outermost first, joined
+    by ' > ' (one line, so an event or a log line can hold it)."""
+    parts: list[str] = []
+    while frame is not None and len(parts) < depth:
+        code = frame.f_code
+        module = frame.f_globals.get("__name__", "?")
+        parts.append(f"{module}.{code.co_name}:{frame.f_lineno}")
+        frame = frame.f_back
+    return " > ".join(reversed(parts))
+
+
+class StallSampler:
+    """Samples the loop thread's stack while the loop is stuck.
+
+    The loop monitor calls `beat()` each time it wakes. A daemon thread wakes every
+    `interval_s`; when the last beat is older than the monitor's own interval plus the
+    threshold, the loop is stalled right now and the thread records the loop thread's
+    current stack. `take()` hands over (and forgets) what was seen since the last call.
+    A thread can look while the loop is stuck because the loop either waits in a system
+    call (which releases the GIL) or runs Python code (which yields the GIL every few
+    milliseconds).
+    """
+
+    def __init__(self, loop_thread_id: int, stalled_after_s: float, interval_s: float) -> None:
+        self._loop_thread_id = loop_thread_id
+        self._stalled_after_s = stalled_after_s
+        self._interval_s = interval_s
+        self._last_beat = time.monotonic()
+        self._stacks: collections.Counter[str] = collections.Counter()
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(
+            target=self._run, name="stall-sampler", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def beat(self) -> None:
+        self._last_beat = time.monotonic()
+
+    def take(self, most_common: int = STACKS_PER_STALL) -> list[tuple[str, int]]:
+        with self._lock:
+            stacks = self._stacks.most_common(most_common)
+            self._stacks.clear()
+        return stacks
+
+    def _run(self) -> None:
+        while not self._stop.wait(self._interval_s):
+            if time.monotonic() - self._last_beat <= self._stalled_after_s:
+                continue
+            frame = sys._current_frames().get(self._loop_thread_id)
+            stack = format_stack(frame)
+            del frame  # a frame reference would keep the loop's locals alive
+            with self._lock:
+                self._stacks[stack] += 1
 
 
 async def run_loop_monitor(
     tracker: StallTracker,
     interval_s: float,
-    on_stall: Callable[[Stall], None],
+    on_stall: Callable[[Stall, list[tuple[str, int]]], None],
     *,
     clock: Callable[[], float] = time.time,
+    sample: bool = True,
 ) -> None:
     """Sleep `interval_s`, measure how late the loop woke, report stalls; until cancelled.
 
     The lag is measured on the loop's own monotonic clock (a wall-clock step is not a
     stall); the stall is stamped with `clock` so it lines up with the other events.
+    `on_stall` gets the stall and, with `sample`, the loop's stacks seen meanwhile.
     """
     loop = asyncio.get_running_loop()
-    while True:
-        due = loop.time() + interval_s
-        await asyncio.sleep(interval_s)
-        lag_ms = max(0.0, (loop.time() - due) * 1000.0)
-        stall = tracker.observe(lag_ms, clock())
-        if stall is not None:
-            on_stall(stall)
+    sampler = None
+    if sample:
+        stalled_after_s = interval_s + tracker.threshold_ms / 1000.0
+        sampler = StallSampler(threading.get_ident(), stalled_after_s, interval_s)
+        sampler.start()
+    try:
+        while True:
+            due = loop.time() + interval_s
+            await asyncio.sleep(interval_s)
+            lag_ms = max(0.0, (loop.time() - due) * 1000.0)
+            if sampler is not None:
+                sampler.beat()
+            stall = tracker.observe(lag_ms, clock())
+            stacks = sampler.take() if sampler is not None else []
+            if stall is not None:
+                on_stall(stall, stacks)
+    finally:
+        if sampler is not None:
+            sampler.stop()

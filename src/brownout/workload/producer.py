@@ -37,7 +37,7 @@ from .clientstats import DEFAULT_STATS_INTERVAL_MS, MetadataRecorder, error_name
 from .errors import classify
 from .generators import Message, make_stream
 from .history import FAIL, INFO, INVOKE, OK, HistoryWriter
-from .ratelimit import TokenBucket
+from .ratelimit import TokenBucket, wait_serving
 from .workers import WorkerGroup
 
 LIBRDKAFKA_DEFAULT_RETRIES = 2147483647
@@ -287,7 +287,7 @@ class ProducerWorker:
                 wait = bucket.take()
                 while wait > 0:
                     # Waiting in poll() serves delivery callbacks meanwhile.
-                    producer.poll(min(wait, 0.05))
+                    wait_serving(producer.poll, min(wait, 0.05))
                     if self._done():
                         return
                     wait = bucket.take()

@@ -37,3 +37,19 @@ class TokenBucket:
             return wait
         self._tat = tat + self.interval
         return 0.0
+
+
+def wait_serving(poll: Callable[[float], object], seconds: float) -> None:
+    """Wait `seconds` while serving a librdkafka client's callbacks.
+
+    librdkafka takes poll()'s timeout in whole milliseconds (confluent-kafka truncates),
+    so a wait under 1 ms given to poll() returns at once and a pacing loop built on it
+    spins a core at high rates, taking the CPU the lab's nodes need. Whole milliseconds
+    are waited in poll() (callbacks run meanwhile, GIL released); the rest in a sleep.
+    """
+    whole_ms = int(seconds * 1000) / 1000
+    if whole_ms > 0:
+        poll(whole_ms)
+    rest = seconds - whole_ms
+    if rest > 0:
+        time.sleep(rest)

@@ -60,19 +60,32 @@ def test_stalls_from_events_reads_only_well_formed_stall_events() -> None:
     assert stalls_from_events(events) == [Stall(2.0, 250.5)]
 
 
-def test_the_monitor_reports_a_loop_blocked_by_synchronous_work() -> None:
+def _block_the_loop_for(seconds: float) -> None:
     import time
 
-    async def scenario() -> list[Stall]:
-        found: list[Stall] = []
-        task = asyncio.create_task(
-            run_loop_monitor(StallTracker(threshold_ms=100), 0.01, found.append))
+    time.sleep(seconds)
+
+
+def test_the_monitor_reports_a_loop_blocked_by_synchronous_work_and_where() -> None:
+    async def scenario() -> list[tuple[Stall, list[tuple[str, int]]]]:
+        found: list[tuple[Stall, list[tuple[str, int]]]] = []
+        task = asyncio.create_task(run_loop_monitor(
+            StallTracker(threshold_ms=100), 0.01, lambda s, st: found.append((s, st))))
         await asyncio.sleep(0.05)
-        time.sleep(0.4)  # block the loop: nothing runs for 400 ms
+        _block_the_loop_for(0.4)  # nothing runs on the loop for 400 ms
         await asyncio.sleep(0.05)
         task.cancel()
         return found
 
     found = asyncio.run(scenario())
     assert len(found) == 1
-    assert 300 <= found[0].lag_ms <= 1000
+    stall, stacks = found[0]
+    assert 300 <= stall.lag_ms <= 1000
+    # The sampler looked while the loop was stuck and saw the blocking call.
+    assert stacks, "no stack sampled during a 400 ms stall"
+    stack, samples = stacks[0]
+    assert stack.endswith(f"{__name__}._block_the_loop_for:{_BLOCK_LINE}")
+    assert samples >= 5
+
+
+_BLOCK_LINE = _block_the_loop_for.__code__.co_firstlineno + 3

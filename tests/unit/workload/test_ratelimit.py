@@ -57,3 +57,21 @@ def test_idle_time_allows_only_a_bounded_burst():
 def test_rate_must_be_positive():
     with pytest.raises(ValueError):
         TokenBucket(0)
+
+
+def test_wait_serving_gives_poll_whole_milliseconds_and_sleeps_the_rest() -> None:
+    import time
+
+    from brownout.workload.ratelimit import wait_serving
+
+    polled: list[float] = []
+    wait_serving(polled.append, 0.0025)
+    assert polled == [0.002]
+
+    # Under a millisecond, poll() would return at once (librdkafka truncates to whole
+    # ms) and a pacing loop would spin; the wait is slept instead.
+    polled.clear()
+    began = time.perf_counter()
+    wait_serving(polled.append, 0.0008)
+    assert polled == []
+    assert time.perf_counter() - began >= 0.0008
