@@ -37,6 +37,7 @@ from .broker.loop_monitor import (
     run_loop_monitor,
 )
 from .broker.metadata_log import CommittedRecord, replay
+from .broker.metadata_publisher import MetadataPublisher
 from .broker.network_client import NetworkClient
 from .broker.partition import Partition
 from .broker.producer_ids import ProducerIdManager
@@ -172,6 +173,11 @@ class Node:
             self.node_id, self.log_manager, self._topic_config,
             eligible_leader_replicas=config["eligible.leader.replicas.enable"],
         )
+        self.metadata_publisher = MetadataPublisher(
+            self.image, self.replica_manager,
+            on_published=lambda offset: self.events.emit("metadata", offset=offset),
+            on_failure=lambda e: self.fail(f"applying metadata failed: {e!r}", e),
+        )
         self.channel = RemoteControllerChannel(
             self.networks["forwarding"], self._controller_endpoint,
             request_timeout_ms=config["request.timeout.ms"],
@@ -190,7 +196,7 @@ class Node:
             listeners=[],  # filled in once the socket server knows its ports
             rack=config["broker.rack"],
             heartbeat_interval_ms=config["broker.heartbeat.interval.ms"],
-            metadata_offset=lambda: self.image.offset,
+            metadata_offset=lambda: self.metadata_publisher.published_offset,
             events=self.events,
         )
         self.producer_ids = ProducerIdManager(
@@ -268,8 +274,7 @@ class Node:
         if not self.config.is_broker:
             return
         replay(self.image, committed)
-        self.replica_manager.apply_metadata(self.image)
-        self.events.emit("metadata", offset=self.image.offset)
+        self.metadata_publisher.publish()
 
     def _on_leader_change(self, leader: int | None, epoch: int, is_leader: bool) -> None:
         self.events.emit("quorum", leader=leader, epoch=epoch)
@@ -442,6 +447,8 @@ class Node:
         for task in list(self._tasks):
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
+        if getattr(self, "metadata_publisher", None) is not None:
+            self.metadata_publisher.close()
         if getattr(self, "log_manager", None) is not None:
             self._stopping("the log manager")
             self.log_manager.shutdown()

@@ -60,6 +60,10 @@ class FetchResult:
     diverging_epoch: tuple[int, int] | None = None  # (epoch, end offset)
 
 
+# A log the metadata asks this broker to host: partition, topic id, config.
+NewLog = tuple[TopicPartition, uuid.UUID, LogConfig]
+
+
 class ReplicaManager:
     def __init__(
         self,
@@ -89,6 +93,33 @@ class ReplicaManager:
         self.follower_listeners: list[Callable[[], None]] = []
 
     # -- metadata -------------------------------------------------------------------
+
+    def logs_to_create(self, image: MetadataImage, limit: int | None = None) -> list[NewLog]:
+        """The logs (up to `limit`) the image asks this broker to host that exist neither
+        as a partition here nor on disk: the file work `apply_metadata` would do for
+        them. A partition whose topic was re-created under a new id is left to
+        `apply_metadata`, which deletes the old log first."""
+        needed: list[NewLog] = []
+        for topic in image.topics_by_id.values():
+            config: LogConfig | None = None
+            for index, reg in topic.partitions.items():
+                if self.node_id not in reg.replicas:
+                    continue
+                tp = TopicPartition(topic.name, index)
+                if tp in self.partitions or self.log_manager.get_log(tp.topic, tp.partition):
+                    continue
+                if config is None:
+                    config = LogConfig.from_properties(self._topic_config(topic.name))
+                needed.append((tp, topic.topic_id, config))
+                if limit is not None and len(needed) >= limit:
+                    return needed
+        return needed
+
+    def create_logs(self, needed: list[NewLog]) -> None:
+        """Create the logs `logs_to_create` named. Only files and the (locked) log
+        manager are touched, so this may run on a worker thread."""
+        for tp, topic_id, config in needed:
+            self.log_manager.get_or_create_log(tp.topic, tp.partition, topic_id, config)
 
     def apply_metadata(self, image: MetadataImage) -> None:
         """Bring hosted partitions in line with the image: create logs, take the leader
