@@ -35,7 +35,7 @@ from .messages import (
 )
 
 if TYPE_CHECKING:
-    from .controller import ControllerContext
+    from .context import ControllerContext
 
 
 class RequestBatch:

@@ -39,7 +39,9 @@ from kio.schema.errors import ErrorCode
 
 from . import election
 from .batch import RequestBatch
-from .data import DELETE_TOPICS_PATH, TopicZnode
+from .context import ControllerContext, ZkControllerConfig
+from .data import TopicZnode
+from .deletion import TopicDeletionManager
 from .leader_and_isr import LeaderAndIsr, LeaderRecoveryState, ReplicaAssignment, TopicPartition
 from .messages import (
     Action,
@@ -53,10 +55,8 @@ from .messages import (
     ControlledShutdownResponse,
     ControllerEvent,
     CreatePartitionState,
-    DeleteZnodes,
     PartitionModifications,
     PartitionStateConflict,
-    RegisteredBroker,
     Resigned,
     ScheduleAutoLeaderRebalance,
     SetPartitionState,
@@ -77,19 +77,6 @@ FIRST_AUTO_REBALANCE_DELAY_MS = 5000
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
-class ZkControllerConfig:
-    broker_id: int
-    unclean_leader_election_enable: bool = False
-    auto_leader_rebalance_enable: bool = True
-    leader_imbalance_per_broker_percentage: int = 10
-    leader_imbalance_check_interval_seconds: int = 300
-    delete_topic_enable: bool = True
-    inter_broker_listener_name: str = "PLAINTEXT"
-    # IBP >= 3.2: an unclean leader starts RECOVERING (KIP-704).
-    leader_recovery_supported: bool = True
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
 class OfflineElection:
     allow_unclean: bool = False
 
@@ -107,77 +94,6 @@ CONTROLLED_SHUTDOWN = _ControlledShutdownElection()
 ElectionStrategy = OfflineElection | _Preferred | _ControlledShutdownElection
 
 
-class ControllerContext:
-    """What the controller knows: Kafka's ControllerContext."""
-
-    def __init__(self, config: ZkControllerConfig) -> None:
-        self.config = config
-        self.epoch = 0
-        self.epoch_zk_version = 0
-        self.live_brokers: dict[int, RegisteredBroker] = {}
-        self.shutting_down: set[int] = set()
-        self.topic_ids: dict[str, uuid.UUID] = {}
-        self.assignments: dict[TopicPartition, ReplicaAssignment] = {}
-        self.leadership: dict[TopicPartition, tuple[LeaderAndIsr, int]] = {}
-        self.partition_states: dict[TopicPartition, PartitionState] = {}
-        self.replica_states: dict[tuple[TopicPartition, int], ReplicaState] = {}
-        self.topic_configs: dict[str, dict[str, str]] = {}
-        self.topics_to_delete: set[str] = set()
-        self.topics_deletion_started: set[str] = set()
-        self.topics_ineligible_for_deletion: set[str] = set()
-
-    @property
-    def live_or_shutting_down_broker_ids(self) -> set[int]:
-        return set(self.live_brokers)
-
-    @property
-    def live_broker_ids(self) -> set[int]:
-        return set(self.live_brokers) - self.shutting_down
-
-    def is_replica_online(self, broker: int, *, include_shutting_down: bool = False) -> bool:
-        if include_shutting_down:
-            return broker in self.live_brokers
-        return broker in self.live_brokers and broker not in self.shutting_down
-
-    @property
-    def all_topics(self) -> set[str]:
-        return {tp.topic for tp in self.assignments}
-
-    def assignment(self, tp: TopicPartition) -> ReplicaAssignment:
-        return self.assignments.get(tp, ReplicaAssignment(()))
-
-    def partitions_for_topic(self, topic: str) -> list[TopicPartition]:
-        return sorted(tp for tp in self.assignments if tp.topic == topic)
-
-    def replicas_for_topic(self, topic: str) -> list[tuple[TopicPartition, int]]:
-        return [(tp, r) for tp in self.partitions_for_topic(topic)
-                for r in self.assignments[tp].replicas]
-
-    def replicas_on_brokers(self, brokers: Iterable[int]) -> list[tuple[TopicPartition, int]]:
-        wanted = set(brokers)
-        return [(tp, r) for tp, a in sorted(self.assignments.items())
-                for r in a.replicas if r in wanted]
-
-    def is_topic_queued_for_deletion(self, topic: str) -> bool:
-        return topic in self.topics_to_delete
-
-    def topic_ids_for(self, topics: Iterable[str]) -> dict[str, uuid.UUID]:
-        return {t: self.topic_ids[t] for t in sorted(set(topics)) if t in self.topic_ids}
-
-    def remove_topic(self, topic: str) -> None:
-        for tp in self.partitions_for_topic(topic):
-            for r in self.assignments[tp].replicas:
-                self.replica_states.pop((tp, r), None)
-            del self.assignments[tp]
-            self.leadership.pop(tp, None)
-            self.partition_states.pop(tp, None)
-        self.topic_ids.pop(topic, None)
-        self.topic_configs.pop(topic, None)
-        self.topics_to_delete.discard(topic)
-        self.topics_deletion_started.discard(topic)
-        self.topics_ineligible_for_deletion.discard(topic)
-
-
 class ZkController:
     """Drive with `step(event)`; it returns the actions to perform, in order.
 
@@ -188,7 +104,11 @@ class ZkController:
         self.rng = rng
         self.active = False
         self.ctx = ControllerContext(config)
+        self.deletion = TopicDeletionManager(self)
         self._out: list[Action] = []
+
+    def emit(self, action: Action) -> None:
+        self._out.append(action)
 
     # ------------------------------------------------------------------ read access
 
@@ -225,11 +145,11 @@ class ZkController:
             case PartitionModifications():
                 self._process_partition_modifications(event)
             case TopicDeletion():
-                self._process_topic_deletion(event)
+                self.deletion.process_topic_deletion(event)
             case TopicConfigChange():
                 self._process_topic_config_change(event)
             case StopReplicaResponseReceived():
-                self._process_stop_replica_response(event)
+                self.deletion.process_stop_replica_response(event)
             case AutoPreferredReplicaLeaderElection():
                 self._process_auto_preferred_replica_leader_election()
             case PartitionStateConflict():
@@ -256,12 +176,12 @@ class ZkController:
                                      for r in a.replicas if not ctx.is_replica_online(r)}
             ctx.topics_ineligible_for_deletion = with_offline_replicas & topics_to_delete
         elif topics_to_delete:
-            self._delete_topic_deletions(topics_to_delete)
+            self.deletion.delete_topic_deletions(topics_to_delete)
         # Brokers learn the live brokers before the LeaderAndIsr requests that follow.
-        self._send_update_metadata(ctx.live_or_shutting_down_broker_ids, ())
+        self.send_update_metadata(ctx.live_or_shutting_down_broker_ids, ())
         self._replica_state_machine_startup()
         self._partition_state_machine_startup()
-        self._try_topic_deletion()
+        self.deletion.try_topic_deletion()
         if self.config.auto_leader_rebalance_enable:
             self._out.append(ScheduleAutoLeaderRebalance(FIRST_AUTO_REBALANCE_DELAY_MS))
 
@@ -293,8 +213,8 @@ class ZkController:
                 else:
                     ctx.replica_states[(tp, r)] = _R.DELETION_INELIGIBLE
                     offline.append((tp, r))
-        self._replica_state_changes(online, _R.ONLINE)
-        self._replica_state_changes(offline, _R.OFFLINE)
+        self.replica_state_changes(online, _R.ONLINE)
+        self.replica_state_changes(offline, _R.OFFLINE)
 
     def _partition_state_machine_startup(self) -> None:
         ctx = self.ctx
@@ -337,14 +257,14 @@ class ZkController:
     def _on_broker_startup(self, new_brokers: list[int]) -> None:
         ctx = self.ctx
         existing = ctx.live_or_shutting_down_broker_ids - set(new_brokers)
-        self._send_update_metadata(existing, ())
-        self._send_update_metadata(new_brokers, self._partitions_with_leaders())
+        self.send_update_metadata(existing, ())
+        self.send_update_metadata(new_brokers, self._partitions_with_leaders())
         replicas = ctx.replicas_on_brokers(new_brokers)
-        self._replica_state_changes(replicas, _R.ONLINE)
+        self.replica_state_changes(replicas, _R.ONLINE)
         self._trigger_online_partition_state_change()
         deleting = {tp.topic for tp, _ in replicas if ctx.is_topic_queued_for_deletion(tp.topic)}
         if deleting:
-            self._resume_deletion_for_topics(deleting)
+            self.deletion.resume_deletion_for_topics(deleting)
 
     def _on_broker_failure(self, dead_brokers: list[int]) -> None:
         self.ctx.shutting_down.difference_update(dead_brokers)
@@ -357,14 +277,14 @@ class ZkController:
         offline_leader = [tp for tp, (lai, _) in sorted(ctx.leadership.items())
                           if not ctx.is_replica_online(lai.leader)
                           and not ctx.is_topic_queued_for_deletion(tp.topic)]
-        self._partition_state_changes(offline_leader, _P.OFFLINE)
+        self.partition_state_changes(offline_leader, _P.OFFLINE)
         results = self._trigger_online_partition_state_change()
-        self._replica_state_changes(not_for_deletion, _R.OFFLINE)
+        self.replica_state_changes(not_for_deletion, _R.OFFLINE)
         if for_deletion:
-            self._fail_replica_deletion(for_deletion)
+            self.deletion.fail_replica_deletion(for_deletion)
         # Nothing above told the brokers that these brokers are gone: say it now.
         if not not_for_deletion and all(r is None for r in results.values()):
-            self._send_update_metadata(ctx.live_or_shutting_down_broker_ids, ())
+            self.send_update_metadata(ctx.live_or_shutting_down_broker_ids, ())
 
     # --------------------------------------------------------------- topic changes
 
@@ -401,10 +321,10 @@ class ZkController:
 
     def _on_new_partition_creation(self, partitions: list[TopicPartition]) -> None:
         replicas = [(tp, r) for tp in partitions for r in self.ctx.assignments[tp].replicas]
-        self._partition_state_changes(partitions, _P.NEW)
-        self._replica_state_changes(replicas, _R.NEW)
-        self._partition_state_changes(partitions, _P.ONLINE, OfflineElection(False))
-        self._replica_state_changes(replicas, _R.ONLINE)
+        self.partition_state_changes(partitions, _P.NEW)
+        self.replica_state_changes(replicas, _R.NEW)
+        self.partition_state_changes(partitions, _P.ONLINE, OfflineElection(False))
+        self.replica_state_changes(replicas, _R.ONLINE)
 
     def _process_topic_config_change(self, ev: TopicConfigChange) -> None:
         self.ctx.topic_configs[ev.topic] = dict(ev.config)
@@ -449,12 +369,12 @@ class ZkController:
                      and not ctx.is_topic_queued_for_deletion(tp.topic)]
         led = [tp for tp in to_act_on if ctx.leadership[tp][0].leader == broker]
         followed = [tp for tp in to_act_on if ctx.leadership[tp][0].leader != broker]
-        self._partition_state_changes(led, _P.ONLINE, CONTROLLED_SHUTDOWN)
+        self.partition_state_changes(led, _P.ONLINE, CONTROLLED_SHUTDOWN)
         batch = RequestBatch(ctx)
         for tp in followed:
             batch.add_stop_replica((broker,), tp, delete_partition=False)
         batch.flush(self._out)
-        self._replica_state_changes([(tp, broker) for tp in followed], _R.OFFLINE)
+        self.replica_state_changes([(tp, broker) for tp in followed], _R.OFFLINE)
         return self._partition_leaders_on_broker(broker)
 
     def _partition_leaders_on_broker(self, broker: int) -> list[TopicPartition]:
@@ -503,7 +423,7 @@ class ZkController:
             stored = self._write_partition_state(tp, proposed)
             results[tp] = self._alter_partition_ok(tp, stored)
         # The leaders already know their ISR; everyone else learns it from the metadata.
-        self._send_update_metadata(ctx.live_or_shutting_down_broker_ids, requested)
+        self.send_update_metadata(ctx.live_or_shutting_down_broker_ids, requested)
         ordered = [results[tp] for tp in dict.fromkeys(requested)] + unknown_ids
         self._out.append(AlterPartitionResponse(ev.request_id, ErrorCode.none.value,
                                                 tuple(ordered)))
@@ -559,7 +479,7 @@ class ZkController:
                              if tp in ctx.leadership and ctx.leadership[tp][0].leader != preferred]
             if len(not_preferred) / len(partitions) > threshold:
                 candidates = [tp for tp in not_preferred if self._can_preferred_lead(tp)]
-                self._partition_state_changes(candidates, _P.ONLINE, PREFERRED)
+                self.partition_state_changes(candidates, _P.ONLINE, PREFERRED)
         self._out.append(ScheduleAutoLeaderRebalance(
             self.config.leader_imbalance_check_interval_seconds * 1000))
 
@@ -582,7 +502,7 @@ class ZkController:
             online = ctx.is_replica_online(ev.state[0].leader)
             ctx.partition_states[ev.tp] = _P.ONLINE if online else _P.OFFLINE
         self._trigger_online_partition_state_change()
-        self._send_update_metadata(ctx.live_or_shutting_down_broker_ids, (ev.tp,))
+        self.send_update_metadata(ctx.live_or_shutting_down_broker_ids, (ev.tp,))
 
     # ======================================================= partition state machine
 
@@ -593,9 +513,9 @@ class ZkController:
                       if s in (_P.OFFLINE, _P.NEW)
                       and (topic is None or tp.topic == topic)
                       and not ctx.is_topic_queued_for_deletion(tp.topic)]
-        return self._partition_state_changes(partitions, _P.ONLINE, OfflineElection(False))
+        return self.partition_state_changes(partitions, _P.ONLINE, OfflineElection(False))
 
-    def _partition_state_changes(
+    def partition_state_changes(
             self, partitions: list[TopicPartition], target: PartitionState,
             strategy: ElectionStrategy | None = None) -> dict[TopicPartition, LeaderAndIsr | None]:
         """Kafka's handleStateChanges: the new leader and ISR of each partition moved to
@@ -686,7 +606,7 @@ class ZkController:
         return [tp for tp in sorted(self.ctx.leadership)
                 if not self.ctx.is_topic_queued_for_deletion(tp.topic)]
 
-    def _send_update_metadata(self, brokers: Iterable[int],
+    def send_update_metadata(self, brokers: Iterable[int],
                               partitions: Iterable[TopicPartition]) -> None:
         batch = RequestBatch(self.ctx)
         batch.add_update_metadata(brokers, partitions)
@@ -694,7 +614,7 @@ class ZkController:
 
     # ========================================================= replica state machine
 
-    def _replica_state_changes(self, replicas: list[tuple[TopicPartition, int]],
+    def replica_state_changes(self, replicas: list[tuple[TopicPartition, int]],
                                target: ReplicaState) -> None:
         ctx = self.ctx
         if not replicas:
@@ -767,124 +687,6 @@ class ZkController:
         else:
             for tp in partitions:
                 ctx.replica_states[(tp, broker)] = target
-
-    # ======================================================== topic deletion manager
-
-    def _process_topic_deletion(self, ev: TopicDeletion) -> None:
-        ctx = self.ctx
-        requested = set(ev.topics)
-        nonexistent = requested - ctx.all_topics
-        if nonexistent:
-            self._delete_topic_deletions(nonexistent)
-        requested -= nonexistent
-        if not self.config.delete_topic_enable:
-            if requested:
-                self._delete_topic_deletions(requested)
-            return
-        if requested:
-            ctx.topics_to_delete |= requested
-            self._resume_deletions()
-
-    def _delete_topic_deletions(self, topics: Iterable[str]) -> None:
-        paths = tuple(f"{DELETE_TOPICS_PATH}/{t}" for t in sorted(topics))
-        self._out.append(DeleteZnodes(paths, self.ctx.epoch_zk_version))
-
-    def _try_topic_deletion(self) -> None:
-        if self.config.delete_topic_enable:
-            self._resume_deletions()
-
-    def _resume_deletion_for_topics(self, topics: set[str]) -> None:
-        resumed = topics & self.ctx.topics_to_delete
-        if resumed and self.config.delete_topic_enable:
-            self.ctx.topics_ineligible_for_deletion -= resumed
-            self._resume_deletions()
-
-    def _replicas_in_state(self, topic: str,
-                           state: ReplicaState) -> list[tuple[TopicPartition, int]]:
-        return [x for x in self.ctx.replicas_for_topic(topic)
-                if self.ctx.replica_states.get(x) is state]
-
-    def _resume_deletions(self) -> None:
-        ctx = self.ctx
-        retry, eligible = set(), set()
-        for topic in sorted(ctx.topics_to_delete):
-            replicas = ctx.replicas_for_topic(topic)
-            states = [ctx.replica_states.get(x) for x in replicas]
-            if all(s is _R.DELETION_SUCCESSFUL for s in states):
-                self._complete_delete_topic(topic)
-                continue
-            started = any(s is _R.DELETION_STARTED for s in states)
-            if not started and any(s is _R.DELETION_INELIGIBLE for s in states):
-                retry.add(topic)
-            if not started and topic not in ctx.topics_ineligible_for_deletion:
-                eligible.add(topic)
-        if retry:
-            failed = [x for t in sorted(retry)
-                      for x in self._replicas_in_state(t, _R.DELETION_INELIGIBLE)]
-            self._replica_state_changes(failed, _R.OFFLINE)
-        if eligible:
-            self._on_topic_deletion(eligible)
-
-    def _on_topic_deletion(self, topics: set[str]) -> None:
-        ctx = self.ctx
-        unseen = topics - ctx.topics_deletion_started
-        if unseen:
-            partitions = [tp for t in sorted(unseen) for tp in ctx.partitions_for_topic(t)]
-            self._partition_state_changes(partitions, _P.OFFLINE)
-            self._partition_state_changes(partitions, _P.NON_EXISTENT)
-            ctx.topics_deletion_started |= unseen
-        # Brokers stop serving the topics (leader -2 in their metadata).
-        self._send_update_metadata(
-            ctx.live_or_shutting_down_broker_ids,
-            [tp for t in sorted(topics) for tp in ctx.partitions_for_topic(t)])
-        dead, retry, ineligible = [], [], set()
-        for topic in sorted(topics):
-            replicas = ctx.replicas_for_topic(topic)
-            topic_dead = [x for x in replicas if not ctx.is_replica_online(x[1])]
-            done = set(self._replicas_in_state(topic, _R.DELETION_SUCCESSFUL))
-            retry += [x for x in replicas if ctx.is_replica_online(x[1]) and x not in done]
-            dead += topic_dead
-            if topic_dead:
-                ineligible.add(topic)
-        self._replica_state_changes(dead, _R.DELETION_INELIGIBLE)
-        self._replica_state_changes(retry, _R.OFFLINE)
-        self._replica_state_changes(retry, _R.DELETION_STARTED)
-        if ineligible:
-            ctx.topics_ineligible_for_deletion |= ineligible & ctx.topics_to_delete
-
-    def _fail_replica_deletion(self, replicas: list[tuple[TopicPartition, int]]) -> None:
-        ctx = self.ctx
-        failed = [x for x in replicas if ctx.is_topic_queued_for_deletion(x[0].topic)]
-        if failed and self.config.delete_topic_enable:
-            self._replica_state_changes(failed, _R.DELETION_INELIGIBLE)
-            ctx.topics_ineligible_for_deletion |= {tp.topic for tp, _ in failed}
-            self._resume_deletions()
-
-    def _complete_replica_deletion(self, replicas: list[tuple[TopicPartition, int]]) -> None:
-        done = [x for x in replicas if self.ctx.is_topic_queued_for_deletion(x[0].topic)]
-        self._replica_state_changes(done, _R.DELETION_SUCCESSFUL)
-        self._resume_deletions()
-
-    def _complete_delete_topic(self, topic: str) -> None:
-        ctx = self.ctx
-        self._replica_state_changes(self._replicas_in_state(topic, _R.DELETION_SUCCESSFUL),
-                                    _R.NON_EXISTENT)
-        self._out.append(DeleteZnodes.topic_deletion_done(topic, ctx.epoch_zk_version))
-        ctx.remove_topic(topic)
-
-    def _process_stop_replica_response(self, ev: StopReplicaResponseReceived) -> None:
-        ctx = self.ctx
-        relevant = {tp: e for tp, e in ev.partition_errors.items()
-                    if tp.topic in ctx.topics_deletion_started
-                    and ctx.replica_states.get((tp, ev.broker_id)) is _R.DELETION_STARTED}
-        if ev.error != ErrorCode.none.value:
-            in_error = set(relevant)
-        else:
-            in_error = {tp for tp, e in relevant.items() if e != ErrorCode.none.value}
-        self._fail_replica_deletion([(tp, ev.broker_id) for tp in sorted(in_error)])
-        deleted = sorted(set(relevant) - in_error)
-        if deleted:
-            self._complete_replica_deletion([(tp, ev.broker_id) for tp in deleted])
 
 
 class _ControllerError(Exception):
