@@ -87,8 +87,10 @@ def mutable_map_order(keys: Iterable[str], *, built_with: int = 0) -> list[str]:
     for size in range(len(keys)):
         if size + 1 >= length * 0.75:
             length *= 2
-    return sorted(keys, key=lambda k: (_spread(java_string_hash(k)) & (length - 1),
-                                       _spread(java_string_hash(k))))
+    return sorted(
+        keys,
+        key=lambda k: (_spread(java_string_hash(k)) & (length - 1), _spread(java_string_hash(k))),
+    )
 
 
 def properties_order(keys: Iterable[str]) -> list[str]:
@@ -101,5 +103,7 @@ def properties_order(keys: Iterable[str]) -> list[str]:
     while len(keys) >= length * 0.75:
         length *= 2
     position = {k: i for i, k in enumerate(keys)}
-    return sorted(keys, key=lambda k: ((_spread(java_string_hash(k)) & 0x7FFFFFFF)
-                                       & (length - 1), position[k]))
+    return sorted(
+        keys,
+        key=lambda k: ((_spread(java_string_hash(k)) & 0x7FFFFFFF) & (length - 1), position[k]),
+    )

@@ -24,7 +24,6 @@ class ZkControllerConfig:
     leader_recovery_supported: bool = True
 
 
-
 class ControllerContext:
     def __init__(self, config: ZkControllerConfig) -> None:
         self.config = config
@@ -66,13 +65,17 @@ class ControllerContext:
         return sorted(tp for tp in self.assignments if tp.topic == topic)
 
     def replicas_for_topic(self, topic: str) -> list[tuple[TopicPartition, int]]:
-        return [(tp, r) for tp in self.partitions_for_topic(topic)
-                for r in self.assignments[tp].replicas]
+        return [
+            (tp, r)
+            for tp in self.partitions_for_topic(topic)
+            for r in self.assignments[tp].replicas
+        ]
 
     def replicas_on_brokers(self, brokers: Iterable[int]) -> list[tuple[TopicPartition, int]]:
         wanted = set(brokers)
-        return [(tp, r) for tp, a in sorted(self.assignments.items())
-                for r in a.replicas if r in wanted]
+        return [
+            (tp, r) for tp, a in sorted(self.assignments.items()) for r in a.replicas if r in wanted
+        ]
 
     def is_topic_queued_for_deletion(self, topic: str) -> bool:
         return topic in self.topics_to_delete

@@ -172,8 +172,12 @@ class ZkController:
         topics_to_delete = set(ev.topics_to_delete)
         if self.config.delete_topic_enable:
             ctx.topics_to_delete = topics_to_delete
-            with_offline_replicas = {tp.topic for tp, a in ctx.assignments.items()
-                                     for r in a.replicas if not ctx.is_replica_online(r)}
+            with_offline_replicas = {
+                tp.topic
+                for tp, a in ctx.assignments.items()
+                for r in a.replicas
+                if not ctx.is_replica_online(r)
+            }
             ctx.topics_ineligible_for_deletion = with_offline_replicas & topics_to_delete
         elif topics_to_delete:
             self.deletion.delete_topic_deletions(topics_to_delete)
@@ -196,8 +200,11 @@ class ZkController:
             topic_id = znode.topic_id
             if topic_id is None:
                 topic_id = uuid.UUID(int=self.rng.getrandbits(128))
-                self._out.append(SetTopicAssignment(topic, topic_id, dict(znode.partitions),
-                                                    ctx.epoch_zk_version))
+                self._out.append(
+                    SetTopicAssignment(
+                        topic, topic_id, dict(znode.partitions), ctx.epoch_zk_version
+                    )
+                )
             ctx.topic_ids[topic] = topic_id
             for p, assignment in znode.partitions.items():
                 ctx.assignments[TopicPartition(topic, p)] = assignment
@@ -238,8 +245,9 @@ class ZkController:
         dead = sorted(known - set(current))
         # A broker that restarted within its old session's timeout shows up with a new
         # epoch (czxid) before the controller ever saw it gone.
-        bounced = sorted(b for b in set(current) & known
-                         if current[b].epoch > ctx.live_brokers[b].epoch)
+        bounced = sorted(
+            b for b in set(current) & known if current[b].epoch > ctx.live_brokers[b].epoch
+        )
         if new:
             ctx.live_brokers.update({b: current[b] for b in new})
             self._on_broker_startup(new)
@@ -274,9 +282,12 @@ class ZkController:
         ctx = self.ctx
         for_deletion = [x for x in replicas if ctx.is_topic_queued_for_deletion(x[0].topic)]
         not_for_deletion = [x for x in replicas if not ctx.is_topic_queued_for_deletion(x[0].topic)]
-        offline_leader = [tp for tp, (lai, _) in sorted(ctx.leadership.items())
-                          if not ctx.is_replica_online(lai.leader)
-                          and not ctx.is_topic_queued_for_deletion(tp.topic)]
+        offline_leader = [
+            tp
+            for tp, (lai, _) in sorted(ctx.leadership.items())
+            if not ctx.is_replica_online(lai.leader)
+            and not ctx.is_topic_queued_for_deletion(tp.topic)
+        ]
         self.partition_state_changes(offline_leader, _P.OFFLINE)
         results = self._trigger_online_partition_state_change()
         self.replica_state_changes(not_for_deletion, _R.OFFLINE)
@@ -297,23 +308,33 @@ class ZkController:
         for topic, config in ev.topic_configs.items():
             ctx.topic_configs[topic] = dict(config)
         self._add_topics(new_topics)
-        new_partitions = [TopicPartition(t, p) for t, z in sorted(new_topics.items())
-                          for p in sorted(z.partitions)]
+        new_partitions = [
+            TopicPartition(t, p)
+            for t, z in sorted(new_topics.items())
+            for p in sorted(z.partitions)
+        ]
         if new_partitions:
             self._on_new_partition_creation(new_partitions)
 
     def _process_partition_modifications(self, ev: PartitionModifications) -> None:
         ctx = self.ctx
-        added = {p: a for p, a in ev.znode.partitions.items()
-                 if TopicPartition(ev.topic, p) not in ctx.assignments}
+        added = {
+            p: a
+            for p, a in ev.znode.partitions.items()
+            if TopicPartition(ev.topic, p) not in ctx.assignments
+        }
         if not added:
             return
         if ctx.is_topic_queued_for_deletion(ev.topic):
             # No new partitions for a topic being deleted: put the old assignment back.
-            existing = {tp.partition: ctx.assignments[tp]
-                        for tp in ctx.partitions_for_topic(ev.topic)}
-            self._out.append(SetTopicAssignment(ev.topic, ctx.topic_ids.get(ev.topic),
-                                                existing, ctx.epoch_zk_version))
+            existing = {
+                tp.partition: ctx.assignments[tp] for tp in ctx.partitions_for_topic(ev.topic)
+            }
+            self._out.append(
+                SetTopicAssignment(
+                    ev.topic, ctx.topic_ids.get(ev.topic), existing, ctx.epoch_zk_version
+                )
+            )
             return
         for p, a in added.items():
             ctx.assignments[TopicPartition(ev.topic, p)] = a
@@ -345,8 +366,9 @@ class ZkController:
         except _ControllerError as exc:
             self._out.append(ControlledShutdownResponse(ev.request_id, exc.code))
             return
-        self._out.append(ControlledShutdownResponse(ev.request_id, ErrorCode.none.value,
-                                                    tuple(remaining)))
+        self._out.append(
+            ControlledShutdownResponse(ev.request_id, ErrorCode.none.value, tuple(remaining))
+        )
 
     def _do_controlled_shutdown(self, broker: int, broker_epoch: int) -> list[TopicPartition]:
         ctx = self.ctx
@@ -363,10 +385,14 @@ class ZkController:
         if broker not in ctx.live_brokers:
             raise _ControllerError(ErrorCode.broker_not_available)
         ctx.shutting_down.add(broker)
-        to_act_on = [tp for tp, a in sorted(ctx.assignments.items())
-                     if broker in a.replicas and len(a.replicas) > 1
-                     and tp in ctx.leadership
-                     and not ctx.is_topic_queued_for_deletion(tp.topic)]
+        to_act_on = [
+            tp
+            for tp, a in sorted(ctx.assignments.items())
+            if broker in a.replicas
+            and len(a.replicas) > 1
+            and tp in ctx.leadership
+            and not ctx.is_topic_queued_for_deletion(tp.topic)
+        ]
         led = [tp for tp in to_act_on if ctx.leadership[tp][0].leader == broker]
         followed = [tp for tp in to_act_on if ctx.leadership[tp][0].leader != broker]
         self.partition_state_changes(led, _P.ONLINE, CONTROLLED_SHUTDOWN)
@@ -379,9 +405,13 @@ class ZkController:
 
     def _partition_leaders_on_broker(self, broker: int) -> list[TopicPartition]:
         ctx = self.ctx
-        return [tp for tp, (lai, _) in sorted(ctx.leadership.items())
-                if lai.leader == broker and not ctx.is_topic_queued_for_deletion(tp.topic)
-                and len(ctx.assignment(tp).replicas) > 1]
+        return [
+            tp
+            for tp, (lai, _) in sorted(ctx.leadership.items())
+            if lai.leader == broker
+            and not ctx.is_topic_queued_for_deletion(tp.topic)
+            and len(ctx.assignment(tp).replicas) > 1
+        ]
 
     # -------------------------------------------------------------- AlterPartition
 
@@ -392,8 +422,9 @@ class ZkController:
             return
         registered = ctx.live_brokers.get(ev.broker_id)
         if registered is None or registered.epoch != ev.broker_epoch:
-            self._out.append(AlterPartitionResponse(ev.request_id,
-                                                    ErrorCode.stale_broker_epoch.value))
+            self._out.append(
+                AlterPartitionResponse(ev.request_id, ErrorCode.stale_broker_epoch.value)
+            )
             return
         use_topic_ids = ev.version > 1
         names = {v: k for k, v in ctx.topic_ids.items()}
@@ -404,40 +435,53 @@ class ZkController:
         for item in ev.items:
             topic = names.get(item.topic_id) if use_topic_ids else item.topic
             if topic is None:
-                unknown_ids.append(AlterPartitionResult(
-                    "", item.topic_id, item.partition, ErrorCode.unknown_topic_id.value))
+                unknown_ids.append(
+                    AlterPartitionResult(
+                        "", item.topic_id, item.partition, ErrorCode.unknown_topic_id.value
+                    )
+                )
                 continue
             tp = TopicPartition(topic, item.partition)
             requested.append(tp)
-            proposed = LeaderAndIsr(ev.broker_id, item.leader_epoch, tuple(item.new_isr),
-                                    item.leader_recovery_state, item.partition_epoch)
+            proposed = LeaderAndIsr(
+                ev.broker_id,
+                item.leader_epoch,
+                tuple(item.new_isr),
+                item.leader_recovery_state,
+                item.partition_epoch,
+            )
             verdict = self._check_alter_partition(tp, proposed, ev.version)
             if isinstance(verdict, LeaderAndIsr):
                 results[tp] = self._alter_partition_ok(tp, verdict)
             elif verdict is None:
                 to_write[tp] = proposed
             else:
-                results[tp] = AlterPartitionResult(tp.topic, ctx.topic_ids.get(tp.topic),
-                                                   tp.partition, verdict.value)
+                results[tp] = AlterPartitionResult(
+                    tp.topic, ctx.topic_ids.get(tp.topic), tp.partition, verdict.value
+                )
         for tp, proposed in to_write.items():
             stored = self._write_partition_state(tp, proposed)
             results[tp] = self._alter_partition_ok(tp, stored)
         # The leaders already know their ISR; everyone else learns it from the metadata.
         self.send_update_metadata(ctx.live_or_shutting_down_broker_ids, requested)
         ordered = [results[tp] for tp in dict.fromkeys(requested)] + unknown_ids
-        self._out.append(AlterPartitionResponse(ev.request_id, ErrorCode.none.value,
-                                                tuple(ordered)))
+        self._out.append(
+            AlterPartitionResponse(ev.request_id, ErrorCode.none.value, tuple(ordered))
+        )
 
-    def _check_alter_partition(self, tp: TopicPartition, proposed: LeaderAndIsr,
-                               version: int) -> LeaderAndIsr | ErrorCode | None:
+    def _check_alter_partition(
+        self, tp: TopicPartition, proposed: LeaderAndIsr, version: int
+    ) -> LeaderAndIsr | ErrorCode | None:
         """The current state if `proposed` is already in place, an error, or None to
         write it."""
         current_pair = self.ctx.leadership.get(tp)
         if current_pair is None:
             return ErrorCode.unknown_topic_or_partition
         current = current_pair[0]
-        if (proposed.partition_epoch > current.partition_epoch
-                or proposed.leader_epoch > current.leader_epoch):
+        if (
+            proposed.partition_epoch > current.partition_epoch
+            or proposed.leader_epoch > current.leader_epoch
+        ):
             # The leader has seen a newer state than ours: we are probably not the
             # controller any more; let it look for the new one.
             return ErrorCode.not_controller
@@ -450,8 +494,10 @@ class ZkController:
         recovering = LeaderRecoveryState.RECOVERING
         if proposed.leader_recovery_state is recovering and len(proposed.isr) > 1:
             return ErrorCode.invalid_request
-        if (current.leader_recovery_state is LeaderRecoveryState.RECOVERED
-                and proposed.leader_recovery_state is recovering):
+        if (
+            current.leader_recovery_state is LeaderRecoveryState.RECOVERED
+            and proposed.leader_recovery_state is recovering
+        ):
             return ErrorCode.invalid_request
         # KIP-841: no dead, unregistered or shutting-down broker joins an ISR.
         if set(proposed.isr) - self.ctx.live_broker_ids:
@@ -461,9 +507,17 @@ class ZkController:
         return None
 
     def _alter_partition_ok(self, tp: TopicPartition, lai: LeaderAndIsr) -> AlterPartitionResult:
-        return AlterPartitionResult(tp.topic, self.ctx.topic_ids.get(tp.topic), tp.partition,
-                                    ErrorCode.none.value, lai.leader, lai.leader_epoch, lai.isr,
-                                    lai.leader_recovery_state, lai.partition_epoch)
+        return AlterPartitionResult(
+            tp.topic,
+            self.ctx.topic_ids.get(tp.topic),
+            tp.partition,
+            ErrorCode.none.value,
+            lai.leader,
+            lai.leader_epoch,
+            lai.isr,
+            lai.leader_recovery_state,
+            lai.partition_epoch,
+        )
 
     # ---------------------------------------------------------- preferred election
 
@@ -475,18 +529,26 @@ class ZkController:
                 by_preferred.setdefault(a.replicas[0], []).append(tp)
         threshold = self.config.leader_imbalance_per_broker_percentage / 100
         for preferred, partitions in sorted(by_preferred.items()):
-            not_preferred = [tp for tp in partitions
-                             if tp in ctx.leadership and ctx.leadership[tp][0].leader != preferred]
+            not_preferred = [
+                tp
+                for tp in partitions
+                if tp in ctx.leadership and ctx.leadership[tp][0].leader != preferred
+            ]
             if len(not_preferred) / len(partitions) > threshold:
                 candidates = [tp for tp in not_preferred if self._can_preferred_lead(tp)]
                 self.partition_state_changes(candidates, _P.ONLINE, PREFERRED)
-        self._out.append(ScheduleAutoLeaderRebalance(
-            self.config.leader_imbalance_check_interval_seconds * 1000))
+        self._out.append(
+            ScheduleAutoLeaderRebalance(self.config.leader_imbalance_check_interval_seconds * 1000)
+        )
 
     def _can_preferred_lead(self, tp: TopicPartition) -> bool:
         lai = self.ctx.leadership[tp][0]
-        return election.preferred_replica_leader(
-            self.ctx.assignment(tp).replicas, lai.isr, self.ctx.live_broker_ids) is not None
+        return (
+            election.preferred_replica_leader(
+                self.ctx.assignment(tp).replicas, lai.isr, self.ctx.live_broker_ids
+            )
+            is not None
+        )
 
     def _process_partition_state_conflict(self, ev: PartitionStateConflict) -> None:
         ctx = self.ctx
@@ -507,17 +569,24 @@ class ZkController:
     # ======================================================= partition state machine
 
     def _trigger_online_partition_state_change(
-            self, topic: str | None = None) -> dict[TopicPartition, LeaderAndIsr | None]:
+        self, topic: str | None = None
+    ) -> dict[TopicPartition, LeaderAndIsr | None]:
         ctx = self.ctx
-        partitions = [tp for tp, s in sorted(ctx.partition_states.items())
-                      if s in (_P.OFFLINE, _P.NEW)
-                      and (topic is None or tp.topic == topic)
-                      and not ctx.is_topic_queued_for_deletion(tp.topic)]
+        partitions = [
+            tp
+            for tp, s in sorted(ctx.partition_states.items())
+            if s in (_P.OFFLINE, _P.NEW)
+            and (topic is None or tp.topic == topic)
+            and not ctx.is_topic_queued_for_deletion(tp.topic)
+        ]
         return self.partition_state_changes(partitions, _P.ONLINE, OfflineElection(False))
 
     def partition_state_changes(
-            self, partitions: list[TopicPartition], target: PartitionState,
-            strategy: ElectionStrategy | None = None) -> dict[TopicPartition, LeaderAndIsr | None]:
+        self,
+        partitions: list[TopicPartition],
+        target: PartitionState,
+        strategy: ElectionStrategy | None = None,
+    ) -> dict[TopicPartition, LeaderAndIsr | None]:
         """Kafka's handleStateChanges: the new leader and ISR of each partition moved to
         ONLINE (None where that failed)."""
         ctx = self.ctx
@@ -543,8 +612,9 @@ class ZkController:
         batch.flush(self._out)
         return results
 
-    def _initialize_leader_and_isr(self, partitions: list[TopicPartition],
-                                   batch: RequestBatch) -> None:
+    def _initialize_leader_and_isr(
+        self, partitions: list[TopicPartition], batch: RequestBatch
+    ) -> None:
         ctx = self.ctx
         for tp in partitions:
             assignment = ctx.assignment(tp)
@@ -557,8 +627,9 @@ class ZkController:
             batch.add_leader_and_isr(lai.isr, tp, lai, ctx.epoch, assignment, is_new=True)
             ctx.partition_states[tp] = _P.ONLINE
 
-    def _elect_leaders(self, partitions: list[TopicPartition], strategy: ElectionStrategy,
-                       batch: RequestBatch) -> dict[TopicPartition, LeaderAndIsr | None]:
+    def _elect_leaders(
+        self, partitions: list[TopicPartition], strategy: ElectionStrategy, batch: RequestBatch
+    ) -> dict[TopicPartition, LeaderAndIsr | None]:
         ctx = self.ctx
         live = ctx.live_broker_ids
         results: dict[TopicPartition, LeaderAndIsr | None] = {}
@@ -575,20 +646,25 @@ class ZkController:
                     no_live_isr = not any(r in live for r in current.isr)
                     unclean = no_live_isr and (allow or self._unclean_enabled(tp.topic))
                     result = election.elect_offline(
-                        current, replicas, live, unclean_allowed=unclean,
-                        leader_recovery_supported=self.config.leader_recovery_supported)
+                        current,
+                        replicas,
+                        live,
+                        unclean_allowed=unclean,
+                        leader_recovery_supported=self.config.leader_recovery_supported,
+                    )
                 case _Preferred():
                     result = election.elect_preferred(current, replicas, live)
                 case _ControlledShutdownElection():
                     result = election.elect_controlled_shutdown(
-                        current, replicas, ctx.live_or_shutting_down_broker_ids,
-                        ctx.shutting_down)
+                        current, replicas, ctx.live_or_shutting_down_broker_ids, ctx.shutting_down
+                    )
             if result.leader_and_isr is None:
                 results[tp] = None
                 continue
             stored = self._write_partition_state(tp, result.leader_and_isr)
-            batch.add_leader_and_isr(result.recipients, tp, stored, ctx.epoch,
-                                     ctx.assignment(tp), is_new=False)
+            batch.add_leader_and_isr(
+                result.recipients, tp, stored, ctx.epoch, ctx.assignment(tp), is_new=False
+            )
             ctx.partition_states[tp] = _P.ONLINE
             results[tp] = stored
         return results
@@ -597,25 +673,31 @@ class ZkController:
         """Write `lai` conditional on the zkVersion it carries; returns it as stored."""
         ctx = self.ctx
         stored = lai.with_partition_epoch(lai.partition_epoch + 1)
-        self._out.append(SetPartitionState(tp, stored, ctx.epoch, lai.partition_epoch,
-                                           ctx.epoch_zk_version))
+        self._out.append(
+            SetPartitionState(tp, stored, ctx.epoch, lai.partition_epoch, ctx.epoch_zk_version)
+        )
         ctx.leadership[tp] = (stored, ctx.epoch)
         return stored
 
     def _partitions_with_leaders(self) -> list[TopicPartition]:
-        return [tp for tp in sorted(self.ctx.leadership)
-                if not self.ctx.is_topic_queued_for_deletion(tp.topic)]
+        return [
+            tp
+            for tp in sorted(self.ctx.leadership)
+            if not self.ctx.is_topic_queued_for_deletion(tp.topic)
+        ]
 
-    def send_update_metadata(self, brokers: Iterable[int],
-                              partitions: Iterable[TopicPartition]) -> None:
+    def send_update_metadata(
+        self, brokers: Iterable[int], partitions: Iterable[TopicPartition]
+    ) -> None:
         batch = RequestBatch(self.ctx)
         batch.add_update_metadata(brokers, partitions)
         batch.flush(self._out)
 
     # ========================================================= replica state machine
 
-    def replica_state_changes(self, replicas: list[tuple[TopicPartition, int]],
-                               target: ReplicaState) -> None:
+    def replica_state_changes(
+        self, replicas: list[tuple[TopicPartition, int]], target: ReplicaState
+    ) -> None:
         ctx = self.ctx
         if not replicas:
             return
@@ -632,8 +714,13 @@ class ZkController:
             self._replica_transition(broker, valid, target, batch)
         batch.flush(self._out)
 
-    def _replica_transition(self, broker: int, partitions: list[TopicPartition],
-                            target: ReplicaState, batch: RequestBatch) -> None:
+    def _replica_transition(
+        self,
+        broker: int,
+        partitions: list[TopicPartition],
+        target: ReplicaState,
+        batch: RequestBatch,
+    ) -> None:
         ctx = self.ctx
         if target is _R.NEW:
             for tp in partitions:
@@ -641,16 +728,18 @@ class ZkController:
                 if current is not None:
                     if current[0].leader == broker:
                         continue  # would become leader: refused
-                    batch.add_leader_and_isr((broker,), tp, current[0], current[1],
-                                             ctx.assignment(tp), is_new=True)
+                    batch.add_leader_and_isr(
+                        (broker,), tp, current[0], current[1], ctx.assignment(tp), is_new=True
+                    )
                 ctx.replica_states[(tp, broker)] = _R.NEW
         elif target is _R.ONLINE:
             for tp in partitions:
                 if ctx.replica_states[(tp, broker)] is not _R.NEW:
                     current = ctx.leadership.get(tp)
                     if current is not None:
-                        batch.add_leader_and_isr((broker,), tp, current[0], current[1],
-                                                 ctx.assignment(tp), is_new=False)
+                        batch.add_leader_and_isr(
+                            (broker,), tp, current[0], current[1], ctx.assignment(tp), is_new=False
+                        )
                 ctx.replica_states[(tp, broker)] = _R.ONLINE
         elif target is _R.OFFLINE:
             for tp in partitions:
@@ -669,8 +758,9 @@ class ZkController:
                 ctx.leadership[tp] = (lai, ctx.epoch)
                 if not ctx.is_topic_queued_for_deletion(tp.topic):
                     others = [r for r in ctx.assignment(tp).replicas if r != broker]
-                    batch.add_leader_and_isr(others, tp, lai, ctx.epoch,
-                                             ctx.assignment(tp), is_new=False)
+                    batch.add_leader_and_isr(
+                        others, tp, lai, ctx.epoch, ctx.assignment(tp), is_new=False
+                    )
                 ctx.replica_states[(tp, broker)] = _R.OFFLINE
         elif target is _R.DELETION_STARTED:
             for tp in partitions:
@@ -682,7 +772,8 @@ class ZkController:
                 ctx.assignments[tp] = ReplicaAssignment(
                     tuple(r for r in a.replicas if r != broker),
                     tuple(r for r in a.adding if r != broker),
-                    tuple(r for r in a.removing if r != broker))
+                    tuple(r for r in a.removing if r != broker),
+                )
                 ctx.replica_states.pop((tp, broker), None)
         else:
             for tp in partitions:

@@ -240,13 +240,15 @@ def encode_broker(info: BrokerInfo) -> bytes:
     if info.version >= 4:
         protocols = {e.listener: e.security_protocol for e in info.endpoints}
         obj["listener_security_protocol_map"] = {
-            k: protocols[k] for k in immutable_map_order(list(protocols))}
+            k: protocols[k] for k in immutable_map_order(list(protocols))
+        }
         keys.append("listener_security_protocol_map")
     if info.version >= 5:
         obj["features"] = {
             name: {"min_version": lo, "max_version": hi}
-            for name, (lo, hi) in ((n, info.features[n])
-                                   for n in properties_order(list(info.features)))
+            for name, (lo, hi) in (
+                (n, info.features[n]) for n in properties_order(list(info.features))
+            )
         }
         keys.append("features")
     return _dumps(obj, mutable_map_order(keys, built_with=6))
@@ -275,23 +277,37 @@ def decode_broker(broker_id: int, data: bytes) -> BrokerInfo:
         raise ZkDataError(f"{what}: unsupported version {version}")
     if version == 1:
         endpoints: tuple[EndPoint, ...] = (
-            EndPoint("PLAINTEXT", obj.get("host"), _int(obj, "port", what), "PLAINTEXT"),)
+            EndPoint("PLAINTEXT", obj.get("host"), _int(obj, "port", what), "PLAINTEXT"),
+        )
     else:
         protocols = obj.get("listener_security_protocol_map") or _DEFAULT_PROTOCOLS
         endpoints = tuple(_parse_endpoint(e, protocols) for e in obj.get("endpoints", ()))
-    features = {name: (int(r.get("min_version", 0)), int(r["max_version"]))
-                for name, r in (obj.get("features") or {}).items()}
+    features = {
+        name: (int(r.get("min_version", 0)), int(r["max_version"]))
+        for name, r in (obj.get("features") or {}).items()
+    }
     timestamp = obj.get("timestamp")
-    return BrokerInfo(broker_id, endpoints, int(timestamp) if timestamp else 0,
-                      obj.get("rack"), jmx_port, version, features)
+    return BrokerInfo(
+        broker_id,
+        endpoints,
+        int(timestamp) if timestamp else 0,
+        obj.get("rack"),
+        jmx_port,
+        version,
+        features,
+    )
 
 
 # ---------------------------------------------------------- /controller, /controller_epoch
 
 
 def encode_controller(broker_id: int, timestamp_ms: int, kraft_controller_epoch: int = -1) -> bytes:
-    obj = {"version": 2, "brokerid": broker_id, "timestamp": str(timestamp_ms),
-           "kraftControllerEpoch": kraft_controller_epoch}
+    obj = {
+        "version": 2,
+        "brokerid": broker_id,
+        "timestamp": str(timestamp_ms),
+        "kraftControllerEpoch": kraft_controller_epoch,
+    }
     return _dumps(obj, list(obj))
 
 
@@ -322,16 +338,20 @@ class TopicZnode:
     partitions: Mapping[int, ReplicaAssignment]
 
 
-def encode_topic(topic_id: uuid.UUID | None,
-                 partitions: Mapping[int, ReplicaAssignment | Sequence[int]]) -> bytes:
+def encode_topic(
+    topic_id: uuid.UUID | None, partitions: Mapping[int, ReplicaAssignment | Sequence[int]]
+) -> bytes:
     def as_assignment(value: ReplicaAssignment | Sequence[int]) -> ReplicaAssignment:
         return value if isinstance(value, ReplicaAssignment) else ReplicaAssignment(tuple(value))
 
     assignments = {str(p): as_assignment(a) for p, a in partitions.items()}
 
     def submap(pick: str) -> dict[str, list[int]]:
-        chosen = {p: list(getattr(a, pick)) for p, a in assignments.items()
-                  if pick == "replicas" or getattr(a, pick)}
+        chosen = {
+            p: list(getattr(a, pick))
+            for p, a in assignments.items()
+            if pick == "replicas" or getattr(a, pick)
+        }
         return {p: chosen[p] for p in mutable_map_order(list(chosen))}
 
     obj: dict[str, Any] = {
@@ -359,11 +379,13 @@ def decode_topic(topic: str, data: bytes) -> TopicZnode:
             partitions[int(p)] = ReplicaAssignment(
                 tuple(int(r) for r in replicas),
                 tuple(int(r) for r in adding.get(p, ())),
-                tuple(int(r) for r in removing.get(p, ())))
+                tuple(int(r) for r in removing.get(p, ())),
+            )
         except (TypeError, ValueError) as exc:
             raise ZkDataError(f"{what}: bad assignment for partition {p}") from exc
-    return TopicZnode(uuid_from_kafka_str(raw_id) if raw_id else None,
-                      dict(sorted(partitions.items())))
+    return TopicZnode(
+        uuid_from_kafka_str(raw_id) if raw_id else None, dict(sorted(partitions.items()))
+    )
 
 
 # ---------------------------------------------------- /brokers/topics/T/partitions/P/state
@@ -398,8 +420,13 @@ def decode_partition_state(data: bytes, zk_version: int) -> PartitionStateZnode:
     if not isinstance(isr, list):
         raise ZkDataError(f"{what}: isr is not a list: {isr!r}")
     recovery = LeaderRecoveryState(obj.get("leader_recovery_state", 0))
-    lai = LeaderAndIsr(_int(obj, "leader", what), _int(obj, "leader_epoch", what),
-                       tuple(int(r) for r in isr), recovery, zk_version)
+    lai = LeaderAndIsr(
+        _int(obj, "leader", what),
+        _int(obj, "leader_epoch", what),
+        tuple(int(r) for r in isr),
+        recovery,
+        zk_version,
+    )
     return PartitionStateZnode(lai, _int(obj, "controller_epoch", what))
 
 
@@ -461,15 +488,22 @@ FEATURE_STATUS_DISABLED = 0
 FEATURE_STATUS_ENABLED = 1
 
 
-def encode_feature(features: Mapping[str, int], *, status: int = FEATURE_STATUS_ENABLED,
-                   version: int = FEATURE_ZNODE_VERSION) -> bytes:
+def encode_feature(
+    features: Mapping[str, int],
+    *,
+    status: int = FEATURE_STATUS_ENABLED,
+    version: int = FEATURE_ZNODE_VERSION,
+) -> bytes:
     """/feature: finalized feature levels. A 3.9 ZooKeeper-mode controller writes
     ``{"features":{},"version":2,"status":1}`` (its brokers support no features)."""
     inner: dict[str, dict[str, int]] = {}
     for name in immutable_map_order(list(features)):
         level = features[name]
-        inner[name] = ({"max_version_level": level} if version >= 2
-                       else {"max_version_level": level, "min_version_level": level})
+        inner[name] = (
+            {"max_version_level": level}
+            if version >= 2
+            else {"max_version_level": level, "min_version_level": level}
+        )
     obj = {"version": version, "status": status, "features": inner}
     return _dumps(obj, mutable_map_order(list(obj), built_with=3))
 
@@ -483,14 +517,20 @@ def decode_feature(data: bytes) -> tuple[int, int, dict[str, int]]:
     status = _int(obj, "status", FEATURE_PATH)
     if status not in (FEATURE_STATUS_DISABLED, FEATURE_STATUS_ENABLED):
         raise ZkDataError(f"{FEATURE_PATH}: malformed status {status}")
-    features = {name: int(levels["max_version_level"])
-                for name, levels in (obj.get("features") or {}).items()}
+    features = {
+        name: int(levels["max_version_level"])
+        for name, levels in (obj.get("features") or {}).items()
+    }
     return version, status, features
 
 
 def encode_producer_id_block(broker_id: int, first: int, size: int) -> bytes:
-    obj = {"version": 1, "broker": broker_id, "block_start": str(first),
-           "block_end": str(first + size - 1)}
+    obj = {
+        "version": 1,
+        "broker": broker_id,
+        "block_start": str(first),
+        "block_end": str(first + size - 1),
+    }
     return _dumps(obj, list(obj))
 
 

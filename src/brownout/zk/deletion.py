@@ -32,7 +32,6 @@ class TopicDeletionManager:
     def __init__(self, controller: ZkController) -> None:
         self.c = controller
 
-
     def process_topic_deletion(self, ev: TopicDeletion) -> None:
         ctx = self.c.ctx
         requested = set(ev.topics)
@@ -62,10 +61,14 @@ class TopicDeletionManager:
             self.c.ctx.topics_ineligible_for_deletion -= resumed
             self._resume_deletions()
 
-    def _replicas_in_state(self, topic: str,
-                           state: ReplicaState) -> list[tuple[TopicPartition, int]]:
-        return [x for x in self.c.ctx.replicas_for_topic(topic)
-                if self.c.ctx.replica_states.get(x) is state]
+    def _replicas_in_state(
+        self, topic: str, state: ReplicaState
+    ) -> list[tuple[TopicPartition, int]]:
+        return [
+            x
+            for x in self.c.ctx.replicas_for_topic(topic)
+            if self.c.ctx.replica_states.get(x) is state
+        ]
 
     def _resume_deletions(self) -> None:
         ctx = self.c.ctx
@@ -82,8 +85,9 @@ class TopicDeletionManager:
             if not started and topic not in ctx.topics_ineligible_for_deletion:
                 eligible.add(topic)
         if retry:
-            failed = [x for t in sorted(retry)
-                      for x in self._replicas_in_state(t, _R.DELETION_INELIGIBLE)]
+            failed = [
+                x for t in sorted(retry) for x in self._replicas_in_state(t, _R.DELETION_INELIGIBLE)
+            ]
             self.c.replica_state_changes(failed, _R.OFFLINE)
         if eligible:
             self._on_topic_deletion(eligible)
@@ -99,7 +103,8 @@ class TopicDeletionManager:
         # Brokers stop serving the topics (leader -2 in their metadata).
         self.c.send_update_metadata(
             ctx.live_or_shutting_down_broker_ids,
-            [tp for t in sorted(topics) for tp in ctx.partitions_for_topic(t)])
+            [tp for t in sorted(topics) for tp in ctx.partitions_for_topic(t)],
+        )
         dead, retry, ineligible = [], [], set()
         for topic in sorted(topics):
             replicas = ctx.replicas_for_topic(topic)
@@ -130,16 +135,20 @@ class TopicDeletionManager:
 
     def _complete_delete_topic(self, topic: str) -> None:
         ctx = self.c.ctx
-        self.c.replica_state_changes(self._replicas_in_state(topic, _R.DELETION_SUCCESSFUL),
-                                    _R.NON_EXISTENT)
+        self.c.replica_state_changes(
+            self._replicas_in_state(topic, _R.DELETION_SUCCESSFUL), _R.NON_EXISTENT
+        )
         self.c.emit(DeleteZnodes.topic_deletion_done(topic, ctx.epoch_zk_version))
         ctx.remove_topic(topic)
 
     def process_stop_replica_response(self, ev: StopReplicaResponseReceived) -> None:
         ctx = self.c.ctx
-        relevant = {tp: e for tp, e in ev.partition_errors.items()
-                    if tp.topic in ctx.topics_deletion_started
-                    and ctx.replica_states.get((tp, ev.broker_id)) is _R.DELETION_STARTED}
+        relevant = {
+            tp: e
+            for tp, e in ev.partition_errors.items()
+            if tp.topic in ctx.topics_deletion_started
+            and ctx.replica_states.get((tp, ev.broker_id)) is _R.DELETION_STARTED
+        }
         if ev.error != ErrorCode.none.value:
             in_error = set(relevant)
         else:

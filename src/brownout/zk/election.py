@@ -35,8 +35,9 @@ from collections.abc import Collection, Sequence
 from .leader_and_isr import NO_LEADER, LeaderAndIsr
 
 
-def offline_partition_leader(assignment: Sequence[int], isr: Collection[int],
-                             live: Collection[int], unclean: bool) -> int | None:
+def offline_partition_leader(
+    assignment: Sequence[int], isr: Collection[int], live: Collection[int], unclean: bool
+) -> int | None:
     for r in assignment:
         if r in live and r in isr:
             return r
@@ -47,23 +48,27 @@ def offline_partition_leader(assignment: Sequence[int], isr: Collection[int],
     return None
 
 
-def reassign_partition_leader(target_replicas: Sequence[int], isr: Collection[int],
-                              live: Collection[int]) -> int | None:
+def reassign_partition_leader(
+    target_replicas: Sequence[int], isr: Collection[int], live: Collection[int]
+) -> int | None:
     return next((r for r in target_replicas if r in live and r in isr), None)
 
 
-def preferred_replica_leader(assignment: Sequence[int], isr: Collection[int],
-                             live: Collection[int]) -> int | None:
+def preferred_replica_leader(
+    assignment: Sequence[int], isr: Collection[int], live: Collection[int]
+) -> int | None:
     if assignment and assignment[0] in live and assignment[0] in isr:
         return assignment[0]
     return None
 
 
-def controlled_shutdown_leader(assignment: Sequence[int], isr: Collection[int],
-                               live: Collection[int],
-                               shutting_down: Collection[int]) -> int | None:
-    return next((r for r in assignment
-                 if r in live and r in isr and r not in shutting_down), None)
+def controlled_shutdown_leader(
+    assignment: Sequence[int],
+    isr: Collection[int],
+    live: Collection[int],
+    shutting_down: Collection[int],
+) -> int | None:
+    return next((r for r in assignment if r in live and r in isr and r not in shutting_down), None)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -76,9 +81,14 @@ class ElectionResult:
     unclean: bool = False
 
 
-def elect_offline(current: LeaderAndIsr, assignment: Sequence[int], live: Collection[int],
-                  *, unclean_allowed: bool, leader_recovery_supported: bool = True
-                  ) -> ElectionResult:
+def elect_offline(
+    current: LeaderAndIsr,
+    assignment: Sequence[int],
+    live: Collection[int],
+    *,
+    unclean_allowed: bool,
+    leader_recovery_supported: bool = True,
+) -> ElectionResult:
     live_replicas = tuple(r for r in assignment if r in live)
     leader = offline_partition_leader(assignment, current.isr, live, unclean_allowed)
     if leader is None:
@@ -87,32 +97,40 @@ def elect_offline(current: LeaderAndIsr, assignment: Sequence[int], live: Collec
         new_isr = tuple(r for r in current.isr if r in live)
         return ElectionResult(current.new_leader_and_isr(leader, new_isr), live_replicas)
     if leader_recovery_supported:
-        return ElectionResult(current.new_recovering_leader_and_isr(leader, (leader,)),
-                              live_replicas, unclean=True)
-    return ElectionResult(current.new_leader_and_isr(leader, (leader,)), live_replicas,
-                          unclean=True)
+        return ElectionResult(
+            current.new_recovering_leader_and_isr(leader, (leader,)), live_replicas, unclean=True
+        )
+    return ElectionResult(
+        current.new_leader_and_isr(leader, (leader,)), live_replicas, unclean=True
+    )
 
 
-def elect_reassign(current: LeaderAndIsr, target_replicas: Sequence[int],
-                   live: Collection[int]) -> ElectionResult:
+def elect_reassign(
+    current: LeaderAndIsr, target_replicas: Sequence[int], live: Collection[int]
+) -> ElectionResult:
     leader = reassign_partition_leader(target_replicas, current.isr, live)
-    return ElectionResult(None if leader is None else current.new_leader(leader),
-                          tuple(target_replicas))
+    return ElectionResult(
+        None if leader is None else current.new_leader(leader), tuple(target_replicas)
+    )
 
 
-def elect_preferred(current: LeaderAndIsr, assignment: Sequence[int],
-                    live: Collection[int]) -> ElectionResult:
+def elect_preferred(
+    current: LeaderAndIsr, assignment: Sequence[int], live: Collection[int]
+) -> ElectionResult:
     leader = preferred_replica_leader(assignment, current.isr, live)
-    return ElectionResult(None if leader is None else current.new_leader(leader),
-                          tuple(assignment))
+    return ElectionResult(None if leader is None else current.new_leader(leader), tuple(assignment))
 
 
-def elect_controlled_shutdown(current: LeaderAndIsr, assignment: Sequence[int],
-                              live_or_shutting_down: Collection[int],
-                              shutting_down: Collection[int]) -> ElectionResult:
+def elect_controlled_shutdown(
+    current: LeaderAndIsr,
+    assignment: Sequence[int],
+    live_or_shutting_down: Collection[int],
+    shutting_down: Collection[int],
+) -> ElectionResult:
     candidates = tuple(r for r in assignment if r in live_or_shutting_down)
-    leader = controlled_shutdown_leader(assignment, current.isr, live_or_shutting_down,
-                                        shutting_down)
+    leader = controlled_shutdown_leader(
+        assignment, current.isr, live_or_shutting_down, shutting_down
+    )
     if leader is None:
         return ElectionResult(None, candidates)
     new_isr = tuple(r for r in current.isr if r not in shutting_down)

@@ -52,12 +52,15 @@ class LeaderAndIsr:
     # when only the ISR changed (a dead follower removed); only a leader's own
     # AlterPartition changes the ISR without a new leader epoch.
     def new_leader_and_isr(self, leader: int, isr: tuple[int, ...]) -> LeaderAndIsr:
-        return dataclasses.replace(self, leader=leader, leader_epoch=self.leader_epoch + 1,
-                                   isr=tuple(isr))
+        return dataclasses.replace(
+            self, leader=leader, leader_epoch=self.leader_epoch + 1, isr=tuple(isr)
+        )
 
     def new_recovering_leader_and_isr(self, leader: int, isr: tuple[int, ...]) -> LeaderAndIsr:
-        return dataclasses.replace(self.new_leader_and_isr(leader, isr),
-                                   leader_recovery_state=LeaderRecoveryState.RECOVERING)
+        return dataclasses.replace(
+            self.new_leader_and_isr(leader, isr),
+            leader_recovery_state=LeaderRecoveryState.RECOVERING,
+        )
 
     def new_leader(self, leader: int) -> LeaderAndIsr:
         return self.new_leader_and_isr(leader, self.isr)
@@ -71,11 +74,13 @@ class LeaderAndIsr:
     def equals_allow_stale_partition_epoch(self, current: LeaderAndIsr) -> bool:
         """True when this (a request) already is `current`, but named an older zkVersion:
         a retried AlterPartition whose first attempt was committed."""
-        return (self.leader == current.leader
-                and self.leader_epoch == current.leader_epoch
-                and self.isr == current.isr
-                and self.leader_recovery_state == current.leader_recovery_state
-                and self.partition_epoch <= current.partition_epoch)
+        return (
+            self.leader == current.leader
+            and self.leader_epoch == current.leader_epoch
+            and self.isr == current.isr
+            and self.leader_recovery_state == current.leader_recovery_state
+            and self.partition_epoch <= current.partition_epoch
+        )
 
     @property
     def has_leader(self) -> bool:

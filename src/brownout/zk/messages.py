@@ -147,10 +147,20 @@ class PartitionStateConflict:
     state: tuple[LeaderAndIsr, int] | None
 
 
-ControllerEvent = (BecameController | Resigned | BrokerChange | TopicChange
-                   | PartitionModifications | TopicDeletion | TopicConfigChange
-                   | ControlledShutdown | AlterPartition | StopReplicaResponseReceived
-                   | AutoPreferredReplicaLeaderElection | PartitionStateConflict)
+ControllerEvent = (
+    BecameController
+    | Resigned
+    | BrokerChange
+    | TopicChange
+    | PartitionModifications
+    | TopicDeletion
+    | TopicConfigChange
+    | ControlledShutdown
+    | AlterPartition
+    | StopReplicaResponseReceived
+    | AutoPreferredReplicaLeaderElection
+    | PartitionStateConflict
+)
 
 # =========================================================================== actions
 # Every ZooKeeper write is made in a multi with a check that /controller_epoch still has
@@ -219,8 +229,10 @@ class DeleteZnodes:
 
     @classmethod
     def topic_deletion_done(cls, topic: str, epoch_zk_version: int) -> DeleteZnodes:
-        return cls((topic_path(topic), topic_config_path(topic), delete_topic_path(topic)),
-                   epoch_zk_version)
+        return cls(
+            (topic_path(topic), topic_config_path(topic), delete_topic_path(topic)),
+            epoch_zk_version,
+        )
 
 
 ZkWrite = CreatePartitionState | SetPartitionState | SetTopicAssignment | DeleteZnodes

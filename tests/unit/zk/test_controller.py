@@ -71,8 +71,11 @@ def to(actions, kind, broker_id):
 
 
 def lai_states(actions, broker_id):
-    return {TopicPartition(s.topic, s.partition): s
-            for r in to(actions, LeaderAndIsrRequest, broker_id) for s in r.partition_states}
+    return {
+        TopicPartition(s.topic, s.partition): s
+        for r in to(actions, LeaderAndIsrRequest, broker_id)
+        for s in r.partition_states
+    }
 
 
 def controller(**config) -> ZkController:
@@ -87,16 +90,36 @@ def started(*assignments, live=(1, 2, 3), **config) -> ZkController:
     return c
 
 
-def alter(c, broker_id, tp, isr, *, leader_epoch=None, partition_epoch=None, version=2,
-          broker_epoch=None, request_id="r"):
+def alter(
+    c,
+    broker_id,
+    tp,
+    isr,
+    *,
+    leader_epoch=None,
+    partition_epoch=None,
+    version=2,
+    broker_epoch=None,
+    request_id="r",
+):
     current = c.leader_and_isr(tp)
     item = AlterPartitionItem(
-        None, TOPIC_ID, tp.partition,
-        current.leader_epoch if leader_epoch is None else leader_epoch, tuple(isr),
-        current.partition_epoch if partition_epoch is None else partition_epoch)
+        None,
+        TOPIC_ID,
+        tp.partition,
+        current.leader_epoch if leader_epoch is None else leader_epoch,
+        tuple(isr),
+        current.partition_epoch if partition_epoch is None else partition_epoch,
+    )
     if version <= 1:
-        item = AlterPartitionItem("t", None, *[getattr(item, f) for f in (
-            "partition", "leader_epoch", "new_isr", "partition_epoch")])
+        item = AlterPartitionItem(
+            "t",
+            None,
+            *[
+                getattr(item, f)
+                for f in ("partition", "leader_epoch", "new_isr", "partition_epoch")
+            ],
+        )
     epoch = broker_epoch if broker_epoch is not None else c.ctx.live_brokers[broker_id].epoch
     return c.step(AlterPartition(request_id, broker_id, epoch, (item,), version))
 
@@ -127,8 +150,10 @@ def test_failover_tells_brokers_who_is_alive_before_any_leader_and_isr():
 
 def test_failover_takes_dead_replicas_out_of_the_isr_and_elects_for_dead_leaders():
     c = controller()
-    states = {T0: (LeaderAndIsr(3, 3, (3, 1), partition_epoch=4), 1),
-              T1: (LeaderAndIsr(1, 2, (1, 3), partition_epoch=7), 1)}
+    states = {
+        T0: (LeaderAndIsr(3, 3, (3, 1), partition_epoch=4), 1),
+        T1: (LeaderAndIsr(1, 2, (1, 3), partition_epoch=7), 1),
+    }
     actions = c.step(BecameController(2, 5, brokers(1, 2), {"t": topic((3, 1), (1, 3))}, states))
     w = writes(actions)
     assert w[T1].leader_and_isr == LeaderAndIsr(1, 3, (1,), partition_epoch=8)
@@ -166,8 +191,9 @@ def test_new_partition_leader_is_the_first_live_replica_and_isr_the_live_ones():
     assert isinstance(w[T0], CreatePartitionState)
     assert w[T0].leader_and_isr == LeaderAndIsr(2, 0, (2, 3), partition_epoch=0)
     assert w[T1].leader_and_isr == LeaderAndIsr(3, 0, (3, 2), partition_epoch=0)
-    assert w[T0].data() == (b'{"controller_epoch":1,"leader":2,"version":1,'
-                            b'"leader_epoch":0,"isr":[2,3]}')
+    assert w[T0].data() == (
+        b'{"controller_epoch":1,"leader":2,"version":1,"leader_epoch":0,"isr":[2,3]}'
+    )
     assert lai_states(actions, 2)[T0].is_new
     assert to(actions, LeaderAndIsrRequest, 1) == []  # not registered
     for b in (2, 3):
@@ -234,7 +260,8 @@ def test_unclean_election_when_the_topic_allows_it():
     assert c.leader_and_isr(T0).leader == -1
     actions = c.step(TopicConfigChange("t", {"unclean.leader.election.enable": "true"}))
     assert writes(actions)[T0].leader_and_isr == LeaderAndIsr(
-        2, 3, (2,), LeaderRecoveryState.RECOVERING, 3)
+        2, 3, (2,), LeaderRecoveryState.RECOVERING, 3
+    )
 
 
 def test_unclean_election_by_broker_default():
@@ -263,8 +290,9 @@ def test_returning_broker_rejoins_through_its_leaders_alter_partition():
     before = c.leader_and_isr(T0)
     actions = alter(c, 1, T0, (1, 2, 3))
     after = c.leader_and_isr(T0)
-    assert after == LeaderAndIsr(1, before.leader_epoch, (1, 2, 3),
-                                 partition_epoch=before.partition_epoch + 1)
+    assert after == LeaderAndIsr(
+        1, before.leader_epoch, (1, 2, 3), partition_epoch=before.partition_epoch + 1
+    )
     (result,) = answer(actions).partitions
     assert (result.error_code, result.isr, result.partition_epoch) == (0, (1, 2, 3), 2)
     assert of(actions, LeaderAndIsrRequest) == []
@@ -290,11 +318,14 @@ def test_alter_partition_retry_of_an_applied_change_succeeds():
     assert writes(actions) == {}
 
 
-@pytest.mark.parametrize("leader_epoch, partition_epoch, error", [
-    (-1, None, ErrorCode.fenced_leader_epoch),
-    (1, None, ErrorCode.not_controller),
-    (None, 5, ErrorCode.not_controller),
-])
+@pytest.mark.parametrize(
+    "leader_epoch, partition_epoch, error",
+    [
+        (-1, None, ErrorCode.fenced_leader_epoch),
+        (1, None, ErrorCode.not_controller),
+        (None, 5, ErrorCode.not_controller),
+    ],
+)
 def test_alter_partition_epoch_checks(leader_epoch, partition_epoch, error):
     c = started((1, 2, 3))
     actions = alter(c, 1, T0, (1, 2), leader_epoch=leader_epoch, partition_epoch=partition_epoch)
@@ -302,8 +333,9 @@ def test_alter_partition_epoch_checks(leader_epoch, partition_epoch, error):
     assert c.leader_and_isr(T0).isr == (1, 2, 3)
 
 
-@pytest.mark.parametrize("version, error", [
-    (2, ErrorCode.ineligible_replica), (1, ErrorCode.operation_not_attempted)])
+@pytest.mark.parametrize(
+    "version, error", [(2, ErrorCode.ineligible_replica), (1, ErrorCode.operation_not_attempted)]
+)
 def test_alter_partition_cannot_add_a_dead_broker(version, error):
     c = started((1, 2, 3))
     c.step(BrokerChange(brokers(1, 2)))
@@ -322,17 +354,22 @@ def test_alter_partition_cannot_add_a_shutting_down_broker():
 def test_alter_partition_from_an_unknown_or_stale_broker():
     c = started((1, 2, 3))
     assert answer(alter(c, 1, T0, (1, 2), broker_epoch=5)).error_code == (
-        ErrorCode.stale_broker_epoch.value)
+        ErrorCode.stale_broker_epoch.value
+    )
 
 
 def test_alter_partition_for_unknown_topic_id_and_partition():
     c = started((1, 2, 3))
-    items = (AlterPartitionItem(None, uuid.UUID(int=9), 0, 0, (1,), 0),
-             AlterPartitionItem(None, TOPIC_ID, 7, 0, (1,), 0))
+    items = (
+        AlterPartitionItem(None, uuid.UUID(int=9), 0, 0, (1,), 0),
+        AlterPartitionItem(None, TOPIC_ID, 7, 0, (1,), 0),
+    )
     response = answer(c.step(AlterPartition("r", 1, 101, items, 2)))
     codes = {(r.topic_id, r.partition): r.error_code for r in response.partitions}
-    assert codes == {(uuid.UUID(int=9), 0): ErrorCode.unknown_topic_id.value,
-                     (TOPIC_ID, 7): ErrorCode.unknown_topic_or_partition.value}
+    assert codes == {
+        (uuid.UUID(int=9), 0): ErrorCode.unknown_topic_id.value,
+        (TOPIC_ID, 7): ErrorCode.unknown_topic_or_partition.value,
+    }
 
 
 def test_recovering_leader_may_not_grow_its_isr_while_recovering():
@@ -454,8 +491,10 @@ def test_no_rebalance_under_the_imbalance_threshold():
     for p in range(10):
         tp = TopicPartition("t", p)
         lai = c.leader_and_isr(tp)
-        c.ctx.leadership[tp] = (LeaderAndIsr(1, lai.leader_epoch + 1, lai.isr,
-                                             partition_epoch=lai.partition_epoch), 1)
+        c.ctx.leadership[tp] = (
+            LeaderAndIsr(1, lai.leader_epoch + 1, lai.isr, partition_epoch=lai.partition_epoch),
+            1,
+        )
     assert writes(c.step(AutoPreferredReplicaLeaderElection())) == {}
 
 
@@ -468,8 +507,12 @@ def test_topic_deletion_stops_and_deletes_replicas_then_removes_the_znodes():
     assert of(actions, DeleteZnodes)[0].paths == ("/admin/delete_topics/ghost",)
     um = to(actions, UpdateMetadataRequest, 1)[0]
     assert um.partition_states[0].leader == -2
-    deletes = [s for r in to(actions, StopReplicaRequest, 1) for s in r.partition_states
-               if s.delete_partition]
+    deletes = [
+        s
+        for r in to(actions, StopReplicaRequest, 1)
+        for s in r.partition_states
+        if s.delete_partition
+    ]
     assert [(s.partition, s.leader_epoch) for s in deletes] == [(0, -2)]
     c.step(StopReplicaResponseReceived(1, {T0: 0}))
     actions = c.step(StopReplicaResponseReceived(2, {T0: 0}))
@@ -486,8 +529,9 @@ def test_topic_deletion_waits_for_dead_replicas():
     c.step(StopReplicaResponseReceived(1, {T0: 0}))
     assert "t" in c.ctx.all_topics
     actions = c.step(BrokerChange(brokers(1, 2, 3)))
-    assert any(s.delete_partition for r in to(actions, StopReplicaRequest, 2)
-               for s in r.partition_states)
+    assert any(
+        s.delete_partition for r in to(actions, StopReplicaRequest, 2) for s in r.partition_states
+    )
     actions = c.step(StopReplicaResponseReceived(2, {T0: 0}))
     assert of(actions, DeleteZnodes)
     assert "t" not in c.ctx.all_topics

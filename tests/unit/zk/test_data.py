@@ -34,15 +34,21 @@ def test_broker_registration_as_kafka_writes_it():
     assert data.encode_broker(info) == (
         b'{"features":{},"listener_security_protocol_map":{"PLAINTEXT":"PLAINTEXT"},'
         b'"endpoints":["PLAINTEXT://localhost:9092"],"jmx_port":-1,"port":9092,'
-        b'"host":"localhost","version":5,"timestamp":"1700000000000"}')
+        b'"host":"localhost","version":5,"timestamp":"1700000000000"}'
+    )
 
 
 def test_broker_registration_with_rack_and_two_listeners_round_trips():
     info = BrokerInfo(
         2,
-        (EndPoint("INTERNAL", "10.0.0.2", 9093, "PLAINTEXT"),
-         EndPoint("EXTERNAL", "::1", 9094, "SSL")),
-        timestamp_ms=5, rack="rack-a", jmx_port=9999)
+        (
+            EndPoint("INTERNAL", "10.0.0.2", 9093, "PLAINTEXT"),
+            EndPoint("EXTERNAL", "::1", 9094, "SSL"),
+        ),
+        timestamp_ms=5,
+        rack="rack-a",
+        jmx_port=9999,
+    )
     encoded = data.encode_broker(info)
     assert b'"rack":"rack-a"' in encoded
     assert b'"EXTERNAL://[::1]:9094"' in encoded
@@ -58,7 +64,8 @@ def test_broker_registration_without_plaintext_has_null_host():
 
 def test_decodes_an_old_version_1_registration():
     info = data.decode_broker(
-        4, b'{"version":1,"host":"old","port":9092,"jmx_port":-1,"timestamp":"1"}')
+        4, b'{"version":1,"host":"old","port":9092,"jmx_port":-1,"timestamp":"1"}'
+    )
     assert info.endpoints == (EndPoint("PLAINTEXT", "old", 9092, "PLAINTEXT"),)
 
 
@@ -70,7 +77,8 @@ def test_broken_broker_registration_is_refused(raw):
 
 def test_controller_znode():
     assert data.encode_controller(2, 1700000000123) == (
-        b'{"version":2,"brokerid":2,"timestamp":"1700000000123","kraftControllerEpoch":-1}')
+        b'{"version":2,"brokerid":2,"timestamp":"1700000000123","kraftControllerEpoch":-1}'
+    )
     assert data.decode_controller(data.encode_controller(2, 1)) == 2
     assert data.encode_controller_epoch(7) == b"7"
     assert data.decode_controller_epoch(b"7") == 7
@@ -80,8 +88,10 @@ def test_topic_znode_as_kafka_writes_it():
     encoded = data.encode_topic(TOPIC_ID, {0: [1, 2], 1: [2, 3], 2: [3, 1]})
     topic_id = data.uuid_to_kafka_str(TOPIC_ID)
     assert encoded == (
-        b'{"partitions":{"0":[1,2],"1":[2,3],"2":[3,1]},"topic_id":"' + topic_id.encode()
-        + b'","adding_replicas":{},"removing_replicas":{},"version":3}')
+        b'{"partitions":{"0":[1,2],"1":[2,3],"2":[3,1]},"topic_id":"'
+        + topic_id.encode()
+        + b'","adding_replicas":{},"removing_replicas":{},"version":3}'
+    )
     decoded = data.decode_topic("t", encoded)
     assert decoded.topic_id == TOPIC_ID
     assert decoded.partitions[2] == ReplicaAssignment((3, 1))
@@ -97,8 +107,10 @@ def test_topic_znode_partition_keys_follow_the_hash_table():
 
 
 def test_topic_znode_during_reassignment_round_trips():
-    partitions = {0: ReplicaAssignment((1, 2, 3), adding=(3,), removing=(1,)),
-                  1: ReplicaAssignment((2, 3))}
+    partitions = {
+        0: ReplicaAssignment((1, 2, 3), adding=(3,), removing=(1,)),
+        1: ReplicaAssignment((2, 3)),
+    }
     encoded = data.encode_topic(TOPIC_ID, partitions)
     assert b'"adding_replicas":{"0":[3]},"removing_replicas":{"0":[1]}' in encoded
     assert data.decode_topic("t", encoded).partitions == partitions
@@ -107,14 +119,17 @@ def test_topic_znode_during_reassignment_round_trips():
 def test_partition_state_as_kafka_writes_it():
     lai = LeaderAndIsr(1, 0, (1, 2), partition_epoch=0)
     assert data.encode_partition_state(lai, 1) == (
-        b'{"controller_epoch":1,"leader":1,"version":1,"leader_epoch":0,"isr":[1,2]}')
+        b'{"controller_epoch":1,"leader":1,"version":1,"leader_epoch":0,"isr":[1,2]}'
+    )
 
 
 def test_partition_state_of_a_recovering_leader_carries_the_recovery_state():
     lai = LeaderAndIsr(3, 4, (3,), LeaderRecoveryState.RECOVERING, 9)
     encoded = data.encode_partition_state(lai, 2)
-    assert encoded == (b'{"controller_epoch":2,"leader":3,"version":1,'
-                       b'"leader_recovery_state":1,"leader_epoch":4,"isr":[3]}')
+    assert encoded == (
+        b'{"controller_epoch":2,"leader":3,"version":1,'
+        b'"leader_recovery_state":1,"leader_epoch":4,"isr":[3]}'
+    )
     # The zkVersion is not in the JSON: it comes from the znode's stat.
     assert data.decode_partition_state(encoded, 9) == data.PartitionStateZnode(lai, 2)
 
@@ -143,7 +158,10 @@ def test_cluster_id_version_is_a_string():
 def test_feature_znode_of_a_zookeeper_mode_controller():
     assert data.encode_feature({}) == b'{"features":{},"version":2,"status":1}'
     assert data.decode_feature(data.encode_feature({"metadata.version": 21})) == (
-        2, 1, {"metadata.version": 21})
+        2,
+        1,
+        {"metadata.version": 21},
+    )
     with pytest.raises(ZkDataError):
         data.decode_feature(b'{"features":{},"version":3,"status":1}')
 
