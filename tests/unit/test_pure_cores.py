@@ -12,6 +12,7 @@ PURE = [
     *sorted((SRC / "controller").glob("*.py")),
     *sorted((SRC / "raft").glob("*.py")),
     *sorted((SRC / "group").glob("*.py")),
+    *sorted((SRC / "zk").glob("*.py")),
     SRC / "broker" / "replication.py",
 ]
 FORBIDDEN_MODULES = {"asyncio", "socket", "selectors", "time", "threading", "subprocess", "os"}
