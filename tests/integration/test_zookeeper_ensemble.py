@@ -121,7 +121,15 @@ def test_three_servers_elect_serve_and_survive_the_leader(ensemble: Ensemble) ->
     assert ensemble.status(old_leader).mode == "follower"
 
 
-def test_stop_all_leaves_nothing_behind(ensemble: Ensemble) -> None:
+def test_a_paused_follower_and_then_stop_all_leaves_nothing_behind(ensemble: Ensemble) -> None:
+    follower = next(i for i, s in ensemble.statuses().items() if s.mode == "follower")
+    assert ensemble.pause(follower)
+    assert ensemble.process_state(follower) == "paused"
+    paused = ensemble.quorum()
+    assert paused.has_quorum and follower not in paused.voting  # two of three still serve
+    assert ensemble.resume(follower)
+    ensemble.wait_serving([follower], timeout=10.0)
+
     state = ensemble.state
     pids = {i: s.pid for i, s in state.zookeepers.items()}
     assert all(pids.values())
