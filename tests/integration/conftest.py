@@ -12,8 +12,9 @@ Fixtures:
   extra server properties, for tests that stop, kill or restart it.
 - ``topic``: a unique topic name for the test.
 
-Every module also runs under a leak guard (``_leak_guard``): a node process started
-under this session's temporary directory, or a lab network namespace created meanwhile,
+Every module also runs under a leak guard (``_leak_guard``): a node process (or a
+ZooKeeper server JVM) started under this session's temporary directory, or a lab network
+namespace created meanwhile,
 that is still there once the module's tests and fixtures are done is killed (removed)
 and reported as an error of that module, so one test can never leave a cluster running
 for the next test or for a `make demo` that follows `make test`.
@@ -326,9 +327,13 @@ def topic(request: pytest.FixtureRequest) -> str:
 _LAB_NETNS = re.compile(r"^(bo[0-9a-f]{6})-n\d+$")
 
 
+_LAB_PROCESSES = ("brownout.node", "org.apache.zookeeper.server.quorum.QuorumPeerMain")
+
+
 def _node_processes(under: str) -> dict[int, str]:
-    """pid -> command line of every live `brownout.node` process whose command line
-    names a path under `under` (this session's tmp dir: never another user's lab)."""
+    """pid -> command line of every live `brownout.node` process or ZooKeeper server whose
+    command line names a path under `under` (this session's tmp dir: never another
+    user's lab)."""
     found = {}
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -340,7 +345,7 @@ def _node_processes(under: str) -> dict[int, str]:
             state = (entry / "stat").read_text().rpartition(")")[2].split()[0]
         except (OSError, IndexError):
             continue
-        if state in ("Z", "X") or "brownout.node" not in args:
+        if state in ("Z", "X") or not any(p in args for p in _LAB_PROCESSES):
             continue
         if any(a.startswith(under) for a in args):
             found[int(entry.name)] = " ".join(a for a in args if a)

@@ -71,6 +71,10 @@ STATUS_HELP = "\n\n".join(
         "broker.session.timeout.ms is enough to fence a broker or lose a leader: the lab, "
         "not Kafka's protocol, is then what a run measures. A SIGSTOP'd (paused) node shows "
         "its pause here once resumed.",
+        "A cluster with a ZooKeeper ensemble also lists each ZooKeeper server: its process "
+        "state, its mode as its `srvr` four-letter word reports it (leader, follower, "
+        "standalone; not-serving while it has no quorum; down when it does not answer) and "
+        "whether the ensemble has a leader and a majority.",
     ]
 )
 
@@ -322,3 +326,26 @@ def status_command(
             "registered brokers: " + (",".join(map(str, data["registered_brokers"])) or "none")
         )
     console.print(f"bootstrap: {data['bootstrap_servers']}")
+    if data.get("zookeeper"):
+        _print_zookeeper(console, data["zookeeper"])
+
+
+def _print_zookeeper(console: Console, ensemble: dict[str, Any]) -> None:
+    table = Table(title="zookeeper", title_justify="left")
+    for column in ("server", "pid", "state", "mode", "client", "zxid"):
+        table.add_column(column)
+    for z in ensemble["servers"]:
+        table.add_row(
+            str(z["id"]), _fmt(z["pid"]), z["state"], z["mode"], z["client_address"],
+            _fmt(z["zxid"]),
+        )
+    console.print(table)
+    q = ensemble["quorum"]
+    line = (
+        f"zookeeper leader: {_fmt(q['leader'])}  up: {q['up']}/{q['size']}  "
+        f"quorum: {'yes' if q['has_quorum'] else 'no'}"
+    )
+    if len(q["leaders"]) > 1:
+        line += f"  (servers {','.join(map(str, q['leaders']))} all say they lead)"
+    console.print(line)
+    console.print(f"zookeeper.connect: {ensemble['connect']}")

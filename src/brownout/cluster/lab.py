@@ -12,6 +12,11 @@ call them (and `Supervisor`) directly.
   first;
 * `--fresh` -> delete the stopped cluster's files and build a new one.
 
+A topology with ZooKeeper servers (`TopologyRequest.zookeepers`) gets a real ensemble
+(`cluster.ensemble`): `up` starts it before the nodes and waits for a leader, `down`
+stops it after them, `status` reports each server's mode and the ensemble's quorum.
+Brokers do not use it yet (ZooKeeper-mode brokers are still to come).
+
 `--network netns` (root only) runs every node in its own network namespace (see
 `cluster.netns`): `up` picks a free private subnet (or checks `--subnet`), records it,
 builds the namespaces just before starting the nodes and removes them again when the
@@ -33,6 +38,8 @@ from ..broker.loop_monitor import RECENT_WINDOW_S, stalls_from_events, worst_sta
 from ..common.events import read_events
 from ..storage import random_uuid
 from . import netns
+from . import zookeeper as zk
+from .ensemble import Ensemble, zookeeper_process_state
 from .ports import PortAllocator
 from .state import LOCK_FILE, STATE_FILE, ClusterState, StateError, locked
 from .supervisor import (
@@ -81,6 +88,8 @@ def _merge_request(stored: TopologyRequest, asked: TopologyRequest, given: set[s
         conflicts.append(f"--network {asked.network} (built with {stored.network})")
     if "subnet" in given and asked.subnet != stored.subnet:
         conflicts.append(f"--subnet {asked.subnet} (built with {stored.subnet})")
+    if "zookeepers" in given and asked.zookeepers != stored.zookeepers:
+        conflicts.append(f"--zookeepers {asked.zookeepers} (built with {stored.zookeepers})")
     if "profile" in given and asked.profile != stored.profile:
         conflicts.append(f"--profile {asked.profile} (built with {stored.profile})")
     for label, a, s in (
@@ -102,8 +111,10 @@ def _merge_request(stored: TopologyRequest, asked: TopologyRequest, given: set[s
 def purge_files(directory: Path, state: ClusterState | None) -> None:
     """Delete what brownout created in `directory` (never anything else)."""
     names = {f"node-{i}" for i in (state.nodes if state else ())}
+    names |= {f"zookeeper-{i}" for i in (state.zookeepers if state else ())}
     if directory.exists():
         names |= {p.name for p in directory.glob("node-*") if p.is_dir()}
+        names |= {p.name for p in directory.glob("zookeeper-*") if p.is_dir()}
     for name in names:
         shutil.rmtree(directory / name, ignore_errors=True)
     for name in (STATE_FILE, LOCK_FILE):
@@ -135,12 +146,12 @@ def up(
     with locked(directory):
         state = ClusterState.load(directory)
         if state is not None:
-            sup = Supervisor(state)
-            running = sup.running_nodes()
+            running = [str(i) for i in Supervisor(state).running_nodes()]
+            running += [f"zookeeper-{i}" for i in Ensemble(state).running_servers()]
             if running:
                 raise LabError(
                     f"a cluster in {directory} is still running (node(s) "
-                    f"{', '.join(map(str, running))}); run `brownout down` first"
+                    f"{', '.join(running)}); run `brownout down` first"
                 )
             if fresh:
                 purge_files(directory, state)
@@ -160,13 +171,21 @@ def up(
             topology = state.topology()
             created = False
         sup = Supervisor(state, topology)
+        ensemble = Ensemble(state, topology)
         if created:
             sup.write_configs()
+            ensemble.write_configs()
         else:
+            # Configs that are there stay as they are: hand edits survive a restart.
             missing = [n for n in topology.nodes if not n.config_path.exists()]
             if missing:
                 Supervisor(
                     state, dataclasses.replace(topology, nodes=tuple(missing))
+                ).write_configs()
+            lacking = [z for z in topology.zookeepers if not z.config_path.exists()]
+            if lacking:
+                Ensemble(
+                    state, dataclasses.replace(topology, zookeepers=tuple(lacking))
                 ).write_configs()
         sup.format_storage()
         if start:
@@ -174,7 +193,12 @@ def up(
                 _require_netns()
                 _build_namespaces(directory, topology)
             try:
-                sup.start_all(timeout)
+                ensemble.start_all(timeout)
+                try:
+                    sup.start_all(timeout)
+                except BaseException:
+                    ensemble.stop_all(timeout=5.0)
+                    raise
             except BaseException:
                 if topology.request.netns:
                     _remove_namespaces(directory)
@@ -235,13 +259,17 @@ def _remove_namespaces(directory: Path) -> dict[str, list[str]]:
 def down(
     directory: Path, *, purge: bool = False, timeout: float = DEFAULT_STOP_TIMEOUT
 ) -> list[int]:
-    """Stop every node (SIGTERM, SIGKILL after `timeout`); with purge, delete the
-    cluster's files. Returns the ids of the nodes that were running."""
+    """Stop every node, then every ZooKeeper server (SIGTERM, SIGKILL after `timeout`);
+    with purge, delete the cluster's files. Returns the ids of the nodes that were
+    running."""
     ClusterState.require(directory)  # before locking: never create an empty directory
     with locked(directory):
         state = ClusterState.require(directory)
         try:
-            stopped = Supervisor(state).stop_all(timeout)
+            try:
+                stopped = Supervisor(state).stop_all(timeout)
+            finally:
+                Ensemble(state).stop_all(timeout)
         finally:
             if state.request.netns:
                 _remove_namespaces(directory)
@@ -327,7 +355,7 @@ def status(directory: Path, timeout: float = 3.0) -> dict[str, Any]:
                 for n in topology.nodes
             },
         )
-    return {
+    data: dict[str, Any] = {
         "directory": str(directory),
         "cluster_id": state.cluster_id,
         "topology": state.request.to_json(),
@@ -338,6 +366,43 @@ def status(directory: Path, timeout: float = 3.0) -> dict[str, Any]:
         "metadata_error": None if metadata is not None else metadata_error,
         "quorum": quorum,
         "nodes": nodes,
+    }
+    if topology.zookeepers:
+        data["zookeeper"] = zookeeper_status(state, topology, timeout)
+        data["running"] = data["running"] or any(
+            s["state"] != "stopped" for s in data["zookeeper"]["servers"]
+        )
+    return data
+
+
+def zookeeper_status(state: ClusterState, topology: Topology, timeout: float) -> dict[str, Any]:
+    """Each ZooKeeper server's process state and mode (its `srvr` reply), and the
+    ensemble's quorum, as plain data."""
+    ensemble = Ensemble(state, topology)
+    statuses = ensemble.statuses(timeout=min(timeout, 2.0))
+    prefix = netns.lab_prefix(state.directory)
+    servers = []
+    for spec in topology.zookeepers:
+        server = state.zookeepers[spec.server_id]
+        process = zookeeper_process_state(server)
+        servers.append(
+            {
+                "id": spec.server_id,
+                "pid": server.pid if process != "stopped" else None,
+                "state": process,
+                "client_address": spec.client_address,
+                "peer_ports": [spec.ports["peer"], spec.ports["election"]],
+                **statuses[spec.server_id].to_json(),
+                "namespace": (
+                    netns.ns_name(prefix, spec.host_id) if state.request.netns else None
+                ),
+                "log": str(spec.log_path),
+            }
+        )
+    return {
+        "connect": topology.zookeeper_connect,
+        "quorum": zk.ensemble_quorum(statuses).to_json(),
+        "servers": servers,
     }
 
 
@@ -408,6 +473,7 @@ __all__ = [
     "load",
     "status",
     "up",
+    "zookeeper_status",
 ]
 
 

@@ -13,7 +13,8 @@ be cleaned up by name (`cleanup`)::
                                       iptables chains <prefix>-in  (from INPUT)
                                                       <prefix>-out (from OUTPUT)
 
-* Addresses come from `topology.node_host` (brokers .10+i, dedicated controllers .200+j);
+* Addresses come from `topology.node_host` (brokers .10+i, dedicated controllers .200+j,
+  ZooKeeper servers .1+j under host ids 4000+j, each in a namespace of its own);
   the root namespace has the bridge address, so clients (workloads, CLI) in the root
   namespace reach every node through the bridge, and their packets arrive from
   ``10.123.X.1``. Nothing is routed outside the subnet: namespaces have no default route.
@@ -90,7 +91,7 @@ class LabNetwork:
     prefix: str
     subnet: str
     bridge_address: str
-    addresses: dict[int, str]  # node id -> its address
+    addresses: dict[int, str]  # host id (node id, or 4000 + ZooKeeper server id) -> address
 
     @classmethod
     def from_topology(cls, topology: Topology, directory: Path | str) -> LabNetwork:
@@ -101,7 +102,7 @@ class LabNetwork:
             lab_prefix(directory),
             subnet,
             bridge_host(subnet),
-            {n.node_id: n.host for n in topology.nodes},
+            topology.hosts,
         )
 
     def namespace(self, node_id: int) -> str:

@@ -7,6 +7,8 @@ Layout (default `.brownout/`, or `--dir`, or the BROWNOUT_DIR environment variab
     node-<id>/node.log           stdout + stderr of the node process
     node-<id>/events.jsonl       the node's structured events
     node-<id>/data/              log.dirs (formatted like kafka-storage format)
+    zookeeper-<id>/              a ZooKeeper server, when the cluster has an ensemble
+                                 (zoo.cfg, data/myid, zookeeper.log: see cluster.zookeeper)
 
 `cluster.json` is written atomically (temp file + rename), so a crash never leaves half
 a file. Ports are recorded there, so restarting a stopped cluster reuses them.
@@ -25,6 +27,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from . import zookeeper as zk
 from .topology import Topology, TopologyRequest, build_topology
 
 STATE_FILE = "cluster.json"
@@ -106,12 +109,37 @@ class NodeState:
 
 
 @dataclasses.dataclass
+class ZooKeeperState:
+    """A ZooKeeper server as recorded: its ports, files and (while it runs) its pid."""
+
+    server_id: int
+    ports: dict[str, int]
+    config_path: str
+    log_path: str
+    data_dir: str
+    pid: int | None = None
+    pgid: int | None = None
+    started_at: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ZooKeeperState:
+        fields = {f.name for f in dataclasses.fields(cls)}
+        values = {k: v for k, v in data.items() if k in fields}
+        values["ports"] = {k: int(v) for k, v in values.get("ports", {}).items()}
+        return cls(**values)
+
+
+@dataclasses.dataclass
 class ClusterState:
     directory: Path
     cluster_id: str
     request: TopologyRequest
     nodes: dict[int, NodeState]
     created_at: str = dataclasses.field(default_factory=_now)
+    zookeepers: dict[int, ZooKeeperState] = dataclasses.field(default_factory=dict)
 
     @property
     def path(self) -> Path:
@@ -124,7 +152,8 @@ class ClusterState:
         return state
 
     def sync_nodes(self, topology: Topology) -> None:
-        """Make the node entries match `topology` (keeping pids of nodes still listed)."""
+        """Make the node and ZooKeeper server entries match `topology` (keeping pids of
+        processes still listed)."""
         old = self.nodes
         self.nodes = {}
         for spec in topology.nodes:
@@ -141,28 +170,57 @@ class ClusterState:
                 pgid=prev.pgid if prev else None,
                 started_at=prev.started_at if prev else None,
             )
+        old_servers = self.zookeepers
+        self.zookeepers = {}
+        for z in topology.zookeepers:
+            was = old_servers.get(z.server_id)
+            self.zookeepers[z.server_id] = ZooKeeperState(
+                server_id=z.server_id,
+                ports=dict(z.ports),
+                config_path=str(z.config_path),
+                log_path=str(z.log_path),
+                data_dir=str(z.data_dir),
+                pid=was.pid if was else None,
+                pgid=was.pgid if was else None,
+                started_at=was.started_at if was else None,
+            )
 
     def recorded_ports(self) -> dict[str, int]:
-        return {
+        ports = {
             f"{n.node_id}.{name}": port
             for n in self.nodes.values()
             for name, port in n.ports.items()
         }
+        ports.update(
+            {
+                zk.port_key(z.server_id, name): port
+                for z in self.zookeepers.values()
+                for name, port in z.ports.items()
+            }
+        )
+        return ports
 
     def topology(self) -> Topology:
         """The topology as recorded: same ids, same ports."""
         return build_topology(self.request, self.directory, ports=self.recorded_ports())
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        topology = self.topology()
+        data = {
             "format_version": FORMAT_VERSION,
             "cluster_id": self.cluster_id,
             "created_at": self.created_at,
             "directory": str(self.directory),
             "topology": self.request.to_json(),
-            "bootstrap_servers": self.topology().bootstrap_servers,
+            "bootstrap_servers": topology.bootstrap_servers,
             "nodes": [n.to_json() for n in sorted(self.nodes.values(), key=lambda n: n.node_id)],
         }
+        if self.zookeepers:  # absent otherwise: KRaft-only state files stay as they were
+            data["zookeeper_connect"] = topology.zookeeper_connect
+            data["zookeepers"] = [
+                z.to_json() for z in sorted(self.zookeepers.values(), key=lambda z: z.server_id)
+            ]
+        return data
 
     def save(self) -> None:
         atomic_write_text(self.path, json.dumps(self.to_json(), indent=2) + "\n")
@@ -175,12 +233,17 @@ class ClusterState:
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
             nodes = {int(n["node_id"]): NodeState.from_json(n) for n in data["nodes"]}
+            servers = {
+                int(z["server_id"]): ZooKeeperState.from_json(z)
+                for z in data.get("zookeepers", [])
+            }
             return cls(
                 directory,
                 str(data["cluster_id"]),
                 TopologyRequest.from_json(data["topology"]),
                 nodes,
                 str(data.get("created_at") or _now()),
+                servers,
             )
         except (OSError, ValueError, KeyError, TypeError) as e:
             raise StateError(

@@ -11,7 +11,8 @@ brownout.node ...``: `ip` enters the node's namespace and execs Python in place,
 recorded pid is still the node's own pid and signals reach it directly.
 
 The fault layer uses `start_node`, `stop_node`, `terminate`, `kill_node`, `pause` and
-`resume`.
+`resume`. The process helpers (`launch`, `runs`, `wait_gone`) also run the ZooKeeper
+servers of `cluster.ensemble`, so both kinds of process are handled alike.
 """
 
 from __future__ import annotations
@@ -85,15 +86,26 @@ def _cmdline(pid: int) -> list[str]:
     return [part.decode(errors="replace") for part in raw.split(b"\0") if part]
 
 
-def is_node_process(pid: int | None, config_path: str) -> bool:
-    """True when `pid` exists, is not a zombie, and runs the node with this config."""
+def runs(pid: int | None, *args: str) -> bool:
+    """True when `pid` exists, is not a zombie, and its command line has every one of
+    `args` (how a recorded pid is told from a recycled one)."""
     if not pid:
         return False
     state = proc_state(pid)
     if state is None or state in ("Z", "X", "x"):
         return False
-    args = _cmdline(pid)
-    return "brownout.node" in args and config_path in args
+    cmdline = _cmdline(pid)
+    return all(a in cmdline for a in args)
+
+
+def is_node_process(pid: int | None, config_path: str) -> bool:
+    """True when `pid` exists, is not a zombie, and runs the node with this config."""
+    return runs(pid, "brownout.node", config_path)
+
+
+def exit_status(pid: int | None) -> int | None:
+    """The exit status of a reaped child of this process, None when unknown."""
+    return _exit_codes.get(pid or -1)
 
 
 def node_process_state(node: NodeState) -> str:
@@ -111,6 +123,43 @@ def _gone(pid: int) -> bool:
         return False
     state = proc_state(pid)
     return state is None or state in ("Z", "X", "x")
+
+
+def gone(pid: int | None) -> bool:
+    """True when the process has exited (a child of ours is reaped on the way)."""
+    return pid is None or _gone(pid)
+
+
+def wait_gone(pids: Iterable[int], timeout: float) -> set[int]:
+    """Wait up to `timeout` for the processes to exit; returns those still there."""
+    deadline = time.monotonic() + timeout
+    left = set(pids)
+    while left:
+        left = {p for p in left if not _gone(p)}
+        if not left or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    return left
+
+
+def launch(
+    argv: list[str], log_path: Path, cwd: Path, env: dict[str, str] | None = None
+) -> int:
+    """Start `argv` in its own session and process group, stdout and stderr appended to
+    `log_path`, stdin closed; returns its pid (= its process group id)."""
+    with log_path.open("ab") as log:
+        proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            cwd=cwd,
+            env=env,
+            start_new_session=True,
+            close_fds=True,
+        )
+    _children[proc.pid] = proc
+    return proc.pid
 
 
 def port_in_use(port: int, host: str = HOST) -> bool:
@@ -225,23 +274,12 @@ class Supervisor:
             from .netns import exec_prefix, lab_prefix
 
             argv = [*exec_prefix(lab_prefix(self.state.directory), node_id), *argv]
-        with spec.log_path.open("ab") as log:
-            proc = subprocess.Popen(
-                argv,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                cwd=spec.directory,
-                env=env,
-                start_new_session=True,
-                close_fds=True,
-            )
-        _children[proc.pid] = proc
-        node.pid = proc.pid
-        node.pgid = proc.pid  # start_new_session: the node leads its own process group
+        pid = launch(argv, spec.log_path, spec.directory, env)
+        node.pid = pid
+        node.pgid = pid  # start_new_session: the node leads its own process group
         node.started_at = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
         self.state.save()
-        return proc.pid
+        return pid
 
     def start_all(self, timeout: float = DEFAULT_START_TIMEOUT) -> None:
         """Start every node (controllers first), wait until the cluster is ready; on
@@ -490,11 +528,4 @@ class Supervisor:
 
     @staticmethod
     def _wait_gone(pids: list[int], timeout: float) -> set[int]:
-        deadline = time.monotonic() + timeout
-        left = set(pids)
-        while left:
-            left = {p for p in left if not _gone(p)}
-            if not left or time.monotonic() > deadline:
-                break
-            time.sleep(0.05)
-        return left
+        return wait_gone(pids, timeout)

@@ -13,6 +13,9 @@ Node ids
 * Combined mode (``--combined``): N nodes with ids 1..N, each a broker; the first
   ``controllers`` of them (all N when not given) are also controllers
   (``process.roles=broker,controller``), every one of them a voter.
+* ZooKeeper servers (``zookeepers``, 0 by default) have their own ids 1..Z (their
+  ``myid``) and their own specs (`ZooKeeperSpec`, see `cluster.zookeeper`); in the netns
+  layer server j is host ``ZOOKEEPER_HOST_BASE + j`` (4000 + j).
 
 Listeners
 ---------
@@ -34,10 +37,12 @@ Network modes
 * ``netns``: each node runs in its own Linux network namespace with its own address in
   a private subnet (``--subnet``, e.g. 10.123.7.0/24; the lab picks a free one and
   records it). Addresses are fixed by node id (`node_host`): the bridge in the root
-  namespace is ``.1``, broker / combined node ``i`` is ``.(10+i)``, dedicated controller
-  ``3000+j`` is ``.(200+j)``. Every node listens on Kafka's usual ports, 9092
-  (PLAINTEXT) and 9093 (CONTROLLER), on its own address. The namespaces themselves are
-  made by `cluster.netns`; this module only computes the addresses.
+  namespace is ``.1``, ZooKeeper server ``j`` is ``.(1+j)``, broker / combined node ``i``
+  is ``.(10+i)``, dedicated controller ``3000+j`` is ``.(200+j)``. Every node listens on
+  Kafka's usual ports, 9092 (PLAINTEXT) and 9093 (CONTROLLER), on its own address; every
+  ZooKeeper server on ZooKeeper's, 2181 (client), 2888 (peer) and 3888 (election). The
+  namespaces themselves are made by `cluster.netns`; this module only computes the
+  addresses.
 
 Precedence (later wins): generated keys < profile < ``--set`` < ``--broker-set`` (nodes
 with the broker role) < ``--controller-set`` (nodes with the controller role). Keys that
@@ -53,6 +58,8 @@ from pathlib import Path
 from typing import Any
 
 from ..common.kafka_config import BROKER_CONFIG
+from . import zookeeper as zk
+from .zookeeper import ZooKeeperSpec
 
 CONTROLLER_ID_BASE = 3000
 BROKER_LISTENER = "PLAINTEXT"
@@ -61,6 +68,7 @@ HOST = "127.0.0.1"
 NETWORK_MODES = ("loopback", "netns")
 NETNS_PORTS = {BROKER_LISTENER: 9092, CONTROLLER_LISTENER: 9093}
 BRIDGE_HOST_OFFSET = 1
+ZOOKEEPER_HOST_OFFSET = 1  # server j at .(1+j): .2 to .8, between the bridge and brokers
 BROKER_HOST_OFFSET = 10
 CONTROLLER_HOST_OFFSET = 200
 
@@ -175,6 +183,7 @@ class TopologyRequest:
     overrides: Overrides = dataclasses.field(default_factory=Overrides)
     network: str = "loopback"  # one of NETWORK_MODES
     subnet: str | None = None  # netns mode: the private subnet (None: not chosen yet)
+    zookeepers: int = 0  # servers of a ZooKeeper ensemble beside the nodes (0: none)
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -187,6 +196,8 @@ class TopologyRequest:
         if self.network != "loopback" or self.subnet:
             data["network"] = self.network
             data["subnet"] = self.subnet
+        if self.zookeepers:
+            data["zookeepers"] = self.zookeepers
         return data
 
     @classmethod
@@ -199,6 +210,7 @@ class TopologyRequest:
             Overrides.from_json(data.get("overrides")),
             str(data.get("network") or "loopback"),
             data.get("subnet"),
+            int(data.get("zookeepers") or 0),
         )
 
     def describe(self) -> str:
@@ -207,6 +219,8 @@ class TopologyRequest:
             f"--brokers {self.brokers} --controllers {self.voter_count} ({mode}), "
             f"--profile {self.profile}"
         )
+        if self.zookeepers:
+            text += f", --zookeepers {self.zookeepers}"
         if self.network != "loopback":
             text += f", --network {self.network}"
             if self.subnet:
@@ -288,6 +302,7 @@ class Topology:
     request: TopologyRequest
     nodes: tuple[NodeSpec, ...]
     warnings: tuple[str, ...] = ()
+    zookeepers: tuple[ZooKeeperSpec, ...] = ()
 
     @property
     def brokers(self) -> list[NodeSpec]:
@@ -305,6 +320,26 @@ class Topology:
     def voters(self) -> str:
         return voters_string(self.controllers)
 
+    @property
+    def zookeeper_connect(self) -> str:
+        """The ensemble's connect string ("" when the topology has no ZooKeeper)."""
+        return zk.connect_string(self.zookeepers)
+
+    @property
+    def hosts(self) -> dict[int, str]:
+        """Every process's netns host id -> its address: nodes by id, ZooKeeper servers
+        by `ZooKeeperSpec.host_id`."""
+        found = {n.node_id: n.host for n in self.nodes}
+        found.update({z.host_id: z.host for z in self.zookeepers})
+        return found
+
+    def zookeeper(self, server_id: int) -> ZooKeeperSpec:
+        for z in self.zookeepers:
+            if z.server_id == server_id:
+                return z
+        known = ", ".join(str(z.server_id) for z in self.zookeepers) or "none"
+        raise TopologyError(f"no ZooKeeper server {server_id} in this cluster (servers: {known})")
+
     def node(self, node_id: int) -> NodeSpec:
         for n in self.nodes:
             if n.node_id == node_id:
@@ -313,8 +348,17 @@ class Topology:
         raise TopologyError(f"no node {node_id} in this cluster (nodes: {known})")
 
     def ports(self) -> dict[str, int]:
-        """Every port, keyed like the state file records them: "<id>.<LISTENER>"."""
-        return {port_key(n.node_id, name): p for n in self.nodes for name, p in n.ports.items()}
+        """Every port, keyed like the state file records them: "<id>.<LISTENER>" for
+        nodes, "zookeeper-<id>.<name>" for ZooKeeper servers."""
+        found = {port_key(n.node_id, name): p for n in self.nodes for name, p in n.ports.items()}
+        found.update(
+            {
+                zk.port_key(z.server_id, name): p
+                for z in self.zookeepers
+                for name, p in z.ports.items()
+            }
+        )
+        return found
 
 
 def port_key(node_id: int, listener: str) -> str:
@@ -348,9 +392,13 @@ def bridge_host(subnet: str) -> str:
 
 def node_host(subnet: str, node_id: int) -> str:
     """A node's address in netns mode: broker (or combined node) i -> .(10+i),
-    dedicated controller 3000+j -> .(200+j) (offsets from the network address)."""
+    dedicated controller 3000+j -> .(200+j), ZooKeeper server j (host id 4000+j) ->
+    .(1+j) (offsets from the network address)."""
     net = parse_subnet(subnet)
-    if node_id >= CONTROLLER_ID_BASE:
+    if node_id > zk.ZOOKEEPER_HOST_BASE:
+        offset = ZOOKEEPER_HOST_OFFSET + node_id - zk.ZOOKEEPER_HOST_BASE
+        limit = BROKER_HOST_OFFSET
+    elif node_id >= CONTROLLER_ID_BASE:
         offset = CONTROLLER_HOST_OFFSET + node_id - CONTROLLER_ID_BASE
         limit = 255
     else:
@@ -372,6 +420,11 @@ def validate(request: TopologyRequest) -> None:
         parse_subnet(request.subnet)
     if request.brokers < 1:
         raise TopologyError(f"--brokers must be at least 1, got {request.brokers}")
+    if not 0 <= request.zookeepers <= zk.MAX_SERVERS:
+        raise TopologyError(
+            f"--zookeepers must be between 0 (no ZooKeeper) and {zk.MAX_SERVERS}, got "
+            f"{request.zookeepers} (ZooKeeper ensembles have 1, 3, 5 or at most 7 servers)"
+        )
     if request.controllers is not None and request.controllers < 1:
         raise TopologyError(f"--controllers must be at least 1, got {request.controllers}")
     if request.combined and request.voter_count > request.brokers:
@@ -430,12 +483,15 @@ def build_topology(
         return node_host(request.subnet, node_id) if request.subnet else HOST
 
     def port(node_id: int, listener: str) -> int:
-        key = port_key(node_id, listener)
+        return recorded(port_key(node_id, listener), NETNS_PORTS[listener],
+                        f"node {node_id} {listener}")
+
+    def recorded(key: str, netns_port: int, what: str) -> int:
         if key not in ports and request.netns:
-            ports[key] = NETNS_PORTS[listener]
+            ports[key] = netns_port
         if key not in ports:
             if allocate is None:
-                raise TopologyError(f"no port recorded for node {node_id} {listener}")
+                raise TopologyError(f"no port recorded for {what}")
             ports[key] = int(allocate())
         return ports[key]
 
@@ -490,4 +546,25 @@ def build_topology(
         if skel.is_controller:
             props.update(request.overrides.controller)
         nodes.append(dataclasses.replace(skel, properties=props))
-    return Topology(request, tuple(nodes), tuple(unknown_key_warnings(request)))
+
+    ensemble = []
+    for server_id in range(1, request.zookeepers + 1):
+        server_ports = {
+            name: recorded(
+                zk.port_key(server_id, name),
+                zk.NETNS_PORTS[name],
+                f"ZooKeeper server {server_id} {name} port",
+            )
+            for name in zk.PORT_NAMES
+        }
+        ensemble.append(
+            ZooKeeperSpec(
+                server_id,
+                server_ports,
+                base_dir / f"zookeeper-{server_id}",
+                host(zk.ZOOKEEPER_HOST_BASE + server_id),
+            )
+        )
+    return Topology(
+        request, tuple(nodes), tuple(unknown_key_warnings(request)), zk.with_configs(ensemble)
+    )

@@ -1,0 +1,87 @@
+"""Finding a Java runtime for the lab's JVMs (ZooKeeper servers, the Spark pipeline).
+
+`find_java` follows the rule of Spark's own launcher (bin/spark-class): ``$JAVA_HOME/bin/java``
+when JAVA_HOME is set, else ``java`` on PATH. So the lab and PySpark always agree on
+which Java they run, and a user fixes both with one setting.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from collections.abc import Mapping
+from pathlib import Path
+
+MINIMUM_JAVA = 17  # what PySpark 4 and the lab's ZooKeeper 3.9 are tested with
+
+INSTALL_HINT = (
+    "install a Java runtime (Debian: apt-get install openjdk-17-jre-headless) or point "
+    "JAVA_HOME at one"
+)
+
+# `java -version` prints e.g. `openjdk version "17.0.15" 2025-04-15` or, before Java 9,
+# `java version "1.8.0_392"`; vendors vary the first word.
+_VERSION_RE = re.compile(r'version "(\d+)(?:\.(\d+))?[^"]*"')
+
+
+class JavaError(RuntimeError):
+    """No usable Java: missing, unrunnable or too old; the message says which and how to fix."""
+
+
+def parse_java_version(text: str) -> int | None:
+    """The feature release (8, 11, 17, 21, ...) from `java -version` output, None if absent."""
+    match = _VERSION_RE.search(text)
+    if match is None:
+        return None
+    major = int(match.group(1))
+    if major == 1 and match.group(2) is not None:  # "1.8.0_392" is Java 8
+        return int(match.group(2))
+    return major
+
+
+def find_java(env: Mapping[str, str] | None = None) -> Path | None:
+    """``$JAVA_HOME/bin/java`` when JAVA_HOME is set, else ``java`` on PATH; None if neither."""
+    env = os.environ if env is None else env
+    home = env.get("JAVA_HOME")
+    if home:
+        candidate = Path(home) / "bin" / "java"
+        return candidate if os.access(candidate, os.X_OK) else None
+    found = shutil.which("java", path=env.get("PATH"))
+    return Path(found) if found else None
+
+
+def require_java(
+    purpose: str, minimum: int = MINIMUM_JAVA, env: Mapping[str, str] | None = None
+) -> Path:
+    """The java executable to run, checked to be Java `minimum` or newer; JavaError naming
+    `purpose` (what needs it) otherwise."""
+    env = os.environ if env is None else env
+    java = find_java(env)
+    if java is None:
+        where = (
+            f"JAVA_HOME is {env['JAVA_HOME']} but it has no executable bin/java"
+            if env.get("JAVA_HOME")
+            else "no `java` on PATH and JAVA_HOME is not set"
+        )
+        raise JavaError(f"{purpose} needs Java {minimum} or newer: {where}; {INSTALL_HINT}")
+    try:
+        result = subprocess.run(
+            [str(java), "-version"], capture_output=True, text=True, timeout=30, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise JavaError(
+            f"{purpose} needs Java {minimum} or newer: cannot run {java}: {e}"
+        ) from None
+    version = parse_java_version(result.stderr + result.stdout)
+    if version is None:
+        raise JavaError(
+            f"{purpose} needs Java {minimum} or newer: `{java} -version` did not say which "
+            f"version it is (exit status {result.returncode}): {result.stderr.strip()[:200]}"
+        )
+    if version < minimum:
+        raise JavaError(
+            f"{purpose} needs Java {minimum} or newer, but {java} is Java {version}; {INSTALL_HINT}"
+        )
+    return java
