@@ -46,10 +46,11 @@ def wait_serving(poll: Callable[[float], object], seconds: float) -> None:
     so a wait under 1 ms given to poll() returns at once and a pacing loop built on it
     spins a core at high rates, taking the CPU the lab's nodes need. Whole milliseconds
     are waited in poll() (callbacks run meanwhile, GIL released); the rest in a sleep.
+    poll() runs even for a sub-millisecond wait (then with 0): at 10 000 sends/s no wait
+    is a whole millisecond, and delivery callbacks would wait for the final flush.
     """
     whole_ms = int(seconds * 1000) / 1000
-    if whole_ms > 0:
-        poll(whole_ms)
+    poll(whole_ms)
     rest = seconds - whole_ms
     if rest > 0:
         time.sleep(rest)
