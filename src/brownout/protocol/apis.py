@@ -4,6 +4,10 @@ Only versions that are really implemented are advertised: a client picks the hig
 version both sides list, so advertising one the handlers cannot serve breaks it. The
 ranges cover what librdkafka 2.16, kafka-python 3.0 and aiokafka 0.14 send, and stay
 inside what kio 0.6.5 can encode.
+
+`request_class` and `response_class` are the one way to get the entity of an (api key,
+version): kio's, or for the ZooKeeper-era APIs kio lacks (keys 4-7) the ones in
+`zkapis`, which have the same shape.
 """
 
 from __future__ import annotations
@@ -13,12 +17,18 @@ import functools
 
 from kio.index import load_request_schema, load_response_schema
 
+from . import zkapis
+
 
 class ApiKey(enum.IntEnum):
     PRODUCE = 0
     FETCH = 1
     LIST_OFFSETS = 2
     METADATA = 3
+    LEADER_AND_ISR = 4
+    STOP_REPLICA = 5
+    UPDATE_METADATA = 6
+    CONTROLLED_SHUTDOWN = 7
     OFFSET_COMMIT = 8
     OFFSET_FETCH = 9
     FIND_COORDINATOR = 10
@@ -80,9 +90,13 @@ def is_supported(api_key: int, api_version: int, table: dict[ApiKey, tuple[int, 
 
 @functools.cache
 def request_class(api_key: int, api_version: int) -> type:
+    if api_key in zkapis.VERSIONS:
+        return zkapis.load_request_schema(api_key, api_version)
     return load_request_schema(api_key, api_version)  # type: ignore[return-value]
 
 
 @functools.cache
 def response_class(api_key: int, api_version: int) -> type:
+    if api_key in zkapis.VERSIONS:
+        return zkapis.load_response_schema(api_key, api_version)
     return load_response_schema(api_key, api_version)  # type: ignore[return-value]

@@ -4,7 +4,8 @@ The asyncio server owns the socket and feeds this object (DESIGN.md, protocol/).
 here touches a transport, so malformed input is tested with plain byte strings.
 
 Framing: every request is a 4-byte big-endian size followed by a request header and
-body. The header version is 2 (with tagged fields) for flexible API versions, else 1.
+body. The header version is 2 (with tagged fields) for flexible API versions, else 1,
+except ControlledShutdown v0, whose header (v0) has no client id.
 Responses use header v1 for flexible versions and v0 otherwise, except ApiVersions,
 whose response header is always v0 so that a client can parse it before it knows
 which versions the broker speaks.
@@ -51,9 +52,14 @@ def parse_header_prefix(frame: bytes | memoryview) -> RequestHeader:
     This works for any api key and version, which is what ApiVersions needs to answer
     an unknown version instead of dropping the connection.
     """
-    if len(frame) < _HEADER_PREFIX.size + _STRING_LEN.size:
+    if len(frame) < _HEADER_PREFIX.size:
         raise InvalidRequestError(f"request header too short ({len(frame)} bytes)")
     api_key, api_version, correlation_id = _HEADER_PREFIX.unpack_from(frame, 0)
+    if api_key == ApiKey.CONTROLLED_SHUTDOWN and api_version == 0:
+        # Request header v0, used by this request only, has no client id: the body follows.
+        return RequestHeader(api_key, api_version, correlation_id, None)
+    if len(frame) < _HEADER_PREFIX.size + _STRING_LEN.size:
+        raise InvalidRequestError(f"request header too short ({len(frame)} bytes)")
     (n,) = _STRING_LEN.unpack_from(frame, _HEADER_PREFIX.size)
     start = _HEADER_PREFIX.size + _STRING_LEN.size
     if n < -1 or start + max(n, 0) > len(frame):
@@ -113,8 +119,9 @@ class ServerConnection:
             ) from e
         # Bytes after the body are ignored, as Kafka's parser does: librdkafka's
         # Metadata v12 request for all topics carries three of them.
+        client_id = getattr(header, "client_id", None)  # header v0 has none
         return Request(
-            RequestHeader(key, version, prefix.correlation_id, header.client_id), body, len(frame)
+            RequestHeader(key, version, prefix.correlation_id, client_id), body, len(frame)
         )
 
     @staticmethod
