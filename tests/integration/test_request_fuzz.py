@@ -30,7 +30,7 @@ from kio.serial import entity_writer
 from brownout.broker.apis import ClientContext, CloseConnection, UnsupportedRequest
 from brownout.broker.controller_server import CONTROLLER_APIS
 from brownout.broker.raft_manager import RAFT_APIS
-from brownout.node import Node, load_config
+from brownout.node import KafkaRaftServer, load_config
 from brownout.protocol.apis import BROKER_APIS, ApiKey, request_class
 from brownout.protocol.build import build
 from brownout.protocol.connection import ServerConnection
@@ -56,7 +56,9 @@ class Seed:
 
 
 class InProcessNode:
-    def __init__(self, node: Node, loop: asyncio.AbstractEventLoop, bootstrap: str) -> None:
+    def __init__(
+        self, node: KafkaRaftServer, loop: asyncio.AbstractEventLoop, bootstrap: str
+    ) -> None:
         self.node = node
         self.loop = loop
         self.bootstrap = bootstrap
@@ -69,7 +71,10 @@ class InProcessNode:
         return result
 
     async def _serve(self, listener: str, frame: bytes) -> str:
-        server = self.node.socket_server if listener == "broker" else self.node.controller_server
+        node = self.node
+        assert node.broker is not None and node.controller is not None
+        server = (node.broker.socket_server if listener == "broker"
+                  else node.controller.socket_server)
         assert server is not None
         conn = ServerConnection(
             max_request_size=server.max_request_size, supported=server.supported()
@@ -102,7 +107,7 @@ def live_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[InProcessNod
     loop = asyncio.new_event_loop()
     thread = threading.Thread(target=loop.run_forever, name="fuzzed-node", daemon=True)
     thread.start()
-    node = Node(config)
+    node = KafkaRaftServer(config)
     try:
         asyncio.run_coroutine_threadsafe(node.start(), loop).result(30)
         in_process = InProcessNode(node, loop, files.bootstrap)

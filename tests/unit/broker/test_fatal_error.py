@@ -10,7 +10,7 @@ import asyncio
 from brownout.broker.lifecycle import BrokerLifecycleManager
 from brownout.common.events import EventLog
 from brownout.common.kafka_config import KafkaConfig
-from brownout.node import Node
+from brownout.node import KafkaRaftServer
 
 CONFIG = {
     "process.roles": "broker,controller",
@@ -32,8 +32,9 @@ def lifecycle() -> BrokerLifecycleManager:
 
 def test_a_fatal_error_skips_controlled_shutdown_and_is_kept_for_the_exit_code():
     async def main() -> None:
-        node = Node(KafkaConfig(CONFIG))
-        node.lifecycle = lifecycle()
+        node = KafkaRaftServer(KafkaConfig(CONFIG))
+        assert node.broker is not None
+        node.broker.lifecycle = lifecycle()
         node._started = True
         node._raft_failed(KeyError("topic id"))
         await asyncio.wait_for(node.wait_stopped(), 1)
@@ -45,8 +46,9 @@ def test_a_fatal_error_skips_controlled_shutdown_and_is_kept_for_the_exit_code()
 
 def test_a_fatal_error_during_controlled_shutdown_ends_the_wait():
     async def main() -> None:
-        node = Node(KafkaConfig(CONFIG))
-        node.lifecycle = lifecycle()
+        node = KafkaRaftServer(KafkaConfig(CONFIG))
+        assert node.broker is not None
+        node.broker.lifecycle = lifecycle()
         node._started = True
         node.request_stop()  # SIGTERM: a controlled shutdown begins
         stopping = asyncio.create_task(node.shutdown())
