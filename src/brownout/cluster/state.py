@@ -102,10 +102,7 @@ class NodeState:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> NodeState:
-        fields = {f.name for f in dataclasses.fields(cls)}
-        values = {k: v for k, v in data.items() if k in fields}
-        values["ports"] = {k: int(v) for k, v in values.get("ports", {}).items()}
-        return cls(**values)
+        return cls(**_process_fields(cls, data))
 
 
 @dataclasses.dataclass
@@ -126,10 +123,16 @@ class ZooKeeperState:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> ZooKeeperState:
-        fields = {f.name for f in dataclasses.fields(cls)}
-        values = {k: v for k, v in data.items() if k in fields}
-        values["ports"] = {k: int(v) for k, v in values.get("ports", {}).items()}
-        return cls(**values)
+        return cls(**_process_fields(cls, data))
+
+
+def _process_fields(cls: type, data: dict[str, Any]) -> dict[str, Any]:
+    """The fields of a recorded process (node or ZooKeeper server) that `cls` knows;
+    keys from other versions of the state file are ignored."""
+    fields = {f.name for f in dataclasses.fields(cls)}
+    values = {k: v for k, v in data.items() if k in fields}
+    values["ports"] = {k: int(v) for k, v in values.get("ports", {}).items()}
+    return values
 
 
 @dataclasses.dataclass
