@@ -522,14 +522,19 @@ class Nemesis:
         return self.ensemble.resume(server)
 
     def _do_resume(self, fault: Fault, nodes: tuple[int, ...], details: dict[str, Any]) -> str:
-        resumed = [n for n in nodes if self._resume(n)]
+        # A group target (all-zookeepers, all) names running ones too: SIGCONT does them
+        # no harm, but only the paused ones are reported as resumed.
+        paused = {n for n in nodes if self.process_state(n) == "paused"}
+        signalled = [n for n in nodes if self._resume(n)]
+        resumed = [n for n in signalled if n in paused]
         details["resumed"] = resumed
+        details["not_paused"] = [n for n in signalled if n not in paused]
         if not resumed:
-            return (
-                "no paused node to resume"
-                if not nodes
-                else (f"node(s) {_ids(nodes)} not running: nothing resumed")
-            )
+            if not nodes:
+                return "no paused node to resume"
+            if signalled:
+                return f"node(s) {_ids(signalled)} not paused: nothing resumed"
+            return f"node(s) {_ids(nodes)} not running: nothing resumed"
         return f"SIGCONT: node(s) {_ids(resumed)} resumed"
 
     def _start(self, nodes: Iterable[int], details: dict[str, Any]) -> list[int]:
