@@ -1,19 +1,22 @@
 """The nemesis against a real three-server ZooKeeper ensemble started by `lab.up` beside
 one combined KRaft node: kill the leader, restart a killed server, pause a minority and
-a majority, with targets resolved at fault time from each server's `srvr`."""
+a majority, with targets resolved at fault time from each server's `srvr`; as root, the
+leader isolated in network namespaces and healed."""
 
 from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from _cluster import wait_until
 
-from brownout.cluster import lab
+from brownout.cluster import lab, netns
 from brownout.cluster import zookeeper as zk
 from brownout.cluster.ensemble import Ensemble, is_zookeeper_process
 from brownout.cluster.state import ClusterState
@@ -171,3 +174,54 @@ def test_a_paused_majority_loses_the_quorum_until_resumed(nemesis: Nemesis) -> N
     assert sorted(_servers(resumed.details["resumed"])) == sorted(silenced)
     back = wait_until(lambda: _whole(ensemble), SILENCE_TIMEOUT, "the quorum back")
     assert back.leader is not None
+
+
+def _netns_unavailable() -> str | None:
+    if not netns.is_root():
+        return "network namespaces need root"
+    for tool in ("ip", "iptables"):
+        if shutil.which(tool) is None:
+            return f"{tool} is not installed"
+    return None
+
+
+@pytest.mark.skipif(_netns_unavailable() is not None, reason=str(_netns_unavailable()))
+def test_isolate_the_leader_in_network_namespaces_then_heal(tmp_path: Path) -> None:
+    directory = tmp_path / "netns-lab"
+    request = TopologyRequest(
+        brokers=1, combined=True, profile="fast", network="netns", zookeepers=3
+    )
+    result = lab.up(directory, request, timeout=START_TIMEOUT)
+    state = result.state
+    try:
+        nemesis = Nemesis(state, seed=3, rejoin_timeout=START_TIMEOUT)
+        nemesis.setup()
+        ensemble = nemesis.ensemble
+        old = ensemble.quorum().leader
+        assert old is not None
+
+        cut = nemesis.invoke("isolate", "zk-leader")
+        assert cut.outcome == "ok", cut.message
+        assert cut.details["isolated"] == [zookeeper_host(old)]
+        # Cut from the other servers, the node and clients, in its own namespace.
+        rules = nemesis.network().rules()[zookeeper_host(old)]
+        others = [s.host for s in result.topology.zookeepers if s.server_id != old]
+        for address in [*others, result.topology.node(1).host]:
+            assert any(f"-s {address}/32 " in rule for rule in rules), rules
+        assert ensemble.status(old, timeout=1.0).mode == zk.DOWN  # clients cannot reach it
+
+        new = wait_until(
+            lambda: _led_by_others(ensemble, old), SILENCE_TIMEOUT, "a leader among the others"
+        )
+        assert new.leader != old and len(new.voting) == 2
+
+        healed = nemesis.heal()
+        assert healed.outcome == "ok" and nemesis.network().rules() == {}
+        wait_until(lambda: _whole(ensemble), SILENCE_TIMEOUT, "the old leader back")
+        assert ensemble.status(old).mode == "follower"
+    finally:
+        try:
+            lab.down(directory, purge=True, timeout=10.0)
+        finally:
+            _kill_recorded(state)
+    assert not any(netns.leftovers(netns.lab_prefix(directory)).values())
