@@ -23,11 +23,9 @@ fault_app = typer.Typer(
     help="Inject one fault into the cluster in --dir (kill, terminate, pause, resume, start, "
     "restart, rolling-restart, isolate, partition, loss, bandwidth, latency, heal). "
     + TARGET_HELP
-    + ". ZooKeeper servers of the cluster's ensemble (zookeeper:N, zk-leader, "
-    "random-zookeeper, minority-zookeepers, majority-zookeepers, all-zookeepers) take the "
-    "process faults (kill, terminate, pause, resume, start, restart) and the network ones. "
-    "Network faults need `brownout up --network netns` (root). Exit status: 0 ok, "
-    "1 refused/failed, 3 indeterminate.",
+    + ". ZooKeeper servers (of a cluster with an ensemble) take the process faults and, "
+    "like nodes, the network ones. Network faults need `brownout up --network netns` "
+    "(root). Exit status: 0 ok, 1 refused/failed, 3 indeterminate.",
     no_args_is_help=True,
 )
 

@@ -8,7 +8,9 @@ import random
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
+from brownout.cli import app
 from brownout.cluster import lab
 from brownout.cluster.topology import TopologyRequest
 from brownout.faults import grudge as grudges
@@ -179,3 +181,19 @@ def test_nemesis_refuses_zookeeper_targets_without_an_ensemble(tmp_path: Path) -
     assert result.outcome == "fail"
     assert result.message.startswith("this cluster has no ZooKeeper ensemble (start it with")
     assert nemesis._targets(Fault("start")) == (1,)
+
+
+def test_the_fault_command_names_servers_and_refuses_without_an_ensemble(
+    tmp_path: Path,
+) -> None:
+    runner = CliRunner()
+    help_text = runner.invoke(app, ["fault", "pause", "--help"], env={"COLUMNS": "300"}).output
+    assert "zk-leader" in help_text and "minority-zookeepers" in help_text
+    with_ensemble = _nemesis(tmp_path / "zk", 3).state.directory
+    out = runner.invoke(app, ["fault", "kill", "zookeeper:3", "--dir", str(with_ensemble)])
+    assert out.exit_code == 1
+    assert "target zookeeper:3 -> node(s) zookeeper-3" in out.output
+    without = _nemesis(tmp_path / "kraft", 0).state.directory
+    out = runner.invoke(app, ["fault", "kill", "zk-leader", "--dir", str(without)])
+    assert out.exit_code == 1
+    assert "this cluster has no ZooKeeper ensemble" in out.output
