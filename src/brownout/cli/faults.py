@@ -15,7 +15,7 @@ import typer
 
 from ..cluster.state import ClusterState, locked, resolve_dir
 from ..faults.nemesis import Fault, Nemesis
-from ..faults.targets import TARGET_HELP
+from ..faults.targets import TARGET_HELP, describe_id
 from ._common import DirOption, handle_errors
 
 fault_app = typer.Typer(
@@ -23,8 +23,9 @@ fault_app = typer.Typer(
     help="Inject one fault into the cluster in --dir (kill, terminate, pause, resume, start, "
     "restart, rolling-restart, isolate, partition, loss, bandwidth, latency, heal). "
     + TARGET_HELP
-    + ". Network faults need `brownout up --network netns` (root). Exit status: 0 ok, "
-    "1 refused/failed, 3 indeterminate.",
+    + ". ZooKeeper servers (of a cluster with an ensemble) take the process faults and, "
+    "like nodes, the network ones. Network faults need `brownout up --network netns` "
+    "(root). Exit status: 0 ok, 1 refused/failed, 3 indeterminate.",
     no_args_is_help=True,
 )
 
@@ -32,7 +33,10 @@ TargetArg = Annotated[str, typer.Argument(help=TARGET_HELP, show_default=False)]
 OptionalTargetArg = Annotated[str | None, typer.Argument(help=TARGET_HELP, show_default=False)]
 SeedOption = Annotated[
     int | None,
-    typer.Option("--seed", help="Seed for random targets (random-broker, minority-..., halves)."),
+    typer.Option(
+        "--seed",
+        help="Seed for random targets (random-broker, minority-..., minority-zookeepers, halves).",
+    ),
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print the fault's history value.")]
 TimeoutOption = Annotated[
@@ -61,8 +65,9 @@ FromOption = Annotated[
     str | None,
     typer.Option(
         "--from",
-        help="Whom to cut the targets from: everyone (default: other nodes and clients) | "
-        "nodes | controllers | brokers | clients | a TARGET.",
+        help="Whom to cut the targets from: everyone (default: other nodes, ZooKeeper "
+        "servers and clients) | nodes (nodes and ZooKeeper servers) | controllers | brokers "
+        "| clients | a TARGET (e.g. all-zookeepers: cut a broker from ZooKeeper only).",
         show_default=False,
     ),
 ]
@@ -96,14 +101,14 @@ def _run(
         typer.echo(json.dumps(result.value(), indent=2, default=str))
     else:
         if target is not None:
-            nodes = ", ".join(map(str, result.nodes)) or "-"
+            nodes = ", ".join(map(describe_id, result.nodes)) or "-"
             typer.echo(f"target {target} -> node(s) {nodes}")
         line = f"{result.outcome}: {action}: {result.message} ({result.duration:.2f}s)"
         typer.echo(line, err=result.outcome == "fail")
     raise typer.Exit(EXIT.get(result.outcome, 1))
 
 
-@fault_app.command("kill", help="SIGKILL (kill -9) the target node(s).")
+@fault_app.command("kill", help="SIGKILL (kill -9) the target node(s) or ZooKeeper server(s).")
 @handle_errors
 def kill_command(
     target: TargetArg,
@@ -116,9 +121,9 @@ def kill_command(
 
 @fault_app.command(
     "terminate",
-    help="SIGTERM the target node(s) and wait for them to exit (a broker exits once the "
-    "controller approved its controlled shutdown); never SIGKILLs: reports a node that "
-    "did not exit.",
+    help="SIGTERM the target node(s) or ZooKeeper server(s) and wait for them to exit (a "
+    "broker exits once the controller approved its controlled shutdown); never SIGKILLs: "
+    "reports a node that did not exit.",
 )
 @handle_errors
 def terminate_command(
@@ -131,7 +136,9 @@ def terminate_command(
     _run("terminate", target, {}, directory, seed, as_json, terminate_timeout=timeout)
 
 
-@fault_app.command("pause", help="SIGSTOP the target node(s): frozen, sockets open.")
+@fault_app.command(
+    "pause", help="SIGSTOP the target node(s) or ZooKeeper server(s): frozen, sockets open."
+)
 @handle_errors
 def pause_command(
     target: TargetArg,
@@ -142,7 +149,10 @@ def pause_command(
     _run("pause", target, {}, directory, seed, as_json)
 
 
-@fault_app.command("resume", help="SIGCONT the target node(s) (default: every paused node).")
+@fault_app.command(
+    "resume",
+    help="SIGCONT the target node(s) or ZooKeeper server(s) (default: every paused one).",
+)
 @handle_errors
 def resume_command(
     target: OptionalTargetArg = None,
@@ -155,7 +165,8 @@ def resume_command(
 
 @fault_app.command(
     "start",
-    help="Start stopped node(s) (default: every stopped node) and wait until they serve.",
+    help="Start stopped node(s) or ZooKeeper server(s) (default: every stopped one, ZooKeeper "
+    "first) and wait until they serve (a ZooKeeper server: as leader or follower).",
 )
 @handle_errors
 def start_command(
@@ -169,7 +180,9 @@ def start_command(
 
 
 @fault_app.command(
-    "restart", help="Terminate (SIGKILL after --timeout) and start again, waiting until served."
+    "restart",
+    help="Terminate (SIGKILL after --timeout) and start again, waiting until served; a "
+    "ZooKeeper server starts with its zoo.cfg and must rejoin the ensemble.",
 )
 @handle_errors
 def restart_command(
@@ -188,7 +201,8 @@ def restart_command(
 @fault_app.command(
     "rolling-restart",
     help="Restart each target in turn (default all-brokers; the active controller last), "
-    "waiting after each until every partition's ISR is full again.",
+    "waiting after each until every partition's ISR is full again (after a ZooKeeper "
+    "server: until the ensemble has a leader and a majority).",
 )
 @handle_errors
 def rolling_restart_command(
@@ -226,7 +240,8 @@ def isolate_command(
 @fault_app.command(
     "partition",
     help="Split the cluster (netns mode). SPEC: halves (random minority | majority), bridge "
-    "(two halves and one node that hears both, Jepsen's), or components like '1,2|3,3001'.",
+    "(two halves and one node that hears both, Jepsen's), or components like "
+    "'1,2|3,3001' (zookeeper-N names ZooKeeper server N).",
 )
 @handle_errors
 def partition_command(

@@ -10,6 +10,9 @@ iptables DROP rules inside the namespaces; these helpers only compute it.
 cannot hear node 2 (applied inside node 2's namespace as an OUTPUT rule, since the lab
 never adds rules to the root namespace).
 
+ZooKeeper servers take part under their host ids (``4000 + N``, as `faults.targets`
+resolves them); components and descriptions spell them ``zookeeper-N``.
+
 Randomness (halves, bridge) comes from an injected `random.Random`.
 """
 
@@ -17,6 +20,8 @@ from __future__ import annotations
 
 import random
 from collections.abc import Iterable, Mapping, Sequence
+
+from ..cluster.zookeeper import ZOOKEEPER_HOST_BASE
 
 CLIENTS = -1
 
@@ -111,7 +116,8 @@ def bridge(nodes: Iterable[int], rng: random.Random) -> Grudge:
 
 
 def parse_components(text: str) -> list[list[int]]:
-    """``"1,2|3,4,3001"`` -> [[1, 2], [3, 4, 3001]] (``clients`` names CLIENTS)."""
+    """``"1,2|3,4,3001"`` -> [[1, 2], [3, 4, 3001]] (``clients`` names CLIENTS,
+    ``zookeeper-N`` ZooKeeper server N)."""
     comps = []
     for part in text.split("|"):
         comp = []
@@ -122,6 +128,12 @@ def parse_components(text: str) -> list[list[int]]:
             if item == "clients":
                 comp.append(CLIENTS)
                 continue
+            if item.startswith(("zookeeper-", "zookeeper:")):
+                server = item[len("zookeeper-") :]
+                if server.isdigit() and int(server) > 0:
+                    comp.append(ZOOKEEPER_HOST_BASE + int(server))
+                    continue
+                raise ValueError(f"{text!r}: {item!r} is not a ZooKeeper server (zookeeper-N)")
             try:
                 comp.append(int(item.removeprefix("node-")))
             except ValueError:
@@ -149,6 +161,12 @@ def _name(node: int) -> str:
     return "clients" if node == CLIENTS else str(node)
 
 
+def _label(node: int) -> str:
+    if node > ZOOKEEPER_HOST_BASE:
+        return f"zookeeper-{node - ZOOKEEPER_HOST_BASE}"
+    return _name(node)
+
+
 def to_json(grudge: Mapping[int, Iterable[int]]) -> dict[str, list[str | int]]:
     """{"1": [2, 3], "clients": [2]}: JSON-able (node ids as keys)."""
     return {
@@ -159,6 +177,6 @@ def to_json(grudge: Mapping[int, Iterable[int]]) -> dict[str, list[str | int]]:
 
 def describe(grudge: Mapping[int, Iterable[int]]) -> list[str]:
     return [
-        f"{_name(node)} cannot hear {', '.join(_name(n) for n in sorted(others))}"
+        f"{_label(node)} cannot hear {', '.join(_label(n) for n in sorted(others))}"
         for node, others in normalize(grudge).items()
     ]

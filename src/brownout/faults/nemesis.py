@@ -41,6 +41,18 @@ latency              netem ``delay`` (e.g. 100ms) ``jitter`` -- refused where th
                      has no netem (this machine)
 heal                 remove every network fault
 ===================  =================================================================
+
+ZooKeeper servers (targets ``zookeeper:N``, ``zk-leader``, ``minority-zookeepers``, ...)
+take every process fault through `cluster.ensemble`: kill, terminate (a server exits at
+once: it has nothing to hand over), pause / resume, start and restart (the same zoo.cfg;
+"started" means serving again as leader or follower, which needs a quorum to join, so a
+lone server started into a lost ensemble ends "info"), rolling-restart (waiting after each
+server until the ensemble has a leader and a majority). In netns mode they take the
+network faults too: a server's id is its host id (4000 + N), so grudges name it like a
+node, and ``from: everyone`` (or ``nodes``) includes the ensemble, so an isolated broker
+is cut from ZooKeeper as a real node's network cut would. Targetless ``resume``,
+``start`` and `teardown` cover the ensemble, starting it before the nodes as Kafka's
+documentation does.
 """
 
 from __future__ import annotations
@@ -53,12 +65,23 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from ..cluster import zookeeper as zk
+from ..cluster.ensemble import Ensemble
 from ..cluster.state import ClusterState
 from ..cluster.supervisor import Supervisor, SupervisorError
 from ..cluster.wire import PartitionMetadata, WireClient, WireError
 from . import grudge as grudges
 from .netns import FaultRefused, NetworkFaults
-from .targets import Snapshot, TargetError, parse, resolve, take_snapshot
+from .targets import (
+    Snapshot,
+    TargetError,
+    describe_id,
+    parse,
+    resolve,
+    take_snapshot,
+    zookeeper_host,
+    zookeeper_server,
+)
 
 PROCESS_ACTIONS = (
     "kill",
@@ -71,6 +94,8 @@ PROCESS_ACTIONS = (
 )
 NETWORK_ACTIONS = ("isolate", "partition", "loss", "bandwidth", "latency", "heal")
 ACTIONS = PROCESS_ACTIONS + NETWORK_ACTIONS
+# What `from` (isolate, loss) may name besides a target spec.
+FROM_GROUPS = ("everyone", "nodes", "controllers", "brokers", "clients")
 
 SHUTDOWN_APPROVED = "The controller has asked us to exit controlled shutdown"
 SHUTDOWN_TIMED_OUT = "Timed out waiting for the controller to approve controlled shutdown"
@@ -156,6 +181,7 @@ class Nemesis:
         self.state = state
         self.supervisor = supervisor or Supervisor(state)
         self.topology = self.supervisor.topology
+        self.ensemble = Ensemble(state, self.topology)
         self.rng = rng if rng is not None else random.Random(seed)
         self.on_event = on_event
         self.request_timeout = request_timeout
@@ -193,11 +219,9 @@ class Nemesis:
         results = []
         if self.network_capable:
             results.append(self.heal())
-        if any(self.supervisor.process_state(n) == "paused" for n in self._all()):
+        if any(self.process_state(n) == "paused" for n in self._everything()):
             results.append(self.invoke(Fault("resume")))
-        if start_stopped and any(
-            self.supervisor.process_state(n) == "stopped" for n in self._all()
-        ):
+        if start_stopped and any(self.process_state(n) == "stopped" for n in self._everything()):
             results.append(self.invoke(Fault("start")))
         return results
 
@@ -205,6 +229,24 @@ class Nemesis:
 
     def _all(self) -> list[int]:
         return [n.node_id for n in self.topology.nodes]
+
+    def _zookeepers(self) -> list[int]:
+        """Every ZooKeeper server, as the ids targets resolve them to."""
+        return [zookeeper_host(i) for i in self.ensemble.server_ids]
+
+    def _everything(self) -> list[int]:
+        """ZooKeeper servers first: the order to start them in."""
+        return self._zookeepers() + self._all()
+
+    def process_state(self, target_id: int) -> str:
+        """ "running", "paused" or "stopped", for a node or a ZooKeeper server."""
+        server = zookeeper_server(target_id)
+        if server is None:
+            return self.supervisor.process_state(target_id)
+        return self.ensemble.process_state(server)
+
+    def _is_broker(self, target_id: int) -> bool:
+        return zookeeper_server(target_id) is None and self.topology.node(target_id).is_broker
 
     def snapshot(self, spec: str | None = None, topics: list[str] | None = None) -> Snapshot:
         need = [parse(spec)] if spec else []
@@ -272,11 +314,9 @@ class Nemesis:
             return ()  # nodes are those of the grudge, filled in by _do_partition
         if spec is None or spec == "":
             if action == "resume":
-                return tuple(n for n in self._all() if self.supervisor.process_state(n) == "paused")
+                return tuple(n for n in self._everything() if self.process_state(n) == "paused")
             if action == "start":
-                return tuple(
-                    n for n in self._all() if self.supervisor.process_state(n) == "stopped"
-                )
+                return tuple(n for n in self._everything() if self.process_state(n) == "stopped")
             if action == "rolling-restart":
                 spec = "all-brokers"
             else:
@@ -287,12 +327,22 @@ class Nemesis:
         return nodes
 
     def _rolling_order(self, nodes: Iterable[int]) -> tuple[int, ...]:
-        """Brokers by id, then controllers; the active controller (if among them) last."""
-        active = None
-        with contextlib.suppress(TargetError, WireError):
-            active = self.resolve("active-controller")[0]
-        spec = {n.node_id: n for n in self.topology.nodes}
-        return tuple(sorted(nodes, key=lambda n: (n == active, not spec[n].is_broker, n)))
+        """ZooKeeper servers (their leader last), then brokers by id, then controllers;
+        the active controller (if among them) last."""
+        nodes = list(nodes)
+        leaders = set()
+        if any(zookeeper_server(n) is None for n in nodes):
+            with contextlib.suppress(TargetError, WireError):
+                leaders.add(self.resolve("active-controller")[0])
+        if any(zookeeper_server(n) is not None for n in nodes):
+            with contextlib.suppress(TargetError):
+                leaders.add(self.resolve("zk-leader")[0])
+
+        def key(n: int) -> tuple[bool, bool, bool, int]:
+            node = zookeeper_server(n) is None
+            return (node, n in leaders, node and not self.topology.node(n).is_broker, n)
+
+        return tuple(sorted(nodes, key=key))
 
     # -- waiting -----------------------------------------------------------------------
 
@@ -320,7 +370,7 @@ class Nemesis:
 
     def wait_registered(self, node_ids: Iterable[int], timeout: float) -> bool:
         """Every broker in `node_ids` is listed by Metadata (registered and unfenced)."""
-        wanted = {n for n in node_ids if self.topology.node(n).is_broker}
+        wanted = {n for n in node_ids if self._is_broker(n)}
         if not wanted:
             return True
         return self._poll(lambda c: wanted <= set(c.metadata().broker_ids), timeout)
@@ -348,6 +398,19 @@ class Nemesis:
             time.sleep(0.2)
         return False
 
+    def wait_ensemble(self, server_ids: Iterable[int], timeout: float) -> bool:
+        """The ensemble has a leader and a majority, and each of `server_ids` serves."""
+        wanted = set(server_ids)
+        deadline = time.monotonic() + timeout
+        while True:
+            statuses = self.ensemble.statuses(timeout=self.request_timeout)
+            quorum = zk.ensemble_quorum(statuses)
+            if quorum.has_quorum and all(statuses[i].serving for i in wanted):
+                return True
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.2)
+
     def partitions(self) -> list[PartitionMetadata]:
         """Every partition as the first answering broker sees it ([] when none does)."""
         for address in self._broker_addresses():
@@ -369,21 +432,36 @@ class Nemesis:
     # -- process faults ----------------------------------------------------------------
 
     def _do_kill(self, fault: Fault, nodes: tuple[int, ...], details: dict[str, Any]) -> str:
-        killed = [n for n in nodes if self.supervisor.kill_node(n)]
+        killed = [n for n in nodes if self._kill(n)]
         details["killed"] = killed
         details["not_running"] = [n for n in nodes if n not in killed]
         if not killed:
             raise _Failed(f"node(s) {_ids(nodes)} not running: nothing killed")
         return f"SIGKILL: node(s) {_ids(killed)} gone" + _not_running(details)
 
+    def _kill(self, target_id: int) -> bool:
+        server = zookeeper_server(target_id)
+        if server is None:
+            return self.supervisor.kill_node(target_id)
+        return self.ensemble.kill_server(server)
+
     def _terminate(
-        self, nodes: Iterable[int], details: dict[str, Any], timeout: float
+        self, targets: Iterable[int], details: dict[str, Any], timeout: float
     ) -> tuple[list[int], list[int]]:
-        nodes = list(nodes)
-        brokers = [n for n in nodes if self.topology.node(n).is_broker]
+        targets = list(targets)
+        nodes = [n for n in targets if zookeeper_server(n) is None]
+        servers = [n for n in targets if zookeeper_server(n) is not None]
+        brokers = [n for n in nodes if self._is_broker(n)]
         led_before = self._led_by(brokers) if brokers else {}
         offsets = {n: self.supervisor.log_offset(n) for n in nodes}
-        outcome = self.supervisor.terminate_nodes(nodes, timeout)
+        outcome: dict[int, bool | None] = {}
+        # Nodes before servers: a ZooKeeper-mode broker's controlled shutdown goes
+        # through ZooKeeper.
+        if nodes:
+            outcome.update(self.supervisor.terminate_nodes(nodes, timeout))
+        if servers:
+            by_server = self.ensemble.terminate_servers([_server_id(n) for n in servers], timeout)
+            outcome.update({zookeeper_host(i): v for i, v in by_server.items()})
         exited = [n for n, v in outcome.items() if v is True]
         stuck = [n for n, v in outcome.items() if v is False]
         details["not_running"] = [n for n, v in outcome.items() if v is None]
@@ -407,7 +485,7 @@ class Nemesis:
     def _do_terminate(self, fault: Fault, nodes: tuple[int, ...], details: dict[str, Any]) -> str:
         timeout = float(fault.params.get("timeout", self.terminate_timeout))
         exited, stuck = self._terminate(nodes, details, timeout)
-        if exited and any(self.topology.node(n).is_broker for n in exited):
+        if exited and any(self._is_broker(n) for n in exited):
             still = self._led_by(exited)
             details["still_leading"] = {str(k): v for k, v in still.items() if v}
         if stuck:
@@ -424,27 +502,48 @@ class Nemesis:
         return f"SIGTERM: node(s) {_ids(exited)} exited{note}" + _not_running(details)
 
     def _do_pause(self, fault: Fault, nodes: tuple[int, ...], details: dict[str, Any]) -> str:
-        paused = [n for n in nodes if self.supervisor.pause(n)]
+        paused = [n for n in nodes if self._pause(n)]
         details["paused"] = paused
         details["not_running"] = [n for n in nodes if n not in paused]
         if not paused:
             raise _Failed(f"node(s) {_ids(nodes)} not running: nothing paused")
         return f"SIGSTOP: node(s) {_ids(paused)} paused" + _not_running(details)
 
+    def _pause(self, target_id: int) -> bool:
+        server = zookeeper_server(target_id)
+        if server is None:
+            return self.supervisor.pause(target_id)
+        return self.ensemble.pause(server)
+
+    def _resume(self, target_id: int) -> bool:
+        server = zookeeper_server(target_id)
+        if server is None:
+            return self.supervisor.resume(target_id)
+        return self.ensemble.resume(server)
+
     def _do_resume(self, fault: Fault, nodes: tuple[int, ...], details: dict[str, Any]) -> str:
-        resumed = [n for n in nodes if self.supervisor.resume(n)]
+        # A group target (all-zookeepers, all) names running ones too: SIGCONT does them
+        # no harm, but only the paused ones are reported as resumed.
+        paused = {n for n in nodes if self.process_state(n) == "paused"}
+        signalled = [n for n in nodes if self._resume(n)]
+        resumed = [n for n in signalled if n in paused]
         details["resumed"] = resumed
+        details["not_paused"] = [n for n in signalled if n not in paused]
         if not resumed:
-            return (
-                "no paused node to resume"
-                if not nodes
-                else (f"node(s) {_ids(nodes)} not running: nothing resumed")
-            )
+            if not nodes:
+                return "no paused node to resume"
+            if signalled:
+                return f"node(s) {_ids(signalled)} not paused: nothing resumed"
+            return f"node(s) {_ids(nodes)} not running: nothing resumed"
         return f"SIGCONT: node(s) {_ids(resumed)} resumed"
 
     def _start(self, nodes: Iterable[int], details: dict[str, Any]) -> list[int]:
-        started = []
+        nodes = list(nodes)
+        servers = [n for n in nodes if zookeeper_server(n) is not None]
+        started = self._start_zookeepers(servers, details)
         for n in nodes:
+            if zookeeper_server(n) is not None:
+                continue
             if self.supervisor.process_state(n) != "stopped":
                 details.setdefault("already_running", []).append(n)
                 continue
@@ -454,6 +553,25 @@ class Nemesis:
             raise _Indeterminate(
                 f"node(s) {_ids(started)} started but not back in Metadata after "
                 f"{self.rejoin_timeout:g}s"
+            )
+        return started
+
+    def _start_zookeepers(self, targets: list[int], details: dict[str, Any]) -> list[int]:
+        """Start the stopped servers among `targets` together, then wait until they
+        serve: one at a time could never serve when only together they make a quorum."""
+        started = []
+        for n in targets:
+            if self.process_state(n) != "stopped":
+                details.setdefault("already_running", []).append(n)
+                continue
+            self.ensemble.start_server(_server_id(n), wait=False)
+            started.append(n)
+        if started and not self.wait_ensemble(
+            [_server_id(n) for n in started], self.rejoin_timeout
+        ):
+            raise _Indeterminate(
+                f"ZooKeeper server(s) {_ids(started)} started but not serving after "
+                f"{self.rejoin_timeout:g}s (no majority to join?)"
             )
         return started
 
@@ -477,7 +595,7 @@ class Nemesis:
         _exited, stuck = self._terminate([node], sub, timeout)
         step["controlled_shutdown"] = sub.get("controlled_shutdown", {}).get(str(node))
         if stuck:
-            self.supervisor.kill_node(node)
+            self._kill(node)
             step["killed_after_timeout"] = True
         if down > 0:
             time.sleep(down)
@@ -494,7 +612,7 @@ class Nemesis:
         for node in nodes:
             steps.append(self._restart_one(node, details, timeout, down))
         return "restarted node(s) " + ", ".join(
-            f"{s['node']} (serving after {s['serving_after_s']}s)" for s in steps
+            f"{describe_id(s['node'])} (serving after {s['serving_after_s']}s)" for s in steps
         )
 
     def _do_rolling_restart(
@@ -509,7 +627,10 @@ class Nemesis:
             t0 = time.monotonic()
             step = self._restart_one(node, details, timeout, down)
             steps.append(step)
-            if self.topology.node(node).is_broker:
+            if zookeeper_server(node) is not None:
+                ok = self.wait_ensemble([], self.rejoin_timeout)
+                what = "the ZooKeeper ensemble has a leader and a majority"
+            elif self._is_broker(node):
                 ok = self.wait_isr_full(self.rejoin_timeout)
                 what = "every partition's ISR full again"
             else:
@@ -518,18 +639,18 @@ class Nemesis:
             step["rejoined_after_s"] = round(time.monotonic() - t0, 3)
             if not ok:
                 raise _Indeterminate(
-                    f"rolling restart stopped after node {node}: not {what} within "
+                    f"rolling restart stopped after node {describe_id(node)}: not {what} within "
                     f"{self.rejoin_timeout:g}s"
                 )
         return "rolling restart of " + ", ".join(
-            f"{s['node']} ({s['rejoined_after_s']}s)" for s in steps
+            f"{describe_id(s['node'])} ({s['rejoined_after_s']}s)" for s in steps
         )
 
     # -- network faults ----------------------------------------------------------------
 
     def _group(self, spec: str, targets: tuple[int, ...]) -> tuple[set[int], bool]:
         """(the nodes `from` names, whether clients are among them)."""
-        everyone = set(self._all())
+        everyone = set(self._everything())
         if spec == "everyone":
             return everyone - set(targets), True
         if spec == "nodes":
@@ -571,7 +692,7 @@ class Nemesis:
                 comps = grudges.parse_components(kind)
             except ValueError as e:
                 raise _Failed(f"partition {e}; or use halves | bridge") from None
-            unknown = {n for c in comps for n in c} - set(self._all()) - {grudges.CLIENTS}
+            unknown = {n for c in comps for n in c} - set(self._everything()) - {grudges.CLIENTS}
             if unknown:
                 raise _Failed(f"partition {kind}: no node {_ids(sorted(unknown))} here")
             g = grudges.complete(comps)
@@ -634,8 +755,14 @@ def _down(fault: Fault) -> float:
     return down
 
 
+def _server_id(target_id: int) -> int:
+    server = zookeeper_server(target_id)
+    assert server is not None, f"{target_id} is not a ZooKeeper server"
+    return server
+
+
 def _ids(nodes: Iterable[int]) -> str:
-    return ", ".join(map(str, nodes)) or "none"
+    return ", ".join(map(describe_id, nodes)) or "none"
 
 
 def _not_running(details: dict[str, Any]) -> str:
@@ -645,6 +772,7 @@ def _not_running(details: dict[str, Any]) -> str:
 
 __all__ = [
     "ACTIONS",
+    "FROM_GROUPS",
     "NETWORK_ACTIONS",
     "PROCESS_ACTIONS",
     "EventCallback",

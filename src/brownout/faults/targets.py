@@ -20,6 +20,20 @@ Target specs (`TARGET_HELP` prints them)::
     all-but-controller          every node except the active controller
     coordinator:G               the group coordinator of consumer group G (FindCoordinator)
 
+and, for a cluster with a ZooKeeper ensemble (`cluster.ensemble`)::
+
+    zookeeper:N | zookeeper-N   ZooKeeper server N (its myid); zookeeper:1,3 for several
+    zk-leader                   the ensemble's leader now (each server's `srvr` mode)
+    random-zookeeper            one ZooKeeper server
+    minority-zookeepers         floor(n/2) random servers      (n = every server)
+    majority-zookeepers         floor(n/2)+1 random servers: the ensemble loses its quorum
+    all-zookeepers | zookeepers
+
+A ZooKeeper server resolves to its host id, ``ZOOKEEPER_HOST_BASE + N`` (4001 for
+server 1): the id the netns layer already gives it, so grudges and network faults take
+it like a node, and the nemesis tells it from a node by that range (`zookeeper_server`).
+`all` and the other node targets never name ZooKeeper servers.
+
 Random choices use the injected `random.Random` over sorted ids, so a seed repeats them
 (for the same cluster shape and the same live metadata).
 """
@@ -32,16 +46,34 @@ import random
 import time
 from collections.abc import Iterable, Mapping, Sequence
 
+from ..cluster.ensemble import Ensemble
 from ..cluster.state import ClusterState
 from ..cluster.supervisor import node_process_state
 from ..cluster.wire import PartitionMetadata, WireClient, WireError
+from ..cluster.zookeeper import ZOOKEEPER_HOST_BASE
 
 TARGET_HELP = (
     "TARGET: a node id (3, node-3, 1,2) | leader:TOPIC-P | active-controller | "
     "random-broker | random-controller | minority-brokers | majority-brokers | "
     "minority-controllers | majority-controllers | all-brokers | all-controllers | all | "
-    "all-but-controller | coordinator:GROUP"
+    "all-but-controller | coordinator:GROUP; ZooKeeper servers: zookeeper:N | zk-leader | "
+    "random-zookeeper | minority-zookeepers | majority-zookeepers | all-zookeepers"
 )
+
+# How a cluster gets an ensemble; said wherever a ZooKeeper target meets a cluster
+# without one.
+ENSEMBLE_HINT = "`zookeepers: 3` under a scenario's `cluster`"
+
+ZOOKEEPER_KEYWORDS = frozenset(
+    {
+        "zk-leader",
+        "random-zookeeper",
+        "minority-zookeepers",
+        "majority-zookeepers",
+        "all-zookeepers",
+    }
+)
+ALIASES = {"zookeepers": "all-zookeepers"}
 
 KEYWORDS = frozenset(
     {
@@ -56,6 +88,7 @@ KEYWORDS = frozenset(
         "all-controllers",
         "all",
         "all-but-controller",
+        *ZOOKEEPER_KEYWORDS,
     }
 )
 
@@ -74,6 +107,8 @@ class Snapshot:
     active_controller: int | None = None  # the quorum leader, None when unknown
     partitions: tuple[PartitionMetadata, ...] = ()
     coordinators: Mapping[str, int] = dataclasses.field(default_factory=dict)
+    zookeepers: tuple[int, ...] = ()  # every ZooKeeper server id (myid); () without one
+    zookeeper_leader: int | None = None  # its server id, None when unknown or no quorum
 
     @property
     def nodes(self) -> tuple[int, ...]:
@@ -95,16 +130,37 @@ def minority(n: int) -> int:
     return majority(n) - 1
 
 
+def zookeeper_host(server_id: int) -> int:
+    """The id a ZooKeeper server resolves to (its netns host id)."""
+    return ZOOKEEPER_HOST_BASE + server_id
+
+
+def zookeeper_server(target_id: int) -> int | None:
+    """The ZooKeeper server id behind a resolved id; None for a node."""
+    return target_id - ZOOKEEPER_HOST_BASE if target_id > ZOOKEEPER_HOST_BASE else None
+
+
+def describe_id(target_id: int) -> str:
+    """How messages name a resolved id: "3" for node 3, "zookeeper-1" for server 1."""
+    server = zookeeper_server(target_id)
+    return str(target_id) if server is None else f"zookeeper-{server}"
+
+
 # -- parsing (pure) --------------------------------------------------------------------
 
 
 @dataclasses.dataclass(frozen=True)
 class Target:
-    kind: str  # "ids" | "leader" | "coordinator" | one of KEYWORDS
-    ids: tuple[int, ...] = ()
+    kind: str  # "ids" | "leader" | "coordinator" | "zookeeper" | one of KEYWORDS
+    ids: tuple[int, ...] = ()  # node ids, or ZooKeeper server ids for "zookeeper"
     topic: str | None = None
     partition: int | None = None
     group: str | None = None
+
+    @property
+    def zookeeper(self) -> bool:
+        """Names ZooKeeper servers (needs an ensemble)."""
+        return self.kind == "zookeeper" or self.kind in ZOOKEEPER_KEYWORDS
 
 
 def _node_id(text: str) -> int:
@@ -118,8 +174,18 @@ def parse(spec: str) -> Target:
     spec = spec.strip()
     if not spec:
         raise TargetError(f"empty target; {TARGET_HELP}")
+    spec = ALIASES.get(spec, spec)
     if spec in KEYWORDS:
         return Target(spec)
+    if spec.startswith(("zookeeper:", "zookeeper-")):
+        rest = spec[len("zookeeper:") :]
+        try:
+            servers = tuple(int(part) for part in rest.split(",") if part.strip())
+        except ValueError:
+            servers = ()
+        if not servers:
+            raise TargetError(f"{spec!r}: expected zookeeper:N (a server's myid), e.g. zookeeper:1")
+        return Target("zookeeper", ids=servers)
     if spec.startswith(("leader:", "leader-of:")):
         rest = spec.split(":", 1)[1]
         topic, sep, part = rest.rpartition(":")
@@ -150,10 +216,54 @@ def _sample(items: Iterable[int], k: int, rng: random.Random) -> tuple[int, ...]
     return tuple(sorted(rng.sample(pool, min(k, len(pool)))))
 
 
+def check_ensemble(target: Target, servers: Sequence[int], hint: str = ENSEMBLE_HINT) -> None:
+    """TargetError when a ZooKeeper target cannot name anyone in an ensemble of `servers`
+    (every server id; empty: the cluster has none). Needs no live state, so a scenario
+    file is checked with it before anything starts."""
+    if not target.zookeeper:
+        return
+    if not servers:
+        raise TargetError(f"this cluster has no ZooKeeper ensemble (start it with {hint})")
+    unknown = [i for i in target.ids if i not in servers]
+    if unknown:
+        raise TargetError(
+            f"no ZooKeeper server {', '.join(map(str, unknown))} in this cluster "
+            f"(servers: {', '.join(map(str, sorted(servers)))})"
+        )
+    if target.kind == "minority-zookeepers" and minority(len(servers)) == 0:
+        raise TargetError(f"minority-zookeepers: a minority of {len(servers)} is nobody")
+
+
+def _resolve_zookeeper(target: Target, snap: Snapshot, rng: random.Random) -> tuple[int, ...]:
+    check_ensemble(target, snap.zookeepers)
+    kind, pool = target.kind, snap.zookeepers
+    if kind == "zookeeper":
+        servers = tuple(sorted(set(target.ids)))
+    elif kind == "zk-leader":
+        if snap.zookeeper_leader is None:
+            raise TargetError(
+                "the ZooKeeper ensemble has no leader right now (no server says it leads: "
+                "quorum lost, or an election under way)"
+            )
+        servers = (snap.zookeeper_leader,)
+    elif kind == "random-zookeeper":
+        servers = _sample(pool, 1, rng)
+    elif kind == "minority-zookeepers":
+        servers = _sample(pool, minority(len(pool)), rng)
+    elif kind == "majority-zookeepers":
+        servers = _sample(pool, majority(len(pool)), rng)
+    else:
+        servers = tuple(sorted(pool))
+    return tuple(zookeeper_host(s) for s in servers)
+
+
 def resolve(spec: str | Target, snap: Snapshot, rng: random.Random) -> tuple[int, ...]:
-    """Node ids for `spec` given the snapshot; TargetError when none can be named."""
+    """Node ids for `spec` given the snapshot (ZooKeeper servers as `zookeeper_host`
+    ids); TargetError when none can be named."""
     target = parse(spec) if isinstance(spec, str) else spec
     kind = target.kind
+    if target.zookeeper:
+        return _resolve_zookeeper(target, snap, rng)
     if kind == "ids":
         unknown = [i for i in target.ids if i not in snap.nodes]
         if unknown:
@@ -228,12 +338,17 @@ def take_snapshot(
 ) -> Snapshot:
     """Ask the running nodes what the cluster looks like now. Only what `need` requires
     is requested (Metadata is always; DescribeQuorum for controller targets;
-    FindCoordinator for coordinator targets). Nodes that do not answer within `timeout`
-    are skipped; TargetError when none answers a needed request."""
+    FindCoordinator for coordinator targets; `srvr` to every ZooKeeper server for
+    zk-leader). Nodes that do not answer within `timeout` are skipped; TargetError when
+    none answers a needed request."""
     topology = state.topology()
     brokers = tuple(n.node_id for n in topology.brokers)
     controllers = tuple(n.node_id for n in topology.controllers)
+    servers = tuple(sorted(z.server_id for z in topology.zookeepers))
     kinds = {t.kind for t in need}
+    zk_leader = None
+    if "zk-leader" in kinds and servers:
+        zk_leader = Ensemble(state, topology).quorum(timeout).leader
     broker_addresses = [
         n.broker_address
         for n in topology.brokers
@@ -289,7 +404,9 @@ def take_snapshot(
             if t.group in coordinators or time.monotonic() > deadline:
                 break
             time.sleep(0.2)  # COORDINATOR_NOT_AVAILABLE while __consumer_offsets is made
-    return Snapshot(brokers, controllers, live, active, partitions, coordinators)
+    return Snapshot(
+        brokers, controllers, live, active, partitions, coordinators, servers, zk_leader
+    )
 
 
 def resolve_live(
@@ -302,14 +419,19 @@ def resolve_live(
 
 
 __all__ = [
+    "ENSEMBLE_HINT",
     "TARGET_HELP",
     "Snapshot",
     "Target",
     "TargetError",
+    "check_ensemble",
+    "describe_id",
     "majority",
     "minority",
     "parse",
     "resolve",
     "resolve_live",
     "take_snapshot",
+    "zookeeper_host",
+    "zookeeper_server",
 ]

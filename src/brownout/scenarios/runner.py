@@ -252,7 +252,7 @@ class _Runner:
             brokers=c.brokers, controllers=c.controllers, combined=c.combined,
             profile=c.profile, overrides=Overrides(dict(c.set), dict(c.broker_set),
                                                    dict(c.controller_set)),
-            network=c.network)
+            network=c.network, zookeepers=c.zookeepers)
         result = lab.up(self.cluster_dir, request, fresh=True, timeout=START_TIMEOUT)
         self.say(f"cluster: {request.describe()}; bootstrap "
                  f"{result.topology.bootstrap_servers}")

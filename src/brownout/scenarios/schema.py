@@ -26,7 +26,9 @@ a schedule of faults, how long it lasts, how it heals, and what must be observed
 Keys (unknown keys are errors, with a "did you mean" hint):
 
 * ``cluster``: brokers, controllers, combined, profile (kafka | fast), network
-  (loopback | netns), set / broker_set / controller_set (server.properties overrides).
+  (loopback | netns), set / broker_set / controller_set (server.properties overrides),
+  zookeepers (servers of a real ZooKeeper ensemble beside the nodes, 0 by default: the
+  targets ``zookeeper:N``, ``zk-leader``, ``minority-zookeepers``, ... need one).
 * ``topics``: name, partitions, replication_factor, configs.
 * ``workloads``: label, workload (clicks | payments | logs), topic, acks (0 | 1 | all),
   producers, rate (messages/s over the workload's producers), idempotent, retries,
@@ -72,8 +74,10 @@ import yaml
 from yaml.constructor import ConstructorError, SafeConstructor
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
+from ..cluster.zookeeper import MAX_SERVERS as MAX_ZOOKEEPERS
 from ..faults.nemesis import ACTIONS as FAULT_ACTIONS
-from ..faults.targets import TargetError
+from ..faults.nemesis import FROM_GROUPS
+from ..faults.targets import Target, TargetError, check_ensemble
 from ..faults.targets import parse as parse_target
 
 WORKLOAD_KINDS = ("clicks", "payments", "logs")
@@ -281,6 +285,11 @@ class ClusterSpec:
     set: dict[str, str] = dataclasses.field(default_factory=dict)
     broker_set: dict[str, str] = dataclasses.field(default_factory=dict)
     controller_set: dict[str, str] = dataclasses.field(default_factory=dict)
+    zookeepers: int = 0  # servers of a ZooKeeper ensemble beside the nodes
+
+    @property
+    def zookeeper_ids(self) -> tuple[int, ...]:
+        return tuple(range(1, self.zookeepers + 1))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -404,7 +413,7 @@ class Scenario:
 TOP_KEYS = ("name", "description", "cluster", "topics", "workloads", "consumers",
             "pipeline", "schedule", "duration", "heal", "expectations")
 CLUSTER_KEYS = ("brokers", "controllers", "combined", "profile", "network", "set",
-                "broker_set", "controller_set")
+                "broker_set", "controller_set", "zookeepers")
 TOPIC_KEYS = ("name", "partitions", "replication_factor", "configs")
 WORKLOAD_KEYS = ("label", "workload", "topic", "acks", "producers", "rate", "idempotent",
                  "retries", "message_timeout_ms", "request_timeout_ms", "linger_ms", "size",
@@ -520,6 +529,12 @@ def _cluster(r: _Reader, node: Node | None) -> ClusterSpec:
     for key in ("set", "broker_set", "controller_set"):
         if key in m:
             kw[key] = _props(r.free_mapping(m[key], f"cluster.{key}"))
+    if "zookeepers" in m:
+        v = r.scalar(m["zookeepers"], "cluster.zookeepers")
+        kw["zookeepers"] = _as_int(v, r, 0)
+        if kw["zookeepers"] > MAX_ZOOKEEPERS:
+            raise r.error(v, f"at most {MAX_ZOOKEEPERS} ZooKeeper servers (ensembles have "
+                          f"1, 3, 5 or 7), got {kw['zookeepers']}")
     return ClusterSpec(**kw)
 
 
@@ -664,7 +679,10 @@ def _step(r: _Reader, field: str, node: Node, topics: tuple[str, ...],
             allowed = ", ".join(ACTION_PARAMS[action]) or "none"
             raise r.error(value_node, f"not a parameter of {action} (its parameters: "
                           f"{allowed})", f"{field}.{key}")
-        params[key] = _param(r, key, r.scalar(value_node, f"{field}.{key}"))
+        pv = r.scalar(value_node, f"{field}.{key}")
+        params[key] = _param(r, key, pv)
+        if key == "nodes" or (key == "from" and params[key] not in FROM_GROUPS):
+            _check_target(r, pv, params[key], topics, cluster)
     kw["params"] = params
 
     value_node = m[action]
@@ -694,7 +712,7 @@ def _step(r: _Reader, field: str, node: Node, topics: tuple[str, ...],
             target = _as_str(v, r)
             kw["target"] = target
             if action != "partition":
-                _check_target(r, v, target, topics)
+                _check_target(r, v, target, topics, cluster)
         if action in ("isolate", "partition", "loss", "bandwidth", "latency", "heal") and \
                 cluster.network != "netns":
             raise r.error(value_node, f"{action} is a network fault: it needs "
@@ -717,9 +735,11 @@ def _param(r: _Reader, key: str, v: _Value) -> Any:
     return _as_str(v, r)
 
 
-def _check_target(r: _Reader, v: _Value, spec: str, topics: tuple[str, ...]) -> None:
+def _check_target(r: _Reader, v: _Value, spec: str, topics: tuple[str, ...],
+                  cluster: ClusterSpec) -> None:
     try:
-        target = parse_target(spec)
+        target: Target = parse_target(spec)
+        check_ensemble(target, cluster.zookeeper_ids, "`zookeepers: 3` under `cluster`")
     except TargetError as e:
         raise r.error(v, str(e)) from None
     if target.kind == "leader" and topics and target.topic not in topics:

@@ -1,0 +1,96 @@
+"""Scenario files with ZooKeeper targets: accepted for a cluster with an ensemble, and a
+precise error (file, line, field) for one without, or for a server it does not have."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from brownout.scenarios.schema import ScenarioError, loads
+
+BASE = """\
+name: zk
+cluster: {brokers: 1, combined: true, profile: fast, zookeepers: 3}
+schedule:
+  - at: 2s
+    kill: zk-leader
+  - after: previous
+    pause: minority-zookeepers
+  - after: previous
+    resume:
+  - after: previous
+    restart: zookeeper:2
+    down: 1s
+  - after: previous
+    terminate: majority-zookeepers
+  - after: previous
+    start: zookeepers
+duration: 10s
+"""
+
+
+def error_of(text: str) -> ScenarioError:
+    with pytest.raises(ScenarioError) as info:
+        loads(textwrap.dedent(text), "zk.yaml")
+    return info.value
+
+
+def test_zookeeper_targets_load_for_a_cluster_with_an_ensemble() -> None:
+    s = loads(BASE, "zk.yaml")
+    assert s.cluster.zookeepers == 3
+    assert [(step.action, step.target) for step in s.schedule] == [
+        ("kill", "zk-leader"),
+        ("pause", "minority-zookeepers"),
+        ("resume", None),
+        ("restart", "zookeeper:2"),
+        ("terminate", "majority-zookeepers"),
+        ("start", "zookeepers"),
+    ]
+    plain = "name: kraft\ncluster: {brokers: 1}\nduration: 5s\n"
+    assert loads(plain).cluster.zookeepers == 0
+
+
+def test_a_cluster_without_an_ensemble_is_told_how_to_get_one() -> None:
+    text = BASE.replace(", zookeepers: 3}", "}")
+    e = error_of(text)
+    assert (e.line, e.field) == (5, "schedule[0].kill")
+    assert e.message == (
+        "this cluster has no ZooKeeper ensemble (start it with `zookeepers: 3` under "
+        "`cluster`)"
+    )
+    assert error_of(text.replace("kill: zk-leader", "kill: 1")).field == "schedule[1].pause"
+
+
+def test_an_unknown_server_id() -> None:
+    e = error_of(BASE.replace("restart: zookeeper:2", "restart: zookeeper:4"))
+    assert e.field == "schedule[3].restart" and e.line == 11
+    assert e.message == "no ZooKeeper server 4 in this cluster (servers: 1, 2, 3)"
+    e = error_of(BASE.replace("restart: zookeeper:2", "restart: zookeeper:two"))
+    assert "expected zookeeper:N" in e.message
+
+
+def test_network_params_naming_zookeeper_servers_are_checked_too() -> None:
+    netns = BASE.replace("profile: fast,", "profile: fast, network: netns,")
+    isolate = "  - after: previous\n    isolate: 1\n    from: zookeepers\nduration"
+    ok = loads(netns.replace("duration", isolate, 1))
+    assert ok.schedule[-1].params == {"from": "zookeepers"}
+    e = error_of(netns.replace(", zookeepers: 3}", "}").replace("kill: zk-leader", "kill: 1")
+                 .replace("pause: minority-zookeepers", "pause: 1")
+                 .replace("restart: zookeeper:2", "restart: 1")
+                 .replace("terminate: majority-zookeepers", "terminate: 1")
+                 .replace("start: zookeepers", "start: 1")
+                 .replace("duration", isolate, 1))
+    assert e.field == "schedule[6].from" and "no ZooKeeper ensemble" in e.message
+    everyone = loads(netns.replace("duration", isolate.replace("zookeepers", "everyone"), 1))
+    assert everyone.schedule[-1].params == {"from": "everyone"}
+    partition = "  - after: previous\n    partition: halves\n    nodes: zookeeper:7\nduration"
+    e = error_of(netns.replace("duration", partition, 1))
+    assert e.field == "schedule[6].nodes" and "no ZooKeeper server 7" in e.message
+
+
+@pytest.mark.parametrize(("value", "message"), [("8", "at most 7"), ("-1", "at least 0"),
+                                                ("three", "whole number")])
+def test_zookeepers_count(value: str, message: str) -> None:
+    e = error_of(BASE.replace("zookeepers: 3}", f"zookeepers: {value}}}"))
+    assert e.field == "cluster.zookeepers" and message in e.message
