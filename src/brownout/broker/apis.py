@@ -67,6 +67,7 @@ class KafkaApis:
         producer_ids: ProducerIdManager,
         topic_creator: TopicAutoCreator,
         group_apis: Any | None = None,
+        zk_apis: Any | None = None,
     ) -> None:
         self.config = config
         self.node_id = config.node_id
@@ -97,6 +98,10 @@ class KafkaApis:
         else:
             for key in _GROUP_KEYS:
                 self.supported.pop(key, None)
+        if zk_apis is not None:
+            # A ZooKeeper-mode broker also answers its controller (ZkBrokerApis).
+            self._handlers.update(zk_apis.handlers())
+            self.supported.update(zk_apis.supported)
 
     async def handle(self, request: Request, ctx: ClientContext) -> Any | None:
         """The response body for `request`, or None when no response is sent."""
