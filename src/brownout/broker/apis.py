@@ -16,7 +16,6 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from ..common.kafka_config import KafkaConfig
-from ..controller.image import MetadataImage
 from ..controller.topics import (
     CLUSTER_METADATA_TOPIC,
     INTERNAL_TOPICS,
@@ -29,6 +28,7 @@ from ..protocol.build import build, millis
 from ..protocol.connection import Request, ServerConnection
 from .configs import broker_config_entries, topic_config_entries
 from .controller_channel import RemoteControllerChannel
+from .metadata_cache import MetadataCache, ZkCachedControllerId
 from .partition import PartitionError, TopicPartition
 from .producer_ids import ProducerIdManager
 from .replica_manager import FetchRequestPartition, ReplicaManager
@@ -55,13 +55,6 @@ class ClientContext:
     client_host: str
 
 
-class MetadataCache:
-    """The broker's current metadata image, replaced as committed records arrive."""
-
-    def __init__(self, image: MetadataImage) -> None:
-        self.image = image
-
-
 class KafkaApis:
     def __init__(
         self,
@@ -74,6 +67,7 @@ class KafkaApis:
         producer_ids: ProducerIdManager,
         topic_creator: TopicAutoCreator,
         group_apis: Any | None = None,
+        zk_apis: Any | None = None,
     ) -> None:
         self.config = config
         self.node_id = config.node_id
@@ -104,10 +98,10 @@ class KafkaApis:
         else:
             for key in _GROUP_KEYS:
                 self.supported.pop(key, None)
-
-    @property
-    def image(self) -> MetadataImage:
-        return self.metadata.image
+        if zk_apis is not None:
+            # A ZooKeeper-mode broker also answers its controller (ZkBrokerApis).
+            self._handlers.update(zk_apis.handlers())
+            self.supported.update(zk_apis.supported)
 
     async def handle(self, request: Request, ctx: ClientContext) -> Any | None:
         """The response body for `request`, or None when no response is sent."""
@@ -155,20 +149,18 @@ class KafkaApis:
     # -- Metadata -------------------------------------------------------------------
 
     def _brokers(self, listener: str) -> list[dict[str, Any]]:
-        brokers = []
-        for b in self.image.live_brokers():
-            endpoint = b.endpoint(listener)
-            if endpoint is not None:
-                brokers.append(
-                    {"node_id": b.broker_id, "host": endpoint.host, "port": endpoint.port,
-                     "rack": b.rack}
-                )
-        return brokers
+        return [
+            {"node_id": n.node_id, "host": n.host, "port": n.port, "rack": n.rack}
+            for n in self.metadata.alive_broker_nodes(listener)
+        ]
 
-    def _topic_metadata(self, name: str, listener: str) -> dict[str, Any]:
-        image = self.image
-        topic = image.topic(name)
-        if topic is None:
+    def _topic_metadata(self, name: str, listener: str, version: int) -> dict[str, Any]:
+        partitions = self.metadata.partition_metadata(
+            name, listener,
+            error_unavailable_endpoints=version == 0,
+            error_unavailable_listeners=version >= 6,
+        )
+        if partitions is None:
             return {
                 "error_code": ErrorCode.unknown_topic_or_partition,
                 "name": name,
@@ -177,29 +169,10 @@ class KafkaApis:
                 "partitions": [],
                 "topic_authorized_operations": CLUSTER_AUTHORIZED_OPERATIONS_OMITTED,
             }
-        alive = {b.broker_id for b in image.live_brokers() if b.endpoint(listener)}
-        partitions = []
-        for index in sorted(topic.partitions):
-            reg = topic.partitions[index]
-            error = ErrorCode.none
-            leader = reg.leader
-            if leader not in alive:
-                error, leader = ErrorCode.leader_not_available, -1
-            partitions.append(
-                {
-                    "error_code": error,
-                    "partition_index": index,
-                    "leader_id": leader,
-                    "leader_epoch": reg.leader_epoch,
-                    "replica_nodes": list(reg.replicas),
-                    "isr_nodes": list(reg.isr),
-                    "offline_replicas": [r for r in reg.replicas if r not in alive],
-                }
-            )
         return {
             "error_code": ErrorCode.none,
             "name": name,
-            "topic_id": topic.topic_id,
+            "topic_id": self.metadata.topic_id(name),
             "is_internal": name in INTERNAL_TOPICS,
             "partitions": partitions,
             "topic_authorized_operations": CLUSTER_AUTHORIZED_OPERATIONS_OMITTED,
@@ -213,16 +186,16 @@ class KafkaApis:
             requested = None  # v0: an empty list means all topics
         allow_create = getattr(body, "allow_auto_topic_creation", True)
         if requested is None:
-            names = sorted(n for n in self.image.topic_ids)
-            topics = [self._topic_metadata(n, ctx.listener) for n in names]
+            topics = [self._topic_metadata(n, ctx.listener, version)
+                      for n in self.metadata.all_topics()]
         else:
             topics = []
             for t in requested:
                 name = getattr(t, "name", None)
                 topic_id = getattr(t, "topic_id", None)
                 if name is None:
-                    found = self.image.topics_by_id.get(topic_id)
-                    if found is None:
+                    name = self.metadata.topic_name(topic_id)
+                    if name is None:
                         # Names are nullable in responses from v12 only.
                         topics.append(
                             {"error_code": ErrorCode.unknown_topic_id,
@@ -230,8 +203,8 @@ class KafkaApis:
                              "topic_id": topic_id, "is_internal": False, "partitions": []}
                         )
                         continue
-                    name = found.name
-                topics.append(await self._metadata_for_name(name, ctx.listener, allow_create))
+                topics.append(
+                    await self._metadata_for_name(name, ctx.listener, version, allow_create))
         return self._response(
             request,
             {
@@ -245,9 +218,9 @@ class KafkaApis:
         )
 
     async def _metadata_for_name(
-        self, name: str, listener: str, allow_create: bool
+        self, name: str, listener: str, version: int, allow_create: bool
     ) -> dict[str, Any]:
-        if self.image.topic(name) is None:
+        if not self.metadata.contains(name):
             problem = validate_topic_name(name)
             if problem:
                 return {"error_code": ErrorCode.invalid_topic_exception, "name": name,
@@ -258,11 +231,17 @@ class KafkaApis:
                 self.topic_creator.request([NewTopic(name)])
                 return {"error_code": ErrorCode.leader_not_available, "name": name,
                         "topic_id": None, "is_internal": False, "partitions": []}
-        return self._topic_metadata(name, listener)
+        return self._topic_metadata(name, listener, version)
 
     def _controller_id_for_clients(self) -> int:
-        # KRaft brokers hide the controllers from clients and name a random live broker.
-        live = [b.broker_id for b in self.image.live_brokers()]
+        # A ZooKeeper-mode broker names the controller broker; KRaft brokers hide the
+        # controllers from clients and name a random alive broker.
+        cached = self.metadata.controller_id()
+        if cached is None:
+            return -1
+        if isinstance(cached, ZkCachedControllerId):
+            return cached.controller_id
+        live = self.metadata.alive_broker_ids()
         return random.choice(live) if live else -1
 
     # -- Produce --------------------------------------------------------------------
@@ -519,8 +498,8 @@ class KafkaApis:
             names = []
             for t in body.topics:
                 if t.name is None and t.topic_id is not None:
-                    found = self.image.topics_by_id.get(t.topic_id)
-                    names.append(found.name if found else str(t.topic_id))
+                    found = self.metadata.topic_name(t.topic_id)
+                    names.append(found if found is not None else str(t.topic_id))
                 else:
                     names.append(t.name)
         else:
@@ -550,12 +529,12 @@ class KafkaApis:
             rtype, name = int(res.resource_type), res.resource_name
             error, message, entries = ErrorCode.none, None, []
             if rtype == RESOURCE_TOPIC:
-                if self.image.topic(name) is None:
+                if not self.metadata.contains(name):
                     error = ErrorCode.unknown_topic_or_partition
                     message = f"Topic '{name}' does not exist."
                 else:
                     entries = topic_config_entries(
-                        self.config, self.image.topic_configs.get(name, {})
+                        self.config, dict(self.metadata.topic_config(name))
                     )
             elif rtype == RESOURCE_BROKER:
                 if name not in ("", str(self.node_id)):

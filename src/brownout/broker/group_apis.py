@@ -58,7 +58,7 @@ class GroupApis:
     def _offsets_topic_ready(self) -> bool:
         """True once `__consumer_offsets` exists; otherwise ask for it in the background."""
         assert self.apis is not None
-        if self.apis.image.topic(OFFSETS_TOPIC) is not None:
+        if self.apis.metadata.contains(OFFSETS_TOPIC):
             return True
         self.apis.topic_creator.request([
             NewTopic(
@@ -76,20 +76,18 @@ class GroupApis:
 
     def _coordinator_for(self, key: str, listener: str) -> dict[str, Any]:
         assert self.apis is not None
-        image = self.apis.image
-        topic = image.topic(OFFSETS_TOPIC)
+        metadata = self.apis.metadata
         entry: dict[str, Any] = {"key": key, "node_id": -1, "host": "", "port": -1,
                                  "error_code": ErrorCode.coordinator_not_available,
                                  "error_message": None}
-        if topic is None:
+        count = metadata.num_partitions(OFFSETS_TOPIC)
+        if not count:
             return entry
-        partition = g.partition_for(key, len(topic.partitions))
-        reg = topic.partitions[partition]
-        broker = image.brokers.get(reg.leader)
-        endpoint = broker.endpoint(listener) if broker and not broker.fenced else None
-        if endpoint is None:
+        state = metadata.partition_info(OFFSETS_TOPIC, g.partition_for(key, count))
+        node = None if state is None else metadata.alive_broker_node(state.leader, listener)
+        if node is None:
             return entry
-        entry.update(node_id=reg.leader, host=endpoint.host, port=endpoint.port,
+        entry.update(node_id=node.node_id, host=node.host, port=node.port,
                      error_code=ErrorCode.none)
         return entry
 

@@ -10,11 +10,12 @@ import time
 
 from kio.schema.errors import ErrorCode
 
-from ..broker.apis import KafkaApis, MetadataCache
+from ..broker.apis import KafkaApis
 from ..broker.controller_channel import ControllerUnavailable, RemoteControllerChannel
 from ..broker.group_apis import GroupApis
 from ..broker.group_runtime import GroupRuntime
 from ..broker.lifecycle import BrokerLifecycleManager
+from ..broker.metadata_cache import KRaftMetadataCache
 from ..broker.metadata_log import CommittedRecord, replay
 from ..broker.metadata_publisher import MetadataPublisher
 from ..broker.partition import Partition
@@ -52,7 +53,7 @@ class BrokerServer:
             config.log_dirs, LogConfig.from_broker_properties(config.raw), background_fsync=True
         )
         self.log_manager.startup()
-        self.metadata = MetadataCache(self.image)
+        self.metadata = KRaftMetadataCache(self.image)
         self.replica_manager = ReplicaManager(
             self.node_id, self.log_manager, self._topic_config,
             eligible_leader_replicas=config["eligible.leader.replicas.enable"],
