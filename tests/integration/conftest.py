@@ -352,6 +352,15 @@ def _node_processes(under: str) -> dict[int, str]:
     return found
 
 
+def _own_lab_prefixes(under: str) -> set[str]:
+    """The namespace prefixes of the labs built under `under` (this session's tmp dir):
+    another test run on the machine has labs of its own, which are not ours to judge
+    or remove."""
+    from brownout.cluster.netns import lab_prefix
+
+    return {lab_prefix(state.parent) for state in Path(under).glob("**/cluster.json")}
+
+
 def _lab_namespaces() -> set[str]:
     if shutil.which("ip") is None:
         return set()
@@ -383,7 +392,11 @@ def _leak_guard(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     deadline = time.monotonic() + 10
     while _node_processes(under) and time.monotonic() < deadline:
         time.sleep(0.1)
-    new_namespaces = _lab_namespaces() - namespaces_before
+    own = _own_lab_prefixes(under)
+    new_namespaces = {
+        ns for ns in _lab_namespaces() - namespaces_before
+        if _LAB_NETNS.match(ns).group(1) in own  # type: ignore[union-attr]
+    }
     if new_namespaces:
         from brownout.cluster import netns
 
