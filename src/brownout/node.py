@@ -77,6 +77,12 @@ def load_config(path: Path, overrides: list[str]) -> KafkaConfig:
 
 async def run(config: KafkaConfig, events: EventLog) -> BaseException | None:
     """Run a node until it is asked to stop; returns the fatal error that stopped it."""
+    if config.is_zookeeper_mode:
+        # Its parts exist (zk/, broker/zk_apis.py); the server that joins them does not.
+        raise NodeStartupError(
+            "ZooKeeper mode (zookeeper.connect without process.roles) cannot start yet: "
+            "set process.roles and node.id to run in KRaft mode"
+        )
     node = KafkaRaftServer(config, events=events)
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):

@@ -14,7 +14,6 @@ from typing import Any
 from .config import (
     INT_MAX,
     LONG_MAX,
-    REQUIRED,
     ConfigDef,
     ConfigError,
     ConfigKey,
@@ -44,10 +43,12 @@ DEFAULT_PROTOCOL_MAP = (
 
 BROKER_CONFIG = ConfigDef(
     [
-        # Roles and identity (KRaft)
-        ConfigKey("process.roles", LIST, REQUIRED, "broker, controller, or both",
+        # Roles and identity. KRaft: process.roles and node.id. Without process.roles the
+        # node is a ZooKeeper-mode broker (zookeeper.connect, broker.id), as in Kafka 3.9.
+        ConfigKey("process.roles", LIST, [], "broker, controller, or both",
                   one_of("broker", "controller")),
-        ConfigKey("node.id", INT, REQUIRED, "This node's id", at_least(0)),
+        ConfigKey("node.id", INT, -1, "This node's id (KRaft)", at_least(-1)),
+        ConfigKey("broker.id", INT, -1, "This broker's id (ZooKeeper mode)", at_least(-1)),
         ConfigKey("controller.quorum.voters", LIST, [], "id@host:port of every voter"),
         ConfigKey("controller.quorum.bootstrap.servers", LIST, []),
         ConfigKey("controller.listener.names", LIST, []),
@@ -131,6 +132,8 @@ BROKER_CONFIG = ConfigDef(
         ConfigKey("leader.imbalance.check.interval.seconds", L, 300, "", at_least(1)),
         ConfigKey("leader.imbalance.per.broker.percentage", INT, 10),
         ConfigKey("controlled.shutdown.enable", B, True),
+        ConfigKey("controlled.shutdown.max.retries", INT, 3, "", at_least(0)),
+        ConfigKey("controlled.shutdown.retry.backoff.ms", L, 5000, "", at_least(0)),
         ConfigKey("request.timeout.ms", INT, 30000),
         # High watermark rule: Kafka 3.9 (min LEO over the ISR) or KIP-966's ELR rule
         # (additionally no advance while the ISR is below min.insync.replicas).
@@ -152,10 +155,16 @@ BROKER_CONFIG = ConfigDef(
         ConfigKey("transaction.state.log.min.isr", INT, 2, "", at_least(1)),
         ConfigKey("transaction.state.log.num.partitions", INT, 50, "", at_least(1)),
         ConfigKey("producer.id.expiration.ms", INT, 86400000),
-        # ZooKeeper mode (a later backend)
+        # ZooKeeper mode
         ConfigKey("zookeeper.connect", S, None),
-        ConfigKey("zookeeper.session.timeout.ms", INT, 18000),
-        ConfigKey("zookeeper.connection.timeout.ms", INT, None),
+        ConfigKey("zookeeper.session.timeout.ms", INT, 18000, "", at_least(1)),
+        # null: zookeeper.session.timeout.ms
+        ConfigKey("zookeeper.connection.timeout.ms", INT, None, "", at_least(1)),
+        ConfigKey("zookeeper.max.in.flight.requests", INT, 10, "", at_least(1)),
+        ConfigKey("zookeeper.set.acl", B, False),
+        ConfigKey("broker.id.generation.enable", B, True),
+        ConfigKey("reserved.broker.max.id", INT, 1000, "", at_least(0)),
+        ConfigKey("inter.broker.protocol.version", S, "3.9-IV0"),
     ]
 )
 
@@ -246,12 +255,20 @@ def parse_voters(values: list[str]) -> list[QuorumVoter]:
     return voters
 
 
+def _with_id_synonyms(raw: Mapping[str, Any]) -> Mapping[str, Any]:
+    """Kafka treats node.id and broker.id as synonyms: one set alone sets both."""
+    if ("node.id" in raw) == ("broker.id" in raw):
+        return raw
+    value = raw["node.id"] if "node.id" in raw else raw["broker.id"]
+    return {**raw, "node.id": value, "broker.id": value}
+
+
 class KafkaConfig:
     """A validated node configuration with typed accessors for what the node uses."""
 
     def __init__(self, raw: Mapping[str, Any]) -> None:
         self.raw = dict(raw)
-        self.parsed: ParsedConfig = BROKER_CONFIG.parse(raw)
+        self.parsed: ParsedConfig = BROKER_CONFIG.parse(_with_id_synonyms(raw))
         self._validate()
 
     @classmethod
@@ -267,15 +284,22 @@ class KafkaConfig:
 
     @property
     def node_id(self) -> int:
-        return self["node.id"]
+        """node.id in KRaft, broker.id in ZooKeeper mode (validated: set, and equal when
+        both are)."""
+        return self["broker.id"] if self.is_zookeeper_mode else self["node.id"]
 
     @property
     def roles(self) -> set[str]:
         return set(self["process.roles"])
 
     @property
+    def is_zookeeper_mode(self) -> bool:
+        return not self.roles
+
+    @property
     def is_broker(self) -> bool:
-        return "broker" in self.roles
+        # A ZooKeeper-mode node is always a broker (any of them may become controller).
+        return "broker" in self.roles or self.is_zookeeper_mode
 
     @property
     def is_controller(self) -> bool:
@@ -354,7 +378,27 @@ class KafkaConfig:
         ports = [e.port for e in listeners if e.port != 0]
         if len(set(ports)) != len(ports):
             raise ConfigError("Invalid value for configuration listeners: duplicate ports")
-        if self.is_controller or self.is_broker:
+        node_id, broker_id = self["node.id"], self["broker.id"]
+        if node_id >= 0 and broker_id >= 0 and node_id != broker_id:
+            raise ConfigError(
+                f"You must set `node.id` to the same value as `broker.id` (node.id={node_id}, "
+                f"broker.id={broker_id})"
+            )
+        if self.is_zookeeper_mode:
+            if not self["zookeeper.connect"]:
+                raise ConfigError(
+                    'Missing required configuration "zookeeper.connect" which has no default '
+                    "value (or set process.roles to run in KRaft mode)."
+                )
+            if broker_id < 0:
+                raise ConfigError(
+                    "broker.id must be set (0 or more) in ZooKeeper mode: generating broker "
+                    "ids from ZooKeeper (broker.id.generation.enable) is not supported"
+                )
+        elif node_id < 0:
+            raise ConfigError('Missing required configuration "node.id" which has no '
+                              "default value.")
+        if self.roles:
             if not self.controller_listener_names:
                 raise ConfigError(
                     "controller.listener.names must contain at least one value when running "

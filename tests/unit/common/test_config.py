@@ -81,3 +81,38 @@ def test_topic_overrides_are_validated():
     assert parse_topic_configs({"min.insync.replicas": "2"}) == {"min.insync.replicas": 2}
     with pytest.raises(ConfigError, match="Unknown topic config"):
         parse_topic_configs({"bogus": "1"})
+
+
+ZOOKEEPER = {
+    "broker.id": "2",
+    "zookeeper.connect": "127.0.0.1:2181",
+    "listeners": "PLAINTEXT://127.0.0.1:9092",
+}
+
+
+def test_without_process_roles_a_node_is_a_zookeeper_mode_broker():
+    c = KafkaConfig(ZOOKEEPER)
+    assert c.is_zookeeper_mode and c.is_broker and not c.is_controller
+    assert c.node_id == 2
+    assert c["zookeeper.session.timeout.ms"] == 18000
+    assert c["controlled.shutdown.max.retries"] == 3
+    assert c["controlled.shutdown.retry.backoff.ms"] == 5000
+    assert [e.port for e in c.advertised_listeners] == [9092]
+
+
+def test_zookeeper_mode_needs_zookeeper_connect_and_a_broker_id():
+    raw = {k: v for k, v in ZOOKEEPER.items() if k != "zookeeper.connect"}
+    with pytest.raises(ConfigError, match=r'"zookeeper\.connect"'):
+        KafkaConfig(raw)
+    raw = {k: v for k, v in ZOOKEEPER.items() if k != "broker.id"}
+    with pytest.raises(ConfigError, match=r"broker\.id must be set"):
+        KafkaConfig(raw)
+
+
+def test_node_id_and_broker_id_are_synonyms():
+    assert KafkaConfig({**{k: v for k, v in ZOOKEEPER.items() if k != "broker.id"},
+                        "node.id": "5"}).node_id == 5
+    kraft = {k: v for k, v in BASE.items() if k != "node.id"}
+    assert KafkaConfig({**kraft, "broker.id": "1"}).node_id == 1
+    with pytest.raises(ConfigError, match=r"same value as `broker\.id`"):
+        KafkaConfig({**BASE, "broker.id": "3"})
