@@ -199,7 +199,9 @@ def _interval(entry: Mapping[str, Any]) -> str:
 
 
 def _num(value: float) -> str:
-    return f"{value:g}" if float(value).is_integer() else f"{value:.3g}"
+    if float(value).is_integer():
+        return f"{value:.0f}"
+    return f"{value:.1f}" if abs(value) >= 100 else f"{value:.3g}"
 
 
 def print_summary_tables(summary: Mapping[str, Any], console: Console) -> None:
