@@ -23,6 +23,7 @@ from brownout.check.result import (
     guarded,
 )
 from brownout.check.suite import check_all, check_writes
+from brownout.check.workloads import check_workloads, workload_slice
 from brownout.check.writes import send_outcomes
 
 __all__ = [
@@ -38,6 +39,7 @@ __all__ = [
     "check_availability",
     "check_consumers",
     "check_rebalances",
+    "check_workloads",
     "check_writes",
     "compose",
     "explain_lost_writes",
@@ -47,4 +49,5 @@ __all__ = [
     "load_inputs",
     "longest_unavailable",
     "send_outcomes",
+    "workload_slice",
 ]

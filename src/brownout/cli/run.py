@@ -3,7 +3,8 @@
 Exit status of `run`: 0 every expectation held, 1 one did not (or the run could not
 complete: the verdict says why), 2 bad input (unknown scenario, invalid file, a scenario
 that needs root), 3 unknown (the lab was overloaded: a node's event loop stalled for more
-than a third of broker.session.timeout.ms before the first fault), 130 interrupted.
+than a third of broker.session.timeout.ms before the first fault), 130 interrupted. With
+--repeat: 0 every run passed, 1 one failed, 3 none failed and some were unknown.
 """
 
 from __future__ import annotations
@@ -17,7 +18,9 @@ from rich.console import Console
 from rich.table import Table
 
 from ..scenarios import ScenarioError, builtin_names, builtins, resolve
+from ..scenarios.repeat import run_repeated
 from ..scenarios.runner import ScenarioRefused, run_scenario
+from ..scenarios.schema import Scenario
 
 RUN_HELP = (
     "Run a scenario end to end: build a fresh cluster in the run directory, drive its "
@@ -26,7 +29,12 @@ RUN_HELP = (
     "a YAML file. Exit status: 0 passed, 1 an expectation failed, 2 bad input, 3 unknown: "
     "the lab was overloaded (a node's event loop stalled for more than a third of "
     "broker.session.timeout.ms before the first fault; verdict.json names the node, the "
-    "stall and when), so the run measured this machine rather than Kafka."
+    "stall and when), so the run measured this machine rather than Kafka. With --repeat "
+    "N: N independent runs (OUT/run-001, ...; each its own cluster, ports and seed, "
+    "derived from --seed), --jobs at a time, then OUT/summary.json and a table: per "
+    "expectation the pass count, per measured quantity mean/median/min/max, per rate a "
+    "95% Wilson interval; exit status 0 every run passed, 1 one failed, 3 none failed "
+    "but some were unknown."
 )
 
 
@@ -50,8 +58,26 @@ def run_command(
     keep_cluster: Annotated[bool, typer.Option(
         "--keep-cluster", help="Leave the cluster running at the end (stop it with "
         "`brownout down --dir RUN/cluster`).")] = False,
+    repeat: Annotated[int | None, typer.Option(
+        "--repeat", "-n", help="Run the scenario N times (OUT/run-001, run-002, ...: a "
+        "fresh cluster, own ports and a seed derived from --seed each) and summarise "
+        "them (OUT/summary.json).", show_default=False)] = None,
+    jobs: Annotated[int, typer.Option(
+        "--jobs", "-j", help="With --repeat: how many runs at a time, each in its own "
+        "process. Runs side by side share the machine's cores: more than one mostly "
+        "tests isolation, and an overloaded lab makes runs unknown.")] = 1,
 ) -> None:
     console = Console(highlight=False)
+    if repeat is not None and repeat < 1:
+        typer.echo(f"Error: --repeat must be at least 1 (got {repeat})", err=True)
+        raise typer.Exit(2)
+    if jobs < 1:
+        typer.echo(f"Error: --jobs must be at least 1 (got {jobs})", err=True)
+        raise typer.Exit(2)
+    if repeat is not None and keep_cluster:
+        typer.echo("Error: --keep-cluster keeps one run's cluster; it cannot be combined "
+                   "with --repeat", err=True)
+        raise typer.Exit(2)
     try:
         loaded = resolve(scenario)
     except ScenarioError as e:
@@ -63,6 +89,8 @@ def run_command(
     run_dir = out or _default_out(loaded.name)
     console.print(f"scenario [bold]{loaded.name}[/bold]: {loaded.description}")
     console.print(f"run directory: {run_dir}")
+    if repeat is not None:
+        raise typer.Exit(_repeat(loaded, run_dir, repeat, seed, jobs, pipeline, console))
     try:
         outcome = run_scenario(loaded, run_dir, seed, keep_cluster=keep_cluster,
                                pipeline=pipeline, console=console)
@@ -73,6 +101,20 @@ def run_command(
         typer.echo("interrupted", err=True)
         raise typer.Exit(130) from None
     raise typer.Exit(outcome.exit_code)
+
+
+def _repeat(loaded: Scenario, out: Path, repeat: int, seed: int, jobs: int,
+            pipeline: bool, console: Console) -> int:
+    console.print(f"{repeat} run(s), {jobs} at a time")
+    try:
+        return run_repeated(loaded, out, repeat, seed, jobs=jobs, pipeline=pipeline,
+                            console=console).exit_code
+    except ScenarioRefused as e:
+        typer.echo(f"Error: {e}", err=True)
+        return 2
+    except KeyboardInterrupt:
+        typer.echo("interrupted", err=True)
+        return 130
 
 
 def scenarios_command(

@@ -50,6 +50,18 @@ import pyarrow.parquet as pq
 from brownout.check.events import Fault, node_id, parse_faults
 from brownout.check.load import parse_value
 from brownout.common.events import read_events
+from brownout.common.rundir import (
+    CHECK_FILE,
+    FAULTS_FILE,
+    FINAL_READ_FILE,
+    HISTORY_FILE,
+    LOST_WRITES_FILE,
+    NODES_DIR,
+    RUN_FILE,
+    SCENARIO_FILE,
+    VERDICT_FILE,
+    WATERMARKS_FILE,
+)
 from brownout.report.pipeline import PipelineView, load_pipeline
 from brownout.report.tables import (
     DEFAULT_LOSS_ROWS,
@@ -75,18 +87,6 @@ from brownout.report.tables import (
 )
 from brownout.scenarios.overload import NodeStall, node_stalls, stall_limit_ms
 from brownout.workload.history import SCHEMA
-
-HISTORY_FILE = "history.parquet"
-FINAL_READ_FILE = "final-read.parquet"
-WATERMARKS_FILE = "high-watermarks.json"
-RUN_FILE = "run.json"
-CHECK_FILE = "check.json"
-VERDICT_FILE = "verdict.json"
-SCENARIO_FILE = "scenario.json"
-LOST_WRITES_FILE = "lost-writes.parquet"
-# FaultResult.value() objects, one JSON a line, e.g. `brownout fault ... --json` output
-# collected by hand while a run recorded (the fault CLI does not record into a run).
-FAULTS_FILE = "faults.jsonl"
 
 SEND_COLUMNS = ("time", "type", "acks", "topic", "partition", "offset")
 POLL_COLUMNS = ("time", "process", "topic", "partition", "offset")
@@ -773,7 +773,7 @@ def load_stalls(run_dir: Path, verdict_json: Any,
     if started is None:
         return [], None
     events: dict[int, list[dict[str, Any]]] = {}
-    for node_dir in sorted((run_dir / "nodes").glob("node-*")):
+    for node_dir in sorted((run_dir / NODES_DIR).glob("node-*")):
         try:
             events[int(node_dir.name.removeprefix("node-"))] = read_events(
                 node_dir / "events.jsonl")

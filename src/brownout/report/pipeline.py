@@ -19,9 +19,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-PIPELINE_DIR = "pipeline"
-PROGRESS_FILE = "progress.jsonl"
-AUDIT_FILE = "pipeline-check.json"
+from ..common.rundir import PIPELINE_CHECK_FILE as AUDIT_FILE
+from ..common.rundir import PIPELINE_DIR
+from ..common.rundir import PIPELINE_PROGRESS_FILE as PROGRESS_FILE
 
 
 @dataclasses.dataclass

@@ -53,6 +53,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+from ..common.rundir import PIPELINE_CHECK_FILE as CHECK_FILE
 from ..workload.run import HISTORY_PARQUET, load_run
 from .pipeline import (
     LEDGER,
@@ -62,7 +63,6 @@ from .pipeline import (
     output_path,
 )
 
-CHECK_FILE = "pipeline-check.json"
 MAX_DIFFERENCES = 200  # per output; counts are always complete
 MAX_EXAMPLES = 5  # msg ids per reason and row
 

@@ -40,12 +40,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ..common.rundir import PIPELINE_FILE, PIPELINE_LOG
+from ..common.rundir import PIPELINE_PROGRESS_FILE as PROGRESS_FILE
 from ..workload.generators import WORKLOADS
 
 log = logging.getLogger("brownout.spark.pipeline")
 
-PIPELINE_FILE = "pipeline.json"
-PROGRESS_FILE = "progress.jsonl"
 CHECKPOINTS = "_checkpoints"
 LEDGER = "ledger"
 
@@ -405,7 +405,7 @@ class PipelineProcess:
         self.config.out.mkdir(parents=True, exist_ok=True)
         cfg = self.config.out / "pipeline-config.json"
         cfg.write_text(json.dumps(self.config.as_json(), indent=2) + "\n")
-        with open(self.config.out / "pipeline.log", "ab") as logf:
+        with open(self.config.out / PIPELINE_LOG, "ab") as logf:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "brownout.spark.pipeline", str(cfg)],
                 stdout=logf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,

@@ -25,12 +25,10 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from ..common.rundir import FINAL_READ_FILE, WATERMARKS_FILE
 from .clientstats import error_name
 from .generators import read_identity
 from .history import FINAL_READ_SCHEMA
-
-FINAL_READ_FILE = "final-read.parquet"
-WATERMARKS_FILE = "high-watermarks.json"
 
 
 @dataclasses.dataclass

@@ -31,15 +31,14 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from ..common.rundir import HISTORY_FILE as HISTORY_PARQUET
+from ..common.rundir import HISTORY_JSONL, RUN_FILE
 from .consumer import ConsumerGroup, ConsumerSettings
 from .final_read import FinalRead, final_read, write_final_read
 from .history import HistoryWriter, jsonl_to_parquet, read_jsonl
 from .observer import Observer
 from .producer import ProducerGroup, ProducerSettings
 
-RUN_FILE = "run.json"
-HISTORY_JSONL = "history.jsonl"
-HISTORY_PARQUET = "history.parquet"
 LOCK_FILE = ".lock"
 CLIENT_LOG = "clients.log"
 

@@ -19,10 +19,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from ..common.rundir import CHECK_FILE
 from .final_read import FINAL_READ_FILE, WATERMARKS_FILE, load_final_read
 from .run import HISTORY_PARQUET
-
-CHECK_FILE = "check.json"
 
 
 def watermarks(run_dir: Path) -> dict[tuple[str, int], int]:

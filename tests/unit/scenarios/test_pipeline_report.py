@@ -9,7 +9,7 @@ from pathlib import Path
 from rich.console import Console
 
 from brownout.report.pipeline import lag_series, load_pipeline
-from brownout.scenarios.runner import _audit_summary
+from brownout.scenarios.pipeline_stage import audit_summary
 
 AUDIT = {"valid": True, "pipeline_equal": True, "log_equals_acknowledged": True,
          "topics": {"user-events": {
@@ -47,7 +47,7 @@ def test_load_pipeline_and_summary(tmp_path: Path):
     assert view.max_lag == 40 and view.final_lag == {"a": 0, "b": 3}
     assert view.outputs()[0]["rows_closed"] == 4 and view.topics()[0]["lost"] == 0
     assert load_pipeline(tmp_path / "nothing", {}, None) is None
-    summary = _audit_summary(AUDIT)
+    summary = audit_summary(AUDIT)
     assert summary["pipeline_equal"] is True and summary["rows_closed"] == 4
     assert summary["differences_pipeline"] == 0
 

@@ -1,0 +1,53 @@
+"""The names of the files in a run directory, in one place.
+
+A run directory is written by several layers (workload/ records the history and the
+final read, check/ and scenarios/ the verdicts, spark/ the pipeline's files, report/ the
+page) and read by others (report/, the repetition summary, tests). Each name is defined
+here once, so a writer and its readers cannot drift apart.
+
+    run.json                 the workload run's parameters and start time
+    history.jsonl            the history while it is recorded (one event a line)
+    history.parquet          the history once the run is over
+    final-read.parquet       every record of the run's topics, read to the end
+    high-watermarks.json     the high watermark per partition at the final read
+    check.json               check_all over the whole run
+    check-workloads.json     check_all over each workload alone
+    scenario.json            the scenario as it ran (defaults filled in)
+    verdict.json             the expectations' outcomes and the verdict
+    lost-writes.parquet      the acknowledged writes missing from the log, with reasons
+    faults.jsonl             FaultResult values collected by hand (`brownout fault
+                             ... --json`) while a run recorded; never by a scenario
+    report.html              the report
+    stuck-threads.txt        every thread's stack, only when a run outlived its budget
+    cluster/                 the run's cluster (removed nodes' files kept in nodes/)
+    cluster.json             the cluster's state, copied after the teardown
+    nodes/node-N/            node.log, server.properties, events.jsonl of each node
+    pipeline/                the Spark pipeline: pipeline.json, pipeline.log,
+                             progress.jsonl, outputs and checkpoints
+    pipeline-check.json      the pipeline audit
+"""
+
+from __future__ import annotations
+
+RUN_FILE = "run.json"
+HISTORY_JSONL = "history.jsonl"
+HISTORY_FILE = "history.parquet"
+FINAL_READ_FILE = "final-read.parquet"
+WATERMARKS_FILE = "high-watermarks.json"
+CHECK_FILE = "check.json"
+WORKLOAD_CHECKS_FILE = "check-workloads.json"
+SCENARIO_FILE = "scenario.json"
+VERDICT_FILE = "verdict.json"
+LOST_WRITES_FILE = "lost-writes.parquet"
+FAULTS_FILE = "faults.jsonl"
+REPORT_FILE = "report.html"
+STUCK_FILE = "stuck-threads.txt"
+CLUSTER_DIR = "cluster"
+CLUSTER_STATE_FILE = "cluster.json"
+NODES_DIR = "nodes"
+NODE_FILES = ("node.log", "server.properties", "events.jsonl")
+PIPELINE_DIR = "pipeline"
+PIPELINE_FILE = "pipeline.json"
+PIPELINE_LOG = "pipeline.log"
+PIPELINE_PROGRESS_FILE = "progress.jsonl"
+PIPELINE_CHECK_FILE = "pipeline-check.json"

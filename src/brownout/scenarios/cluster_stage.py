@@ -1,0 +1,125 @@
+"""The cluster of one scenario run: build it, create its topics, heal it, tear it down.
+
+The cluster lives in <run>/cluster and gets its ports from the lab's allocator
+(cluster/ports.py) when it is built, so runs side by side never share a port or a
+directory. `down` always copies the nodes' files into <run>/nodes first (the report and
+the overload check read them), then stops the cluster unless it is to be kept.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import time
+from pathlib import Path
+
+from ..cluster import lab
+from ..cluster.admin import Admin
+from ..cluster.topology import Overrides, TopologyRequest
+from ..common.rundir import CLUSTER_DIR, CLUSTER_STATE_FILE, NODE_FILES, NODES_DIR
+from ..faults import Nemesis
+from ..faults.nemesis import EventCallback
+from .progress import Progress
+from .schema import Scenario
+
+START_TIMEOUT = 60.0
+TOPICS_ISR_TIMEOUT = 30.0
+
+
+class ClusterStage:
+    def __init__(self, scenario: Scenario, run_dir: Path, progress: Progress,
+                 notes: list[str], *, keep: bool = False) -> None:
+        self.scenario = scenario
+        self.run_dir = run_dir
+        self.directory = run_dir / CLUSTER_DIR
+        self.progress = progress
+        self.keep = keep
+        self.up_result: lab.UpResult | None = None
+        self.isr_recovered: bool | None = None
+        self.notes = notes  # the run's notes (verdict.json), in the order they happen
+
+    def up(self) -> lab.UpResult:
+        c = self.scenario.cluster
+        request = TopologyRequest(
+            brokers=c.brokers, controllers=c.controllers, combined=c.combined,
+            profile=c.profile, overrides=Overrides(dict(c.set), dict(c.broker_set),
+                                                   dict(c.controller_set)),
+            network=c.network, zookeepers=c.zookeepers)
+        self.up_result = lab.up(self.directory, request, fresh=True, timeout=START_TIMEOUT)
+        self.progress.say(f"cluster: {request.describe()}; bootstrap "
+                          f"{self.up_result.topology.bootstrap_servers}")
+        return self.up_result
+
+    def nemesis(self, seed: int, on_event: EventCallback | None = None) -> Nemesis:
+        """The run's nemesis over the cluster built by `up`, set up."""
+        assert self.up_result is not None
+        nemesis = Nemesis(self.up_result.state, seed=seed, on_event=on_event,
+                          terminate_timeout=20.0, start_timeout=START_TIMEOUT,
+                          rejoin_timeout=START_TIMEOUT)
+        nemesis.setup()
+        return nemesis
+
+    def create_topics(self, bootstrap: str, nemesis: Nemesis) -> None:
+        admin = Admin(bootstrap, 15.0)
+        for t in self.scenario.topics:
+            admin.create_topic(t.name, t.partitions, t.replication_factor, dict(t.configs))
+            configs = ",".join(f"{k}={v}" for k, v in t.configs.items())
+            self.progress.say(f"topic {t.name}: {t.partitions} partition(s), RF "
+                              f"{t.replication_factor}{' ' + configs if configs else ''}")
+        if self.scenario.topics and not nemesis.wait_isr_full(TOPICS_ISR_TIMEOUT):
+            raise RuntimeError("the topics' partitions did not get leaders and full ISRs "
+                               f"within {TOPICS_ISR_TIMEOUT:g}s")
+
+    def heal(self, nemesis: Nemesis) -> None:
+        """Undo every fault (heal the network, resume, start) until every ISR is full or
+        the scenario's heal timeout passes; isr_recovered says which."""
+        if not self.scenario.heal.enabled:
+            self.notes.append("heal disabled by the scenario")
+            return
+        deadline = time.monotonic() + self.scenario.heal.timeout
+        while True:
+            nemesis.teardown()
+            remaining = max(1.0, deadline - time.monotonic())
+            full = nemesis.wait_isr_full(min(remaining, 20.0))
+            stopped = [n.node_id for n in nemesis.topology.nodes
+                       if nemesis.supervisor.process_state(n.node_id) != "running"]
+            if full and not stopped:
+                self.isr_recovered = True
+                break
+            if time.monotonic() >= deadline:
+                self.isr_recovered = False
+                self.notes.append(f"heal: not every ISR full after "
+                                  f"{self.scenario.heal.timeout:g}s (nodes not running: "
+                                  f"{stopped or 'none'})")
+                break
+            time.sleep(0.5)
+        self.progress.say(
+            f"  heal: {'every ISR full' if self.isr_recovered else 'ISR incomplete'}")
+
+    def down(self) -> None:
+        """Keep the nodes' files, then stop the cluster (unless kept). Safe to call when
+        the build failed half way; never raises (a teardown error must not mask the
+        run's own)."""
+        if self.up_result is None and not (self.directory / CLUSTER_STATE_FILE).exists():
+            return
+        self._keep_node_files()
+        if self.keep:
+            self.progress.console.print(f"cluster kept running: stop it with `brownout "
+                                        f"down --dir {self.directory}`")
+            return
+        try:
+            lab.down(self.directory, timeout=10.0)
+        except Exception as e:
+            self.progress.console.print(f"[red]teardown: {type(e).__name__}: {e}[/red]")
+
+    def _keep_node_files(self) -> None:
+        with contextlib.suppress(OSError):
+            shutil.copy2(self.directory / CLUSTER_STATE_FILE,
+                         self.run_dir / CLUSTER_STATE_FILE)
+        target = self.run_dir / NODES_DIR
+        for node_dir in sorted(self.directory.glob("node-*")):
+            dest = target / node_dir.name
+            dest.mkdir(parents=True, exist_ok=True)
+            for name in NODE_FILES:
+                with contextlib.suppress(OSError):
+                    shutil.copy2(node_dir / name, dest / name)

@@ -1,0 +1,262 @@
+"""The Spark pipeline of one scenario run (--pipeline or `pipeline: on`).
+
+    start   the pipeline in its own process (<run>/pipeline) on the workloads' topics,
+            waited for until every query ran a first batch (PIPELINE_START_TIMEOUT); if
+            Spark cannot start, the pipeline is recorded as failed with the reason and
+            the run goes on without it
+    watch   called while the workload runs: a pipeline process that died (a fault its
+            query did not survive) restarts from its checkpoints, up to
+            PIPELINE_RESTARTS times; the output stays exactly once, each failure is
+            recorded
+    stop    after the heal, with a drain: it catches up to the final high watermarks,
+            then stops its queries
+    audit   brownout.spark.audit in a child process (its own JVM, a time limit):
+            pipeline-check.json
+    kill    on an error or Ctrl-C: the process goes, whatever its state
+
+`info` is what verdict.json records under "pipeline" (None: no pipeline in this run).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from ..common.rundir import PIPELINE_CHECK_FILE, PIPELINE_DIR, PIPELINE_FILE, PIPELINE_LOG
+from .progress import Progress
+from .schema import Scenario
+
+PIPELINE_START_TIMEOUT = 300.0  # Spark's start is slow on a loaded machine
+PIPELINE_DRAIN_TIMEOUT = 90.0
+PIPELINE_AUDIT_TIMEOUT = 900.0
+PIPELINE_RESTARTS = 3
+# Short event-time windows, so the windows of a 30 s run close (the audit compares closed
+# windows only) while a record held back by a fault for up to the watermark still counts.
+PIPELINE_WINDOW = "5 seconds"
+PIPELINE_WATERMARK = "15 seconds"
+PIPELINE_SESSION_GAP = "5 seconds"
+# What the pipeline adds to a run's time budget (the stuck-thread watchdog).
+PIPELINE_BUDGET = PIPELINE_START_TIMEOUT + PIPELINE_DRAIN_TIMEOUT + PIPELINE_AUDIT_TIMEOUT
+
+
+class PipelineStage:
+    def __init__(self, scenario: Scenario, run_dir: Path, progress: Progress,
+                 notes: list[str]) -> None:
+        self.scenario = scenario
+        self.run_dir = run_dir
+        self.progress = progress
+        self.notes = notes
+        self.info: dict[str, Any] | None = None
+        self._proc: Any = None  # a brownout.spark.pipeline.PipelineProcess
+        self._config: Any = None
+
+    @property
+    def running(self) -> bool:
+        return self._proc is not None
+
+    def _topics(self) -> dict[str, str]:
+        topics: dict[str, str] = {}
+        for w in self.scenario.workloads:
+            if topics.setdefault(w.topic, w.workload) != w.workload:
+                self.notes.append(f"pipeline: topic {w.topic} carries more than one kind "
+                                  f"of workload; read as {topics[w.topic]}")
+        return topics
+
+    def start(self, bootstrap: str) -> None:
+        """Start the pipeline and wait until it runs; on failure record why and go on."""
+        out = self.run_dir / PIPELINE_DIR
+        info: dict[str, Any] = {"status": "starting", "error": None, "out": str(out)}
+        self.info = info
+        t0 = time.monotonic()
+        try:
+            from ..spark.pipeline import PipelineConfig, PipelineProcess
+
+            if out.exists():
+                shutil.rmtree(out)
+            config = PipelineConfig(
+                bootstrap=bootstrap, topics=self._topics(), out=out,
+                master="local[2,4]", trigger="2 seconds", window=PIPELINE_WINDOW,
+                watermark=PIPELINE_WATERMARK, session_gap=PIPELINE_SESSION_GAP,
+                starting_offsets="earliest", ledger=True,
+                drain_timeout=PIPELINE_DRAIN_TIMEOUT)
+            info["topics"] = config.topics
+            info["restarts"] = 0
+            info["failures"] = []
+            self._config = config
+            self._proc = PipelineProcess(config).start()
+            running = self._proc.wait_running(PIPELINE_START_TIMEOUT)
+        except Exception as e:
+            running = False
+            info["error"] = f"{type(e).__name__}: {e}"
+        info["start_s"] = round(time.monotonic() - t0, 1)
+        if running:
+            info["status"] = "running"
+            self.progress.say(f"  pipeline running after {info['start_s']:g}s ({out})")
+            return
+        if info["error"] is None:
+            alive = self._proc is not None and self._proc.alive()
+            info["error"] = (f"not running after {PIPELINE_START_TIMEOUT:g}s"
+                             if alive else "the pipeline process exited") \
+                + _pipeline_reason(out)
+        self.kill()
+        info["status"] = "failed"
+        self.notes.append(f"pipeline failed to start: {info['error']}")
+        self.progress.say(f"  pipeline failed to start: {info['error']}", style="red")
+
+    def watch(self, *, wait: bool = False) -> None:
+        """Restart the pipeline (from its checkpoints) when it died, recording why."""
+        proc, info = self._proc, self.info
+        if proc is None or info is None or proc.alive():
+            return
+        from ..spark.pipeline import PipelineProcess
+
+        run = _last_pipeline_run(Path(info["out"]))
+        why = run.get("error") or f"exit status {proc.proc.returncode if proc.proc else '?'}"
+        elapsed = round(time.monotonic() - self.progress.started, 1)
+        info["failures"].append({"at_s": elapsed, "error": why})
+        if info["restarts"] >= PIPELINE_RESTARTS:
+            self.progress.say(f"  pipeline failed ({why}); no restart left", style="red")
+            return
+        info["restarts"] += 1
+        self.progress.say(f"  pipeline failed ({why[:200]}); restart {info['restarts']} "
+                          "from its checkpoints", style="red")
+        self._proc = PipelineProcess(self._config).start()
+        if wait and not self._proc.wait_running(PIPELINE_START_TIMEOUT):
+            self.progress.say("  pipeline restart: not running in time", style="red")
+
+    def stop(self) -> None:
+        """Stop the pipeline once the log is final: it drains to the high watermarks."""
+        self.watch(wait=True)  # died since the last look: restart to catch up
+        proc, info = self._proc, self.info
+        if proc is None or info is None:
+            return
+        self._proc = None
+        t0 = time.monotonic()
+        died = not proc.alive()
+        code = proc.stop(timeout=PIPELINE_DRAIN_TIMEOUT + 120.0)
+        info["stop_s"] = round(time.monotonic() - t0, 1)
+        info["exit_code"] = code
+        run = _last_pipeline_run(Path(info["out"]))
+        info["spark_startup_s"] = run.get("spark_startup_s")
+        if run.get("status") == "stopped" and code == 0 and not died:
+            info["status"] = "stopped"
+        else:
+            info["status"] = "failed"
+            if run.get("error"):
+                info["error"] = run["error"]
+            else:
+                why = "the pipeline process exited during the run" if died \
+                    else f"exit status {code}"
+                info["error"] = why + _pipeline_reason(Path(info["out"]))
+            self.notes.append(f"pipeline failed: {info['error']}")
+        if info.get("failures"):
+            self.notes.append(f"pipeline: {len(info['failures'])} failure(s) during the run, "
+                              f"{info.get('restarts', 0)} restart(s) from its checkpoints; "
+                              f"first: {info['failures'][0]['error'][:300]}")
+        self.progress.say(f"  pipeline {info['status']} after a {info['stop_s']:g}s drain"
+                          + (f": {info['error']}" if info.get("error") else ""),
+                          style=None if info["status"] == "stopped" else "red")
+
+    def kill(self) -> None:
+        """Kill the pipeline process if one runs (an error or Ctrl-C while it ran)."""
+        proc, self._proc = self._proc, None
+        if proc is not None:
+            with contextlib.suppress(Exception):
+                proc.kill()
+
+    def audit(self) -> None:
+        """The audit (pipeline-check.json) in a child process: its own JVM, a time limit."""
+        info = self.info
+        if info is None or info.get("stop_s") is None:  # it never ran: nothing to audit
+            return
+        t0 = time.monotonic()
+        code = ("import sys; from pathlib import Path; from brownout.spark.audit import "
+                "audit; audit(Path(sys.argv[1]), Path(sys.argv[2]))")
+        log_path = Path(info["out"]) / "audit.log"
+        try:
+            with open(log_path, "ab") as logf:
+                proc = subprocess.Popen(
+                    [sys.executable, "-c", code, str(self.run_dir), info["out"]],
+                    stdout=logf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                    start_new_session=True)
+                try:
+                    rc = proc.wait(PIPELINE_AUDIT_TIMEOUT)
+                except BaseException:
+                    with contextlib.suppress(ProcessLookupError):
+                        os.killpg(proc.pid, signal.SIGKILL)
+                    proc.wait(30)
+                    raise
+        except subprocess.TimeoutExpired:
+            info["audit_error"] = f"the audit did not finish in {PIPELINE_AUDIT_TIMEOUT:g}s"
+            rc = None
+        info["audit_s"] = round(time.monotonic() - t0, 1)
+        path = self.run_dir / PIPELINE_CHECK_FILE
+        if rc == 0 and path.exists():
+            report = json.loads(path.read_text())
+            info["audit"] = audit_summary(report)
+            a = info["audit"]
+            self.progress.say(
+                f"  audit: pipeline_equal {a['pipeline_equal']}, valid {a['valid']} "
+                f"({a['differences_pipeline']} differing of {a['rows_closed']} closed "
+                f"rows; {info['audit_s']:g}s)",
+                style="green" if a["pipeline_equal"] else "red")
+        else:
+            info.setdefault("audit_error", f"the audit failed (exit status {rc})"
+                            + _log_tail(log_path))
+            self.notes.append(f"pipeline audit: {info['audit_error']}")
+            self.progress.say(f"  audit: {info['audit_error']}", style="red")
+
+
+def _last_pipeline_run(out: Path) -> dict[str, Any]:
+    with contextlib.suppress(OSError, ValueError, IndexError, KeyError):
+        return dict(json.loads((out / PIPELINE_FILE).read_text())["runs"][-1])
+    return {}
+
+
+def _log_tail(path: Path, lines: int = 3) -> str:
+    """The last lines of a log that look like an error, for a one-line reason."""
+    with contextlib.suppress(OSError):
+        text = path.read_text(errors="replace").splitlines()
+        hits = [x.strip() for x in text if "Error" in x or "Exception" in x]
+        tail = (hits or [x.strip() for x in text if x.strip()])[-lines:]
+        if tail:
+            return ": " + " | ".join(t[:300] for t in tail)
+    return ""
+
+
+def _pipeline_reason(out: Path) -> str:
+    run = _last_pipeline_run(out)
+    if run.get("error"):
+        return f": {run['error']}"
+    return _log_tail(out / PIPELINE_LOG)
+
+
+def audit_summary(report: dict[str, Any]) -> dict[str, Any]:
+    """pipeline-check.json in a few numbers (verdict.json, the expectation, the report)."""
+    diffs = closed = equal = 0
+    topics: dict[str, Any] = {}
+    for topic, t in (report.get("topics") or {}).items():
+        outs = {}
+        for name, o in (t.get("outputs") or {}).items():
+            diffs += int(o.get("differences_pipeline") or 0)
+            closed += int(o.get("rows_closed") or 0)
+            equal += int(o.get("rows_equal") or 0)
+            outs[name] = {k: o.get(k) for k in ("rows_closed", "rows_equal", "rows_open",
+                                                "differences_pipeline",
+                                                "differences_log_vs_acknowledged")}
+        topics[topic] = {**{k: t.get(k) for k in (
+            "log_records", "acknowledged", "lost", "duplicated", "unacknowledged_in_log",
+            "failed_in_log", "unread_by_pipeline")}, "outputs": outs}
+    return {"valid": report.get("valid"), "pipeline_equal": report.get("pipeline_equal"),
+            "log_equals_acknowledged": report.get("log_equals_acknowledged"),
+            "ground_truth_explained": report.get("ground_truth_explained"),
+            "rows_closed": closed, "rows_equal": equal, "differences_pipeline": diffs,
+            "topics": topics}

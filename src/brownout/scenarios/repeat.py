@@ -1,0 +1,150 @@
+"""`brownout run SCENARIO --repeat N [--jobs J]`: N independent runs and their summary.
+
+Run k goes into OUT/run-00k with the seed derive_seed(seed, k): a fresh cluster each
+time, its ports from the lab's allocator, nothing shared between runs but the scenario.
+Then OUT/summary.json and a terminal table (summary.py).
+
+    jobs 1    the runs one after another in this process, each with the live display of
+              a single run
+    jobs J>1  J runs at a time, each in a child process of its own (spawned, not forked:
+              client libraries keep threads). A process per run because a run owns what
+              a process has once: the SIGTERM handler, faulthandler's watchdog, the
+              client libraries' global state. Their lines are prefixed with the run's
+              name. Ctrl-C or SIGTERM stops the children with SIGTERM (each tears its
+              cluster down; they ignore the terminal's SIGINT so that they get exactly
+              one signal), waits for them, and re-raises.
+
+Exit status (`RepeatOutcome.exit_code`): 0 every run passed, 1 one failed, 3 none failed
+and some were unknown (the lab was overloaded).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import multiprocessing
+import multiprocessing.process
+import signal
+import time
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from .runner import _sigterm_as_interrupt, preflight, run_scenario
+from .schema import Scenario
+from .stats import derive_seed
+from .summary import (
+    SUMMARY_FILE,
+    build_summary,
+    load_entries,
+    print_summary_tables,
+    write_summary,
+)
+
+CHILD_STOP_TIMEOUT = 180.0  # a child's teardown after SIGTERM: nodes, pipeline, copies
+
+
+@dataclasses.dataclass
+class RepeatOutcome:
+    out: Path
+    summary: dict[str, Any]
+
+    @property
+    def exit_code(self) -> int:
+        return int(self.summary["exit_code"])
+
+    @property
+    def summary_file(self) -> Path:
+        return self.out / SUMMARY_FILE
+
+
+def run_names(repeat: int) -> list[str]:
+    width = max(3, len(str(repeat)))
+    return [f"run-{k:0{width}d}" for k in range(1, repeat + 1)]
+
+
+def plan(repeat: int, seed: int) -> list[tuple[str, int]]:
+    """[(run directory name, seed)] of `repeat` runs seeded from `seed`."""
+    if repeat < 1:
+        raise ValueError(f"repeat must be at least 1, got {repeat}")
+    return [(name, derive_seed(seed, k)) for k, name in enumerate(run_names(repeat), 1)]
+
+
+def run_repeated(scenario: Scenario, out: Path, repeat: int, seed: int = 0, *,
+                 jobs: int = 1, pipeline: bool = False,
+                 console: Console | None = None) -> RepeatOutcome:
+    """Run `scenario` `repeat` times into out/run-NNN, `jobs` at a time, and summarise.
+    Raises ScenarioRefused before any run when it cannot run here; KeyboardInterrupt
+    after every started run has torn down."""
+    if jobs < 1:
+        raise ValueError(f"jobs must be at least 1, got {jobs}")
+    runs = plan(repeat, seed)
+    preflight(scenario)
+    console = console or Console(highlight=False)
+    out = Path(out).absolute()
+    out.mkdir(parents=True, exist_ok=True)
+    codes: dict[str, int | None] = {}
+    if jobs == 1:
+        for name, run_seed in runs:
+            console.rule(f"{name} of {repeat}: seed {run_seed}")
+            run_scenario(scenario, out / name, run_seed, pipeline=pipeline, console=console)
+    else:
+        codes = _run_children(scenario, out, runs, jobs, pipeline, console)
+    summary = build_summary(scenario.name, load_entries(out, runs, codes), seed=seed,
+                            jobs=jobs)
+    write_summary(out, summary)
+    console.rule(f"{scenario.name}: {repeat} run(s)")
+    print_summary_tables(summary, console)
+    console.print(f"summary: {out / SUMMARY_FILE}")
+    return RepeatOutcome(out, summary)
+
+
+def _child(scenario: Scenario, run_dir: Path, seed: int, pipeline: bool, tag: str) -> None:
+    """A run in a child process; its exit status is the run's."""
+    # Only the parent's SIGTERM stops a child: a second signal (the terminal's SIGINT to
+    # the whole process group) would land in the middle of its teardown.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        outcome = run_scenario(scenario, run_dir, seed, pipeline=pipeline, live=False,
+                               tag=tag)
+    except KeyboardInterrupt:
+        raise SystemExit(130) from None
+    raise SystemExit(outcome.exit_code)
+
+
+def _run_children(scenario: Scenario, out: Path, runs: list[tuple[str, int]], jobs: int,
+                  pipeline: bool, console: Console) -> dict[str, int | None]:
+    """Each run in a spawned child, `jobs` at a time; {run name: exit status}."""
+    context = multiprocessing.get_context("spawn")
+    pending = list(runs)
+    running: dict[str, multiprocessing.process.BaseProcess] = {}
+    codes: dict[str, int | None] = {}
+    try:
+        with _sigterm_as_interrupt():
+            while pending or running:
+                while pending and len(running) < jobs:
+                    name, run_seed = pending.pop(0)
+                    console.print(f"{name}: seed {run_seed}, directory {out / name}")
+                    child = context.Process(target=_child, name=name, args=(
+                        scenario, out / name, run_seed, pipeline, name))
+                    child.start()
+                    running[name] = child
+                time.sleep(0.2)
+                for name, child in list(running.items()):
+                    if not child.is_alive():
+                        child.join()
+                        codes[name] = child.exitcode
+                        del running[name]
+    except BaseException:
+        console.print(f"[yellow]interrupted: stopping {len(running)} run(s)[/yellow]")
+        for child in running.values():
+            if child.is_alive():
+                child.terminate()  # SIGTERM: the run tears its cluster down
+        deadline = time.monotonic() + CHILD_STOP_TIMEOUT
+        for child in running.values():
+            child.join(max(0.0, deadline - time.monotonic()))
+            if child.is_alive():
+                child.kill()
+                child.join(5.0)
+        raise
+    return codes

@@ -1,0 +1,130 @@
+"""A scenario's schedule, run in its own thread while the workload runs.
+
+Each step starts at its time (schedule.start_time) and runs `repeat` times: a wait, a
+create-topic through the admin client, the raw-protocol group checks, or a nemesis
+fault. Every step's outcome goes to RunRecord.steps (by id to step_outcomes); the first
+fault that is not an undo (heal, resume, start) marks RunRecord.fault_start. Setting
+`cancel` stops the schedule at the next step or wait. An exception in the thread is kept
+in `error` for the main thread to raise.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+
+from ..cluster.admin import Admin, AdminError
+from ..faults import Fault, Nemesis
+from ..workload.history import HistoryWriter
+from .groupchecks import run_group_checks
+from .progress import Progress
+from .schedule import start_time
+from .schema import Scenario, Step
+from .verdict import RunRecord
+
+UNDO_ACTIONS = ("heal", "resume", "start")
+
+
+class ScheduleStage:
+    def __init__(self, scenario: Scenario, nemesis: Nemesis, bootstrap: str,
+                 history: HistoryWriter, record: RunRecord, progress: Progress) -> None:
+        self.scenario = scenario
+        self.nemesis = nemesis
+        self.bootstrap = bootstrap
+        self.history = history
+        self.record = record
+        self.progress = progress
+        self.cancel = threading.Event()
+        self.error: BaseException | None = None
+        self._thread: threading.Thread | None = None
+
+    def start(self, t0: float) -> None:
+        """Run the schedule from `t0` (monotonic: the workload's start) in a thread."""
+        self._thread = threading.Thread(target=self._run, args=(t0,),
+                                        name="scenario-schedule", daemon=True)
+        self._thread.start()
+
+    def alive(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def _run(self, t0: float) -> None:
+        previous_end = 0.0
+        try:
+            for step in self.scenario.schedule:
+                now = time.monotonic() - t0
+                start = start_time(step, previous_end)
+                if start > now and self.cancel.wait(start - now):
+                    return
+                if self.cancel.is_set():
+                    return
+                began = time.monotonic() - t0
+                outcome = self._step(step)
+                previous_end = time.monotonic() - t0
+                entry = {"line": step.line, "id": step.id, "step": step.describe(),
+                         "due": step.at, "start": round(began, 3),
+                         "late": round(max(0.0, began - (step.at or began)), 3),
+                         "end": round(previous_end, 3), "outcome": outcome}
+                self.record.steps.append(entry)
+                if step.id:
+                    self.record.step_outcomes[step.id] = outcome
+        except BaseException as e:  # reported by the main thread
+            self.error = e
+
+    def _step(self, step: Step) -> str:
+        outcomes = []
+        for _ in range(step.repeat):
+            if self.cancel.is_set():
+                break
+            if step.action == "wait":
+                self.cancel.wait(step.seconds)
+                outcomes.append("ok")
+            elif step.action == "create-topic":
+                outcomes.append(self._create_topic(step))
+            elif step.action == "group-checks":
+                outcomes.append(self._group_checks(step))
+            else:
+                if self.record.fault_start is None and step.action not in UNDO_ACTIONS:
+                    self.record.fault_start = self.history.now()
+                result = self.nemesis.invoke(Fault(step.action, step.target,
+                                                   dict(step.params)))
+                outcomes.append(result.outcome)
+        for bad in ("fail", "info"):
+            if bad in outcomes:
+                return bad
+        return "ok" if outcomes else "fail"
+
+    def _create_topic(self, step: Step) -> str:
+        assert step.target is not None
+        timeout = float(step.params.get("timeout", 10.0))
+        params = {"topic": step.target,
+                  "partitions": int(step.params.get("partitions", 1)),
+                  "replication_factor": int(step.params.get("replication_factor", 1))}
+        self.history.record("invoke", "create-topic", "admin", topic=step.target,
+                            value=json.dumps(params))
+        try:
+            Admin(self.bootstrap, timeout).create_topic(step.target, params["partitions"],
+                                                        params["replication_factor"], {})
+            kind, error = "ok", None
+        except AdminError as e:
+            text = str(e)
+            kind = "info" if "TIMED_OUT" in text.upper() or "timed out" in text else "fail"
+            error = text
+        self.history.record(kind, "create-topic", "admin", topic=step.target,
+                            error=(error or "")[:200] or None, value=json.dumps(params))
+        self.progress.say(f"  create-topic {step.target} -> {kind}"
+                          f"{': ' + error if error else ''}", style="yellow")
+        return kind
+
+    def _group_checks(self, step: Step) -> str:
+        self.history.record("invoke", "group-check", "group-checks",
+                            value=json.dumps({"checks": list(step.checks)}))
+        results = run_group_checks(self.bootstrap, step.checks)
+        for name, res in results.items():
+            self.record.group_checks[name] = res
+            self.history.record("ok", "group-check", "group-checks",
+                                value=json.dumps({"check": name, **res}))
+            mark = "passed" if res["passed"] else "FAILED"
+            self.progress.say(f"  {name} {mark}: {res['detail']}",
+                              style="green" if res["passed"] else "red")
+        return "ok" if all(r["passed"] for r in results.values()) else "fail"

@@ -1,0 +1,210 @@
+"""Checking and judging one scenario run: check.json, check-workloads.json, verdict.json.
+
+    check_run      check_all over the whole run's history and final read (check.json),
+                   and over each workload alone (check-workloads.json, check/workloads.py)
+    judge          each of the scenario's expectations against those reports and the
+                   facts the runner recorded (RunRecord): its outcome with the numbers
+    write_verdict  verdict.json: pass | fail | unknown, with the expectations' outcomes
+                   and the facts; unknown when a node's event loop stalled for more than
+                   a third of broker.session.timeout.ms before the first fault
+                   (overload.py): that run measured the machine, not Kafka
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+
+from ..check import Expectations, check_all
+from ..check.workloads import check_workloads, error_counts
+from ..common.events import read_events
+from ..common.kafka_config import BROKER_CONFIG
+from ..common.properties import read_properties
+from ..common.rundir import (
+    CHECK_FILE,
+    FINAL_READ_FILE,
+    HISTORY_FILE,
+    NODES_DIR,
+    RUN_FILE,
+    VERDICT_FILE,
+    WORKLOAD_CHECKS_FILE,
+)
+from ..workload.summary import watermarks
+from . import expectations as ex
+from .overload import NodeStall, node_stalls, overload_reason, stall_limit_ms
+from .schema import Scenario
+
+PASS, FAIL, UNKNOWN = "pass", "fail", "unknown"
+EXIT_CODES = {PASS: 0, FAIL: 1, UNKNOWN: 3}
+
+
+@dataclasses.dataclass
+class RunRecord:
+    """What a run observed besides its history: the facts its verdict is judged on.
+    Times are history times (seconds since the workload run started)."""
+
+    seed: int
+    # label -> {"acks", "topic", "producers": [process names]}
+    labels: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
+    steps: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    step_outcomes: dict[str, str] = dataclasses.field(default_factory=dict)
+    group_checks: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
+    fault_start: float | None = None
+    heal_start: float | None = None
+    consumers_stopped: float | None = None
+    isr_recovered: bool | None = None
+    # the end of the workload: sends outstanding at the stop, purged, seconds waited
+    drain: dict[str, Any] | None = None
+    pipeline: dict[str, Any] | None = None
+    notes: list[str] = dataclasses.field(default_factory=list)
+
+    @property
+    def producers(self) -> dict[str, list[str]]:
+        return {label: list(info["producers"]) for label, info in self.labels.items()}
+
+
+@dataclasses.dataclass
+class RunOutcome:
+    scenario: str
+    run_dir: Path
+    passed: bool
+    exit_code: int
+    expectations: list[dict[str, Any]]
+    elapsed: float
+    error: str | None = None
+    report: Path | None = None
+    notes: list[str] = dataclasses.field(default_factory=list)
+    verdict: str = PASS  # pass | fail | unknown
+    unknown_reason: str | None = None
+    seed: int = 0
+
+    @property
+    def failed(self) -> list[dict[str, Any]]:
+        return [e for e in self.expectations if not e["passed"]]
+
+
+@dataclasses.dataclass
+class Checked:
+    """The reports an expectation is judged against."""
+
+    whole: dict[str, Any]
+    per_workload: dict[str, dict[str, Any]]
+    errors: dict[str, dict[str, int]]  # label ("" the whole run) -> error name -> count
+
+
+def check_run(run_dir: Path, record: RunRecord) -> Checked:
+    """Check the run's history and final read; writes check.json and
+    check-workloads.json."""
+    history = pq.read_table(run_dir / HISTORY_FILE)
+    final = pq.read_table(run_dir / FINAL_READ_FILE)
+    marks = watermarks(run_dir)
+    whole = check_all(history, final, marks, Expectations()).to_dict()
+    (run_dir / CHECK_FILE).write_text(json.dumps(whole, indent=2) + "\n")
+    per = check_workloads(history, final, marks, record.producers)
+    (run_dir / WORKLOAD_CHECKS_FILE).write_text(json.dumps(per, indent=2) + "\n")
+    return Checked(whole, per, error_counts(history, record.producers))
+
+
+def _facts(record: RunRecord, checked: Checked, label: str | None) -> ex.RunFacts:
+    window = None
+    if record.fault_start is not None:
+        end = record.heal_start if record.heal_start is not None else float("inf")
+        window = (record.fault_start, end)
+    return ex.RunFacts(
+        label=label, acks=record.labels[label]["acks"] if label else None,
+        errors=checked.errors.get(label or "", {}), fault_window=window,
+        isr_recovered=record.isr_recovered, steps=dict(record.step_outcomes),
+        group_checks=dict(record.group_checks), consumers_stopped=record.consumers_stopped,
+        pipeline=record.pipeline)
+
+
+def judge(scenario: Scenario, checked: Checked, record: RunRecord) -> list[dict[str, Any]]:
+    """Each expectation of the scenario, evaluated: the entries of verdict.json's
+    "expectations"."""
+    results = []
+    for spec in scenario.expectations:
+        report = checked.whole if spec.label is None else checked.per_workload.get(
+            spec.label, {})
+        outcome = ex.evaluate(spec.name, report, _facts(record, checked, spec.label),
+                              spec.expected)
+        results.append({"name": spec.key, "expectation": spec.name,
+                        "workload": spec.label, "line": spec.line,
+                        "expected": ex.expected_text(spec.expected),
+                        "observed": outcome.observed, "passed": outcome.passed,
+                        "detail": outcome.detail})
+    return results
+
+
+def _read_json(path: Path) -> dict[str, Any] | None:
+    with contextlib.suppress(OSError, ValueError):
+        value = json.loads(path.read_text())
+        return value if isinstance(value, dict) else None
+    return None
+
+
+def lab_stalls(run_dir: Path) -> tuple[list[NodeStall], int]:
+    """Every node's event-loop stalls (history time) from the node files kept in the
+    run directory, and the cluster's broker.session.timeout.ms."""
+    started = (_read_json(run_dir / RUN_FILE) or {}).get("started")
+    events: dict[int, list[dict[str, Any]]] = {}
+    sessions = []
+    for node_dir in sorted((run_dir / NODES_DIR).glob("node-*")):
+        with contextlib.suppress(ValueError, OSError):
+            events[int(node_dir.name.removeprefix("node-"))] = read_events(
+                node_dir / "events.jsonl")
+        with contextlib.suppress(ValueError, OSError):
+            value = read_properties(node_dir / "server.properties").get(
+                "broker.session.timeout.ms")
+            if value is not None:
+                sessions.append(int(value))
+    # The controller fences: the shortest session any node was configured with.
+    session = min(sessions, default=BROKER_CONFIG.keys["broker.session.timeout.ms"].default)
+    if started is None:  # the workload never started: nothing to line the stalls up with
+        return [], session
+    return node_stalls(events, float(started)), session
+
+
+def write_verdict(run_dir: Path, scenario: Scenario, record: RunRecord,
+                  expectations: list[dict[str, Any]], elapsed: float,
+                  error: str | None) -> tuple[str, str | None]:
+    """Write verdict.json; returns the verdict (pass | fail | unknown) and, for
+    unknown, why."""
+    passed = error is None and all(e["passed"] for e in expectations)
+    stalls, session = lab_stalls(run_dir)
+    reason = None if error == "interrupted" else overload_reason(
+        stalls, record.fault_start, session, workload_end=record.heal_start)
+    word = UNKNOWN if reason else PASS if passed else FAIL
+    verdict = {
+        "scenario": scenario.name,
+        "description": scenario.description,
+        "source": scenario.source,
+        "passed": UNKNOWN if reason else passed,
+        "verdict": word,
+        "unknown_reason": reason,
+        "node_stalls": {
+            "limit_ms": round(stall_limit_ms(session), 1),
+            "broker_session_timeout_ms": session,
+            "stalls": [s.to_dict() for s in stalls],
+        },
+        "seed": record.seed,
+        "error": error,
+        "elapsed_seconds": round(elapsed, 1),
+        "expectations": expectations,
+        "workloads": record.labels,
+        "steps": record.steps,
+        "group_checks": record.group_checks,
+        "isr_recovered": record.isr_recovered,
+        "producer_drain": record.drain,
+        "fault_window": None if record.fault_start is None else
+        [round(record.fault_start, 3),
+         None if record.heal_start is None else round(record.heal_start, 3)],
+        "pipeline": record.pipeline,
+        "notes": record.notes,
+    }
+    (run_dir / VERDICT_FILE).write_text(json.dumps(verdict, indent=2, default=str) + "\n")
+    return word, reason
