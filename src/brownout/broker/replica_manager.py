@@ -58,6 +58,7 @@ class FetchResult:
     log_start_offset: int = -1
     records: bytes = b""
     diverging_epoch: tuple[int, int] | None = None  # (epoch, end offset)
+    preferred_read_replica: int = -1  # no follower fetching (KIP-392) here
 
 
 # A log the metadata asks this broker to host: partition, topic id, config.
