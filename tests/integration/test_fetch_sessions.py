@@ -1,8 +1,23 @@
-"""Incremental fetch sessions (KIP-227) on real nodes: the broker's answers on the wire."""
+"""Incremental fetch sessions (KIP-227) on real nodes: the broker's answers on the wire,
+and a 3-broker cluster replicating many partitions through its followers' sessions."""
 
 from __future__ import annotations
 
+import json
+import re
+import uuid
+import warnings
+from pathlib import Path
+
 import pytest
+from _cluster import (
+    LabCluster,
+    assert_exactly_acked,
+    consume_all,
+    replica_batches,
+    send,
+    wait_until,
+)
 from _kafka_clients import create_topic, produce_confluent
 from kio.schema.errors import ErrorCode
 
@@ -101,3 +116,107 @@ def test_broker_session_on_the_wire(node, topic):
 
         # v7, the first version with sessions, gets one.
         assert fetch(raw, 7, 0, 0, everything).session_id != 0
+
+
+# -- a cluster ------------------------------------------------------------------------------
+
+PARTITIONS = 60
+INCREMENTAL = re.compile(
+    r"Built incremental fetch \(sessionId=(\d+), epoch=\d+\) for node (\d+)\. Added (\d+) "
+    r"partition\(s\), altered (\d+) partition\(s\), removed (\d+) partition\(s\) out of "
+    r"(\d+) partition\(s\)"
+)
+
+
+def events(cluster: LabCluster, node_id: int, name: str) -> list[dict]:
+    path = cluster.topology.node(node_id).events_path
+    out = []
+    for line in path.read_text().splitlines():
+        event = json.loads(line)
+        if event.get("event") == name:
+            out.append(event)
+    return out
+
+
+def quiet_fetches(cluster: LabCluster, node_id: int, since: int) -> dict[int, int]:
+    """Per leader, how many of the node's incremental fetches since log offset `since`
+    named no partition at all."""
+    counts: dict[int, int] = {}
+    for m in INCREMENTAL.finditer(cluster.log_since(node_id, since)):
+        leader, added, altered, removed = (int(m.group(i)) for i in (2, 3, 4, 5))
+        if added == altered == removed == 0:
+            counts[leader] = counts.get(leader, 0) + 1
+    return counts
+
+
+@pytest.mark.timeout(240)
+def test_cluster_replicates_many_partitions_through_fetch_sessions(tmp_path: Path, monkeypatch):
+    # DEBUG makes every fetcher log what each of its fetches named (Kafka's wording).
+    monkeypatch.setenv("BROWNOUT_LOG_LEVEL", "DEBUG")
+    name = f"sessions-{uuid.uuid4().hex[:6]}"
+    with LabCluster(tmp_path / "lab", brokers=3, controllers=1) as cluster:
+        cluster.create_topic(name, PARTITIONS, 3, {"min.insync.replicas": "2"}, timeout=60)
+        sent = send(cluster.bootstrap, name, range(PARTITIONS), per_partition=20,
+                    enable_idempotence=True)
+        assert not sent.errors and len(sent.acked) == PARTITIONS * 20
+        ends = cluster.end_offsets(name)
+        assert ends == {p: 20 for p in range(PARTITIONS)}
+
+        # Every replica holds every batch, byte for byte the leader's (same CRCs).
+        scratch = tmp_path / "scratch"
+
+        def replicas_equal() -> bool:
+            for p in range(PARTITIONS):
+                logs = [replica_batches(cluster.data_dir(b), name, p, scratch)
+                        for b in cluster.broker_ids]
+                if any(leo != 20 for _, leo in logs) or any(b != logs[0][0] for b, _ in logs):
+                    return False
+            return True
+
+        wait_until(replicas_equal, 30, "every replica holds every record")
+        consumed = consume_all(cluster.bootstrap, name, ends)
+        assert_exactly_acked(consumed, sent.acked)
+
+        # kafka-python, which keeps fetch sessions of its own, reads the same.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            from kafka import KafkaConsumer, TopicPartition
+        consumer = KafkaConsumer(bootstrap_servers=cluster.bootstrap, group_id=None,
+                                 enable_auto_commit=False, fetch_max_wait_ms=100)
+        try:
+            tps = [TopicPartition(name, p) for p in range(PARTITIONS)]
+            consumer.assign(tps)
+            consumer.seek_to_beginning(*tps)
+            read: dict[int, list[tuple[int, bytes]]] = {p: [] for p in range(PARTITIONS)}
+
+            def read_all() -> bool:
+                for tp, records in consumer.poll(timeout_ms=200).items():
+                    read[tp.partition].extend((r.offset, r.value) for r in records)
+                return all(len(v) >= 20 for v in read.values())
+
+            wait_until(read_all, 60, "kafka-python reads every record", interval=0)
+            assert read == consumed
+        finally:
+            consumer.close()
+        # Its sessions are the brokers' only unprivileged ones (librdkafka sends none).
+        leaders_log = "".join(cluster.log_since(b, 0) for b in cluster.broker_ids)
+        assert re.search(r"Created fetch session \d+ \(privileged=False", leaders_log)
+
+        # Steady state: with nothing produced, a follower's fetches name no partition.
+        marks = {b: cluster.log_size(b) for b in cluster.broker_ids}
+        leaders = {b: {p.leader for p in cluster.describe(name).partitions} - {b}
+                   for b in cluster.broker_ids}
+        wait_until(
+            lambda: all(
+                set(quiet_fetches(cluster, b, marks[b])) >= leaders[b]
+                and min(quiet_fetches(cluster, b, marks[b]).values()) >= 3
+                for b in cluster.broker_ids
+            ),
+            30,
+            "every follower fetches from each of its leaders with empty incremental fetches",
+        )
+        for b in cluster.broker_ids:
+            # One session per leader, opened by a full fetch; no session errors since.
+            assert not events(cluster, b, "fetch_session_error")
+            opened = {e["leader"] for e in events(cluster, b, "fetch_session")}
+            assert opened >= leaders[b]
