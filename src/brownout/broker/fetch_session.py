@@ -164,14 +164,7 @@ class CachedPartition:
     """A partition in a session: its last request, and what the fetcher last heard
     about it (so unchanged partitions can be left out of incremental responses)."""
 
-    __slots__ = (
-        "high_watermark",
-        "local_log_start_offset",
-        "partition",
-        "request",
-        "topic",
-        "topic_id",
-    )
+    __slots__ = ("high_watermark", "local_log_start_offset", "request", "tp")
 
     def __init__(
         self,
@@ -180,16 +173,16 @@ class CachedPartition:
         high_watermark: int = -1,
         local_log_start_offset: int = -1,
     ) -> None:
-        self.topic = tp.topic
-        self.topic_id = tp.topic_id
-        self.partition = tp.partition
+        self.tp = tp
         self.request = request
         self.high_watermark = high_watermark
         self.local_log_start_offset = local_log_start_offset
 
-    @property
-    def topic_id_partition(self) -> TopicIdPartition:
-        return TopicIdPartition(self.topic_id, self.topic, self.partition)
+    def maybe_resolve_unknown_name(self, topic_names: Mapping[uuid.UUID, str]) -> None:
+        if self.tp.topic is None and self.tp.topic_id is not None:
+            name = topic_names.get(self.tp.topic_id)
+            if name is not None:
+                self.tp = TopicIdPartition(self.tp.topic_id, name, self.tp.partition)
 
     def must_respond(self, result: PartitionResult, *, update: bool) -> bool:
         """Whether an incremental response must carry this partition; with `update`,
@@ -217,8 +210,7 @@ class CachedPartition:
 
     def __repr__(self) -> str:
         return (
-            f"CachedPartition(topic={self.topic}, topic_id={self.topic_id}, "
-            f"partition={self.partition}, {self.request}, "
+            f"CachedPartition({self.tp}, {self.request}, "
             f"high_watermark={self.high_watermark}, "
             f"local_log_start_offset={self.local_log_start_offset})"
         )
@@ -378,9 +370,9 @@ class IncrementalFetchContext(FetchContext):
     def partitions(self) -> list[tuple[TopicIdPartition, PartitionData]]:
         out = []
         for cached in self.session.partitions.values():
-            if self.session.uses_topic_ids and cached.topic is None:
-                cached.topic = self.topic_names.get(cached.topic_id)  # type: ignore[arg-type]
-            out.append((cached.topic_id_partition, cached.request))
+            if self.session.uses_topic_ids:
+                cached.maybe_resolve_unknown_name(self.topic_names)
+            out.append((cached.tp, cached.request))
         return out
 
     def update_and_generate(self, results: ResponseMap, now_ms: int) -> FetchContextResponse:

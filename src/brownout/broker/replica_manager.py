@@ -413,9 +413,11 @@ class ReplicaManager:
         budget = max_bytes
         min_one = True
         for request in requests:
-            limited = dataclasses.replace(
-                request, max_bytes=max(0, min(request.max_bytes, budget))
-            )
+            limited = request
+            if not 0 <= request.max_bytes <= budget:
+                limited = dataclasses.replace(
+                    request, max_bytes=max(0, min(request.max_bytes, budget))
+                )
             result = self.read(limited, replica_id=replica_id, min_one_batch=min_one)
             if result.records:
                 min_one = False
