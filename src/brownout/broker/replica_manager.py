@@ -345,8 +345,14 @@ class ReplicaManager:
                 result.high_watermark = partition.high_watermark
                 result.log_start_offset = partition.log_start_offset
             elif request.fetch_offset <= partition.log_end_offset:
+                previous_leo = partition.follower_leos.get(replica_id)
                 partition.update_follower_fetch_state(replica_id, request.fetch_offset, now)
-                if partition.maybe_advance_high_watermark():
+                # As Kafka: only a follower whose log end moved can move the high
+                # watermark here (appends and ISR changes re-check it themselves); with
+                # fetch sessions every fetch names every partition of the session.
+                if request.fetch_offset != previous_leo and (
+                    partition.maybe_advance_high_watermark()
+                ):
                     self._notify()
                 self._maybe_expand_isr(partition)
             answers.append((request, result))
