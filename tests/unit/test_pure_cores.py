@@ -14,6 +14,8 @@ PURE = [
     *sorted((SRC / "group").glob("*.py")),
     *sorted((SRC / "zk").glob("*.py")),
     SRC / "broker" / "replication.py",
+    SRC / "broker" / "fetch_session.py",
+    SRC / "broker" / "fetch_session_handler.py",
 ]
 FORBIDDEN_MODULES = {"asyncio", "socket", "selectors", "time", "threading", "subprocess", "os"}
 FORBIDDEN_CALLS = {"open"}

@@ -28,10 +28,19 @@ from ..protocol.build import build, millis
 from ..protocol.connection import Request, ServerConnection
 from .configs import broker_config_entries, topic_config_entries
 from .controller_channel import RemoteControllerChannel
+from .fetch_session import (
+    LEGACY,
+    MIN_TOPIC_ID_VERSION,
+    FetchManager,
+    FetchMetadata,
+    FetchSessionCache,
+    PartitionData,
+    TopicIdPartition,
+)
 from .metadata_cache import MetadataCache, ZkCachedControllerId
 from .partition import PartitionError, TopicPartition
 from .producer_ids import ProducerIdManager
-from .replica_manager import FetchRequestPartition, ReplicaManager
+from .replica_manager import FetchRequestPartition, FetchResult, ReplicaManager, now_ms
 from .topic_creator import TopicAutoCreator
 
 log = logging.getLogger("kafka.server.KafkaApis")
@@ -68,6 +77,7 @@ class KafkaApis:
         topic_creator: TopicAutoCreator,
         group_apis: Any | None = None,
         zk_apis: Any | None = None,
+        fetch_manager: FetchManager | None = None,
     ) -> None:
         self.config = config
         self.node_id = config.node_id
@@ -78,6 +88,11 @@ class KafkaApis:
         self.producer_ids = producer_ids
         self.topic_creator = topic_creator
         self.group_apis = group_apis
+        self.fetch_manager = fetch_manager or FetchManager(
+            FetchSessionCache(
+                config["max.incremental.fetch.session.cache.slots"], rng=random.Random()
+            )
+        )
         self.supported = dict(BROKER_APIS)
         self._handlers: dict[int, Handler] = {
             ApiKey.API_VERSIONS: self.handle_api_versions,
@@ -306,26 +321,57 @@ class KafkaApis:
 
     async def handle_fetch(self, request: Request, ctx: ClientContext) -> Any:
         body = request.body
+        version = request.header.api_version
         replica_id = _fetch_replica_id(body)
-        uses_ids = request.header.api_version >= 13
+        uses_ids = version >= MIN_TOPIC_ID_VERSION
         names = self.replica_manager.topic_names
-        wanted: list[FetchRequestPartition] = []
-        unknown: list[tuple[Any, int]] = []
+        fetch_data: dict[TopicIdPartition, PartitionData] = {}
         for topic in body.topics:
-            name = names.get(topic.topic_id) if uses_ids else topic.topic
+            topic_id = topic.topic_id if uses_ids else None
+            name = names.get(topic_id) if uses_ids else topic.topic
             for p in topic.partitions:
-                if name is None:
-                    unknown.append((topic.topic_id, int(p.partition)))
-                    continue
-                wanted.append(
-                    FetchRequestPartition(
-                        TopicPartition(name, int(p.partition)),
-                        int(p.fetch_offset),
-                        int(p.partition_max_bytes),
-                        int(getattr(p, "current_leader_epoch", -1)),
-                        int(getattr(p, "last_fetched_epoch", -1)),
-                    )
+                fetch_data[TopicIdPartition(topic_id, name, int(p.partition))] = PartitionData(
+                    int(p.fetch_offset),
+                    int(getattr(p, "log_start_offset", -1)),
+                    int(p.partition_max_bytes),
+                    int(getattr(p, "current_leader_epoch", -1)),
+                    int(getattr(p, "last_fetched_epoch", -1)),
                 )
+        to_forget = [
+            TopicIdPartition(
+                t.topic_id if uses_ids else None,
+                names.get(t.topic_id) if uses_ids else t.topic,
+                int(partition),
+            )
+            for t in getattr(body, "forgotten_topics_data", ())
+            for partition in t.partitions
+        ]
+        # Requests below v7 carry no session fields: they mean (0, FINAL), no session.
+        metadata = FetchMetadata(
+            int(getattr(body, "session_id", LEGACY.session_id)),
+            int(getattr(body, "session_epoch", LEGACY.epoch)),
+        )
+        context = self.fetch_manager.new_context(
+            version, metadata, replica_id >= 0, fetch_data, to_forget,
+            names if uses_ids else {}, now_ms(),
+        )
+        wanted: list[FetchRequestPartition] = []
+        interesting: list[TopicIdPartition] = []
+        erroneous: list[tuple[TopicIdPartition, FetchResult]] = []
+        for tp, data in context.partitions():
+            if tp.topic is None:
+                erroneous.append((tp, FetchResult(ErrorCode.unknown_topic_id)))
+                continue
+            interesting.append(tp)
+            wanted.append(
+                FetchRequestPartition(
+                    TopicPartition(tp.topic, tp.partition),
+                    data.fetch_offset,
+                    data.max_bytes,
+                    data.current_leader_epoch,
+                    data.last_fetched_epoch,
+                )
+            )
         results = await self.replica_manager.fetch(
             wanted,
             replica_id=replica_id,
@@ -333,47 +379,39 @@ class KafkaApis:
             min_bytes=int(body.min_bytes),
             max_bytes=int(getattr(body, "max_bytes", 2**31 - 1)),
         )
+        answered: list[tuple[TopicIdPartition, FetchResult]] = [
+            (tp, res) for tp, (_, res) in zip(interesting, results, strict=True)
+        ]
+        answered.extend(erroneous)
+        response = context.update_and_generate(answered, now_ms())
         read_committed = int(getattr(body, "isolation_level", 0)) == 1
-        responses: dict[Any, list[dict[str, Any]]] = {}
-        ids = {name: tid for tid, name in names.items()}
-        for req, res in results:
-            key = ids.get(req.tp.topic) if uses_ids else req.tp.topic
+        by_topic: dict[Any, list[dict[str, Any]]] = {}
+        for tp, res in response.partitions:
             entry: dict[str, Any] = {
-                "partition_index": req.tp.partition,
+                "partition_index": tp.partition,
                 "error_code": res.error,
                 "high_watermark": res.high_watermark,
                 "last_stable_offset": res.high_watermark,
                 "log_start_offset": res.log_start_offset,
-                "aborted_transactions": [] if read_committed else None,
-                "preferred_read_replica": -1,
+                "aborted_transactions": (
+                    [] if read_committed and res.error != ErrorCode.unknown_topic_id else None
+                ),
+                "preferred_read_replica": res.preferred_read_replica,
                 "records": res.records,
             }
             if res.diverging_epoch is not None:
                 epoch, end_offset = res.diverging_epoch
                 entry["diverging_epoch"] = {"epoch": epoch, "end_offset": end_offset}
-            responses.setdefault(key, []).append(entry)
-        for topic_id, partition in unknown:
-            responses.setdefault(topic_id, []).append(
-                {
-                    "partition_index": partition,
-                    "error_code": ErrorCode.unknown_topic_id,
-                    "high_watermark": -1,
-                    "last_stable_offset": -1,
-                    "log_start_offset": -1,
-                    "aborted_transactions": None,
-                    "preferred_read_replica": -1,
-                    "records": b"",
-                }
-            )
+            by_topic.setdefault(tp.topic_id if uses_ids else tp.topic, []).append(entry)
         topic_key = "topic_id" if uses_ids else "topic"
         return self._response(
             request,
             {
                 "throttle_time": 0,
-                "error_code": ErrorCode.none,
-                "session_id": 0,  # no incremental fetch sessions: clients send full fetches
+                "error_code": response.error,
+                "session_id": response.session_id,
                 "responses": [
-                    {topic_key: key, "partitions": parts} for key, parts in responses.items()
+                    {topic_key: key, "partitions": parts} for key, parts in by_topic.items()
                 ],
             },
         )

@@ -1,10 +1,17 @@
 """Followers pull from leaders: one fetcher task per leader broker.
 
-Each fetcher sends Fetch (v12, replica id = this broker) for every partition it
-follows from that leader, with the offset and epoch of its own log end. The leader
-answers with records, its high watermark, or a diverging epoch; on divergence the
-follower truncates to where the logs agree and fetches again, which is how a replica
-that was once leader loses the records the new leader never had.
+Each fetcher fetches (Fetch v12, replica id = this broker) every partition it follows
+from that leader, at the offset and epoch of its own log end. The leader answers with
+records, its high watermark, or a diverging epoch; on divergence the follower truncates
+to where the logs agree and fetches again, which is how a replica that was once leader
+loses the records the new leader never had.
+
+Like Kafka's, the fetcher keeps an incremental fetch session (KIP-227) with each leader:
+the first fetch names every partition, later ones only the partitions whose request
+changed (in practice: those that received records) or were added, and list removed ones
+as forgotten; the leader still reads every partition of the session on every fetch, and
+answers only those with something new. After a session error the next fetch is a full
+one that starts a new session.
 """
 
 from __future__ import annotations
@@ -16,8 +23,11 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from ..common.events import EventLog
 from ..protocol.apis import ApiKey, request_class
-from ..protocol.build import build
+from ..protocol.build import build, millis
+from .fetch_session import INVALID_SESSION_ID, PartitionData
+from .fetch_session_handler import FetchRequestData, FetchSessionHandler
 from .network_client import NetworkClient, NodeUnreachable
 from .partition import Partition, TopicPartition
 from .replica_manager import ReplicaManager
@@ -25,6 +35,11 @@ from .replica_manager import ReplicaManager
 log = logging.getLogger("kafka.server.ReplicaFetcherThread")
 
 FETCH_VERSION = 12
+# Session errors after which Kafka's fetcher starts over at once (a full fetch cannot
+# fail this way); any other error backs off first.
+_RETRY_FULL_AT_ONCE = frozenset(
+    {ErrorCode.fetch_session_id_not_found, ErrorCode.invalid_fetch_session_epoch}
+)
 
 
 class ReplicaFetcherManager:
@@ -40,6 +55,7 @@ class ReplicaFetcherManager:
         max_bytes: int,
         partition_max_bytes: int,
         backoff_ms: int,
+        events: EventLog | None = None,
     ) -> None:
         self.replica_manager = replica_manager
         self.network = network
@@ -50,6 +66,8 @@ class ReplicaFetcherManager:
         self.max_bytes = max_bytes
         self.partition_max_bytes = partition_max_bytes
         self.backoff_ms = backoff_ms
+        self.events = events
+        self.sessions: dict[int, FetchSessionHandler] = {}
         self._fetchers: dict[int, asyncio.Task[None]] = {}
         self._wakeups: dict[int, asyncio.Event] = {}
 
@@ -68,12 +86,21 @@ class ReplicaFetcherManager:
                 task.cancel()
                 del self._fetchers[leader]
                 self._wakeups.pop(leader, None)
+                self.sessions.pop(leader, None)
         for leader in wanted:
             if leader not in self._fetchers:
                 self._wakeups[leader] = asyncio.Event()
                 self._fetchers[leader] = asyncio.create_task(self._run(leader))
+                self._fetchers[leader].add_done_callback(self._fetcher_done)
             else:
                 self._wakeups[leader].set()
+
+    @staticmethod
+    def _fetcher_done(task: asyncio.Task[None]) -> None:
+        # A fetcher only ends by cancellation; anything else is a bug that would leave
+        # its partitions silently unreplicated, so say it loudly.
+        if not task.cancelled() and task.exception() is not None:
+            log.error("Replica fetcher task died", exc_info=task.exception())
 
     async def stop(self) -> None:
         tasks = list(self._fetchers.values())
@@ -86,23 +113,47 @@ class ReplicaFetcherManager:
 
     async def _run(self, leader: int) -> None:
         backoff = self.backoff_ms / 1000
+        handler = FetchSessionHandler(leader)
+        self.sessions[leader] = handler
         while True:
             partitions = self.followed_by_leader().get(leader, [])
             endpoint = self.endpoint_of(leader)
             if not partitions or endpoint is None:
                 await self._sleep(leader, backoff)
                 continue
+            fetch = handler.build(self._wanted(partitions))
             try:
                 response = await self.network.request(
                     endpoint[0], endpoint[1], ApiKey.FETCH, FETCH_VERSION,
-                    self._request(partitions),
+                    self._request(fetch),
                     timeout_s=self.max_wait_ms / 1000 + 30,
                 )
             except NodeUnreachable as e:
-                log.info("[ReplicaFetcher leaderId=%d] Error sending fetch request: %s",
-                         leader, e)
+                log.info("[ReplicaFetcher leaderId=%d] Error sending fetch request %s: %s",
+                         leader, fetch.metadata, e)
+                handler.handle_error()
                 await self._sleep(leader, backoff)
                 continue
+            error = ErrorCode(response.error_code)
+            answered = {
+                TopicPartition(t.topic, int(p.partition_index))
+                for t in response.responses
+                for p in t.partitions
+            }
+            if not handler.handle_response(
+                error, int(response.session_id), answered, millis(response.throttle_time)
+            ):
+                if self.events is not None and error != ErrorCode.none:
+                    self.events.emit("fetch_session_error", leader=leader,
+                                     session_id=fetch.metadata.session_id, error=error.name)
+                if error not in _RETRY_FULL_AT_ONCE:
+                    await self._sleep(leader, backoff)
+                continue
+            if fetch.is_full and handler.session_id != INVALID_SESSION_ID and (
+                self.events is not None
+            ):
+                self.events.emit("fetch_session", leader=leader, session_id=handler.session_id,
+                                 partitions=len(fetch.session_partitions))
             if self._handle(leader, response):
                 await self._sleep(leader, backoff)
 
@@ -115,19 +166,34 @@ class ReplicaFetcherManager:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(event.wait(), seconds)
 
-    def _request(self, partitions: list[Partition]) -> Any:
+    def _wanted(self, partitions: list[Partition]) -> dict[TopicPartition, PartitionData]:
+        return {
+            p.tp: PartitionData(
+                p.log_end_offset,
+                p.log_start_offset,
+                self.partition_max_bytes,
+                p.leader_epoch,
+                p.log.latest_epoch,
+            )
+            for p in partitions
+        }
+
+    def _request(self, fetch: FetchRequestData) -> Any:
         by_topic: dict[str, list[dict[str, Any]]] = {}
-        for p in partitions:
-            by_topic.setdefault(p.tp.topic, []).append(
+        for tp, data in fetch.to_send.items():
+            by_topic.setdefault(tp.topic, []).append(
                 {
-                    "partition": p.tp.partition,
-                    "current_leader_epoch": p.leader_epoch,
-                    "fetch_offset": p.log_end_offset,
-                    "last_fetched_epoch": p.log.latest_epoch,
-                    "log_start_offset": p.log_start_offset,
-                    "partition_max_bytes": self.partition_max_bytes,
+                    "partition": tp.partition,
+                    "current_leader_epoch": data.current_leader_epoch,
+                    "fetch_offset": data.fetch_offset,
+                    "last_fetched_epoch": data.last_fetched_epoch,
+                    "log_start_offset": data.log_start_offset,
+                    "partition_max_bytes": data.max_bytes,
                 }
             )
+        forgotten: dict[str, list[int]] = {}
+        for tp in fetch.to_forget:
+            forgotten.setdefault(tp.topic, []).append(tp.partition)
         return build(
             request_class(ApiKey.FETCH, FETCH_VERSION),
             {
@@ -136,10 +202,12 @@ class ReplicaFetcherManager:
                 "min_bytes": self.min_bytes,
                 "max_bytes": self.max_bytes,
                 "isolation_level": 0,
-                "session_id": 0,
-                "session_epoch": -1,
+                "session_id": fetch.metadata.session_id,
+                "session_epoch": fetch.metadata.epoch,
                 "topics": [{"topic": t, "partitions": ps} for t, ps in by_topic.items()],
-                "forgotten_topics_data": [],
+                "forgotten_topics_data": [
+                    {"topic": t, "partitions": ps} for t, ps in forgotten.items()
+                ],
                 "rack_id": "",
             },
         )

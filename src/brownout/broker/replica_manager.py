@@ -73,6 +73,7 @@ class FetchResult:
     log_start_offset: int = -1
     records: bytes = b""
     diverging_epoch: tuple[int, int] | None = None  # (epoch, end offset)
+    preferred_read_replica: int = -1  # no follower fetching (KIP-392) here
 
 
 # A log the metadata asks this broker to host: partition, topic id, config.
@@ -598,8 +599,14 @@ class ReplicaManager:
                 result.high_watermark = partition.high_watermark
                 result.log_start_offset = partition.log_start_offset
             elif request.fetch_offset <= partition.log_end_offset:
+                previous_leo = partition.follower_leos.get(replica_id)
                 partition.update_follower_fetch_state(replica_id, request.fetch_offset, now)
-                if partition.maybe_advance_high_watermark():
+                # As Kafka: only a follower whose log end moved can move the high
+                # watermark here (appends and ISR changes re-check it themselves); with
+                # fetch sessions every fetch names every partition of the session.
+                if request.fetch_offset != previous_leo and (
+                    partition.maybe_advance_high_watermark()
+                ):
                     self._notify()
                 self._maybe_expand_isr(partition)
             answers.append((request, result))
@@ -666,9 +673,11 @@ class ReplicaManager:
         budget = max_bytes
         min_one = True
         for request in requests:
-            limited = dataclasses.replace(
-                request, max_bytes=max(0, min(request.max_bytes, budget))
-            )
+            limited = request
+            if not 0 <= request.max_bytes <= budget:
+                limited = dataclasses.replace(
+                    request, max_bytes=max(0, min(request.max_bytes, budget))
+                )
             result = self.read(limited, replica_id=replica_id, min_one_batch=min_one)
             if result.records:
                 min_one = False

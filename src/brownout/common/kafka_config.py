@@ -128,6 +128,7 @@ BROKER_CONFIG = ConfigDef(
         ConfigKey("replica.socket.timeout.ms", INT, 30000),
         ConfigKey("replica.high.watermark.checkpoint.interval.ms", L, 5000, "", at_least(1)),
         ConfigKey("num.replica.fetchers", INT, 1, "", at_least(1)),
+        ConfigKey("max.incremental.fetch.session.cache.slots", INT, 1000, "", at_least(0)),
         ConfigKey("auto.leader.rebalance.enable", B, True),
         ConfigKey("leader.imbalance.check.interval.seconds", L, 300, "", at_least(1)),
         ConfigKey("leader.imbalance.per.broker.percentage", INT, 10),

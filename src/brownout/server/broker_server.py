@@ -103,6 +103,7 @@ class BrokerServer:
             max_bytes=config["replica.fetch.response.max.bytes"],
             partition_max_bytes=config["replica.fetch.max.bytes"],
             backoff_ms=config["replica.fetch.backoff.ms"],
+            events=shared.events,
         )
         self.replica_manager.follower_listeners.append(self.fetchers.reconcile)
         self.replica_manager.alter_isr = self._alter_isr

@@ -1,0 +1,162 @@
+"""The replica fetcher's fetch session with one leader, against a scripted leader: full
+fetch, incremental fetches naming only what changed, forgotten partitions, and a fresh
+full fetch at once after a session error."""
+
+import asyncio
+import uuid
+
+import pytest
+from kio.schema.errors import ErrorCode
+
+from brownout.broker.partition import Partition, TopicPartition
+from brownout.broker.replica_fetcher import ReplicaFetcherManager
+from brownout.broker.replica_manager import ReplicaManager
+from brownout.protocol.apis import ApiKey, response_class
+from brownout.protocol.build import build
+from brownout.protocol.records import build_batch
+from brownout.storage import Log, LogConfig
+
+A, B = TopicPartition("t", 0), TopicPartition("t", 1)
+LEADER, OTHER_LEADER, ME = 1, 3, 2
+
+
+class ScriptedLeader:
+    """A network client whose every Fetch waits for the test to answer it."""
+
+    def __init__(self) -> None:
+        self.requests: asyncio.Queue = asyncio.Queue()
+
+    async def request(self, host, port, api_key, version, body, *, timeout_s):  # type: ignore[no-untyped-def]
+        assert api_key == ApiKey.FETCH and version == 12
+        answer: asyncio.Future = asyncio.get_running_loop().create_future()
+        await self.requests.put((body, answer))
+        return await answer
+
+    async def next(self):  # type: ignore[no-untyped-def]
+        # Far below the fetcher's backoff (60 s): a request that comes at all came at
+        # once.
+        return await asyncio.wait_for(self.requests.get(), 10)
+
+
+def sent(body) -> dict[TopicPartition, int]:  # type: ignore[no-untyped-def]
+    return {
+        TopicPartition(t.topic, int(p.partition)): int(p.fetch_offset)
+        for t in body.topics
+        for p in t.partitions
+    }
+
+
+def forgotten(body) -> set[TopicPartition]:  # type: ignore[no-untyped-def]
+    return {
+        TopicPartition(t.topic, int(p)) for t in body.forgotten_topics_data for p in t.partitions
+    }
+
+
+def response(session_id: int, parts=(), error=ErrorCode.none):  # type: ignore[no-untyped-def]
+    """parts: (partition, high watermark, records)."""
+    return build(
+        response_class(ApiKey.FETCH, 12),
+        {
+            "throttle_time": 0,
+            "error_code": error,
+            "session_id": session_id,
+            "responses": [
+                {
+                    "topic": "t",
+                    "partitions": [
+                        {
+                            "partition_index": p,
+                            "error_code": ErrorCode.none,
+                            "high_watermark": hw,
+                            "last_stable_offset": hw,
+                            "log_start_offset": 0,
+                            "aborted_transactions": None,
+                            "preferred_read_replica": -1,
+                            "records": records,
+                        }
+                        for p, hw, records in parts
+                    ],
+                }
+            ]
+            if parts
+            else [],
+        },
+    )
+
+
+@pytest.fixture
+def follower(tmp_path):
+    rm = ReplicaManager(ME, None, lambda topic: {})
+    logs = []
+    for tp in (A, B):
+        log = Log.create(tmp_path / str(tp), LogConfig())
+        logs.append(log)
+        p = Partition(tp, uuid.uuid4(), log, ME)
+        p.make_follower(LEADER, 4, 0, (LEADER, ME, OTHER_LEADER), (LEADER, ME, OTHER_LEADER))
+        rm.partitions[tp] = p
+    yield rm
+    for log in logs:
+        log.close()
+
+
+def test_fetcher_session_with_one_leader(follower):
+    asyncio.run(_fetcher_session_with_one_leader(follower))
+
+
+async def _fetcher_session_with_one_leader(rm: ReplicaManager) -> None:
+    leader = ScriptedLeader()
+    fetchers = ReplicaFetcherManager(
+        rm,
+        leader,
+        lambda broker: ("127.0.0.1", 9000 + broker),
+        node_id=ME,
+        max_wait_ms=500,
+        min_bytes=1,
+        max_bytes=10 << 20,
+        partition_max_bytes=1 << 20,
+        backoff_ms=60_000,
+    )
+    fetchers.reconcile()
+    try:
+        body, answer = await leader.next()
+        assert (body.session_id, body.session_epoch, body.replica_id) == (0, 0, ME)
+        assert sent(body) == {A: 0, B: 0}
+        batch = build_batch([(None, b"v")] * 3, timestamp_ms=0, partition_leader_epoch=4)
+        answer.set_result(response(9, [(0, 3, batch), (1, 0, b"")]))
+
+        # A got records: its offset changed, so only A is named.
+        body, answer = await leader.next()
+        assert (body.session_id, body.session_epoch) == (9, 1)
+        assert sent(body) == {A: 3} and not forgotten(body)
+        assert rm.partitions[A].log_end_offset == 3 and rm.partitions[A].high_watermark == 3
+        answer.set_result(response(0, error=ErrorCode.fetch_session_id_not_found))
+
+        # The leader lost the session (say it restarted): a full fetch, without backoff.
+        body, answer = await leader.next()
+        assert (body.session_id, body.session_epoch) == (0, 0)
+        assert sent(body) == {A: 3, B: 0}
+        answer.set_result(response(10, [(0, 3, b""), (1, 0, b"")]))
+
+        body, answer = await leader.next()
+        assert (body.session_id, body.session_epoch) == (10, 1)
+        assert sent(body) == {} and not forgotten(body)
+        # B moves to another leader while this fetch waits.
+        rm.partitions[B].make_follower(
+            OTHER_LEADER, 5, 1, (LEADER, ME, OTHER_LEADER), (LEADER, ME, OTHER_LEADER)
+        )
+        answer.set_result(response(10))
+
+        body, answer = await leader.next()
+        assert (body.session_id, body.session_epoch) == (10, 2)
+        assert sent(body) == {} and forgotten(body) == {B}
+        answer.set_result(response(10, error=ErrorCode.invalid_fetch_session_epoch))
+
+        # After a wrong epoch: close that session, open a new one, with what is left.
+        body, answer = await leader.next()
+        assert (body.session_id, body.session_epoch) == (10, 0)
+        assert sent(body) == {A: 3}
+        answer.set_result(response(11, [(0, 3, b"")]))
+        body, _ = await leader.next()
+        assert (body.session_id, body.session_epoch) == (11, 1)
+    finally:
+        await fetchers.stop()
