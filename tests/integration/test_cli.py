@@ -288,7 +288,7 @@ def test_supervisor_faults(tmp_path: Path):
 
 
 def test_three_brokers_leaderless_partition(tmp_path: Path):
-    """FIDELITY B2 on KRaft: the only replica of a partition is killed -> `Leader: none`,
+    """Observation B2 on KRaft: the only replica of a partition is killed -> `Leader: none`,
     and `offsets` reports that partition on stderr and prints the others (exit 0)."""
     from brownout.cluster.state import ClusterState
     from brownout.cluster.supervisor import Supervisor

@@ -1,4 +1,4 @@
-"""Consumer groups against a real node with real clients (FIDELITY.md section E)."""
+"""Consumer groups against a real node with real clients (observation group E (docs/scenarios.md))."""
 
 from __future__ import annotations
 

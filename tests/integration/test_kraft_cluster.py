@@ -1,4 +1,4 @@
-"""FIDELITY.md section A on real multi-node KRaft clusters: real node processes started by
+"""observation group A (docs/scenarios.md) on real multi-node KRaft clusters: real node processes started by
 the lab (`brownout.cluster.lab.up`), faults through the Supervisor (kill -9, SIGTERM,
 restart), real clients (confluent-kafka) and the real `brownout` CLI.
 

@@ -456,7 +456,7 @@ def analyse_writes(slices: Slices, final: pa.Table, hw: HighWatermarks = None,
 def _print_hw(sent: int, sent_by: dict, acked_by: dict, lost: pa.Table,
               bounds: dict[tuple[str | None, int], dict],
               hws: dict[tuple[str | None, int], int]) -> list[dict[str, Any]]:
-    """FIDELITY C's print-hw view: per partition sent, acknowledged, lost, high
+    """Observation C's print-hw view: per partition sent, acknowledged, lost, high
     watermark, log start and records in the log."""
     lost_by = _by(lost, ["topic", "partition"])
     keys = set(sent_by) | set(acked_by) | set(bounds) | {k for k in hws if k[0] is not None}

@@ -1,6 +1,6 @@
 """`brownout demo`: the main job, end to end -- two built-in scenarios.
 
-`minority-outage` (FIDELITY A2/A4: one of three brokers killed and restarted; acks=all
+`minority-outage` (Observation A2/A4: one of three brokers killed and restarted; acks=all
 loses nothing, writes continue, the ISR recovers) and `majority-outage` (A3: two brokers
 down; acks=all stops with NOT_ENOUGH_REPLICAS while acks=1 keeps writing). Each runs on
 its own fresh cluster into <out>/<scenario>/ and prints its verdict; the command ends

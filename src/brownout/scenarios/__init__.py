@@ -1,7 +1,7 @@
 """Scenarios: YAML files that build a cluster, drive workloads, inject faults on a
 schedule, heal, read back, check and judge (`schema`, `runner`, `expectations`).
 
-The built-in scenarios ship as package data under ``builtin/`` (FIDELITY A, C, D, E).
+The built-in scenarios ship as package data under ``builtin/`` (observation groups A, C, D, E: docs/scenarios.md).
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ acked_writes_lost              COMPARISON        acknowledged writes missing fro
 check_valid                    true | false      the composed checkers' verdict (acks=all
                                                  loss never tolerated, acks=0/1 loss is)
 sent_gt_log                    true | false      more messages sent than distinct records in
-                                                 the log (FIDELITY C, acks=0)
+                                                 the log (Observation C, acks=0)
 writes_unavailable_acks_all    true | false      a window of at least 3 s without a
                                                  successful acks=all write while writes
                                                  were attempted, overlapping the faults
@@ -38,7 +38,7 @@ isr_recovered                  true | false      after the heal every partition 
 step_outcome                   {ID: OUTCOME}     the nemesis outcome of schedule step ID:
                                                  ok | fail | info, or alternatives
                                                  ``fail|info``
-group_checks_pass              true | false      every FIDELITY E check of the run's
+group_checks_pass              true | false      every observation E check of the run's
                                                  ``group-checks`` steps passed
 pipeline_matches_ground_truth  true | false      the Spark pipeline ran and its audit
                                                  (pipeline-check.json) found its output

@@ -1,4 +1,4 @@
-"""FIDELITY E as a scenario step: consumer-group correctness on a live cluster.
+"""Observation E as a scenario step: consumer-group correctness on a live cluster.
 
     E1  two consumers with the same client.id in one group get their own member ids and
         their own partitions (librdkafka consumers + DescribeGroups)

@@ -1,6 +1,6 @@
 """A minimal blocking Kafka client with exact control of the wire: one request at a time,
 any API version, bodies built with `protocol.build` and decoded with kio. The group
-checks (FIDELITY E) use it where a real client would hide what the coordinator said."""
+checks (Observation E) use it where a real client would hide what the coordinator said."""
 
 from __future__ import annotations
 

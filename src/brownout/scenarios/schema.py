@@ -50,7 +50,7 @@ Keys (unknown keys are errors, with a "did you mean" hint):
   partition, loss, bandwidth, latency, heal) whose value is its target (see
   ``brownout fault --help``), ``wait: 5s``, ``create-topic: NAME`` (needs the
   controller: records whether it succeeded) or ``group-checks: all | [E1, ...]``
-  (FIDELITY E, raw protocol). Optional: ``id`` (for ``step_outcome``), ``repeat: N``
+  (Observation E, raw protocol). Optional: ``id`` (for ``step_outcome``), ``repeat: N``
   and the action's parameters (timeout, down, from, one_way, nodes, probability, rate, burst,
   latency, delay, jitter).
 * ``duration``: how long the workloads run (they also run until the schedule is done).

@@ -1,6 +1,6 @@
 """Consumers on kafka-python, recording the same history as `consumer.ConsumerWorker`.
 
-Why a second client: the clients differ where FIDELITY D looks. librdkafka (2.10+)
+Why a second client: the clients differ where Observation D looks. librdkafka (2.10+)
 re-bootstraps from `bootstrap.servers` when every broker it knows is down; kafka-python,
 like the Java client before KIP-899, keeps only the brokers of its last Metadata response,
 so a consumer that last heard of one broker is lost while that broker restarts.

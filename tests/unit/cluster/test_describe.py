@@ -1,4 +1,4 @@
-"""The kafka-topics.sh --describe and GetOffsetShell formats (FIDELITY.md)."""
+"""The kafka-topics.sh --describe and GetOffsetShell formats."""
 
 from __future__ import annotations
 

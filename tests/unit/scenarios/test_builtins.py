@@ -57,7 +57,7 @@ def test_scenarios_command_lists_names_and_descriptions():
     assert result.exit_code == 0, result.output
     for name in REQUIRED:
         assert name in result.output
-    assert "FIDELITY A3" in result.output
+    assert "Observation A3" in result.output
 
 
 def test_run_refuses_unknown_scenarios_and_bad_files(tmp_path):
