@@ -1,4 +1,5 @@
-"""Consumer groups against a real node with real clients (observation group E (docs/scenarios.md))."""
+"""Consumer groups against a real node with real clients (observation group E,
+docs/scenarios.md)."""
 
 from __future__ import annotations
 

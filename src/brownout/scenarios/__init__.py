@@ -1,7 +1,8 @@
 """Scenarios: YAML files that build a cluster, drive workloads, inject faults on a
 schedule, heal, read back, check and judge (`schema`, `runner`, `expectations`).
 
-The built-in scenarios ship as package data under ``builtin/`` (observation groups A, C, D, E: docs/scenarios.md).
+The built-in scenarios ship as package data under ``builtin/``; docs/scenarios.md lists
+the observation groups (A, C, D, E) they reproduce.
 """
 
 from __future__ import annotations
