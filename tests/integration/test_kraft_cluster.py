@@ -1,6 +1,6 @@
 """Observation group A (docs/scenarios.md) on real multi-node KRaft clusters: real node
-processes started by the lab (`brownout.cluster.lab.up`), faults through the Supervisor (kill -9, SIGTERM,
-restart), real clients (confluent-kafka) and the real `brownout` CLI.
+processes started by the lab (`brownout.cluster.lab.up`), faults through the Supervisor
+(kill -9, SIGTERM, restart), real clients (confluent-kafka) and the real `brownout` CLI.
 
 Every cluster runs under the test's tmp_path with the `fast` profile and is SIGKILLed at
 the end of its test, whatever happened.
