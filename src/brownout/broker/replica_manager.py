@@ -178,14 +178,7 @@ class ReplicaManager:
         for tp in list(self.partitions):
             if tp not in wanted:
                 self._remove(tp)
-        now_leading = {tp for tp, p in self.partitions.items() if p.is_leader}
-        gained, lost = now_leading - was_leading, was_leading - now_leading
-        if gained or lost:
-            for listener in self.leadership_listeners:
-                listener(gained, lost)
-        for follower_listener in self.follower_listeners:
-            follower_listener()
-        self._notify()
+        self._after_state_change(was_leading)
 
     def _remove(self, tp: TopicPartition) -> None:
         self.partitions.pop(tp)
