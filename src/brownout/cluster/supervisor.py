@@ -40,6 +40,8 @@ READY_LINE = "Kafka Server started"
 DEFAULT_START_TIMEOUT = 60.0
 DEFAULT_STOP_TIMEOUT = 30.0
 LOG_TAIL_LINES = 20
+# How long a process that is already exiting may take to release its sockets.
+EXIT_GRACE = 5.0
 
 # Popen objects of nodes this process started, so their exit status gets reaped.
 _children: dict[int, subprocess.Popen[bytes]] = {}
@@ -122,7 +124,21 @@ def _gone(pid: int) -> bool:
     if pid in _children:
         return False
     state = proc_state(pid)
-    return state is None or state in ("Z", "X", "x")
+    if state is None:
+        return True
+    if state not in ("Z", "X", "x"):
+        return False
+    # A multithreaded process's leader turns zombie as soon as its own thread exits; the
+    # other threads may still be exiting, and the file table (listening sockets included)
+    # is released only with the last of them. Gone means no thread is left.
+    return _thread_count(pid) <= 1
+
+
+def _thread_count(pid: int) -> int:
+    try:
+        return len(os.listdir(f"/proc/{pid}/task"))
+    except (FileNotFoundError, ProcessLookupError, PermissionError):
+        return 0
 
 
 def gone(pid: int | None) -> bool:
@@ -311,6 +327,10 @@ class Supervisor:
         self, node_id: int, timeout: float = DEFAULT_START_TIMEOUT, wait: bool = True
     ) -> None:
         spec = self.topology.node(node_id)
+        node = self.node_state(node_id)
+        if node.pid and not is_node_process(node.pid, node.config_path):
+            # A node that died by itself may still be closing its sockets.
+            self._wait_gone([node.pid], EXIT_GRACE)
         self.check_ports([spec])
         self.spawn(node_id)
         if wait:
