@@ -12,12 +12,13 @@ from pathlib import Path
 from brownout.cluster.supervisor import gone, proc_state
 
 # The main thread leaves with pthread_exit (the leader becomes a zombie) while a second
-# thread lives on until the file `release` appears.
+# thread lives on until the file `release` appears (or 30 s have passed).
 _CHILD = """
 import ctypes, os, sys, threading, time
 release = sys.argv[1]
+deadline = time.monotonic() + 30  # never outlives a failed test for long
 def linger():
-    while not os.path.exists(release):
+    while not os.path.exists(release) and time.monotonic() < deadline:
         time.sleep(0.01)
 threading.Thread(target=linger).start()
 ctypes.CDLL(None).pthread_exit(None)
