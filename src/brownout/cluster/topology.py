@@ -13,15 +13,28 @@ Node ids
 * Combined mode (``--combined``): N nodes with ids 1..N, each a broker; the first
   ``controllers`` of them (all N when not given) are also controllers
   (``process.roles=broker,controller``), every one of them a voter.
+* ZooKeeper mode (``--zookeeper``): N brokers with ids 1..N (the ids KRaft brokers get,
+  so fault targets and status name the same nodes) and no controller nodes: one of the
+  brokers is elected controller through ZooKeeper (/controller).
 * ZooKeeper servers (``zookeepers``, 0 by default) have their own ids 1..Z (their
   ``myid``) and their own specs (`ZooKeeperSpec`, see `cluster.zookeeper`); in the netns
   layer server j is host ``ZOOKEEPER_HOST_BASE + j`` (4000 + j).
+
+ZooKeeper mode
+--------------
+A broker gets ``broker.id`` (not ``node.id``), ``zookeeper.connect`` (the ensemble's
+connect string), ``zookeeper.session.timeout.ms`` and ``zookeeper.connection.timeout.ms``
+(written out, equal to the session timeout as Kafka defaults it) and
+``controlled.shutdown.enable=true``, and none of the KRaft keys (``process.roles``,
+``controller.quorum.voters``, ``controller.listener.names``, the KRaft timeouts of the
+profile); its only listener is PLAINTEXT. It needs no ``kafka-storage format``: it writes
+meta.properties v0 itself.
 
 Listeners
 ---------
 Brokers: ``PLAINTEXT://127.0.0.1:<port>`` (also the only advertised listener);
 controllers: ``CONTROLLER://127.0.0.1:<port>``; ``controller.quorum.voters`` lists every
-voter as ``id@127.0.0.1:port``.
+voter as ``id@127.0.0.1:port`` (KRaft only).
 
 Replication factors
 -------------------
@@ -87,6 +100,25 @@ PROFILES: dict[str, dict[str, object]] = {
     },
 }
 
+# What a profile means for a ZooKeeper-mode broker: its keys without the KRaft-only ones
+# (a ZooKeeper-mode broker has no quorum to join and sends no broker heartbeats), plus
+# these. 6 s keeps failover quick while staying 3 ZooKeeper ticks (tickTime 2000) above
+# ZooKeeper's minimum session timeout (2 ticks).
+ZOOKEEPER_PROFILES: dict[str, dict[str, object]] = {
+    "kafka": {},
+    "fast": {"zookeeper.session.timeout.ms": 6000},
+}
+KRAFT_ONLY_KEYS = frozenset(
+    {
+        "broker.session.timeout.ms",
+        "broker.heartbeat.interval.ms",
+        "controller.quorum.election.timeout.ms",
+        "controller.quorum.fetch.timeout.ms",
+    }
+)
+DEFAULT_ZOOKEEPERS = 3  # ensemble size when ZooKeeper mode is asked for without a size
+ZOOKEEPER_SESSION_TIMEOUT_MS = 18000  # Kafka's default zookeeper.session.timeout.ms
+
 # Kafka's default for each key the "fast" profile changes (documented in --help).
 KAFKA_DEFAULTS: dict[str, object] = {
     "group.initial.rebalance.delay.ms": 3000,
@@ -96,6 +128,7 @@ KAFKA_DEFAULTS: dict[str, object] = {
     "leader.imbalance.check.interval.seconds": 300,
     "controller.quorum.election.timeout.ms": 1000,
     "controller.quorum.fetch.timeout.ms": 2000,
+    "zookeeper.session.timeout.ms": ZOOKEEPER_SESSION_TIMEOUT_MS,
 }
 
 # Keys that define the topology; overriding them would desynchronise the lab's state.
@@ -114,6 +147,7 @@ MANAGED_KEYS = frozenset(
         "log.dirs",
         "log.dir",
         "metadata.log.dir",
+        "zookeeper.connect",
     }
 )
 
@@ -122,9 +156,18 @@ class TopologyError(ValueError):
     """A topology that cannot be built (bad counts, profile, override)."""
 
 
-def profile_table() -> list[tuple[str, object, object]]:
-    """(key, Kafka default, fast value) for every key the fast profile changes."""
-    return [(k, KAFKA_DEFAULTS[k], v) for k, v in PROFILES["fast"].items()]
+def profile_table(zookeeper_mode: bool = False) -> list[tuple[str, object, object]]:
+    """(key, Kafka default, fast value) for every key the fast profile changes (in
+    ZooKeeper mode when `zookeeper_mode`)."""
+    return [(k, KAFKA_DEFAULTS[k], v) for k, v in profile("fast", zookeeper_mode).items()]
+
+
+def profile(name: str, zookeeper_mode: bool = False) -> dict[str, object]:
+    """The server.properties a profile sets, for a KRaft node or a ZooKeeper-mode broker."""
+    if not zookeeper_mode:
+        return dict(PROFILES[name])
+    kept = {k: v for k, v in PROFILES[name].items() if k not in KRAFT_ONLY_KEYS}
+    return {**kept, **ZOOKEEPER_PROFILES[name]}
 
 
 def parse_overrides(items: Iterable[str], option: str = "--set") -> dict[str, str]:
@@ -184,6 +227,9 @@ class TopologyRequest:
     network: str = "loopback"  # one of NETWORK_MODES
     subnet: str | None = None  # netns mode: the private subnet (None: not chosen yet)
     zookeepers: int = 0  # servers of a ZooKeeper ensemble beside the nodes (0: none)
+    # Brokers run in ZooKeeper mode (metadata in the ensemble, a broker is the
+    # controller) instead of KRaft; needs zookeepers >= 1 and no controller nodes.
+    zookeeper_mode: bool = False
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -198,6 +244,8 @@ class TopologyRequest:
             data["subnet"] = self.subnet
         if self.zookeepers:
             data["zookeepers"] = self.zookeepers
+        if self.zookeeper_mode:  # written only when set: older state files stay valid
+            data["zookeeper_mode"] = True
         return data
 
     @classmethod
@@ -211,16 +259,23 @@ class TopologyRequest:
             str(data.get("network") or "loopback"),
             data.get("subnet"),
             int(data.get("zookeepers") or 0),
+            bool(data.get("zookeeper_mode", False)),
         )
 
     def describe(self) -> str:
-        mode = "combined" if self.combined else "dedicated controllers"
-        text = (
-            f"--brokers {self.brokers} --controllers {self.voter_count} ({mode}), "
-            f"--profile {self.profile}"
-        )
-        if self.zookeepers:
-            text += f", --zookeepers {self.zookeepers}"
+        if self.zookeeper_mode:
+            text = (
+                f"--zookeeper --zookeepers {self.zookeepers} --brokers {self.brokers} "
+                f"(ZooKeeper mode), --profile {self.profile}"
+            )
+        else:
+            mode = "combined" if self.combined else "dedicated controllers"
+            text = (
+                f"--brokers {self.brokers} --controllers {self.voter_count} ({mode}), "
+                f"--profile {self.profile}"
+            )
+            if self.zookeepers:
+                text += f", --zookeepers {self.zookeepers}"
         if self.network != "loopback":
             text += f", --network {self.network}"
             if self.subnet:
@@ -233,6 +288,9 @@ class TopologyRequest:
 
     @property
     def voter_count(self) -> int:
+        """KRaft voters (controller nodes); 0 in ZooKeeper mode, which has none."""
+        if self.zookeeper_mode:
+            return 0
         if self.controllers is not None:
             return self.controllers
         return self.brokers if self.combined else 1
@@ -425,6 +483,8 @@ def validate(request: TopologyRequest) -> None:
             f"--zookeepers must be between 0 (no ZooKeeper) and {zk.MAX_SERVERS}, got "
             f"{request.zookeepers} (ZooKeeper ensembles have 1, 3, 5 or at most 7 servers)"
         )
+    if request.zookeeper_mode:
+        validate_zookeeper_mode(request)
     if request.controllers is not None and request.controllers < 1:
         raise TopologyError(f"--controllers must be at least 1, got {request.controllers}")
     if request.combined and request.voter_count > request.brokers:
@@ -445,8 +505,34 @@ def validate(request: TopologyRequest) -> None:
             if key in MANAGED_KEYS:
                 raise TopologyError(
                     f"{option} {key}=...: {key} is managed by brownout (it follows from "
-                    "--brokers, --controllers and --combined) and cannot be overridden"
+                    "--brokers, --controllers, --combined, --zookeeper and --zookeepers) "
+                    "and cannot be overridden"
                 )
+
+
+def validate_zookeeper_mode(request: TopologyRequest) -> None:
+    """A ZooKeeper-mode cluster has brokers and an ensemble, nothing KRaft."""
+    if request.combined:
+        raise TopologyError(
+            "--zookeeper and --combined exclude each other: in ZooKeeper mode every node "
+            "is a broker and one of them is elected controller through ZooKeeper"
+        )
+    if request.controllers is not None:
+        raise TopologyError(
+            f"--zookeeper and --controllers {request.controllers} exclude each other: "
+            "ZooKeeper mode has no controller nodes (a broker is elected controller)"
+        )
+    if request.zookeepers < 1:
+        raise TopologyError(
+            "--zookeeper needs a ZooKeeper ensemble: --zookeepers must be at least 1 "
+            "(3 when left out)"
+        )
+    if request.overrides.controller:
+        keys = ", ".join(sorted(request.overrides.controller))
+        raise TopologyError(
+            f"--controller-set {keys}: ZooKeeper mode has no controller nodes; use "
+            "--broker-set (the controller is one of the brokers)"
+        )
 
 
 def unknown_key_warnings(request: TopologyRequest) -> list[str]:
@@ -518,35 +604,6 @@ def build_topology(
             NodeSpec(node_id, roles, node_ports, base_dir / f"node-{node_id}", {}, host(node_id))
         )
 
-    voters = voters_string(n for n in skeletons if n.is_controller)
-    internal_rf = min(3, request.brokers)
-    nodes = []
-    for skel in skeletons:
-        props: dict[str, object] = {
-            "process.roles": ",".join(skel.roles),
-            "node.id": skel.node_id,
-            "controller.quorum.voters": voters,
-            "controller.listener.names": CONTROLLER_LISTENER,
-            "listeners": ",".join(skel.listeners),
-        }
-        if skel.is_broker:
-            props["advertised.listeners"] = f"{BROKER_LISTENER}://{skel.broker_address}"
-            props["inter.broker.listener.name"] = BROKER_LISTENER
-        props["listener.security.protocol.map"] = (
-            f"{CONTROLLER_LISTENER}:PLAINTEXT,{BROKER_LISTENER}:PLAINTEXT"
-        )
-        props["log.dirs"] = str(skel.data_dir)
-        props["offsets.topic.replication.factor"] = internal_rf
-        props["transaction.state.log.replication.factor"] = internal_rf
-        props["transaction.state.log.min.isr"] = min(2, internal_rf)
-        props.update(PROFILES[request.profile])
-        props.update(request.overrides.all)
-        if skel.is_broker:
-            props.update(request.overrides.broker)
-        if skel.is_controller:
-            props.update(request.overrides.controller)
-        nodes.append(dataclasses.replace(skel, properties=props))
-
     ensemble = []
     for server_id in range(1, request.zookeepers + 1):
         server_ports = {
@@ -565,6 +622,85 @@ def build_topology(
                 host(zk.ZOOKEEPER_HOST_BASE + server_id),
             )
         )
+
+    if request.zookeeper_mode:
+        connect = zk.connect_string(ensemble)
+        nodes = [
+            dataclasses.replace(
+                skel, properties=zookeeper_broker_properties(request, skel, connect)
+            )
+            for skel in skeletons
+        ]
+    else:
+        nodes = [
+            dataclasses.replace(skel, properties=kraft_properties(request, skel, skeletons))
+            for skel in skeletons
+        ]
     return Topology(
         request, tuple(nodes), tuple(unknown_key_warnings(request)), zk.with_configs(ensemble)
     )
+
+
+def _internal_topics(brokers: int) -> dict[str, object]:
+    internal_rf = min(3, brokers)
+    return {
+        "offsets.topic.replication.factor": internal_rf,
+        "transaction.state.log.replication.factor": internal_rf,
+        "transaction.state.log.min.isr": min(2, internal_rf),
+    }
+
+
+def kraft_properties(
+    request: TopologyRequest, skel: NodeSpec, nodes: Iterable[NodeSpec]
+) -> dict[str, object]:
+    """A KRaft node's server.properties; `nodes` are every node (for the voters)."""
+    props: dict[str, object] = {
+        "process.roles": ",".join(skel.roles),
+        "node.id": skel.node_id,
+        "controller.quorum.voters": voters_string(n for n in nodes if n.is_controller),
+        "controller.listener.names": CONTROLLER_LISTENER,
+        "listeners": ",".join(skel.listeners),
+    }
+    if skel.is_broker:
+        props["advertised.listeners"] = f"{BROKER_LISTENER}://{skel.broker_address}"
+        props["inter.broker.listener.name"] = BROKER_LISTENER
+    props["listener.security.protocol.map"] = (
+        f"{CONTROLLER_LISTENER}:PLAINTEXT,{BROKER_LISTENER}:PLAINTEXT"
+    )
+    props["log.dirs"] = str(skel.data_dir)
+    props.update(_internal_topics(request.brokers))
+    props.update(profile(request.profile))
+    props.update(request.overrides.all)
+    if skel.is_broker:
+        props.update(request.overrides.broker)
+    if skel.is_controller:
+        props.update(request.overrides.controller)
+    return props
+
+
+def zookeeper_broker_properties(
+    request: TopologyRequest, skel: NodeSpec, connect: str
+) -> dict[str, object]:
+    """A ZooKeeper-mode broker's server.properties (Kafka 3.9's keys); `connect` is the
+    ensemble's connect string."""
+    props: dict[str, object] = {
+        "broker.id": skel.node_id,
+        "zookeeper.connect": connect,
+        "listeners": ",".join(skel.listeners),
+        "advertised.listeners": f"{BROKER_LISTENER}://{skel.broker_address}",
+        "inter.broker.listener.name": BROKER_LISTENER,
+        "listener.security.protocol.map": f"{BROKER_LISTENER}:PLAINTEXT",
+        "log.dirs": str(skel.data_dir),
+        "zookeeper.session.timeout.ms": ZOOKEEPER_SESSION_TIMEOUT_MS,
+        # SIGTERM (down, terminate, restart) moves leadership away through the
+        # controller before the broker exits, as Kafka does by default.
+        "controlled.shutdown.enable": True,
+    }
+    props.update(_internal_topics(request.brokers))
+    props.update(profile(request.profile, zookeeper_mode=True))
+    props.update(request.overrides.all)
+    props.update(request.overrides.broker)
+    # Kafka's default for the connection timeout is the session timeout; written out
+    # (after the overrides, so it follows a shortened session) to show in the file.
+    props.setdefault("zookeeper.connection.timeout.ms", props["zookeeper.session.timeout.ms"])
+    return props
