@@ -36,7 +36,15 @@ from .state import ClusterState, NodeState, atomic_write_text
 from .topology import HOST, NodeSpec, Topology
 from .wire import WireError, fetch_metadata
 
-READY_LINE = "Kafka Server started"
+READY_LINE = "Kafka Server started"  # a KRaft node (KafkaRaftServer)
+
+
+def ready_lines(node_id: int) -> tuple[bytes, ...]:
+    """What a node logs once it serves: KRaft's line, or a ZooKeeper-mode broker's
+    (Kafka 3.9's KafkaServer names itself with its broker id)."""
+    return (READY_LINE.encode(), f"[KafkaServer id={node_id}] started".encode())
+
+
 DEFAULT_START_TIMEOUT = 60.0
 DEFAULT_STOP_TIMEOUT = 30.0
 LOG_TAIL_LINES = 20
@@ -231,10 +239,14 @@ class Supervisor:
             atomic_write_text(spec.config_path, format_properties(spec.properties, header))
 
     def format_storage(self) -> None:
-        """Like `kafka-storage format -t CLUSTER_ID -c server.properties --ignore-formatted`."""
+        """Like `kafka-storage format -t CLUSTER_ID -c server.properties --ignore-formatted`.
+        A ZooKeeper-mode broker is left alone: it writes its own meta.properties (v0) on
+        first start, with the cluster id it finds in ZooKeeper."""
         for spec in self.topology.nodes:
             try:
                 config = KafkaConfig.from_file(spec.config_path)
+                if config.is_zookeeper_mode:
+                    continue
                 dirs = list(dict.fromkeys([*config.log_dirs, config.metadata_log_dir]))
                 format_log_dirs(dirs, self.state.cluster_id, config.node_id, ignore_formatted=True)
             except (ConfigError, StorageError, ValueError) as e:
@@ -393,9 +405,10 @@ class Supervisor:
         try:
             with spec.log_path.open("rb") as f:
                 f.seek(since)
-                return READY_LINE.encode() in f.read()
+                logged = f.read()
         except FileNotFoundError:
             return False
+        return any(line in logged for line in ready_lines(node_id))
 
     def _describe_failure(self, node_id: int, what: str, lines: int = LOG_TAIL_LINES) -> str:
         spec = self.topology.node(node_id)
