@@ -15,7 +15,13 @@ call them (and `Supervisor`) directly.
 A topology with ZooKeeper servers (`TopologyRequest.zookeepers`) gets a real ensemble
 (`cluster.ensemble`): `up` starts it before the nodes and waits for a leader, `down`
 stops it after them, `status` reports each server's mode and the ensemble's quorum.
-Brokers do not use it yet (ZooKeeper-mode brokers are still to come).
+
+In ZooKeeper mode (`TopologyRequest.zookeeper_mode`) the brokers keep their metadata in
+that ensemble: `up` starts the ensemble, waits until every server serves (a leader is
+elected), writes the cluster id to /cluster/id and only then starts the brokers, which
+need no storage format. `down` stops the brokers first (their controlled shutdown goes
+through the controller, which needs ZooKeeper), then the ensemble. `status` names the
+controller as /controller does.
 
 `--network netns` (root only) runs every node in its own network namespace (see
 `cluster.netns`): `up` picks a free private subnet (or checks `--subnet`), records it,
@@ -37,7 +43,7 @@ from typing import Any
 from ..broker.loop_monitor import RECENT_WINDOW_S, stalls_from_events, worst_stall
 from ..common.events import read_events
 from ..storage import random_uuid
-from . import netns
+from . import netns, zk_admin
 from . import zookeeper as zk
 from .ensemble import Ensemble, zookeeper_process_state
 from .ports import PortAllocator
@@ -88,6 +94,11 @@ def _merge_request(stored: TopologyRequest, asked: TopologyRequest, given: set[s
         conflicts.append(f"--network {asked.network} (built with {stored.network})")
     if "subnet" in given and asked.subnet != stored.subnet:
         conflicts.append(f"--subnet {asked.subnet} (built with {stored.subnet})")
+    if "zookeeper_mode" in given and asked.zookeeper_mode != stored.zookeeper_mode:
+        conflicts.append(
+            f"--{'zookeeper' if asked.zookeeper_mode else 'kraft'} (built "
+            f"{'in ZooKeeper mode' if stored.zookeeper_mode else 'in KRaft mode'})"
+        )
     if "zookeepers" in given and asked.zookeepers != stored.zookeepers:
         conflicts.append(f"--zookeepers {asked.zookeepers} (built with {stored.zookeepers})")
     if "profile" in given and asked.profile != stored.profile:
@@ -195,6 +206,8 @@ def up(
             try:
                 ensemble.start_all(timeout)
                 try:
+                    if topology.request.zookeeper_mode:
+                        _adopt_cluster_id(state, topology)
                     sup.start_all(timeout)
                 except BaseException:
                     ensemble.stop_all(timeout=5.0)
@@ -204,6 +217,18 @@ def up(
                     _remove_namespaces(directory)
                 raise
         return UpResult(state, topology, created, list(topology.warnings))
+
+
+def _adopt_cluster_id(state: ClusterState, topology: Topology) -> None:
+    """Put the lab's cluster id in /cluster/id before any broker starts; when the
+    ensemble already holds another (its brokers use that one), record that instead."""
+    try:
+        found = zk_admin.ensure_cluster_id(topology.zookeeper_connect, state.cluster_id)
+    except zk_admin.ZkAdminError as e:
+        raise LabError(f"cannot write the cluster id to ZooKeeper: {e}") from None
+    if found != state.cluster_id:
+        state.cluster_id = found
+        state.save()
 
 
 def _require_netns() -> None:
@@ -267,7 +292,7 @@ def down(
         state = ClusterState.require(directory)
         try:
             try:
-                stopped = Supervisor(state).stop_all(timeout)
+                stopped = _stop_nodes(state, timeout)
             finally:
                 Ensemble(state).stop_all(timeout)
         finally:
@@ -276,6 +301,23 @@ def down(
     if purge:
         purge_files(directory, state)
     return stopped
+
+
+def _stop_nodes(state: ClusterState, timeout: float) -> list[int]:
+    """Every node, brokers before controllers. In ZooKeeper mode the broker holding
+    /controller goes last: the others' controlled shutdown needs it to answer, and it
+    cannot while it shuts down itself."""
+    sup = Supervisor(state)
+    stopped: list[int] = []
+    if state.request.zookeeper_mode:
+        controller = None
+        with contextlib.suppress(zk_admin.ZkAdminError):
+            controller = zk_admin.read_controller(sup.topology.zookeeper_connect, 2.0)
+        brokers = [n.node_id for n in sup.topology.brokers]
+        stopped += sup.stop_nodes([b for b in brokers if b != controller], timeout)
+        if controller in brokers:
+            stopped += sup.stop_nodes([controller], timeout)
+    return sorted(stopped + sup.stop_all(timeout))
 
 
 def load(directory: Path) -> ClusterState:
@@ -316,11 +358,19 @@ def status(directory: Path, timeout: float = 3.0) -> dict[str, Any]:
             break
         except WireError as e:
             metadata_error = str(e)
-    candidates = [
-        s.controller_address for s in topology.controllers if process[s.node_id] == "running"
-    ]
-    candidates += [s.broker_address for s in topology.brokers if process[s.node_id] == "running"]
-    quorum = _ask_quorum(dict.fromkeys(a for a in candidates if a), timeout)
+    zookeeper_mode = topology.request.zookeeper_mode
+    if zookeeper_mode:
+        quorum = NO_KRAFT_QUORUM
+        controller = _zookeeper_controller(topology, timeout)
+    else:
+        candidates = [
+            s.controller_address for s in topology.controllers if process[s.node_id] == "running"
+        ]
+        candidates += [
+            s.broker_address for s in topology.brokers if process[s.node_id] == "running"
+        ]
+        quorum = _ask_quorum(dict.fromkeys(a for a in candidates if a), timeout)
+        controller = kraft_controller(quorum)
 
     registered = set(metadata.broker_ids) if metadata else None
     for spec in topology.nodes:
@@ -364,6 +414,8 @@ def status(directory: Path, timeout: float = 3.0) -> dict[str, Any]:
         "running": any(n["state"] != "stopped" for n in nodes),
         "registered_brokers": sorted(registered) if registered is not None else None,
         "metadata_error": None if metadata is not None else metadata_error,
+        "mode": "zookeeper" if zookeeper_mode else "kraft",
+        "controller": controller,
         "quorum": quorum,
         "nodes": nodes,
     }
@@ -373,6 +425,38 @@ def status(directory: Path, timeout: float = 3.0) -> dict[str, Any]:
             s["state"] != "stopped" for s in data["zookeeper"]["servers"]
         )
     return data
+
+
+# What `status` shows as the KRaft quorum of a ZooKeeper-mode cluster.
+NO_KRAFT_QUORUM: dict[str, Any] = {
+    "leader": None,
+    "epoch": None,
+    "reason": "ZooKeeper mode: no KRaft quorum (the controller is a broker, see /controller)",
+}
+
+
+def kraft_controller(quorum: dict[str, Any]) -> dict[str, Any]:
+    """The active controller of a KRaft cluster: the quorum leader (DescribeQuorum).
+    Not Metadata's controller id, which a KRaft broker fills with some live broker
+    because clients cannot reach the controllers."""
+    leader = quorum.get("leader")
+    if isinstance(leader, int) and leader >= 0:
+        return {"id": leader, "source": "DescribeQuorum"}
+    return {"id": None, "source": "DescribeQuorum", "reason": quorum.get("reason", "no leader")}
+
+
+def _zookeeper_controller(topology: Topology, timeout: float) -> dict[str, Any]:
+    """The broker holding /controller (None with a reason when none does or the
+    ensemble does not answer)."""
+    source = "/controller"
+    try:
+        broker = zk_admin.read_controller(topology.zookeeper_connect, timeout)
+    except zk_admin.ZkAdminError as e:
+        return {"id": None, "source": source, "reason": str(e)}
+    if broker is None:
+        reason = "no /controller znode: an election under way, or no broker up"
+        return {"id": None, "source": source, "reason": reason}
+    return {"id": broker, "source": source}
 
 
 def zookeeper_status(state: ClusterState, topology: Topology, timeout: float) -> dict[str, Any]:
