@@ -14,6 +14,7 @@ from ..cluster.state import resolve_dir
 from ..cluster.supervisor import DEFAULT_START_TIMEOUT, DEFAULT_STOP_TIMEOUT
 from ..cluster.topology import (
     CONTROLLER_ID_BASE,
+    DEFAULT_ZOOKEEPERS,
     PROFILES,
     Overrides,
     TopologyRequest,
@@ -24,6 +25,10 @@ from ._common import BootstrapOption, DirOption, handle_errors
 
 _FAST_TABLE = "\n".join(
     f"  {key:<42} {fast!s:>5}   (Kafka: {default})" for key, default, fast in profile_table()
+)
+_FAST_ZK_TABLE = "\n".join(
+    f"  {key:<42} {fast!s:>5}   (Kafka: {default})"
+    for key, default, fast in profile_table(zookeeper_mode=True)
 )
 
 UP_HELP = "\n\n".join(
@@ -38,8 +43,18 @@ UP_HELP = "\n\n".join(
         "CONTROLLER://127.0.0.1:port (controllers); offsets.topic.replication.factor and "
         "transaction.state.log.replication.factor are min(3, N); default.replication.factor "
         "keeps Kafka's default 1 unless you --set it.",
+        "--zookeeper builds a ZooKeeper-mode cluster instead (Kafka 3.9's older mode): a "
+        "ZooKeeper ensemble of --zookeepers servers (default 3) and N brokers, ids 1..N, "
+        "one of which is elected controller through ZooKeeper; no controller nodes, so "
+        "--controllers and --combined do not apply. Brokers get broker.id, "
+        "zookeeper.connect (the ensemble), zookeeper.session.timeout.ms, "
+        "zookeeper.connection.timeout.ms and controlled.shutdown.enable=true, and only the "
+        "PLAINTEXT listener. `up` starts the ensemble, waits for its leader, then the "
+        "brokers; `down` stops the brokers, then the ensemble. ZooKeeper needs Java.",
         "Profile 'kafka' keeps Kafka's defaults. Profile 'fast' shortens timeouts for demos:",
         _FAST_TABLE,
+        "and in ZooKeeper mode (without the KRaft-only keys):",
+        _FAST_ZK_TABLE,
         "Precedence (later wins): generated < profile < --set < --broker-set < --controller-set.",
         "A directory holds one cluster. `up` on a stopped cluster starts the same nodes again "
         "with their data and ports; on a running one it refuses (run `brownout down` first); "
@@ -51,7 +66,7 @@ UP_HELP = "\n\n".join(
 
 DOWN_HELP = "\n\n".join(
     [
-        "Stop every node of the cluster in --dir.",
+        "Stop every node of the cluster in --dir, then its ZooKeeper servers.",
         "SIGTERM to each node's process group (brokers first, then controllers; a paused node "
         "is resumed so it can act on it), SIGKILL after --timeout. Nothing is deleted unless "
         "--purge.",
@@ -60,7 +75,8 @@ DOWN_HELP = "\n\n".join(
 
 STATUS_HELP = "\n\n".join(
     [
-        "Show every node's state, the fenced brokers and the KRaft quorum.",
+        "Show every node's state, the fenced brokers and the KRaft quorum (in ZooKeeper "
+        "mode: the controller, the broker that holds /controller).",
         "Per node: id, roles, pid, state (running / paused = SIGSTOP'd / stopped), listeners, "
         "and for a live broker whether it is fenced (missing from a broker's Metadata: fenced "
         "or not registered). The quorum leader and epoch come from DescribeQuorum (API key 55) "
@@ -111,6 +127,25 @@ def up_command(
             "--combined/--dedicated",
             help="--combined: every node is broker+controller (process.roles=broker,controller)."
             " --dedicated (default): controllers are separate processes.",
+            show_default=False,
+        ),
+    ] = None,
+    zookeeper: Annotated[
+        bool | None,
+        typer.Option(
+            "--zookeeper/--kraft",
+            help="--zookeeper: brokers in ZooKeeper mode, with a ZooKeeper ensemble "
+            "(--zookeepers, default 3) instead of KRaft controllers. --kraft (default): KRaft.",
+            show_default=False,
+        ),
+    ] = None,
+    zookeepers: Annotated[
+        int | None,
+        typer.Option(
+            "--zookeepers",
+            help="Servers of a ZooKeeper ensemble (1, 3, 5 or 7; ids 1..Z). Default: 3 with "
+            "--zookeeper, else none (KRaft nodes with an ensemble beside them, for ZooKeeper "
+            "fault targets).",
             show_default=False,
         ),
     ] = None,
@@ -200,9 +235,14 @@ def up_command(
             ("profile", profile),
             ("network", network),
             ("subnet", subnet),
+            ("zookeeper_mode", zookeeper),
+            ("zookeepers", zookeepers),
         )
         if value is not None
     }
+    zookeeper_mode = bool(zookeeper)
+    if zookeepers is None:
+        zookeepers = DEFAULT_ZOOKEEPERS if zookeeper_mode else 0
     request = TopologyRequest(
         brokers=1 if brokers is None else brokers,
         controllers=controllers,
@@ -211,6 +251,8 @@ def up_command(
         overrides=Overrides.parse(set_ or [], broker_set or [], controller_set or []),
         network=network or ("netns" if subnet else "loopback"),
         subnet=subnet,
+        zookeepers=zookeepers,
+        zookeeper_mode=zookeeper_mode,
     )
     target = resolve_dir(directory)
     err = _console(err=True)
@@ -235,6 +277,8 @@ def up_command(
             str(spec.node_id), ",".join(spec.roles), str(node.pid or "-"), " ".join(spec.listeners)
         )
     _console().print(table)
+    if topology.zookeepers:
+        _console().print(f"zookeeper.connect: {topology.zookeeper_connect}")
     typer.echo(topology.bootstrap_servers)
 
 
@@ -316,11 +360,14 @@ def status_command(
             _stall_text(n.get("worst_stall")),
         )
     console.print(table)
-    q = data["quorum"]
-    line = f"quorum leader: {q['leader']}  epoch: {q['epoch']}"
-    if "reason" in q:
-        line += f"  ({q['reason']})"
-    console.print(line)
+    if data.get("mode") == "zookeeper":
+        console.print(_controller_text(data["controller"]))
+    else:
+        q = data["quorum"]
+        line = f"quorum leader: {q['leader']}  epoch: {q['epoch']}"
+        if "reason" in q:
+            line += f"  ({q['reason']})"
+        console.print(line)
     if data.get("registered_brokers") is not None:
         console.print(
             "registered brokers: " + (",".join(map(str, data["registered_brokers"])) or "none")
@@ -328,6 +375,13 @@ def status_command(
     console.print(f"bootstrap: {data['bootstrap_servers']}")
     if data.get("zookeeper"):
         _print_zookeeper(console, data["zookeeper"])
+
+
+def _controller_text(controller: dict[str, Any]) -> str:
+    """The controller line of a ZooKeeper-mode cluster."""
+    if controller["id"] is None:
+        return f"controller: unknown ({controller.get('reason', 'no answer')})"
+    return f"controller: broker {controller['id']} (from {controller['source']})"
 
 
 def _print_zookeeper(console: Console, ensemble: dict[str, Any]) -> None:
