@@ -9,7 +9,9 @@ Target specs (`TARGET_HELP` prints them)::
 
     3  | node-3 | 1,2           the given node id(s)
     leader:T-p | leader:T:p     the leader of partition p of topic T (Metadata)
-    active-controller           the KRaft quorum leader (DescribeQuorum, API key 55)
+    active-controller | controller  the active controller: the KRaft quorum leader
+                                (DescribeQuorum, API key 55); in ZooKeeper mode the
+                                broker holding /controller
     random-broker               one live broker (registered, unfenced), else any broker
     random-controller           one controller
     minority-brokers            floor(n/2) random brokers      (n = every broker)
@@ -28,6 +30,12 @@ and, for a cluster with a ZooKeeper ensemble (`cluster.ensemble`)::
     minority-zookeepers         floor(n/2) random servers      (n = every server)
     majority-zookeepers         floor(n/2)+1 random servers: the ensemble loses its quorum
     all-zookeepers | zookeepers
+
+In ZooKeeper mode (`TopologyRequest.zookeeper_mode`) there are no controller nodes: the
+controller is whichever broker holds /controller (read with kazoo at fault time), so
+``active-controller`` and ``all-but-controller`` name brokers, and the targets that name
+KRaft controller nodes (``random-controller``, ``minority-controllers``,
+``majority-controllers``, ``all-controllers``) are errors (`check_mode`).
 
 A ZooKeeper server resolves to its host id, ``ZOOKEEPER_HOST_BASE + N`` (4001 for
 server 1): the id the netns layer already gives it, so grudges and network faults take
@@ -50,10 +58,12 @@ from ..cluster.ensemble import Ensemble
 from ..cluster.state import ClusterState
 from ..cluster.supervisor import node_process_state
 from ..cluster.wire import PartitionMetadata, WireClient, WireError
+from ..cluster.zk_admin import ZkAdminError, read_controller
 from ..cluster.zookeeper import ZOOKEEPER_HOST_BASE
 
 TARGET_HELP = (
-    "TARGET: a node id (3, node-3, 1,2) | leader:TOPIC-P | active-controller | "
+    "TARGET: a node id (3, node-3, 1,2) | leader:TOPIC-P | active-controller (controller; "
+    "in ZooKeeper mode the broker holding /controller) | "
     "random-broker | random-controller | minority-brokers | majority-brokers | "
     "minority-controllers | majority-controllers | all-brokers | all-controllers | all | "
     "all-but-controller | coordinator:GROUP; ZooKeeper servers: zookeeper:N | zk-leader | "
@@ -73,7 +83,12 @@ ZOOKEEPER_KEYWORDS = frozenset(
         "all-zookeepers",
     }
 )
-ALIASES = {"zookeepers": "all-zookeepers"}
+ALIASES = {"zookeepers": "all-zookeepers", "controller": "active-controller"}
+
+# Targets that name KRaft controller nodes; a ZooKeeper-mode cluster has none.
+KRAFT_ONLY_KEYWORDS = frozenset(
+    {"random-controller", "minority-controllers", "majority-controllers", "all-controllers"}
+)
 
 KEYWORDS = frozenset(
     {
@@ -109,6 +124,7 @@ class Snapshot:
     coordinators: Mapping[str, int] = dataclasses.field(default_factory=dict)
     zookeepers: tuple[int, ...] = ()  # every ZooKeeper server id (myid); () without one
     zookeeper_leader: int | None = None  # its server id, None when unknown or no quorum
+    zookeeper_mode: bool = False  # brokers in ZooKeeper mode: the controller is a broker
 
     @property
     def nodes(self) -> tuple[int, ...]:
@@ -234,6 +250,16 @@ def check_ensemble(target: Target, servers: Sequence[int], hint: str = ENSEMBLE_
         raise TargetError(f"minority-zookeepers: a minority of {len(servers)} is nobody")
 
 
+def check_mode(target: Target, zookeeper_mode: bool) -> None:
+    """TargetError for a target that names KRaft controller nodes in a ZooKeeper-mode
+    cluster (it has none). Needs no live state, like `check_ensemble`."""
+    if zookeeper_mode and target.kind in KRAFT_ONLY_KEYWORDS:
+        raise TargetError(
+            f"{target.kind} names KRaft controller nodes, and this cluster runs in ZooKeeper "
+            "mode: it has none (its controller is a broker; use active-controller)"
+        )
+
+
 def _resolve_zookeeper(target: Target, snap: Snapshot, rng: random.Random) -> tuple[int, ...]:
     check_ensemble(target, snap.zookeepers)
     kind, pool = target.kind, snap.zookeepers
@@ -262,6 +288,7 @@ def resolve(spec: str | Target, snap: Snapshot, rng: random.Random) -> tuple[int
     ids); TargetError when none can be named."""
     target = parse(spec) if isinstance(spec, str) else spec
     kind = target.kind
+    check_mode(target, snap.zookeeper_mode)
     if target.zookeeper:
         return _resolve_zookeeper(target, snap, rng)
     if kind == "ids":
@@ -288,6 +315,11 @@ def resolve(spec: str | Target, snap: Snapshot, rng: random.Random) -> tuple[int
         return (coordinator,)
     if kind in ("active-controller", "all-but-controller"):
         if snap.active_controller is None or snap.active_controller < 0:
+            if snap.zookeeper_mode:
+                raise TargetError(
+                    "the active controller is unknown (no broker holds /controller right "
+                    "now, or ZooKeeper did not answer)"
+                )
             raise TargetError("the active controller is unknown (no quorum leader right now)")
         if kind == "active-controller":
             return (snap.active_controller,)
@@ -376,7 +408,13 @@ def take_snapshot(
         raise TargetError(f"no broker answered Metadata: {'; '.join(errors) or 'none running'}")
 
     active = None
-    if kinds & {"active-controller", "all-but-controller"}:
+    zookeeper_mode = topology.request.zookeeper_mode
+    if zookeeper_mode and kinds & {"active-controller", "all-but-controller"}:
+        try:
+            active = read_controller(topology.zookeeper_connect, timeout)
+        except ZkAdminError as e:
+            errors.append(str(e))
+    elif kinds & {"active-controller", "all-but-controller"}:
         candidates = [
             n.controller_address for n in topology.controllers if _running(state, n.node_id)
         ]
@@ -405,7 +443,15 @@ def take_snapshot(
                 break
             time.sleep(0.2)  # COORDINATOR_NOT_AVAILABLE while __consumer_offsets is made
     return Snapshot(
-        brokers, controllers, live, active, partitions, coordinators, servers, zk_leader
+        brokers,
+        controllers,
+        live,
+        active,
+        partitions,
+        coordinators,
+        servers,
+        zk_leader,
+        zookeeper_mode,
     )
 
 
@@ -425,6 +471,7 @@ __all__ = [
     "Target",
     "TargetError",
     "check_ensemble",
+    "check_mode",
     "describe_id",
     "majority",
     "minority",
