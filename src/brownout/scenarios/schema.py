@@ -28,7 +28,11 @@ Keys (unknown keys are errors, with a "did you mean" hint):
 * ``cluster``: brokers, controllers, combined, profile (kafka | fast), network
   (loopback | netns), set / broker_set / controller_set (server.properties overrides),
   zookeepers (servers of a real ZooKeeper ensemble beside the nodes, 0 by default: the
-  targets ``zookeeper:N``, ``zk-leader``, ``minority-zookeepers``, ... need one).
+  targets ``zookeeper:N``, ``zk-leader``, ``minority-zookeepers``, ... need one),
+  zookeeper (true: brokers in ZooKeeper mode over that ensemble, 3 servers unless
+  ``zookeepers`` says otherwise; no controller nodes, so ``controllers``, ``combined``
+  and ``controller_set`` do not apply and the targets naming KRaft controllers are
+  errors).
 * ``topics``: name, partitions, replication_factor, configs.
 * ``workloads``: label, workload (clicks | payments | logs), topic, acks (0 | 1 | all),
   producers, rate (messages/s over the workload's producers), idempotent, retries,
@@ -74,10 +78,11 @@ import yaml
 from yaml.constructor import ConstructorError, SafeConstructor
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
+from ..cluster.topology import DEFAULT_ZOOKEEPERS
 from ..cluster.zookeeper import MAX_SERVERS as MAX_ZOOKEEPERS
 from ..faults.nemesis import ACTIONS as FAULT_ACTIONS
 from ..faults.nemesis import FROM_GROUPS
-from ..faults.targets import Target, TargetError, check_ensemble
+from ..faults.targets import Target, TargetError, check_ensemble, check_mode
 from ..faults.targets import parse as parse_target
 
 WORKLOAD_KINDS = ("clicks", "payments", "logs")
@@ -286,6 +291,7 @@ class ClusterSpec:
     broker_set: dict[str, str] = dataclasses.field(default_factory=dict)
     controller_set: dict[str, str] = dataclasses.field(default_factory=dict)
     zookeepers: int = 0  # servers of a ZooKeeper ensemble beside the nodes
+    zookeeper: bool = False  # brokers in ZooKeeper mode (controllers is then None)
 
     @property
     def zookeeper_ids(self) -> tuple[int, ...]:
@@ -413,7 +419,7 @@ class Scenario:
 TOP_KEYS = ("name", "description", "cluster", "topics", "workloads", "consumers",
             "pipeline", "schedule", "duration", "heal", "expectations")
 CLUSTER_KEYS = ("brokers", "controllers", "combined", "profile", "network", "set",
-                "broker_set", "controller_set", "zookeepers")
+                "broker_set", "controller_set", "zookeepers", "zookeeper")
 TOPIC_KEYS = ("name", "partitions", "replication_factor", "configs")
 WORKLOAD_KEYS = ("label", "workload", "topic", "acks", "producers", "rate", "idempotent",
                  "retries", "message_timeout_ms", "request_timeout_ms", "linger_ms", "size",
@@ -535,7 +541,24 @@ def _cluster(r: _Reader, node: Node | None) -> ClusterSpec:
         if kw["zookeepers"] > MAX_ZOOKEEPERS:
             raise r.error(v, f"at most {MAX_ZOOKEEPERS} ZooKeeper servers (ensembles have "
                           f"1, 3, 5 or 7), got {kw['zookeepers']}")
+    if "zookeeper" in m and _as_bool(r.scalar(m["zookeeper"], "cluster.zookeeper"), r):
+        _zookeeper_mode(r, m, kw)
     return ClusterSpec(**kw)
+
+
+def _zookeeper_mode(r: _Reader, m: dict[str, Node], kw: dict[str, Any]) -> None:
+    """`zookeeper: true`: brokers over an ensemble, no controller nodes."""
+    kraft_only = [k for k in ("controllers", "controller_set") if k in m]
+    if kw.get("combined"):  # `combined: false` says nothing against ZooKeeper mode
+        kraft_only.append("combined")
+    for key in kraft_only:
+        raise r.error(m[key], f"`zookeeper: true` has no controller nodes (a broker is "
+                      f"elected controller): remove `{key}`", f"cluster.{key}")
+    if kw.setdefault("zookeepers", DEFAULT_ZOOKEEPERS) < 1:
+        raise r.error(m["zookeepers"], "`zookeeper: true` needs a ZooKeeper ensemble: "
+                      "zookeepers must be at least 1", "cluster.zookeepers")
+    kw["zookeeper"] = True
+    kw["controllers"] = None
 
 
 def _topic(r: _Reader, field: str, node: Node) -> TopicSpec:
@@ -740,6 +763,7 @@ def _check_target(r: _Reader, v: _Value, spec: str, topics: tuple[str, ...],
     try:
         target: Target = parse_target(spec)
         check_ensemble(target, cluster.zookeeper_ids, "`zookeepers: 3` under `cluster`")
+        check_mode(target, cluster.zookeeper)
     except TargetError as e:
         raise r.error(v, str(e)) from None
     if target.kind == "leader" and topics and target.topic not in topics:
