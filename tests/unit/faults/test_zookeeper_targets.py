@@ -4,6 +4,7 @@ the prepared servers are all stopped)."""
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from pathlib import Path
 
@@ -22,6 +23,7 @@ from brownout.faults.targets import (
     Target,
     TargetError,
     check_ensemble,
+    check_mode,
     describe_id,
     parse,
     resolve,
@@ -197,3 +199,47 @@ def test_the_fault_command_names_servers_and_refuses_without_an_ensemble(
     out = runner.invoke(app, ["fault", "kill", "zk-leader", "--dir", str(without)])
     assert out.exit_code == 1
     assert "this cluster has no ZooKeeper ensemble" in out.output
+
+
+# -- ZooKeeper mode: the controller is a broker ---------------------------------------
+
+ZK_MODE = Snapshot(
+    brokers=(1, 2, 3),
+    controllers=(),
+    live_brokers=(1, 2, 3),
+    active_controller=2,  # the broker holding /controller
+    zookeepers=(1, 2, 3),
+    zookeeper_leader=1,
+    zookeeper_mode=True,
+)
+
+
+def test_zookeeper_mode_controller_targets_name_the_broker_holding_controller() -> None:
+    rng = random.Random(0)
+    assert resolve("active-controller", ZK_MODE, rng) == (2,)
+    assert resolve("controller", ZK_MODE, rng) == (2,)
+    assert resolve("all-but-controller", ZK_MODE, rng) == (1, 3)
+    assert resolve("all", ZK_MODE, rng) == (1, 2, 3)
+    assert resolve("zk-leader", ZK_MODE, rng) == (zookeeper_host(1),)
+
+
+@pytest.mark.parametrize(
+    "spec", ["random-controller", "minority-controllers", "majority-controllers",
+             "all-controllers"]
+)
+def test_zookeeper_mode_refuses_targets_naming_kraft_controllers(spec: str) -> None:
+    with pytest.raises(TargetError, match="ZooKeeper mode: it has none"):
+        resolve(spec, ZK_MODE, random.Random(0))
+    with pytest.raises(TargetError, match="ZooKeeper mode"):
+        check_mode(parse(spec), zookeeper_mode=True)
+    check_mode(parse(spec), zookeeper_mode=False)
+
+
+def test_zookeeper_mode_without_a_controller_says_so() -> None:
+    snap = dataclasses.replace(ZK_MODE, active_controller=None)
+    with pytest.raises(TargetError, match="no broker holds /controller"):
+        resolve("controller", snap, random.Random(0))
+
+
+def test_controller_alias_in_kraft_mode_is_the_quorum_leader() -> None:
+    assert resolve("controller", KRAFT_ONLY, random.Random(0)) == (3001,)

@@ -94,3 +94,56 @@ def test_network_params_naming_zookeeper_servers_are_checked_too() -> None:
 def test_zookeepers_count(value: str, message: str) -> None:
     e = error_of(BASE.replace("zookeepers: 3}", f"zookeepers: {value}}}"))
     assert e.field == "cluster.zookeepers" and message in e.message
+
+
+# -- cluster.zookeeper: true (ZooKeeper mode) ----------------------------------------
+
+ZK_MODE = """\
+name: zk-mode
+cluster: {zookeeper: true, brokers: 3, profile: fast}
+schedule:
+  - {at: 2s, kill: controller}
+  - {after: previous, kill: all-but-controller}
+duration: 10s
+"""
+
+
+def test_zookeeper_mode_loads_with_three_servers_by_default() -> None:
+    c = loads(ZK_MODE, "zk.yaml").cluster
+    assert c.zookeeper is True
+    assert c.zookeepers == 3
+    assert c.controllers is None
+
+
+def test_zookeeper_mode_takes_the_ensemble_size() -> None:
+    text = ZK_MODE.replace("zookeeper: true,", "zookeeper: true, zookeepers: 5,")
+    assert loads(text, "zk.yaml").cluster.zookeepers == 5
+    text = ZK_MODE.replace("zookeeper: true,", "zookeeper: true, combined: false,")
+    assert loads(text, "zk.yaml").cluster.zookeeper
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        ("controllers: 1,", "remove `controllers`"),
+        ("combined: true,", "remove `combined`"),
+        ("controller_set: {a.b: 1},", "remove `controller_set`"),
+        ("zookeepers: 0,", "zookeepers must be at least 1"),
+    ],
+)
+def test_zookeeper_mode_refuses_kraft_keys(extra: str, message: str) -> None:
+    e = error_of(ZK_MODE.replace("zookeeper: true,", f"zookeeper: true, {extra}"))
+    assert message in str(e)
+    assert e.line == 2
+
+
+def test_zookeeper_mode_refuses_targets_naming_kraft_controllers() -> None:
+    e = error_of(ZK_MODE.replace("kill: all-but-controller", "kill: random-controller"))
+    assert "ZooKeeper mode" in str(e)
+    assert e.line == 5
+
+
+def test_zookeeper_false_is_kraft() -> None:
+    text = ZK_MODE.replace("zookeeper: true,", "zookeeper: false, zookeepers: 3,")
+    c = loads(text, "zk.yaml").cluster
+    assert not c.zookeeper and c.controllers == 1
