@@ -147,9 +147,20 @@ def _read_json(path: Path) -> dict[str, Any] | None:
     return None
 
 
+def session_timeout_ms(props: dict[str, str]) -> int | None:
+    """The session whose loss fences this node: broker.session.timeout.ms (KRaft), or a
+    ZooKeeper-mode broker's zookeeper.session.timeout.ms (its ZooKeeper session is what
+    the controller watches); None when the file sets neither."""
+    if "zookeeper.connect" in props and "process.roles" not in props:
+        value = props.get("zookeeper.session.timeout.ms")
+    else:
+        value = props.get("broker.session.timeout.ms")
+    return None if value is None else int(value)
+
+
 def lab_stalls(run_dir: Path) -> tuple[list[NodeStall], int]:
     """Every node's event-loop stalls (history time) from the node files kept in the
-    run directory, and the cluster's broker.session.timeout.ms."""
+    run directory, and the cluster's session timeout (`session_timeout_ms`)."""
     started = (_read_json(run_dir / RUN_FILE) or {}).get("started")
     events: dict[int, list[dict[str, Any]]] = {}
     sessions = []
@@ -158,10 +169,9 @@ def lab_stalls(run_dir: Path) -> tuple[list[NodeStall], int]:
             events[int(node_dir.name.removeprefix("node-"))] = read_events(
                 node_dir / "events.jsonl")
         with contextlib.suppress(ValueError, OSError):
-            value = read_properties(node_dir / "server.properties").get(
-                "broker.session.timeout.ms")
+            value = session_timeout_ms(read_properties(node_dir / "server.properties"))
             if value is not None:
-                sessions.append(int(value))
+                sessions.append(value)
     # The controller fences: the shortest session any node was configured with.
     session = min(sessions, default=BROKER_CONFIG.keys["broker.session.timeout.ms"].default)
     if started is None:  # the workload never started: nothing to line the stalls up with

@@ -67,3 +67,13 @@ def test_the_worst_stall_is_named_and_the_others_counted() -> None:
     stalls = [NodeStall(1, 1.0, 2.5, 1500.0), NodeStall(2, 2.0, 6.0, 4000.0)]
     reason = overload_reason(stalls, first_fault=8.0, session_timeout_ms=3000)
     assert reason is not None and "node 2" in reason and "1 more" in reason
+
+
+def test_the_session_is_the_zookeeper_session_in_zookeeper_mode() -> None:
+    from brownout.scenarios.verdict import session_timeout_ms
+
+    assert session_timeout_ms({"process.roles": "broker", "broker.session.timeout.ms": "3000"}) \
+        == 3000
+    assert session_timeout_ms({"broker.id": "1", "zookeeper.connect": "h:1",
+                               "zookeeper.session.timeout.ms": "6000"}) == 6000
+    assert session_timeout_ms({"process.roles": "controller"}) is None
