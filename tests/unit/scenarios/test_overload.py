@@ -9,6 +9,7 @@ from brownout.scenarios.overload import (
     overloading_stalls,
     stall_limit_ms,
 )
+from brownout.scenarios.verdict import session_timeout_ms
 
 STARTED = 1_000.0  # wall clock of history time 0
 
@@ -70,8 +71,6 @@ def test_the_worst_stall_is_named_and_the_others_counted() -> None:
 
 
 def test_the_session_is_the_zookeeper_session_in_zookeeper_mode() -> None:
-    from brownout.scenarios.verdict import session_timeout_ms
-
     assert session_timeout_ms({"process.roles": "broker", "broker.session.timeout.ms": "3000"}) \
         == 3000
     assert session_timeout_ms({"broker.id": "1", "zookeeper.connect": "h:1",
