@@ -311,8 +311,9 @@ def _stop_nodes(state: ClusterState, timeout: float) -> list[int]:
     stopped: list[int] = []
     if state.request.zookeeper_mode:
         controller = None
-        with contextlib.suppress(zk_admin.ZkAdminError):
-            controller = zk_admin.read_controller(sup.topology.zookeeper_connect, 2.0)
+        if sup.running_nodes() and Ensemble(state, sup.topology).running_servers():
+            with contextlib.suppress(zk_admin.ZkAdminError):
+                controller = zk_admin.read_controller(sup.topology.zookeeper_connect, 2.0)
         brokers = [n.node_id for n in sup.topology.brokers]
         stopped += sup.stop_nodes([b for b in brokers if b != controller], timeout)
         if controller in brokers:
@@ -361,7 +362,7 @@ def status(directory: Path, timeout: float = 3.0) -> dict[str, Any]:
     zookeeper_mode = topology.request.zookeeper_mode
     if zookeeper_mode:
         quorum = NO_KRAFT_QUORUM
-        controller = _zookeeper_controller(topology, timeout)
+        controller = _zookeeper_controller(state, topology, timeout)
     else:
         candidates = [
             s.controller_address for s in topology.controllers if process[s.node_id] == "running"
@@ -445,10 +446,14 @@ def kraft_controller(quorum: dict[str, Any]) -> dict[str, Any]:
     return {"id": None, "source": "DescribeQuorum", "reason": quorum.get("reason", "no leader")}
 
 
-def _zookeeper_controller(topology: Topology, timeout: float) -> dict[str, Any]:
+def _zookeeper_controller(
+    state: ClusterState, topology: Topology, timeout: float
+) -> dict[str, Any]:
     """The broker holding /controller (None with a reason when none does or the
     ensemble does not answer)."""
     source = "/controller"
+    if not Ensemble(state, topology).running_servers():  # spare kazoo's connect timeout
+        return {"id": None, "source": source, "reason": "no ZooKeeper server is running"}
     try:
         broker = zk_admin.read_controller(topology.zookeeper_connect, timeout)
     except zk_admin.ZkAdminError as e:
