@@ -657,6 +657,9 @@ class Nemesis:
             return everyone - set(targets), False
         if spec == "clients":
             return set(), True
+        if spec == "controllers" and self.topology.request.zookeeper_mode:
+            # No controller nodes: the controller is the broker holding /controller.
+            return set(self.resolve("active-controller")) - set(targets), False
         if spec == "controllers":
             return {n.node_id for n in self.topology.controllers} - set(targets), False
         if spec == "brokers":
