@@ -75,16 +75,24 @@ def assign_replicas_to_brokers(
     with_rack = [b for b in broker_ids if rack_of[b] is not None]
     if not with_rack:
         return _rack_unaware(
-            list(broker_ids), n_partitions, replication_factor, start_index,
-            start_partition_id, rng,
+            list(broker_ids),
+            n_partitions,
+            replication_factor,
+            start_index,
+            start_partition_id,
+            rng,
         )
     if len(with_rack) != len(broker_ids):
         raise RackInformationError(
             "Not all brokers have rack information for replica rack aware assignment."
         )
     return _rack_aware(
-        {b: str(rack_of[b]) for b in broker_ids}, n_partitions, replication_factor,
-        start_index, start_partition_id, rng,
+        {b: str(rack_of[b]) for b in broker_ids},
+        n_partitions,
+        replication_factor,
+        start_index,
+        start_partition_id,
+        rng,
     )
 
 

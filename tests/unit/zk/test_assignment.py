@@ -87,12 +87,21 @@ def test_random_placements_are_even_and_distinct() -> None:
     [
         ([1, 2], 0, 1, InvalidPartitionsError, "Number of partitions must be larger than 0."),
         ([1, 2], -3, 1, InvalidPartitionsError, "Number of partitions must be larger than 0."),
-        ([1, 2], 1, 0, InvalidReplicationFactorError,
-         "Replication factor must be larger than 0."),
-        ([1, 2], 1, 3, InvalidReplicationFactorError,
-         "Replication factor: 3 larger than available brokers: 2."),
-        ([], 1, 1, InvalidReplicationFactorError,
-         "Replication factor: 1 larger than available brokers: 0."),
+        ([1, 2], 1, 0, InvalidReplicationFactorError, "Replication factor must be larger than 0."),
+        (
+            [1, 2],
+            1,
+            3,
+            InvalidReplicationFactorError,
+            "Replication factor: 3 larger than available brokers: 2.",
+        ),
+        (
+            [],
+            1,
+            1,
+            InvalidReplicationFactorError,
+            "Replication factor: 1 larger than available brokers: 0.",
+        ),
     ],
 )
 def test_refusals(brokers, partitions, rf, error, message) -> None:
