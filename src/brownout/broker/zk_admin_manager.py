@@ -371,18 +371,21 @@ async def get_new_producer_id_block(zk: KafkaZkClient, broker_id: int) -> range:
         try:
             if found is None:
                 await zk.create(path, value, makepath=True)
+                version = 0
             else:
-                await zk.set_data(path, value, found[1].version)
+                version = (await zk.set_data(path, value, found[1].version)).version
         except (BadVersionError, NodeExistsError):
             pid_log.debug("Conflict writing %s, reading it again", path)
             continue
         pid_log.info(
-            "[ZK ProducerId Manager %d]: Acquired new producerId block (brokerId:%d,"
-            "blockStartProducerId:%d,blockEndProducerId:%d)",
+            "[ZK ProducerId Manager %d]: Acquired new producerId block ProducerIdsBlock("
+            "assignedBrokerId=%d, firstProducerId=%d, size=%d) by writing to Zk with path "
+            "version %d",
             broker_id,
             broker_id,
             block.start,
-            block.stop - 1,
+            len(block),
+            version,
         )
         return block
 
