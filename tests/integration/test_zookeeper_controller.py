@@ -14,14 +14,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import os
-import signal
-import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from typing import Any, TypeVar
+from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
-from kazoo.client import KazooClient
+from _zookeeper import (  # noqa: F401 - fixtures, used by name
+    connect_fixture,
+    ensemble_fixture,
+    eventually,
+    kazoo,
+    kill_session,
+    zk_client,
+)
 from kio.schema.errors import ErrorCode
 
 from brownout.broker.kafka_controller import KafkaController
@@ -31,9 +35,6 @@ from brownout.broker.zk_client import (
     NodeExistsError,
     TopicExistsError,
 )
-from brownout.cluster import lab
-from brownout.cluster.ensemble import Ensemble, is_zookeeper_process
-from brownout.cluster.topology import TopologyRequest
 from brownout.protocol.apis import ApiKey, request_class, response_class
 from brownout.protocol.build import build
 from brownout.protocol.connection import Request, ServerConnection
@@ -45,72 +46,6 @@ from brownout.zk.leader_and_isr import LeaderAndIsr, TopicPartition
 from brownout.zk.messages import SetPartitionState
 
 pytestmark = pytest.mark.integration
-
-START_TIMEOUT = 30.0
-# Short sessions: a killed session is noticed in seconds (ZooKeeper's minimum is 2
-# ticks, 4 s with the lab's tickTime).
-SESSION_TIMEOUT_MS = 6000
-T = TypeVar("T")
-
-
-@pytest.fixture(scope="module")
-def ensemble(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Ensemble]:
-    directory = tmp_path_factory.mktemp("zk-controller") / "lab"
-    prepared = lab.up(directory, TopologyRequest(brokers=1, zookeepers=3), start=False)
-    ens = Ensemble(prepared.state, prepared.topology)
-    try:
-        ens.start_all(START_TIMEOUT)
-        yield ens
-    finally:
-        try:
-            ens.stop_all(timeout=5.0)
-        finally:
-            for server in prepared.state.zookeepers.values():
-                if is_zookeeper_process(server.pid, server.config_path):
-                    assert server.pid is not None
-                    with contextlib.suppress(ProcessLookupError):
-                        os.killpg(server.pgid or server.pid, signal.SIGKILL)
-
-
-@pytest.fixture
-def connect(ensemble: Ensemble, request: pytest.FixtureRequest) -> str:
-    """A connect string with a chroot of this test's own."""
-    base = ensemble.topology.zookeeper_connect
-    chroot = f"/{request.node.name}-{uuid.uuid4().hex[:8]}"
-    with _kazoo(base) as client:
-        client.create(chroot, b"")
-    return base + chroot
-
-
-@contextlib.contextmanager
-def _kazoo(hosts: str) -> Iterator[KazooClient]:
-    client = KazooClient(hosts=hosts, timeout=10.0)
-    client.start(timeout=10.0)
-    try:
-        yield client
-    finally:
-        client.stop()
-        client.close()
-
-
-async def eventually(probe: Callable[[], Awaitable[T | None]], timeout: float, what: str) -> T:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while True:
-        value = await probe()
-        if value:
-            return value
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        await asyncio.sleep(0.05)
-
-
-def kill_session(connect: str, credentials: tuple[int, bytes]) -> None:
-    """Expire a client's session the way ZooKeeper's own tests do: a second client
-    joins the session and closes it."""
-    thief = KazooClient(hosts=connect, client_id=credentials, timeout=10.0)
-    thief.start(timeout=10.0)
-    thief.stop()
-    thief.close()
 
 
 # ------------------------------------------------------------------ a broker on the wire
@@ -213,16 +148,6 @@ class BrokerPeer:
 
 
 @contextlib.asynccontextmanager
-async def zk_client(connect: str) -> AsyncIterator[KafkaZkClient]:
-    client = KafkaZkClient(connect, session_timeout_ms=SESSION_TIMEOUT_MS)
-    await client.start()
-    try:
-        yield client
-    finally:
-        await client.close()
-
-
-@contextlib.asynccontextmanager
 async def broker_node(
     connect: str, broker_id: int, **config: Any
 ) -> AsyncIterator[tuple[KafkaZkClient, BrokerPeer, KafkaController]]:
@@ -265,7 +190,7 @@ def test_broker_registration_as_kafka_writes_it(connect: str) -> None:
                     await other.register_broker(info)
 
             # What zookeeper-shell.sh shows, read with another client.
-            with _kazoo(connect) as kz:
+            with kazoo(connect) as kz:
                 for path in zd.PERSISTENT_PATHS:
                     assert kz.exists(path) is not None, path
                 value, stat = kz.get("/brokers/ids/1")
@@ -372,7 +297,7 @@ def test_topic_creation_reaches_the_brokers_and_requests_are_answered(connect: s
             written = await eventually(states, 15, "the partition states")
             assert written[TopicPartition("events", 0)] == (LeaderAndIsr(1, 0, (1, 2)), 1)
             assert written[TopicPartition("events", 1)] == (LeaderAndIsr(2, 0, (2, 1)), 1)
-            with _kazoo(connect) as kz:
+            with kazoo(connect) as kz:
                 state = json.loads(kz.get("/brokers/topics/events/partitions/0/state")[0])
                 assert state == {
                     "controller_epoch": 1,

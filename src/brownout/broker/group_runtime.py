@@ -102,7 +102,8 @@ class GroupRuntime:
             deadline = self.coordinator.next_deadline_ms()
             timeout = None if deadline is None else max(0.0, (deadline - _now_ms()) / 1000)
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wakeup.wait(), timeout)
+                async with asyncio.timeout(timeout):
+                    await self._wakeup.wait()
             self._apply(self.coordinator.tick(_now_ms()))
 
     # -- leadership of __consumer_offsets -------------------------------------------

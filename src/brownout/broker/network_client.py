@@ -49,9 +49,8 @@ class _Connection:
 
     async def connect(self, timeout: float) -> None:
         try:
-            self.reader, self.writer = await asyncio.wait_for(
-                asyncio.open_connection(self.host, self.port), timeout
-            )
+            async with asyncio.timeout(timeout):
+                self.reader, self.writer = await asyncio.open_connection(self.host, self.port)
         except (OSError, TimeoutError) as e:
             self.closed = True
             raise NodeUnreachable(f"cannot connect to {self.host}:{self.port}: {e}") from e
@@ -144,7 +143,8 @@ class NetworkClient:
         conn = await self._connection(host, port, timeout_s)
         future = conn.send(api_key, version, body)
         try:
-            return await asyncio.wait_for(asyncio.shield(future), timeout_s)
+            async with asyncio.timeout(timeout_s):
+                return await asyncio.shield(future)
         except TimeoutError:
             # The stream may still deliver this response later; drop the connection so
             # correlation ids never get out of step.

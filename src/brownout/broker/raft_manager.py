@@ -297,7 +297,8 @@ class RaftManager:
             deadline = self.node.next_deadline()
             timeout = 0.5 if deadline is None else max(0.0, (deadline - _now_ms()) / 1000)
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wakeup.wait(), min(timeout, 0.5))
+                async with asyncio.timeout(min(timeout, 0.5)):
+                    await self._wakeup.wait()
             self.node.tick(_now_ms())
 
     def _process_ready(self) -> None:
@@ -515,7 +516,8 @@ class RaftManager:
         self._process_ready_or_fail()
         self._wakeup.set()
         try:
-            return await asyncio.wait_for(future, timeout_s)
+            async with asyncio.timeout(timeout_s):
+                return await future
         finally:
             self._inbound.pop((source, correlation_id), None)
 

@@ -164,7 +164,8 @@ class ReplicaFetcherManager:
             return
         event.clear()
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(event.wait(), seconds)
+            async with asyncio.timeout(seconds):
+                await event.wait()
 
     def _wanted(self, partitions: list[Partition]) -> dict[TopicPartition, PartitionData]:
         return {

@@ -433,7 +433,8 @@ class ReplicaManager:
             return
         event = self._changed
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(event.wait(), timeout_s)
+            async with asyncio.timeout(timeout_s):
+                await event.wait()
 
     # -- produce --------------------------------------------------------------------
 

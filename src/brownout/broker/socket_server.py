@@ -153,7 +153,8 @@ async def _close(writer: asyncio.StreamWriter) -> None:
     # that waits for it, open for ever. Give the flush a moment, then reset.
     writer.close()
     try:
-        await asyncio.wait_for(writer.wait_closed(), CLOSE_FLUSH_TIMEOUT_S)
+        async with asyncio.timeout(CLOSE_FLUSH_TIMEOUT_S):
+            await writer.wait_closed()
     except (TimeoutError, OSError, ConnectionError):
         writer.transport.abort()
 

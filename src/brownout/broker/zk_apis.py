@@ -28,7 +28,7 @@ import concurrent.futures
 import logging
 import uuid
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, Protocol
 
 from kio.schema.errors import ErrorCode
 
@@ -60,32 +60,60 @@ SECURITY_PROTOCOLS = {0: "PLAINTEXT", 1: "SSL", 2: "SASL_PLAINTEXT", 3: "SASL_SS
 
 Handler = Callable[[Request, Any], Awaitable[Any]]
 
+# Every version Kafka 3.9 defines of what the controller sends: it picks one from
+# ApiVersions. ControlledShutdown is what brokers send to the controller.
+CONTROLLER_TO_BROKER: dict[ApiKey, tuple[int, int]] = {
+    ApiKey(key): versions for key, versions in VERSIONS.items()
+    if key != ApiKey.CONTROLLED_SHUTDOWN
+}
+# What brokers send to the controller, answered by the broker that holds /controller
+# (others say NOT_CONTROLLER). AlterPartition v0-1 name topics, which kio cannot decode;
+# a 3.9 broker sends v2 or later.
+BROKER_TO_CONTROLLER: dict[ApiKey, tuple[int, int]] = {
+    ApiKey.CONTROLLED_SHUTDOWN: VERSIONS[ApiKey.CONTROLLED_SHUTDOWN],
+    ApiKey.ALTER_PARTITION: (2, 3),
+}
+
+
+class ControllerHandle(Protocol):
+    """The broker's own KafkaController, which answers if it is the active one."""
+
+    async def controlled_shutdown(self, body: Any, version: int) -> Any: ...
+
+    async def alter_partition(self, body: Any, version: int) -> Any: ...
+
 
 class ZkBrokerApis:
-    # Every version Kafka 3.9 defines: the controller picks one from ApiVersions.
-    supported: dict[ApiKey, tuple[int, int]] = {
-        ApiKey(key): versions for key, versions in VERSIONS.items()
-        if key != ApiKey.CONTROLLED_SHUTDOWN  # the controller answers that one
-    }
-
     def __init__(
         self,
         replica_manager: ReplicaManager,
         *,
         broker_epoch: Callable[[], int],
+        controller: ControllerHandle | None = None,
+        load_topic_configs: Callable[[set[str]], Awaitable[None]] | None = None,
     ) -> None:
         self.replica_manager = replica_manager
         self.broker_id = replica_manager.node_id
         self._broker_epoch = broker_epoch
+        self.controller = controller
+        # Reads new topics' configs (from /config/topics) before their logs are made.
+        self._load_topic_configs = load_topic_configs
+        self.supported = dict(CONTROLLER_TO_BROKER)
+        if controller is not None:
+            self.supported.update(BROKER_TO_CONTROLLER)
         self._state_change_lock = asyncio.Lock()
         self._worker = concurrent.futures.ThreadPoolExecutor(1, "leader-and-isr-logs")
 
     def handlers(self) -> dict[int, Handler]:
-        return {
+        handlers: dict[int, Handler] = {
             ApiKey.LEADER_AND_ISR: self.handle_leader_and_isr,
             ApiKey.STOP_REPLICA: self.handle_stop_replica,
             ApiKey.UPDATE_METADATA: self.handle_update_metadata,
         }
+        if self.controller is not None:
+            handlers[ApiKey.CONTROLLED_SHUTDOWN] = self.handle_controlled_shutdown
+            handlers[ApiKey.ALTER_PARTITION] = self.handle_alter_partition
+        return handlers
 
     def close(self) -> None:
         """Returns once no log is being created (the log manager can then shut down)."""
@@ -108,6 +136,14 @@ class ZkBrokerApis:
                                        message.controller_id):
             return _leader_and_isr_response(request, message, {}, ErrorCode.stale_broker_epoch)
         async with self._state_change_lock:
+            if self._load_topic_configs is not None:
+                new_topics = {
+                    s.topic for s in message.partition_states
+                    if self.broker_id in s.replicas
+                    and TopicPartition(s.topic, s.partition) not in self.replica_manager.partitions
+                }
+                if new_topics:
+                    await self._load_topic_configs(new_topics)
             needed = self.replica_manager.leader_and_isr_logs_to_create(message)
             if needed:
                 await self._create_logs(needed)
@@ -160,6 +196,17 @@ class ZkBrokerApis:
             error, _deleted = self.replica_manager.maybe_update_metadata_cache(
                 message, request.header.correlation_id)
         return self._response(request, {"error_code": error})
+
+    # -- to the controller ----------------------------------------------------------
+
+    async def handle_controlled_shutdown(self, request: Request, ctx: Any) -> Any:
+        assert self.controller is not None
+        return await self.controller.controlled_shutdown(request.body,
+                                                         request.header.api_version)
+
+    async def handle_alter_partition(self, request: Request, ctx: Any) -> Any:
+        assert self.controller is not None
+        return await self.controller.alter_partition(request.body, request.header.api_version)
 
     @staticmethod
     def _response(request: Request, data: dict[str, Any]) -> Any:

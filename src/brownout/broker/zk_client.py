@@ -158,7 +158,8 @@ class KafkaZkClient:
         self._kazoo.add_listener(self._on_kazoo_state)
         self._kazoo.start_async()
         try:
-            await asyncio.wait_for(self._connected.wait(), self.connection_timeout_ms / 1000)
+            async with asyncio.timeout(self.connection_timeout_ms / 1000):
+                await self._connected.wait()
         except TimeoutError:
             await self.close()
             raise ZooKeeperClientTimeoutError(

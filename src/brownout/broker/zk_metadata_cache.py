@@ -23,14 +23,20 @@ clients as it is, where a KRaft broker would name a random broker.
 
 Topic configs are not part of UpdateMetadata: in ZooKeeper mode they come from
 /config/topics, so whoever watches that (the KafkaServer) calls `set_topic_config`.
+
+Whoever waits for the cache to show something (CreateTopics waiting for leaders,
+DeleteTopics for the topic to go: Kafka's topic purgatory, completed from
+UpdateMetadata) registers an update listener or awaits `wait_until`.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import dataclasses
 import logging
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -57,6 +63,10 @@ class ZkPartitionState:
     controller_epoch: int
 
 
+# Told the topics an UpdateMetadata named, after the cache has applied it.
+UpdateListener = Callable[[Sequence[str]], None]
+
+
 class ZkMetadataCache:
     def __init__(self, broker_id: int) -> None:
         self.broker_id = broker_id
@@ -66,6 +76,7 @@ class ZkMetadataCache:
         self.alive_nodes: dict[int, dict[str, Node]] = {}
         self.topic_configs: dict[str, dict[str, str]] = {}
         self._controller_id: ZkCachedControllerId | None = None
+        self._update_listeners: list[UpdateListener] = []
 
     # -- updates --------------------------------------------------------------------
 
@@ -121,7 +132,52 @@ class ZkMetadataCache:
                 "with correlation id %d", self.broker_id,
                 len(request.partition_states) - len(deleted), len(deleted),
                 request.controller_id, request.controller_epoch, correlation_id)
+        self._tell_listeners(list(dict.fromkeys(s.topic for s in request.partition_states)))
         return list(deleted)
+
+    def add_update_listener(self, listener: UpdateListener) -> None:
+        """`listener(topics)` runs after every UpdateMetadata, with the topics it named
+        (an empty list when it only changed brokers or the controller)."""
+        self._update_listeners.append(listener)
+
+    def remove_update_listener(self, listener: UpdateListener) -> None:
+        with contextlib.suppress(ValueError):
+            self._update_listeners.remove(listener)
+
+    def _tell_listeners(self, topics: list[str]) -> None:
+        # A listener's failure must not fail the UpdateMetadata that the cache has
+        # already applied, nor keep the other listeners from hearing of it.
+        for listener in list(self._update_listeners):
+            try:
+                listener(topics)
+            except Exception:
+                log.exception("[MetadataCache brokerId=%d] update listener failed",
+                              self.broker_id)
+
+    async def wait_until(self, predicate: Callable[[], bool], timeout_s: float) -> bool:
+        """Whether `predicate()` held by the end of `timeout_s`: checked now and after
+        every UpdateMetadata (nothing else changes what the cache says)."""
+        if predicate():
+            return True
+        if timeout_s <= 0:
+            return False
+        changed = asyncio.Event()
+
+        def on_update(_topics: Sequence[str]) -> None:
+            changed.set()
+
+        self.add_update_listener(on_update)
+        try:
+            async with asyncio.timeout(timeout_s):
+                while True:
+                    await changed.wait()
+                    changed.clear()
+                    if predicate():
+                        return True
+        except TimeoutError:
+            return predicate()
+        finally:
+            self.remove_update_listener(on_update)
 
     def _remove_partition(self, tp: TopicPartition) -> None:
         partitions = self.partition_states.get(tp.topic)

@@ -136,6 +136,8 @@ BROKER_CONFIG = ConfigDef(
         ConfigKey("controlled.shutdown.max.retries", INT, 3, "", at_least(0)),
         ConfigKey("controlled.shutdown.retry.backoff.ms", L, 5000, "", at_least(0)),
         ConfigKey("request.timeout.ms", INT, 30000),
+        # ZooKeeper mode: how long a broker waits for the controller (ControlledShutdown).
+        ConfigKey("controller.socket.timeout.ms", INT, 30000, "", at_least(0)),
         # High watermark rule: Kafka 3.9 (min LEO over the ISR) or KIP-966's ELR rule
         # (additionally no advance while the ISR is below min.insync.replicas).
         ConfigKey("eligible.leader.replicas.enable", B, False),

@@ -1,7 +1,7 @@
-"""What a KRaft node's broker and controller share (Kafka's SharedServer).
+"""What a node's parts share (Kafka's SharedServer).
 
 The config and the node's event stream, the network clients to other nodes (one per
-purpose), the metadata quorum (RaftManager) with the image it replays, the event-loop
+purpose), the metadata quorum (RaftManager) with the image it replays in KRaft mode, the event-loop
 monitor, background tasks, and the one switch every part can throw: a fatal error,
 which stops the node and makes it exit non-zero.
 """
@@ -25,8 +25,6 @@ from ..controller.image import MetadataImage
 from ..raft.state import RaftConfig
 from ..storage import StorageError, check_log_dirs
 
-log = logging.getLogger("kafka.server.KafkaRaftServer")
-
 # Kafka keeps one channel per purpose, and so must we: the server answers one request at
 # a time per connection, so a heartbeat waiting for a commit must never sit in front of
 # the Raft fetch that would commit it.
@@ -38,7 +36,13 @@ class NodeStartupError(Exception):
 
 
 class SharedServer:
-    def __init__(self, config: KafkaConfig, events: EventLog) -> None:
+    def __init__(
+        self, config: KafkaConfig, events: EventLog, *, name: str = "KafkaRaftServer"
+    ) -> None:
+        # Kafka's log prefix: "[KafkaRaftServer nodeId=1]" or "[KafkaServer id=1]".
+        self.prefix = (f"[{name} nodeId={config.node_id}]" if name == "KafkaRaftServer"
+                       else f"[{name} id={config.node_id}]")
+        self.log = logging.getLogger(f"kafka.server.{name}")
         self.config = config
         self.node_id = config.node_id
         self.events = events
@@ -91,10 +95,7 @@ class SharedServer:
         on_leader_change: Callable[[int | None, int, bool], None],
     ) -> RaftManager:
         config = self.config
-        self.networks = {
-            purpose: NetworkClient(f"brownout-node-{self.node_id}-{purpose}")
-            for purpose in NETWORK_PURPOSES
-        }
+        self.create_networks()
         try:
             self.raft = RaftManager(
                 self.node_id, self.voters, _raft_config(config), config.metadata_log_dir,
@@ -144,7 +145,7 @@ class SharedServer:
         if self.fatal_error is not None:
             return
         self.fatal_error = error
-        log.error("[KafkaRaftServer nodeId=%d] Fatal error, stopping: %s", self.node_id, reason)
+        self.log.error("%s Fatal error, stopping: %s", self.prefix, reason)
         self.events.emit("fatal", error=repr(error))
         for hook in self.on_fatal:
             hook()
@@ -159,7 +160,13 @@ class SharedServer:
     def stopping(self, what: str) -> None:
         # One line per step, as Kafka logs its shutdown: a node that hangs while
         # stopping shows where.
-        log.info("[KafkaRaftServer nodeId=%d] Shutting down %s", self.node_id, what)
+        self.log.info("%s Shutting down %s", self.prefix, what)
+
+    def create_networks(self, purposes: tuple[str, ...] = NETWORK_PURPOSES) -> None:
+        self.networks = {
+            purpose: NetworkClient(f"brownout-node-{self.node_id}-{purpose}")
+            for purpose in purposes
+        }
 
     async def close_networks(self) -> None:
         for network in self.networks.values():

@@ -27,6 +27,7 @@ from brownout.storage.log import AppendInfo, Log, parse_partition_dir_name
 from brownout.storage.log_manager import CLEAN_SHUTDOWN_FILE, InconsistentTopicIdError, LogManager
 from brownout.storage.meta import (
     check_log_dirs,
+    ensure_zk_log_dirs,
     format_log_dirs,
     random_uuid,
     read_meta_properties,
@@ -65,6 +66,7 @@ __all__ = [
     "UnexpectedAppendOffsetError",
     "UnknownProducerIdError",
     "check_log_dirs",
+    "ensure_zk_log_dirs",
     "format_log_dirs",
     "parse_partition_dir_name",
     "random_uuid",

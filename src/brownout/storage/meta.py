@@ -5,6 +5,10 @@ A KRaft log dir is "formatted" when it holds ``meta.properties`` with ``version=
 unformatted dir or on one formatted for another node or cluster, which is what stops a
 wiped or swapped disk from silently rejoining a cluster.
 
+A ZooKeeper-mode broker writes ``version=0`` with ``broker.id`` and ``cluster.id`` itself on
+first start (the cluster id comes from ZooKeeper's /cluster/id); from then on the same
+checks apply. The two kinds are not interchangeable: each mode refuses the other's.
+
 Kafka prints a Uuid as the URL-safe base64 of its 16 bytes without padding (22 chars).
 """
 
@@ -25,6 +29,7 @@ from brownout.storage.errors import (
 
 META_PROPERTIES = "meta.properties"
 META_VERSION = 1
+ZK_META_VERSION = 0
 
 # Kafka reserves these two ids (Uuid.ZERO_UUID and Uuid.METADATA_TOPIC_ID).
 _RESERVED = {uuid.UUID(int=0), uuid.UUID(int=1)}
@@ -87,18 +92,70 @@ def write_meta_properties(log_dir: Path, cluster_id: str, node_id: int) -> None:
 
 
 def read_meta_properties(log_dir: Path) -> dict[str, str] | None:
+    """A KRaft dir's meta.properties (version 1), None when there is none."""
+    props = _read_meta(log_dir)
+    if props is None:
+        return None
+    if props["version"] != str(META_VERSION):
+        raise InconsistentStorageError(
+            f"{log_dir / META_PROPERTIES} has version={props['version']}, only "
+            f"version={META_VERSION} is supported"
+            + (" (it was written by a ZooKeeper-mode broker)"
+               if props["version"] == str(ZK_META_VERSION) else "")
+        )
+    for key in ("cluster.id", "node.id"):
+        if key not in props:
+            raise CorruptCheckpointError(f"{log_dir / META_PROPERTIES} has no {key}")
+    return props
+
+
+def _read_meta(log_dir: Path) -> dict[str, str] | None:
     path = log_dir / META_PROPERTIES
     if not path.exists():
         return None
     props = read_properties(path)
-    for key in ("version", "cluster.id", "node.id"):
-        if key not in props:
-            raise CorruptCheckpointError(f"{path} has no {key}")
-    if props["version"] != str(META_VERSION):
-        raise InconsistentStorageError(
-            f"{path} has version={props['version']}, only version={META_VERSION} is supported"
-        )
+    if "version" not in props:
+        raise CorruptCheckpointError(f"{path} has no version")
     return props
+
+
+def ensure_zk_log_dirs(log_dirs: Sequence[Path], broker_id: int, cluster_id: str) -> None:
+    """A ZooKeeper-mode broker's start-up check: every dir holds version-0 meta.properties
+    for this broker and the cluster ZooKeeper names; a dir without one gets it."""
+    for raw in log_dirs:
+        log_dir = Path(raw)
+        log_dir.mkdir(parents=True, exist_ok=True)
+        props = _read_meta(log_dir)
+        if props is None:
+            body = (
+                "#\n"
+                f"#{time.strftime('%a %b %d %H:%M:%S %Z %Y')}\n"
+                f"broker.id={broker_id}\n"
+                f"cluster.id={cluster_id}\n"
+                f"version={ZK_META_VERSION}\n"
+            )
+            atomic_write_text(log_dir / META_PROPERTIES, body)
+            continue
+        path = log_dir / META_PROPERTIES
+        if props["version"] != str(ZK_META_VERSION):
+            raise InconsistentStorageError(
+                f"{path} has version={props['version']}: the dir was formatted for a KRaft "
+                "node and a ZooKeeper-mode broker cannot use it"
+            )
+        stored_cluster = props.get("cluster.id")
+        if stored_cluster is not None and stored_cluster != cluster_id:
+            raise InconsistentStorageError(
+                f"The Cluster ID {cluster_id} doesn't match stored clusterId {stored_cluster} "
+                f"in {path}. The broker is trying to join the wrong cluster. Configured "
+                "zookeeper.connect may be wrong."
+            )
+        stored_broker = props.get("broker.id")
+        if stored_broker is not None and stored_broker != str(broker_id):
+            raise InconsistentStorageError(
+                f"Configured broker.id {broker_id} doesn't match stored broker.id "
+                f"{stored_broker} in {path}. If you moved your data, make sure your "
+                "configured broker.id matches."
+            )
 
 
 def format_log_dirs(
@@ -167,6 +224,7 @@ def directory_id(log_dir: Path) -> str | None:
 __all__ = [
     "check_log_dirs",
     "directory_id",
+    "ensure_zk_log_dirs",
     "format_log_dirs",
     "random_uuid",
     "read_meta_properties",

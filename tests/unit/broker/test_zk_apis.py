@@ -15,7 +15,7 @@ from kio.serial import entity_writer
 
 from brownout.broker.partition import TopicPartition
 from brownout.broker.replica_manager import ReplicaManager
-from brownout.broker.zk_apis import ZkBrokerApis
+from brownout.broker.zk_apis import BROKER_TO_CONTROLLER, CONTROLLER_TO_BROKER, ZkBrokerApis
 from brownout.broker.zk_metadata_cache import ZkMetadataCache
 from brownout.protocol.apis import ApiKey, request_class, response_class
 from brownout.protocol.build import build
@@ -230,7 +230,9 @@ def test_update_metadata_stale_epochs(broker: Broker) -> None:
     assert broker.cache.partition_info("orders", 0).leader == 1
 
 
-def test_the_controllers_apis_are_advertised_but_not_controlled_shutdown() -> None:
-    assert ZkBrokerApis.supported == {
+def test_the_controllers_apis_are_advertised_and_with_a_controller_its_own() -> None:
+    assert CONTROLLER_TO_BROKER == {
         ApiKey.LEADER_AND_ISR: (0, 7), ApiKey.STOP_REPLICA: (0, 4),
         ApiKey.UPDATE_METADATA: (0, 8)}
+    assert BROKER_TO_CONTROLLER == {
+        ApiKey.CONTROLLED_SHUTDOWN: (0, 3), ApiKey.ALTER_PARTITION: (2, 3)}

@@ -1,6 +1,7 @@
 """ZkMetadataCache: what UpdateMetadata requests make of a ZooKeeper-mode broker's
 metadata, and what Metadata responses then say (Kafka 3.9's ZkMetadataCache)."""
 
+import asyncio
 import uuid
 
 from kio.schema.errors import ErrorCode
@@ -198,3 +199,63 @@ def test_topic_configs_come_from_outside_updates() -> None:
     assert cache.topic_config("orders") == {"min.insync.replicas": "2"}
     cache.set_topic_config("orders", {})
     assert cache.topic_config("orders") == {}
+
+
+# -- update listeners and waiting ------------------------------------------------------
+
+
+def test_listeners_hear_the_topics_of_every_update_after_it_is_applied() -> None:
+    cache = ZkMetadataCache(1)
+    heard: list[tuple[list[str], bool]] = []
+
+    def listener(topics) -> None:
+        heard.append((list(topics), cache.contains("orders")))
+
+    def broken(_topics) -> None:
+        raise RuntimeError("a listener's bug")
+
+    cache.add_update_listener(broken)
+    cache.add_update_listener(listener)
+    cache.update_metadata(request(
+        (state("orders", 0, 1, (1,)), state("orders", 1, 1, (1,)), state("b", 0, 2, (2,))),
+        three_brokers()))
+    cache.update_metadata(request((), three_brokers()))  # brokers only
+    cache.remove_update_listener(listener)
+    cache.remove_update_listener(listener)  # twice: harmless
+    cache.update_metadata(request((state("orders", 0, -2, (1,)),), three_brokers()))
+    assert heard == [(["orders", "b"], True), ([], True)]
+    assert cache.partition_info("orders", 0) is None  # applied despite the broken one
+
+
+def test_wait_until_is_woken_by_updates() -> None:
+    async def scenario() -> None:
+        cache = ZkMetadataCache(1)
+
+        def led() -> bool:
+            info = cache.partition_info("orders", 0)
+            return info is not None and info.leader >= 0
+
+        waiter = asyncio.create_task(cache.wait_until(led, 5.0))
+        await asyncio.sleep(0.01)
+        cache.update_metadata(request((state("orders", 0, -1, (1,)),), three_brokers()))
+        await asyncio.sleep(0.01)
+        assert not waiter.done()  # leaderless still
+        cache.update_metadata(request((state("orders", 0, 1, (1,)),), three_brokers()))
+        assert await asyncio.wait_for(waiter, 1.0) is True
+        assert cache._update_listeners == []
+
+    asyncio.run(scenario())
+
+
+def test_wait_until_answers_at_once_or_times_out() -> None:
+    async def scenario() -> None:
+        cache = ZkMetadataCache(1)
+        assert await cache.wait_until(lambda: True, 0) is True
+        assert await cache.wait_until(lambda: False, 0) is False
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        assert await cache.wait_until(lambda: cache.contains("orders"), 0.05) is False
+        assert loop.time() - started >= 0.05
+        assert cache._update_listeners == []
+
+    asyncio.run(scenario())

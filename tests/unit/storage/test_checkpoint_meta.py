@@ -9,12 +9,14 @@ from brownout.storage import (
     OffsetCheckpointFile,
     StorageNotFormattedError,
     check_log_dirs,
+    ensure_zk_log_dirs,
     format_log_dirs,
     random_uuid,
     read_meta_properties,
     topic_id_from_str,
     topic_id_to_str,
 )
+from brownout.storage.meta import read_properties
 
 
 def test_offset_checkpoint_round_trip_and_format(tmp_path):
@@ -91,3 +93,25 @@ def test_mixed_clusters_detected(tmp_path):
     format_log_dirs([b], random_uuid(), 1)
     with pytest.raises(InconsistentStorageError):
         check_log_dirs([a, b], node_id=1)
+
+
+def test_zookeeper_mode_writes_version_0_once_and_then_checks_it(tmp_path):
+    dirs = [tmp_path / "a", tmp_path / "b"]
+    ensure_zk_log_dirs(dirs, 3, "zk-cluster")
+    for d in dirs:
+        props = read_properties(d / "meta.properties")
+        assert {k: props[k] for k in ("version", "broker.id", "cluster.id")} == {
+            "version": "0", "broker.id": "3", "cluster.id": "zk-cluster"}
+    ensure_zk_log_dirs(dirs, 3, "zk-cluster")  # a restart: nothing to say
+
+    with pytest.raises(InconsistentStorageError, match="wrong cluster"):
+        ensure_zk_log_dirs(dirs, 3, "another-cluster")
+    with pytest.raises(InconsistentStorageError, match=r"doesn.t match stored broker\.id 3"):
+        ensure_zk_log_dirs(dirs, 4, "zk-cluster")
+    # Each mode refuses the other's dirs.
+    with pytest.raises(InconsistentStorageError, match="ZooKeeper-mode broker"):
+        check_log_dirs(dirs, 3)
+    kraft = tmp_path / "kraft"
+    format_log_dirs([kraft], random_uuid(), 3)
+    with pytest.raises(InconsistentStorageError, match="formatted for a KRaft node"):
+        ensure_zk_log_dirs([kraft], 3, "zk-cluster")

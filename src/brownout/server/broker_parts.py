@@ -1,0 +1,172 @@
+"""What a broker is made of in either mode: the pieces KRaft's BrokerServer and
+ZooKeeper mode's KafkaServer build the same way.
+
+Each function builds or drives one part from explicit inputs; the two servers differ
+only in where metadata comes from (the quorum's image or the controller's
+UpdateMetadata) and in how they reach the controller.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from ..broker.apis import KafkaApis
+from ..broker.controller_channel import ControllerUnavailable, RemoteControllerChannel
+from ..broker.group_apis import GroupApis
+from ..broker.group_runtime import GroupRuntime
+from ..broker.network_client import NetworkClient
+from ..broker.partition import Partition
+from ..broker.replica_fetcher import ReplicaFetcherManager
+from ..broker.replica_manager import ReplicaManager
+from ..broker.socket_server import SocketServer
+from ..common.events import EventLog
+from ..common.kafka_config import KafkaConfig
+from ..group import GroupConfig
+from ..storage import LogManager
+from .shared import SharedServer, loopback_if_empty
+
+log = logging.getLogger("kafka.server.BrokerServer")
+partition_log = logging.getLogger("kafka.cluster.Partition")
+
+
+def group_coordinator(
+    config: KafkaConfig, replica_manager: ReplicaManager
+) -> tuple[GroupRuntime, GroupApis]:
+    runtime = GroupRuntime(
+        GroupConfig(
+            group_min_session_timeout_ms=config["group.min.session.timeout.ms"],
+            group_max_session_timeout_ms=config["group.max.session.timeout.ms"],
+            group_initial_rebalance_delay_ms=config["group.initial.rebalance.delay.ms"],
+            group_max_size=config["group.max.size"],
+            offsets_topic_num_partitions=config["offsets.topic.num.partitions"],
+            offsets_retention_minutes=config["offsets.retention.minutes"],
+            offsets_retention_check_interval_ms=config["offsets.retention.check.interval.ms"],
+        ),
+        replica_manager,
+        commit_timeout_ms=config["offsets.commit.timeout.ms"],
+    )
+    apis = GroupApis(
+        runtime,
+        offsets_topic_replication_factor=config["offsets.topic.replication.factor"],
+        offsets_topic_num_partitions=config["offsets.topic.num.partitions"],
+        offsets_topic_segment_bytes=config["offsets.topic.segment.bytes"],
+    )
+    return runtime, apis
+
+
+def replica_fetchers(
+    config: KafkaConfig,
+    replica_manager: ReplicaManager,
+    network: NetworkClient,
+    broker_endpoint: Callable[[int], tuple[str, int] | None],
+    events: EventLog,
+) -> ReplicaFetcherManager:
+    fetchers = ReplicaFetcherManager(
+        replica_manager, network, broker_endpoint,
+        node_id=config.node_id,
+        max_wait_ms=config["replica.fetch.wait.max.ms"],
+        min_bytes=config["replica.fetch.min.bytes"],
+        max_bytes=config["replica.fetch.response.max.bytes"],
+        partition_max_bytes=config["replica.fetch.max.bytes"],
+        backoff_ms=config["replica.fetch.backoff.ms"],
+        events=events,
+    )
+    replica_manager.follower_listeners.append(fetchers.reconcile)
+    return fetchers
+
+
+def broker_socket_server(config: KafkaConfig, apis: KafkaApis) -> SocketServer:
+    """The broker's listeners (not the controller's), bound by `start`, answering only
+    once `enable` is called."""
+    endpoints = [e for e in config.listeners if e.listener not in config.controller_listener_names]
+    return SocketServer(
+        [loopback_if_empty(e) for e in endpoints],
+        apis.handle,
+        supported=lambda: apis.supported,
+        max_request_size=config["socket.request.max.bytes"],
+        enabled=False,
+    )
+
+
+def advertised_listeners(
+    config: KafkaConfig, socket_server: SocketServer
+) -> list[tuple[str, str, int]]:
+    """(listener, host, port) as other nodes and clients should reach this broker: a
+    port 0 in the config is the port the socket server was given."""
+    result = []
+    for e in config.advertised_listeners:
+        port = e.port
+        bound = socket_server.bound.get(e.listener)
+        if bound and port == 0:
+            port = bound[1]
+        result.append((e.listener, e.host or "127.0.0.1", port))
+    return result
+
+
+def start_housekeeping(
+    shared: SharedServer, replica_manager: ReplicaManager, log_manager: LogManager
+) -> None:
+    """ISR shrinking, checkpoints and retention, on timers until the node stops."""
+    config = shared.config
+    lag = config["replica.lag.time.max.ms"]
+    shared.every(lag / 2000, lambda: replica_manager.shrink_isrs(lag))
+    # On a thread: three fsynced files per log dir every few seconds would otherwise
+    # stall every request behind them.
+    shared.every(config["replica.high.watermark.checkpoint.interval.ms"] / 1000,
+                 lambda: asyncio.to_thread(log_manager.checkpoint))
+
+    def retention() -> None:
+        deleted = log_manager.cleanup_logs(int(time.time() * 1000))
+        if deleted:
+            log.info("Deleted %d log segments past retention", deleted)
+
+    shared.every(config["log.retention.check.interval.ms"] / 1000, retention)
+
+
+async def send_alter_partition(
+    shared: SharedServer,
+    channel: RemoteControllerChannel,
+    replica_manager: ReplicaManager,
+    partition: Partition,
+    new_isr: tuple[int, ...],
+    *,
+    broker_epoch: int,
+    isr_epochs: Iterable[tuple[int, int]],
+) -> None:
+    """Ask the controller for an ISR change (AlterPartition) and apply its answer; a
+    refused or unanswered request leaves the ISR as it was, to be tried again."""
+    node_id = shared.node_id
+    partition_log.info("[Partition %s broker=%d] ISR update requested from %s to %s",
+                       partition.tp, node_id, list(partition.isr), list(new_isr))
+    try:
+        answer = await channel.alter_partition(
+            node_id, broker_epoch, partition.topic_id, partition.tp.partition,
+            partition.leader_epoch, partition.partition_epoch, list(isr_epochs),
+        )
+    except ControllerUnavailable as e:
+        log.info("AlterPartition for %s failed: %s", partition.tp, e)
+        replica_manager.isr_change_done(partition, None, -1)
+        return
+    if isinstance(answer, ErrorCode) or answer.error_code != ErrorCode.none:
+        error = answer if isinstance(answer, ErrorCode) else answer.error_code
+        log.info("AlterPartition for %s refused: %s", partition.tp, error.name)
+        replica_manager.isr_change_done(partition, None, -1)
+        return
+    shared.events.emit("isr", partition=str(partition.tp), isr=list(answer.isr))
+    replica_manager.isr_change_done(partition, tuple(int(b) for b in answer.isr),
+                                    int(answer.partition_epoch))
+
+
+async def stop_parts(shared: SharedServer, owner: Any, names: Iterable[str]) -> None:
+    """Stop the named parts of `owner` that were built, in order, one log line each."""
+    for name in names:
+        part = getattr(owner, name, None)
+        if part is not None:
+            shared.stopping(name.replace("_", " "))
+            await part.stop()
