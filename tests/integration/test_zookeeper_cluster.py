@@ -27,7 +27,7 @@ import pytest
 from _cluster import wait_until
 from kazoo.client import KazooClient
 
-from brownout.cluster import lab, zk_admin
+from brownout.cluster import lab, znodes
 from brownout.cluster.ensemble import Ensemble
 from brownout.cluster.supervisor import gone
 from brownout.cluster.topology import TopologyRequest
@@ -120,8 +120,8 @@ def test_the_lab_reads_controller_and_writes_the_cluster_id(tmp_path: Path) -> N
     connect = topology.zookeeper_connect
     try:
         ensemble.start_all(60.0)
-        assert zk_admin.ensure_cluster_id(connect, state.cluster_id) == state.cluster_id
-        assert zk_admin.ensure_cluster_id(connect, "another-id") == state.cluster_id
+        assert znodes.ensure_cluster_id(connect, state.cluster_id) == state.cluster_id
+        assert znodes.ensure_cluster_id(connect, "another-id") == state.cluster_id
         with kazoo(connect) as client:
             assert decode_cluster_id(client.get("/cluster/id")[0]) == state.cluster_id
 

@@ -43,7 +43,7 @@ from typing import Any
 from ..broker.loop_monitor import RECENT_WINDOW_S, stalls_from_events, worst_stall
 from ..common.events import read_events
 from ..storage import random_uuid
-from . import netns, zk_admin
+from . import netns, znodes
 from . import zookeeper as zk
 from .ensemble import Ensemble, zookeeper_process_state
 from .ports import PortAllocator
@@ -223,8 +223,8 @@ def _adopt_cluster_id(state: ClusterState, topology: Topology) -> None:
     """Put the lab's cluster id in /cluster/id before any broker starts; when the
     ensemble already holds another (its brokers use that one), record that instead."""
     try:
-        found = zk_admin.ensure_cluster_id(topology.zookeeper_connect, state.cluster_id)
-    except zk_admin.ZkAdminError as e:
+        found = znodes.ensure_cluster_id(topology.zookeeper_connect, state.cluster_id)
+    except znodes.ZnodeError as e:
         raise LabError(f"cannot write the cluster id to ZooKeeper: {e}") from None
     if found != state.cluster_id:
         state.cluster_id = found
@@ -312,8 +312,8 @@ def _stop_nodes(state: ClusterState, timeout: float) -> list[int]:
     if state.request.zookeeper_mode:
         controller = None
         if sup.running_nodes() and Ensemble(state, sup.topology).running_servers():
-            with contextlib.suppress(zk_admin.ZkAdminError):
-                controller = zk_admin.read_controller(sup.topology.zookeeper_connect, 2.0)
+            with contextlib.suppress(znodes.ZnodeError):
+                controller = znodes.read_controller(sup.topology.zookeeper_connect, 2.0)
         brokers = [n.node_id for n in sup.topology.brokers]
         stopped += sup.stop_nodes([b for b in brokers if b != controller], timeout)
         if controller in brokers:
@@ -455,8 +455,8 @@ def _zookeeper_controller(
     if not Ensemble(state, topology).running_servers():  # spare kazoo's connect timeout
         return {"id": None, "source": source, "reason": "no ZooKeeper server is running"}
     try:
-        broker = zk_admin.read_controller(topology.zookeeper_connect, timeout)
-    except zk_admin.ZkAdminError as e:
+        broker = znodes.read_controller(topology.zookeeper_connect, timeout)
+    except znodes.ZnodeError as e:
         return {"id": None, "source": source, "reason": str(e)}
     if broker is None:
         reason = "no /controller znode: an election under way, or no broker up"

@@ -58,7 +58,7 @@ from ..cluster.ensemble import Ensemble
 from ..cluster.state import ClusterState
 from ..cluster.supervisor import node_process_state
 from ..cluster.wire import PartitionMetadata, WireClient, WireError
-from ..cluster.zk_admin import ZkAdminError, read_controller
+from ..cluster.znodes import ZnodeError, read_controller
 from ..cluster.zookeeper import ZOOKEEPER_HOST_BASE
 
 TARGET_HELP = (
@@ -412,7 +412,7 @@ def take_snapshot(
     if zookeeper_mode and kinds & {"active-controller", "all-but-controller"}:
         try:
             active = read_controller(topology.zookeeper_connect, timeout)
-        except ZkAdminError as e:
+        except ZnodeError as e:
             errors.append(str(e))
     elif kinds & {"active-controller", "all-but-controller"}:
         candidates = [

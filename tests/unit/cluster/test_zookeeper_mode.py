@@ -26,7 +26,7 @@ from brownout.cluster.topology import (
     profile_table,
     validate,
 )
-from brownout.cluster.zk_admin import ZkAdminError, parse_controller
+from brownout.cluster.znodes import ZnodeError, parse_controller
 from brownout.common.kafka_config import KafkaConfig
 from brownout.zk.data import encode_controller
 
@@ -170,7 +170,7 @@ def test_controller_status_in_both_modes() -> None:
     assert parse_controller(encode_controller(2, 1700000000000)) == 2
     assert parse_controller(b'{"version":1,"brokerid":3,"timestamp":"1"}') == 3
     assert parse_controller(None) is None
-    with pytest.raises(ZkAdminError, match="unreadable /controller"):
+    with pytest.raises(ZnodeError, match="unreadable /controller"):
         parse_controller(b"not json")
 
 

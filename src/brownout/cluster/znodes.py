@@ -1,4 +1,4 @@
-"""The lab's own reads and writes in a ZooKeeper-mode cluster's ensemble (kazoo).
+"""The lab's own reads and writes of znodes in a ZooKeeper-mode cluster's ensemble (kazoo).
 
 Two things only, each in a short session of its own:
 
@@ -27,27 +27,27 @@ from ..zk import data as zd
 
 # kazoo logs every refused connection as a warning; a lab command reports its own error
 # instead, and Python's last-resort handler must not print kazoo's to the terminal.
-_log = logging.getLogger("brownout.zk_admin")
+_log = logging.getLogger("brownout.znodes")
 _log.addHandler(logging.NullHandler())
 _log.propagate = False
 
 
-class ZkAdminError(RuntimeError):
+class ZnodeError(RuntimeError):
     """The ensemble could not be reached or answered something unreadable."""
 
 
 @contextlib.contextmanager
 def session(connect: str, timeout: float = 5.0) -> Iterator[KazooClient]:
-    """A connected kazoo client for `connect` (ZkAdminError when none within
+    """A connected kazoo client for `connect` (ZnodeError when none within
     `timeout`), closed on exit."""
     if not connect:
-        raise ZkAdminError("this cluster has no ZooKeeper ensemble")
+        raise ZnodeError("this cluster has no ZooKeeper ensemble")
     client = KazooClient(hosts=connect, timeout=timeout, logger=_log)
     try:
         try:
             client.start(timeout=timeout)
         except KazooTimeoutError:
-            raise ZkAdminError(
+            raise ZnodeError(
                 f"no ZooKeeper server of {connect} answered within {timeout:g}s"
             ) from None
         yield client
@@ -65,7 +65,7 @@ def parse_controller(data: bytes | None) -> int | None:
     try:
         return zd.decode_controller(data)
     except zd.ZkDataError as e:
-        raise ZkAdminError(f"unreadable /controller: {e}") from None
+        raise ZnodeError(f"unreadable /controller: {e}") from None
 
 
 def read_controller(connect: str, timeout: float = 3.0) -> int | None:
@@ -78,7 +78,7 @@ def read_controller(connect: str, timeout: float = 3.0) -> int | None:
             except NoNodeError:
                 return None
     except KazooException as e:
-        raise ZkAdminError(f"reading {zd.CONTROLLER_PATH}: {type(e).__name__}: {e}") from None
+        raise ZnodeError(f"reading {zd.CONTROLLER_PATH}: {type(e).__name__}: {e}") from None
     return parse_controller(data)
 
 
@@ -93,8 +93,8 @@ def ensure_cluster_id(connect: str, cluster_id: str, timeout: float = 10.0) -> s
                 return cluster_id
             data, _stat = client.get(zd.CLUSTER_ID_PATH)
     except KazooException as e:
-        raise ZkAdminError(f"creating {zd.CLUSTER_ID_PATH}: {type(e).__name__}: {e}") from None
+        raise ZnodeError(f"creating {zd.CLUSTER_ID_PATH}: {type(e).__name__}: {e}") from None
     try:
         return zd.decode_cluster_id(data)
     except zd.ZkDataError as e:
-        raise ZkAdminError(f"unreadable {zd.CLUSTER_ID_PATH}: {e}") from None
+        raise ZnodeError(f"unreadable {zd.CLUSTER_ID_PATH}: {e}") from None
