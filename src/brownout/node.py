@@ -2,9 +2,10 @@
 
 The process's entry point: it reads the config, sets up Kafka-like logging, runs the
 server the config describes (server/: a KRaft node's shared quorum, broker and
-controller) until SIGTERM, and exits non-zero after a fatal error. The servers shut
-down in order on SIGTERM (stop accepting, finish in-flight work, checkpoint, mark the
-logs cleanly shut down); kill -9 skips all that, which is what recovery is for.
+controller, or a ZooKeeper-mode broker) until SIGTERM, and exits non-zero after a fatal
+error. The servers shut down in order on SIGTERM (stop accepting, finish in-flight work,
+checkpoint, mark the logs cleanly shut down); kill -9 skips all that, which is what
+recovery is for.
 """
 
 from __future__ import annotations
@@ -23,9 +24,10 @@ from .common.config import ConfigError
 from .common.events import EventLog
 from .common.kafka_config import KafkaConfig
 from .server.kafka_raft_server import KafkaRaftServer
+from .server.kafka_server import KafkaServer
 from .server.shared import NodeStartupError
 
-__all__ = ["KafkaRaftServer", "NodeStartupError", "load_config", "main", "run"]
+__all__ = ["KafkaRaftServer", "KafkaServer", "NodeStartupError", "load_config", "main", "run"]
 
 log = logging.getLogger("kafka.server.KafkaRaftServer")
 
@@ -77,13 +79,11 @@ def load_config(path: Path, overrides: list[str]) -> KafkaConfig:
 
 async def run(config: KafkaConfig, events: EventLog) -> BaseException | None:
     """Run a node until it is asked to stop; returns the fatal error that stopped it."""
+    node: KafkaRaftServer | KafkaServer
     if config.is_zookeeper_mode:
-        # Its parts exist (zk/, broker/zk_apis.py); the server that joins them does not.
-        raise NodeStartupError(
-            "ZooKeeper mode (zookeeper.connect without process.roles) cannot start yet: "
-            "set process.roles and node.id to run in KRaft mode"
-        )
-    node = KafkaRaftServer(config, events=events)
+        node = KafkaServer(config, events=events)
+    else:
+        node = KafkaRaftServer(config, events=events)
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, node.request_stop)

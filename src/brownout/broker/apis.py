@@ -500,7 +500,7 @@ class KafkaApis:
                 )
             )
         results = await self.controller.create_topics(
-            topics, validate_only=bool(body.validate_only)
+            topics, validate_only=bool(body.validate_only), timeout_ms=_timeout_ms(body)
         )
         out = []
         for r in results:
@@ -548,7 +548,7 @@ class KafkaApis:
         else:
             # The controller decides everything else (duplicates, internal topics),
             # so a request on either listener gets the same answer.
-            results = await self.controller.delete_topics(names)
+            results = await self.controller.delete_topics(names, timeout_ms=_timeout_ms(body))
         responses = [
             {"name": r.name, "topic_id": r.topic_id, "error_code": r.error,
              "error_message": r.message}
@@ -708,6 +708,13 @@ _GROUP_KEYS = (
     ApiKey.DESCRIBE_GROUPS,
     ApiKey.LIST_GROUPS,
 )
+
+
+def _timeout_ms(body: Any) -> int | None:
+    """A CreateTopics/DeleteTopics request's own timeout; None (the broker's
+    request.timeout.ms) when it gives none that can be waited for."""
+    timeout = millis(body.timeout)
+    return timeout if timeout > 0 else None
 
 
 def _fetch_replica_id(body: Any) -> int:
