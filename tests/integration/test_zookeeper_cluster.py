@@ -1,7 +1,8 @@
 """A ZooKeeper-mode cluster end to end through the real `brownout` CLI: three ZooKeeper
 servers and three brokers (`up --zookeeper`), `status --json`, kill -9 of the broker
 holding /controller and another broker taking /controller over within the ZooKeeper
-session timeout, then `down` leaving no process. Before it, the lab's own use of the
+session timeout, SIGTERM of that one (controlled shutdown approved), then `down` leaving
+no process. Before it, the lab's own use of the
 ensemble (/cluster/id, /controller for status and fault targets) against the real
 ensemble of a prepared cluster, with /controller written by hand.
 
@@ -197,6 +198,13 @@ def test_zookeeper_mode_cluster_survives_kill_9_of_its_controller(tmp_path: Path
         assert after["controller"]["id"] == successor, (after["controller"], took)
         dead = next(n for n in after["nodes"] if n["id"] == controller)
         assert dead["state"] == "stopped"
+
+        # SIGTERM to the new controller: a controlled shutdown the lab sees approved.
+        terminated = json.loads(
+            run("fault", "terminate", "controller", "--json", "--dir", str(directory)).stdout
+        )
+        assert terminated["nodes"] == [successor]
+        assert terminated["controlled_shutdown"] == {str(successor): "approved"}, terminated
 
         down = run("down", "--dir", str(directory), timeout=120)
         assert "stopped node(s)" in down.stdout

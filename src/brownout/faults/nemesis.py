@@ -97,8 +97,16 @@ ACTIONS = PROCESS_ACTIONS + NETWORK_ACTIONS
 # What `from` (isolate, loss) may name besides a target spec.
 FROM_GROUPS = ("everyone", "nodes", "controllers", "brokers", "clients")
 
-SHUTDOWN_APPROVED = "The controller has asked us to exit controlled shutdown"
-SHUTDOWN_TIMED_OUT = "Timed out waiting for the controller to approve controlled shutdown"
+# What a broker logs when its controlled shutdown ends, in KRaft mode and (second) in
+# ZooKeeper mode, where the controller is asked over the wire with retries.
+SHUTDOWN_APPROVED = (
+    "The controller has asked us to exit controlled shutdown",
+    "Controlled shutdown request returned successfully",
+)
+SHUTDOWN_TIMED_OUT = (
+    "Timed out waiting for the controller to approve controlled shutdown",
+    "Proceeding to do an unclean shutdown as all the controlled shutdown attempts failed",
+)
 
 EventCallback = Callable[[str, dict[str, Any]], None]
 
@@ -470,9 +478,9 @@ class Nemesis:
         shutdown = {}
         for n in brokers:
             text = self.supervisor.log_since(n, offsets[n])
-            if SHUTDOWN_APPROVED in text:
+            if any(line in text for line in SHUTDOWN_APPROVED):
                 shutdown[str(n)] = "approved"
-            elif SHUTDOWN_TIMED_OUT in text:
+            elif any(line in text for line in SHUTDOWN_TIMED_OUT):
                 shutdown[str(n)] = "timed out"
             elif outcome.get(n) is not None:
                 shutdown[str(n)] = "unknown"
