@@ -13,8 +13,9 @@ from typer.testing import CliRunner
 
 from brownout.cli import app
 from brownout.cluster import lab
+from brownout.cluster.ensemble import Ensemble
 from brownout.cluster.state import ClusterState
-from brownout.cluster.supervisor import ready_lines
+from brownout.cluster.supervisor import Supervisor, ready_lines
 from brownout.cluster.topology import (
     KRAFT_ONLY_KEYS,
     MANAGED_KEYS,
@@ -214,3 +215,22 @@ def test_cli_refuses_kraft_options_with_zookeeper(
     assert result.exit_code == 2, result.output
     assert message in result.output
     assert not (tmp_path / "x").exists()
+
+
+def test_down_stops_the_controller_broker_last(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    prepared = lab.up(tmp_path / "lab", ZK_MODE, start=False)
+    calls: list[list[int]] = []
+
+    def stop_nodes(self: Supervisor, node_ids: list[int], timeout: float = 0) -> list[int]:
+        calls.append(list(node_ids))
+        return list(node_ids)
+
+    monkeypatch.setattr(Supervisor, "running_nodes", lambda self: [1, 2, 3])
+    monkeypatch.setattr(Supervisor, "stop_nodes", stop_nodes)
+    monkeypatch.setattr(Ensemble, "running_servers", lambda self: [1, 2, 3])
+    monkeypatch.setattr(lab.znodes, "read_controller", lambda connect, timeout: 2)
+    lab._stop_nodes(prepared.state, 1.0)
+    # the others together, then the controller; then stop_all's brokers and controllers
+    assert calls[:2] == [[1, 3], [2]]
