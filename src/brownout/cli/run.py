@@ -9,6 +9,7 @@ than a third of broker.session.timeout.ms before the first fault), 130 interrupt
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from pathlib import Path
 from typing import Annotated
@@ -17,10 +18,12 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from ..scenarios import ScenarioError, builtin_names, builtins, resolve
+from ..scenarios import ScenarioError, builtin_names, builtins, resolve, resolve_document
 from ..scenarios.repeat import run_repeated
 from ..scenarios.runner import ScenarioRefused, run_scenario
-from ..scenarios.schema import Scenario
+from ..scenarios.schema import Scenario, sweep_cells
+from ..scenarios.sweep import Matrix, SweepError, parse_set_option
+from ..scenarios.sweep_run import run_sweep
 
 RUN_HELP = (
     "Run a scenario end to end: build a fresh cluster in the run directory, drive its "
@@ -145,3 +148,77 @@ def scenarios_command(
         table.add_row(s.name, text)
     console.print(table)
     console.print(f"{len(builtin_names())} scenarios; run one with `brownout run NAME`")
+
+
+SWEEP_HELP = (
+    "Run a scenario over the cross product of parameter values (its `matrix:` block, "
+    "and/or --set PARAMETER=V1,V2,...), each cell --repeat times: OUT/cell-01/run-001, "
+    "..., then OUT/sweep.json, OUT/sweep.html (a table of cells x measures with 95% "
+    "intervals and a chart per measure, linking every run's report) and a terminal table. "
+    "A PARAMETER is a path into the scenario file: cluster.brokers, cluster.zookeeper, "
+    "consumers.*.session_timeout_ms, workloads.acks-all.rate, schedule.rolling.down, "
+    "cluster.broker_set.<server config key>, consumers.*.config.<client config key>; "
+    "in a list, * is every item, a number one item, a name the item with that label, "
+    "name, group or id. Exit status: 0 every run passed, 1 one failed, 2 bad input, "
+    "3 none failed but some were unknown (the lab was overloaded)."
+)
+
+
+def sweep_command(
+    scenario: Annotated[str, typer.Argument(
+        help="A built-in scenario name or a scenario YAML file.", show_default=False)],
+    set_: Annotated[list[str] | None, typer.Option(
+        "--set", help="PARAMETER=V1,V2,...: sweep this parameter over these values (adds "
+        "to, or replaces the same parameter of, the file's matrix); repeatable.",
+        show_default=False)] = None,
+    repeat: Annotated[int | None, typer.Option(
+        "--repeat", "-n", help="Runs per cell (default: the matrix's repeat, else 1).",
+        show_default=False)] = None,
+    out: Annotated[Path | None, typer.Option(
+        "--out", "-o", help="Sweep directory (default ./runs/<time>-<scenario>-sweep).",
+        show_default=False)] = None,
+    seed: Annotated[int, typer.Option(
+        "--seed", help="Seed from which every cell's and run's seed is derived.")] = 0,
+    jobs: Annotated[int, typer.Option(
+        "--jobs", "-j", help="Runs of a cell at a time, each in its own process.")] = 1,
+    pipeline: Annotated[bool, typer.Option(
+        "--pipeline", help="Also run and audit the Spark pipeline in every run.")] = False,
+    dry_run: Annotated[bool, typer.Option(
+        "--dry-run", help="Only list the cells (each checked like a scenario file).")] = False,
+) -> None:
+    console = Console(highlight=False)
+    try:
+        if repeat is not None and repeat < 1:
+            raise SweepError(f"--repeat must be at least 1 (got {repeat})")
+        if jobs < 1:
+            raise SweepError(f"--jobs must be at least 1 (got {jobs})")
+        loaded, document = resolve_document(scenario)
+        extra = [parse_set_option(item) for item in set_ or ()]
+        matrix = loaded.matrix or (Matrix(()) if extra else None)
+        if matrix is None:
+            raise SweepError(f"scenario {loaded.name} has no matrix: name parameters with "
+                             "--set PARAMETER=V1,V2 (see --help)")
+        matrix = matrix.with_parameters(extra)
+        if repeat is not None:
+            matrix = dataclasses.replace(matrix, repeat=repeat)
+        pairs = sweep_cells(document, matrix, loaded.source)
+    except (ScenarioError, SweepError) as e:
+        typer.echo(f"Error: {e}", err=True)
+        raise typer.Exit(2) from None
+    console.print(f"sweep of [bold]{loaded.name}[/bold]: {len(pairs)} cell(s) x "
+                  f"{matrix.repeat} run(s)")
+    for cell, _ in pairs:
+        console.print(f"  {cell.directory}: {cell.label()}")
+    if dry_run:
+        raise typer.Exit(0)
+    sweep_dir = out or Path("runs") / f"{time.strftime('%Y%m%d-%H%M%S')}-{loaded.name}-sweep"
+    try:
+        outcome = run_sweep(loaded, document, matrix, sweep_dir, seed, jobs=jobs,
+                            pipeline=pipeline, console=console)
+    except ScenarioRefused as e:
+        typer.echo(f"Error: {e}", err=True)
+        raise typer.Exit(2) from None
+    except KeyboardInterrupt:
+        typer.echo("interrupted", err=True)
+        raise typer.Exit(130) from None
+    raise typer.Exit(outcome.exit_code)

@@ -62,6 +62,10 @@ Keys (unknown keys are errors, with a "did you mean" hint):
   wait until every ISR is full (``timeout``, default 60s); ``enabled: false`` skips it.
 * ``expectations``: see `brownout.scenarios.expectations` (one table of names); those
   under ``workloads: {LABEL: {...}}`` are judged on that workload alone.
+* ``matrix``: parameters (a path into this file and its values), exclude, repeat: the
+  file is a sweep (`brownout sweep`, see `brownout.scenarios.sweep`); every cell is
+  checked like a scenario file when this one is loaded. `brownout run` runs the file as
+  written, without the matrix.
 
 Durations are ``500ms``, ``10s``, ``2m`` or a number of seconds.
 """
@@ -84,6 +88,7 @@ from ..faults.nemesis import ACTIONS as FAULT_ACTIONS
 from ..faults.nemesis import FROM_GROUPS
 from ..faults.targets import Target, TargetError, check_ensemble, check_mode
 from ..faults.targets import parse as parse_target
+from .sweep import Matrix, SweepError, apply, cells, parse_matrix
 
 WORKLOAD_KINDS = ("clicks", "payments", "logs")
 ACKS_LEVELS = ("0", "1", "all")
@@ -397,6 +402,7 @@ class Scenario:
     expectations: tuple[ExpectationSpec, ...]
     pipeline: bool = False
     source: str = "<scenario>"
+    matrix: Matrix | None = None  # a sweep's parameters (`brownout sweep`)
 
     def with_pipeline(self) -> Scenario:
         """This scenario with the pipeline on and its expectation (`--pipeline`)."""
@@ -417,7 +423,7 @@ class Scenario:
 
 
 TOP_KEYS = ("name", "description", "cluster", "topics", "workloads", "consumers",
-            "pipeline", "schedule", "duration", "heal", "expectations")
+            "pipeline", "schedule", "duration", "heal", "expectations", "matrix")
 CLUSTER_KEYS = ("brokers", "controllers", "combined", "profile", "network", "set",
                 "broker_set", "controller_set", "zookeepers", "zookeeper")
 TOPIC_KEYS = ("name", "partitions", "replication_factor", "configs")
@@ -500,8 +506,36 @@ def loads(text: str, source: str = "<scenario>") -> Scenario:
     if pipeline and not workloads:
         raise r.error(top.get("pipeline") or root, "the pipeline reads the workloads' "
                       "topics: add a workload", "pipeline")
+    matrix = _matrix(r, top["matrix"], text) if "matrix" in top else None
     return Scenario(name, description, cluster, topics, tuple(workloads), consumers,
-                    schedule, duration, heal, expectations, pipeline, source)
+                    schedule, duration, heal, expectations, pipeline, source, matrix)
+
+
+def _matrix(r: _Reader, node: Node, text: str) -> Matrix:
+    document = yaml.safe_load(text)
+    try:
+        matrix = parse_matrix(document.get("matrix"))
+        sweep_cells(document, matrix, r.source)
+    except SweepError as e:
+        raise r.error(node, str(e), e.field) from None
+    return matrix
+
+
+def sweep_cells(document: dict[str, Any], matrix: Matrix,
+                source: str) -> list[tuple[Any, Scenario]]:
+    """Each cell of `matrix` over the scenario `document`, as a checked scenario; a cell
+    that is not a valid scenario raises SweepError naming the cell."""
+    out = []
+    for cell in cells(matrix):
+        where = f"{source} [{cell.directory}: {cell.label(short=False)}]"
+        text = yaml.safe_dump(apply(document, cell.values), sort_keys=False)
+        try:
+            out.append((cell, loads(text, where)))
+        except ScenarioError as e:
+            raise SweepError(f"{cell.directory} ({cell.label(short=False)}) is not a "
+                             f"valid scenario: {e.field + ': ' if e.field else ''}"
+                             f"{e.message}", "matrix") from None
+    return out
 
 
 def load(path: Path | str) -> Scenario:
