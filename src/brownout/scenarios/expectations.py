@@ -17,6 +17,8 @@ name                           expected          observes
 =============================  ================  ==========================================
 acked_writes_lost              COMPARISON        acknowledged writes missing from the final
                                                  read (writes checker ``lost``)
+duplicates                     COMPARISON        records of one send found in the log more
+                                                 than once (writes checker ``duplicate``)
 check_valid                    true | false      the composed checkers' verdict (acks=all
                                                  loss never tolerated, acks=0/1 loss is)
 sent_gt_log                    true | false      more messages sent than distinct records in
@@ -181,6 +183,15 @@ def acked_writes_lost(report: Mapping[str, Any], facts: RunFacts,
     if numbers is not None and numbers.get("acknowledged") is not None:
         detail += f" (of {numbers['acknowledged']} acknowledged)"
     return _compare("acked_writes_lost", expected, lost, detail, why)
+
+
+def duplicates(report: Mapping[str, Any], facts: RunFacts, expected: Comparison) -> Outcome:
+    res, why = _result(report, "writes")
+    count = None
+    if res is not None:
+        count = ((res.get("anomalies") or {}).get("duplicate") or {}).get("count", 0)
+    return _compare("duplicates", expected, count,
+                    "sends whose record is in the log more than once", why)
 
 
 def check_valid(report: Mapping[str, Any], facts: RunFacts, expected: bool) -> Outcome:
@@ -366,6 +377,7 @@ Check = Callable[[Mapping[str, Any], RunFacts, Any], Outcome]
 
 VOCABULARY: dict[str, Check] = {
     "acked_writes_lost": acked_writes_lost,
+    "duplicates": duplicates,
     "check_valid": check_valid,
     "sent_gt_log": sent_gt_log,
     "writes_unavailable_acks_all": writes_unavailable_acks_all,
@@ -377,7 +389,7 @@ VOCABULARY: dict[str, Check] = {
     "group_checks_pass": group_checks_pass,
     "pipeline_matches_ground_truth": pipeline_matches_ground_truth,
 }
-COMPARISONS = ("acked_writes_lost", "max_unavailable_seconds", "rebalances")
+COMPARISONS = ("acked_writes_lost", "duplicates", "max_unavailable_seconds", "rebalances")
 BOOLEANS = ("check_valid", "sent_gt_log", "writes_unavailable_acks_all", "isr_recovered",
             "group_checks_pass", "pipeline_matches_ground_truth")
 RUN_ONLY = ("isr_recovered", "step_outcome", "group_checks_pass", "rebalances",

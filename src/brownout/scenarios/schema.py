@@ -88,6 +88,8 @@ from ..faults.nemesis import ACTIONS as FAULT_ACTIONS
 from ..faults.nemesis import FROM_GROUPS
 from ..faults.targets import Target, TargetError, check_ensemble, check_mode
 from ..faults.targets import parse as parse_target
+from .random_faults import KINDS as RANDOM_KINDS
+from .random_faults import OWN_TARGET, RandomSpec, parse_range
 from .sweep import Matrix, SweepError, apply, cells, parse_matrix
 
 WORKLOAD_KINDS = ("clicks", "payments", "logs")
@@ -95,7 +97,8 @@ ACKS_LEVELS = ("0", "1", "all")
 PROFILES = ("kafka", "fast")
 NETWORKS = ("loopback", "netns")
 GROUP_CHECKS = ("E1", "E2", "E3", "E4", "E5")
-EXTRA_ACTIONS = ("wait", "create-topic", "group-checks")
+EXTRA_ACTIONS = ("wait", "create-topic", "group-checks", "random")
+RANDOM_KEYS = ("faults", "targets", "interval", "heal_after", "for")
 STEP_ACTIONS = (*FAULT_ACTIONS, *EXTRA_ACTIONS)
 # Actions whose value may be left out (null): no target needed.
 UNTARGETED = ("resume", "start", "heal", "rolling-restart", "partition")
@@ -116,6 +119,7 @@ ACTION_PARAMS: dict[str, tuple[str, ...]] = {
     "wait": (),
     "create-topic": ("partitions", "replication_factor", "timeout"),
     "group-checks": (),
+    "random": (),
 }
 STEP_KEYS = ("at", "after", "id", "repeat")
 
@@ -361,6 +365,11 @@ class Step:
             what += f" {self.seconds:g}s"
         elif self.action == "group-checks":
             what += " " + ",".join(self.checks)
+        elif self.action == "random":
+            spec = self.params["spec"]
+            return (f"random {','.join(spec.faults)} every {spec.interval[0]:g}-"
+                    f"{spec.interval[1]:g}s, healed after {spec.heal_after[0]:g}-"
+                    f"{spec.heal_after[1]:g}s, for {spec.duration:g}s")
         elif self.target:
             what += f" {self.target}"
         if self.params:
@@ -760,6 +769,8 @@ def _step(r: _Reader, field: str, node: Node, topics: tuple[str, ...],
         kw["checks"] = tuple(dict.fromkeys(names))
     elif action == "create-topic":
         kw["target"] = _as_str(r.scalar(value_node, afield), r)
+    elif action == "random":
+        kw["params"] = {**params, "spec": _random(r, afield, value_node, topics, cluster)}
     else:
         v = r.scalar(value_node, afield)
         if v.value is None or v.value == "":
@@ -775,6 +786,57 @@ def _step(r: _Reader, field: str, node: Node, topics: tuple[str, ...],
             raise r.error(value_node, f"{action} is a network fault: it needs "
                           "`cluster: {network: netns}` (root)", afield)
     return Step(**kw)
+
+
+def _random(r: _Reader, field: str, node: Node, topics: tuple[str, ...],
+            cluster: ClusterSpec) -> RandomSpec:
+    m = r.mapping(node, field, RANDOM_KEYS)
+    for required in ("faults", "interval", "heal_after", "for"):
+        if required not in m:
+            raise r.error(node, f"missing {required!r} (random: faults, interval, "
+                          "heal_after, for; targets optional)", field)
+
+    def names(key: str) -> tuple[str, list[_Value]]:
+        if isinstance(m[key], SequenceNode):
+            values = [r.scalar(n, f) for f, n in r.sequence(m[key], f"{field}.{key}")]
+        else:
+            v = r.scalar(m[key], f"{field}.{key}")
+            values = [_Value(v.node, v.field, x.strip()) for x in _as_str(v, r).split(",")]
+        return key, values
+
+    _, fault_values = names("faults")
+    faults = tuple(_as_str(v, r) for v in fault_values)
+    for v in fault_values:
+        if v.value not in RANDOM_KINDS:
+            raise r.error(v, f"unknown fault kind {v.value!r}"
+                          + did_you_mean(str(v.value), list(RANDOM_KINDS))
+                          + f" (kinds: {', '.join(RANDOM_KINDS)})")
+        if RANDOM_KINDS[str(v.value)][2] == "heal" and cluster.network != "netns":
+            raise r.error(v, f"{v.value} is a network fault: it needs "
+                          "`cluster: {network: netns}` (root)")
+        own = RANDOM_KINDS[str(v.value)][1]
+        if v.value in OWN_TARGET and own is not None and own != "halves":
+            _check_target(r, v, own, topics, cluster)
+    targets: tuple[str, ...] = ()
+    if "targets" in m:
+        _, target_values = names("targets")
+        for v in target_values:
+            _check_target(r, v, _as_str(v, r), topics, cluster)
+        targets = tuple(_as_str(v, r) for v in target_values)
+
+    def span(key: str) -> tuple[float, float]:
+        v = r.scalar(m[key], f"{field}.{key}")
+        low, high = parse_range(_as_str(v, r))
+        try:
+            return parse_duration(low), parse_duration(high)
+        except ValueError as e:
+            raise r.error(v, f"{e}; write LOW-HIGH, e.g. 5s-15s") from None
+
+    try:
+        return RandomSpec(faults, span("interval"), span("heal_after"),
+                          _as_duration(r.scalar(m["for"], f"{field}.for"), r), targets)
+    except ValueError as e:
+        raise r.error(node, str(e), field) from None
 
 
 def _param(r: _Reader, key: str, v: _Value) -> Any:
