@@ -53,8 +53,10 @@ Keys (unknown keys are errors, with a "did you mean" hint):
   fault (kill, terminate, pause, resume, start, restart, rolling-restart, isolate,
   partition, loss, bandwidth, latency, heal) whose value is its target (see
   ``brownout fault --help``), ``wait: 5s``, ``create-topic: NAME`` (needs the
-  controller: records whether it succeeded) or ``group-checks: all | [E1, ...]``
-  (Observation E, raw protocol). Optional: ``id`` (for ``step_outcome``), ``repeat: N``
+  controller: records whether it succeeded), ``group-checks: all | [E1, ...]``
+  (Observation E, raw protocol) or ``random: {faults: [KIND, ...], targets: [...],
+  interval: 5s-15s, heal_after: 3s-10s, for: 5m}`` (a randomized nemesis drawn from the
+  run's seed, see `brownout.scenarios.random_faults`). Optional: ``id`` (for ``step_outcome``), ``repeat: N``
   and the action's parameters (timeout, down, from, one_way, nodes, probability, rate, burst,
   latency, delay, jitter).
 * ``duration``: how long the workloads run (they also run until the schedule is done).
