@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
@@ -102,7 +103,8 @@ def test_sweep_runs_every_cell_and_summarises_them(tmp_path: Path) -> None:
     out = tmp_path / "sweep"
     try:
         result = subprocess.run(
-            [*BROWNOUT, "sweep", str(scenario), "--out", str(out)],
+            [*BROWNOUT, "sweep", str(scenario), "--out", str(out),
+             "--junit", str(tmp_path / "junit.xml")],
             capture_output=True, text=True, timeout=300,
             env={**__import__("os").environ, "COLUMNS": "200"})
     finally:
@@ -124,3 +126,7 @@ def test_sweep_runs_every_cell_and_summarises_them(tmp_path: Path) -> None:
         no_node_left(out / cell["cell"] / "run-001")
     page = (out / "sweep.html").read_text()
     assert 'href="cell-02/run-001/report.html"' in page
+    junit = ET.parse(tmp_path / "junit.xml").getroot()
+    assert [s.get("name") for s in junit.findall("testsuite")] == [
+        "tiny-sweep cell-01/run-001", "tiny-sweep cell-02/run-001"]
+    assert (junit.get("tests"), junit.get("failures"), junit.get("errors")) == ("2", "0", "0")

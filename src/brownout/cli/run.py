@@ -19,11 +19,12 @@ from rich.console import Console
 from rich.table import Table
 
 from ..scenarios import ScenarioError, builtin_names, builtins, resolve, resolve_document
-from ..scenarios.repeat import run_repeated
+from ..scenarios.junit import write_junit
+from ..scenarios.repeat import plan, run_repeated
 from ..scenarios.runner import ScenarioRefused, run_scenario
 from ..scenarios.schema import Scenario, sweep_cells
 from ..scenarios.sweep import Matrix, SweepError, parse_set_option
-from ..scenarios.sweep_run import run_sweep
+from ..scenarios.sweep_run import cell_seed, run_sweep
 
 RUN_HELP = (
     "Run a scenario end to end: build a fresh cluster in the run directory, drive its "
@@ -69,6 +70,10 @@ def run_command(
         "--jobs", "-j", help="With --repeat: how many runs at a time, each in its own "
         "process. Runs side by side share the machine's cores: more than one mostly "
         "tests isolation, and an overloaded lab makes runs unknown.")] = 1,
+    junit: Annotated[Path | None, typer.Option(
+        "--junit", help="Also write JUnit XML here for CI: a test case per expectation "
+        "(per run with --repeat); a run that could not judge is an error.",
+        show_default=False)] = None,
 ) -> None:
     console = Console(highlight=False)
     if repeat is not None and repeat < 1:
@@ -93,7 +98,11 @@ def run_command(
     console.print(f"scenario [bold]{loaded.name}[/bold]: {loaded.description}")
     console.print(f"run directory: {run_dir}")
     if repeat is not None:
-        raise typer.Exit(_repeat(loaded, run_dir, repeat, seed, jobs, pipeline, console))
+        code = _repeat(loaded, run_dir, repeat, seed, jobs, pipeline, console)
+        if junit is not None and code not in (2, 130):
+            _junit(console, junit, [(name, run_dir / name) for name, _ in plan(repeat, seed)],
+                   loaded.name)
+        raise typer.Exit(code)
     try:
         outcome = run_scenario(loaded, run_dir, seed, keep_cluster=keep_cluster,
                                pipeline=pipeline, console=console)
@@ -103,7 +112,13 @@ def run_command(
     except KeyboardInterrupt:
         typer.echo("interrupted", err=True)
         raise typer.Exit(130) from None
+    if junit is not None:
+        _junit(console, junit, [("", run_dir)], loaded.name)
     raise typer.Exit(outcome.exit_code)
+
+
+def _junit(console: Console, path: Path, runs: list[tuple[str, Path]], scenario: str) -> None:
+    console.print(f"junit: {write_junit(path, runs, scenario)}")
 
 
 def _repeat(loaded: Scenario, out: Path, repeat: int, seed: int, jobs: int,
@@ -185,6 +200,9 @@ def sweep_command(
         "--pipeline", help="Also run and audit the Spark pipeline in every run.")] = False,
     dry_run: Annotated[bool, typer.Option(
         "--dry-run", help="Only list the cells (each checked like a scenario file).")] = False,
+    junit: Annotated[Path | None, typer.Option(
+        "--junit", help="Also write JUnit XML here: a suite per run of every cell, a test "
+        "case per expectation.", show_default=False)] = None,
 ) -> None:
     console = Console(highlight=False)
     try:
@@ -221,4 +239,9 @@ def sweep_command(
     except KeyboardInterrupt:
         typer.echo("interrupted", err=True)
         raise typer.Exit(130) from None
+    if junit is not None:
+        runs = [(f"{cell.directory}/{name}", sweep_dir / cell.directory / name)
+                for cell, _ in pairs
+                for name, _ in plan(matrix.repeat, cell_seed(seed, cell))]
+        _junit(console, junit, runs, loaded.name)
     raise typer.Exit(outcome.exit_code)

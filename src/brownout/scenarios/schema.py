@@ -56,9 +56,9 @@ Keys (unknown keys are errors, with a "did you mean" hint):
   controller: records whether it succeeded), ``group-checks: all | [E1, ...]``
   (Observation E, raw protocol) or ``random: {faults: [KIND, ...], targets: [...],
   interval: 5s-15s, heal_after: 3s-10s, for: 5m}`` (a randomized nemesis drawn from the
-  run's seed, see `brownout.scenarios.random_faults`). Optional: ``id`` (for ``step_outcome``), ``repeat: N``
-  and the action's parameters (timeout, down, from, one_way, nodes, probability, rate, burst,
-  latency, delay, jitter).
+  run's seed, see `brownout.scenarios.random_faults`). Optional: ``id`` (for
+  ``step_outcome``), ``repeat: N`` and the action's parameters (timeout, down, from,
+  one_way, nodes, probability, rate, burst, latency, delay, jitter).
 * ``duration``: how long the workloads run (they also run until the schedule is done).
 * ``heal``: at the end heal the network, resume paused and start stopped nodes and
   wait until every ISR is full (``timeout``, default 60s); ``enabled: false`` skips it.
