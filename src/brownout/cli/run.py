@@ -16,14 +16,23 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
-from ..scenarios import ScenarioError, builtin_names, builtins, resolve, resolve_document
+from ..scenarios import (
+    ScenarioError,
+    builtin,
+    builtin_names,
+    builtins,
+    resolve,
+    resolve_document,
+)
+from ..scenarios.expectations import expected_text
 from ..scenarios.junit import write_junit
 from ..scenarios.repeat import plan, run_repeated
 from ..scenarios.runner import ScenarioRefused, run_scenario
 from ..scenarios.schema import Scenario, sweep_cells
-from ..scenarios.sweep import Matrix, SweepError, parse_set_option
+from ..scenarios.sweep import Matrix, SweepError, cells, parse_set_option
 from ..scenarios.sweep_run import cell_seed, run_sweep
 
 RUN_HELP = (
@@ -74,6 +83,10 @@ def run_command(
         "--junit", help="Also write JUnit XML here for CI: a test case per expectation "
         "(per run with --repeat); a run that could not judge is an error.",
         show_default=False)] = None,
+    validate: Annotated[bool, typer.Option(
+        "--validate", help="Only check the scenario (the file, its targets and "
+        "expectations, and a matrix's every cell) and print its plan; run nothing.")
+    ] = False,
 ) -> None:
     console = Console(highlight=False)
     if repeat is not None and repeat < 1:
@@ -91,6 +104,9 @@ def run_command(
     except ScenarioError as e:
         typer.echo(f"Error: {e}", err=True)
         raise typer.Exit(2) from None
+    if validate:
+        _print_plan(console, loaded)
+        raise typer.Exit(0)
     if pipeline or loaded.pipeline:
         console.print("pipeline: on (Spark takes a while to start; the audit runs after "
                       "the final read)")
@@ -135,11 +151,59 @@ def _repeat(loaded: Scenario, out: Path, repeat: int, seed: int, jobs: int,
         return 130
 
 
+def _print_plan(console: Console, s: Scenario) -> None:
+    console.print(f"{s.source}: valid scenario {s.name}")
+    console.print(f"  cluster: {_cluster_text(s)}; {s.duration:g}s of workload")
+    for step in s.schedule:
+        when = f"at {step.at:g}s" if step.at is not None else "after previous"
+        console.print(escape(f"  {when}: {step.describe()}"))
+    for e in s.expectations:
+        label = f"[{e.label}]" if e.label else ""
+        console.print(escape(f"  expect {e.name}{label}: {expected_text(e.expected)}"))
+    if s.matrix is not None:
+        console.print(f"  matrix: {len(cells(s.matrix))} cell(s) x {s.matrix.repeat} "
+                      "run(s) (`brownout sweep`)")
+
+
+def _cluster_text(s: Scenario) -> str:
+    c = s.cluster
+    if c.zookeeper:
+        nodes = f"{c.brokers} broker(s) in ZooKeeper mode, {c.zookeepers or 3} ZooKeeper"
+    else:
+        nodes = f"{c.brokers} broker(s), " + (
+            "combined" if c.combined else f"{c.controllers} controller(s)")
+    return f"{nodes}, {c.profile}, {c.network}"
+
+
+scenarios_app = typer.Typer(
+    help="The built-in scenarios: list them, or print one's file.",
+    invoke_without_command=True, no_args_is_help=False)
+
+
+@scenarios_app.command("show")
+def scenarios_show(
+    name: Annotated[str, typer.Argument(help="A built-in scenario's name.",
+                                        show_default=False)],
+) -> None:
+    """Print a built-in scenario's YAML (to copy and change: `brownout run FILE`)."""
+    try:
+        scenario = builtin(name)
+    except ScenarioError as e:
+        typer.echo(f"Error: {e}", err=True)
+        raise typer.Exit(2) from None
+    typer.echo(Path(scenario.source).read_text(encoding="utf-8"), nl=False)
+
+
+@scenarios_app.callback()
 def scenarios_command(
+    ctx: typer.Context,
     verbose: Annotated[bool, typer.Option(
         "--verbose", "-v", help="Also show each scenario's cluster and schedule.")] = False,
 ) -> None:
-    """List the built-in scenarios (name and one-line description)."""
+    """List the built-in scenarios (name and one-line description); `show NAME` prints
+    one's file."""
+    if ctx.invoked_subcommand is not None:
+        return
     console = Console(highlight=False)
     try:
         loaded = builtins()
@@ -155,10 +219,7 @@ def scenarios_command(
         if s.needs_root:
             text = "(root, netns) " + text
         if verbose:
-            c = s.cluster
-            text += (f"\n  cluster: {c.brokers} broker(s), "
-                     f"{'combined' if c.combined else f'{c.controllers} controller(s)'}, "
-                     f"{c.profile}, {c.network}; {s.duration:g}s; schedule: "
+            text += (f"\n  cluster: {_cluster_text(s)}; {s.duration:g}s; schedule: "
                      + "; ".join(st.describe() for st in s.schedule))
         table.add_row(s.name, text)
     console.print(table)
