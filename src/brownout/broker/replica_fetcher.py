@@ -26,6 +26,7 @@ from kio.schema.errors import ErrorCode
 from ..common.events import EventLog
 from ..protocol.apis import ApiKey, request_class
 from ..protocol.build import build, millis
+from . import replication
 from .fetch_session import INVALID_SESSION_ID, PartitionData
 from .fetch_session_handler import FetchRequestData, FetchSessionHandler
 from .network_client import NetworkClient, NodeUnreachable
@@ -249,9 +250,9 @@ class ReplicaFetcherManager:
         return backoff
 
     def _truncate(self, partition: Partition, epoch: int, end_offset: int) -> None:
-        local_epoch, local_end = partition.log.end_offset_for_epoch(epoch)
-        target = min(end_offset, local_end) if local_epoch >= 0 else end_offset
-        target = min(target, partition.log_end_offset)
+        target = replication.follower_truncation_offset(
+            epoch, end_offset, partition.log.end_offset_for_epoch(epoch),
+            partition.log_end_offset)
         log.info(
             "[ReplicaFetcher] Truncating partition %s with TruncationState(offset=%d) due to "
             "leader epoch and offset EpochEndOffset(epoch=%d, endOffset=%d)",
