@@ -54,7 +54,9 @@ Keys (unknown keys are errors, with a "did you mean" hint):
   partition, loss, bandwidth, latency, heal) whose value is its target (see
   ``brownout fault --help``), ``wait: 5s``, ``create-topic: NAME`` (needs the
   controller: records whether it succeeded) or ``group-checks: all | [E1, ...]``
-  (Observation E, raw protocol). Optional: ``id`` (for ``step_outcome``), ``repeat: N``
+  (Observation E, raw protocol). ``isolate``'s ``from`` takes everyone, nodes,
+  controllers, brokers, clients, zookeeper (the whole ensemble, ZooKeeper mode only) or
+  a target. Optional: ``id`` (for ``step_outcome``), ``repeat: N``
   and the action's parameters (timeout, down, from, one_way, nodes, probability, rate, burst,
   latency, delay, jitter).
 * ``duration``: how long the workloads run (they also run until the schedule is done).
@@ -81,7 +83,7 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 from ..cluster.topology import DEFAULT_ZOOKEEPERS
 from ..cluster.zookeeper import MAX_SERVERS as MAX_ZOOKEEPERS
 from ..faults.nemesis import ACTIONS as FAULT_ACTIONS
-from ..faults.nemesis import FROM_GROUPS
+from ..faults.nemesis import FROM_GROUPS, FROM_ZOOKEEPER_KRAFT
 from ..faults.targets import Target, TargetError, check_ensemble, check_mode
 from ..faults.targets import parse as parse_target
 
@@ -706,6 +708,8 @@ def _step(r: _Reader, field: str, node: Node, topics: tuple[str, ...],
         params[key] = _param(r, key, pv)
         if key == "nodes" or (key == "from" and params[key] not in FROM_GROUPS):
             _check_target(r, pv, params[key], topics, cluster)
+        if key == "from" and params[key] == "zookeeper" and not cluster.zookeeper:
+            raise r.error(pv, FROM_ZOOKEEPER_KRAFT)
     kw["params"] = params
 
     value_node = m[action]
@@ -766,6 +770,8 @@ def _check_target(r: _Reader, v: _Value, spec: str, topics: tuple[str, ...],
         check_mode(target, cluster.zookeeper)
     except TargetError as e:
         raise r.error(v, str(e)) from None
+    if target.inner is not None:  # host:leader:T-0 names a topic too
+        target = target.inner
     if target.kind == "leader" and topics and target.topic not in topics:
         raise r.error(v, f"no topic {target.topic!r} in `topics`"
                       + did_you_mean(str(target.topic), topics))
