@@ -17,6 +17,11 @@ name                           expected          observes
 =============================  ================  ==========================================
 acked_writes_lost              COMPARISON        acknowledged writes missing from the final
                                                  read (writes checker ``lost``)
+failed_writes                  COMPARISON        sends delivered to the application as
+                                                 failed (writes checker ``fail``; not the
+                                                 indeterminate ones): with a delivery
+                                                 timeout shorter than a fault, 0 says the
+                                                 cluster moved the stuck partitions in time
 check_valid                    true | false      the composed checkers' verdict (acks=all
                                                  loss never tolerated, acks=0/1 loss is)
 sent_gt_log                    true | false      more messages sent than distinct records in
@@ -181,6 +186,16 @@ def acked_writes_lost(report: Mapping[str, Any], facts: RunFacts,
     if numbers is not None and numbers.get("acknowledged") is not None:
         detail += f" (of {numbers['acknowledged']} acknowledged)"
     return _compare("acked_writes_lost", expected, lost, detail, why)
+
+
+def failed_writes(report: Mapping[str, Any], facts: RunFacts, expected: Comparison) -> Outcome:
+    numbers, why = _numbers(report, "writes")
+    failed = None
+    if numbers is not None:
+        failed = sum(int(level.get("fail") or 0)
+                     for level in (numbers.get("by_acks") or {}).values())
+    return _compare("failed_writes", expected, failed,
+                    "sends delivered to the application as failed", why)
 
 
 def check_valid(report: Mapping[str, Any], facts: RunFacts, expected: bool) -> Outcome:
@@ -366,6 +381,7 @@ Check = Callable[[Mapping[str, Any], RunFacts, Any], Outcome]
 
 VOCABULARY: dict[str, Check] = {
     "acked_writes_lost": acked_writes_lost,
+    "failed_writes": failed_writes,
     "check_valid": check_valid,
     "sent_gt_log": sent_gt_log,
     "writes_unavailable_acks_all": writes_unavailable_acks_all,
@@ -377,7 +393,7 @@ VOCABULARY: dict[str, Check] = {
     "group_checks_pass": group_checks_pass,
     "pipeline_matches_ground_truth": pipeline_matches_ground_truth,
 }
-COMPARISONS = ("acked_writes_lost", "max_unavailable_seconds", "rebalances")
+COMPARISONS = ("acked_writes_lost", "max_unavailable_seconds", "rebalances", "failed_writes")
 BOOLEANS = ("check_valid", "sent_gt_log", "writes_unavailable_acks_all", "isr_recovered",
             "group_checks_pass", "pipeline_matches_ground_truth")
 RUN_ONLY = ("isr_recovered", "step_outcome", "group_checks_pass", "rebalances",

@@ -51,6 +51,23 @@ def test_acked_writes_lost():
     assert not missing.passed and "did not run" in missing.detail
 
 
+def test_failed_writes_sums_definite_failures_over_acks_levels():
+    r = report()
+    r["results"]["writes"]["numbers"]["by_acks"] = {
+        "all": {"sent": 50, "ok": 40, "fail": 3, "info": 7},
+        "1": {"sent": 50, "ok": 48, "fail": 2, "info": 0},
+    }
+    bad = evaluate("failed_writes", r, RunFacts(), Comparison("==", 0))
+    assert not bad.passed and bad.observed == 5 and "off by 5" in bad.detail
+    assert evaluate("failed_writes", r, RunFacts(), Comparison("<=", 5)).passed
+    none_failed = report()
+    none_failed["results"]["writes"]["numbers"]["by_acks"] = {"all": {"ok": 9, "info": 1}}
+    ok = evaluate("failed_writes", none_failed, RunFacts(), Comparison("==", 0))
+    assert ok.passed and ok.observed == 0  # indeterminate sends are not failures
+    missing = evaluate("failed_writes", {"results": {}}, RunFacts(), Comparison("==", 0))
+    assert not missing.passed and "did not run" in missing.detail
+
+
 def test_check_valid():
     assert evaluate("check_valid", report(), RunFacts(), True).passed
     bad = evaluate("check_valid", report(lost=3, valid=False), RunFacts(), True)
@@ -141,7 +158,8 @@ def test_validate_expected():
     assert set(ex.VOCABULARY) == {
         "acked_writes_lost", "check_valid", "sent_gt_log", "writes_unavailable_acks_all",
         "max_unavailable_seconds", "error_seen", "rebalances", "isr_recovered",
-        "step_outcome", "group_checks_pass", "pipeline_matches_ground_truth"}
+        "step_outcome", "group_checks_pass", "pipeline_matches_ground_truth",
+        "failed_writes"}
 
 
 def _audit(equal: bool, diffs: int = 0, lost: int = 0, failed: int = 0,
