@@ -17,11 +17,12 @@ name                           expected          observes
 =============================  ================  ==========================================
 acked_writes_lost              COMPARISON        acknowledged writes missing from the final
                                                  read (writes checker ``lost``)
-failed_writes                  COMPARISON        sends delivered to the application as
-                                                 failed (writes checker ``fail``; not the
-                                                 indeterminate ones): with a delivery
-                                                 timeout shorter than a fault, 0 says the
-                                                 cluster moved the stuck partitions in time
+unacknowledged_writes          COMPARISON        sends that did not end acknowledged
+                                                 (failed, indeterminate -- librdkafka's
+                                                 delivery timeout is one -- or never
+                                                 answered): with a delivery timeout shorter
+                                                 than a fault, 0 says the cluster moved
+                                                 the stuck partitions in time
 check_valid                    true | false      the composed checkers' verdict (acks=all
                                                  loss never tolerated, acks=0/1 loss is)
 sent_gt_log                    true | false      more messages sent than distinct records in
@@ -188,14 +189,21 @@ def acked_writes_lost(report: Mapping[str, Any], facts: RunFacts,
     return _compare("acked_writes_lost", expected, lost, detail, why)
 
 
-def failed_writes(report: Mapping[str, Any], facts: RunFacts, expected: Comparison) -> Outcome:
+def unacknowledged_writes(report: Mapping[str, Any], facts: RunFacts,
+                          expected: Comparison) -> Outcome:
     numbers, why = _numbers(report, "writes")
-    failed = None
-    if numbers is not None:
-        failed = sum(int(level.get("fail") or 0)
-                     for level in (numbers.get("by_acks") or {}).values())
-    return _compare("failed_writes", expected, failed,
-                    "sends delivered to the application as failed", why)
+    missing = None
+    detail = "sends that did not end acknowledged"
+    if numbers is not None and numbers.get("sent") is not None:
+        missing = int(numbers["sent"]) - int(numbers.get("acknowledged") or 0)
+        counts = {}
+        for level in (numbers.get("by_acks") or {}).values():
+            for kind in ("fail", "info", "never"):
+                counts[kind] = counts.get(kind, 0) + int(level.get(kind) or 0)
+        detail += (f" (of {numbers['sent']} sent: {counts.get('fail', 0)} failed, "
+                   f"{counts.get('info', 0)} indeterminate, {counts.get('never', 0)} "
+                   "never answered)")
+    return _compare("unacknowledged_writes", expected, missing, detail, why)
 
 
 def check_valid(report: Mapping[str, Any], facts: RunFacts, expected: bool) -> Outcome:
@@ -381,7 +389,7 @@ Check = Callable[[Mapping[str, Any], RunFacts, Any], Outcome]
 
 VOCABULARY: dict[str, Check] = {
     "acked_writes_lost": acked_writes_lost,
-    "failed_writes": failed_writes,
+    "unacknowledged_writes": unacknowledged_writes,
     "check_valid": check_valid,
     "sent_gt_log": sent_gt_log,
     "writes_unavailable_acks_all": writes_unavailable_acks_all,
@@ -393,7 +401,8 @@ VOCABULARY: dict[str, Check] = {
     "group_checks_pass": group_checks_pass,
     "pipeline_matches_ground_truth": pipeline_matches_ground_truth,
 }
-COMPARISONS = ("acked_writes_lost", "max_unavailable_seconds", "rebalances", "failed_writes")
+COMPARISONS = ("acked_writes_lost", "max_unavailable_seconds", "rebalances",
+               "unacknowledged_writes")
 BOOLEANS = ("check_valid", "sent_gt_log", "writes_unavailable_acks_all", "isr_recovered",
             "group_checks_pass", "pipeline_matches_ground_truth")
 RUN_ONLY = ("isr_recovered", "step_outcome", "group_checks_pass", "rebalances",
