@@ -33,6 +33,10 @@ writes_unavailable_acks_all    true | false      a window of at least 3 s withou
 max_unavailable_seconds        COMPARISON        the longest such window (acks=all for the
                                                  run; the workload's own acks level for a
                                                  workload)
+max_partition_unavailable_     COMPARISON        the longest such window of one partition
+seconds                                          (the same acks level): a partition whose
+                                                 leader is gone, while the others take
+                                                 writes
 error_seen                     NAME | [NAMES]    each error name in a delivery report or
                                                  client error (librdkafka retries hide
                                                  retriable errors: use ``retries: 0``)
@@ -279,6 +283,24 @@ def max_unavailable_seconds(report: Mapping[str, Any], facts: RunFacts,
                     None if seconds is None else float(seconds), what)
 
 
+def max_partition_unavailable_seconds(report: Mapping[str, Any], facts: RunFacts,
+                                      expected: Comparison) -> Outcome:
+    numbers, why = _numbers(report, "availability")
+    name = "max_partition_unavailable_seconds"
+    if numbers is None:
+        return _compare(name, expected, None, "", why)
+    acks = facts.acks or "all"
+    level = (numbers.get("by_acks") or {}).get(acks) or {}
+    window = level.get("longest_partition_unavailable")
+    if not window:
+        return _compare(name, expected, None, "", f"no acks={acks} writes with a partition")
+    where = "" if window.get("start") is None else \
+        f" ({window['partition']}, t={window['start']:.1f}s..{window['end']:.1f}s)"
+    return _compare(name, expected, float(window["seconds"]),
+                    f"longest acks={acks} window of one partition without a successful "
+                    f"write (s){where}")
+
+
 def error_seen(report: Mapping[str, Any], facts: RunFacts,
                expected: tuple[str, ...]) -> Outcome:
     counts = {name: int(facts.errors.get(name, 0)) for name in expected}
@@ -394,6 +416,7 @@ VOCABULARY: dict[str, Check] = {
     "sent_gt_log": sent_gt_log,
     "writes_unavailable_acks_all": writes_unavailable_acks_all,
     "max_unavailable_seconds": max_unavailable_seconds,
+    "max_partition_unavailable_seconds": max_partition_unavailable_seconds,
     "error_seen": error_seen,
     "rebalances": rebalances,
     "isr_recovered": isr_recovered,
@@ -402,7 +425,7 @@ VOCABULARY: dict[str, Check] = {
     "pipeline_matches_ground_truth": pipeline_matches_ground_truth,
 }
 COMPARISONS = ("acked_writes_lost", "max_unavailable_seconds", "rebalances",
-               "unacknowledged_writes")
+               "unacknowledged_writes", "max_partition_unavailable_seconds")
 BOOLEANS = ("check_valid", "sent_gt_log", "writes_unavailable_acks_all", "isr_recovered",
             "group_checks_pass", "pipeline_matches_ground_truth")
 RUN_ONLY = ("isr_recovered", "step_outcome", "group_checks_pass", "rebalances",
