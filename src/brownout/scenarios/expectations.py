@@ -17,6 +17,8 @@ name                           expected          observes
 =============================  ================  ==========================================
 acked_writes_lost              COMPARISON        acknowledged writes missing from the final
                                                  read (writes checker ``lost``)
+duplicates                     COMPARISON        records of one send found in the log more
+                                                 than once (writes checker ``duplicate``)
 unacknowledged_writes          COMPARISON        sends that did not end acknowledged
                                                  (failed, indeterminate -- librdkafka's
                                                  delivery timeout is one -- or never
@@ -208,6 +210,15 @@ def unacknowledged_writes(report: Mapping[str, Any], facts: RunFacts,
                    f"{counts.get('info', 0)} indeterminate, {counts.get('never', 0)} "
                    "never answered)")
     return _compare("unacknowledged_writes", expected, missing, detail, why)
+
+
+def duplicates(report: Mapping[str, Any], facts: RunFacts, expected: Comparison) -> Outcome:
+    res, why = _result(report, "writes")
+    count = None
+    if res is not None:
+        count = ((res.get("anomalies") or {}).get("duplicate") or {}).get("count", 0)
+    return _compare("duplicates", expected, count,
+                    "sends whose record is in the log more than once", why)
 
 
 def check_valid(report: Mapping[str, Any], facts: RunFacts, expected: bool) -> Outcome:
@@ -411,6 +422,7 @@ Check = Callable[[Mapping[str, Any], RunFacts, Any], Outcome]
 
 VOCABULARY: dict[str, Check] = {
     "acked_writes_lost": acked_writes_lost,
+    "duplicates": duplicates,
     "unacknowledged_writes": unacknowledged_writes,
     "check_valid": check_valid,
     "sent_gt_log": sent_gt_log,
@@ -424,7 +436,7 @@ VOCABULARY: dict[str, Check] = {
     "group_checks_pass": group_checks_pass,
     "pipeline_matches_ground_truth": pipeline_matches_ground_truth,
 }
-COMPARISONS = ("acked_writes_lost", "max_unavailable_seconds", "rebalances",
+COMPARISONS = ("acked_writes_lost", "duplicates", "max_unavailable_seconds", "rebalances",
                "unacknowledged_writes", "max_partition_unavailable_seconds")
 BOOLEANS = ("check_valid", "sent_gt_log", "writes_unavailable_acks_all", "isr_recovered",
             "group_checks_pass", "pipeline_matches_ground_truth")

@@ -179,8 +179,9 @@ def test_validate_expected():
     with pytest.raises(ex.ExpectationValueError):
         ex.validate_expected("error_seen", "not an error")
     assert set(ex.VOCABULARY) == {
-        "acked_writes_lost", "check_valid", "sent_gt_log", "writes_unavailable_acks_all",
-        "max_unavailable_seconds", "error_seen", "rebalances", "isr_recovered",
+        "acked_writes_lost", "duplicates", "check_valid", "sent_gt_log",
+        "writes_unavailable_acks_all", "max_unavailable_seconds", "error_seen", "rebalances",
+        "isr_recovered",
         "step_outcome", "group_checks_pass", "pipeline_matches_ground_truth",
         "unacknowledged_writes", "max_partition_unavailable_seconds"}
 
