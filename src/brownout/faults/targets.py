@@ -321,7 +321,7 @@ def _resolve_zookeeper(target: Target, snap: Snapshot, rng: random.Random) -> tu
 
 
 def _resolve_host(target: Target, snap: Snapshot, rng: random.Random) -> tuple[int, ...]:
-    """The brokers `target.inner` names, each with ZooKeeper server of its number."""
+    """The brokers `target.inner` names, each with the ZooKeeper server of its number."""
     assert target.inner is not None
     check_ensemble(target, snap.zookeepers)
     brokers = resolve(target.inner, snap, rng)
