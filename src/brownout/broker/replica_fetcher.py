@@ -71,6 +71,7 @@ class ReplicaFetcherManager:
         self.sessions: dict[int, FetchSessionHandler] = {}
         self._fetchers: dict[int, asyncio.Task[None]] = {}
         self._wakeups: dict[int, asyncio.Event] = {}
+        self._endpoints: dict[int, tuple[str, int]] = {}  # where each fetcher last sent
 
     def followed_by_leader(self) -> dict[int, list[Partition]]:
         result: dict[int, list[Partition]] = {}
@@ -88,6 +89,7 @@ class ReplicaFetcherManager:
                 del self._fetchers[leader]
                 self._wakeups.pop(leader, None)
                 self.sessions.pop(leader, None)
+                self._close_connection(leader)
         for leader in wanted:
             if leader not in self._fetchers:
                 self._wakeups[leader] = asyncio.Event()
@@ -95,6 +97,17 @@ class ReplicaFetcherManager:
                 self._fetchers[leader].add_done_callback(self._fetcher_done)
             else:
                 self._wakeups[leader].set()
+
+    def _close_connection(self, leader: int) -> None:
+        """Close the connection a stopped fetcher used, as Kafka closes an idle fetcher
+        thread's client. Left open, it may still carry the cancelled fetch: after a
+        network cut the next fetcher to that leader would queue behind it and wait for
+        TCP's retransmission backoff (tens of seconds) instead of reconnecting at once.
+        The endpoint is the one last used: a leader whose ZooKeeper session expired is
+        no longer in the metadata."""
+        endpoint = self._endpoints.pop(leader, None)
+        if endpoint is not None:
+            self.network.disconnect(*endpoint)
 
     @staticmethod
     def _fetcher_done(task: asyncio.Task[None]) -> None:
@@ -123,6 +136,7 @@ class ReplicaFetcherManager:
                 await self._sleep(leader, backoff)
                 continue
             fetch = handler.build(self._wanted(partitions))
+            self._endpoints[leader] = endpoint
             try:
                 response = await self.network.request(
                     endpoint[0], endpoint[1], ApiKey.FETCH, FETCH_VERSION,

@@ -56,7 +56,9 @@ Keys (unknown keys are errors, with a "did you mean" hint):
   controller: records whether it succeeded), ``group-checks: all | [E1, ...]``
   (Observation E, raw protocol) or ``random: {faults: [KIND, ...], targets: [...],
   interval: 5s-15s, heal_after: 3s-10s, for: 5m}`` (a randomized nemesis drawn from the
-  run's seed, see `brownout.scenarios.random_faults`). Optional: ``id`` (for
+  run's seed, see `brownout.scenarios.random_faults`). ``isolate``'s ``from`` takes
+  everyone, nodes, controllers, brokers, clients, zookeeper (the whole ensemble,
+  ZooKeeper mode only) or a target. Optional: ``id`` (for
   ``step_outcome``), ``repeat: N`` and the action's parameters (timeout, down, from,
   one_way, nodes, probability, rate, burst, latency, delay, jitter).
 * ``duration``: how long the workloads run (they also run until the schedule is done).
@@ -87,7 +89,7 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 from ..cluster.topology import DEFAULT_ZOOKEEPERS
 from ..cluster.zookeeper import MAX_SERVERS as MAX_ZOOKEEPERS
 from ..faults.nemesis import ACTIONS as FAULT_ACTIONS
-from ..faults.nemesis import FROM_GROUPS
+from ..faults.nemesis import FROM_GROUPS, FROM_ZOOKEEPER_KRAFT
 from ..faults.targets import Target, TargetError, check_ensemble, check_mode
 from ..faults.targets import parse as parse_target
 from .random_faults import KINDS as RANDOM_KINDS
@@ -751,6 +753,8 @@ def _step(r: _Reader, field: str, node: Node, topics: tuple[str, ...],
         params[key] = _param(r, key, pv)
         if key == "nodes" or (key == "from" and params[key] not in FROM_GROUPS):
             _check_target(r, pv, params[key], topics, cluster)
+        if key == "from" and params[key] == "zookeeper" and not cluster.zookeeper:
+            raise r.error(pv, FROM_ZOOKEEPER_KRAFT)
     kw["params"] = params
 
     value_node = m[action]
@@ -864,6 +868,8 @@ def _check_target(r: _Reader, v: _Value, spec: str, topics: tuple[str, ...],
         check_mode(target, cluster.zookeeper)
     except TargetError as e:
         raise r.error(v, str(e)) from None
+    if target.inner is not None:  # host:leader:T-0 names a topic too
+        target = target.inner
     if target.kind == "leader" and topics and target.topic not in topics:
         raise r.error(v, f"no topic {target.topic!r} in `topics`"
                       + did_you_mean(str(target.topic), topics))

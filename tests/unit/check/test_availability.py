@@ -74,3 +74,19 @@ def test_unavailability_limit():
     assert result.anomalies["unavailable"].count == 1
     loose = Expectations(max_unavailable_seconds=6.0)
     assert check_availability(history().table(), expectations=loose).valid is True
+
+
+def test_a_partition_without_a_leader_shows_per_partition():
+    # Partition 1 keeps taking writes while partition 0 waits 6 s for a new leader: the
+    # run-wide window stays short, the partition's does not.
+    h = H().send("p0-a", 0.0, 0.1, offset=0).send("p0-stuck", 1.0, 7.0, offset=1)
+    for i in range(10):
+        h.send(f"p1-{i}", i * 0.8, i * 0.8 + 0.05, offset=i, partition=1)
+    h.send("lost-report", 2.0, None, None)  # never answered: no partition to count for
+    level = check_availability(h.table()).numbers["by_acks"]["all"]
+    assert level["longest_unavailable"]["seconds"] < 1.0
+    by_partition = level["longest_unavailable_by_partition"]
+    assert set(by_partition) == {"t-0", "t-1"}
+    assert by_partition["t-0"] == {"seconds": pytest.approx(6.0), "start": 1.0, "end": 7.0}
+    assert by_partition["t-1"]["seconds"] < 1.0
+    assert level["longest_partition_unavailable"] == {"partition": "t-0", **by_partition["t-0"]}
