@@ -12,6 +12,7 @@ from .report import report_command
 from .run import RUN_HELP, SWEEP_HELP, run_command, scenarios_app, sweep_command
 from .storage import storage_app
 from .topics import OFFSETS_HELP, offsets_command, topics_app
+from .watch import WATCH_HELP, watch_command
 from .workload import check_command, consume_command, produce_command
 
 app = typer.Typer(
@@ -25,6 +26,7 @@ app.command("demo")(demo_command)
 app.command("up", help=UP_HELP)(up_command)
 app.command("down", help=DOWN_HELP)(down_command)
 app.command("status", help=STATUS_HELP)(status_command)
+app.command("watch", help=WATCH_HELP)(watch_command)
 app.add_typer(topics_app, name="topics")
 app.command("offsets", help=OFFSETS_HELP)(offsets_command)
 app.add_typer(fault_app, name="fault")
