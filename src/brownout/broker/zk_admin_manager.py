@@ -37,11 +37,13 @@ import logging
 import random
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from kazoo.exceptions import KazooException
 from kio.schema.errors import ErrorCode
 
+from ..controller.configs import ConfigResource, ConfigResult
+from ..controller.partitions import NewPartitions, PartitionsResult
 from ..controller.topics import (
     EXCESSIVE_PARTITIONS,
     INTERNAL_TOPICS,
@@ -417,3 +419,29 @@ class ActiveControllerGate:
 
     async def allocate_producer_ids(self, broker_id: int, broker_epoch: int) -> range:
         return await self.admin_manager.allocate_producer_ids(broker_id, broker_epoch)
+
+    # CreatePartitions, AlterConfigs and IncrementalAlterConfigs are served in KRaft
+    # mode only; a ZooKeeper-mode broker says so instead of pretending to apply them.
+
+    async def create_partitions(
+        self, topics: Sequence[NewPartitions], *, validate_only: bool,
+        timeout_ms: int | None = None,
+    ) -> list[PartitionsResult]:
+        return [PartitionsResult(n, ErrorCode.invalid_request, ZK_MODE_UNSUPPORTED)
+                for n in dict.fromkeys(t.name for t in topics)]
+
+    async def incremental_alter_configs(
+        self, resources: Sequence[tuple[ConfigResource, Any]], *, validate_only: bool,
+    ) -> list[ConfigResult]:
+        return [ConfigResult(ErrorCode.invalid_request, ZK_MODE_UNSUPPORTED)] * len(resources)
+
+    async def alter_configs(
+        self, resources: Sequence[tuple[ConfigResource, Any]], *, validate_only: bool,
+    ) -> list[ConfigResult]:
+        return [ConfigResult(ErrorCode.invalid_request, ZK_MODE_UNSUPPORTED)] * len(resources)
+
+
+ZK_MODE_UNSUPPORTED = (
+    "This node supports CreatePartitions, AlterConfigs and IncrementalAlterConfigs in "
+    "KRaft mode only, not in ZooKeeper mode"
+)

@@ -61,7 +61,9 @@ class ConfigResult:
 OK = ConfigResult()
 
 
-class _Refused(Exception):
+class ConfigRefused(Exception):
+    """A resource refused with an error code and Kafka's message."""
+
     def __init__(self, error: ErrorCode, message: str | None) -> None:
         super().__init__(message)
         self.error = error
@@ -101,7 +103,7 @@ def incremental_values(
         elif op.op in (OpType.APPEND, OpType.SUBTRACT):
             if not _is_list(resource, op.name):
                 verb = OpType(op.op).name
-                raise _Refused(ErrorCode.invalid_config,
+                raise ConfigRefused(ErrorCode.invalid_config,
                                f"Can't {verb} to key {op.name} because its type is not LIST.")
             base = value if value is not None else _default(resource, op.name)
             parts = [p for p in (base or "").split(",") if p]
@@ -112,22 +114,23 @@ def incremental_values(
                 parts = [p for p in parts if p not in given]
             value = ",".join(parts)
         else:
-            raise _Refused(ErrorCode.invalid_request, f"Unknown operations type {op.op}")
+            raise ConfigRefused(ErrorCode.invalid_request, f"Unknown operations type {op.op}")
         changed[op.name] = value
     return changed
 
 
 def check_resource(image: MetadataImage, resource: ConfigResource) -> None:
     """The resource's name and existence (ControllerConfigurationValidator and the
-    controller's existence check); raises _Refused."""
+    controller's existence check); raises ConfigRefused."""
     if resource.type == RESOURCE_TOPIC:
         if not resource.name:
-            raise _Refused(ErrorCode.invalid_request, "Default topic resources are not allowed.")
+            raise ConfigRefused(ErrorCode.invalid_request,
+                                "Default topic resources are not allowed.")
         problem = validate_topic_name(resource.name)
         if problem:
-            raise _Refused(ErrorCode.invalid_topic_exception, problem)
+            raise ConfigRefused(ErrorCode.invalid_topic_exception, problem)
         if resource.name not in image.topic_ids:
-            raise _Refused(ErrorCode.unknown_topic_or_partition,
+            raise ConfigRefused(ErrorCode.unknown_topic_or_partition,
                            f"The topic '{resource.name}' does not exist.")
     elif resource.type == RESOURCE_BROKER:
         if not resource.name:
@@ -135,15 +138,15 @@ def check_resource(image: MetadataImage, resource: ConfigResource) -> None:
         try:
             broker_id = int(resource.name, 10)
         except ValueError:
-            raise _Refused(ErrorCode.invalid_request,
+            raise ConfigRefused(ErrorCode.invalid_request,
                            "Unable to parse broker name as a base 10 number.") from None
         if broker_id < 0:
-            raise _Refused(ErrorCode.invalid_request, "Invalid negative broker ID.")
+            raise ConfigRefused(ErrorCode.invalid_request, "Invalid negative broker ID.")
         if broker_id not in image.brokers:
-            raise _Refused(ErrorCode.broker_id_not_registered,
+            raise ConfigRefused(ErrorCode.broker_id_not_registered,
                            f"No node with id {broker_id} found.")
     else:
-        raise _Refused(ErrorCode.invalid_request, f"Unknown resource type {resource.type}")
+        raise ConfigRefused(ErrorCode.invalid_request, f"Unknown resource type {resource.type}")
 
 
 def _validate(resource: ConfigResource, configs: Mapping[str, str | None]) -> None:
@@ -151,12 +154,12 @@ def _validate(resource: ConfigResource, configs: Mapping[str, str | None]) -> No
         return  # broker values were checked by the broker that forwarded the request
     nulls = [k for k, v in configs.items() if v is None]
     if nulls:
-        raise _Refused(ErrorCode.invalid_config,
+        raise ConfigRefused(ErrorCode.invalid_config,
                        "Null value not supported for topic configs: " + ",".join(nulls))
     try:
         parse_topic_configs(configs)
     except ConfigError as e:
-        raise _Refused(ErrorCode.invalid_config, str(e)) from None
+        raise ConfigRefused(ErrorCode.invalid_config, str(e)) from None
 
 
 def _records(
@@ -190,7 +193,7 @@ def incremental_alter_configs(
             after = {**current, **changed}
             _validate(resource, {k: v for k, v in after.items() if v is not None})
             new_records = _records(resource, current, changed)
-        except _Refused as e:
+        except ConfigRefused as e:
             results.append(ConfigResult(e.error, e.message))
             continue
         results.append(OK)
@@ -215,7 +218,7 @@ def legacy_alter_configs(
             changed: dict[str, str | None] = dict(wanted)
             changed.update({k: None for k in current if k not in wanted})
             new_records = _records(resource, current, changed)
-        except _Refused as e:
+        except ConfigRefused as e:
             results.append(ConfigResult(e.error, e.message))
             continue
         results.append(OK)

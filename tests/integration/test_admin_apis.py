@@ -1,0 +1,189 @@
+"""The admin surface against real nodes: CreatePartitions, AlterConfigs and
+IncrementalAlterConfigs (then DescribeConfigs) with confluent-kafka, kafka-python and
+aiokafka, their error paths, and a config change that takes effect on a live cluster."""
+
+from __future__ import annotations
+
+import pytest
+from _kafka_clients import (
+    CLIENT_TIMEOUT_MS,
+    admin_for,
+    create_topic,
+    produce_confluent,
+    wait_for_topic,
+)
+from confluent_kafka import KafkaError, KafkaException, Producer
+from confluent_kafka.admin import (
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    ConfigSource,
+    NewPartitions,
+)
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(90)]
+
+
+def _error(future) -> KafkaError:  # type: ignore[no-untyped-def]
+    with pytest.raises(KafkaException) as exc:
+        future.result(timeout=15)
+    return exc.value.args[0]
+
+
+def _describe(admin, resource: ConfigResource) -> dict:  # type: ignore[no-untyped-def]
+    return next(iter(admin.describe_configs([resource], request_timeout=10).values())).result(
+        timeout=10)
+
+
+def _incremental(admin, resource: ConfigResource, *entries: ConfigEntry,  # type: ignore[no-untyped-def]
+                 validate_only: bool = False):
+    resource = ConfigResource(resource.restype, resource.name, incremental_configs=list(entries))
+    return next(iter(admin.incremental_alter_configs(
+        [resource], request_timeout=10, validate_only=validate_only).values()))
+
+
+def _acks_all_error(bootstrap: str, topic: str) -> int | None:
+    """The error code of one acks=all send (None when it was acknowledged)."""
+    p = Producer({"bootstrap.servers": bootstrap, "acks": "all", "retries": 0,
+                  "message.timeout.ms": CLIENT_TIMEOUT_MS,
+                  "socket.timeout.ms": CLIENT_TIMEOUT_MS})
+    errors: list = []
+    p.produce(topic, b"v", partition=0, on_delivery=lambda e, m: errors.append(e))
+    assert p.flush(10) == 0
+    return None if errors[0] is None else errors[0].code()
+
+
+def _set(name: str, value: str) -> ConfigEntry:
+    return ConfigEntry(name, value, incremental_operation=AlterConfigOpType.SET)
+
+
+def test_confluent_create_partitions(node, topic):
+    admin = admin_for(node.bootstrap)
+    create_topic(node.bootstrap, topic, 2)
+
+    only = admin.create_partitions([NewPartitions(topic, 4)], validate_only=True,
+                                   request_timeout=10)
+    assert only[topic].result(timeout=15) is None
+    assert len(admin.list_topics(topic=topic, timeout=5).topics[topic].partitions) == 2
+
+    done = admin.create_partitions([NewPartitions(topic, 4)], request_timeout=10)
+    assert done[topic].result(timeout=15) is None
+    wait_for_topic(node.bootstrap, topic, 4)
+    # The new partitions have logs: records go in and come back.
+    produce_confluent(node.bootstrap, topic, [(3, b"k", b"v", [])])
+
+    err = _error(admin.create_partitions([NewPartitions(topic, 3)], request_timeout=10)[topic])
+    assert err.code() == KafkaError.INVALID_PARTITIONS
+    assert err.str() == (f"The topic {topic} currently has 4 partition(s); 3 would not be "
+                         "an increase.")
+    err = _error(admin.create_partitions([NewPartitions(topic, 4)], request_timeout=10)[topic])
+    assert (err.code(), err.str()) == (KafkaError.INVALID_PARTITIONS,
+                                       "Topic already has 4 partition(s).")
+    err = _error(admin.create_partitions([NewPartitions(topic, 5, [[1], [2]])],
+                                         request_timeout=10)[topic])
+    assert err.code() == KafkaError.INVALID_REPLICA_ASSIGNMENT
+    err = _error(admin.create_partitions([NewPartitions(topic, 5, [[7]])],
+                                         request_timeout=10)[topic])
+    assert err.code() == KafkaError.INVALID_REPLICA_ASSIGNMENT
+    assert err.str() == ("The manual partition assignment includes broker 7, but no such "
+                         "broker is registered.")
+    missing = f"{topic}-missing"
+    err = _error(admin.create_partitions([NewPartitions(missing, 2)], request_timeout=10)[missing])
+    assert err.code() == KafkaError.UNKNOWN_TOPIC_OR_PART
+
+
+def test_confluent_incremental_alter_configs_topic(node, topic):
+    admin = admin_for(node.bootstrap)
+    create_topic(node.bootstrap, topic, 1)
+    resource = ConfigResource("topic", topic)
+
+    assert _incremental(admin, resource, _set("retention.ms", "1000"),
+                        validate_only=True).result(timeout=15) is None
+    assert _describe(admin, resource)["retention.ms"].source == ConfigSource.DEFAULT_CONFIG.value
+
+    assert _incremental(admin, resource, _set("retention.ms", "86400000"),
+                        _set("min.insync.replicas", "2"),
+                        ConfigEntry("cleanup.policy", "compact",
+                                    incremental_operation=AlterConfigOpType.APPEND),
+                        ).result(timeout=15) is None
+    configs = _describe(admin, resource)
+    assert configs["retention.ms"].value == "86400000"
+    assert configs["retention.ms"].source == ConfigSource.DYNAMIC_TOPIC_CONFIG.value
+    assert configs["min.insync.replicas"].value == "2"
+    assert configs["cleanup.policy"].value == "delete,compact"
+
+    # min.insync.replicas=2 on a one-broker cluster: acks=all sends now fail.
+    assert _acks_all_error(node.bootstrap, topic) == KafkaError.NOT_ENOUGH_REPLICAS
+
+    assert _incremental(admin, resource, ConfigEntry(
+        "min.insync.replicas", None, incremental_operation=AlterConfigOpType.DELETE),
+    ).result(timeout=15) is None
+    configs = _describe(admin, resource)
+    assert configs["min.insync.replicas"].source == ConfigSource.DEFAULT_CONFIG.value
+    assert _acks_all_error(node.bootstrap, topic) is None
+
+    err = _error(_incremental(admin, resource, _set("no.such.config", "1")))
+    assert (err.code(), err.str()) == (KafkaError.INVALID_CONFIG,
+                                       "Unknown topic config name: no.such.config")
+    err = _error(_incremental(admin, resource, _set("retention.ms", "soon")))
+    assert err.code() == KafkaError.INVALID_CONFIG
+    assert err.str() == ("Invalid value soon for configuration retention.ms: Not a number of "
+                         "type LONG")
+    err = _error(_incremental(admin, ConfigResource("topic", f"{topic}-missing"),
+                              _set("retention.ms", "1")))
+    assert err.code() == KafkaError.UNKNOWN_TOPIC_OR_PART
+
+
+def test_confluent_broker_configs(node, topic):
+    """A per-broker dynamic config (librdkafka cannot name the cluster-wide default
+    resource ""; kafka-python's test below does)."""
+    admin = admin_for(node.bootstrap)
+    create_topic(node.bootstrap, topic, 1)
+    this = ConfigResource("broker", "1")
+    try:
+        assert _incremental(admin, this, _set("log.retention.ms", "3600000")).result(
+            timeout=15) is None
+        entry = _describe(admin, this)["log.retention.ms"]
+        assert entry.value == "3600000"
+        assert entry.source == ConfigSource.DYNAMIC_BROKER_CONFIG.value
+        assert not entry.is_read_only
+        topic_entry = _describe(admin, ConfigResource("topic", topic))["retention.ms"]
+        assert topic_entry.value == "3600000"
+        assert topic_entry.source == ConfigSource.DYNAMIC_BROKER_CONFIG.value
+    finally:
+        _incremental(admin, this, ConfigEntry(
+            "log.retention.ms", None, incremental_operation=AlterConfigOpType.DELETE,
+        )).result(timeout=15)
+    assert _describe(admin, ConfigResource("topic", topic))["retention.ms"].value == "604800000"
+
+    assert _describe(admin, this)["log.dirs"].is_read_only
+    err = _error(_incremental(admin, this, _set("log.dirs", "/tmp/elsewhere")))
+    assert err.code() == KafkaError.INVALID_REQUEST
+    assert err.str() == "Cannot update these configs dynamically: Set(log.dirs)"
+    err = _error(_incremental(admin, this, _set("min.insync.replicas", "many")))
+    assert err.code() == KafkaError.INVALID_REQUEST
+    assert err.str() == ("Invalid value many for configuration min.insync.replicas: Not a "
+                         "number of type INT")
+
+
+@pytest.mark.filterwarnings("ignore:alter_configs has been deprecated")
+def test_confluent_legacy_alter_configs_replaces_the_set(node, topic):
+    admin = admin_for(node.bootstrap)
+    create_topic(node.bootstrap, topic, 1, config={"retention.ms": "100000",
+                                                   "segment.ms": "200000"})
+    resource = ConfigResource("topic", topic, set_config={"max.message.bytes": "300000"})
+    assert admin.alter_configs([resource], request_timeout=10)[resource].result(
+        timeout=15) is None
+    configs = _describe(admin, ConfigResource("topic", topic))
+    assert configs["max.message.bytes"].value == "300000"
+    # Keys left out of a legacy AlterConfigs lose their override.
+    assert configs["retention.ms"].source == ConfigSource.DEFAULT_CONFIG.value
+    assert configs["segment.ms"].source == ConfigSource.DEFAULT_CONFIG.value
+
+    bad = ConfigResource("topic", topic, set_config={"no.such.config": "1"})
+    err = _error(admin.alter_configs([bad], request_timeout=10)[bad])
+    assert err.code() == KafkaError.INVALID_CONFIG
+    only = ConfigResource("topic", topic, set_config={"retention.ms": "5"})
+    assert admin.alter_configs([only], request_timeout=10, validate_only=True)[only].result(
+        timeout=15) is None
+    assert _describe(admin, ConfigResource("topic", topic))["max.message.bytes"].value == "300000"
