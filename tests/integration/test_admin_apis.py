@@ -4,6 +4,10 @@ aiokafka, their error paths, and a config change that takes effect on a live clu
 
 from __future__ import annotations
 
+import socket
+import struct
+import time
+
 import pytest
 from _kafka_clients import (
     CLIENT_TIMEOUT_MS,
@@ -12,7 +16,7 @@ from _kafka_clients import (
     produce_confluent,
     wait_for_topic,
 )
-from confluent_kafka import KafkaError, KafkaException, Producer
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import (
     AlterConfigOpType,
     ConfigEntry,
@@ -20,6 +24,8 @@ from confluent_kafka.admin import (
     ConfigSource,
     NewPartitions,
 )
+
+UNSUPPORTED_VERSION = 35  # Kafka's error code
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(90)]
 
@@ -187,3 +193,107 @@ def test_confluent_legacy_alter_configs_replaces_the_set(node, topic):
     assert admin.alter_configs([only], request_timeout=10, validate_only=True)[only].result(
         timeout=15) is None
     assert _describe(admin, ConfigResource("topic", topic))["max.message.bytes"].value == "300000"
+
+
+# -- OffsetCommit: unknown partitions, v0 and v1 ------------------------------------------
+
+
+def _string(s: str) -> bytes:
+    return struct.pack(">h", len(s)) + s.encode()
+
+
+def _offset_commit(node, version: int, group: str,  # type: ignore[no-untyped-def]
+                   offsets: dict[str, dict[int, int]]) -> dict[tuple[str, int], int]:
+    """One raw OffsetCommit v0 or v1 (kio and the clients here only speak v2+): the
+    error code of every partition in the response."""
+    body = _string(group)
+    if version == 1:
+        body += struct.pack(">i", -1) + _string("")  # no generation: a standalone commit
+    body += struct.pack(">i", len(offsets))
+    for topic, parts in offsets.items():
+        body += _string(topic) + struct.pack(">i", len(parts))
+        for partition, offset in parts.items():
+            body += struct.pack(">iq", partition, offset)
+            if version == 1:
+                body += struct.pack(">q", -1)
+            body += struct.pack(">h", -1)
+    header = struct.pack(">hhih", 8, version, 11, 2) + b"it"
+    payload = header + body
+    with socket.create_connection(("127.0.0.1", node.port), timeout=10) as sock:
+        sock.sendall(struct.pack(">i", len(payload)) + payload)
+        data = b""
+        while len(data) < 4 or len(data) < 4 + struct.unpack_from(">i", data)[0]:
+            chunk = sock.recv(65536)
+            assert chunk, "connection closed"
+            data += chunk
+    pos = 8  # size, correlation id
+    errors = {}
+    (topics,) = struct.unpack_from(">i", data, pos)
+    pos += 4
+    for _ in range(topics):
+        (length,) = struct.unpack_from(">h", data, pos)
+        name = data[pos + 2:pos + 2 + length].decode()
+        pos += 2 + length
+        (count,) = struct.unpack_from(">i", data, pos)
+        pos += 4
+        for _ in range(count):
+            partition, error = struct.unpack_from(">ih", data, pos)
+            pos += 6
+            errors[(name, partition)] = error
+    return errors
+
+
+def _offset_commit_retried(node, version: int, group: str,  # type: ignore[no-untyped-def]
+                           offsets: dict[str, dict[int, int]]) -> dict[tuple[str, int], int]:
+    """`_offset_commit` until the coordinator is ready (a client's FindCoordinator makes
+    the node create __consumer_offsets; until its partition is loaded, commits get
+    COORDINATOR_NOT_AVAILABLE or NOT_COORDINATOR, 14-16, as from Kafka)."""
+    deadline = time.monotonic() + 30
+    while True:
+        errors = _offset_commit(node, version, group, offsets)
+        if not set(errors.values()) & {14, 15, 16} or time.monotonic() > deadline:
+            return errors
+        time.sleep(0.2)
+
+
+def _committed(node, group: str, topic: str, partition: int) -> int:  # type: ignore[no-untyped-def]
+    consumer = Consumer({"bootstrap.servers": node.bootstrap, "group.id": group,
+                         "socket.timeout.ms": CLIENT_TIMEOUT_MS})
+    try:
+        return consumer.committed([TopicPartition(topic, partition)], timeout=10)[0].offset
+    finally:
+        consumer.close()
+
+
+def test_offset_commit_unknown_partitions_and_old_versions(node, topic):
+    create_topic(node.bootstrap, topic, 1)
+    group = f"{topic}-g"
+    missing = f"{topic}-missing"
+    unknown = KafkaError.UNKNOWN_TOPIC_OR_PART
+    assert _committed(node, group, topic, 0) < 0  # FindCoordinator: nothing committed yet
+    errors = _offset_commit_retried(node, 1, group, {topic: {0: 5, 3: 1}, missing: {0: 1}})
+    assert errors == {(topic, 0): 0, (topic, 3): unknown, (missing, 0): unknown}
+    assert _committed(node, group, topic, 0) == 5
+
+    # v0 commits lived in ZooKeeper; Kafka 3.9 refuses them whole unless nothing exists.
+    errors = _offset_commit(node, 0, group, {topic: {0: 9}, missing: {0: 1}})
+    assert set(errors.values()) == {UNSUPPORTED_VERSION}
+    assert _offset_commit(node, 0, group, {missing: {0: 1}}) == {(missing, 0): unknown}
+    assert _committed(node, group, topic, 0) == 5
+
+    # v2 and later (librdkafka): the same answer for what does not exist.
+    consumer = Consumer({"bootstrap.servers": node.bootstrap, "group.id": group,
+                         "socket.timeout.ms": CLIENT_TIMEOUT_MS})
+    try:
+        result = consumer.commit(offsets=[TopicPartition(topic, 0, 7),
+                                          TopicPartition(missing, 0, 3)],
+                                 asynchronous=False)
+    except KafkaException as e:
+        assert e.args[0].code() == unknown
+    else:
+        by_topic = {tp.topic: tp.error for tp in result}
+        assert by_topic[topic] is None
+        assert by_topic[missing].code() == unknown
+    finally:
+        consumer.close()
+    assert _committed(node, group, topic, 0) == 7
