@@ -4,6 +4,7 @@ aiokafka, their error paths, and a config change that takes effect on a live clu
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import struct
 import time
@@ -297,3 +298,137 @@ def test_offset_commit_unknown_partitions_and_old_versions(node, topic):
     finally:
         consumer.close()
     assert _committed(node, group, topic, 0) == 7
+
+
+# -- kafka-python ------------------------------------------------------------------------
+
+
+def _kp_admin(node):  # type: ignore[no-untyped-def]
+    from kafka import KafkaAdminClient
+
+    return KafkaAdminClient(bootstrap_servers=node.bootstrap, client_id="it-admin",
+                            request_timeout_ms=CLIENT_TIMEOUT_MS)
+
+
+def test_kafka_python_create_partitions_and_alter_configs(node, topic):
+    from kafka.admin import ConfigResource as KpResource
+    from kafka.admin import ConfigResourceType
+    from kafka.errors import InvalidPartitionsError
+
+    create_topic(node.bootstrap, topic, 1)
+    client = _kp_admin(node)
+    try:
+        client.create_partitions({topic: 3})
+        wait_for_topic(node.bootstrap, topic, 3)
+        with pytest.raises(InvalidPartitionsError):
+            client.create_partitions({topic: 2})
+        client.create_partitions({topic: 5}, validate_only=True)
+        assert len(admin_for(node.bootstrap).list_topics(topic=topic, timeout=5)
+                   .topics[topic].partitions) == 3
+
+        client.alter_configs([KpResource(ConfigResourceType.TOPIC, topic,
+                                         configs={"retention.ms": "3600000"})],
+                             incremental=False)
+        client.alter_configs([KpResource(ConfigResourceType.TOPIC, topic,
+                                         configs={"segment.ms": "600000"})],
+                             incremental=True)
+        result = client.alter_configs([KpResource(ConfigResourceType.TOPIC, topic,
+                                                  configs={"no.such.config": "1"})],
+                                      incremental=True, raise_on_unknown=False)
+    finally:
+        client.close()
+    assert str(result["topic"][topic]) == (
+        "[Error 40] InvalidConfigurationError: Unknown topic config name: no.such.config")
+    configs = _describe(admin_for(node.bootstrap), ConfigResource("topic", topic))
+    assert configs["retention.ms"].value == "3600000"
+    assert configs["segment.ms"].value == "600000"
+
+
+def _alter_default_broker(node, op: int, name: str, value: str | None):  # type: ignore[no-untyped-def]
+    """IncrementalAlterConfigs of the cluster-wide default broker resource "": none of
+    the three clients can name it (librdkafka, kafka-python and aiokafka all want a
+    broker id), so the node's own client sends it."""
+    from brownout.broker.network_client import NetworkClient
+    from brownout.protocol.apis import ApiKey, request_class
+    from brownout.protocol.build import build
+
+    body = build(request_class(ApiKey.INCREMENTAL_ALTER_CONFIGS, 1), {
+        "resources": [{"resource_type": 4, "resource_name": "",
+                       "configs": [{"name": name, "config_operation": op, "value": value}]}],
+        "validate_only": False,
+    })
+
+    async def send():  # type: ignore[no-untyped-def]
+        network = NetworkClient("it-admin")
+        try:
+            return await network.request("127.0.0.1", node.port,
+                                         ApiKey.INCREMENTAL_ALTER_CONFIGS, 1, body,
+                                         timeout_s=10)
+        finally:
+            await network.close()
+
+    response = asyncio.run(send())
+    return response.responses[0]
+
+
+def test_cluster_wide_default_broker_config(node, topic):
+    create_topic(node.bootstrap, topic, 1)
+    admin = admin_for(node.bootstrap)
+    answer = _alter_default_broker(node, 0, "min.insync.replicas", "2")
+    assert answer.error_code == 0, answer
+    try:
+        mir = _describe(admin, ConfigResource("topic", topic))["min.insync.replicas"]
+        assert (mir.value, mir.source) == ("2", ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG.value)
+        broker = _describe(admin, ConfigResource("broker", "1"))["min.insync.replicas"]
+        assert (broker.value, broker.source) == (
+            "2", ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG.value)
+        # The new default takes effect at once: acks=all needs two in-sync replicas.
+        assert _acks_all_error(node.bootstrap, topic) == KafkaError.NOT_ENOUGH_REPLICAS
+        answer = _alter_default_broker(node, 0, "log.dirs", "/tmp/elsewhere")
+        assert answer.error_code == KafkaError.INVALID_REQUEST
+        assert answer.error_message == "Cannot update these configs dynamically: Set(log.dirs)"
+    finally:
+        assert _alter_default_broker(node, 1, "min.insync.replicas", None).error_code == 0
+    mir = _describe(admin, ConfigResource("topic", topic))["min.insync.replicas"]
+    assert (mir.value, mir.source) == ("1", ConfigSource.DEFAULT_CONFIG.value)
+    assert _acks_all_error(node.bootstrap, topic) is None
+
+
+# -- aiokafka ----------------------------------------------------------------------------
+
+
+def test_aiokafka_admin(node, topic):
+    from aiokafka.admin import AIOKafkaAdminClient
+    from aiokafka.admin import NewPartitions as AioNewPartitions
+    from aiokafka.admin.config_resource import ConfigResource as AioResource
+    from aiokafka.admin.config_resource import ConfigResourceType as AioType
+    from aiokafka.errors import InvalidPartitionsError
+
+    create_topic(node.bootstrap, topic, 1)
+
+    async def run():  # type: ignore[no-untyped-def]
+        client = AIOKafkaAdminClient(bootstrap_servers=node.bootstrap,
+                                     request_timeout_ms=CLIENT_TIMEOUT_MS)
+        await client.start()
+        try:
+            await client.create_partitions({topic: AioNewPartitions(2)})
+            with pytest.raises(InvalidPartitionsError, match="would not be an increase"):
+                await client.create_partitions({topic: AioNewPartitions(1)})
+            altered = await client.alter_configs([AioResource(
+                AioType.TOPIC, topic, configs={"unclean.leader.election.enable": "true"})])
+            bad = await client.alter_configs([AioResource(
+                AioType.TOPIC, topic, configs={"max.message.bytes": "-5"})])
+            described = await client.describe_configs([AioResource(AioType.TOPIC, topic)])
+            return altered, bad, described
+        finally:
+            await client.close()
+
+    altered, bad, described = asyncio.run(run())
+    assert [r[0] for r in altered[0].resources] == [0]
+    code, message = bad[0].resources[0][:2]
+    assert (code, message) == (
+        KafkaError.INVALID_CONFIG,
+        "Invalid value -5 for configuration max.message.bytes: Value must be at least 0")
+    entries = {e[0]: e[1] for e in described[0].resources[0][4]}
+    assert entries["unclean.leader.election.enable"] == "true"
+    wait_for_topic(node.bootstrap, topic, 2)
