@@ -432,3 +432,61 @@ def test_aiokafka_admin(node, topic):
     entries = {e[0]: e[1] for e in described[0].resources[0][4]}
     assert entries["unclean.leader.election.enable"] == "true"
     wait_for_topic(node.bootstrap, topic, 2)
+
+
+# -- on a live cluster: forwarding, new partitions' logs, unclean election ---------------
+
+
+@pytest.mark.timeout(240)
+def test_admin_on_a_cluster_and_unclean_election_turned_on_live(tmp_path):
+    """Three brokers and a controller. CreatePartitions sent to a broker reaches the
+    controller and every replica creates the new logs. Then a partition loses its last
+    ISR member while the other replica is down; once that replica is back the partition
+    stays leaderless (unclean election is off) until IncrementalAlterConfigs turns
+    unclean.leader.election.enable on for the topic, when the controller elects it."""
+    from _cluster import LabCluster, full_isr, wait_until
+
+    with LabCluster(tmp_path / "lab", brokers=3, controllers=1,
+                    controller_set={"unclean.leader.election.interval.ms": 500}) as c:
+        name = "unclean-live"
+        c.create_topic(name, 1, 2, {"unclean.leader.election.enable": "false"})
+        [p0] = c.describe(name).partitions
+        leader = p0.leader
+        follower = next(r for r in p0.replicas if r != leader)
+        witness = next(b for b in c.broker_ids if b not in p0.replicas)
+        # The admin client starts from the broker that hosts no replica of the topic.
+        admin = admin_for(next(n.broker_address for n in c.topology.brokers
+                               if n.node_id == witness))
+
+        # CreatePartitions, forwarded by whichever broker the client asked.
+        done = admin.create_partitions([NewPartitions(name, 3)], request_timeout=15)
+        assert done[name].result(timeout=20) is None
+        c.wait_everywhere(name, lambda d: full_isr(d, 2, 3), 30,
+                          "three partitions, each led with a full ISR")
+        produce_confluent(c.bootstrap, name, [(2, b"k", b"new partition", [])], acks="all")
+
+        c.kill(follower)
+        wait_until(lambda: c.describe(name).partitions[0].isr == (leader,), 60,
+                   "the follower out of the ISR")
+        c.kill(leader)
+        wait_until(lambda: c.describe(name).partitions[0].leader is None, 60,
+                   "partition 0 leaderless")
+        c.start(follower)
+        # Back and unfenced, but not in the ISR: with unclean election off it may not lead.
+        wait_until(lambda: follower in [b.id for b in
+                                        admin.list_topics(timeout=5).brokers.values()],
+                   60, "the follower registered again")
+        time.sleep(2)  # four of the controller's unclean-election checks
+        assert c.describe(name).partitions[0].leader is None
+
+        resource = ConfigResource("topic", name)
+        assert _incremental(admin, resource, _set("unclean.leader.election.enable", "true")
+                            ).result(timeout=20) is None
+        # Committed on the controller when the answer comes; each broker shows it once
+        # it has replayed the record, as in Kafka.
+        wait_until(lambda: (lambda e: (e.value, e.source))(
+            _describe(admin, resource)["unclean.leader.election.enable"]) == (
+            "true", ConfigSource.DYNAMIC_TOPIC_CONFIG.value), 15, "the new value described")
+        wait_until(lambda: c.describe(name).partitions[0].leader == follower, 30,
+                   "the follower elected uncleanly")
+        assert c.describe(name).partitions[0].isr == (follower,)
