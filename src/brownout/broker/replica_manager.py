@@ -188,6 +188,16 @@ class ReplicaManager:
                 self._remove(tp)
         self._after_state_change(was_leading)
 
+    def topic_config_changed(self, topic: str) -> None:
+        """A topic's configs changed (ZooKeeper mode's /config/changes): its partitions
+        here use them from now on, as apply_metadata does in KRaft mode."""
+        configs = self._topic_config(topic)
+        log_config = LogConfig.from_properties(configs)
+        for tp, partition in self.partitions.items():
+            if tp.topic == topic:
+                partition.min_insync_replicas = int(configs["min.insync.replicas"])
+                partition.log.config = log_config
+
     def _remove(self, tp: TopicPartition) -> None:
         self.partitions.pop(tp)
         self.log_manager.delete_log(tp.topic, tp.partition)
