@@ -13,6 +13,7 @@ None and goes to the controller. Pure code, no I/O.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 
@@ -61,11 +62,10 @@ def validate_broker_configs(props: Mapping[str, str]) -> None:
 
 
 def _check_node_id(name: str, node_id: int) -> None:
-    try:
-        broker_id = int(name)
-    except ValueError:
-        raise _Refused(f"Node id must be an integer, but it is: {name}") from None
-    if broker_id != node_id:
+    # ASCII digits only, as Scala's toInt (int() would take " 1" and other scripts).
+    if not re.fullmatch(r"[-+]?[0-9]{1,10}", name):
+        raise _Refused(f"Node id must be an integer, but it is: {name}")
+    if int(name) != node_id:
         raise _Refused(f"Unexpected broker id, expected {node_id}, but received {name}")
 
 

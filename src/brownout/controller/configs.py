@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import re
 from collections.abc import Mapping, Sequence
 
 from kio.schema.errors import ErrorCode
@@ -28,6 +29,7 @@ RESOURCE_TOPIC = 2
 RESOURCE_BROKER = 4
 RESOURCE_BROKER_LOGGER = 8
 _KINDS = {RESOURCE_TOPIC: "topic", RESOURCE_BROKER: "broker"}
+_INTEGER = re.compile(r"[-+]?[0-9]{1,10}")
 
 
 class OpType(enum.IntEnum):
@@ -135,11 +137,12 @@ def check_resource(image: MetadataImage, resource: ConfigResource) -> None:
     elif resource.type == RESOURCE_BROKER:
         if not resource.name:
             return
-        try:
-            broker_id = int(resource.name, 10)
-        except ValueError:
+        # ASCII digits only, as Java's Integer.valueOf (Python's int() would also take
+        # spaces and other scripts' digits, making " 1" a second name for broker 1).
+        if not _INTEGER.fullmatch(resource.name):
             raise ConfigRefused(ErrorCode.invalid_request,
-                           "Unable to parse broker name as a base 10 number.") from None
+                                "Unable to parse broker name as a base 10 number.")
+        broker_id = int(resource.name)
         if broker_id < 0:
             raise ConfigRefused(ErrorCode.invalid_request, "Invalid negative broker ID.")
         if broker_id not in image.brokers:

@@ -238,3 +238,61 @@ def test_unclean_election_once_the_topic_allows_it():
     assert control.elect_unclean_leaders() == records
     image.apply(ConfigRecord("topic", "t", "unclean.leader.election.enable", "false"))
     assert control.elect_unclean_leaders() == []
+
+
+def test_broker_names_are_ascii_integers():
+    from brownout.broker.config_admin import preprocess_incremental
+
+    image = unfenced(1)
+    for name in (" 1", "1 ", "\u0661", "1.0", ""):  # U+0661: ARABIC-INDIC DIGIT ONE
+        results, _ = incremental_alter_configs(
+            image, [(ConfigResource(RESOURCE_BROKER, name),
+                     [AlterableConfig("num.io.threads", OpType.SET, "4")])])
+        assert results[0].error == (ErrorCode.none if name == "" else ErrorCode.invalid_request)
+    early = preprocess_incremental(
+        [(ConfigResource(RESOURCE_BROKER, " 1"), []),
+         (ConfigResource(RESOURCE_BROKER, "1"), []),
+         (ConfigResource(RESOURCE_BROKER, "2"), [])],
+        node_id=1, broker_configs={})
+    assert [e and e.message for e in early] == [
+        "Node id must be an integer, but it is:  1", None,
+        "Unexpected broker id, expected 1, but received 2"]
+
+
+def test_broker_side_checks_before_forwarding():
+    from brownout.broker.config_admin import preprocess_incremental, preprocess_legacy
+
+    topic = ConfigResource(RESOURCE_TOPIC, "t")
+    default = ConfigResource(RESOURCE_BROKER, "")
+    early = preprocess_incremental([
+        (topic, [AlterableConfig("retention.ms", OpType.SET, "1")]),
+        (topic, []),
+        (ConfigResource(RESOURCE_TOPIC, "u"), [AlterableConfig("a", OpType.SET, "1"),
+                                               AlterableConfig("a", OpType.SET, "2")]),
+        (ConfigResource(RESOURCE_TOPIC, "v"), [AlterableConfig("a", OpType.SET, None)]),
+        (default, [AlterableConfig("log.dirs", OpType.SET, "/x"),
+                   AlterableConfig("broker.id", OpType.SET, "3")]),
+        (ConfigResource(RESOURCE_BROKER, "1"),
+         [AlterableConfig("min.insync.replicas", OpType.APPEND, "2")]),
+        (ConfigResource(99, "x"), []),
+    ], node_id=1, broker_configs={})
+    assert [(e.error, e.message) if e else None for e in early] == [
+        (ErrorCode.invalid_request, "Each resource must appear at most once."),
+        (ErrorCode.invalid_request, "Each resource must appear at most once."),
+        (ErrorCode.invalid_request, "Error due to duplicate config keys"),
+        (ErrorCode.invalid_request, "Null value not supported for : a"),
+        (ErrorCode.invalid_request,
+         "Cannot update these configs dynamically: Set(broker.id, log.dirs)"),
+        (ErrorCode.invalid_config,
+         "Can't APPEND to key min.insync.replicas because its type is not LIST."),
+        (ErrorCode.invalid_request, "Unknown resource type 99"),
+    ]
+    early = preprocess_legacy([
+        (default, [("unclean.leader.election.enable", "maybe")]),
+        (ConfigResource(RESOURCE_BROKER, "1"), [("my.custom.config", "x")]),
+    ], node_id=1)
+    assert early[0] is not None and early[0].message == (
+        "Invalid value maybe for configuration unclean.leader.election.enable: Expected value "
+        "to be either true or false")
+    # Keys the node does not know are custom configs, accepted as Kafka accepts them.
+    assert early[1] is None
