@@ -29,12 +29,15 @@ import sys
 import textwrap
 from typing import Any
 
-# (api key, file stem of the definitions, package name)
+# (api key, file stem of the definitions, package name, highest version to write or
+# None for all). OffsetCommit v0-v1 are here because kio has only v2 and later (Kafka 4
+# removed them) while Kafka 3.9 still serves them.
 MESSAGES = (
-    (4, "LeaderAndIsr", "leader_and_isr"),
-    (5, "StopReplica", "stop_replica"),
-    (6, "UpdateMetadata", "update_metadata"),
-    (7, "ControlledShutdown", "controlled_shutdown"),
+    (4, "LeaderAndIsr", "leader_and_isr", None),
+    (5, "StopReplica", "stop_replica", None),
+    (6, "UpdateMetadata", "update_metadata", None),
+    (7, "ControlledShutdown", "controlled_shutdown", None),
+    (8, "OffsetCommit", "offset_commit", 1),
 )
 
 _PRIMITIVE_HINTS = {
@@ -55,7 +58,7 @@ _INTEGERS = {"int8", "int16", "int32", "int64", "uint16", "uint32", "uint64"}
 # kio turns these int16 fields into its ErrorCode enum.
 _ERROR_CODE_NAMES = {"ErrorCode", "PartitionErrorCode"}
 # entityType -> the kio.schema.types class kio uses for it.
-_ENTITY_TYPES = {"brokerId": "BrokerId", "topicName": "TopicName"}
+_ENTITY_TYPES = {"brokerId": "BrokerId", "topicName": "TopicName", "groupId": "GroupId"}
 _BUILTINS = set(dir(builtins))
 
 # Field notes in our own words (the definitions' descriptions stay in Kafka's tree).
@@ -167,7 +170,9 @@ class MessageSpec:
     struct: StructSpec
 
 
-def load(path: pathlib.Path) -> MessageSpec:
+def load(path: pathlib.Path, highest: int | None = None) -> MessageSpec:
+    """The message defined in `path`; with `highest`, only its versions up to that one
+    (fields that exist only in later versions are left out)."""
     # The files are JSON with whole-line // comments.
     text = "\n".join(
         line for line in path.read_text().splitlines() if not line.lstrip().startswith("//")
@@ -196,7 +201,7 @@ def load(path: pathlib.Path) -> MessageSpec:
             # Only the header's client id overrides the message's encoding; kio special-
             # cases that one field by name.
             raise NotImplementedError(f"{f['name']}: a field-level flexibleVersions")
-        if f["name"].endswith("Ms"):
+        if f["name"].endswith("Ms") and (highest is None or versions.low <= highest):
             raise NotImplementedError(f"{f['name']}: kio maps *Ms fields to timedeltas")
         return FieldSpec(
             name=f["name"],
@@ -421,12 +426,15 @@ def main() -> int:
     )
 
     index: dict[int, tuple[str, int, int]] = {}
-    for api_key, stem, pkg in MESSAGES:
+    for api_key, stem, pkg, highest in MESSAGES:
         package(out / pkg)
         ranges = []
         for kind in ("Request", "Response"):
-            message = load(messages_dir / f"{stem}{kind}.json")
+            message = load(messages_dir / f"{stem}{kind}.json", highest)
             assert message.api_key == api_key, message.name
+            if highest is not None:
+                message = dataclasses.replace(
+                    message, valid=Versions(message.valid.low, highest))
             ranges.append(message.valid)
             for version in message.valid.versions():
                 writer = ModuleWriter(message, version)

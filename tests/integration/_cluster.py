@@ -111,10 +111,19 @@ class LabCluster:
             if node.pgid and is_node_process(node.pid, node.config_path):
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.killpg(node.pgid, signal.SIGKILL)
+        killed = []
         for server in state.zookeepers.values():
             if server.pid and is_zookeeper_process(server.pid, server.config_path):
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.killpg(server.pgid or server.pid, signal.SIGKILL)
+                    killed.append(server)
+        # A SIGKILLed JVM takes a moment to go (its heap is unmapped first); wait, so
+        # that whoever checks next (the leak guard, the next test) finds it gone.
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and any(
+            is_zookeeper_process(z.pid, z.config_path) for z in killed
+        ):
+            time.sleep(0.05)
 
     # -- shape ----------------------------------------------------------------------
 

@@ -16,6 +16,8 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from ..common.kafka_config import KafkaConfig
+from ..controller.configs import AlterableConfig, ConfigResource, ConfigResult
+from ..controller.partitions import NewPartitions
 from ..controller.topics import (
     CLUSTER_METADATA_TOPIC,
     INTERNAL_TOPICS,
@@ -26,7 +28,13 @@ from ..controller.topics import (
 from ..protocol.apis import BROKER_APIS, ApiKey, response_class
 from ..protocol.build import build, millis
 from ..protocol.connection import Request, ServerConnection
-from .configs import broker_config_entries, topic_config_entries
+from .config_admin import preprocess_incremental, preprocess_legacy
+from .configs import (
+    DynamicLayers,
+    broker_config_entries,
+    effective_config,
+    topic_config_entries,
+)
 from .controller_channel import RemoteControllerChannel
 from .fetch_session import (
     LEGACY,
@@ -94,6 +102,7 @@ class KafkaApis:
             )
         )
         self.supported = dict(BROKER_APIS)
+        self._effective_cache: dict[Any, KafkaConfig] = {}
         self._handlers: dict[int, Handler] = {
             ApiKey.API_VERSIONS: self.handle_api_versions,
             ApiKey.METADATA: self.handle_metadata,
@@ -103,6 +112,9 @@ class KafkaApis:
             ApiKey.CREATE_TOPICS: self.handle_create_topics,
             ApiKey.DELETE_TOPICS: self.handle_delete_topics,
             ApiKey.DESCRIBE_CONFIGS: self.handle_describe_configs,
+            ApiKey.CREATE_PARTITIONS: self.handle_create_partitions,
+            ApiKey.ALTER_CONFIGS: self.handle_alter_configs,
+            ApiKey.INCREMENTAL_ALTER_CONFIGS: self.handle_incremental_alter_configs,
             ApiKey.DESCRIBE_CLUSTER: self.handle_describe_cluster,
             ApiKey.INIT_PRODUCER_ID: self.handle_init_producer_id,
             ApiKey.OFFSET_FOR_LEADER_EPOCH: self.handle_offset_for_leader_epoch,
@@ -524,7 +536,7 @@ class KafkaApis:
                 entry["configs"] = [
                     {"name": e.name, "value": e.value, "read_only": e.read_only,
                      "config_source": int(e.source), "is_sensitive": e.is_sensitive}
-                    for e in topic_config_entries(self.config, overrides)
+                    for e in topic_config_entries(self.config, overrides, *self._dynamic())
                 ]
             out.append(entry)
         return self._response(request, {"throttle_time": 0, "topics": out})
@@ -572,7 +584,7 @@ class KafkaApis:
                     message = f"Topic '{name}' does not exist."
                 else:
                     entries = topic_config_entries(
-                        self.config, dict(self.metadata.topic_config(name))
+                        self.config, dict(self.metadata.topic_config(name)), *self._dynamic()
                     )
             elif rtype == RESOURCE_BROKER:
                 if name not in ("", str(self.node_id)):
@@ -580,7 +592,9 @@ class KafkaApis:
                     message = f"Unexpected broker id, expected {self.node_id} or empty string, "\
                         f"but received {name}"
                 else:
-                    entries = broker_config_entries(self.config)
+                    layers, effective = self._dynamic()
+                    entries = broker_config_entries(self.config, layers, per_broker=bool(name),
+                                                    effective=effective)
             elif rtype == RESOURCE_BROKER_LOGGER:
                 entries = []
             else:
@@ -615,6 +629,73 @@ class KafkaApis:
                 }
             )
         return self._response(request, {"throttle_time": 0, "results": results})
+
+    def _dynamic(self) -> tuple[DynamicLayers, KafkaConfig]:
+        """This broker's dynamic config layers and its config with them applied."""
+        layers = DynamicLayers.of(self.metadata.broker_configs(), self.node_id)
+        return layers, effective_config(self.config, layers, self._effective_cache)
+
+    # -- CreatePartitions -----------------------------------------------------------
+
+    async def handle_create_partitions(self, request: Request, ctx: Any) -> Any:
+        body = request.body
+        topics = [
+            NewPartitions(t.name, int(t.count),
+                          None if t.assignments is None
+                          else [[int(b) for b in a.broker_ids] for a in t.assignments])
+            for t in body.topics
+        ]
+        # The controller decides everything (duplicates too), as a KRaft broker
+        # forwards the whole request.
+        results = await self.controller.create_partitions(
+            topics, validate_only=bool(body.validate_only), timeout_ms=_timeout_ms(body))
+        return self._response(request, {"throttle_time": 0, "results": [
+            {"name": r.name, "error_code": r.error, "error_message": r.message}
+            for r in results
+        ]})
+
+    # -- AlterConfigs and IncrementalAlterConfigs ------------------------------------
+
+    async def handle_incremental_alter_configs(self, request: Request, ctx: Any) -> Any:
+        body = request.body
+        resources = [
+            (ConfigResource(int(r.resource_type), r.resource_name),
+             [AlterableConfig(c.name, int(c.config_operation), c.value) for c in r.configs])
+            for r in body.resources
+        ]
+        early = preprocess_incremental(resources, node_id=self.node_id,
+                                       broker_configs=self.metadata.broker_configs())
+        forward = [res for res, e in zip(resources, early, strict=True) if e is None]
+        results = await self.controller.incremental_alter_configs(
+            forward, validate_only=bool(body.validate_only)) if forward else []
+        return self._alter_configs_response(request, resources, early, results)
+
+    async def handle_alter_configs(self, request: Request, ctx: Any) -> Any:
+        body = request.body
+        pairs = [
+            (ConfigResource(int(r.resource_type), r.resource_name),
+             [(c.name, c.value) for c in r.configs])
+            for r in body.resources
+        ]
+        early = preprocess_legacy(pairs, node_id=self.node_id)
+        forward = [(res, dict(configs)) for (res, configs), e in zip(pairs, early, strict=True)
+                   if e is None]
+        results = await self.controller.alter_configs(
+            forward, validate_only=bool(body.validate_only)) if forward else []
+        return self._alter_configs_response(request, pairs, early, results)
+
+    def _alter_configs_response(
+        self, request: Request, resources: list[tuple[ConfigResource, Any]],
+        early: list[ConfigResult | None], forwarded: list[ConfigResult],
+    ) -> Any:
+        answers = iter(forwarded)
+        responses = []
+        for (res, _), result in zip(resources, early, strict=True):
+            if result is None:
+                result = next(answers, ConfigResult(ErrorCode.unknown_server_error))
+            responses.append({"error_code": result.error, "error_message": result.message,
+                              "resource_type": res.type, "resource_name": res.name})
+        return self._response(request, {"throttle_time": 0, "responses": responses})
 
     # -- DescribeCluster ------------------------------------------------------------
 

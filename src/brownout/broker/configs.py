@@ -5,9 +5,16 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+from collections.abc import Mapping
+from typing import Any
 
-from ..common.config import ConfigKey, ConfigType, render
-from ..common.kafka_config import BROKER_CONFIG, TOPIC_CONFIG, KafkaConfig
+from ..common.config import ConfigError, ConfigKey, ConfigType, convert, render
+from ..common.kafka_config import (
+    BROKER_CONFIG,
+    DYNAMIC_BROKER_CONFIGS,
+    TOPIC_CONFIG,
+    KafkaConfig,
+)
 
 
 class ConfigSource(enum.IntEnum):
@@ -55,46 +62,123 @@ def _entry(key: ConfigKey, value: object, source: ConfigSource, **kw: object) ->
     )
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class DynamicLayers:
+    """The dynamic broker configs one broker sees (from the metadata image): its own
+    per-broker overrides and the cluster-wide defaults (broker resource "")."""
+
+    per_broker: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    default: Mapping[str, str] = dataclasses.field(default_factory=dict)
+
+    @classmethod
+    def of(cls, broker_configs: Mapping[str, Mapping[str, str]], node_id: int) -> DynamicLayers:
+        return cls(broker_configs.get(str(node_id), {}), broker_configs.get("", {}))
+
+
+NO_DYNAMIC = DynamicLayers()
+
+
+def effective_config(
+    static: KafkaConfig, layers: DynamicLayers, cache: dict[Any, KafkaConfig] | None = None
+) -> KafkaConfig:
+    """The broker's config with its dynamic configs applied over server.properties
+    (per-broker over cluster default over static), as Kafka's DynamicBrokerConfig does.
+    Only dynamic keys take part, and a value that does not parse is skipped (the broker
+    validated it before it was written, so only a hand-made record could have one)."""
+    if not layers.per_broker and not layers.default:
+        return static
+    key = (tuple(sorted(layers.default.items())), tuple(sorted(layers.per_broker.items())))
+    if cache is not None and key in cache:
+        return cache[key]
+    raw = dict(static.raw)
+    for layer in (layers.default, layers.per_broker):
+        for name, value in layer.items():
+            definition = BROKER_CONFIG.keys.get(name)
+            if name not in DYNAMIC_BROKER_CONFIGS or definition is None:
+                continue
+            try:
+                convert(definition, value)
+            except ConfigError:
+                continue
+            raw[name] = value
+    config = KafkaConfig(raw)
+    if cache is not None:
+        cache.clear()  # one image's layers at a time; a change makes the old one useless
+        cache[key] = config
+    return config
+
+
+def _broker_layers(
+    static: KafkaConfig, layers: DynamicLayers, names: tuple[str, ...]
+) -> list[tuple[str, str | None, ConfigSource]]:
+    """Where each of `names` (a broker key and the coarser keys it overrides) is set,
+    most specific first: Kafka's synonyms of a broker config."""
+    found: list[tuple[str, str | None, ConfigSource]] = []
+    for layer, source in ((layers.per_broker, ConfigSource.DYNAMIC_BROKER_CONFIG),
+                          (layers.default, ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG)):
+        found.extend((n, layer[n], source) for n in names if n in layer)
+    for n in names:
+        if n in static.parsed.explicit:
+            found.append((n, render(BROKER_CONFIG.keys[n], static[n]),
+                          ConfigSource.STATIC_BROKER_CONFIG))
+    for n in names:
+        default = BROKER_CONFIG.keys[n].default
+        if default is not None:
+            found.append((n, render(BROKER_CONFIG.keys[n], default), ConfigSource.DEFAULT_CONFIG))
+    return found
+
+
+# A broker key and the coarser ones it takes precedence over (Kafka's brokerSynonyms).
+_BROKER_SYNONYMS = {
+    "log.retention.ms": ("log.retention.ms", "log.retention.minutes", "log.retention.hours"),
+    "log.roll.ms": ("log.roll.ms", "log.roll.hours"),
+}
+
+
 def topic_config_entries(
-    config: KafkaConfig, overrides: dict[str, str]
+    config: KafkaConfig, overrides: Mapping[str, str], layers: DynamicLayers = NO_DYNAMIC,
+    effective: KafkaConfig | None = None,
 ) -> list[ConfigEntry]:
-    """Every topic config: the topic's override, else the broker's setting, else Kafka's
-    default, with the chain of synonyms Kafka reports."""
-    defaults = config.topic_defaults()
+    """Every topic config: the topic's override, else the broker's dynamic or static
+    setting, else Kafka's default, with the chain of synonyms Kafka reports."""
+    defaults = (effective or effective_config(config, layers)).topic_defaults()
     entries = []
     for key in TOPIC_CONFIG.keys.values():
         synonyms: list[tuple[str, str | None, ConfigSource]] = []
         if key.name in overrides:
+            synonyms.append((key.name, str(overrides[key.name]),
+                             ConfigSource.DYNAMIC_TOPIC_CONFIG))
+        if key.broker_synonym:
+            names = _BROKER_SYNONYMS.get(key.broker_synonym, (key.broker_synonym,))
+            synonyms.extend(_broker_layers(config, layers, names))
+        if key.name in overrides:
             value: object = overrides[key.name]
-            source = ConfigSource.DYNAMIC_TOPIC_CONFIG
-            synonyms.append((key.name, str(value), source))
         else:
             value = defaults[key.name]
-            source = ConfigSource.DEFAULT_CONFIG
-        synonym = key.broker_synonym
-        if synonym and synonym in config.parsed.explicit:
-            if key.name not in overrides:
-                source = ConfigSource.STATIC_BROKER_CONFIG
-            broker_key = BROKER_CONFIG.keys[synonym]
-            synonyms.append(
-                (synonym, render(broker_key, config[synonym]), ConfigSource.STATIC_BROKER_CONFIG)
-            )
-        if synonym:
-            broker_key = BROKER_CONFIG.keys[synonym]
-            if broker_key.default is not None:
-                synonyms.append(
-                    (synonym, render(broker_key, broker_key.default), ConfigSource.DEFAULT_CONFIG)
-                )
+        source = synonyms[0][2] if synonyms else ConfigSource.DEFAULT_CONFIG
         entries.append(_entry(key, value, source, synonyms=tuple(synonyms)))
     return entries
 
 
-def broker_config_entries(config: KafkaConfig) -> list[ConfigEntry]:
+def broker_config_entries(
+    config: KafkaConfig, layers: DynamicLayers = NO_DYNAMIC, *, per_broker: bool = True,
+    effective: KafkaConfig | None = None,
+) -> list[ConfigEntry]:
+    """A broker resource's configs. For this broker's id: every config with its value
+    in effect; for the cluster default ("") only the dynamic defaults that are set, as
+    Kafka describes them. read_only is true for what cannot change at run time."""
+    current = effective or effective_config(config, layers)
     entries = []
     for key in BROKER_CONFIG.keys.values():
-        explicit = key.name in config.parsed.explicit
-        source = ConfigSource.STATIC_BROKER_CONFIG if explicit else ConfigSource.DEFAULT_CONFIG
-        value = config[key.name]
-        synonyms = ((key.name, render(key, value), source),)
-        entries.append(_entry(key, value, source, read_only=True, synonyms=synonyms))
+        synonyms = _broker_layers(config, layers, _BROKER_SYNONYMS.get(key.name, (key.name,)))
+        if not per_broker:
+            synonyms = [s for s in synonyms if s[2] == ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG]
+            if not any(s[0] == key.name for s in synonyms):
+                continue
+            value: object = layers.default[key.name]
+        else:
+            value = current[key.name]
+        source = synonyms[0][2] if synonyms else ConfigSource.DEFAULT_CONFIG
+        entries.append(_entry(key, value, source, synonyms=tuple(synonyms),
+                              read_only=key.name not in DYNAMIC_BROKER_CONFIGS))
     return entries

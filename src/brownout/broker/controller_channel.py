@@ -12,11 +12,13 @@ import asyncio
 import logging
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from ..controller.configs import AlterableConfig, ConfigResource, ConfigResult
+from ..controller.partitions import NewPartitions, PartitionsResult
 from ..controller.topics import NewTopic, TopicResult
 from ..protocol.apis import ApiKey, request_class
 from ..protocol.build import build
@@ -115,6 +117,67 @@ class RemoteControllerChannel:
             TopicResult(r.name, r.error_code, r.error_message, r.topic_id)
             for r in response.responses
         ]
+
+    async def create_partitions(
+        self, topics: Sequence[NewPartitions], *, validate_only: bool,
+        timeout_ms: int | None = None,
+    ) -> list[PartitionsResult]:
+        body = build(request_class(ApiKey.CREATE_PARTITIONS, 3), {
+            "topics": [
+                {"name": t.name, "count": t.count,
+                 "assignments": None if t.assignments is None
+                 else [{"broker_ids": list(a)} for a in t.assignments]}
+                for t in topics
+            ],
+            "timeout": timeout_ms or self.request_timeout_ms,
+            "validate_only": validate_only,
+        })
+        try:
+            response = await self.send(ApiKey.CREATE_PARTITIONS, 3, body, timeout_ms=timeout_ms)
+        except ControllerUnavailable as e:
+            return [PartitionsResult(n, ErrorCode.request_timed_out, str(e))
+                    for n in dict.fromkeys(t.name for t in topics)]
+        return [PartitionsResult(r.name, r.error_code, r.error_message)
+                for r in response.results]
+
+    async def incremental_alter_configs(
+        self, resources: Sequence[tuple[ConfigResource, Sequence[AlterableConfig]]], *,
+        validate_only: bool,
+    ) -> list[ConfigResult]:
+        body = build(request_class(ApiKey.INCREMENTAL_ALTER_CONFIGS, 1), {
+            "resources": [
+                {"resource_type": res.type, "resource_name": res.name,
+                 "configs": [{"name": c.name, "config_operation": c.op, "value": c.value}
+                             for c in ops]}
+                for res, ops in resources
+            ],
+            "validate_only": validate_only,
+        })
+        return await self._alter_configs(ApiKey.INCREMENTAL_ALTER_CONFIGS, 1, body,
+                                         len(resources))
+
+    async def alter_configs(
+        self, resources: Sequence[tuple[ConfigResource, Mapping[str, str]]], *,
+        validate_only: bool,
+    ) -> list[ConfigResult]:
+        body = build(request_class(ApiKey.ALTER_CONFIGS, 2), {
+            "resources": [
+                {"resource_type": res.type, "resource_name": res.name,
+                 "configs": [{"name": k, "value": v} for k, v in configs.items()]}
+                for res, configs in resources
+            ],
+            "validate_only": validate_only,
+        })
+        return await self._alter_configs(ApiKey.ALTER_CONFIGS, 2, body, len(resources))
+
+    async def _alter_configs(
+        self, api_key: ApiKey, version: int, body: Any, count: int
+    ) -> list[ConfigResult]:
+        try:
+            response = await self.send(api_key, version, body)
+        except ControllerUnavailable as e:
+            return [ConfigResult(ErrorCode.request_timed_out, str(e))] * count
+        return [ConfigResult(r.error_code, r.error_message) for r in response.responses]
 
     async def allocate_producer_ids(self, broker_id: int, broker_epoch: int) -> range:
         body = build(request_class(ApiKey.ALLOCATE_PRODUCER_IDS, 0),

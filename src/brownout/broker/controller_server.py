@@ -7,8 +7,8 @@ It runs only while this node is the quorum leader; on becoming leader it rebuild
 image from the whole local log, which Raft guarantees holds every committed record.
 
 ControllerApis answers the controller listener: broker registration and heartbeats,
-AlterPartition, forwarded CreateTopics/DeleteTopics, AllocateProducerIds, and hands the
-KRaft RPCs to the Raft shell.
+AlterPartition, forwarded CreateTopics/DeleteTopics/CreatePartitions/AlterConfigs/
+IncrementalAlterConfigs, AllocateProducerIds, and hands the KRaft RPCs to the Raft shell.
 """
 
 from __future__ import annotations
@@ -24,7 +24,9 @@ from typing import Any, Protocol
 from kio.schema.errors import ErrorCode
 
 from ..controller.cluster_control import IsrChange
+from ..controller.configs import AlterableConfig, ConfigResource, ConfigResult
 from ..controller.image import MetadataImage
+from ..controller.partitions import NewPartitions, PartitionsResult
 from ..controller.quorum_controller import QuorumController
 from ..controller.records import BrokerEndpoint, MetadataRecord
 from ..controller.topics import NewTopic, TopicResult
@@ -77,11 +79,13 @@ class ControllerRuntime:
         quorum: MetadataQuorum,
         *,
         rebalance_interval_s: float,
+        unclean_interval_s: float = 300.0,
         clock: Callable[[], int] = _now_ms,
     ) -> None:
         self.controller = controller
         self.quorum = quorum
         self.rebalance_interval_s = rebalance_interval_s
+        self.unclean_interval_s = unclean_interval_s
         self.clock = clock
         self.active = False
         self._lock = asyncio.Lock()
@@ -98,6 +102,7 @@ class ControllerRuntime:
         self._tasks = [
             asyncio.create_task(self._session_loop()),
             asyncio.create_task(self._rebalance_loop()),
+            asyncio.create_task(self._unclean_loop()),
         ]
 
     def resign(self) -> None:
@@ -158,6 +163,16 @@ class ControllerRuntime:
                 await self.run(lambda _o: (None, self.controller.rebalance_leaders()))
 
 
+    async def _unclean_loop(self) -> None:
+        # Kafka's controller checks every unclean.leader.election.interval.ms whether a
+        # leaderless partition's topic allows unclean election (it may have been
+        # allowed since by a config change), and elects where it does.
+        while self.active:
+            await asyncio.sleep(self.unclean_interval_s)
+            with contextlib.suppress(NotController, UnappliableBatch):
+                await self.run(lambda _o: (None, self.controller.elect_unclean_leaders()))
+
+
 CONTROLLER_APIS: dict[ApiKey, tuple[int, int]] = {
     ApiKey.API_VERSIONS: (0, 3),
     ApiKey.CREATE_TOPICS: (2, 7),
@@ -166,6 +181,9 @@ CONTROLLER_APIS: dict[ApiKey, tuple[int, int]] = {
     ApiKey.BROKER_REGISTRATION: (0, 3),
     ApiKey.BROKER_HEARTBEAT: (0, 1),
     ApiKey.ALLOCATE_PRODUCER_IDS: (0, 0),
+    ApiKey.CREATE_PARTITIONS: (0, 3),
+    ApiKey.ALTER_CONFIGS: (0, 2),
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: (0, 1),
 }
 
 
@@ -183,6 +201,9 @@ class ControllerApis:
             ApiKey.CREATE_TOPICS: self.handle_create_topics,
             ApiKey.DELETE_TOPICS: self.handle_delete_topics,
             ApiKey.ALLOCATE_PRODUCER_IDS: self.handle_allocate_producer_ids,
+            ApiKey.CREATE_PARTITIONS: self.handle_create_partitions,
+            ApiKey.ALTER_CONFIGS: self.handle_alter_configs,
+            ApiKey.INCREMENTAL_ALTER_CONFIGS: self.handle_incremental_alter_configs,
         }
         for key, (handler, versions) in raft_handlers.items():
             self._handlers[key] = handler
@@ -333,6 +354,63 @@ class ControllerApis:
             {"name": r.name, "topic_id": r.topic_id, "error_code": r.error,
              "error_message": r.message}
             for r in results
+        ]})
+
+    async def handle_create_partitions(self, request: Request, ctx: Any) -> Any:
+        body = request.body
+        topics = [
+            NewPartitions(t.name, int(t.count),
+                          None if t.assignments is None
+                          else [[int(b) for b in a.broker_ids] for a in t.assignments])
+            for t in body.topics
+        ]
+        try:
+            results: list[PartitionsResult] = await self.runtime.run(
+                lambda _o: self.controller.create_partitions(
+                    topics, validate_only=bool(body.validate_only))
+            )
+        except NotController:
+            results = [PartitionsResult(n, ErrorCode.not_controller)
+                       for n in dict.fromkeys(t.name for t in topics)]
+        return self._response(request, {"throttle_time": 0, "results": [
+            {"name": r.name, "error_code": r.error, "error_message": r.message}
+            for r in results
+        ]})
+
+    async def handle_incremental_alter_configs(self, request: Request, ctx: Any) -> Any:
+        body = request.body
+        resources = [
+            (ConfigResource(int(r.resource_type), r.resource_name),
+             [AlterableConfig(c.name, int(c.config_operation), c.value) for c in r.configs])
+            for r in body.resources
+        ]
+        return await self._alter_configs(
+            request, resources, lambda: self.controller.incremental_alter_configs(
+                resources, validate_only=bool(body.validate_only)))
+
+    async def handle_alter_configs(self, request: Request, ctx: Any) -> Any:
+        body = request.body
+        resources = [
+            (ConfigResource(int(r.resource_type), r.resource_name),
+             {c.name: c.value for c in r.configs})
+            for r in body.resources
+        ]
+        return await self._alter_configs(
+            request, resources, lambda: self.controller.legacy_alter_configs(
+                resources, validate_only=bool(body.validate_only)))
+
+    async def _alter_configs(
+        self, request: Request, resources: Sequence[tuple[ConfigResource, Any]],
+        decide: Callable[[], tuple[list[ConfigResult], list[MetadataRecord]]],
+    ) -> Any:
+        try:
+            results: list[ConfigResult] = await self.runtime.run(lambda _o: decide())
+        except NotController:
+            results = [ConfigResult(ErrorCode.not_controller)] * len(resources)
+        return self._response(request, {"throttle_time": 0, "responses": [
+            {"error_code": r.error, "error_message": r.message,
+             "resource_type": res.type, "resource_name": res.name}
+            for (res, _), r in zip(resources, results, strict=True)
         ]})
 
     async def handle_allocate_producer_ids(self, request: Request, ctx: Any) -> Any:

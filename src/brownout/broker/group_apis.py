@@ -225,33 +225,66 @@ class GroupApis:
 
     async def handle_offset_commit(self, request: Request, ctx: ClientContext) -> Any:
         body = request.body
+        version = request.header.api_version
         generation = getattr(body, "generation_id_or_member_epoch", None)
         if generation is None:
             generation = getattr(body, "generation_id", -1)
-        offsets = tuple(
-            g.OffsetCommitEntry(
-                t.name,
-                int(p.partition_index),
-                int(p.committed_offset),
-                int(getattr(p, "committed_leader_epoch", -1)),
-                p.committed_metadata,
+        # Kafka's KafkaApis answers partitions of unknown topics, and unknown partitions
+        # of known ones, itself with UNKNOWN_TOPIC_OR_PARTITION; only the rest reach the
+        # coordinator, so no offset is ever stored for a partition that does not exist.
+        assert self.apis is not None
+        metadata = self.apis.metadata
+        answered: list[tuple[str, int, ErrorCode]] = []
+        known: list[tuple[str, Any]] = []
+        for t in body.topics:
+            for p in t.partitions:
+                exists = metadata.contains(t.name) and (
+                    metadata.partition_info(t.name, int(p.partition_index)) is not None)
+                if exists:
+                    known.append((t.name, p))
+                else:
+                    answered.append((t.name, int(p.partition_index),
+                                     ErrorCode.unknown_topic_or_partition))
+        results: list[tuple[str, int, ErrorCode]] = []
+        if known and version == 0:
+            # Kafka 3.9 keeps v0 commits in ZooKeeper (/consumers), which a KRaft broker
+            # has not; it fails the whole request with UNSUPPORTED_VERSION, and so does
+            # this node in both modes.
+            return self._offset_commit_response(request, [
+                (t.name, int(p.partition_index), ErrorCode.unsupported_version)
+                for t in body.topics for p in t.partitions
+            ])
+        if known:
+            offsets = tuple(
+                g.OffsetCommitEntry(
+                    name,
+                    int(p.partition_index),
+                    int(p.committed_offset),
+                    int(getattr(p, "committed_leader_epoch", -1)),
+                    p.committed_metadata,
+                    int(getattr(p, "commit_timestamp", -1)),
+                )
+                for name, p in known
             )
-            for t in body.topics
-            for p in t.partitions
-        )
-        result: g.OffsetCommitResult = await self.runtime.request(
-            g.OffsetCommitRequest(
-                group_id=body.group_id,
-                generation_id=int(generation),
-                member_id=body.member_id,
-                group_instance_id=getattr(body, "group_instance_id", None),
-                offsets=offsets,
+            result: g.OffsetCommitResult = await self.runtime.request(
+                g.OffsetCommitRequest(
+                    group_id=body.group_id,
+                    generation_id=int(generation),
+                    member_id=getattr(body, "member_id", ""),
+                    group_instance_id=getattr(body, "group_instance_id", None),
+                    offsets=offsets,
+                )
             )
-        )
+            results = [(r.topic, r.partition, r.error) for r in result.partitions]
+        return self._offset_commit_response(request, answered + results)
+
+    def _offset_commit_response(
+        self, request: Request, results: list[tuple[str, int, ErrorCode]]
+    ) -> Any:
         by_topic: dict[str, list[dict[str, Any]]] = {}
-        for r in result.partitions:
-            by_topic.setdefault(r.topic, []).append(
-                {"partition_index": r.partition, "error_code": r.error}
+        for topic, partition, error in results:
+            by_topic.setdefault(topic, []).append(
+                {"partition_index": partition, "error_code": error}
             )
         return self._response(
             request,

@@ -99,6 +99,10 @@ class MetadataCache(Protocol):
         """The topic's config overrides (not the broker defaults)."""
         ...
 
+    def broker_configs(self) -> Mapping[str, Mapping[str, str]]:
+        """Dynamic broker configs by resource name ("": the cluster-wide default)."""
+        ...
+
     def controller_id(self) -> CachedControllerId | None: ...
 
     def partition_metadata(
@@ -168,6 +172,9 @@ class KRaftMetadataCache:
 
     def topic_config(self, topic: str) -> Mapping[str, str]:
         return self.image.topic_configs.get(topic, {})
+
+    def broker_configs(self) -> Mapping[str, Mapping[str, str]]:
+        return self.image.broker_configs
 
     def controller_id(self) -> CachedControllerId | None:
         return KRaftCachedControllerId()

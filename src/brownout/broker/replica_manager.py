@@ -151,20 +151,28 @@ class ReplicaManager:
         self.topic_names = {t.topic_id: t.name for t in image.topics_by_id.values()}
         for topic in image.topics_by_id.values():
             configs = self._topic_config(topic.name)
+            log_config: LogConfig | None = None
             for index, reg in topic.partitions.items():
                 if self.node_id not in reg.replicas:
                     continue
                 tp = TopicPartition(topic.name, index)
                 wanted.add(tp)
+                if log_config is None:
+                    log_config = LogConfig.from_properties(configs)
                 partition = self.partitions.get(tp)
                 if partition is None or partition.topic_id != topic.topic_id:
                     if partition is not None:
                         self._remove(tp)
                     log_ = self.log_manager.get_or_create_log(
-                        tp.topic, tp.partition, topic.topic_id, LogConfig.from_properties(configs)
+                        tp.topic, tp.partition, topic.topic_id, log_config
                     )
                     partition = Partition(tp, topic.topic_id, log_, self.node_id)
                     self.partitions[tp] = partition
+                elif partition.log.config != log_config:
+                    # A topic or dynamic broker config changed: the log uses it from
+                    # now on (retention at the next check, segment sizes at the next
+                    # roll), as Kafka's logs pick up a new LogConfig.
+                    partition.log.config = log_config
                 partition.min_insync_replicas = int(configs["min.insync.replicas"])
                 partition.eligible_leader_replicas = self._eligible_leader_replicas
                 if reg.leader == self.node_id:
@@ -179,6 +187,16 @@ class ReplicaManager:
             if tp not in wanted:
                 self._remove(tp)
         self._after_state_change(was_leading)
+
+    def topic_config_changed(self, topic: str) -> None:
+        """A topic's configs changed (ZooKeeper mode's /config/changes): its partitions
+        here use them from now on, as apply_metadata does in KRaft mode."""
+        configs = self._topic_config(topic)
+        log_config = LogConfig.from_properties(configs)
+        for tp, partition in self.partitions.items():
+            if tp.topic == topic:
+                partition.min_insync_replicas = int(configs["min.insync.replicas"])
+                partition.log.config = log_config
 
     def _remove(self, tp: TopicPartition) -> None:
         self.partitions.pop(tp)

@@ -36,12 +36,21 @@ import asyncio
 import logging
 import random
 from collections import Counter
-from collections.abc import Awaitable, Callable, Sequence
-from typing import TypeVar
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any, TypeVar
 
 from kazoo.exceptions import KazooException
 from kio.schema.errors import ErrorCode
 
+from ..controller.configs import (
+    RESOURCE_BROKER,
+    AlterableConfig,
+    ConfigRefused,
+    ConfigResource,
+    ConfigResult,
+    incremental_values,
+)
+from ..controller.partitions import NewPartitions, PartitionsResult
 from ..controller.topics import (
     EXCESSIVE_PARTITIONS,
     INTERNAL_TOPICS,
@@ -303,6 +312,125 @@ class ZkAdminManager:
             return TopicResult(name, failure.error, failure.message)
         return TopicResult(name, ErrorCode.none)
 
+    # -- CreatePartitions -----------------------------------------------------------
+
+    async def create_partitions(
+        self, topics: Sequence[NewPartitions], *, validate_only: bool,
+        timeout_ms: int | None = None,
+    ) -> list[PartitionsResult]:
+        """One result per distinct name, in request order: Kafka 3.9's KafkaApis (a name
+        given twice, a topic queued for deletion) and ZkAdminManager.createPartitions
+        (the new assignment written to /brokers/topics/T; the controller's watch
+        creates the partitions), then a wait for their leaders."""
+        timeout_ms = self.request_timeout_ms if timeout_ms is None else timeout_ms
+        loop = asyncio.get_running_loop()
+        zk_deadline = loop.time() + self.request_timeout_ms / 1000
+        counts = Counter(t.name for t in topics)
+        brokers = sorted(self.metadata_cache.alive_brokers)
+        results: dict[str, PartitionsResult] = {}
+        added: dict[str, list[int]] = {}
+        for t in topics:
+            if counts[t.name] > 1:
+                results[t.name] = PartitionsResult(t.name, ErrorCode.invalid_request,
+                                                   admin.DUPLICATE_TOPIC_IN_REQUEST)
+                continue
+            try:
+                what = f"add partitions to '{t.name}'"
+                if await self._zk(lambda t=t: self.zk.exists(zd.delete_topic_path(t.name)),
+                                  zk_deadline, what):
+                    raise AdminError(ErrorCode.invalid_topic_exception,
+                                     admin.QUEUED_FOR_DELETION)
+                znode = await self._zk(lambda t=t: self.zk.get_topic(t.name), zk_deadline, what)
+                existing = {} if znode is None else dict(znode.partitions)
+                new = admin.new_partitions_assignment(
+                    t.name, existing, brokers, t.count, t.assignments)
+                if not validate_only:
+                    combined = {p: list(a.replicas) for p, a in existing.items()}
+                    combined.update(new)
+                    assert znode is not None
+                    await self._zk(
+                        lambda t=t, c=combined, z=znode: self.zk.set_topic_assignment(
+                            t.name, z.topic_id, c),
+                        zk_deadline, what)
+                    log.info("Creating %d partitions for '%s' with the following replica "
+                             "assignment: %s.", len(new), t.name, new)
+                    added[t.name] = sorted(new)
+                results[t.name] = PartitionsResult(t.name, ErrorCode.none)
+            except AdminError as e:
+                results[t.name] = PartitionsResult(t.name, e.error, e.message)
+            except Exception as e:
+                failure = self._unexpected(e, f"adding partitions to '{t.name}'")
+                results[t.name] = PartitionsResult(t.name, failure.error, failure.message)
+        if added and timeout_ms > 0:
+            await self.metadata_cache.wait_until(lambda: self._all_led(added), timeout_ms / 1000)
+        return [
+            PartitionsResult(r.name, ErrorCode.request_timed_out)
+            if r.name in added and (timeout_ms <= 0 or self._missing_leaders(r.name,
+                                                                            added[r.name]))
+            else r
+            for r in results.values()
+        ]
+
+    # -- AlterConfigs and IncrementalAlterConfigs (topics) ---------------------------
+
+    async def incremental_alter_configs(
+        self, resources: Sequence[tuple[ConfigResource, Sequence[AlterableConfig]]], *,
+        validate_only: bool,
+    ) -> list[ConfigResult]:
+        async def new_configs(resource: ConfigResource, ops: Any, deadline: float
+                              ) -> dict[str, str | None]:
+            current = (await self._zk(lambda: self.zk.get_topic_configs([resource.name]),
+                                      deadline, f"read the configs of '{resource.name}'")
+                       ).get(resource.name, {})
+            try:
+                changed = incremental_values(resource, current, ops)
+            except ConfigRefused as e:
+                raise AdminError(e.error, e.message) from None
+            return {**current, **changed}
+
+        return [await self._alter_topic_configs(res, ops, new_configs, validate_only)
+                for res, ops in resources]
+
+    async def alter_configs(
+        self, resources: Sequence[tuple[ConfigResource, Mapping[str, str]]], *,
+        validate_only: bool,
+    ) -> list[ConfigResult]:
+        async def new_configs(resource: ConfigResource, configs: Any, deadline: float
+                              ) -> dict[str, str | None]:
+            return dict(configs)
+
+        return [await self._alter_topic_configs(res, configs, new_configs, validate_only)
+                for res, configs in resources]
+
+    async def _alter_topic_configs(
+        self, resource: ConfigResource, change: Any,
+        new_configs: Callable[[ConfigResource, Any, float], Awaitable[dict[str, str | None]]],
+        validate_only: bool,
+    ) -> ConfigResult:
+        """Kafka 3.9's ZkAdminManager.alterTopicConfigs: /config/topics/T replaced and a
+        change notification, which the controller and every broker follow."""
+        if resource.type == RESOURCE_BROKER:
+            return ConfigResult(ErrorCode.invalid_request, BROKER_CONFIGS_UNSUPPORTED)
+        deadline = asyncio.get_running_loop().time() + self.request_timeout_ms / 1000
+        try:
+            if resource.name and not self.metadata_cache.contains(resource.name):
+                raise AdminError(ErrorCode.unknown_topic_or_partition,
+                                 f"The topic '{resource.name}' does not exist.")
+            wanted = await new_configs(resource, change, deadline)
+            configs = admin.topic_configs_after(
+                resource.name, {k: v for k, v in wanted.items() if v is not None})
+            if not validate_only:
+                await self._zk(lambda: self.zk.change_topic_config(resource.name, configs),
+                               deadline, f"change the configs of '{resource.name}'")
+                log.info("Updating topic %s with new configuration : %s", resource.name,
+                         ",".join(f"{k}={v}" for k, v in configs.items()))
+        except AdminError as e:
+            return ConfigResult(e.error, e.message)
+        except Exception as e:
+            failure = self._unexpected(e, f"altering the configs of '{resource.name}'")
+            return ConfigResult(failure.error, failure.message)
+        return ConfigResult()
+
     # -- producer ids ---------------------------------------------------------------
 
     async def allocate_producer_ids(self, broker_id: int, broker_epoch: int) -> range:
@@ -417,3 +545,34 @@ class ActiveControllerGate:
 
     async def allocate_producer_ids(self, broker_id: int, broker_epoch: int) -> range:
         return await self.admin_manager.allocate_producer_ids(broker_id, broker_epoch)
+
+    async def create_partitions(
+        self, topics: Sequence[NewPartitions], *, validate_only: bool,
+        timeout_ms: int | None = None,
+    ) -> list[PartitionsResult]:
+        if not self.is_active():
+            return [PartitionsResult(n, ErrorCode.not_controller)
+                    for n in dict.fromkeys(t.name for t in topics)]
+        return await self.admin_manager.create_partitions(
+            topics, validate_only=validate_only, timeout_ms=timeout_ms)
+
+    # AlterConfigs go to any broker in ZooKeeper mode, as in Kafka: each writes ZooKeeper.
+
+    async def incremental_alter_configs(
+        self, resources: Sequence[tuple[ConfigResource, Sequence[AlterableConfig]]], *,
+        validate_only: bool,
+    ) -> list[ConfigResult]:
+        return await self.admin_manager.incremental_alter_configs(
+            resources, validate_only=validate_only)
+
+    async def alter_configs(
+        self, resources: Sequence[tuple[ConfigResource, Mapping[str, str]]], *,
+        validate_only: bool,
+    ) -> list[ConfigResult]:
+        return await self.admin_manager.alter_configs(resources, validate_only=validate_only)
+
+
+BROKER_CONFIGS_UNSUPPORTED = (
+    "Dynamic broker configs are supported in KRaft mode only: this ZooKeeper-mode broker "
+    "does not read /config/brokers"
+)

@@ -64,7 +64,8 @@ Handler = Callable[[Request, Any], Awaitable[Any]]
 # ApiVersions. ControlledShutdown is what brokers send to the controller.
 CONTROLLER_TO_BROKER: dict[ApiKey, tuple[int, int]] = {
     ApiKey(key): versions for key, versions in VERSIONS.items()
-    if key != ApiKey.CONTROLLED_SHUTDOWN
+    # zkapis also holds OffsetCommit v0-v1, a client API the broker table advertises.
+    if key in (ApiKey.LEADER_AND_ISR, ApiKey.STOP_REPLICA, ApiKey.UPDATE_METADATA)
 }
 # What brokers send to the controller, answered by the broker that holds /controller
 # (others say NOT_CONTROLLER). AlterPartition v0-1 name topics, which kio cannot decode;

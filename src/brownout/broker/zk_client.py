@@ -334,22 +334,30 @@ class KafkaZkClient:
         stat: ZnodeStat | None = await self._call(lambda: self._kazoo.exists_async(path, callback))
         return stat
 
-    async def get_children(self, path: str, watch: WatchHandler | None = None) -> list[str] | None:
-        callback = self._arm("children", path, watch)
+    async def get_children(
+        self, path: str, watch: WatchHandler | None = None, *, watcher: str = ""
+    ) -> list[str] | None:
+        """`watcher` names who watches, when two parts of the node watch one path (the
+        controller and the broker both follow /config/changes): each gets its own
+        watch, so neither replaces the other's."""
+        kind = f"children/{watcher}" if watcher else "children"
+        callback = self._arm(kind, path, watch)
         try:
             children: list[str] = await self._call(
                 lambda: self._kazoo.get_children_async(path, callback)
             )
         except NoNodeError:
-            self.unwatch("children", path)
+            self.unwatch(kind, path)
             return None
         return children
 
     async def create(
-        self, path: str, value: bytes = b"", *, ephemeral: bool = False, makepath: bool = False
+        self, path: str, value: bytes = b"", *, ephemeral: bool = False, makepath: bool = False,
+        sequence: bool = False,
     ) -> str:
         created: str = await self._call(
-            lambda: self._kazoo.create_async(path, value, ephemeral=ephemeral, makepath=makepath)
+            lambda: self._kazoo.create_async(path, value, ephemeral=ephemeral,
+                                             sequence=sequence, makepath=makepath)
         )
         return created
 
@@ -618,10 +626,11 @@ class KafkaZkClient:
         return set(await self.get_children(zd.DELETE_TOPICS_PATH, watch) or ())
 
     async def get_config_change_sequences(
-        self, watch: WatchHandler | None = None
+        self, watch: WatchHandler | None = None, *, watcher: str = ""
     ) -> list[tuple[int, str]]:
         """(sequence number, znode name) of every config change notification."""
-        children = await self.get_children(zd.CONFIG_CHANGES_PATH, watch) or []
+        children = await self.get_children(zd.CONFIG_CHANGES_PATH, watch,
+                                           watcher=watcher) or []
         prefix = zd.CONFIG_CHANGE_PREFIX
         return sorted(
             (int(name[len(prefix) :]), name) for name in children if name.startswith(prefix)
@@ -737,6 +746,29 @@ class KafkaZkClient:
         except NodeExistsError:
             raise TopicExistsError(f"Topic '{topic}' already exists.") from None
         return topic_id
+
+    async def set_topic_assignment(
+        self, topic: str, topic_id: uuid.UUID | None, assignment: Mapping[int, Sequence[int]]
+    ) -> None:
+        """AdminZkClient.writeTopicPartitionAssignment(isUpdate = true): the topic's whole
+        assignment, new partitions included; the controller's watch on the znode sees
+        them."""
+        value = zd.encode_topic(
+            topic_id, {p: ReplicaAssignment(tuple(r)) for p, r in assignment.items()})
+        try:
+            await self.set_data(zd.topic_path(topic), value)
+        except NoNodeError:
+            raise UnknownTopicError(f"Topic `{topic}` does not exist") from None
+
+    async def change_topic_config(self, topic: str, config: Mapping[str, str]) -> None:
+        """AdminZkClient.changeTopicConfig: /config/topics/T, then a change notification
+        (/config/changes/config_change_N) that the controller and every broker watch."""
+        await self.set_or_create_entity_configs(zd.TOPIC_CONFIG_TYPE, topic, config)
+        await self.create(
+            f"{zd.CONFIG_CHANGES_PATH}/{zd.CONFIG_CHANGE_PREFIX}",
+            zd.encode_config_change(f"{zd.TOPIC_CONFIG_TYPE}/{topic}"),
+            sequence=True, makepath=True,
+        )
 
     async def delete_topic(self, topic: str) -> None:
         """AdminZkClient.deleteTopic: mark it in /admin/delete_topics for the controller."""

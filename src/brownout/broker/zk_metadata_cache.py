@@ -238,6 +238,11 @@ class ZkMetadataCache:
     def topic_config(self, topic: str) -> Mapping[str, str]:
         return self.topic_configs.get(topic, {})
 
+    def broker_configs(self) -> Mapping[str, Mapping[str, str]]:
+        # ZooKeeper mode keeps dynamic broker configs in /config/brokers, which this
+        # node does not read: brokers run with server.properties alone.
+        return {}
+
     def controller_id(self) -> CachedControllerId | None:
         return self._controller_id
 

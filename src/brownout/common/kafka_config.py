@@ -119,6 +119,9 @@ BROKER_CONFIG = ConfigDef(
         ConfigKey("num.recovery.threads.per.data.dir", INT, 2),
         # Replication
         ConfigKey("unclean.leader.election.enable", B, False),
+        # How often the active controller looks for leaderless partitions whose topic
+        # allows unclean election (Kafka 3.9's KRaft controller; 5 minutes).
+        ConfigKey("unclean.leader.election.interval.ms", L, 300000, "", at_least(1)),
         ConfigKey("replica.lag.time.max.ms", L, 30000, "", at_least(0)),
         ConfigKey("replica.fetch.wait.max.ms", INT, 500),
         ConfigKey("replica.fetch.min.bytes", INT, 1),
@@ -203,6 +206,19 @@ TOPIC_CONFIG = ConfigDef(
         ConfigKey("unclean.leader.election.enable", B, False, "", None,
                   "unclean.leader.election.enable"),
     ]
+)
+
+
+# Broker configs that AlterConfigs/IncrementalAlterConfigs may change at run time, as in
+# Kafka 3.9's DynamicBrokerConfig: the broker defaults of topic configs (its
+# DynamicLogConfig), the thread pools and producer.id.expiration.ms. Kafka also changes
+# listeners and SSL settings per broker; this node cannot rebind its listeners live, so
+# it treats them as read-only (DescribeConfigs says so too).
+DYNAMIC_BROKER_CONFIGS = frozenset(
+    {k.broker_synonym for k in TOPIC_CONFIG.keys.values() if k.broker_synonym}
+    | {"log.retention.hours", "log.retention.minutes", "log.roll.hours",
+       "num.io.threads", "num.network.threads", "num.replica.fetchers",
+       "num.recovery.threads.per.data.dir", "producer.id.expiration.ms"}
 )
 
 

@@ -109,7 +109,12 @@ class ClusterControl:
         return self.state(broker_id) is BrokerState.UNFENCED
 
     def unclean_allowed(self, topic: str) -> bool:
-        value = self.image.topic_configs.get(topic, {}).get("unclean.leader.election.enable")
+        """The topic's unclean.leader.election.enable: its own override, else the
+        cluster-wide dynamic default (broker resource ""), else the static config."""
+        key = "unclean.leader.election.enable"
+        value = self.image.topic_configs.get(topic, {}).get(key)
+        if value is None:
+            value = self.image.broker_configs.get("", {}).get(key)
         if value is None:
             return self.config.unclean_leader_election_enable
         return value.lower() == "true"
@@ -158,6 +163,23 @@ class ClusterControl:
             )
             if change is not None:
                 records.append(change)
+        return records
+
+    def elect_unclean_leaders(self) -> list[MetadataRecord]:
+        """Leaderless partitions whose topic now allows unclean election get the first
+        active replica as leader, with an ISR of just that replica (KRaft's periodic
+        maybeElectUncleanLeaders, run every unclean.leader.election.interval.ms)."""
+        records: list[MetadataRecord] = []
+        for topic in self.image.topics_by_id.values():
+            if not self.unclean_allowed(topic.name):
+                continue
+            for index, reg in topic.partitions.items():
+                if reg.leader != NO_LEADER:
+                    continue
+                change = partition_change(
+                    topic.topic_id, index, reg, reg.isr, self.is_active, unclean=True)
+                if change is not None:
+                    records.append(change)
         return records
 
     # -- registration ----------------------------------------------------------------

@@ -87,6 +87,10 @@ class MetadataImage:
     topic_ids: dict[str, uuid.UUID] = dataclasses.field(default_factory=dict)
     brokers: dict[int, BrokerRegistration] = dataclasses.field(default_factory=dict)
     topic_configs: dict[str, dict[str, str]] = dataclasses.field(default_factory=dict)
+    # Dynamic broker configs by resource name: "" is the cluster-wide default, "N" the
+    # per-broker overrides of node N (Kafka's DYNAMIC_DEFAULT_BROKER_CONFIG and
+    # DYNAMIC_BROKER_CONFIG).
+    broker_configs: dict[str, dict[str, str]] = dataclasses.field(default_factory=dict)
     next_producer_id: int = 0
     # Offset of the last record applied (the metadata log's offset), -1 when empty.
     offset: int = -1
@@ -149,14 +153,15 @@ class MetadataImage:
                 topic = self.topics_by_id.pop(topic_id)
                 del self.topic_ids[topic.name]
                 self.topic_configs.pop(topic.name, None)
-            case ConfigRecord(resource_type="topic", resource_name=name, name=key, value=value):
-                configs = self.topic_configs.setdefault(name, {})
+            case ConfigRecord(resource_type=kind, resource_name=name, name=key, value=value):
+                by_name = self.topic_configs if kind == "topic" else self.broker_configs
+                configs = by_name.setdefault(name, {})
                 if value is None:
                     configs.pop(key, None)
+                    if not configs:
+                        del by_name[name]
                 else:
                     configs[key] = value
-            case ConfigRecord():
-                pass  # broker-level dynamic configs are not used yet
             case RegisterBrokerRecord():
                 self.brokers[record.broker_id] = BrokerRegistration(
                     record.broker_id,
@@ -270,7 +275,10 @@ def _misfit(record: MetadataRecord, view: _View) -> str | None:
         case BrokerRegistrationChangeRecord(broker_id=broker_id):
             if not view.has_broker(broker_id):
                 return f"registration change of unknown broker {broker_id}"
-        case (ConfigRecord() | RegisterBrokerRecord() | UnregisterBrokerRecord()
+        case ConfigRecord(resource_type=kind):
+            if kind not in ("topic", "broker"):
+                return f"config of unknown resource type {kind!r}"
+        case (RegisterBrokerRecord() | UnregisterBrokerRecord()
               | ProducerIdsRecord()):
             pass
         case _:

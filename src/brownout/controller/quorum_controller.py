@@ -9,7 +9,7 @@ code does no I/O; time and randomness come in as arguments.
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from kio.schema.errors import ErrorCode
 
@@ -21,7 +21,15 @@ from .cluster_control import (
     IsrChangeResult,
     RegistrationResult,
 )
+from .configs import (
+    AlterableConfig,
+    ConfigResource,
+    ConfigResult,
+    incremental_alter_configs,
+    legacy_alter_configs,
+)
 from .image import MetadataImage
+from .partitions import NewPartitions, PartitionsResult, create_partitions
 from .records import BrokerEndpoint, MetadataRecord, ProducerIdsRecord
 from .topics import NewTopic, TopicResult, create_topics, delete_topics
 
@@ -104,6 +112,9 @@ class QuorumController:
     def rebalance_leaders(self) -> list[MetadataRecord]:
         return self.cluster.rebalance_leaders()
 
+    def elect_unclean_leaders(self) -> list[MetadataRecord]:
+        return self.cluster.elect_unclean_leaders()
+
     # -- topics and ids -------------------------------------------------------------
 
     def create_topics(
@@ -117,6 +128,27 @@ class QuorumController:
             rng=self.rng,
             validate_only=validate_only,
         )
+
+    def create_partitions(
+        self, topics: Sequence[NewPartitions], *, validate_only: bool = False
+    ) -> tuple[list[PartitionsResult], list[MetadataRecord]]:
+        return create_partitions(self.image, topics, rng=self.rng, validate_only=validate_only)
+
+    def incremental_alter_configs(
+        self,
+        resources: Sequence[tuple[ConfigResource, Sequence[AlterableConfig]]],
+        *,
+        validate_only: bool = False,
+    ) -> tuple[list[ConfigResult], list[MetadataRecord]]:
+        return incremental_alter_configs(self.image, resources, validate_only=validate_only)
+
+    def legacy_alter_configs(
+        self,
+        resources: Sequence[tuple[ConfigResource, Mapping[str, str]]],
+        *,
+        validate_only: bool = False,
+    ) -> tuple[list[ConfigResult], list[MetadataRecord]]:
+        return legacy_alter_configs(self.image, resources, validate_only=validate_only)
 
     def delete_topics(self, names: Sequence[str]) -> tuple[list[TopicResult], list[MetadataRecord]]:
         return delete_topics(self.image, names)

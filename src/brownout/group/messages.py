@@ -77,6 +77,7 @@ class OffsetCommitEntry(NamedTuple):
     offset: int
     leader_epoch: int = NO_LEADER_EPOCH
     metadata: str | None = None
+    commit_timestamp_ms: int = -1  # OffsetCommit v1 only; -1: the coordinator's time
 
 
 class OffsetCommitPartitionResult(NamedTuple):

@@ -91,8 +91,10 @@ class OffsetStore(CoordinatorCore):
         for o in req.offsets:
             metadata = o.metadata or ""
             if len(metadata) <= limit:
+                # OffsetCommit v1 may carry the client's commit time; -1 is "now".
+                when = self._now if o.commit_timestamp_ms < 0 else o.commit_timestamp_ms
                 staged[TopicPartition(o.topic, o.partition)] = CommittedOffset(
-                    o.offset, o.leader_epoch, metadata, self._now
+                    o.offset, o.leader_epoch, metadata, when
                 )
 
         def respond(error_for_valid: ErrorCode) -> None:

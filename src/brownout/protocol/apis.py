@@ -6,8 +6,8 @@ ranges cover what librdkafka 2.16, kafka-python 3.0 and aiokafka 0.14 send, and 
 inside what kio 0.6.5 can encode.
 
 `request_class` and `response_class` are the one way to get the entity of an (api key,
-version): kio's, or for the ZooKeeper-era APIs kio lacks (keys 4-7) the ones in
-`zkapis`, which have the same shape.
+version): kio's, or for what kio lacks (the ZooKeeper-era APIs, keys 4-7, and
+OffsetCommit v0-v1) the ones in `zkapis`, which have the same shape.
 """
 
 from __future__ import annotations
@@ -44,6 +44,9 @@ class ApiKey(enum.IntEnum):
     INIT_PRODUCER_ID = 22
     OFFSET_FOR_LEADER_EPOCH = 23
     DESCRIBE_CONFIGS = 32
+    ALTER_CONFIGS = 33
+    CREATE_PARTITIONS = 37
+    INCREMENTAL_ALTER_CONFIGS = 44
     VOTE = 52
     BEGIN_QUORUM_EPOCH = 53
     END_QUORUM_EPOCH = 54
@@ -61,7 +64,7 @@ BROKER_APIS: dict[ApiKey, tuple[int, int]] = {
     ApiKey.FETCH: (4, 16),
     ApiKey.LIST_OFFSETS: (1, 7),
     ApiKey.METADATA: (0, 12),
-    ApiKey.OFFSET_COMMIT: (2, 9),
+    ApiKey.OFFSET_COMMIT: (0, 9),
     ApiKey.OFFSET_FETCH: (1, 7),
     ApiKey.FIND_COORDINATOR: (0, 4),
     ApiKey.JOIN_GROUP: (0, 9),
@@ -76,6 +79,9 @@ BROKER_APIS: dict[ApiKey, tuple[int, int]] = {
     ApiKey.INIT_PRODUCER_ID: (0, 4),
     ApiKey.OFFSET_FOR_LEADER_EPOCH: (2, 4),
     ApiKey.DESCRIBE_CONFIGS: (1, 4),
+    ApiKey.ALTER_CONFIGS: (0, 2),
+    ApiKey.CREATE_PARTITIONS: (0, 3),
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: (0, 1),
     ApiKey.DESCRIBE_CLUSTER: (0, 1),
 }
 
@@ -88,15 +94,23 @@ def is_supported(api_key: int, api_version: int, table: dict[ApiKey, tuple[int, 
     return low <= api_version <= high
 
 
+def _in_zkapis(api_key: int, api_version: int) -> bool:
+    # A whole API (keys 4-7), or only the old versions kio lacks (OffsetCommit v0-v1).
+    versions = zkapis.VERSIONS.get(api_key)
+    return versions is not None and (
+        api_key != ApiKey.OFFSET_COMMIT or versions[0] <= api_version <= versions[1]
+    )
+
+
 @functools.cache
 def request_class(api_key: int, api_version: int) -> type:
-    if api_key in zkapis.VERSIONS:
+    if _in_zkapis(api_key, api_version):
         return zkapis.load_request_schema(api_key, api_version)
     return load_request_schema(api_key, api_version)  # type: ignore[return-value]
 
 
 @functools.cache
 def response_class(api_key: int, api_version: int) -> type:
-    if api_key in zkapis.VERSIONS:
+    if _in_zkapis(api_key, api_version):
         return zkapis.load_response_schema(api_key, api_version)
     return load_response_schema(api_key, api_version)  # type: ignore[return-value]

@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 
 from ..broker.apis import KafkaApis
+from ..broker.configs import DynamicLayers, effective_config
 from ..broker.controller_channel import RemoteControllerChannel
 from ..broker.lifecycle import BrokerLifecycleManager
 from ..broker.metadata_cache import KRaftMetadataCache
@@ -17,6 +18,7 @@ from ..broker.producer_ids import ProducerIdManager
 from ..broker.replica_manager import ReplicaManager
 from ..broker.socket_server import SocketServer
 from ..broker.topic_creator import TopicAutoCreator
+from ..common.kafka_config import KafkaConfig
 from ..storage import LogConfig, LogManager
 from . import broker_parts as parts
 from .shared import SharedServer
@@ -32,6 +34,7 @@ class BrokerServer:
         self.image = shared.image
         self.socket_server: SocketServer | None = None
         self.lifecycle: BrokerLifecycleManager | None = None
+        self._effective_cache: dict[object, KafkaConfig] = {}
         shared.on_fatal.append(self._abort_controlled_shutdown)
 
     # -- build ----------------------------------------------------------------------
@@ -125,7 +128,10 @@ class BrokerServer:
         return None if endpoint is None else (endpoint.host, endpoint.port)
 
     def _topic_config(self, topic: str) -> dict[str, object]:
-        values = self.config.topic_defaults()
+        """The topic's configs in effect: its overrides, else this broker's dynamic
+        configs, else server.properties, else Kafka's defaults."""
+        layers = DynamicLayers.of(self.image.broker_configs, self.node_id)
+        values = effective_config(self.config, layers, self._effective_cache).topic_defaults()
         values.update(self.image.topic_configs.get(topic, {}))
         return values
 

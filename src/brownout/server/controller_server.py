@@ -40,6 +40,7 @@ class ControllerServer:
         self.runtime = ControllerRuntime(
             self.quorum_controller, shared.raft,
             rebalance_interval_s=config["leader.imbalance.check.interval.seconds"],
+            unclean_interval_s=config["unclean.leader.election.interval.ms"] / 1000,
         )
         apis = ControllerApis(self.runtime, shared.raft.handlers())
         endpoints = [e for e in config.listeners

@@ -41,13 +41,19 @@ from ..broker.socket_server import SocketServer
 from ..broker.topic_creator import TopicAutoCreator
 from ..broker.zk_admin_manager import ActiveControllerGate, ZkAdminManager
 from ..broker.zk_apis import ZkBrokerApis
-from ..broker.zk_client import KafkaZkClient, NodeExistsError, ZooKeeperClientTimeoutError
+from ..broker.zk_client import (
+    KafkaZkClient,
+    NodeExistsError,
+    ZkSessionState,
+    ZooKeeperClientTimeoutError,
+)
 from ..broker.zk_metadata_cache import ZkMetadataCache
 from ..common.events import EventLog
 from ..common.kafka_config import KafkaConfig
 from ..protocol.apis import ApiKey, request_class
 from ..protocol.build import build
 from ..storage import LogConfig, LogManager, StorageError, ensure_zk_log_dirs, random_uuid
+from ..zk import data as zd
 from ..zk.context import ZkControllerConfig
 from ..zk.data import BrokerInfo, EndPoint
 from . import broker_parts as parts
@@ -72,6 +78,7 @@ class KafkaServer:
         self.socket_server: SocketServer | None = None
         self.broker_epoch = -1
         self._started = False
+        self._last_config_change = -1
 
     @property
     def fatal_error(self) -> BaseException | None:
@@ -119,6 +126,8 @@ class KafkaServer:
             on_broker_epoch=self._on_broker_epoch,
         )
         await self.controller.startup()
+        await self._follow_config_changes(initial=True)
+        self.zk.add_state_listener(self._on_zk_state)
         self.socket_server.enable()
         self.group_runtime.start()
         parts.start_housekeeping(shared, self.replica_manager, self.log_manager)
@@ -219,6 +228,49 @@ class KafkaServer:
             return
         for topic, config in found.items():
             self.metadata.set_topic_config(topic, config)
+
+    # Topic config changes: Kafka's brokers follow /config/changes (ZkConfigManager), so
+    # an AlterConfigs sent to any broker reaches every broker's logs and partitions.
+
+    async def _follow_config_changes(self, initial: bool = False) -> None:
+        assert self.zk is not None
+        try:
+            changes = await self.zk.get_config_change_sequences(
+                self._on_config_change, watcher="broker")
+        except Exception as e:  # ZooKeeper unreachable: the next session re-arms it
+            log.warning("Could not read the config changes from ZooKeeper: %r", e)
+            return
+        if initial:
+            # Topics' configs at start-up come with their first LeaderAndIsr.
+            self._last_config_change = changes[-1][0] if changes else -1
+            return
+        topics = []
+        for sequence, name in changes:
+            if sequence <= self._last_config_change:
+                continue
+            self._last_config_change = sequence
+            found = await self.zk.get_data(f"{zd.CONFIG_CHANGES_PATH}/{name}")
+            if found is None:
+                continue
+            entity_type, _, entity = zd.decode_config_change(found[0]).partition("/")
+            if entity_type == zd.TOPIC_CONFIG_TYPE and entity not in topics:
+                topics.append(entity)
+        if not topics:
+            return
+        configs = await self.zk.get_topic_configs(topics)
+        for topic in topics:
+            self.metadata.set_topic_config(topic, configs.get(topic, {}))
+            self.replica_manager.topic_config_changed(topic)
+            log.info("Processing override for entityPath: topics/%s with config: %s", topic,
+                     configs.get(topic, {}))
+
+    def _on_config_change(self) -> None:
+        self.shared.spawn(self._follow_config_changes())
+
+    def _on_zk_state(self, state: ZkSessionState) -> None:
+        # A new session lost every watch: read what changed meanwhile and watch again.
+        if state is ZkSessionState.CONNECTED:
+            self.shared.spawn(self._follow_config_changes())
 
     def _on_broker_epoch(self, epoch: int) -> None:
         # A new session re-registered this broker: requests for the old one are stale.

@@ -22,10 +22,11 @@ from collections.abc import Collection, Mapping, Sequence
 from kio.schema.errors import ErrorCode
 
 from ..common.config import ConfigError
-from ..common.kafka_config import parse_topic_configs
+from ..common.kafka_config import TOPIC_CONFIG, parse_topic_configs
 from ..controller.topics import NewTopic, validate_topic_name
 from . import data as zd
 from .assignment import AssignmentError, assign_replicas_to_brokers
+from .leader_and_isr import ReplicaAssignment
 
 # ZooKeeper refuses a packet larger than jute.maxbuffer (just under 1 MiB by default) by
 # dropping the connection, and a client that resends it drops it again: one oversized
@@ -213,3 +214,110 @@ def next_producer_id_block(current: bytes | None, broker_id: int) -> tuple[bytes
         first = last + 1
     block = range(first, first + PRODUCER_ID_BLOCK_SIZE)
     return zd.encode_producer_id_block(broker_id, first, PRODUCER_ID_BLOCK_SIZE), block
+
+
+# ------------------------------------------------------------------ CreatePartitions
+
+DUPLICATE_TOPIC_IN_REQUEST = "Duplicate topic in request."
+QUEUED_FOR_DELETION = "The topic is queued for deletion."
+
+
+def new_partitions_assignment(
+    topic: str,
+    existing: Mapping[int, ReplicaAssignment],
+    brokers: Sequence[int],
+    count: int,
+    assignments: Sequence[Sequence[int]] | None,
+) -> dict[int, list[int]]:
+    """The replicas of the partitions a CreatePartitions entry adds to `topic`, in the
+    order and with the messages of Kafka 3.9's ZkAdminManager.createPartitions and
+    AdminZkClient.createNewPartitionsAssignment. `brokers` are the registered brokers'
+    ids, sorted."""
+    if any(a.adding or a.removing for a in existing.values()):
+        raise AdminError(ErrorCode.reassignment_in_progress,
+                         f"A partition reassignment is in progress for the topic '{topic}'.")
+    if not existing:
+        raise AdminError(ErrorCode.unknown_topic_or_partition,
+                         f"The topic '{topic}' does not exist.")
+    old = len(existing)
+    increment = count - old
+    if increment < 0:
+        raise AdminError(ErrorCode.invalid_partitions,
+                         f"Topic currently has {old} partitions, which is higher than the "
+                         f"requested {count}.")
+    if increment == 0:
+        raise AdminError(ErrorCode.invalid_partitions, f"Topic already has {old} partitions.")
+    if increment > MAX_NEW_PARTITIONS:
+        # The lab's bound, as in KRaft mode: one request must not place millions.
+        raise AdminError(ErrorCode.policy_violation,
+                         "Unable to perform excessively large batch operation.")
+    first = existing.get(0)
+    if first is None:
+        raise AdminError(ErrorCode.unknown_server_error,
+                         f"Unexpected existing replica assignment for topic '{topic}', "
+                         "partition id 0 is missing.")
+    rf = len(first.replicas)
+    if assignments is not None:
+        unknown = sorted({b for r in assignments for b in r} - set(brokers))
+        if unknown:
+            raise AdminError(ErrorCode.invalid_replica_assignment,
+                             "Unknown broker(s) in replica assignment: "
+                             f"{', '.join(str(b) for b in unknown)}.")
+        if len(assignments) != increment:
+            raise AdminError(ErrorCode.invalid_replica_assignment,
+                             f"Increasing the number of partitions by {increment} but "
+                             f"{len(assignments)} assignments provided.")
+        proposed = {old + i: [int(b) for b in r] for i, r in enumerate(assignments)}
+        _check_new_replicas(proposed, rf)
+        return proposed
+    start = next((i for i, b in enumerate(brokers) if b >= first.replicas[0]), 0)
+    try:
+        return assign_replicas_to_brokers(
+            list(brokers), increment, rf, start_index=start, start_partition_id=old)
+    except AssignmentError as e:
+        raise AdminError(e.error, str(e)) from None
+
+
+MAX_NEW_PARTITIONS = 10_000
+
+
+def _check_new_replicas(proposed: Mapping[int, Sequence[int]], rf: int) -> None:
+    """AdminZkClient.validateReplicaAssignment (the brokers are known to exist)."""
+    for p, replicas in proposed.items():
+        if not replicas:
+            raise AdminError(ErrorCode.invalid_replica_assignment,
+                             f"Cannot have replication factor of 0 for partition id {p}.")
+        if len(set(replicas)) != len(replicas):
+            raise AdminError(ErrorCode.invalid_replica_assignment,
+                             "Duplicate brokers not allowed in replica assignment: "
+                             f"{', '.join(str(b) for b in replicas)} for partition id {p}.")
+    bad = sorted((p, len(r)) for p, r in proposed.items() if len(r) != rf)
+    if bad:
+        raise AdminError(ErrorCode.invalid_replica_assignment,
+                         "Inconsistent replication factor between partitions, partition 0 "
+                         f"has {rf} while partitions [{', '.join(str(p) for p, _ in bad)}] "
+                         f"have replication factors [{', '.join(str(n) for _, n in bad)}], "
+                         "respectively.")
+
+
+# --------------------------------------------------- AlterConfigs for topic resources
+
+
+def topic_configs_after(
+    topic: str, configs: Mapping[str, str | None]
+) -> dict[str, str]:
+    """The overrides /config/topics/T will hold, checked as Kafka 3.9's ZkAdminManager
+    does (an empty name, then the values: INVALID_CONFIG with Kafka's message)."""
+    if not topic:
+        raise AdminError(ErrorCode.invalid_request, "Default topic resources are not allowed.")
+    unknown = [k for k in configs if k not in TOPIC_CONFIG]
+    if unknown:
+        # Kafka's name check raises an API error of its own, without the prefix.
+        raise AdminError(ErrorCode.invalid_config, f"Unknown topic config name: {unknown[0]}")
+    try:
+        parse_topic_configs(configs)
+    except ConfigError as e:
+        raise AdminError(ErrorCode.invalid_config,
+                         f"Invalid config value for resource ConfigResource(type=TOPIC, "
+                         f"name='{topic}'): {e}") from None
+    return {k: str(v) for k, v in configs.items() if v is not None}

@@ -1,5 +1,6 @@
 """The ZooKeeper-era controller APIs (protocol/zkapis): LeaderAndIsr, StopReplica,
-UpdateMetadata and ControlledShutdown, every version Kafka 3.9 defines.
+UpdateMetadata and ControlledShutdown, every version Kafka 3.9 defines, and OffsetCommit
+v0-v1.
 
 The entities are generated, so these tests check them against what was read off Kafka
 3.9's definitions by hand: which version has which field, the exact bytes of one frame
@@ -56,6 +57,8 @@ KAFKA_39 = {
     ApiKey.STOP_REPLICA: (0, 4, 2),
     ApiKey.UPDATE_METADATA: (0, 8, 6),
     ApiKey.CONTROLLED_SHUTDOWN: (0, 3, 3),
+    # Only v0-v1 of OffsetCommit live here; kio has v2 and later.
+    ApiKey.OFFSET_COMMIT: (0, 1, 8),
 }
 
 EVERY_VERSION = [
@@ -81,6 +84,9 @@ def _id(param: tuple[int, int, str]) -> str:
 def test_the_versions_are_kafka_39s():
     assert dict(zkapis.VERSIONS) == {k: (lo, hi) for k, (lo, hi, _) in KAFKA_39.items()}
     for key, (_, high, _) in KAFKA_39.items():
+        if key == ApiKey.OFFSET_COMMIT:
+            assert request_class(key, high + 1).__module__.startswith("kio.")
+            continue
         with pytest.raises(UnknownEntity):
             request_class(key, high + 1)
 
@@ -112,7 +118,29 @@ def test_entity_lookup_gives_the_version_with_kafkas_header(param):
 
 
 def test_codecs_exist_but_the_broker_does_not_advertise_them():
-    assert not set(KAFKA_39) & set(BROKER_APIS)
+    # The controller's APIs; OffsetCommit v0-v1 are a client's and are advertised.
+    assert set(KAFKA_39) & set(BROKER_APIS) == {ApiKey.OFFSET_COMMIT}
+    assert BROKER_APIS[ApiKey.OFFSET_COMMIT] == (0, 9)
+
+
+@pytest.mark.parametrize("version", [0, 1])
+def test_offset_commit_v0_v1_bytes(version):
+    cls = request_class(ApiKey.OFFSET_COMMIT, version)
+    data = encode(build(cls, VALUES[(8, "request")]))
+    partitions = [(0, 42, 1700000000000, None), (2, 7, -1, "m")]
+    expected = string("billing")
+    if version == 1:
+        expected += i32(3) + string("consumer-1")
+    expected += i32(1) + string("payments") + i32(2)
+    for index, offset, timestamp, metadata in partitions:
+        expected += i32(index) + i64(offset)
+        if version == 1:
+            expected += i64(timestamp)
+        expected += string(metadata)
+    assert data == expected
+    response = response_class(ApiKey.OFFSET_COMMIT, version)
+    assert encode(build(response, VALUES[(8, "response")])) == (
+        i32(1) + string("payments") + i32(2) + i32(0) + i16(0) + i32(2) + i16(3))
 
 
 # -- which version has which field -------------------------------------------------------
@@ -188,8 +216,10 @@ def test_nullable_and_tagged_fields_are_exactly_kafkas():
                     nullable.add((cls.__name__, f.name, version))
                 if "tag" in f.metadata:
                     tagged.add((cls.__name__, f.name, version, f.metadata["tag"]))
-    # Only the broker's rack may be null, from the version that has it.
-    assert nullable == {("UpdateMetadataBroker", "rack", v) for v in range(2, 9)}
+    # Only the broker's rack may be null, from the version that has it, and a committed
+    # offset's metadata.
+    assert nullable == {("UpdateMetadataBroker", "rack", v) for v in range(2, 9)} | {
+        ("OffsetCommitRequestPartition", "committed_metadata", v) for v in (0, 1)}
     assert tagged == {("UpdateMetadataRequest", "type_", 8, 0)}
 
 

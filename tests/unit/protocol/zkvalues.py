@@ -256,6 +256,29 @@ CONTROLLED_SHUTDOWN_RESPONSE: dict[str, Any] = {
     ],
 }
 
+OFFSET_COMMIT_REQUEST: dict[str, Any] = {
+    "group_id": "billing",
+    "generation_id_or_member_epoch": 3,
+    "member_id": "consumer-1",
+    "topics": [
+        {"name": "payments", "partitions": [
+            {"partition_index": 0, "committed_offset": 42, "commit_timestamp": 1700000000000,
+             "committed_metadata": None},
+            {"partition_index": 2, "committed_offset": 7, "commit_timestamp": -1,
+             "committed_metadata": "m"},
+        ]},
+    ],
+}
+
+OFFSET_COMMIT_RESPONSE: dict[str, Any] = {
+    "topics": [
+        {"name": "payments", "partitions": [
+            {"partition_index": 0, "error_code": ErrorCode.none},
+            {"partition_index": 2, "error_code": ErrorCode.unknown_topic_or_partition},
+        ]},
+    ],
+}
+
 VALUES: dict[tuple[int, str], dict[str, Any]] = {
     (4, "request"): LEADER_AND_ISR_REQUEST,
     (4, "response"): LEADER_AND_ISR_RESPONSE,
@@ -265,6 +288,8 @@ VALUES: dict[tuple[int, str], dict[str, Any]] = {
     (6, "response"): UPDATE_METADATA_RESPONSE,
     (7, "request"): CONTROLLED_SHUTDOWN_REQUEST,
     (7, "response"): CONTROLLED_SHUTDOWN_RESPONSE,
+    (8, "request"): OFFSET_COMMIT_REQUEST,
+    (8, "response"): OFFSET_COMMIT_RESPONSE,
 }
 
 

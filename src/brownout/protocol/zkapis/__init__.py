@@ -32,6 +32,11 @@ adds is_k_raft_controller and the tagged type_. The response is an error code.
 
 ControlledShutdown: v0's request header has no client id (request header v0, which
 only this API uses); v2 adds broker_epoch; v3 is the first flexible version.
+
+OffsetCommit (8) is here for v0 and v1 only, which Kafka 3.9 still serves and kio (from
+Kafka 4, which dropped them) lacks; v2 and later are kio's. v0 has the group id and
+the offsets; v1 adds generation_id_or_member_epoch, member_id and a commit_timestamp
+per partition. The v0-v1 responses have no throttle time.
 """
 
 from __future__ import annotations

@@ -8,4 +8,5 @@ API_INDEX: dict[int, tuple[str, int, int]] = {
     5: ("stop_replica", 0, 4),
     6: ("update_metadata", 0, 8),
     7: ("controlled_shutdown", 0, 3),
+    8: ("offset_commit", 0, 1),
 }

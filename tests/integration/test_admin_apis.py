@@ -1,0 +1,492 @@
+"""The admin surface against real nodes: CreatePartitions, AlterConfigs and
+IncrementalAlterConfigs (then DescribeConfigs) with confluent-kafka, kafka-python and
+aiokafka, their error paths, and a config change that takes effect on a live cluster."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import struct
+import time
+
+import pytest
+from _kafka_clients import (
+    CLIENT_TIMEOUT_MS,
+    admin_for,
+    create_topic,
+    produce_confluent,
+    wait_for_topic,
+)
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import (
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    ConfigSource,
+    NewPartitions,
+)
+
+UNSUPPORTED_VERSION = 35  # Kafka's error code
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(90)]
+
+
+def _error(future) -> KafkaError:  # type: ignore[no-untyped-def]
+    with pytest.raises(KafkaException) as exc:
+        future.result(timeout=15)
+    return exc.value.args[0]
+
+
+def _describe(admin, resource: ConfigResource) -> dict:  # type: ignore[no-untyped-def]
+    return next(iter(admin.describe_configs([resource], request_timeout=10).values())).result(
+        timeout=10)
+
+
+def _incremental(admin, resource: ConfigResource, *entries: ConfigEntry,  # type: ignore[no-untyped-def]
+                 validate_only: bool = False):
+    resource = ConfigResource(resource.restype, resource.name, incremental_configs=list(entries))
+    return next(iter(admin.incremental_alter_configs(
+        [resource], request_timeout=10, validate_only=validate_only).values()))
+
+
+def _acks_all_error(bootstrap: str, topic: str) -> int | None:
+    """The error code of one acks=all send (None when it was acknowledged)."""
+    p = Producer({"bootstrap.servers": bootstrap, "acks": "all", "retries": 0,
+                  "message.timeout.ms": CLIENT_TIMEOUT_MS,
+                  "socket.timeout.ms": CLIENT_TIMEOUT_MS})
+    errors: list = []
+    p.produce(topic, b"v", partition=0, on_delivery=lambda e, m: errors.append(e))
+    assert p.flush(10) == 0
+    return None if errors[0] is None else errors[0].code()
+
+
+def _set(name: str, value: str) -> ConfigEntry:
+    return ConfigEntry(name, value, incremental_operation=AlterConfigOpType.SET)
+
+
+def test_confluent_create_partitions(node, topic):
+    admin = admin_for(node.bootstrap)
+    create_topic(node.bootstrap, topic, 2)
+
+    only = admin.create_partitions([NewPartitions(topic, 4)], validate_only=True,
+                                   request_timeout=10)
+    assert only[topic].result(timeout=15) is None
+    assert len(admin.list_topics(topic=topic, timeout=5).topics[topic].partitions) == 2
+
+    done = admin.create_partitions([NewPartitions(topic, 4)], request_timeout=10)
+    assert done[topic].result(timeout=15) is None
+    wait_for_topic(node.bootstrap, topic, 4)
+    # The new partitions have logs: records go in and come back.
+    produce_confluent(node.bootstrap, topic, [(3, b"k", b"v", [])])
+
+    err = _error(admin.create_partitions([NewPartitions(topic, 3)], request_timeout=10)[topic])
+    assert err.code() == KafkaError.INVALID_PARTITIONS
+    assert err.str() == (f"The topic {topic} currently has 4 partition(s); 3 would not be "
+                         "an increase.")
+    err = _error(admin.create_partitions([NewPartitions(topic, 4)], request_timeout=10)[topic])
+    assert (err.code(), err.str()) == (KafkaError.INVALID_PARTITIONS,
+                                       "Topic already has 4 partition(s).")
+    err = _error(admin.create_partitions([NewPartitions(topic, 5, [[1], [2]])],
+                                         request_timeout=10)[topic])
+    assert err.code() == KafkaError.INVALID_REPLICA_ASSIGNMENT
+    err = _error(admin.create_partitions([NewPartitions(topic, 5, [[7]])],
+                                         request_timeout=10)[topic])
+    assert err.code() == KafkaError.INVALID_REPLICA_ASSIGNMENT
+    assert err.str() == ("The manual partition assignment includes broker 7, but no such "
+                         "broker is registered.")
+    missing = f"{topic}-missing"
+    err = _error(admin.create_partitions([NewPartitions(missing, 2)], request_timeout=10)[missing])
+    assert err.code() == KafkaError.UNKNOWN_TOPIC_OR_PART
+
+
+def test_confluent_incremental_alter_configs_topic(node, topic):
+    admin = admin_for(node.bootstrap)
+    create_topic(node.bootstrap, topic, 1)
+    resource = ConfigResource("topic", topic)
+
+    assert _incremental(admin, resource, _set("retention.ms", "1000"),
+                        validate_only=True).result(timeout=15) is None
+    assert _describe(admin, resource)["retention.ms"].source == ConfigSource.DEFAULT_CONFIG.value
+
+    assert _incremental(admin, resource, _set("retention.ms", "86400000"),
+                        _set("min.insync.replicas", "2"),
+                        ConfigEntry("cleanup.policy", "compact",
+                                    incremental_operation=AlterConfigOpType.APPEND),
+                        ).result(timeout=15) is None
+    configs = _describe(admin, resource)
+    assert configs["retention.ms"].value == "86400000"
+    assert configs["retention.ms"].source == ConfigSource.DYNAMIC_TOPIC_CONFIG.value
+    assert configs["min.insync.replicas"].value == "2"
+    assert configs["cleanup.policy"].value == "delete,compact"
+
+    # min.insync.replicas=2 on a one-broker cluster: acks=all sends now fail.
+    assert _acks_all_error(node.bootstrap, topic) == KafkaError.NOT_ENOUGH_REPLICAS
+
+    assert _incremental(admin, resource, ConfigEntry(
+        "min.insync.replicas", None, incremental_operation=AlterConfigOpType.DELETE),
+    ).result(timeout=15) is None
+    configs = _describe(admin, resource)
+    assert configs["min.insync.replicas"].source == ConfigSource.DEFAULT_CONFIG.value
+    assert _acks_all_error(node.bootstrap, topic) is None
+
+    err = _error(_incremental(admin, resource, _set("no.such.config", "1")))
+    assert (err.code(), err.str()) == (KafkaError.INVALID_CONFIG,
+                                       "Unknown topic config name: no.such.config")
+    err = _error(_incremental(admin, resource, _set("retention.ms", "soon")))
+    assert err.code() == KafkaError.INVALID_CONFIG
+    assert err.str() == ("Invalid value soon for configuration retention.ms: Not a number of "
+                         "type LONG")
+    err = _error(_incremental(admin, ConfigResource("topic", f"{topic}-missing"),
+                              _set("retention.ms", "1")))
+    assert err.code() == KafkaError.UNKNOWN_TOPIC_OR_PART
+
+
+def test_confluent_broker_configs(node, topic):
+    """A per-broker dynamic config (librdkafka cannot name the cluster-wide default
+    resource ""; kafka-python's test below does)."""
+    admin = admin_for(node.bootstrap)
+    create_topic(node.bootstrap, topic, 1)
+    this = ConfigResource("broker", "1")
+    try:
+        assert _incremental(admin, this, _set("log.retention.ms", "3600000")).result(
+            timeout=15) is None
+        entry = _describe(admin, this)["log.retention.ms"]
+        assert entry.value == "3600000"
+        assert entry.source == ConfigSource.DYNAMIC_BROKER_CONFIG.value
+        assert not entry.is_read_only
+        topic_entry = _describe(admin, ConfigResource("topic", topic))["retention.ms"]
+        assert topic_entry.value == "3600000"
+        assert topic_entry.source == ConfigSource.DYNAMIC_BROKER_CONFIG.value
+    finally:
+        _incremental(admin, this, ConfigEntry(
+            "log.retention.ms", None, incremental_operation=AlterConfigOpType.DELETE,
+        )).result(timeout=15)
+    assert _describe(admin, ConfigResource("topic", topic))["retention.ms"].value == "604800000"
+
+    assert _describe(admin, this)["log.dirs"].is_read_only
+    err = _error(_incremental(admin, this, _set("log.dirs", "/tmp/elsewhere")))
+    assert err.code() == KafkaError.INVALID_REQUEST
+    assert err.str() == "Cannot update these configs dynamically: Set(log.dirs)"
+    err = _error(_incremental(admin, this, _set("min.insync.replicas", "many")))
+    assert err.code() == KafkaError.INVALID_REQUEST
+    assert err.str() == ("Invalid value many for configuration min.insync.replicas: Not a "
+                         "number of type INT")
+
+
+@pytest.mark.filterwarnings("ignore:alter_configs has been deprecated")
+def test_confluent_legacy_alter_configs_replaces_the_set(node, topic):
+    admin = admin_for(node.bootstrap)
+    create_topic(node.bootstrap, topic, 1, config={"retention.ms": "100000",
+                                                   "segment.ms": "200000"})
+    resource = ConfigResource("topic", topic, set_config={"max.message.bytes": "300000"})
+    assert admin.alter_configs([resource], request_timeout=10)[resource].result(
+        timeout=15) is None
+    configs = _describe(admin, ConfigResource("topic", topic))
+    assert configs["max.message.bytes"].value == "300000"
+    # Keys left out of a legacy AlterConfigs lose their override.
+    assert configs["retention.ms"].source == ConfigSource.DEFAULT_CONFIG.value
+    assert configs["segment.ms"].source == ConfigSource.DEFAULT_CONFIG.value
+
+    bad = ConfigResource("topic", topic, set_config={"no.such.config": "1"})
+    err = _error(admin.alter_configs([bad], request_timeout=10)[bad])
+    assert err.code() == KafkaError.INVALID_CONFIG
+    only = ConfigResource("topic", topic, set_config={"retention.ms": "5"})
+    assert admin.alter_configs([only], request_timeout=10, validate_only=True)[only].result(
+        timeout=15) is None
+    assert _describe(admin, ConfigResource("topic", topic))["max.message.bytes"].value == "300000"
+
+
+# -- OffsetCommit: unknown partitions, v0 and v1 ------------------------------------------
+
+
+def _string(s: str) -> bytes:
+    return struct.pack(">h", len(s)) + s.encode()
+
+
+def _offset_commit(node, version: int, group: str,  # type: ignore[no-untyped-def]
+                   offsets: dict[str, dict[int, int]]) -> dict[tuple[str, int], int]:
+    """One raw OffsetCommit v0 or v1 (kio and the clients here only speak v2+): the
+    error code of every partition in the response."""
+    body = _string(group)
+    if version == 1:
+        body += struct.pack(">i", -1) + _string("")  # no generation: a standalone commit
+    body += struct.pack(">i", len(offsets))
+    for topic, parts in offsets.items():
+        body += _string(topic) + struct.pack(">i", len(parts))
+        for partition, offset in parts.items():
+            body += struct.pack(">iq", partition, offset)
+            if version == 1:
+                body += struct.pack(">q", -1)
+            body += struct.pack(">h", -1)
+    header = struct.pack(">hhih", 8, version, 11, 2) + b"it"
+    payload = header + body
+    with socket.create_connection(("127.0.0.1", node.port), timeout=10) as sock:
+        sock.sendall(struct.pack(">i", len(payload)) + payload)
+        data = b""
+        while len(data) < 4 or len(data) < 4 + struct.unpack_from(">i", data)[0]:
+            chunk = sock.recv(65536)
+            assert chunk, "connection closed"
+            data += chunk
+    pos = 8  # size, correlation id
+    errors = {}
+    (topics,) = struct.unpack_from(">i", data, pos)
+    pos += 4
+    for _ in range(topics):
+        (length,) = struct.unpack_from(">h", data, pos)
+        name = data[pos + 2:pos + 2 + length].decode()
+        pos += 2 + length
+        (count,) = struct.unpack_from(">i", data, pos)
+        pos += 4
+        for _ in range(count):
+            partition, error = struct.unpack_from(">ih", data, pos)
+            pos += 6
+            errors[(name, partition)] = error
+    return errors
+
+
+def _offset_commit_retried(node, version: int, group: str,  # type: ignore[no-untyped-def]
+                           offsets: dict[str, dict[int, int]]) -> dict[tuple[str, int], int]:
+    """`_offset_commit` until the coordinator is ready (a client's FindCoordinator makes
+    the node create __consumer_offsets; until its partition is loaded, commits get
+    COORDINATOR_NOT_AVAILABLE or NOT_COORDINATOR, 14-16, as from Kafka)."""
+    deadline = time.monotonic() + 30
+    while True:
+        errors = _offset_commit(node, version, group, offsets)
+        if not set(errors.values()) & {14, 15, 16} or time.monotonic() > deadline:
+            return errors
+        time.sleep(0.2)
+
+
+def _committed(node, group: str, topic: str, partition: int) -> int:  # type: ignore[no-untyped-def]
+    consumer = Consumer({"bootstrap.servers": node.bootstrap, "group.id": group,
+                         "socket.timeout.ms": CLIENT_TIMEOUT_MS})
+    try:
+        return consumer.committed([TopicPartition(topic, partition)], timeout=10)[0].offset
+    finally:
+        consumer.close()
+
+
+def test_offset_commit_unknown_partitions_and_old_versions(node, topic):
+    create_topic(node.bootstrap, topic, 1)
+    group = f"{topic}-g"
+    missing = f"{topic}-missing"
+    unknown = KafkaError.UNKNOWN_TOPIC_OR_PART
+    assert _committed(node, group, topic, 0) < 0  # FindCoordinator: nothing committed yet
+    errors = _offset_commit_retried(node, 1, group, {topic: {0: 5, 3: 1}, missing: {0: 1}})
+    assert errors == {(topic, 0): 0, (topic, 3): unknown, (missing, 0): unknown}
+    assert _committed(node, group, topic, 0) == 5
+
+    # v0 commits lived in ZooKeeper; Kafka 3.9 refuses them whole unless nothing exists.
+    errors = _offset_commit(node, 0, group, {topic: {0: 9}, missing: {0: 1}})
+    assert set(errors.values()) == {UNSUPPORTED_VERSION}
+    assert _offset_commit(node, 0, group, {missing: {0: 1}}) == {(missing, 0): unknown}
+    assert _committed(node, group, topic, 0) == 5
+
+    # v2 and later (librdkafka): the same answer for what does not exist.
+    consumer = Consumer({"bootstrap.servers": node.bootstrap, "group.id": group,
+                         "socket.timeout.ms": CLIENT_TIMEOUT_MS})
+    try:
+        result = consumer.commit(offsets=[TopicPartition(topic, 0, 7),
+                                          TopicPartition(missing, 0, 3)],
+                                 asynchronous=False)
+    except KafkaException as e:
+        assert e.args[0].code() == unknown
+    else:
+        by_topic = {tp.topic: tp.error for tp in result}
+        assert by_topic[topic] is None
+        assert by_topic[missing].code() == unknown
+    finally:
+        consumer.close()
+    assert _committed(node, group, topic, 0) == 7
+
+
+# -- kafka-python ------------------------------------------------------------------------
+
+
+def _kp_admin(node):  # type: ignore[no-untyped-def]
+    from kafka import KafkaAdminClient
+
+    return KafkaAdminClient(bootstrap_servers=node.bootstrap, client_id="it-admin",
+                            request_timeout_ms=CLIENT_TIMEOUT_MS)
+
+
+def test_kafka_python_create_partitions_and_alter_configs(node, topic):
+    from kafka.admin import ConfigResource as KpResource
+    from kafka.admin import ConfigResourceType
+    from kafka.errors import InvalidPartitionsError
+
+    create_topic(node.bootstrap, topic, 1)
+    client = _kp_admin(node)
+    try:
+        client.create_partitions({topic: 3})
+        wait_for_topic(node.bootstrap, topic, 3)
+        with pytest.raises(InvalidPartitionsError):
+            client.create_partitions({topic: 2})
+        client.create_partitions({topic: 5}, validate_only=True)
+        assert len(admin_for(node.bootstrap).list_topics(topic=topic, timeout=5)
+                   .topics[topic].partitions) == 3
+
+        client.alter_configs([KpResource(ConfigResourceType.TOPIC, topic,
+                                         configs={"retention.ms": "3600000"})],
+                             incremental=False)
+        client.alter_configs([KpResource(ConfigResourceType.TOPIC, topic,
+                                         configs={"segment.ms": "600000"})],
+                             incremental=True)
+        result = client.alter_configs([KpResource(ConfigResourceType.TOPIC, topic,
+                                                  configs={"no.such.config": "1"})],
+                                      incremental=True, raise_on_unknown=False)
+    finally:
+        client.close()
+    assert str(result["topic"][topic]) == (
+        "[Error 40] InvalidConfigurationError: Unknown topic config name: no.such.config")
+    configs = _describe(admin_for(node.bootstrap), ConfigResource("topic", topic))
+    assert configs["retention.ms"].value == "3600000"
+    assert configs["segment.ms"].value == "600000"
+
+
+def _alter_default_broker(node, op: int, name: str, value: str | None):  # type: ignore[no-untyped-def]
+    """IncrementalAlterConfigs of the cluster-wide default broker resource "": none of
+    the three clients can name it (librdkafka, kafka-python and aiokafka all want a
+    broker id), so the node's own client sends it."""
+    from brownout.broker.network_client import NetworkClient
+    from brownout.protocol.apis import ApiKey, request_class
+    from brownout.protocol.build import build
+
+    body = build(request_class(ApiKey.INCREMENTAL_ALTER_CONFIGS, 1), {
+        "resources": [{"resource_type": 4, "resource_name": "",
+                       "configs": [{"name": name, "config_operation": op, "value": value}]}],
+        "validate_only": False,
+    })
+
+    async def send():  # type: ignore[no-untyped-def]
+        network = NetworkClient("it-admin")
+        try:
+            return await network.request("127.0.0.1", node.port,
+                                         ApiKey.INCREMENTAL_ALTER_CONFIGS, 1, body,
+                                         timeout_s=10)
+        finally:
+            await network.close()
+
+    response = asyncio.run(send())
+    return response.responses[0]
+
+
+def test_cluster_wide_default_broker_config(node, topic):
+    create_topic(node.bootstrap, topic, 1)
+    admin = admin_for(node.bootstrap)
+    answer = _alter_default_broker(node, 0, "min.insync.replicas", "2")
+    assert answer.error_code == 0, answer
+    try:
+        mir = _describe(admin, ConfigResource("topic", topic))["min.insync.replicas"]
+        assert (mir.value, mir.source) == ("2", ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG.value)
+        broker = _describe(admin, ConfigResource("broker", "1"))["min.insync.replicas"]
+        assert (broker.value, broker.source) == (
+            "2", ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG.value)
+        # The new default takes effect at once: acks=all needs two in-sync replicas.
+        assert _acks_all_error(node.bootstrap, topic) == KafkaError.NOT_ENOUGH_REPLICAS
+        answer = _alter_default_broker(node, 0, "log.dirs", "/tmp/elsewhere")
+        assert answer.error_code == KafkaError.INVALID_REQUEST
+        assert answer.error_message == "Cannot update these configs dynamically: Set(log.dirs)"
+    finally:
+        assert _alter_default_broker(node, 1, "min.insync.replicas", None).error_code == 0
+    mir = _describe(admin, ConfigResource("topic", topic))["min.insync.replicas"]
+    assert (mir.value, mir.source) == ("1", ConfigSource.DEFAULT_CONFIG.value)
+    assert _acks_all_error(node.bootstrap, topic) is None
+
+
+# -- aiokafka ----------------------------------------------------------------------------
+
+
+def test_aiokafka_admin(node, topic):
+    from aiokafka.admin import AIOKafkaAdminClient
+    from aiokafka.admin import NewPartitions as AioNewPartitions
+    from aiokafka.admin.config_resource import ConfigResource as AioResource
+    from aiokafka.admin.config_resource import ConfigResourceType as AioType
+    from aiokafka.errors import InvalidPartitionsError
+
+    create_topic(node.bootstrap, topic, 1)
+
+    async def run():  # type: ignore[no-untyped-def]
+        client = AIOKafkaAdminClient(bootstrap_servers=node.bootstrap,
+                                     request_timeout_ms=CLIENT_TIMEOUT_MS)
+        await client.start()
+        try:
+            await client.create_partitions({topic: AioNewPartitions(2)})
+            with pytest.raises(InvalidPartitionsError, match="would not be an increase"):
+                await client.create_partitions({topic: AioNewPartitions(1)})
+            altered = await client.alter_configs([AioResource(
+                AioType.TOPIC, topic, configs={"unclean.leader.election.enable": "true"})])
+            bad = await client.alter_configs([AioResource(
+                AioType.TOPIC, topic, configs={"max.message.bytes": "-5"})])
+            described = await client.describe_configs([AioResource(AioType.TOPIC, topic)])
+            return altered, bad, described
+        finally:
+            await client.close()
+
+    altered, bad, described = asyncio.run(run())
+    assert [r[0] for r in altered[0].resources] == [0]
+    code, message = bad[0].resources[0][:2]
+    assert (code, message) == (
+        KafkaError.INVALID_CONFIG,
+        "Invalid value -5 for configuration max.message.bytes: Value must be at least 0")
+    entries = {e[0]: e[1] for e in described[0].resources[0][4]}
+    assert entries["unclean.leader.election.enable"] == "true"
+    wait_for_topic(node.bootstrap, topic, 2)
+
+
+# -- on a live cluster: forwarding, new partitions' logs, unclean election ---------------
+
+
+@pytest.mark.timeout(240)
+def test_admin_on_a_cluster_and_unclean_election_turned_on_live(tmp_path):
+    """Three brokers and a controller. CreatePartitions sent to a broker reaches the
+    controller and every replica creates the new logs. Then a partition loses its last
+    ISR member while the other replica is down; once that replica is back the partition
+    stays leaderless (unclean election is off) until IncrementalAlterConfigs turns
+    unclean.leader.election.enable on for the topic, when the controller elects it."""
+    from _cluster import LabCluster, full_isr, wait_until
+
+    with LabCluster(tmp_path / "lab", brokers=3, controllers=1,
+                    controller_set={"unclean.leader.election.interval.ms": 500}) as c:
+        name = "unclean-live"
+        c.create_topic(name, 1, 2, {"unclean.leader.election.enable": "false"})
+        [p0] = c.describe(name).partitions
+        leader = p0.leader
+        follower = next(r for r in p0.replicas if r != leader)
+        witness = next(b for b in c.broker_ids if b not in p0.replicas)
+        # The admin client starts from the broker that hosts no replica of the topic.
+        admin = admin_for(next(n.broker_address for n in c.topology.brokers
+                               if n.node_id == witness))
+
+        # CreatePartitions, forwarded by whichever broker the client asked.
+        done = admin.create_partitions([NewPartitions(name, 3)], request_timeout=15)
+        assert done[name].result(timeout=20) is None
+        c.wait_everywhere(name, lambda d: full_isr(d, 2, 3), 30,
+                          "three partitions, each led with a full ISR")
+        produce_confluent(c.bootstrap, name, [(2, b"k", b"new partition", [])], acks="all")
+
+        c.kill(follower)
+        wait_until(lambda: c.describe(name).partitions[0].isr == (leader,), 60,
+                   "the follower out of the ISR")
+        c.kill(leader)
+        wait_until(lambda: c.describe(name).partitions[0].leader is None, 60,
+                   "partition 0 leaderless")
+        c.start(follower)
+        # Back and unfenced, but not in the ISR: with unclean election off it may not lead.
+        wait_until(lambda: follower in [b.id for b in
+                                        admin.list_topics(timeout=5).brokers.values()],
+                   60, "the follower registered again")
+        time.sleep(2)  # four of the controller's unclean-election checks
+        assert c.describe(name).partitions[0].leader is None
+
+        resource = ConfigResource("topic", name)
+        assert _incremental(admin, resource, _set("unclean.leader.election.enable", "true")
+                            ).result(timeout=20) is None
+        # Committed on the controller when the answer comes; each broker shows it once
+        # it has replayed the record, as in Kafka.
+        wait_until(lambda: (lambda e: (e.value, e.source))(
+            _describe(admin, resource)["unclean.leader.election.enable"]) == (
+            "true", ConfigSource.DYNAMIC_TOPIC_CONFIG.value), 15, "the new value described")
+        wait_until(lambda: c.describe(name).partitions[0].leader == follower, 30,
+                   "the follower elected uncleanly")
+        assert c.describe(name).partitions[0].isr == (follower,)

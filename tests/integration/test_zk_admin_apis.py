@@ -1,0 +1,112 @@
+"""CreatePartitions and (Incremental)AlterConfigs on ZooKeeper-mode brokers, real
+processes against a real ensemble: the new assignment written to /brokers/topics/T and
+created by the controller, topic configs written to /config/topics/T with a
+/config/changes notification that every broker follows (min.insync.replicas takes
+effect on the leader), and the clear refusal of dynamic broker configs."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import pytest
+from _cluster import LabCluster, full_isr, wait_until
+from confluent_kafka import KafkaError, KafkaException, Producer
+from confluent_kafka.admin import (
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    ConfigSource,
+    NewPartitions,
+    NewTopic,
+)
+from kazoo.client import KazooClient
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabCluster]:
+    with LabCluster(tmp_path_factory.mktemp("zk-admin-apis") / "lab", brokers=2,
+                    zookeeper=True) as c:
+        yield c
+
+
+def _error(future) -> KafkaError:  # type: ignore[no-untyped-def]
+    with pytest.raises(KafkaException) as exc:
+        future.result(timeout=30)
+    return exc.value.args[0]
+
+
+def _incremental(admin: AdminClient, restype: str, name: str, key: str, value: str | None,
+                 op: AlterConfigOpType = AlterConfigOpType.SET):  # type: ignore[no-untyped-def]
+    resource = ConfigResource(restype, name, incremental_configs=[
+        ConfigEntry(key, value, incremental_operation=op)])
+    return next(iter(admin.incremental_alter_configs([resource], request_timeout=30).values()))
+
+
+def test_create_partitions_and_topic_configs_in_zookeeper_mode(cluster: LabCluster) -> None:
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    topic = "zk-admin"
+    admin.create_topics([NewTopic(topic, 1, 2)], request_timeout=30)[topic].result(30)
+    cluster.wait_everywhere(topic, lambda d: full_isr(d, 2, 1), 30, "one partition, full ISR")
+
+    assert admin.create_partitions([NewPartitions(topic, 3)], request_timeout=30)[
+        topic].result(30) is None
+    cluster.wait_everywhere(topic, lambda d: full_isr(d, 2, 3), 30, "three partitions")
+    zk = KazooClient(hosts=cluster.topology.zookeeper_connect, timeout=10.0)
+    zk.start(timeout=10.0)
+    try:
+        assignment = json.loads(zk.get(f"/brokers/topics/{topic}")[0])
+        assert sorted(assignment["partitions"]) == ["0", "1", "2"]
+
+        err = _error(admin.create_partitions([NewPartitions(topic, 2)], request_timeout=30)[topic])
+        assert (err.code(), err.str()) == (
+            KafkaError.INVALID_PARTITIONS,
+            "Topic currently has 3 partitions, which is higher than the requested 2.")
+        err = _error(admin.create_partitions([NewPartitions(topic, 4, [[9, 1]])],
+                                             request_timeout=30)[topic])
+        assert (err.code(), err.str()) == (KafkaError.INVALID_REPLICA_ASSIGNMENT,
+                                           "Unknown broker(s) in replica assignment: 9.")
+
+        # A topic config, written where Kafka writes it, followed by every broker.
+        assert _incremental(admin, "topic", topic, "min.insync.replicas", "3").result(
+            30) is None
+        assert json.loads(zk.get(f"/config/topics/{topic}")[0])["config"] == {
+            "min.insync.replicas": "3"}
+        assert zk.get_children("/config/changes")
+    finally:
+        zk.stop()
+        zk.close()
+
+    def described() -> tuple[str, int]:
+        resource = ConfigResource("topic", topic)
+        entry = admin.describe_configs([resource], request_timeout=30)[resource].result(30)[
+            "min.insync.replicas"]
+        return entry.value, entry.source
+
+    wait_until(lambda: described() == ("3", ConfigSource.DYNAMIC_TOPIC_CONFIG.value), 30,
+               "the new value described")
+
+    def acks_all_error() -> int | None:
+        p = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all", "retries": 0,
+                      "message.timeout.ms": 10000})
+        errors: list = []
+        p.produce(topic, b"v", partition=0, on_delivery=lambda e, m: errors.append(e))
+        p.flush(15)
+        return None if errors[0] is None else errors[0].code()
+
+    # Two replicas, min.insync.replicas=3: the leader refuses acks=all.
+    wait_until(lambda: acks_all_error() == KafkaError.NOT_ENOUGH_REPLICAS, 30,
+               "the leader applying min.insync.replicas=3")
+    assert _incremental(admin, "topic", topic, "min.insync.replicas", None,
+                        AlterConfigOpType.DELETE).result(30) is None
+    wait_until(lambda: acks_all_error() is None, 30, "acks=all accepted again")
+
+    err = _error(_incremental(admin, "topic", topic, "no.such.config", "1"))
+    assert (err.code(), err.str()) == (KafkaError.INVALID_CONFIG,
+                                       "Unknown topic config name: no.such.config")
+    err = _error(_incremental(admin, "broker", "1", "log.retention.ms", "1000"))
+    assert err.code() == KafkaError.INVALID_REQUEST
+    assert "KRaft mode only" in err.str()
