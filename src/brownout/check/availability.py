@@ -22,11 +22,17 @@ Per acks level, from the send outcomes:
                         any acks level and for acks=all. A fault that stops one
                         partition's leader while the others keep writing shows there and
                         not in the run-wide windows.
+    partition_pauses    per partition, every pause of at least PAUSE_FLOOR_SECONDS
+                        between two successive ok writes to it (and the one after its
+                        last ok, not recovered), for any acks level and for acks=all: a
+                        span of the run (a schedule step) is judged by the pauses that
+                        overlap it.
 """
 
 from __future__ import annotations
 
 import bisect
+import itertools
 import math
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -39,6 +45,10 @@ from brownout.check.arrowutil import Sorted, flat, truthy
 from brownout.check.events import parse_faults
 from brownout.check.load import HistoryInput, Slices, load_history
 from brownout.check.writes import send_outcomes
+
+# Shorter pauses are a partition writing normally (a batch every linger.ms); the
+# floor keeps check.json small while any pause that matters is listed.
+PAUSE_FLOOR_SECONDS = 0.25
 
 
 def _series(ok_times: pa.Array, first_second: int) -> list[int]:
@@ -121,10 +131,10 @@ def check_availability(history: HistoryInput | Slices, sends: pa.Table | None = 
 
     faults = parse_faults(slices.faults)
     recovery = []
+    ok_any, ok_all, last = partition_oks(sends)
     if faults:
         any_ok = _first_ok_after(oks)
         all_ok = _first_ok_after(oks.filter(truthy(pc.equal(oks["acks"], "all"))))
-        ok_any, ok_all, last = partition_oks(sends)
         for fault in faults:
             first, first_all = any_ok(fault.time), all_ok(fault.time)
             recovery.append({
@@ -149,6 +159,9 @@ def check_availability(history: HistoryInput | Slices, sends: pa.Table | None = 
         "longest_unavailable_acks_all": window_all,
         "writes_per_second": {"first_second": first_second, "by_acks": series},
         "faults": recovery,
+        "partition_pauses": {"floor_seconds": PAUSE_FLOOR_SECONDS,
+                             "any": partition_pauses(ok_any, last),
+                             "all": partition_pauses(ok_all, last)},
     }
     return r.judge("availability", anomalies, numbers)
 
@@ -233,3 +246,21 @@ def slowest_partition(oks: Mapping[str, Sequence[float]], last: float, start: fl
         if pause is not None and (best is None or rank(pause) > rank(best)):
             best = {"partition": key, **pause}
     return best
+
+
+def partition_pauses(oks: Mapping[str, Sequence[float]], last: float,
+                     floor: float = PAUSE_FLOOR_SECONDS) -> list[dict[str, Any]]:
+    """Every pause of at least `floor` seconds between two successive ok writes of a
+    partition (sorted completion times), and the one after its last ok up to `last`
+    (not recovered), in time order."""
+    out = []
+    for key in sorted(oks):
+        times = oks[key]
+        for a, b in itertools.pairwise(times):
+            if b - a >= floor:
+                out.append({"partition": key, "seconds": b - a, "start": a, "end": b,
+                            "recovered": True})
+        if times and last - times[-1] >= floor:
+            out.append({"partition": key, "seconds": last - times[-1], "start": times[-1],
+                        "end": last, "recovered": False})
+    return sorted(out, key=lambda p: (p["start"], p["partition"]))

@@ -214,6 +214,7 @@ def write_verdict(run_dir: Path, scenario: Scenario, record: RunRecord,
         "steps": record.steps,
         "group_checks": record.group_checks,
         "snapshots": record.snapshots,
+        "step_times": {k: [round(a, 3), round(b, 3)] for k, (a, b) in record.step_times.items()},
         "isr_recovered": record.isr_recovered,
         "producer_drain": record.drain,
         "fault_window": None if record.fault_start is None else

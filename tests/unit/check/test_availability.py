@@ -127,3 +127,20 @@ def test_partition_pause_overlapping_only():
     assert partition_pause(oks, 4.1, 4.05, 4.06)["seconds"] == pytest.approx(0.1)
     assert partition_pause([], 5.0, 1.0, 2.0) is None
     assert partition_pause([3.0], 5.0, 1.0, 2.0) is None  # nothing before the fault
+
+
+def test_partition_pauses_list_every_pause_over_the_floor():
+    result = check_availability(two_partitions(6.0).table())
+    pauses = result.numbers["partition_pauses"]
+    assert pauses["floor_seconds"] == 0.25
+    [p0] = pauses["all"]
+    assert (p0["partition"], p0["recovered"]) == ("t-0", True)
+    assert p0["seconds"] == pytest.approx(6.1) and pauses["any"] == pauses["all"]
+
+
+def test_partition_pauses_trailing_pause_is_not_recovered():
+    from brownout.check.availability import partition_pauses
+
+    out = partition_pauses({"t-0": [0.0, 0.1, 1.0], "t-1": [0.0, 5.0]}, last=5.0)
+    assert [(p["partition"], round(p["seconds"], 2), p["recovered"]) for p in out] == [
+        ("t-1", 5.0, True), ("t-0", 0.9, True), ("t-0", 4.0, False)]

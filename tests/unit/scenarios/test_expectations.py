@@ -234,45 +234,54 @@ def test_leaderless_partitions_counts_leader_none_and_needs_offsets_to_agree():
     assert not out.passed and "describe failed: cannot reach" in out.detail
 
 
-def faults_report(*faults: dict) -> dict:
+def pauses_report(*pauses: dict, any_level: list | None = None) -> dict:
     r = report()
-    r["results"]["availability"]["numbers"]["faults"] = list(faults)
+    r["results"]["availability"]["numbers"]["partition_pauses"] = {
+        "floor_seconds": 0.25, "all": list(pauses),
+        "any": list(pauses) if any_level is None else any_level}
     return r
 
 
-def pause(seconds: float, partition: str = "t-0", recovered: bool = True) -> dict:
-    return {"partition": partition, "seconds": seconds, "start": 10.0,
-            "end": 10.0 + seconds, "recovered": recovered}
+def pause(start: float, seconds: float, partition: str = "t-0",
+          recovered: bool = True) -> dict:
+    return {"partition": partition, "seconds": seconds, "start": start,
+            "end": start + seconds, "recovered": recovered}
 
 
 def test_partition_unavailable_seconds_per_step():
-    r = faults_report(
-        {"time": 8.1, "action": "kill", "slowest_partition_all": pause(6.8),
-         "slowest_partition": pause(6.7)},
-        {"time": 30.5, "action": "terminate", "slowest_partition_all": pause(0.4, "t-1"),
-         "slowest_partition": pause(0.3, "t-1")})
-    facts = RunFacts(step_times={"kill": (8.0, 8.2), "terminate": (29.0, 31.0)})
+    r = pauses_report(pause(2.0, 0.3, "t-2"), pause(8.0, 6.8), pause(30.8, 0.4, "t-1"))
+    facts = RunFacts(step_times={"kill": (8.05, 8.2), "terminate": (30.5, 31.0),
+                                 "wait": (40.0, 45.0)})
     want = ex.validate_expected("partition_unavailable_seconds",
-                                {"kill": ">= 5", "terminate": "<= 2"})
+                                {"kill": ">= 5", "terminate": "<= 2", "wait": "<= 1"})
     out = evaluate("partition_unavailable_seconds", r, facts, want)
-    assert out.passed and out.observed == {"kill": 6.8, "terminate": 0.4}, out.detail
+    # a step with no pause overlapping it: every partition wrote at least every 0.25 s
+    assert out.passed and out.observed == {"kill": 6.8, "terminate": 0.4, "wait": 0.25}, \
+        out.detail
+    assert "wait: no partition paused 0.25s or longer" in out.detail
     # leaders moved at once after a kill (no session timeout): fails
-    fast = faults_report({"time": 8.1, "slowest_partition_all": pause(1.2)},
-                         {"time": 30.5, "slowest_partition_all": pause(0.4)})
+    fast = pauses_report(pause(8.0, 1.2), pause(30.8, 0.4))
     out = evaluate("partition_unavailable_seconds", fast, facts, want)
     assert not out.passed and "kill: t-0 paused 1.2s" in out.detail
+    # a pause during a wait step (a leader that stopped while ZooKeeper was away)
+    stalled = pauses_report(pause(8.0, 6.8), pause(38.0, 4.0, "t-1"))
+    out = evaluate("partition_unavailable_seconds", stalled, facts, want)
+    assert not out.passed and "wait: t-1 paused 4s" in out.detail
+    assert evaluate("partition_unavailable_seconds", stalled, facts, ex.validate_expected(
+        "partition_unavailable_seconds", {"wait": ">= 1"})).passed
     # a partition that never wrote again fails whatever the comparison
-    stuck = faults_report({"time": 8.1, "slowest_partition_all": pause(20, recovered=False)},
-                          {"time": 30.5, "slowest_partition_all": pause(0.4)})
+    stuck = pauses_report(pause(8.0, 20, recovered=False), pause(30.8, 0.4))
     out = evaluate("partition_unavailable_seconds", stuck, facts, want)
     assert not out.passed and "no acks=all write to it succeeded" in out.detail
-    # a workload's own acks level; a step that did not run
-    acks1 = RunFacts(label="a1", acks="1", step_times={"kill": (8.0, 8.2)})
-    out = evaluate("partition_unavailable_seconds", r, acks1,
+    # a workload's own acks level; a step that did not run; no pauses listed at all
+    acks1 = RunFacts(label="a1", acks="1", step_times={"kill": (8.05, 8.2)})
+    r1 = pauses_report(pause(8.0, 6.8), any_level=[pause(8.0, 6.7)])
+    out = evaluate("partition_unavailable_seconds", r1, acks1,
                    ex.validate_expected("partition_unavailable_seconds", {"kill": ">= 5"}))
     assert out.passed and out.observed == {"kill": 6.7}
     out = evaluate("partition_unavailable_seconds", r, RunFacts(), want)
     assert not out.passed and "did not run" in out.detail
+    assert not evaluate("partition_unavailable_seconds", report(), facts, want).passed
 
 
 def test_step_comparisons_validate():
