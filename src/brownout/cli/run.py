@@ -146,8 +146,9 @@ def scenarios_command(
             text = "(root, netns) " + text
         if verbose:
             c = s.cluster
-            text += (f"\n  cluster: {c.brokers} broker(s), "
-                     f"{'combined' if c.combined else f'{c.controllers} controller(s)'}, "
+            metadata = (f"ZooKeeper mode ({c.zookeepers} ZooKeeper servers)" if c.zookeeper
+                        else "combined" if c.combined else f"{c.controllers} controller(s)")
+            text += (f"\n  cluster: {c.brokers} broker(s), {metadata}, "
                      f"{c.profile}, {c.network}; {s.duration:g}s; schedule: "
                      + "; ".join(st.describe() for st in s.schedule))
         table.add_row(s.name, text)

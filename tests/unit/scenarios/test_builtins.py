@@ -93,3 +93,10 @@ def test_run_zookeeper_refuses_a_scenario_that_names_controller_nodes():
     result = CliRunner().invoke(app, ["run", "controller-loss", "--zookeeper"])
     assert result.exit_code == 2
     assert "cannot run in ZooKeeper mode" in result.output and "3001" in result.output
+
+
+def test_scenarios_verbose_names_the_metadata_mode():
+    result = CliRunner().invoke(app, ["scenarios", "-v"], env={"COLUMNS": "300"})
+    assert result.exit_code == 0, result.output
+    assert "ZooKeeper mode (3 ZooKeeper servers)" in result.output
+    assert "None controller" not in result.output
