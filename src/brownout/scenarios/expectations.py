@@ -422,6 +422,9 @@ def partition_unavailable_seconds(report: Mapping[str, Any], facts: RunFacts,
         return Outcome(False, None, why or "the availability checker lists no partition "
                        "pauses")
     level = "all" if facts.acks is None else facts.acks
+    if level not in ((numbers or {}).get("by_acks") or {}):
+        # no writes at that level: "no pause" would hold without anything measured
+        return Outcome(False, None, f"no acks={level} writes in this run")
     pauses = pauses_by.get("all" if level == "all" else "any") or []
     floor = float(pauses_by.get("floor_seconds") or 0.0)
     observed: dict[str, float | None] = {}

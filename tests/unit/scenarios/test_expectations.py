@@ -276,12 +276,18 @@ def test_partition_unavailable_seconds_per_step():
     # a workload's own acks level; a step that did not run; no pauses listed at all
     acks1 = RunFacts(label="a1", acks="1", step_times={"kill": (8.05, 8.2)})
     r1 = pauses_report(pause(8.0, 6.8), any_level=[pause(8.0, 6.7)])
+    r1["results"]["availability"]["numbers"]["by_acks"]["1"] = {}
     out = evaluate("partition_unavailable_seconds", r1, acks1,
                    ex.validate_expected("partition_unavailable_seconds", {"kill": ">= 5"}))
     assert out.passed and out.observed == {"kill": 6.7}
     out = evaluate("partition_unavailable_seconds", r, RunFacts(), want)
     assert not out.passed and "did not run" in out.detail
     assert not evaluate("partition_unavailable_seconds", report(), facts, want).passed
+    # no acks=all writes at all: nothing measured is not "no pause"
+    none = pauses_report()
+    none["results"]["availability"]["numbers"]["by_acks"] = {"1": {}}
+    out = evaluate("partition_unavailable_seconds", none, facts, want)
+    assert not out.passed and "no acks=all writes" in out.detail
 
 
 def test_step_comparisons_validate():
