@@ -29,7 +29,7 @@ from .server.shared import NodeStartupError
 
 __all__ = ["KafkaRaftServer", "KafkaServer", "NodeStartupError", "load_config", "main", "run"]
 
-log = logging.getLogger("kafka.server.KafkaRaftServer")
+log = logging.getLogger("kafka.Kafka")  # the process, whichever server it runs
 
 
 # -- entry point ----------------------------------------------------------------------

@@ -1,8 +1,8 @@
 """Multi-node lab clusters for integration tests: build one with `brownout.cluster.lab`,
 break it with the `Supervisor`, look at it with real clients.
 
-`LabCluster` is a context manager; leaving it SIGKILLs every node it recorded, whatever
-happened (the data lives under the test's tmp_path, so nothing is kept).
+`LabCluster` is a context manager; leaving it SIGKILLs every node (and ZooKeeper server)
+it recorded, whatever happened (the data lives under the test's tmp_path, so nothing is kept).
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 
 from brownout.cluster import lab
 from brownout.cluster.admin import Admin, DescribedPartition, DescribedTopic
+from brownout.cluster.ensemble import is_zookeeper_process
 from brownout.cluster.supervisor import Supervisor, is_node_process, node_process_state
 from brownout.cluster.topology import Overrides, TopologyRequest
 
@@ -63,7 +64,9 @@ class LabCluster:
         broker_set: dict[str, object] | None = None,
         controller_set: dict[str, object] | None = None,
         start_timeout: float = 60.0,
+        zookeeper: bool = False,
     ) -> None:
+        """`zookeeper`: ZooKeeper mode, with an ensemble of three servers."""
         self.directory = directory
         self.request = TopologyRequest(
             brokers=brokers,
@@ -71,6 +74,8 @@ class LabCluster:
             combined=combined,
             profile="fast",
             overrides=Overrides(_props(set_all), _props(broker_set), _props(controller_set)),
+            zookeepers=3 if zookeeper else 0,
+            zookeeper_mode=zookeeper,
         )
         self.start_timeout = start_timeout
         self.sup: Supervisor | None = None
@@ -106,6 +111,10 @@ class LabCluster:
             if node.pgid and is_node_process(node.pid, node.config_path):
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.killpg(node.pgid, signal.SIGKILL)
+        for server in state.zookeepers.values():
+            if server.pid and is_zookeeper_process(server.pid, server.config_path):
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(server.pgid or server.pid, signal.SIGKILL)
 
     # -- shape ----------------------------------------------------------------------
 

@@ -331,6 +331,12 @@ def test_three_brokers_leaderless_partition(tmp_path: Path):
         assert offsets.returncode == 0
         assert offsets.stdout.splitlines() == [f"solo:{p}:0" for p in range(3) if p != orphan]
         assert offsets.stderr.strip() == f"solo:{orphan}: no leader"
+        # The live view draws the same: the orphan leaderless, highlighted.
+        frame = run("watch", "--once", "--dir", d)
+        rows = [r for r in frame.stdout.splitlines() if "│ solo" in r]
+        assert len(rows) == 3, frame.stdout
+        assert "none" in rows[orphan] and "leaderless" in rows[orphan]
+        assert not any("leaderless" in r for i, r in enumerate(rows) if i != orphan)
         assert [n["state"] for n in status(lab)["nodes"]] == [
             "running",
             "stopped",

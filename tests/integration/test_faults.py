@@ -69,7 +69,20 @@ def start_cluster(directory: Path, **network: str) -> tuple[ClusterState, str]:
     result = lab.up(directory, request, timeout=60)
     bootstrap = result.topology.bootstrap_servers
     create_topic(bootstrap)
+    # Each broker applies the new topic at its own pace; a test that asks one of them
+    # for a leader right away must not find the topic missing.
+    for broker in result.topology.brokers:
+        wait_for(lambda b=broker: _knows_topic(str(b.broker_address)), 30)
     return result.state, bootstrap
+
+
+def _knows_topic(address: str) -> bool:
+    from brownout.cluster.wire import WireClient, WireError
+
+    with contextlib.suppress(WireError, OSError), WireClient(address, 5.0) as client:
+        md = client.topic_metadata([TOPIC])
+        return sum(p.topic == TOPIC and p.leader >= 0 for p in md.partitions) == 3
+    return False
 
 
 def wait_for(predicate, timeout: float, step: float = 0.2) -> float:  # type: ignore[no-untyped-def]

@@ -1,5 +1,6 @@
 """`brownout run SCENARIO --repeat N`: independent runs, each in its own directory with
-its own cluster and seed, and a summary of them.
+its own cluster and seed, and a summary of them; `brownout sweep`: a matrix's cells,
+each run and summarised side by side.
 
 The shortest built-in scenario (group-correctness, 15 s of workload) twice, one at a
 time: about two minutes.
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
@@ -75,3 +77,56 @@ def test_repeat_and_jobs_below_one_are_refused(tmp_path: Path) -> None:
         assert result.returncode == 2
         assert f"{option} must be at least 1 (got 0)" in result.stderr
     assert not (tmp_path / "never").exists()
+
+
+SWEEP = """
+name: tiny-sweep
+description: one broker, a few seconds of acks=all writes at two rates
+cluster: {brokers: 1, controllers: 1, profile: fast}
+topics:
+  - {name: t, partitions: 1, replication_factor: 1}
+workloads:
+  - {label: acks-all, workload: payments, topic: t, acks: all, rate: 50}
+duration: 3s
+expectations:
+  workloads:
+    acks-all: {acked_writes_lost: 0}
+matrix:
+  parameters:
+    workloads.acks-all.rate: [20, 60]
+"""
+
+
+def test_sweep_runs_every_cell_and_summarises_them(tmp_path: Path) -> None:
+    scenario = tmp_path / "tiny-sweep.yaml"
+    scenario.write_text(SWEEP)
+    out = tmp_path / "sweep"
+    try:
+        result = subprocess.run(
+            [*BROWNOUT, "sweep", str(scenario), "--out", str(out),
+             "--junit", str(tmp_path / "junit.xml")],
+            capture_output=True, text=True, timeout=300,
+            env={**__import__("os").environ, "COLUMNS": "200"})
+    finally:
+        for cell in ("cell-01", "cell-02"):
+            kill_cluster(out / cell / "run-001" / "cluster")
+    text = result.stdout[-4000:] + result.stderr[-2000:]
+    assert result.returncode == 0, text
+    sweep = json.loads((out / "sweep.json").read_text())
+    assert [c["values"] for c in sweep["cells"]] == [
+        {"workloads.acks-all.rate": 20}, {"workloads.acks-all.rate": 60}]
+    assert sweep["verdicts"] == {"pass": 2, "fail": 0, "unknown": 0}
+    # The rate parameter reached the producers: the faster cell acknowledged more.
+    acked = [{m["name"]: m for m in c["measures"]}["acknowledged_writes"]["mean"]
+             for c in sweep["cells"]]
+    assert acked[1] > acked[0] * 1.5, acked
+    for cell in sweep["cells"]:
+        [run] = cell["runs"]
+        assert (out / run["report"]).is_file()
+        no_node_left(out / cell["cell"] / "run-001")
+    page = (out / "sweep.html").read_text()
+    assert 'href="cell-02/run-001/report.html"' in page
+    junit = ET.parse(tmp_path / "junit.xml").getroot()
+    assert [s.get("name") for s in junit.findall("testsuite")] == [
+        "tiny-sweep cell-01/run-001", "tiny-sweep cell-02/run-001"]
+    assert (junit.get("tests"), junit.get("failures"), junit.get("errors")) == ("2", "0", "0")

@@ -20,13 +20,12 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from _cluster import wait_until
-from kazoo.client import KazooClient
+from _zookeeper import kazoo
 
 from brownout.cluster import lab, znodes
 from brownout.cluster.ensemble import Ensemble
@@ -89,17 +88,6 @@ def force_stop(directory: Path) -> None:
     for _pid, pgid in recorded_processes(directory):
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(pgid, signal.SIGKILL)
-
-
-@contextlib.contextmanager
-def kazoo(hosts: str) -> Iterator[KazooClient]:
-    client = KazooClient(hosts=hosts, timeout=10.0)
-    client.start(timeout=10.0)
-    try:
-        yield client
-    finally:
-        client.stop()
-        client.close()
 
 
 def controller_znode(hosts: str) -> int | None:

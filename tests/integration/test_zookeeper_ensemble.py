@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from _cluster import wait_until
-from kazoo.client import KazooClient
+from _zookeeper import kazoo
 
 from brownout.cluster import lab, netns
 from brownout.cluster import zookeeper as zk
@@ -33,17 +33,6 @@ BROWNOUT = (
     if _SCRIPT.exists()
     else [sys.executable, "-c", "from brownout.cli import main; main()"]
 )
-
-
-@contextlib.contextmanager
-def kazoo(hosts: str) -> Iterator[KazooClient]:
-    client = KazooClient(hosts=hosts, timeout=10.0)
-    client.start(timeout=10.0)
-    try:
-        yield client
-    finally:
-        client.stop()
-        client.close()
 
 
 def _kill_recorded(state: ClusterState) -> None:

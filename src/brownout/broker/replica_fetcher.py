@@ -31,6 +31,7 @@ from kio.schema.errors import ErrorCode
 from ..common.events import EventLog
 from ..protocol.apis import ApiKey, request_class
 from ..protocol.build import build, millis
+from . import replication
 from .fetch_session import INVALID_SESSION_ID, PartitionData
 from .fetch_session_handler import FetchRequestData, FetchSessionHandler
 from .network_client import NetworkClient, NodeUnreachable
@@ -75,6 +76,7 @@ class ReplicaFetcherManager:
         self.sessions: dict[int, FetchSessionHandler] = {}
         self._fetchers: dict[int, asyncio.Task[None]] = {}
         self._wakeups: dict[int, asyncio.Event] = {}
+        self._endpoints: dict[int, tuple[str, int]] = {}  # where each fetcher last sent
         # partition -> loop time before which it is left out of fetches (its last
         # fetch failed)
         self._delayed: dict[TopicPartition, float] = {}
@@ -95,6 +97,7 @@ class ReplicaFetcherManager:
                 del self._fetchers[leader]
                 self._wakeups.pop(leader, None)
                 self.sessions.pop(leader, None)
+                self._close_connection(leader)
         for leader in wanted:
             if leader not in self._fetchers:
                 self._wakeups[leader] = asyncio.Event()
@@ -102,6 +105,17 @@ class ReplicaFetcherManager:
                 self._fetchers[leader].add_done_callback(self._fetcher_done)
             else:
                 self._wakeups[leader].set()
+
+    def _close_connection(self, leader: int) -> None:
+        """Close the connection a stopped fetcher used, as Kafka closes an idle fetcher
+        thread's client. Left open, it may still carry the cancelled fetch: after a
+        network cut the next fetcher to that leader would queue behind it and wait for
+        TCP's retransmission backoff (tens of seconds) instead of reconnecting at once.
+        The endpoint is the one last used: a leader whose ZooKeeper session expired is
+        no longer in the metadata."""
+        endpoint = self._endpoints.pop(leader, None)
+        if endpoint is not None:
+            self.network.disconnect(*endpoint)
 
     @staticmethod
     def _fetcher_done(task: asyncio.Task[None]) -> None:
@@ -134,6 +148,7 @@ class ReplicaFetcherManager:
                 await self._sleep(leader, min([backoff, *waits]))
                 continue
             fetch = handler.build(self._wanted(partitions))
+            self._endpoints[leader] = endpoint
             try:
                 response = await self.network.request(
                     endpoint[0], endpoint[1], ApiKey.FETCH, FETCH_VERSION,
@@ -266,9 +281,9 @@ class ReplicaFetcherManager:
         return backoff
 
     def _truncate(self, partition: Partition, epoch: int, end_offset: int) -> None:
-        local_epoch, local_end = partition.log.end_offset_for_epoch(epoch)
-        target = min(end_offset, local_end) if local_epoch >= 0 else end_offset
-        target = min(target, partition.log_end_offset)
+        target = replication.follower_truncation_offset(
+            epoch, end_offset, partition.log.end_offset_for_epoch(epoch),
+            partition.log_end_offset)
         log.info(
             "[ReplicaFetcher] Truncating partition %s with TruncationState(offset=%d) due to "
             "leader epoch and offset EpochEndOffset(epoch=%d, endOffset=%d)",

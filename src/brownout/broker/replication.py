@@ -49,3 +49,16 @@ def can_join_isr(follower_leo: int, high_watermark: int, leader_epoch_start: int
     """A follower rejoins the ISR once it has caught up to the high watermark and to the
     start of the current leader's epoch (so it holds everything the leader committed)."""
     return follower_leo >= high_watermark and follower_leo >= leader_epoch_start
+
+
+def follower_truncation_offset(
+    leader_epoch: int, leader_end: int, local: tuple[int, int], log_end_offset: int
+) -> int:
+    """Where a follower truncates when the leader answers that its log diverges: the
+    leader's end `leader_end` of `leader_epoch` (the largest epoch the leader has at or
+    below the follower's last fetched one), or the follower's own end of that epoch
+    (`local`: its answer for the same epoch) when that is earlier -- the follower may
+    never have had the leader's later records of it -- and never past its log end."""
+    local_epoch, local_end = local
+    target = min(leader_end, local_end) if local_epoch >= 0 else leader_end
+    return min(target, log_end_offset)

@@ -7,12 +7,19 @@ Per acks level, from the send outcomes:
                         [i, i+1) seconds of run time, from second 0 (or the earliest
                         second, if earlier) to the last ok.
     longest_unavailable the longest window with no successful write while sends were
-                        being attempted. Between two consecutive successes o1 < o2 the
-                        window starts at o1 if a send was in flight just after o1
-                        (invoked at or before o1, not yet completed), else at the first
-                        invoke after o1, and ends at o2. Before the first success it starts
-                        at the first invoke; after the last success it runs to the last
-                        send event (invoke or completion) of that level.
+                        being attempted (a success on any partition counts). Between two
+                        consecutive successes o1 < o2 the window starts at o1 if a send
+                        was in flight just after o1 (invoked at or before o1, not yet
+                        completed), else at the first invoke after o1, and ends at o2.
+                        Before the first success it starts at the first invoke; after the
+                        last success it runs to the last send event (invoke or
+                        completion) of that level.
+    longest_unavailable_by_partition
+                        the same window per partition ("topic-p") and the longest of them
+                        (``longest_partition_unavailable``): writes to other partitions
+                        hide a partition whose leader is gone from the window above. A
+                        send counts for the partition its delivery report names; one never
+                        answered counts nowhere.
     faults              for each nemesis fault (see events.py for when it takes
                         effect): seconds from the fault to the first ok write invoked at
                         or after it, for any acks level and for acks=all; and the
@@ -105,6 +112,30 @@ def longest_unavailable(invoked: Any, completed: Any, ok_times: Any) -> dict[str
     return best
 
 
+def partition_windows(sends: pa.Table) -> dict[str, dict[str, Any]]:
+    """Per partition ("topic-p"), the longest window without a success (see the module
+    doc); `sends` of one acks level with topic, partition, outcome, invoked, completed."""
+    sends = sends.filter(pc.is_valid(sends["partition"]))
+    out: dict[str, dict[str, Any]] = {}
+    keys = sends.select(["topic", "partition"]).group_by(["topic", "partition"]).aggregate([])
+    for key in sorted(keys.to_pylist(), key=lambda k: (str(k["topic"]), k["partition"])):
+        mine = sends.filter(truthy(pc.and_(pc.equal(sends["topic"], key["topic"]),
+                                           pc.equal(sends["partition"], key["partition"]))))
+        ok_times = flat(mine.filter(truthy(pc.equal(mine["outcome"], "ok")))["completed"])
+        name = f"{key['topic']}-{key['partition']}"
+        out[name] = longest_unavailable(mine["invoked"], mine["completed"], ok_times)
+    return out
+
+
+def longest_of(windows: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The longest of `windows`, with its partition's name (None when there is none)."""
+    best: dict[str, Any] = {"partition": None, "seconds": 0.0, "start": None, "end": None}
+    for name, window in windows.items():
+        if window["seconds"] > best["seconds"]:
+            best = {"partition": name, **window}
+    return best
+
+
 def check_availability(history: HistoryInput | Slices, sends: pa.Table | None = None,
                        expectations: r.Expectations | None = None) -> r.CheckResult:
     """`sends` is writes.send_outcomes(slices) when the caller already has it."""
@@ -126,8 +157,11 @@ def check_availability(history: HistoryInput | Slices, sends: pa.Table | None = 
         ok_times = flat(mine.filter(truthy(pc.equal(mine["outcome"], "ok")))["completed"])
         series[level] = _series(ok_times, first_second)
         window = longest_unavailable(mine["invoked"], mine["completed"], ok_times)
+        by_partition = partition_windows(mine)
         per_acks[level] = {"attempted": len(mine), "succeeded": len(ok_times),
-                           "longest_unavailable": window}
+                           "longest_unavailable": window,
+                           "longest_unavailable_by_partition": by_partition,
+                           "longest_partition_unavailable": longest_of(by_partition)}
 
     faults = parse_faults(slices.faults)
     recovery = []

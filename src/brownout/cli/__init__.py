@@ -9,9 +9,10 @@ from .demo import demo_command
 from .faults import fault_app
 from .pipeline import pipeline_app
 from .report import report_command
-from .run import RUN_HELP, run_command, scenarios_command
+from .run import RUN_HELP, SWEEP_HELP, run_command, scenarios_app, sweep_command
 from .storage import storage_app
 from .topics import OFFSETS_HELP, offsets_command, topics_app
+from .watch import WATCH_HELP, watch_command
 from .workload import check_command, consume_command, produce_command
 
 app = typer.Typer(
@@ -25,6 +26,7 @@ app.command("demo")(demo_command)
 app.command("up", help=UP_HELP)(up_command)
 app.command("down", help=DOWN_HELP)(down_command)
 app.command("status", help=STATUS_HELP)(status_command)
+app.command("watch", help=WATCH_HELP)(watch_command)
 app.add_typer(topics_app, name="topics")
 app.command("offsets", help=OFFSETS_HELP)(offsets_command)
 app.add_typer(fault_app, name="fault")
@@ -34,7 +36,8 @@ app.command("check")(check_command)
 app.add_typer(pipeline_app, name="pipeline")
 app.command("report")(report_command)
 app.command("run", help=RUN_HELP)(run_command)
-app.command("scenarios")(scenarios_command)
+app.command("sweep", help=SWEEP_HELP)(sweep_command)
+app.add_typer(scenarios_app, name="scenarios")
 
 
 def main() -> None:

@@ -67,7 +67,8 @@ FromOption = Annotated[
         "--from",
         help="Whom to cut the targets from: everyone (default: other nodes, ZooKeeper "
         "servers and clients) | nodes (nodes and ZooKeeper servers) | controllers | brokers "
-        "| clients | a TARGET (e.g. all-zookeepers: cut a broker from ZooKeeper only).",
+        "| clients | zookeeper (the whole ensemble; ZooKeeper mode only: cut a broker from "
+        "ZooKeeper only) | a TARGET (e.g. all-zookeepers).",
         show_default=False,
     ),
 ]

@@ -9,18 +9,31 @@ than a third of broker.session.timeout.ms before the first fault), 130 interrupt
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
-from ..scenarios import ScenarioError, builtin_names, builtins, resolve
-from ..scenarios.repeat import run_repeated
+from ..scenarios import (
+    ScenarioError,
+    builtin,
+    builtin_names,
+    builtins,
+    resolve,
+    resolve_document,
+)
+from ..scenarios.expectations import expected_text
+from ..scenarios.junit import write_junit
+from ..scenarios.repeat import plan, run_repeated
 from ..scenarios.runner import ScenarioRefused, run_scenario
-from ..scenarios.schema import Scenario, in_zookeeper_mode
+from ..scenarios.schema import Scenario, in_zookeeper_mode, sweep_cells
+from ..scenarios.sweep import Matrix, SweepError, cells, parse_set_option
+from ..scenarios.sweep_run import cell_seed, run_sweep
 
 RUN_HELP = (
     "Run a scenario end to end: build a fresh cluster in the run directory, drive its "
@@ -72,6 +85,14 @@ def run_command(
         "--jobs", "-j", help="With --repeat: how many runs at a time, each in its own "
         "process. Runs side by side share the machine's cores: more than one mostly "
         "tests isolation, and an overloaded lab makes runs unknown.")] = 1,
+    junit: Annotated[Path | None, typer.Option(
+        "--junit", help="Also write JUnit XML here for CI: a test case per expectation "
+        "(per run with --repeat); a run that could not judge is an error.",
+        show_default=False)] = None,
+    validate: Annotated[bool, typer.Option(
+        "--validate", help="Only check the scenario (the file, its targets and "
+        "expectations, and a matrix's every cell) and print its plan; run nothing.")
+    ] = False,
 ) -> None:
     console = Console(highlight=False)
     if repeat is not None and repeat < 1:
@@ -91,6 +112,9 @@ def run_command(
     except ScenarioError as e:
         typer.echo(f"Error: {e}", err=True)
         raise typer.Exit(2) from None
+    if validate:
+        _print_plan(console, loaded)
+        raise typer.Exit(0)
     if pipeline or loaded.pipeline:
         console.print("pipeline: on (Spark takes a while to start; the audit runs after "
                       "the final read)")
@@ -98,7 +122,11 @@ def run_command(
     console.print(f"scenario [bold]{loaded.name}[/bold]: {loaded.description}")
     console.print(f"run directory: {run_dir}")
     if repeat is not None:
-        raise typer.Exit(_repeat(loaded, run_dir, repeat, seed, jobs, pipeline, console))
+        code = _repeat(loaded, run_dir, repeat, seed, jobs, pipeline, console)
+        if junit is not None and code not in (2, 130):
+            _junit(console, junit, [(name, run_dir / name) for name, _ in plan(repeat, seed)],
+                   loaded.name)
+        raise typer.Exit(code)
     try:
         outcome = run_scenario(loaded, run_dir, seed, keep_cluster=keep_cluster,
                                pipeline=pipeline, console=console)
@@ -108,7 +136,13 @@ def run_command(
     except KeyboardInterrupt:
         typer.echo("interrupted", err=True)
         raise typer.Exit(130) from None
+    if junit is not None:
+        _junit(console, junit, [("", run_dir)], loaded.name)
     raise typer.Exit(outcome.exit_code)
+
+
+def _junit(console: Console, path: Path, runs: list[tuple[str, Path]], scenario: str) -> None:
+    console.print(f"junit: {write_junit(path, runs, scenario)}")
 
 
 def _repeat(loaded: Scenario, out: Path, repeat: int, seed: int, jobs: int,
@@ -125,11 +159,59 @@ def _repeat(loaded: Scenario, out: Path, repeat: int, seed: int, jobs: int,
         return 130
 
 
+def _print_plan(console: Console, s: Scenario) -> None:
+    console.print(f"{s.source}: valid scenario {s.name}")
+    console.print(f"  cluster: {_cluster_text(s)}; {s.duration:g}s of workload")
+    for step in s.schedule:
+        when = f"at {step.at:g}s" if step.at is not None else "after previous"
+        console.print(escape(f"  {when}: {step.describe()}"))
+    for e in s.expectations:
+        label = f"[{e.label}]" if e.label else ""
+        console.print(escape(f"  expect {e.name}{label}: {expected_text(e.expected)}"))
+    if s.matrix is not None:
+        console.print(f"  matrix: {len(cells(s.matrix))} cell(s) x {s.matrix.repeat} "
+                      "run(s) (`brownout sweep`)")
+
+
+def _cluster_text(s: Scenario) -> str:
+    c = s.cluster
+    if c.zookeeper:
+        nodes = f"{c.brokers} broker(s) in ZooKeeper mode, {c.zookeepers or 3} ZooKeeper"
+    else:
+        nodes = f"{c.brokers} broker(s), " + (
+            "combined" if c.combined else f"{c.controllers} controller(s)")
+    return f"{nodes}, {c.profile}, {c.network}"
+
+
+scenarios_app = typer.Typer(
+    help="The built-in scenarios: list them, or print one's file.",
+    invoke_without_command=True, no_args_is_help=False)
+
+
+@scenarios_app.command("show")
+def scenarios_show(
+    name: Annotated[str, typer.Argument(help="A built-in scenario's name.",
+                                        show_default=False)],
+) -> None:
+    """Print a built-in scenario's YAML (to copy and change: `brownout run FILE`)."""
+    try:
+        scenario = builtin(name)
+    except ScenarioError as e:
+        typer.echo(f"Error: {e}", err=True)
+        raise typer.Exit(2) from None
+    typer.echo(Path(scenario.source).read_text(encoding="utf-8"), nl=False)
+
+
+@scenarios_app.callback()
 def scenarios_command(
+    ctx: typer.Context,
     verbose: Annotated[bool, typer.Option(
         "--verbose", "-v", help="Also show each scenario's cluster and schedule.")] = False,
 ) -> None:
-    """List the built-in scenarios (name and one-line description)."""
+    """List the built-in scenarios (name and one-line description); `show NAME` prints
+    one's file."""
+    if ctx.invoked_subcommand is not None:
+        return
     console = Console(highlight=False)
     try:
         loaded = builtins()
@@ -145,12 +227,90 @@ def scenarios_command(
         if s.needs_root:
             text = "(root, netns) " + text
         if verbose:
-            c = s.cluster
-            metadata = (f"ZooKeeper mode ({c.zookeepers} ZooKeeper servers)" if c.zookeeper
-                        else "combined" if c.combined else f"{c.controllers} controller(s)")
-            text += (f"\n  cluster: {c.brokers} broker(s), {metadata}, "
-                     f"{c.profile}, {c.network}; {s.duration:g}s; schedule: "
+            text += (f"\n  cluster: {_cluster_text(s)}; {s.duration:g}s; schedule: "
                      + "; ".join(st.describe() for st in s.schedule))
         table.add_row(s.name, text)
     console.print(table)
     console.print(f"{len(builtin_names())} scenarios; run one with `brownout run NAME`")
+
+
+SWEEP_HELP = (
+    "Run a scenario over the cross product of parameter values (its `matrix:` block, "
+    "and/or --set PARAMETER=V1,V2,...), each cell --repeat times: OUT/cell-01/run-001, "
+    "..., then OUT/sweep.json, OUT/sweep.html (a table of cells x measures with 95% "
+    "intervals and a chart per measure, linking every run's report) and a terminal table. "
+    "A PARAMETER is a path into the scenario file: cluster.brokers, cluster.zookeeper, "
+    "consumers.*.session_timeout_ms, workloads.acks-all.rate, schedule.rolling.down, "
+    "cluster.broker_set.<server config key>, consumers.*.config.<client config key>; "
+    "in a list, * is every item, a number one item, a name the item with that label, "
+    "name, group or id. Exit status: 0 every run passed, 1 one failed, 2 bad input, "
+    "3 none failed but some were unknown (the lab was overloaded)."
+)
+
+
+def sweep_command(
+    scenario: Annotated[str, typer.Argument(
+        help="A built-in scenario name or a scenario YAML file.", show_default=False)],
+    set_: Annotated[list[str] | None, typer.Option(
+        "--set", help="PARAMETER=V1,V2,...: sweep this parameter over these values (adds "
+        "to, or replaces the same parameter of, the file's matrix); repeatable.",
+        show_default=False)] = None,
+    repeat: Annotated[int | None, typer.Option(
+        "--repeat", "-n", help="Runs per cell (default: the matrix's repeat, else 1).",
+        show_default=False)] = None,
+    out: Annotated[Path | None, typer.Option(
+        "--out", "-o", help="Sweep directory (default ./runs/<time>-<scenario>-sweep).",
+        show_default=False)] = None,
+    seed: Annotated[int, typer.Option(
+        "--seed", help="Seed from which every cell's and run's seed is derived.")] = 0,
+    jobs: Annotated[int, typer.Option(
+        "--jobs", "-j", help="Runs of a cell at a time, each in its own process.")] = 1,
+    pipeline: Annotated[bool, typer.Option(
+        "--pipeline", help="Also run and audit the Spark pipeline in every run.")] = False,
+    dry_run: Annotated[bool, typer.Option(
+        "--dry-run", help="Only list the cells (each checked like a scenario file).")] = False,
+    junit: Annotated[Path | None, typer.Option(
+        "--junit", help="Also write JUnit XML here: a suite per run of every cell, a test "
+        "case per expectation.", show_default=False)] = None,
+) -> None:
+    console = Console(highlight=False)
+    try:
+        if repeat is not None and repeat < 1:
+            raise SweepError(f"--repeat must be at least 1 (got {repeat})")
+        if jobs < 1:
+            raise SweepError(f"--jobs must be at least 1 (got {jobs})")
+        loaded, document = resolve_document(scenario)
+        extra = [parse_set_option(item) for item in set_ or ()]
+        matrix = loaded.matrix or (Matrix(()) if extra else None)
+        if matrix is None:
+            raise SweepError(f"scenario {loaded.name} has no matrix: name parameters with "
+                             "--set PARAMETER=V1,V2 (see --help)")
+        matrix = matrix.with_parameters(extra)
+        if repeat is not None:
+            matrix = dataclasses.replace(matrix, repeat=repeat)
+        pairs = sweep_cells(document, matrix, loaded.source)
+    except (ScenarioError, SweepError) as e:
+        typer.echo(f"Error: {e}", err=True)
+        raise typer.Exit(2) from None
+    console.print(f"sweep of [bold]{loaded.name}[/bold]: {len(pairs)} cell(s) x "
+                  f"{matrix.repeat} run(s)")
+    for cell, _ in pairs:
+        console.print(f"  {cell.directory}: {cell.label()}")
+    if dry_run:
+        raise typer.Exit(0)
+    sweep_dir = out or Path("runs") / f"{time.strftime('%Y%m%d-%H%M%S')}-{loaded.name}-sweep"
+    try:
+        outcome = run_sweep(loaded, document, matrix, sweep_dir, seed, jobs=jobs,
+                            pipeline=pipeline, console=console)
+    except ScenarioRefused as e:
+        typer.echo(f"Error: {e}", err=True)
+        raise typer.Exit(2) from None
+    except KeyboardInterrupt:
+        typer.echo("interrupted", err=True)
+        raise typer.Exit(130) from None
+    if junit is not None:
+        runs = [(f"{cell.directory}/{name}", sweep_dir / cell.directory / name)
+                for cell, _ in pairs
+                for name, _ in plan(matrix.repeat, cell_seed(seed, cell))]
+        _junit(console, junit, runs, loaded.name)
+    raise typer.Exit(outcome.exit_code)

@@ -31,7 +31,8 @@ rolling-restart      restart (with ``down``) each target in turn (default all br
                      active controller last), waiting after each until every partition's
                      ISR is full again (brokers) or the quorum has a leader (controllers)
 isolate              cut targets from ``from`` = everyone (default: other nodes and
-                     clients) | nodes | controllers | brokers | clients | a target spec;
+                     clients) | nodes | controllers | brokers | clients | zookeeper (the
+                     whole ensemble; ZooKeeper mode only) | a target spec;
                      ``one_way``: the targets cannot hear them, they still hear targets
 partition            target = halves | bridge | "1,2|3,4" (components); ``nodes`` =
                      target spec of the nodes taking part (default all)
@@ -94,8 +95,15 @@ PROCESS_ACTIONS = (
 )
 NETWORK_ACTIONS = ("isolate", "partition", "loss", "bandwidth", "latency", "heal")
 ACTIONS = PROCESS_ACTIONS + NETWORK_ACTIONS
-# What `from` (isolate, loss) may name besides a target spec.
-FROM_GROUPS = ("everyone", "nodes", "controllers", "brokers", "clients")
+# What `from` (isolate, loss) may name besides a target spec. "zookeeper" is the whole
+# ensemble, and only in ZooKeeper mode: there it is where the brokers' metadata lives,
+# while a KRaft broker never talks to an ensemble beside it.
+FROM_GROUPS = ("everyone", "nodes", "controllers", "brokers", "clients", "zookeeper")
+FROM_ZOOKEEPER_KRAFT = (
+    "from: zookeeper cuts ZooKeeper-mode brokers from their ensemble, and this cluster "
+    "runs in KRaft mode (its brokers never talk to ZooKeeper); use `zookeeper: true` "
+    "under `cluster` (brownout up --zookeeper), or all-zookeepers to name the servers"
+)
 
 # What a broker logs when its controlled shutdown ends, in KRaft mode and (second) in
 # ZooKeeper mode, where the controller is asked over the wire with retries.
@@ -665,6 +673,10 @@ class Nemesis:
             return everyone - set(targets), False
         if spec == "clients":
             return set(), True
+        if spec == "zookeeper":
+            if not self.topology.request.zookeeper_mode:
+                raise _Failed(FROM_ZOOKEEPER_KRAFT)
+            return set(self._zookeepers()) - set(targets), False
         if spec == "controllers" and self.topology.request.zookeeper_mode:
             # No controller nodes: the controller is the broker holding /controller.
             return set(self.resolve("active-controller")) - set(targets), False
@@ -784,6 +796,7 @@ def _not_running(details: dict[str, Any]) -> str:
 __all__ = [
     "ACTIONS",
     "FROM_GROUPS",
+    "FROM_ZOOKEEPER_KRAFT",
     "NETWORK_ACTIONS",
     "PROCESS_ACTIONS",
     "EventCallback",

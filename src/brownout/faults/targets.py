@@ -30,6 +30,9 @@ and, for a cluster with a ZooKeeper ensemble (`cluster.ensemble`)::
     minority-zookeepers         floor(n/2) random servers      (n = every server)
     majority-zookeepers         floor(n/2)+1 random servers: the ensemble loses its quorum
     all-zookeepers | zookeepers
+    host:TARGET                 the brokers TARGET names, each with the ZooKeeper server
+                                of the same number: the lab's stand-in for a machine
+                                running both (host:2, host:leader:T-0, host:controller)
 
 In ZooKeeper mode (`TopologyRequest.zookeeper_mode`) there are no controller nodes: the
 controller is whichever broker holds /controller (read with kazoo at fault time), so
@@ -40,7 +43,9 @@ KRaft controller nodes (``random-controller``, ``minority-controllers``,
 A ZooKeeper server resolves to its host id, ``ZOOKEEPER_HOST_BASE + N`` (4001 for
 server 1): the id the netns layer already gives it, so grudges and network faults take
 it like a node, and the nemesis tells it from a node by that range (`zookeeper_server`).
-`all` and the other node targets never name ZooKeeper servers.
+`all` and the other node targets never name ZooKeeper servers; only ``host:`` names
+both, for deployments (Kafka's classic three machines) where broker i and ZooKeeper
+server i share machine i, so that cutting that machine's network cuts both.
 
 Random choices use the injected `random.Random` over sorted ids, so a seed repeats them
 (for the same cluster shape and the same live metadata).
@@ -67,7 +72,8 @@ TARGET_HELP = (
     "random-broker | random-controller | minority-brokers | majority-brokers | "
     "minority-controllers | majority-controllers | all-brokers | all-controllers | all | "
     "all-but-controller | coordinator:GROUP; ZooKeeper servers: zookeeper:N | zk-leader | "
-    "random-zookeeper | minority-zookeepers | majority-zookeepers | all-zookeepers"
+    "random-zookeeper | minority-zookeepers | majority-zookeepers | all-zookeepers; "
+    "host:TARGET (those brokers with the ZooKeeper servers of the same number)"
 )
 
 # How a cluster gets an ensemble; said wherever a ZooKeeper target meets a cluster
@@ -167,11 +173,17 @@ def describe_id(target_id: int) -> str:
 
 @dataclasses.dataclass(frozen=True)
 class Target:
-    kind: str  # "ids" | "leader" | "coordinator" | "zookeeper" | one of KEYWORDS
+    kind: str  # "ids" | "leader" | "coordinator" | "zookeeper" | "host" | one of KEYWORDS
     ids: tuple[int, ...] = ()  # node ids, or ZooKeeper server ids for "zookeeper"
     topic: str | None = None
     partition: int | None = None
     group: str | None = None
+    inner: Target | None = None  # "host": the target naming its brokers
+
+    @property
+    def parts(self) -> tuple[Target, ...]:
+        """This target and the one inside it: what a snapshot must cover."""
+        return (self,) if self.inner is None else (self, *self.inner.parts)
 
     @property
     def zookeeper(self) -> bool:
@@ -193,6 +205,14 @@ def parse(spec: str) -> Target:
     spec = ALIASES.get(spec, spec)
     if spec in KEYWORDS:
         return Target(spec)
+    if spec.startswith("host:"):
+        inner = parse(spec[len("host:") :])
+        if inner.zookeeper or inner.kind == "host":
+            raise TargetError(
+                f"{spec!r}: host: takes a target naming brokers (host:2, host:leader:T-0, "
+                "host:controller); it adds the ZooKeeper server of the same number itself"
+            )
+        return Target("host", inner=inner)
     if spec.startswith(("zookeeper:", "zookeeper-")):
         rest = spec[len("zookeeper:") :]
         try:
@@ -236,6 +256,21 @@ def check_ensemble(target: Target, servers: Sequence[int], hint: str = ENSEMBLE_
     """TargetError when a ZooKeeper target cannot name anyone in an ensemble of `servers`
     (every server id; empty: the cluster has none). Needs no live state, so a scenario
     file is checked with it before anything starts."""
+    if target.kind == "host":
+        assert target.inner is not None
+        check_ensemble(target.inner, servers, hint)
+        if not servers:
+            raise TargetError(
+                "host: names brokers with the ZooKeeper servers beside them, and this "
+                f"cluster has no ZooKeeper ensemble (start it with {hint})"
+            )
+        unknown = [i for i in target.inner.ids if i not in servers]
+        if target.inner.kind == "ids" and unknown:
+            raise TargetError(
+                f"host: no ZooKeeper server {', '.join(map(str, unknown))} beside broker(s) "
+                f"of the same number (servers: {', '.join(map(str, sorted(servers)))})"
+            )
+        return
     if not target.zookeeper:
         return
     if not servers:
@@ -253,6 +288,8 @@ def check_ensemble(target: Target, servers: Sequence[int], hint: str = ENSEMBLE_
 def check_mode(target: Target, zookeeper_mode: bool) -> None:
     """TargetError for a target that names KRaft controller nodes in a ZooKeeper-mode
     cluster (it has none). Needs no live state, like `check_ensemble`."""
+    if target.inner is not None:
+        check_mode(target.inner, zookeeper_mode)
     if zookeeper_mode and target.kind in KRAFT_ONLY_KEYWORDS:
         raise TargetError(
             f"{target.kind} names KRaft controller nodes, and this cluster runs in ZooKeeper "
@@ -283,6 +320,26 @@ def _resolve_zookeeper(target: Target, snap: Snapshot, rng: random.Random) -> tu
     return tuple(zookeeper_host(s) for s in servers)
 
 
+def _resolve_host(target: Target, snap: Snapshot, rng: random.Random) -> tuple[int, ...]:
+    """The brokers `target.inner` names, each with the ZooKeeper server of its number."""
+    assert target.inner is not None
+    check_ensemble(target, snap.zookeepers)
+    brokers = resolve(target.inner, snap, rng)
+    not_brokers = [n for n in brokers if n not in snap.brokers]
+    if not_brokers:
+        raise TargetError(
+            f"host: {', '.join(map(str, not_brokers))} is not a broker (host: pairs brokers "
+            "with ZooKeeper servers)"
+        )
+    alone = [n for n in brokers if n not in snap.zookeepers]
+    if alone:
+        raise TargetError(
+            f"host: no ZooKeeper server {', '.join(map(str, alone))} beside broker(s) of the "
+            f"same number (servers: {', '.join(map(str, snap.zookeepers))})"
+        )
+    return tuple(sorted(brokers)) + tuple(zookeeper_host(n) for n in sorted(brokers))
+
+
 def resolve(spec: str | Target, snap: Snapshot, rng: random.Random) -> tuple[int, ...]:
     """Node ids for `spec` given the snapshot (ZooKeeper servers as `zookeeper_host`
     ids); TargetError when none can be named."""
@@ -291,6 +348,8 @@ def resolve(spec: str | Target, snap: Snapshot, rng: random.Random) -> tuple[int
     check_mode(target, snap.zookeeper_mode)
     if target.zookeeper:
         return _resolve_zookeeper(target, snap, rng)
+    if kind == "host":
+        return _resolve_host(target, snap, rng)
     if kind == "ids":
         unknown = [i for i in target.ids if i not in snap.nodes]
         if unknown:
@@ -373,6 +432,7 @@ def take_snapshot(
     FindCoordinator for coordinator targets; `srvr` to every ZooKeeper server for
     zk-leader). Nodes that do not answer within `timeout` are skipped; TargetError when
     none answers a needed request."""
+    need = [part for t in need for part in t.parts]
     topology = state.topology()
     brokers = tuple(n.node_id for n in topology.brokers)
     controllers = tuple(n.node_id for n in topology.controllers)

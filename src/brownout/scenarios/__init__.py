@@ -10,6 +10,8 @@ from __future__ import annotations
 from importlib import resources
 from pathlib import Path
 
+import yaml
+
 from .schema import Scenario, ScenarioError, did_you_mean, load, loads
 
 BUILTIN_PACKAGE = "brownout.scenarios"
@@ -43,6 +45,13 @@ def resolve(name_or_file: str) -> Scenario:
     return builtin(name_or_file)
 
 
+def resolve_document(name_or_file: str) -> tuple[Scenario, dict[str, object]]:
+    """`resolve`, and the file as plain YAML data (what a sweep sets parameters in)."""
+    scenario = resolve(name_or_file)
+    document = yaml.safe_load(Path(scenario.source).read_text(encoding="utf-8"))
+    return scenario, document
+
+
 __all__ = [
     "Scenario",
     "ScenarioError",
@@ -53,4 +62,5 @@ __all__ = [
     "load",
     "loads",
     "resolve",
+    "resolve_document",
 ]

@@ -17,6 +17,14 @@ name                           expected          observes
 =============================  ================  ==========================================
 acked_writes_lost              COMPARISON        acknowledged writes missing from the final
                                                  read (writes checker ``lost``)
+duplicates                     COMPARISON        records of one send found in the log more
+                                                 than once (writes checker ``duplicate``)
+unacknowledged_writes          COMPARISON        sends that did not end acknowledged
+                                                 (failed, indeterminate -- librdkafka's
+                                                 delivery timeout is one -- or never
+                                                 answered): with a delivery timeout shorter
+                                                 than a fault, 0 says the cluster moved
+                                                 the stuck partitions in time
 check_valid                    true | false      the composed checkers' verdict (acks=all
                                                  loss never tolerated, acks=0/1 loss is)
 sent_gt_log                    true | false      more messages sent than distinct records in
@@ -27,6 +35,10 @@ writes_unavailable_acks_all    true | false      a window of at least 3 s withou
 max_unavailable_seconds        COMPARISON        the longest such window (acks=all for the
                                                  run; the workload's own acks level for a
                                                  workload)
+max_partition_unavailable_     COMPARISON        the longest such window of one partition
+seconds                                          (the same acks level): a partition whose
+                                                 leader is gone, while the others take
+                                                 writes
 error_seen                     NAME | [NAMES]    each error name in a delivery report or
                                                  client error (librdkafka retries hide
                                                  retriable errors: use ``retries: 0``)
@@ -202,6 +214,32 @@ def acked_writes_lost(report: Mapping[str, Any], facts: RunFacts,
     return _compare("acked_writes_lost", expected, lost, detail, why)
 
 
+def unacknowledged_writes(report: Mapping[str, Any], facts: RunFacts,
+                          expected: Comparison) -> Outcome:
+    numbers, why = _numbers(report, "writes")
+    missing = None
+    detail = "sends that did not end acknowledged"
+    if numbers is not None and numbers.get("sent") is not None:
+        missing = int(numbers["sent"]) - int(numbers.get("acknowledged") or 0)
+        counts = {}
+        for level in (numbers.get("by_acks") or {}).values():
+            for kind in ("fail", "info", "never"):
+                counts[kind] = counts.get(kind, 0) + int(level.get(kind) or 0)
+        detail += (f" (of {numbers['sent']} sent: {counts.get('fail', 0)} failed, "
+                   f"{counts.get('info', 0)} indeterminate, {counts.get('never', 0)} "
+                   "never answered)")
+    return _compare("unacknowledged_writes", expected, missing, detail, why)
+
+
+def duplicates(report: Mapping[str, Any], facts: RunFacts, expected: Comparison) -> Outcome:
+    res, why = _result(report, "writes")
+    count = None
+    if res is not None:
+        count = ((res.get("anomalies") or {}).get("duplicate") or {}).get("count", 0)
+    return _compare("duplicates", expected, count,
+                    "sends whose record is in the log more than once", why)
+
+
 def check_valid(report: Mapping[str, Any], facts: RunFacts, expected: bool) -> Outcome:
     valid = report.get("valid")
     bad = []
@@ -273,6 +311,24 @@ def max_unavailable_seconds(report: Mapping[str, Any], facts: RunFacts,
     seconds = window.get("seconds")
     return _compare("max_unavailable_seconds", expected,
                     None if seconds is None else float(seconds), what)
+
+
+def max_partition_unavailable_seconds(report: Mapping[str, Any], facts: RunFacts,
+                                      expected: Comparison) -> Outcome:
+    numbers, why = _numbers(report, "availability")
+    name = "max_partition_unavailable_seconds"
+    if numbers is None:
+        return _compare(name, expected, None, "", why)
+    acks = facts.acks or "all"
+    level = (numbers.get("by_acks") or {}).get(acks) or {}
+    window = level.get("longest_partition_unavailable")
+    if not window:
+        return _compare(name, expected, None, "", f"no acks={acks} writes with a partition")
+    where = "" if window.get("start") is None else \
+        f" ({window['partition']}, t={window['start']:.1f}s..{window['end']:.1f}s)"
+    return _compare(name, expected, float(window["seconds"]),
+                    f"longest acks={acks} window of one partition without a successful "
+                    f"write (s){where}")
 
 
 def error_seen(report: Mapping[str, Any], facts: RunFacts,
@@ -464,10 +520,13 @@ Check = Callable[[Mapping[str, Any], RunFacts, Any], Outcome]
 
 VOCABULARY: dict[str, Check] = {
     "acked_writes_lost": acked_writes_lost,
+    "duplicates": duplicates,
+    "unacknowledged_writes": unacknowledged_writes,
     "check_valid": check_valid,
     "sent_gt_log": sent_gt_log,
     "writes_unavailable_acks_all": writes_unavailable_acks_all,
     "max_unavailable_seconds": max_unavailable_seconds,
+    "max_partition_unavailable_seconds": max_partition_unavailable_seconds,
     "error_seen": error_seen,
     "rebalances": rebalances,
     "isr_recovered": isr_recovered,
@@ -477,7 +536,8 @@ VOCABULARY: dict[str, Check] = {
     "leaderless_partitions": leaderless_partitions,
     "partition_unavailable_seconds": partition_unavailable_seconds,
 }
-COMPARISONS = ("acked_writes_lost", "max_unavailable_seconds", "rebalances")
+COMPARISONS = ("acked_writes_lost", "duplicates", "max_unavailable_seconds", "rebalances",
+               "unacknowledged_writes", "max_partition_unavailable_seconds")
 BOOLEANS = ("check_valid", "sent_gt_log", "writes_unavailable_acks_all", "isr_recovered",
             "group_checks_pass", "pipeline_matches_ground_truth")
 RUN_ONLY = ("isr_recovered", "step_outcome", "group_checks_pass", "rebalances",

@@ -1,7 +1,8 @@
 """Did the lab itself stall? The rule that turns a verdict into "unknown: lab overloaded".
 
 Every node reports the stalls of its event loop (`stall` events, broker/loop_monitor.py).
-A node whose loop stood still for a third of broker.session.timeout.ms has missed
+A node whose loop stood still for a third of its session timeout
+(broker.session.timeout.ms; zookeeper.session.timeout.ms in ZooKeeper mode) has missed
 heartbeats and fetches for long enough that the cluster may fence it, elect around it or
 shrink ISRs: what the run then shows is this machine's load, not Kafka's protocol. When
 that happens before the first fault, nothing the run measured afterwards can be credited
@@ -78,6 +79,7 @@ def overload_reason(stalls: Iterable[NodeStall], first_fault: float | None,
     others = f" ({len(bad) - 1} more such stall(s))" if len(bad) > 1 else ""
     return (f"{OVERLOADED}: node {worst.node}'s event loop stalled for "
             f"{worst.lag_ms / 1000:.2f}s at t={worst.start:.1f}s, {when}; longer than a "
-            f"third of broker.session.timeout.ms ({stall_limit_ms(session_timeout_ms):.0f} "
-            f"ms){others}. What the run measured is this machine's load, not Kafka's "
+            f"third of the session timeout ({stall_limit_ms(session_timeout_ms):.0f} ms: "
+            "broker.session.timeout.ms, or zookeeper.session.timeout.ms in ZooKeeper "
+            f"mode){others}. What the run measured is this machine's load, not Kafka's "
             "behaviour: run it again on a less loaded machine")

@@ -3,16 +3,19 @@
 Each step starts at its time (schedule.start_time) and runs `repeat` times: a wait, a
 create-topic through the admin client, the raw-protocol group checks, a describe (what
 `brownout topics describe` and `brownout offsets` print, into <run>/snapshots/ and
-RunRecord.snapshots), or a nemesis fault. Every step's outcome goes to RunRecord.steps
-(by id to step_outcomes, its history-time span to step_times); the first
-fault that is not an undo (heal, resume, start) marks RunRecord.fault_start. Setting
-`cancel` stops the schedule at the next step or wait. An exception in the thread is kept
+RunRecord.snapshots), a nemesis fault, or a randomized nemesis (random_faults.py: faults
+drawn from the run's seed, each undone before the next; the plan goes into the history
+first). Every step's outcome goes to RunRecord.steps (by id to step_outcomes, its
+history-time span to step_times); the first fault that is not an undo (heal, resume,
+start) marks RunRecord.fault_start. Setting `cancel` stops the schedule at the next step
+or wait. An exception in the thread is kept
 in `error` for the main thread to raise.
 """
 
 from __future__ import annotations
 
 import json
+import random
 import threading
 import time
 from collections.abc import Sequence
@@ -31,6 +34,7 @@ from ..faults import Fault, Nemesis
 from ..workload.history import HistoryWriter
 from .groupchecks import run_group_checks
 from .progress import Progress
+from .random_faults import RandomSpec, describe_plan, plan, seed_for
 from .schedule import start_time
 from .schema import Scenario, Step
 from .verdict import RunRecord
@@ -79,8 +83,9 @@ def snapshot_text(described: DescribedTopic | None, offsets: Sequence[PartitionO
 class ScheduleStage:
     def __init__(self, scenario: Scenario, nemesis: Nemesis, bootstrap: str,
                  history: HistoryWriter, record: RunRecord, progress: Progress,
-                 run_dir: Path | None = None) -> None:
+                 seed: int = 0, run_dir: Path | None = None) -> None:
         self.scenario = scenario
+        self.seed = seed
         self.run_dir = run_dir  # describe steps keep their snapshots under it
         self.nemesis = nemesis
         self.bootstrap = bootstrap
@@ -139,16 +144,46 @@ class ScheduleStage:
                 outcomes.append(self._group_checks(step))
             elif step.action == "describe":
                 outcomes.append(self._describe(step))
+            elif step.action == "random":
+                outcomes.append(self._random(step))
             else:
-                if self.record.fault_start is None and step.action not in UNDO_ACTIONS:
-                    self.record.fault_start = self.history.now()
-                result = self.nemesis.invoke(Fault(step.action, step.target,
-                                                   dict(step.params)))
-                outcomes.append(result.outcome)
+                outcomes.append(self._fault(Fault(step.action, step.target,
+                                                  dict(step.params))))
         for bad in ("fail", "info"):
             if bad in outcomes:
                 return bad
         return "ok" if outcomes else "fail"
+
+    def _fault(self, fault: Fault) -> str:
+        if self.record.fault_start is None and fault.action not in UNDO_ACTIONS:
+            self.record.fault_start = self.history.now()
+        return self.nemesis.invoke(fault).outcome
+
+    def _random(self, step: Step) -> str:
+        """Every planned fault at its time, each undone at its time even when the run is
+        being cancelled (a cluster is never left broken by a half-done step)."""
+        spec: RandomSpec = step.params["spec"]
+        faults = plan(spec, random.Random(seed_for(self.seed, step.line)))
+        self.history.record("ok", "random-plan", "nemesis",
+                            value=json.dumps({"seed": seed_for(self.seed, step.line),
+                                              "faults": describe_plan(faults)}))
+        self.progress.say(f"  random: {len(faults)} fault(s) planned over "
+                          f"{spec.duration:g}s", style="yellow")
+        began = time.monotonic()
+        outcomes = []
+        for planned in faults:
+            if self.cancel.wait(max(0.0, began + planned.at - time.monotonic())):
+                break
+            outcomes.append(self._fault(Fault(planned.action, planned.target)))
+            if planned.undo is not None and planned.undo_at is not None:
+                self.cancel.wait(max(0.0, began + planned.undo_at - time.monotonic()))
+                outcomes.append(self._fault(Fault(planned.undo, None)))
+        else:
+            self.cancel.wait(max(0.0, began + spec.duration - time.monotonic()))
+        for bad in ("fail", "info"):
+            if bad in outcomes:
+                return bad
+        return "ok"
 
     def _create_topic(self, step: Step) -> str:
         assert step.target is not None

@@ -54,18 +54,26 @@ Keys (unknown keys are errors, with a "did you mean" hint):
   partition, loss, bandwidth, latency, heal) whose value is its target (see
   ``brownout fault --help``), ``wait: 5s``, ``create-topic: NAME`` (needs the
   controller: records whether it succeeded), ``group-checks: all | [E1, ...]``
-  (Observation E, raw protocol) or ``describe: TOPIC`` (what ``brownout topics
+  (Observation E, raw protocol), ``describe: TOPIC`` (what ``brownout topics
   describe`` and ``brownout offsets`` print for the topic right now, kept in the run
   directory as evidence and judged by ``leaderless_partitions``; the topic is one of
-  ``topics`` or made by an earlier create-topic step). Optional: ``id`` (for
-  ``step_outcome``, ``leaderless_partitions``, ``partition_unavailable_seconds``),
-  ``repeat: N`` and the action's parameters (timeout, down, from, one_way, nodes,
-  probability, rate, burst, latency, delay, jitter).
+  ``topics`` or made by an earlier create-topic step) or ``random: {faults: [KIND, ...],
+  targets: [...], interval: 5s-15s, heal_after: 3s-10s, for: 5m}`` (a randomized nemesis
+  drawn from the run's seed, see `brownout.scenarios.random_faults`). ``isolate``'s
+  ``from`` takes everyone, nodes, controllers, brokers, clients, zookeeper (the whole
+  ensemble, ZooKeeper mode only) or a target. Optional: ``id`` (for ``step_outcome``,
+  ``leaderless_partitions``, ``partition_unavailable_seconds``), ``repeat: N`` and the
+  action's parameters (timeout, down, from, one_way, nodes, probability, rate, burst,
+  latency, delay, jitter).
 * ``duration``: how long the workloads run (they also run until the schedule is done).
 * ``heal``: at the end heal the network, resume paused and start stopped nodes and
   wait until every ISR is full (``timeout``, default 60s); ``enabled: false`` skips it.
 * ``expectations``: see `brownout.scenarios.expectations` (one table of names); those
   under ``workloads: {LABEL: {...}}`` are judged on that workload alone.
+* ``matrix``: parameters (a path into this file and its values), exclude, repeat: the
+  file is a sweep (`brownout sweep`, see `brownout.scenarios.sweep`); every cell is
+  checked like a scenario file when this one is loaded. `brownout run` runs the file as
+  written, without the matrix.
 
 Durations are ``500ms``, ``10s``, ``2m`` or a number of seconds.
 """
@@ -85,16 +93,20 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 from ..cluster.topology import DEFAULT_ZOOKEEPERS
 from ..cluster.zookeeper import MAX_SERVERS as MAX_ZOOKEEPERS
 from ..faults.nemesis import ACTIONS as FAULT_ACTIONS
-from ..faults.nemesis import FROM_GROUPS
+from ..faults.nemesis import FROM_GROUPS, FROM_ZOOKEEPER_KRAFT
 from ..faults.targets import Target, TargetError, check_ensemble, check_mode
 from ..faults.targets import parse as parse_target
+from .random_faults import KINDS as RANDOM_KINDS
+from .random_faults import OWN_TARGET, RandomSpec, parse_range
+from .sweep import Matrix, SweepError, apply, cells, parse_matrix
 
 WORKLOAD_KINDS = ("clicks", "payments", "logs")
 ACKS_LEVELS = ("0", "1", "all")
 PROFILES = ("kafka", "fast")
 NETWORKS = ("loopback", "netns")
 GROUP_CHECKS = ("E1", "E2", "E3", "E4", "E5")
-EXTRA_ACTIONS = ("wait", "create-topic", "group-checks", "describe")
+EXTRA_ACTIONS = ("wait", "create-topic", "group-checks", "describe", "random")
+RANDOM_KEYS = ("faults", "targets", "interval", "heal_after", "for")
 STEP_ACTIONS = (*FAULT_ACTIONS, *EXTRA_ACTIONS)
 # Actions whose value may be left out (null): no target needed.
 UNTARGETED = ("resume", "start", "heal", "rolling-restart", "partition")
@@ -116,6 +128,7 @@ ACTION_PARAMS: dict[str, tuple[str, ...]] = {
     "create-topic": ("partitions", "replication_factor", "timeout"),
     "group-checks": (),
     "describe": ("timeout",),
+    "random": (),
 }
 STEP_KEYS = ("at", "after", "id", "repeat")
 
@@ -361,6 +374,11 @@ class Step:
             what += f" {self.seconds:g}s"
         elif self.action == "group-checks":
             what += " " + ",".join(self.checks)
+        elif self.action == "random":
+            spec = self.params["spec"]
+            return (f"random {','.join(spec.faults)} every {spec.interval[0]:g}-"
+                    f"{spec.interval[1]:g}s, healed after {spec.heal_after[0]:g}-"
+                    f"{spec.heal_after[1]:g}s, for {spec.duration:g}s")
         elif self.target:
             what += f" {self.target}"
         if self.params:
@@ -402,6 +420,7 @@ class Scenario:
     expectations: tuple[ExpectationSpec, ...]
     pipeline: bool = False
     source: str = "<scenario>"
+    matrix: Matrix | None = None  # a sweep's parameters (`brownout sweep`)
 
     def with_pipeline(self) -> Scenario:
         """This scenario with the pipeline on and its expectation (`--pipeline`)."""
@@ -422,7 +441,7 @@ class Scenario:
 
 
 TOP_KEYS = ("name", "description", "cluster", "topics", "workloads", "consumers",
-            "pipeline", "schedule", "duration", "heal", "expectations")
+            "pipeline", "schedule", "duration", "heal", "expectations", "matrix")
 CLUSTER_KEYS = ("brokers", "controllers", "combined", "profile", "network", "set",
                 "broker_set", "controller_set", "zookeepers", "zookeeper")
 TOPIC_KEYS = ("name", "partitions", "replication_factor", "configs")
@@ -506,8 +525,36 @@ def loads(text: str, source: str = "<scenario>") -> Scenario:
     if pipeline and not workloads:
         raise r.error(top.get("pipeline") or root, "the pipeline reads the workloads' "
                       "topics: add a workload", "pipeline")
+    matrix = _matrix(r, top["matrix"], text) if "matrix" in top else None
     return Scenario(name, description, cluster, topics, tuple(workloads), consumers,
-                    schedule, duration, heal, expectations, pipeline, source)
+                    schedule, duration, heal, expectations, pipeline, source, matrix)
+
+
+def _matrix(r: _Reader, node: Node, text: str) -> Matrix:
+    document = yaml.safe_load(text)
+    try:
+        matrix = parse_matrix(document.get("matrix"))
+        sweep_cells(document, matrix, r.source)
+    except SweepError as e:
+        raise r.error(node, str(e), e.field) from None
+    return matrix
+
+
+def sweep_cells(document: dict[str, Any], matrix: Matrix,
+                source: str) -> list[tuple[Any, Scenario]]:
+    """Each cell of `matrix` over the scenario `document`, as a checked scenario; a cell
+    that is not a valid scenario raises SweepError naming the cell."""
+    out = []
+    for cell in cells(matrix):
+        where = f"{source} [{cell.directory}: {cell.label(short=False)}]"
+        text = yaml.safe_dump(apply(document, cell.values), sort_keys=False)
+        try:
+            out.append((cell, loads(text, where)))
+        except ScenarioError as e:
+            raise SweepError(f"{cell.directory} ({cell.label(short=False)}) is not a "
+                             f"valid scenario: {e.field + ': ' if e.field else ''}"
+                             f"{e.message}", "matrix") from None
+    return out
 
 
 def load(path: Path | str) -> Scenario:
@@ -716,6 +763,8 @@ def _step(r: _Reader, field: str, node: Node, topics: tuple[str, ...],
         params[key] = _param(r, key, pv)
         if key == "nodes" or (key == "from" and params[key] not in FROM_GROUPS):
             _check_target(r, pv, params[key], topics, cluster)
+        if key == "from" and params[key] == "zookeeper" and not cluster.zookeeper:
+            raise r.error(pv, FROM_ZOOKEEPER_KRAFT)
     kw["params"] = params
 
     value_node = m[action]
@@ -739,6 +788,8 @@ def _step(r: _Reader, field: str, node: Node, topics: tuple[str, ...],
     elif action == "describe":
         # Only a topic of the scenario: describing one that never existed proves nothing.
         kw["target"] = _known_topic(r, r.scalar(value_node, afield), topics)
+    elif action == "random":
+        kw["params"] = {**params, "spec": _random(r, afield, value_node, topics, cluster)}
     else:
         v = r.scalar(value_node, afield)
         if v.value is None or v.value == "":
@@ -754,6 +805,57 @@ def _step(r: _Reader, field: str, node: Node, topics: tuple[str, ...],
             raise r.error(value_node, f"{action} is a network fault: it needs "
                           "`cluster: {network: netns}` (root)", afield)
     return Step(**kw)
+
+
+def _random(r: _Reader, field: str, node: Node, topics: tuple[str, ...],
+            cluster: ClusterSpec) -> RandomSpec:
+    m = r.mapping(node, field, RANDOM_KEYS)
+    for required in ("faults", "interval", "heal_after", "for"):
+        if required not in m:
+            raise r.error(node, f"missing {required!r} (random: faults, interval, "
+                          "heal_after, for; targets optional)", field)
+
+    def names(key: str) -> tuple[str, list[_Value]]:
+        if isinstance(m[key], SequenceNode):
+            values = [r.scalar(n, f) for f, n in r.sequence(m[key], f"{field}.{key}")]
+        else:
+            v = r.scalar(m[key], f"{field}.{key}")
+            values = [_Value(v.node, v.field, x.strip()) for x in _as_str(v, r).split(",")]
+        return key, values
+
+    _, fault_values = names("faults")
+    faults = tuple(_as_str(v, r) for v in fault_values)
+    for v in fault_values:
+        if v.value not in RANDOM_KINDS:
+            raise r.error(v, f"unknown fault kind {v.value!r}"
+                          + did_you_mean(str(v.value), list(RANDOM_KINDS))
+                          + f" (kinds: {', '.join(RANDOM_KINDS)})")
+        if RANDOM_KINDS[str(v.value)][2] == "heal" and cluster.network != "netns":
+            raise r.error(v, f"{v.value} is a network fault: it needs "
+                          "`cluster: {network: netns}` (root)")
+        own = RANDOM_KINDS[str(v.value)][1]
+        if v.value in OWN_TARGET and own is not None and own != "halves":
+            _check_target(r, v, own, topics, cluster)
+    targets: tuple[str, ...] = ()
+    if "targets" in m:
+        _, target_values = names("targets")
+        for v in target_values:
+            _check_target(r, v, _as_str(v, r), topics, cluster)
+        targets = tuple(_as_str(v, r) for v in target_values)
+
+    def span(key: str) -> tuple[float, float]:
+        v = r.scalar(m[key], f"{field}.{key}")
+        low, high = parse_range(_as_str(v, r))
+        try:
+            return parse_duration(low), parse_duration(high)
+        except ValueError as e:
+            raise r.error(v, f"{e}; write LOW-HIGH, e.g. 5s-15s") from None
+
+    try:
+        return RandomSpec(faults, span("interval"), span("heal_after"),
+                          _as_duration(r.scalar(m["for"], f"{field}.for"), r), targets)
+    except ValueError as e:
+        raise r.error(node, str(e), field) from None
 
 
 def _param(r: _Reader, key: str, v: _Value) -> Any:
@@ -779,6 +881,8 @@ def _check_target(r: _Reader, v: _Value, spec: str, topics: tuple[str, ...],
         check_mode(target, cluster.zookeeper)
     except TargetError as e:
         raise r.error(v, str(e)) from None
+    if target.inner is not None:  # host:leader:T-0 names a topic too
+        target = target.inner
     if target.kind == "leader" and topics and target.topic not in topics:
         raise r.error(v, f"no topic {target.topic!r} in `topics`"
                       + did_you_mean(str(target.topic), topics))
@@ -895,6 +999,8 @@ def in_zookeeper_mode(scenario: Scenario) -> Scenario:
             value = step.params.get(key)
             if value and value not in FROM_GROUPS:
                 specs.append((key, str(value)))
+        spec = step.params.get("spec")  # a random step draws from its own targets
+        specs += [(f"{step.action}.targets", t) for t in getattr(spec, "targets", ())]
         for key, spec in specs:
             field = f"schedule[{i}].{key}"
             try:

@@ -25,6 +25,10 @@ class ScriptedLeader:
 
     def __init__(self) -> None:
         self.requests: asyncio.Queue = asyncio.Queue()
+        self.disconnected: list[tuple[str, int]] = []
+
+    def disconnect(self, host: str, port: int) -> None:
+        self.disconnected.append((host, port))
 
     async def request(self, host, port, api_key, version, body, *, timeout_s):  # type: ignore[no-untyped-def]
         assert api_key == ApiKey.FETCH and version == 12
@@ -235,5 +239,38 @@ async def _a_partition_error_delays_that_partition_only(rm: ReplicaManager) -> N
                 answer.set_result(response(7))
         assert loop.time() - failed_at >= 1.0
         assert sent(body)[B] == 0
+    finally:
+        await fetchers.stop()
+
+
+def test_a_stopped_fetcher_closes_its_connection(follower):
+    asyncio.run(_a_stopped_fetcher_closes_its_connection(follower))
+
+
+async def _a_stopped_fetcher_closes_its_connection(rm: ReplicaManager) -> None:
+    # After a network cut the old leader's fetch may never be answered; the connection
+    # that carries it must not be reused when that broker leads again (it would wait
+    # for TCP's retransmission backoff), so stopping the fetcher closes it, even though
+    # the old leader is no longer in the metadata.
+    leader = ScriptedLeader()
+    endpoints = {LEADER: ("127.0.0.1", 9001), OTHER_LEADER: ("127.0.0.1", 9003)}
+    fetchers = ReplicaFetcherManager(
+        rm, leader, endpoints.get, node_id=ME, max_wait_ms=500, min_bytes=1,
+        max_bytes=10 << 20, partition_max_bytes=1 << 20, backoff_ms=60_000,
+    )
+    fetchers.reconcile()
+    try:
+        body, _unanswered = await leader.next()
+        assert sent(body) == {A: 0, B: 0}
+        del endpoints[LEADER]  # its session expired: gone from the metadata
+        for tp in (A, B):
+            rm.partitions[tp].make_follower(OTHER_LEADER, 5, 0, (LEADER, ME, OTHER_LEADER),
+                                            (ME, OTHER_LEADER))
+        fetchers.reconcile()
+        assert leader.disconnected == [("127.0.0.1", 9001)]
+        body, _ = await leader.next()  # the new leader's fetcher starts at once
+        assert sent(body) == {A: 0, B: 0}
+        fetchers.reconcile()  # nothing stopped: nothing closed
+        assert leader.disconnected == [("127.0.0.1", 9001)]
     finally:
         await fetchers.stop()

@@ -144,3 +144,19 @@ def test_partition_pauses_trailing_pause_is_not_recovered():
     out = partition_pauses({"t-0": [0.0, 0.1, 1.0], "t-1": [0.0, 5.0]}, last=5.0)
     assert [(p["partition"], round(p["seconds"], 2), p["recovered"]) for p in out] == [
         ("t-1", 5.0, True), ("t-0", 0.9, True), ("t-0", 4.0, False)]
+
+
+def test_a_partition_without_a_leader_shows_per_partition():
+    # Partition 1 keeps taking writes while partition 0 waits 6 s for a new leader: the
+    # run-wide window stays short, the partition's does not.
+    h = H().send("p0-a", 0.0, 0.1, offset=0).send("p0-stuck", 1.0, 7.0, offset=1)
+    for i in range(10):
+        h.send(f"p1-{i}", i * 0.8, i * 0.8 + 0.05, offset=i, partition=1)
+    h.send("lost-report", 2.0, None, None)  # never answered: no partition to count for
+    level = check_availability(h.table()).numbers["by_acks"]["all"]
+    assert level["longest_unavailable"]["seconds"] < 1.0
+    by_partition = level["longest_unavailable_by_partition"]
+    assert set(by_partition) == {"t-0", "t-1"}
+    assert by_partition["t-0"] == {"seconds": pytest.approx(6.0), "start": 1.0, "end": 7.0}
+    assert by_partition["t-1"]["seconds"] < 1.0
+    assert level["longest_partition_unavailable"] == {"partition": "t-0", **by_partition["t-0"]}

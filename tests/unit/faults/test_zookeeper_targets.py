@@ -14,8 +14,9 @@ from typer.testing import CliRunner
 from brownout.cli import app
 from brownout.cluster import lab
 from brownout.cluster.topology import TopologyRequest
+from brownout.cluster.wire import PartitionMetadata
 from brownout.faults import grudge as grudges
-from brownout.faults.nemesis import Fault, Nemesis
+from brownout.faults.nemesis import FROM_ZOOKEEPER_KRAFT, Fault, Nemesis
 from brownout.faults.targets import (
     KEYWORDS,
     TARGET_HELP,
@@ -243,3 +244,75 @@ def test_zookeeper_mode_without_a_controller_says_so() -> None:
 
 def test_controller_alias_in_kraft_mode_is_the_quorum_leader() -> None:
     assert resolve("controller", KRAFT_ONLY, random.Random(0)) == (3001,)
+
+
+# -- host:TARGET: a broker and the ZooKeeper server of its number ---------------------
+
+
+@pytest.mark.parametrize(
+    ("spec", "expected"),
+    [
+        ("host:2", (2, 4002)),
+        ("host:1,3", (1, 3, 4001, 4003)),
+        ("host:controller", (2, 4002)),
+        ("host:leader:orders-0", (3, 4003)),
+        ("host:all-brokers", (1, 2, 3, 4001, 4002, 4003)),
+    ],
+)
+def test_host_names_brokers_with_the_zookeeper_server_of_their_number(
+    spec: str, expected: tuple[int, ...]
+) -> None:
+    snap = dataclasses.replace(
+        ZK_MODE, partitions=(PartitionMetadata("orders", 0, 3, 1, (3, 1), (3, 1)),)
+    )
+    assert resolve(spec, snap, random.Random(0)) == expected
+
+
+def test_host_parses_its_inner_target() -> None:
+    target = parse("host:leader:orders-0")
+    assert target.kind == "host" and target.inner == Target("leader", topic="orders",
+                                                              partition=0)
+    # The snapshot must cover what the inner target needs (Metadata for a leader).
+    assert [t.kind for t in target.parts] == ["host", "leader"]
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("host:zookeeper:1", "takes a target naming brokers"),
+        ("host:zk-leader", "takes a target naming brokers"),
+        ("host:host:1", "takes a target naming brokers"),
+        ("host:", "empty target"),
+    ],
+)
+def test_host_of_something_else_is_refused(spec: str, message: str) -> None:
+    with pytest.raises(TargetError, match=message):
+        parse(spec)
+
+
+def test_host_needs_a_server_of_the_same_number() -> None:
+    five_brokers = dataclasses.replace(ZK_MODE, brokers=(1, 2, 3, 4, 5))
+    with pytest.raises(TargetError, match="no ZooKeeper server 5 beside broker"):
+        resolve("host:5", five_brokers, random.Random(0))
+    with pytest.raises(TargetError, match="no ZooKeeper server 5 beside broker"):
+        check_ensemble(parse("host:5"), (1, 2, 3))
+    with pytest.raises(TargetError, match="this cluster has no ZooKeeper ensemble"):
+        check_ensemble(parse("host:1"), ())
+    with pytest.raises(TargetError, match="3001 is not a broker"):
+        resolve("host:3001", dataclasses.replace(SNAP, zookeepers=(1, 2, 3, 3001)),
+                random.Random(0))
+    with pytest.raises(TargetError, match="ZooKeeper mode"):
+        check_mode(parse("host:all-controllers"), zookeeper_mode=True)
+
+
+def test_from_zookeeper_is_the_whole_ensemble_in_zookeeper_mode_only(tmp_path: Path) -> None:
+    request = TopologyRequest(brokers=3, zookeepers=3, zookeeper_mode=True)
+    prepared = lab.up(tmp_path / "zk", request, start=False)
+    nemesis = Nemesis(prepared.state, request_timeout=0.5, rejoin_timeout=1.0)
+    assert nemesis._group("zookeeper", (2,)) == ({4001, 4002, 4003}, False)
+    # host:2 is cut from the servers but itself: broker 2 still hears zookeeper-2.
+    assert nemesis._group("zookeeper", (2, 4002)) == ({4001, 4003}, False)
+    kraft = _nemesis(tmp_path / "kraft", 3)
+    with pytest.raises(Exception, match="this cluster runs in KRaft mode") as info:
+        kraft._group("zookeeper", (1,))
+    assert info.value.args[0] == FROM_ZOOKEEPER_KRAFT

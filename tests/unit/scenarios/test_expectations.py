@@ -51,6 +51,24 @@ def test_acked_writes_lost():
     assert not missing.passed and "did not run" in missing.detail
 
 
+def test_unacknowledged_writes_counts_failed_indeterminate_and_unanswered():
+    r = report(sent=100, acked=88)
+    r["results"]["writes"]["numbers"]["by_acks"] = {
+        "all": {"sent": 50, "ok": 40, "fail": 3, "info": 7},
+        "1": {"sent": 50, "ok": 48, "fail": 0, "info": 0, "never": 2},
+    }
+    bad = evaluate("unacknowledged_writes", r, RunFacts(), Comparison("==", 0))
+    assert not bad.passed and bad.observed == 12 and "off by 12" in bad.detail
+    # librdkafka's delivery timeout is indeterminate, not a failure: it still counts.
+    assert "3 failed, 7 indeterminate, 2 never answered" in bad.detail
+    assert evaluate("unacknowledged_writes", r, RunFacts(), Comparison("<=", 12)).passed
+    ok = evaluate("unacknowledged_writes", report(), RunFacts(), Comparison("==", 0))
+    assert ok.passed and ok.observed == 0
+    missing = evaluate("unacknowledged_writes", {"results": {}}, RunFacts(),
+                       Comparison("==", 0))
+    assert not missing.passed and "did not run" in missing.detail
+
+
 def test_check_valid():
     assert evaluate("check_valid", report(), RunFacts(), True).passed
     bad = evaluate("check_valid", report(lost=3, valid=False), RunFacts(), True)
@@ -87,6 +105,28 @@ def test_max_unavailable_seconds_run_and_workload():
     bad = evaluate("max_unavailable_seconds", r, RunFacts(label="a1", acks="1"),
                    Comparison("<=", 5))
     assert not bad.passed and bad.observed == 20 and "off by 15" in bad.detail
+
+
+def test_max_partition_unavailable_seconds_run_and_workload():
+    window_all = {"seconds": 0.4, "start": 9.0, "end": 9.4}
+    by_acks = {
+        "all": {"longest_unavailable": window_all, "longest_partition_unavailable":
+                {"partition": "t-0", "seconds": 21.0, "start": 8.0, "end": 29.0}},
+        "1": {"longest_unavailable": window_all, "longest_partition_unavailable":
+              {"partition": "t-2", "seconds": 2.5, "start": 8.0, "end": 10.5}},
+    }
+    r = report(window_all=window_all, by_acks=by_acks)
+    run = evaluate("max_partition_unavailable_seconds", r, RunFacts(), Comparison("<=", 15))
+    assert not run.passed and run.observed == 21 and "t-0, t=8.0s..29.0s" in run.detail
+    # The run-wide window of the same run holds: the other partitions took writes.
+    assert evaluate("max_unavailable_seconds", r, RunFacts(), Comparison("<=", 15)).passed
+    acks_1 = evaluate("max_partition_unavailable_seconds", r, RunFacts(acks="1"),
+                      Comparison("<=", 15))
+    assert acks_1.passed and acks_1.observed == 2.5
+    older = report()  # a check.json from before per-partition windows
+    missing = evaluate("max_partition_unavailable_seconds", older, RunFacts(),
+                       Comparison("<=", 15))
+    assert not missing.passed and "no acks=all writes with a partition" in missing.detail
 
 
 def test_error_seen():
@@ -139,9 +179,11 @@ def test_validate_expected():
     with pytest.raises(ex.ExpectationValueError):
         ex.validate_expected("error_seen", "not an error")
     assert set(ex.VOCABULARY) == {
-        "acked_writes_lost", "check_valid", "sent_gt_log", "writes_unavailable_acks_all",
-        "max_unavailable_seconds", "error_seen", "rebalances", "isr_recovered",
+        "acked_writes_lost", "duplicates", "check_valid", "sent_gt_log",
+        "writes_unavailable_acks_all", "max_unavailable_seconds", "error_seen", "rebalances",
+        "isr_recovered",
         "step_outcome", "group_checks_pass", "pipeline_matches_ground_truth",
+        "unacknowledged_writes", "max_partition_unavailable_seconds",
         "leaderless_partitions", "partition_unavailable_seconds"}
 
 

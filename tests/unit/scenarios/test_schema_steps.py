@@ -143,3 +143,20 @@ def test_every_builtin_without_controller_nodes_in_its_schedule_converts() -> No
         assert in_zookeeper_mode(builtin(name)).cluster.zookeeper, name
     with pytest.raises(ScenarioError, match="3001"):
         in_zookeeper_mode(builtin("controller-loss"))  # starts controller 3001 by id
+
+
+def test_a_random_steps_targets_are_checked_too() -> None:
+    text = """\
+name: r
+cluster: {brokers: 3, controllers: 1}
+schedule:
+  - at: 1s
+    random: {faults: [kill], targets: [random-broker, "3001"], interval: 1s-2s,
+             heal_after: 1s-2s, for: 10s}
+duration: 5s
+"""
+    with pytest.raises(ScenarioError) as info:
+        in_zookeeper_mode(loads(text, "r.yaml"))
+    assert info.value.field == "schedule[0].random.targets" and "3001" in info.value.message
+    ok = loads(text.replace(', "3001"', ""), "r.yaml")
+    assert in_zookeeper_mode(ok).cluster.zookeeper

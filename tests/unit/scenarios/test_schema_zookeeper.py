@@ -147,3 +147,51 @@ def test_zookeeper_false_is_kraft() -> None:
     text = ZK_MODE.replace("zookeeper: true,", "zookeeper: false, zookeepers: 3,")
     c = loads(text, "zk.yaml").cluster
     assert not c.zookeeper and c.controllers == 1
+
+
+# -- netns: from: zookeeper and host:TARGET --------------------------------------------
+
+NETNS = """\
+name: zk-net
+cluster: {zookeeper: true, brokers: 3, profile: fast, network: netns}
+topics:
+  - {name: t, partitions: 1, replication_factor: 3}
+schedule:
+  - {at: 2s, id: cut, isolate: "leader:t-0", from: zookeeper}
+  - {after: previous, isolate: "host:leader:t-0"}
+  - {after: previous, heal: null}
+duration: 10s
+"""
+
+
+def test_from_zookeeper_and_host_targets_load_in_zookeeper_mode() -> None:
+    s = loads(NETNS, "zk.yaml")
+    assert s.schedule[0].params == {"from": "zookeeper"}
+    assert [step.target for step in s.schedule] == ["leader:t-0", "host:leader:t-0", None]
+
+
+def test_from_zookeeper_in_kraft_mode_says_why_not() -> None:
+    kraft = NETNS.replace("zookeeper: true,", "zookeepers: 3,")
+    e = error_of(kraft)
+    assert (e.line, e.field) == (6, "schedule[0].from")
+    assert e.message.startswith("from: zookeeper cuts ZooKeeper-mode brokers from their "
+                                "ensemble, and this cluster runs in KRaft mode")
+
+
+@pytest.mark.parametrize(
+    ("target", "message"),
+    [
+        ("host:leader:other-0", "no topic 'other' in `topics`"),
+        ("host:4", "no ZooKeeper server 4 beside broker"),
+        ("host:zk-leader", "takes a target naming brokers"),
+    ],
+)
+def test_host_targets_are_checked_before_the_run(target: str, message: str) -> None:
+    e = error_of(NETNS.replace('"host:leader:t-0"', f'"{target}"'))
+    assert (e.line, e.field) == (7, "schedule[1].isolate")
+    assert message in e.message
+
+
+def test_host_needs_an_ensemble() -> None:
+    e = error_of(NETNS.replace("zookeeper: true,", "").replace(", from: zookeeper", ""))
+    assert "host: names brokers with the ZooKeeper servers beside them" in e.message

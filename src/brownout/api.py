@@ -1,0 +1,220 @@
+"""Brownout from Python: a lab cluster as a context manager, faults, scenario runs, and
+their results as Arrow tables, for notebooks and tests.
+
+    import brownout.api as bo
+
+    with bo.Cluster(brokers=3) as cluster:
+        cluster.create_topic("orders", partitions=3, replication_factor=3,
+                             configs={"min.insync.replicas": "2"})
+        print(cluster.bootstrap_servers)       # for your own clients
+        cluster.fault("kill", "leader:orders-0")
+        cluster.fault("start")                 # every stopped node
+        print(cluster.describe("orders"))
+
+    run = bo.run("minority-outage", seed=1)    # a built-in name or a YAML file
+    run.passed, run.verdict["expectations"], run.history().num_rows
+    run                                        # in a notebook: the report, inline
+
+Everything here is the CLI's machinery (cluster.lab, faults.Nemesis, scenarios.runner)
+behind a small interface; the pytest plugin (brownout.pytest_plugin) builds on it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import html
+import json
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from rich.console import Console
+
+from .cluster import lab
+from .cluster.admin import Admin, AdminError, DescribedTopic
+from .cluster.supervisor import Supervisor
+from .cluster.topology import Overrides, TopologyRequest
+from .common.rundir import CHECK_FILE, HISTORY_FILE, REPORT_FILE, VERDICT_FILE
+from .faults import Fault, Nemesis
+from .faults.nemesis import FaultResult
+from .scenarios import resolve
+from .scenarios.runner import run_scenario
+
+__all__ = ["Cluster", "Run", "run"]
+
+
+class Cluster:
+    """A lab cluster of node processes (KRaft, or ZooKeeper mode with `zookeeper=True`)
+    in `directory` (a temporary one, removed afterwards, when None). Leaving the `with`
+    block stops every node and ZooKeeper server, also after an error."""
+
+    def __init__(
+        self,
+        brokers: int = 3,
+        *,
+        controllers: int | None = None,
+        combined: bool = False,
+        zookeeper: bool = False,
+        profile: str = "fast",
+        broker_config: dict[str, object] | None = None,
+        directory: Path | str | None = None,
+        seed: int = 0,
+        start_timeout: float = 60.0,
+    ) -> None:
+        self.request = TopologyRequest(
+            brokers=brokers,
+            controllers=None if zookeeper else controllers,
+            combined=combined,
+            profile=profile,
+            overrides=Overrides({}, {k: str(v) for k, v in (broker_config or {}).items()},
+                                {}),
+            zookeepers=3 if zookeeper else 0,
+            zookeeper_mode=zookeeper,
+        )
+        self._own_directory = directory is None
+        self.directory = Path(directory) if directory is not None else Path(
+            tempfile.mkdtemp(prefix="brownout-"))
+        self.seed = seed
+        self.start_timeout = start_timeout
+        self._nemesis: Nemesis | None = None
+        self.faults: list[FaultResult] = []
+
+    # -- life cycle -----------------------------------------------------------------
+
+    def __enter__(self) -> Cluster:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def start(self) -> None:
+        try:
+            result = lab.up(self.directory / "cluster", self.request,
+                            timeout=self.start_timeout)
+        except BaseException:
+            self.stop()
+            raise
+        self.topology = result.topology
+        self._nemesis = Nemesis(result.state, seed=self.seed)
+
+    def stop(self) -> None:
+        """Stop everything (SIGTERM, then SIGKILL what is left); remove a temporary
+        directory."""
+        try:
+            lab.down(self.directory / "cluster", timeout=30)
+        except Exception:
+            state = lab.load(self.directory / "cluster") if (
+                self.directory / "cluster" / "cluster.json").exists() else None
+            if state is not None:
+                sup = Supervisor(state)
+                for node_id in list(state.nodes):
+                    sup.kill_node(node_id)
+        finally:
+            if self._own_directory:
+                shutil.rmtree(self.directory, ignore_errors=True)
+
+    # -- shape ----------------------------------------------------------------------
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return self.topology.bootstrap_servers
+
+    @property
+    def broker_ids(self) -> list[int]:
+        return [n.node_id for n in self.topology.brokers]
+
+    def status(self) -> dict[str, Any]:
+        """What `brownout status --json` prints: nodes, quorum or ZooKeeper controller."""
+        return lab.status(self.directory / "cluster")
+
+    # -- topics ---------------------------------------------------------------------
+
+    def create_topic(self, name: str, partitions: int = 1, replication_factor: int = 3,
+                     configs: dict[str, str] | None = None, *, timeout: float = 30.0) -> None:
+        """Create the topic and wait until a broker shows every partition with a leader
+        (brokers learn a new topic at their own pace after the controller made it)."""
+        admin = Admin(self.bootstrap_servers)
+        admin.create_topic(name, partitions, replication_factor, dict(configs or {}))
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                described = self.describe(name)
+                if len(described.partitions) == partitions and all(
+                        p.leader is not None for p in described.partitions):
+                    return
+            except AdminError:
+                pass
+            if time.monotonic() > deadline:
+                raise AdminError(f"topic {name} was created but has no leader for every "
+                                 f"partition after {timeout:g}s")
+            time.sleep(0.2)
+
+    def describe(self, topic: str) -> DescribedTopic:
+        [described] = Admin(self.bootstrap_servers).describe([topic])
+        return described
+
+    # -- faults ---------------------------------------------------------------------
+
+    def fault(self, action: str, target: str | None = None, **params: Any) -> FaultResult:
+        """One nemesis fault, as `brownout fault ACTION TARGET` (kill, terminate, pause,
+        resume, start, restart, rolling-restart; isolate, partition, ... in netns
+        clusters); the result says what happened and to which nodes."""
+        assert self._nemesis is not None, "the cluster is not started"
+        result = self._nemesis.invoke(Fault(action, target, params))
+        self.faults.append(result)
+        return result
+
+    def kill(self, target: str) -> FaultResult:
+        return self.fault("kill", target)
+
+    def start_stopped(self) -> FaultResult:
+        return self.fault("start")
+
+
+@dataclasses.dataclass
+class Run:
+    """One finished scenario run and its directory."""
+
+    directory: Path
+    exit_code: int
+
+    @property
+    def verdict(self) -> dict[str, Any]:
+        return json.loads((self.directory / VERDICT_FILE).read_text())
+
+    @property
+    def passed(self) -> bool:
+        return self.verdict.get("verdict") == "pass"
+
+    def check(self) -> dict[str, Any]:
+        """check.json: every checker's result."""
+        return json.loads((self.directory / CHECK_FILE).read_text())
+
+    def history(self) -> pa.Table:
+        """Every client send, delivery, poll and fault of the run (history.parquet)."""
+        return pq.read_table(self.directory / HISTORY_FILE)
+
+    @property
+    def report_path(self) -> Path:
+        return self.directory / REPORT_FILE
+
+    def _repr_html_(self) -> str:
+        """The report, inline in a notebook (an iframe of the self-contained page)."""
+        page = html.escape(self.report_path.read_text(encoding="utf-8"), quote=True)
+        return f'<iframe srcdoc="{page}" style="width:100%;height:800px;border:0"></iframe>'
+
+
+def run(scenario: str | Path, *, seed: int = 0, out: Path | str | None = None,
+        quiet: bool = True) -> Run:
+    """Run a scenario (a built-in name or a YAML file) end to end, as `brownout run`."""
+    loaded = resolve(str(scenario))
+    directory = Path(out) if out is not None else Path(
+        tempfile.mkdtemp(prefix=f"brownout-{loaded.name}-"))
+    console = Console(quiet=True) if quiet else Console(highlight=False)
+    outcome = run_scenario(loaded, directory, seed, console=console, live=not quiet)
+    return Run(directory, outcome.exit_code)

@@ -1,0 +1,166 @@
+"""`brownout sweep SCENARIO`: every cell of a matrix, each repeated, and one summary.
+
+Cell k runs into OUT/cell-0k (run-001, ... and its summary.json, as `--repeat` writes
+them), seeded from derive_seed(seed, k). Then OUT/sweep.json (every cell's values,
+verdict counts, rates with their 95% intervals and measures), OUT/sweep.html (the table
+and a chart per measure, each cell linking to its runs' reports; report/sweep_page.py)
+and a terminal table. A sweep can be summarised again from its directory alone
+(`summarise_sweep`).
+
+Exit status: 0 every run of every cell passed, 1 one failed, 3 none failed and some
+were unknown (the lab was overloaded).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from ..report.sweep_page import render_sweep_page
+from .repeat import plan, run_repeated
+from .runner import preflight
+from .schema import Scenario, sweep_cells
+from .stats import derive_seed
+from .summary import (
+    SUMMARY_FILE,
+    build_summary,
+    exit_code,
+    load_entries,
+)
+from .sweep import Cell, Matrix
+from .verdict import FAIL, PASS, UNKNOWN
+
+SWEEP_FILE = "sweep.json"
+CELLS_FILE = "cells.json"  # what a sweep directory holds before its summary exists
+
+
+@dataclasses.dataclass
+class SweepOutcome:
+    out: Path
+    summary: dict[str, Any]
+
+    @property
+    def exit_code(self) -> int:
+        return int(self.summary["exit_code"])
+
+
+def cell_seed(seed: int, cell: Cell) -> int:
+    return derive_seed(seed, 1_000_000 + cell.index)
+
+
+def run_sweep(scenario: Scenario, document: Mapping[str, Any], matrix: Matrix, out: Path,
+              seed: int = 0, *, jobs: int = 1, pipeline: bool = False,
+              console: Console | None = None) -> SweepOutcome:
+    """Run every cell of `matrix` over the scenario `document` into `out`."""
+    console = console or Console(highlight=False)
+    pairs = sweep_cells(dict(document), matrix, scenario.source)
+    for _cell, cell_scenario in pairs:  # refuse before anything runs
+        preflight(cell_scenario)
+    out = Path(out).absolute()
+    out.mkdir(parents=True, exist_ok=True)
+    (out / CELLS_FILE).write_text(json.dumps(_cells_json(scenario.name, matrix, seed, pairs),
+                                             indent=2) + "\n")
+    for cell, cell_scenario in pairs:
+        console.rule(f"{cell.directory} of {len(pairs)}: {cell.label()}")
+        run_repeated(cell_scenario, out / cell.directory, matrix.repeat,
+                     cell_seed(seed, cell), jobs=jobs, pipeline=pipeline, console=console)
+    summary = summarise_sweep(out)
+    console.rule(f"{scenario.name}: {len(pairs)} cell(s) x {matrix.repeat} run(s)")
+    print_sweep_table(summary, console)
+    page = render_sweep_page(out, summary)
+    console.print(f"summary: {out / SWEEP_FILE}\npage: {page}")
+    return SweepOutcome(out, summary)
+
+
+def _cells_json(name: str, matrix: Matrix, seed: int,
+                pairs: Sequence[tuple[Cell, Scenario]]) -> dict[str, Any]:
+    return {
+        "scenario": name,
+        "seed": seed,
+        "repeat": matrix.repeat,
+        "parameters": [{"name": n, "values": list(v)} for n, v in matrix.parameters],
+        "exclude": [dict(rule) for rule in matrix.exclude],
+        "cells": [{"cell": c.directory, "values": dict(c.values), "label": c.label(),
+                   "seed": cell_seed(seed, c)} for c, _ in pairs],
+    }
+
+
+def summarise_sweep(out: Path) -> dict[str, Any]:
+    """sweep.json from what the sweep directory holds (cells.json and each cell's runs);
+    written and returned."""
+    plan_json = json.loads((out / CELLS_FILE).read_text())
+    cells = []
+    for c in plan_json["cells"]:
+        cell_dir = out / c["cell"]
+        runs = plan(plan_json["repeat"], c["seed"])
+        summary = build_summary(plan_json["scenario"], load_entries(cell_dir, runs),
+                                seed=c["seed"], jobs=1)
+        cells.append({**c, **{k: summary[k] for k in
+                              ("verdicts", "exit_code", "expectations", "measures", "rates")},
+                      "runs": [{"run": r["run"], "verdict": r["verdict"],
+                                "report": f"{c['cell']}/{r['run']}/report.html"}
+                               for r in summary["runs"]],
+                      "summary": f"{c['cell']}/{SUMMARY_FILE}"})
+    counts = {PASS: 0, FAIL: 0, UNKNOWN: 0}
+    for c in cells:
+        for word, n in c["verdicts"].items():
+            counts[word] += n
+    sweep = {k: plan_json[k] for k in ("scenario", "seed", "repeat", "parameters", "exclude")}
+    sweep.update({"verdicts": counts, "exit_code": exit_code(counts), "cells": cells})
+    (out / SWEEP_FILE).write_text(json.dumps(sweep, indent=2) + "\n")
+    return sweep
+
+
+# -- the terminal table ---------------------------------------------------------------
+
+# Short column names: a terminal is narrow. Rates are runs with the quantity above zero.
+RATE_COLUMNS = {"acked_writes_lost": "lost acked", "rebalances": "rebalanced",
+                "indeterminate_sends": "indeterminate", "duplicates": "duplicates"}
+MEAN_COLUMNS = {"longest_unavailable_seconds": "unavailable s"}
+
+
+def _rate_text(entry: Mapping[str, Any] | None) -> str:
+    if entry is None or entry.get("rate") is None:
+        return ""
+    low, high = entry["interval95"]
+    return f"{entry['count']}/{entry['runs']} [{low:.2f}-{high:.2f}]"
+
+
+def _mean_text(entry: Mapping[str, Any] | None) -> str:
+    if entry is None:
+        return ""
+    mean = entry["mean"]
+    return f"{mean:.0f}" if float(mean).is_integer() else f"{mean:.2f}"
+
+
+def print_sweep_table(sweep: Mapping[str, Any], console: Console) -> None:
+    counts = sweep["verdicts"]
+    cells = sweep["cells"]
+    console.print(f"{sweep['scenario']}: {len(cells)} cell(s), "
+                  f"[green]{counts[PASS]} passed[/green], [red]{counts[FAIL]} failed[/red], "
+                  f"[yellow]{counts[UNKNOWN]} unknown[/yellow] run(s)")
+    rates = [k for k in RATE_COLUMNS
+             if any(r.get("measure") == k for c in cells for r in c["rates"])]
+    means = [k for k in MEAN_COLUMNS
+             if any(m["name"] == k for c in cells for m in c["measures"])]
+    table = Table(title="runs with: count/runs [95% interval]; unavailable: mean seconds",
+                  title_justify="left")
+    for column in ("cell", "values", "passed", *(RATE_COLUMNS[k] for k in rates),
+                   *(MEAN_COLUMNS[k] for k in means)):
+        table.add_column(column, overflow="fold")
+    for c in cells:
+        by_rate = {r.get("measure"): r for r in c["rates"]}
+        by_measure = {m["name"]: m for m in c["measures"]}
+        judged = c["verdicts"][PASS] + c["verdicts"][FAIL]
+        table.add_row(c["cell"].removeprefix("cell-"), escape(c["label"]),
+                      f"{c['verdicts'][PASS]}/{judged}",
+                      *(_rate_text(by_rate.get(k)) for k in rates),
+                      *(_mean_text(by_measure.get(k)) for k in means))
+    console.print(table)
