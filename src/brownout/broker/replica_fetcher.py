@@ -12,6 +12,11 @@ changed (in practice: those that received records) or were added, and list remov
 as forgotten; the leader still reads every partition of the session on every fetch, and
 answers only those with something new. After a session error the next fetch is a full
 one that starts a new session.
+
+An error for one partition (say the leader has not yet heard it leads a partition just
+created) delays that partition alone by replica.fetch.backoff.ms, as Kafka's fetcher
+thread does: the others keep fetching, so acks=all writes to them do not wait a second
+for it. Only an error for the whole request backs the fetcher off.
 """
 
 from __future__ import annotations
@@ -72,6 +77,9 @@ class ReplicaFetcherManager:
         self._fetchers: dict[int, asyncio.Task[None]] = {}
         self._wakeups: dict[int, asyncio.Event] = {}
         self._endpoints: dict[int, tuple[str, int]] = {}  # where each fetcher last sent
+        # partition -> loop time before which it is left out of fetches (its last
+        # fetch failed)
+        self._delayed: dict[TopicPartition, float] = {}
 
     def followed_by_leader(self) -> dict[int, list[Partition]]:
         result: dict[int, list[Partition]] = {}
@@ -129,11 +137,15 @@ class ReplicaFetcherManager:
         backoff = self.backoff_ms / 1000
         handler = FetchSessionHandler(leader)
         self.sessions[leader] = handler
+        loop = asyncio.get_running_loop()
         while True:
-            partitions = self.followed_by_leader().get(leader, [])
+            followed = self.followed_by_leader().get(leader, [])
+            now = loop.time()
+            partitions = [p for p in followed if self._delayed.get(p.tp, now) <= now]
             endpoint = self.endpoint_of(leader)
             if not partitions or endpoint is None:
-                await self._sleep(leader, backoff)
+                waits = [self._delayed[p.tp] - now for p in followed if p.tp in self._delayed]
+                await self._sleep(leader, min([backoff, *waits]))
                 continue
             fetch = handler.build(self._wanted(partitions))
             self._endpoints[leader] = endpoint
@@ -228,8 +240,12 @@ class ReplicaFetcherManager:
             },
         )
 
+    def _delay(self, tp: TopicPartition) -> None:
+        self._delayed[tp] = asyncio.get_running_loop().time() + self.backoff_ms / 1000
+
     def _handle(self, leader: int, response: Any) -> bool:
-        """Apply one fetch response; True when the fetcher should back off."""
+        """Apply one fetch response; True when the fetcher should back off (an error for
+        the whole request). A partition's own error delays that partition only."""
         rm = self.replica_manager
         backoff = response.error_code != ErrorCode.none
         for topic in response.responses:
@@ -238,12 +254,13 @@ class ReplicaFetcherManager:
                 partition = rm.partitions.get(tp)
                 if partition is None or partition.is_leader or partition.leader != leader:
                     continue  # the metadata moved on while the fetch was in flight
+                self._delayed.pop(tp, None)
                 error = p.error_code
                 if error != ErrorCode.none:
                     if error == ErrorCode.offset_out_of_range:
                         self._reset_out_of_range(partition, int(p.log_start_offset))
                     else:
-                        backoff = True
+                        self._delay(tp)
                     continue
                 diverging = p.diverging_epoch
                 if diverging is not None and int(diverging.epoch) >= 0 and (
@@ -258,7 +275,7 @@ class ReplicaFetcherManager:
                     except Exception as e:  # a bad batch from the leader: log and retry
                         log.error("[ReplicaFetcher leaderId=%d] Error appending to %s: %s",
                                   leader, tp, e)
-                        backoff = True
+                        self._delay(tp)
                         continue
                 rm.update_follower_high_watermark(tp, int(p.high_watermark))
         return backoff

@@ -22,12 +22,26 @@ Per acks level, from the send outcomes:
                         answered counts nowhere.
     faults              for each nemesis fault (see events.py for when it takes
                         effect): seconds from the fault to the first ok write invoked at
-                        or after it, for any acks level and for acks=all.
+                        or after it, for any acks level and for acks=all; and the
+                        slowest partition: per partition, the longest pause between two
+                        successive ok writes to it that overlaps the fault (from its
+                        invoke to when it took effect), the longest over partitions, for
+                        any acks level and for acks=all. A fault that stops one
+                        partition's leader while the others keep writing shows there and
+                        not in the run-wide windows.
+    partition_pauses    per partition, every pause of at least PAUSE_FLOOR_SECONDS
+                        between two successive ok writes to it (and the one after its
+                        last ok, not recovered), for any acks level and for acks=all: a
+                        span of the run (a schedule step) is judged by the pauses that
+                        overlap it.
 """
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import math
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -38,6 +52,10 @@ from brownout.check.arrowutil import Sorted, flat, truthy
 from brownout.check.events import parse_faults
 from brownout.check.load import HistoryInput, Slices, load_history
 from brownout.check.writes import send_outcomes
+
+# Shorter pauses are a partition writing normally (a batch every linger.ms); the
+# floor keeps check.json small while any pause that matters is listed.
+PAUSE_FLOOR_SECONDS = 0.25
 
 
 def _series(ok_times: pa.Array, first_second: int) -> list[int]:
@@ -125,7 +143,7 @@ def check_availability(history: HistoryInput | Slices, sends: pa.Table | None = 
     slices = load_history(history)
     if sends is None:
         sends = send_outcomes(slices)
-    # Only the four columns read here: a filter copies every column it keeps.
+    # Only the columns read here: a filter copies every column it keeps.
     sends = sends.select(["acks", "outcome", "invoked", "completed", "topic", "partition"])
     sends = sends.filter(pc.is_valid(sends["outcome"]))
     is_ok = truthy(pc.equal(sends["outcome"], "ok"))
@@ -147,6 +165,7 @@ def check_availability(history: HistoryInput | Slices, sends: pa.Table | None = 
 
     faults = parse_faults(slices.faults)
     recovery = []
+    ok_any, ok_all, last = partition_oks(sends)
     if faults:
         any_ok = _first_ok_after(oks)
         all_ok = _first_ok_after(oks.filter(truthy(pc.equal(oks["acks"], "all"))))
@@ -156,6 +175,10 @@ def check_availability(history: HistoryInput | Slices, sends: pa.Table | None = 
                 **fault.to_dict(),
                 "first_ok_after": None if first is None else first - fault.time,
                 "first_ok_all_after": None if first_all is None else first_all - fault.time,
+                "slowest_partition": slowest_partition(ok_any, last, fault.invoked,
+                                                       fault.time),
+                "slowest_partition_all": slowest_partition(ok_all, last, fault.invoked,
+                                                           fault.time),
             })
     anomalies = []
     window_all = per_acks.get("all", {}).get("longest_unavailable", {"seconds": 0.0})
@@ -170,6 +193,9 @@ def check_availability(history: HistoryInput | Slices, sends: pa.Table | None = 
         "longest_unavailable_acks_all": window_all,
         "writes_per_second": {"first_second": first_second, "by_acks": series},
         "faults": recovery,
+        "partition_pauses": {"floor_seconds": PAUSE_FLOOR_SECONDS,
+                             "any": partition_pauses(ok_any, last),
+                             "all": partition_pauses(ok_all, last)},
     }
     return r.judge("availability", anomalies, numbers)
 
@@ -189,3 +215,86 @@ def _first_ok_after(oks: pa.Table) -> Any:
         return running[k - 1].as_py() if k > 0 else None
 
     return first
+
+
+def partition_oks(sends: pa.Table) -> tuple[dict[str, list[float]], dict[str, list[float]],
+                                            float]:
+    """Per partition ("topic-p"): sorted completion times of its ok writes (any acks
+    level, and acks=all); and the last send event of the run (an invoke or a
+    completion: a send that never completed has no partition, so a partition that
+    stopped for good is measured to the end of the sending)."""
+    ok_any: dict[str, list[float]] = {}
+    ok_all: dict[str, list[float]] = {}
+    ends = [pc.max(sends[c]).as_py() for c in ("invoked", "completed")]
+    last = max((e for e in ends if e is not None), default=0.0)
+    known = sends.filter(pc.and_(pc.is_valid(sends["partition"]),
+                                 pc.is_valid(sends["completed"])))
+    for topic, partition, outcome, acks, completed in zip(
+            known["topic"].to_pylist(), known["partition"].to_pylist(),
+            known["outcome"].to_pylist(), known["acks"].to_pylist(),
+            known["completed"].to_pylist(), strict=True):
+        key = f"{topic}-{partition}"
+        if outcome == "ok":
+            ok_any.setdefault(key, []).append(completed)
+            if acks == "all":
+                ok_all.setdefault(key, []).append(completed)
+    for times in (*ok_any.values(), *ok_all.values()):
+        times.sort()
+    return ok_any, ok_all, last
+
+
+def partition_pause(ok_times: Sequence[float], last_activity: float, start: float,
+                    end: float) -> dict[str, Any] | None:
+    """The longest pause between two successive ok writes of one partition (sorted
+    completion times) that overlaps [start, end]; after the last ok it runs to
+    `last_activity` and is not recovered. None when the partition had no ok write
+    before `end` (nothing to measure a pause from)."""
+    first = max(0, bisect.bisect_left(ok_times, start) - 1)
+    stop = bisect.bisect_right(ok_times, end)  # pauses beginning at or before `end`
+    best: dict[str, Any] | None = None
+    for k in range(first, stop):
+        if k + 1 < len(ok_times):
+            pause = {"seconds": ok_times[k + 1] - ok_times[k], "start": ok_times[k],
+                     "end": ok_times[k + 1], "recovered": True}
+        else:
+            pause = {"seconds": max(0.0, last_activity - ok_times[k]), "start": ok_times[k],
+                     "end": last_activity, "recovered": False}
+        if pause["end"] < start:
+            continue
+        if best is None or pause["seconds"] > best["seconds"]:
+            best = pause
+    return best
+
+
+def slowest_partition(oks: Mapping[str, Sequence[float]], last: float, start: float,
+                      end: float) -> dict[str, Any] | None:
+    """`partition_pause` of every partition, the worst: one that never wrote again,
+    else the longest (None when no partition had an ok write before the fault)."""
+    best: dict[str, Any] | None = None
+
+    def rank(p: Mapping[str, Any]) -> tuple[bool, float]:
+        return (not p["recovered"], p["seconds"])
+
+    for key in sorted(oks):
+        pause = partition_pause(oks[key], max(last, oks[key][-1]), start, end)
+        if pause is not None and (best is None or rank(pause) > rank(best)):
+            best = {"partition": key, **pause}
+    return best
+
+
+def partition_pauses(oks: Mapping[str, Sequence[float]], last: float,
+                     floor: float = PAUSE_FLOOR_SECONDS) -> list[dict[str, Any]]:
+    """Every pause of at least `floor` seconds between two successive ok writes of a
+    partition (sorted completion times), and the one after its last ok up to `last`
+    (not recovered), in time order."""
+    out = []
+    for key in sorted(oks):
+        times = oks[key]
+        for a, b in itertools.pairwise(times):
+            if b - a >= floor:
+                out.append({"partition": key, "seconds": b - a, "start": a, "end": b,
+                            "recovered": True})
+        if times and last - times[-1] >= floor:
+            out.append({"partition": key, "seconds": last - times[-1], "start": times[-1],
+                        "end": last, "recovered": False})
+    return sorted(out, key=lambda p: (p["start"], p["partition"]))

@@ -31,7 +31,7 @@ from ..scenarios.expectations import expected_text
 from ..scenarios.junit import write_junit
 from ..scenarios.repeat import plan, run_repeated
 from ..scenarios.runner import ScenarioRefused, run_scenario
-from ..scenarios.schema import Scenario, sweep_cells
+from ..scenarios.schema import Scenario, in_zookeeper_mode, sweep_cells
 from ..scenarios.sweep import Matrix, SweepError, cells, parse_set_option
 from ..scenarios.sweep_run import cell_seed, run_sweep
 
@@ -75,6 +75,12 @@ def run_command(
         "--repeat", "-n", help="Run the scenario N times (OUT/run-001, run-002, ...: a "
         "fresh cluster, own ports and a seed derived from --seed each) and summarise "
         "them (OUT/summary.json).", show_default=False)] = None,
+    zookeeper: Annotated[bool, typer.Option(
+        "--zookeeper", help="Run the scenario with its brokers in ZooKeeper mode: a "
+        "ZooKeeper ensemble (the scenario's `zookeepers`, else 3 servers) instead of "
+        "KRaft controllers, everything else unchanged, to compare the two modes. "
+        "Refused for scenarios that name controller nodes or combine them with "
+        "brokers.")] = False,
     jobs: Annotated[int, typer.Option(
         "--jobs", "-j", help="With --repeat: how many runs at a time, each in its own "
         "process. Runs side by side share the machine's cores: more than one mostly "
@@ -101,6 +107,8 @@ def run_command(
         raise typer.Exit(2)
     try:
         loaded = resolve(scenario)
+        if zookeeper:
+            loaded = in_zookeeper_mode(loaded)
     except ScenarioError as e:
         typer.echo(f"Error: {e}", err=True)
         raise typer.Exit(2) from None
@@ -110,7 +118,7 @@ def run_command(
     if pipeline or loaded.pipeline:
         console.print("pipeline: on (Spark takes a while to start; the audit runs after "
                       "the final read)")
-    run_dir = out or _default_out(loaded.name)
+    run_dir = out or _default_out(loaded.name + ("-zookeeper" if zookeeper else ""))
     console.print(f"scenario [bold]{loaded.name}[/bold]: {loaded.description}")
     console.print(f"run directory: {run_dir}")
     if repeat is not None:

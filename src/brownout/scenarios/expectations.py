@@ -52,6 +52,20 @@ step_outcome                   {ID: OUTCOME}     the nemesis outcome of schedule
                                                  ``fail|info``
 group_checks_pass              true | false      every observation E check of the run's
                                                  ``group-checks`` steps passed
+leaderless_partitions          {ID: COMPARISON}  partitions the ``describe`` step ID saw
+                                                 with ``Leader: none``; holds only when
+                                                 its ``brownout offsets`` reported exactly
+                                                 those as leaderless and printed an
+                                                 offset for every other partition
+partition_unavailable_seconds  {ID: COMPARISON}  the slowest partition while schedule
+                                                 step ID ran (a fault, a wait, ...): its
+                                                 longest pause between two successive
+                                                 acknowledged writes overlapping the step
+                                                 (acks=all for the run; the workload's own
+                                                 acks level for a workload); pauses under
+                                                 0.25 s are not listed, so that is the
+                                                 value when none overlaps; a partition
+                                                 that never wrote again fails
 pipeline_matches_ground_truth  true | false      the Spark pipeline ran and its audit
                                                  (pipeline-check.json) found its output
                                                  equal to the recomputation from the log
@@ -144,6 +158,11 @@ class RunFacts:
     # the Spark pipeline (None: it was off): status (running | stopped | failed), error,
     # and the audit's report (pipeline-check.json) when the audit ran
     pipeline: Mapping[str, Any] | None = None
+    # step id -> (start, end) in history time
+    step_times: Mapping[str, tuple[float, float]] = dataclasses.field(default_factory=dict)
+    # step id -> a describe step's snapshot: {"topic", "error", "partitions": {p: leader
+    # or None}, "offsets": {p: offset}, "offset_errors": {p: why}}
+    snapshots: Mapping[str, Mapping[str, Any]] = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -418,6 +437,85 @@ def pipeline_matches_ground_truth(report: Mapping[str, Any], facts: RunFacts,
     return Outcome(observed == expected, observed, detail)
 
 
+def leaderless_partitions(report: Mapping[str, Any], facts: RunFacts,
+                          expected: Mapping[str, Comparison]) -> Outcome:
+    observed: dict[str, int | None] = {}
+    problems, seen = [], []
+    for sid, want in expected.items():
+        snap = facts.snapshots.get(sid)
+        if snap is None:
+            observed[sid] = None
+            problems.append(f"{sid}: no describe snapshot (the step did not run)")
+            continue
+        if snap.get("error"):
+            observed[sid] = None
+            problems.append(f"{sid}: describe failed: {snap['error']}")
+            continue
+        leaders = snap.get("leaders") or {}
+        none = sorted((p for p, leader in leaders.items() if leader is None), key=int)
+        observed[sid] = len(none)
+        what = f"{sid}: {len(none)} of {len(leaders)} leaderless" + \
+            (f" ({snap.get('topic')} {', '.join(none)})" if none else "")
+        if not want.holds(len(none)):
+            problems.append(f"{what} (expected {want})")
+            continue
+        # brownout offsets must agree: the leaderless ones on stderr, every other printed
+        errors = set((snap.get("offset_errors") or {}).keys())
+        printed = set((snap.get("offsets") or {}).keys())
+        if errors != set(none) or printed != set(leaders) - set(none):
+            problems.append(f"{what}, but brownout offsets printed {sorted(printed, key=int)} "
+                            f"and reported {sorted(errors, key=int)} without an offset")
+            continue
+        seen.append(what)
+    return Outcome(not problems, observed, "; ".join(problems or seen))
+
+
+def partition_unavailable_seconds(report: Mapping[str, Any], facts: RunFacts,
+                                  expected: Mapping[str, Comparison]) -> Outcome:
+    numbers, why = _numbers(report, "availability")
+    pauses_by = (numbers or {}).get("partition_pauses")
+    if not pauses_by:
+        return Outcome(False, None, why or "the availability checker lists no partition "
+                       "pauses")
+    level = "all" if facts.acks is None else facts.acks
+    if level not in ((numbers or {}).get("by_acks") or {}):
+        # no writes at that level: "no pause" would hold without anything measured
+        return Outcome(False, None, f"no acks={level} writes in this run")
+    pauses = pauses_by.get("all" if level == "all" else "any") or []
+    floor = float(pauses_by.get("floor_seconds") or 0.0)
+    observed: dict[str, float | None] = {}
+    problems, seen = [], []
+    for sid, want in expected.items():
+        span = facts.step_times.get(sid)
+        if span is None:
+            observed[sid] = None
+            problems.append(f"{sid}: the step did not run")
+            continue
+        start, end = span
+        over = [p for p in pauses if p["start"] <= end and p["end"] >= start]
+        if not over:
+            # every partition wrote at least every `floor` seconds: an upper bound
+            observed[sid] = floor
+            what = f"{sid}: no partition paused {floor:g}s or longer"
+            if want.holds(floor):
+                seen.append(what)
+            else:
+                problems.append(f"{what} (expected {want})")
+            continue
+        worst = max(over, key=lambda p: (not p.get("recovered", True), p["seconds"]))
+        seconds = round(float(worst["seconds"]), 3)
+        observed[sid] = seconds
+        what = (f"{sid}: {worst['partition']} paused {seconds:g}s "
+                f"(t={worst['start']:.1f}s..{worst['end']:.1f}s)")
+        if not worst.get("recovered", True):
+            problems.append(f"{what}: no acks={level} write to it succeeded afterwards")
+        elif not want.holds(seconds):
+            problems.append(f"{what} (expected {want}; {want.miss(seconds)})")
+        else:
+            seen.append(what)
+    return Outcome(not problems, observed, "; ".join(problems or seen))
+
+
 Check = Callable[[Mapping[str, Any], RunFacts, Any], Outcome]
 
 VOCABULARY: dict[str, Check] = {
@@ -435,13 +533,17 @@ VOCABULARY: dict[str, Check] = {
     "step_outcome": step_outcome,
     "group_checks_pass": group_checks_pass,
     "pipeline_matches_ground_truth": pipeline_matches_ground_truth,
+    "leaderless_partitions": leaderless_partitions,
+    "partition_unavailable_seconds": partition_unavailable_seconds,
 }
 COMPARISONS = ("acked_writes_lost", "duplicates", "max_unavailable_seconds", "rebalances",
                "unacknowledged_writes", "max_partition_unavailable_seconds")
 BOOLEANS = ("check_valid", "sent_gt_log", "writes_unavailable_acks_all", "isr_recovered",
             "group_checks_pass", "pipeline_matches_ground_truth")
 RUN_ONLY = ("isr_recovered", "step_outcome", "group_checks_pass", "rebalances",
-            "pipeline_matches_ground_truth")
+            "pipeline_matches_ground_truth", "leaderless_partitions")
+# {step id: COMPARISON}: judged on what one schedule step saw or caused
+STEP_COMPARISONS = ("leaderless_partitions", "partition_unavailable_seconds")
 
 
 def validate_expected(name: str, raw: Any) -> Any:
@@ -460,6 +562,17 @@ def validate_expected(name: str, raw: Any) -> Any:
             raise ExpectationValueError(
                 f"expected a Kafka error name like NOT_ENOUGH_REPLICAS, got {raw!r}")
         return names
+    if name in STEP_COMPARISONS:
+        if not isinstance(raw, Mapping) or not raw:
+            raise ExpectationValueError(
+                "expected a mapping {step id: comparison}, e.g. {during: 1}")
+        out_c = {}
+        for sid, want in raw.items():
+            try:
+                out_c[str(sid)] = Comparison.parse(want)
+            except ExpectationValueError as e:
+                raise ExpectationValueError(f"step {sid}: {e}") from None
+        return out_c
     if name == "step_outcome":
         if not isinstance(raw, Mapping) or not raw:
             raise ExpectationValueError("expected a mapping {step id: ok | fail | info}")
@@ -481,7 +594,8 @@ def expected_text(expected: Any) -> Any:
     if isinstance(expected, tuple):
         return list(expected)
     if isinstance(expected, Mapping):
-        return {k: "|".join(v) if isinstance(v, tuple) else v for k, v in expected.items()}
+        return {k: "|".join(v) if isinstance(v, tuple) else
+                str(v) if isinstance(v, Comparison) else v for k, v in expected.items()}
     return expected
 
 

@@ -241,7 +241,8 @@ class _Run:
             t0 = time.monotonic()
             progress.watch(run, t0)
             self.schedule = ScheduleStage(self.scenario, nemesis, bootstrap, run.history,
-                                          record, progress, seed=self.seed)
+                                          record, progress, seed=self.seed,
+                                          run_dir=self.out)
             self.schedule.start(t0)
             while time.monotonic() - t0 < self.scenario.duration or self.schedule.alive():
                 time.sleep(0.2)

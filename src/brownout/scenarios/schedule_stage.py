@@ -1,12 +1,14 @@
 """A scenario's schedule, run in its own thread while the workload runs.
 
 Each step starts at its time (schedule.start_time) and runs `repeat` times: a wait, a
-create-topic through the admin client, the raw-protocol group checks, a nemesis fault,
-or a randomized nemesis (random_faults.py: faults drawn from the run's seed, each undone
-before the next; the plan goes into the history first). Every step's outcome goes to
-RunRecord.steps (by id to step_outcomes); the first fault that is not an undo (heal,
-resume, start) marks RunRecord.fault_start. Setting `cancel` stops the schedule at the
-next step or wait. An exception in the thread is kept
+create-topic through the admin client, the raw-protocol group checks, a describe (what
+`brownout topics describe` and `brownout offsets` print, into <run>/snapshots/ and
+RunRecord.snapshots), a nemesis fault, or a randomized nemesis (random_faults.py: faults
+drawn from the run's seed, each undone before the next; the plan goes into the history
+first). Every step's outcome goes to RunRecord.steps (by id to step_outcomes, its
+history-time span to step_times); the first fault that is not an undo (heal, resume,
+start) marks RunRecord.fault_start. Setting `cancel` stops the schedule at the next step
+or wait. An exception in the thread is kept
 in `error` for the main thread to raise.
 """
 
@@ -16,8 +18,18 @@ import json
 import random
 import threading
 import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
 
-from ..cluster.admin import Admin, AdminError
+from ..cluster.admin import (
+    Admin,
+    AdminError,
+    DescribedTopic,
+    PartitionOffset,
+    format_describe,
+    format_offsets,
+)
 from ..faults import Fault, Nemesis
 from ..workload.history import HistoryWriter
 from .groupchecks import run_group_checks
@@ -28,14 +40,53 @@ from .schema import Scenario, Step
 from .verdict import RunRecord
 
 UNDO_ACTIONS = ("heal", "resume", "start")
+SNAPSHOTS_DIR = "snapshots"
+
+
+def snapshot_key(step: Step) -> str:
+    """Where a describe step's snapshot is kept: its id, else its line in the file."""
+    return step.id or f"line-{step.line}"
+
+
+def describe_snapshot(topic: str, described: DescribedTopic | None,
+                      offsets: Sequence[PartitionOffset], error: str | None) -> dict[str, Any]:
+    """What a describe step saw, as verdict.json keeps it (partitions as JSON keys):
+    each partition's leader (None: `Leader: none`), the offsets `brownout offsets`
+    printed and the partitions it reported on stderr instead, with why."""
+    leaders: dict[str, int | None] = {}
+    if described is not None:
+        for p in sorted(described.partitions, key=lambda p: p.partition):
+            leaders[str(p.partition)] = None if p.leader is None or p.leader < 0 else p.leader
+    return {
+        "topic": topic,
+        "error": error,
+        "leaders": leaders,
+        "offsets": {str(o.partition): o.offset for o in offsets
+                    if o.offset is not None and o.error is None},
+        "offset_errors": {str(o.partition): o.error or "no offset" for o in offsets
+                          if o.offset is None or o.error is not None},
+    }
+
+
+def snapshot_text(described: DescribedTopic | None, offsets: Sequence[PartitionOffset],
+                  error: str | None) -> str:
+    """The snapshot as the two commands print it, so the evidence reads like the CLI."""
+    lines = ["$ brownout topics describe"]
+    lines += format_describe(described) if described is not None else []
+    out, err = format_offsets(offsets)
+    lines += ["", "$ brownout offsets", *out, *(f"(stderr) {e}" for e in err)]
+    if error:
+        lines += ["", f"error: {error}"]
+    return "\n".join(lines) + "\n"
 
 
 class ScheduleStage:
     def __init__(self, scenario: Scenario, nemesis: Nemesis, bootstrap: str,
                  history: HistoryWriter, record: RunRecord, progress: Progress,
-                 seed: int = 0) -> None:
+                 seed: int = 0, run_dir: Path | None = None) -> None:
         self.scenario = scenario
         self.seed = seed
+        self.run_dir = run_dir  # describe steps keep their snapshots under it
         self.nemesis = nemesis
         self.bootstrap = bootstrap
         self.history = history
@@ -65,6 +116,7 @@ class ScheduleStage:
                 if self.cancel.is_set():
                     return
                 began = time.monotonic() - t0
+                began_history = self.history.now()
                 outcome = self._step(step)
                 previous_end = time.monotonic() - t0
                 entry = {"line": step.line, "id": step.id, "step": step.describe(),
@@ -74,6 +126,7 @@ class ScheduleStage:
                 self.record.steps.append(entry)
                 if step.id:
                     self.record.step_outcomes[step.id] = outcome
+                    self.record.step_times[step.id] = (began_history, self.history.now())
         except BaseException as e:  # reported by the main thread
             self.error = e
 
@@ -89,6 +142,8 @@ class ScheduleStage:
                 outcomes.append(self._create_topic(step))
             elif step.action == "group-checks":
                 outcomes.append(self._group_checks(step))
+            elif step.action == "describe":
+                outcomes.append(self._describe(step))
             elif step.action == "random":
                 outcomes.append(self._random(step))
             else:
@@ -164,3 +219,36 @@ class ScheduleStage:
             self.progress.say(f"  {name} {mark}: {res['detail']}",
                               style="green" if res["passed"] else "red")
         return "ok" if all(r["passed"] for r in results.values()) else "fail"
+
+    def _describe(self, step: Step) -> str:
+        """Describe the topic and read its offsets as the CLI does; keep both. ok when
+        the topic could be described (a leaderless partition is an observation, not a
+        failure of the step)."""
+        assert step.target is not None
+        admin = Admin(self.bootstrap, float(step.params.get("timeout", 10.0)))
+        described: DescribedTopic | None = None
+        offsets: list[PartitionOffset] = []
+        error = None
+        try:
+            [described] = admin.describe([step.target])
+            offsets = admin.offsets(step.target)
+        except AdminError as e:
+            error = str(e)
+        key = snapshot_key(step)
+        snap = describe_snapshot(step.target, described, offsets, error)
+        if self.run_dir is not None:
+            path = self.run_dir / SNAPSHOTS_DIR / f"{key}.txt"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(snapshot_text(described, offsets, error))
+            snap["file"] = f"{SNAPSHOTS_DIR}/{key}.txt"
+        self.record.snapshots[key] = snap
+        kind = "fail" if error else "ok"
+        self.history.record(kind, "describe", "admin", topic=step.target,
+                            error=(error or "")[:200] or None,
+                            value=json.dumps(snap, separators=(",", ":")))
+        leaderless = [p for p, leader in snap["leaders"].items() if leader is None]
+        self.progress.say(f"  describe {step.target}: leaderless partition(s) "
+                          f"{', '.join(leaderless) or 'none'}; offsets "
+                          f"{snap['offsets']}{'; ' + error if error else ''}",
+                          style="yellow")
+        return kind

@@ -54,13 +54,17 @@ Keys (unknown keys are errors, with a "did you mean" hint):
   partition, loss, bandwidth, latency, heal) whose value is its target (see
   ``brownout fault --help``), ``wait: 5s``, ``create-topic: NAME`` (needs the
   controller: records whether it succeeded), ``group-checks: all | [E1, ...]``
-  (Observation E, raw protocol) or ``random: {faults: [KIND, ...], targets: [...],
-  interval: 5s-15s, heal_after: 3s-10s, for: 5m}`` (a randomized nemesis drawn from the
-  run's seed, see `brownout.scenarios.random_faults`). ``isolate``'s ``from`` takes
-  everyone, nodes, controllers, brokers, clients, zookeeper (the whole ensemble,
-  ZooKeeper mode only) or a target. Optional: ``id`` (for
-  ``step_outcome``), ``repeat: N`` and the action's parameters (timeout, down, from,
-  one_way, nodes, probability, rate, burst, latency, delay, jitter).
+  (Observation E, raw protocol), ``describe: TOPIC`` (what ``brownout topics
+  describe`` and ``brownout offsets`` print for the topic right now, kept in the run
+  directory as evidence and judged by ``leaderless_partitions``; the topic is one of
+  ``topics`` or made by an earlier create-topic step) or ``random: {faults: [KIND, ...],
+  targets: [...], interval: 5s-15s, heal_after: 3s-10s, for: 5m}`` (a randomized nemesis
+  drawn from the run's seed, see `brownout.scenarios.random_faults`). ``isolate``'s
+  ``from`` takes everyone, nodes, controllers, brokers, clients, zookeeper (the whole
+  ensemble, ZooKeeper mode only) or a target. Optional: ``id`` (for ``step_outcome``,
+  ``leaderless_partitions``, ``partition_unavailable_seconds``), ``repeat: N`` and the
+  action's parameters (timeout, down, from, one_way, nodes, probability, rate, burst,
+  latency, delay, jitter).
 * ``duration``: how long the workloads run (they also run until the schedule is done).
 * ``heal``: at the end heal the network, resume paused and start stopped nodes and
   wait until every ISR is full (``timeout``, default 60s); ``enabled: false`` skips it.
@@ -80,7 +84,7 @@ import dataclasses
 import difflib
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import yaml
 from yaml.constructor import ConstructorError, SafeConstructor
@@ -101,7 +105,7 @@ ACKS_LEVELS = ("0", "1", "all")
 PROFILES = ("kafka", "fast")
 NETWORKS = ("loopback", "netns")
 GROUP_CHECKS = ("E1", "E2", "E3", "E4", "E5")
-EXTRA_ACTIONS = ("wait", "create-topic", "group-checks", "random")
+EXTRA_ACTIONS = ("wait", "create-topic", "group-checks", "describe", "random")
 RANDOM_KEYS = ("faults", "targets", "interval", "heal_after", "for")
 STEP_ACTIONS = (*FAULT_ACTIONS, *EXTRA_ACTIONS)
 # Actions whose value may be left out (null): no target needed.
@@ -123,6 +127,7 @@ ACTION_PARAMS: dict[str, tuple[str, ...]] = {
     "wait": (),
     "create-topic": ("partitions", "replication_factor", "timeout"),
     "group-checks": (),
+    "describe": ("timeout",),
     "random": (),
 }
 STEP_KEYS = ("at", "after", "id", "repeat")
@@ -352,7 +357,7 @@ class ConsumerSpec:
 
 @dataclasses.dataclass(frozen=True)
 class Step:
-    action: str  # a nemesis action, wait, create-topic or group-checks
+    action: str  # a nemesis action, wait, create-topic, group-checks or describe
     target: str | None = None  # fault target / topic name / None
     at: float | None = None  # seconds since the workloads started
     after: str | None = None  # "previous"
@@ -511,6 +516,7 @@ def loads(text: str, source: str = "<scenario>") -> Scenario:
     heal = _heal(r, top.get("heal"))
     labels = tuple(w.label for w in workloads)
     expectations = _expectations(r, top.get("expectations"), labels)
+    _check_step_ids(r, top.get("expectations"), expectations, schedule)
     wants = [e for e in expectations if e.name == PIPELINE_EXPECTATION]
     if wants and "pipeline" in top and not pipeline:
         raise r.error(top["pipeline"], f"expectation {PIPELINE_EXPECTATION} needs the "
@@ -701,8 +707,12 @@ def _schedule(r: _Reader, node: Node | None, topics: tuple[str, ...],
     steps: list[Step] = []
     last_at: tuple[float, int] | None = None
     ids: set[str] = set()
+    # A topic a create-topic step made may be named by the steps after it.
+    known = list(topics)
     for field, item in r.sequence(node, "schedule"):
-        step = _step(r, field, item, topics, cluster)
+        step = _step(r, field, item, tuple(known), cluster)
+        if known and step.action == "create-topic" and step.target not in known:
+            known.append(str(step.target))
         if step.id is not None:
             if step.id in ids:
                 raise r.error(item, f"step id {step.id!r} used twice", field + ".id")
@@ -775,6 +785,9 @@ def _step(r: _Reader, field: str, node: Node, topics: tuple[str, ...],
         kw["checks"] = tuple(dict.fromkeys(names))
     elif action == "create-topic":
         kw["target"] = _as_str(r.scalar(value_node, afield), r)
+    elif action == "describe":
+        # Only a topic of the scenario: describing one that never existed proves nothing.
+        kw["target"] = _known_topic(r, r.scalar(value_node, afield), topics)
     elif action == "random":
         kw["params"] = {**params, "spec": _random(r, afield, value_node, topics, cluster)}
     else:
@@ -875,6 +888,33 @@ def _check_target(r: _Reader, v: _Value, spec: str, topics: tuple[str, ...],
                       + did_you_mean(str(target.topic), topics))
 
 
+# Expectations judged on one schedule step (by its id), and the action it must have.
+STEP_EXPECTATIONS = {"leaderless_partitions": "describe",
+                     "partition_unavailable_seconds": None}
+
+
+def _check_step_ids(r: _Reader, node: Node | None, expectations: tuple[ExpectationSpec, ...],
+                    schedule: tuple[Step, ...]) -> None:
+    """A step-keyed expectation names steps of the schedule (a typo would only show as
+    "did not run" after a whole run)."""
+    steps = {s.id: s for s in schedule if s.id}
+    for e in expectations:
+        if e.name not in STEP_EXPECTATIONS:
+            continue
+        action = STEP_EXPECTATIONS[e.name]
+        for sid in e.expected:
+            step = steps.get(sid)
+            field = f"expectations.{e.name}.{sid}"
+            if step is None:
+                raise ScenarioError(f"no schedule step with id {sid!r}"
+                                    + did_you_mean(sid, tuple(steps) or ("(none)",)),
+                                    source=r.source, line=e.line, field=field)
+            if action is not None and step.action != action:
+                raise ScenarioError(f"step {sid!r} (line {step.line}) is a {step.action} "
+                                    f"step; {e.name} judges a `{action}:` step",
+                                    source=r.source, line=e.line, field=field)
+
+
 def _heal(r: _Reader, node: Node | None) -> HealSpec:
     if node is None:
         return HealSpec()
@@ -926,3 +966,55 @@ def _expectations(r: _Reader, node: Node | None,
         else:
             one(f"expectations.{name}", name, value_node, None)
     return tuple(out)
+
+
+def in_zookeeper_mode(scenario: Scenario) -> Scenario:
+    """`scenario` with its brokers in ZooKeeper mode (`brownout run --zookeeper`): the same
+    brokers, topics, workloads and schedule over a ZooKeeper ensemble (the scenario's
+    `zookeepers`, else 3 servers) instead of KRaft controllers, so one scenario can be
+    compared across the two modes. ScenarioError (file, line, field) when the scenario
+    needs KRaft: combined nodes, controller properties, or a step naming controller
+    nodes (a ZooKeeper-mode cluster has brokers 1..N and nothing else)."""
+    c = scenario.cluster
+    if c.zookeeper:
+        return scenario
+    source = scenario.source
+
+    def refuse(message: str, line: int | None = None, field: str | None = None) -> NoReturn:
+        raise ScenarioError(f"cannot run in ZooKeeper mode: {message}", source=source,
+                            line=line, field=field)
+
+    if c.combined:
+        refuse("its nodes are combined broker-controllers (ZooKeeper mode has no "
+               "controller nodes)", field="cluster.combined")
+    if c.controller_set:
+        refuse("it sets controller properties (ZooKeeper mode has no controller nodes)",
+               field="cluster.controller_set")
+    brokers = range(1, c.brokers + 1)
+    for i, step in enumerate(scenario.schedule):
+        specs = []
+        if step.target and step.action in FAULT_ACTIONS and step.action != "partition":
+            specs.append((step.action, step.target))
+        for key in ("from", "nodes"):
+            value = step.params.get(key)
+            if value and value not in FROM_GROUPS:
+                specs.append((key, str(value)))
+        spec = step.params.get("spec")  # a random step draws from its own targets
+        specs += [(f"{step.action}.targets", t) for t in getattr(spec, "targets", ())]
+        for key, spec in specs:
+            field = f"schedule[{i}].{key}"
+            try:
+                target = parse_target(spec)
+                check_mode(target, True)
+            except TargetError as e:
+                refuse(str(e), step.line, field)
+            if target.kind == "ids":
+                others = [n for n in target.ids if n not in brokers]
+                if others:
+                    refuse(f"{spec!r} names node(s) {', '.join(map(str, others))}, but a "
+                           f"ZooKeeper-mode cluster has brokers {brokers.start}.."
+                           f"{brokers.stop - 1} and no controller nodes", step.line, field)
+    cluster = dataclasses.replace(c, zookeeper=True, controllers=None, combined=False,
+                                  zookeepers=c.zookeepers or DEFAULT_ZOOKEEPERS)
+    return dataclasses.replace(scenario, cluster=cluster,
+                               description=f"{scenario.description} [ZooKeeper mode]")

@@ -54,6 +54,10 @@ class RunRecord:
     steps: list[dict[str, Any]] = dataclasses.field(default_factory=list)
     step_outcomes: dict[str, str] = dataclasses.field(default_factory=dict)
     group_checks: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
+    # step id -> (start, end) in history time: lines a step up with the faults it made
+    step_times: dict[str, tuple[float, float]] = dataclasses.field(default_factory=dict)
+    # step id (or "line-N") -> what a describe step saw (schedule_stage.describe_snapshot)
+    snapshots: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
     fault_start: float | None = None
     heal_start: float | None = None
     consumers_stopped: float | None = None
@@ -120,7 +124,8 @@ def _facts(record: RunRecord, checked: Checked, label: str | None) -> ex.RunFact
         errors=checked.errors.get(label or "", {}), fault_window=window,
         isr_recovered=record.isr_recovered, steps=dict(record.step_outcomes),
         group_checks=dict(record.group_checks), consumers_stopped=record.consumers_stopped,
-        pipeline=record.pipeline)
+        pipeline=record.pipeline, step_times=dict(record.step_times),
+        snapshots=dict(record.snapshots))
 
 
 def judge(scenario: Scenario, checked: Checked, record: RunRecord) -> list[dict[str, Any]]:
@@ -208,6 +213,8 @@ def write_verdict(run_dir: Path, scenario: Scenario, record: RunRecord,
         "workloads": record.labels,
         "steps": record.steps,
         "group_checks": record.group_checks,
+        "snapshots": record.snapshots,
+        "step_times": {k: [round(a, 3), round(b, 3)] for k, (a, b) in record.step_times.items()},
         "isr_recovered": record.isr_recovered,
         "producer_drain": record.drain,
         "fault_window": None if record.fault_start is None else

@@ -183,20 +183,33 @@ class MemberBase:
     def _commit(self, only: set[tuple[str, int]] | None = None) -> None:
         """Commit the next offsets of consumed partitions (synchronously, so the
         completion event follows its invoke directly)."""
+        started = self._commit_invoke(only)
+        if started is not None:
+            positions, value = started
+            self._commit_completed(positions, value, *self._commit_offsets(positions))
+
+    def _commit_invoke(self, only: set[tuple[str, int]] | None = None
+                       ) -> tuple[dict[tuple[str, int], int], str] | None:
+        """The offsets to commit and the invoke event's value (recorded), or None when
+        there is nothing to commit."""
         if not self.settings.group or self.settings.commit_interval <= 0 or \
                 self.consumer is None:
-            return
+            return None
         positions = {tp: o for tp, o in self.recorder.positions.items()
                      if (only is None or tp in only) and tp in self.assigned}
         if not positions:
-            return
+            return None
         offsets: dict[str, dict[str, int]] = {}
         for (t, p), o in sorted(positions.items()):
             offsets.setdefault(t, {})[str(p)] = o
         value = _dumps({"group": self.settings.group, "member": self._member(),
                         "offsets": offsets})
         self.history.record(INVOKE, "commit", self.process, value=value)
-        kind, error = self._commit_offsets(positions)
+        return positions, value
+
+    def _commit_completed(self, positions: dict[tuple[str, int], int], value: str, kind: str,
+                          error: str | None) -> None:
+        """The commit's completion event; committed offsets are not committed again."""
         self.commits += 1
         if kind != OK:
             self.history.record(kind, "commit", self.process, value=value, error=error)

@@ -96,6 +96,33 @@ class KafkaPythonConsumerWorker(MemberBase):
         self._forget(list(tps))
         self._membership_event("revoke", list(tps))
 
+    async def _on_revoked_async(self, tps: Any) -> None:
+        """The revoke callback where kafka-python runs it on its IO thread (3.0.x with
+        AsyncConsumerRebalanceListener): the same commit, awaited, because a blocking
+        commit from that thread raises and kills the consumer."""
+        started = self._commit_invoke({(tp.topic, tp.partition) for tp in tps})
+        if started is not None:
+            positions, value = started
+            self._commit_completed(positions, value, *await self._commit_offsets_async(positions))
+        self._forget(list(tps))
+        self._membership_event("revoke", list(tps))
+
+    async def _commit_offsets_async(self, positions: dict[tuple[str, int], int]
+                                    ) -> tuple[str, str | None]:
+        from kafka import OffsetAndMetadata, TopicPartition
+        from kafka.errors import CommitFailedError, KafkaError
+
+        offsets = {TopicPartition(t, p): OffsetAndMetadata(o, "", -1)
+                   for (t, p), o in positions.items()}
+        try:
+            # KafkaConsumer.commit is this coroutine run to completion on the IO thread.
+            await self.consumer._coordinator._commit_offsets_sync_async(offsets)
+        except CommitFailedError:
+            return FAIL, "CommitFailedError"
+        except (KafkaError, OSError, AssertionError) as e:
+            return INFO, type(e).__name__
+        return OK, None
+
     def _on_assigned(self, tps: Any) -> None:
         self.rebalances += 1
         self.assigned |= {(tp.topic, tp.partition) for tp in tps}
@@ -132,17 +159,35 @@ class KafkaPythonConsumerWorker(MemberBase):
 
     # -- the loop --------------------------------------------------------------------
 
-    def _run(self) -> None:
-        from kafka import ConsumerRebalanceListener, KafkaConsumer
+    def _listener(self) -> Any:
+        """The rebalance listener: async where kafka-python has the async variant (its
+        IO thread runs listeners and refuses blocking calls from them), else sync."""
+        import kafka
+        from kafka import ConsumerRebalanceListener
 
         worker = self
+        base = getattr(kafka, "AsyncConsumerRebalanceListener", None)
+        if base is None:
+            class Listener(ConsumerRebalanceListener):
+                def on_partitions_revoked(self, revoked: Any) -> None:
+                    worker._on_revoked(revoked)
 
-        class Listener(ConsumerRebalanceListener):
-            def on_partitions_revoked(self, revoked: Any) -> None:
-                worker._on_revoked(revoked)
+                def on_partitions_assigned(self, assigned: Any) -> None:
+                    worker._on_assigned(assigned)
 
-            def on_partitions_assigned(self, assigned: Any) -> None:
+            return Listener()
+
+        class AsyncListener(base):  # type: ignore[misc, valid-type]
+            async def on_partitions_revoked(self, revoked: Any) -> None:
+                await worker._on_revoked_async(revoked)
+
+            async def on_partitions_assigned(self, assigned: Any) -> None:
                 worker._on_assigned(assigned)
+
+        return AsyncListener()
+
+    def _run(self) -> None:
+        from kafka import KafkaConsumer
 
         try:
             consumer = self.consumer = KafkaConsumer(**client_kwargs(self.settings, self.process))
@@ -154,7 +199,7 @@ class KafkaPythonConsumerWorker(MemberBase):
             # The cluster object is kafka-python's own; its listener is the one hook
             # that sees every Metadata response the consumer applies.
             consumer._client.cluster.add_listener(self._on_metadata)
-            consumer.subscribe(list(self.settings.topics), listener=Listener())
+            consumer.subscribe(list(self.settings.topics), listener=self._listener())
 
         def poll() -> list[_Record]:
             batches = consumer.poll(timeout_ms=100, max_records=500).values()

@@ -166,6 +166,83 @@ async def _fetcher_session_with_one_leader(rm: ReplicaManager) -> None:
         await fetchers.stop()
 
 
+def with_partition_error(session_id: int, error_partition: int, error: ErrorCode,
+                         parts=()):  # type: ignore[no-untyped-def]
+    """As `response`, but partition `error_partition` answers `error`."""
+    return build(
+        response_class(ApiKey.FETCH, 12),
+        {
+            "throttle_time": 0,
+            "error_code": ErrorCode.none,
+            "session_id": session_id,
+            "responses": [
+                {
+                    "topic": "t",
+                    "partitions": [
+                        {
+                            "partition_index": p,
+                            "error_code": error if p == error_partition else ErrorCode.none,
+                            "high_watermark": -1 if p == error_partition else hw,
+                            "last_stable_offset": -1 if p == error_partition else hw,
+                            "log_start_offset": -1 if p == error_partition else 0,
+                            "aborted_transactions": None,
+                            "preferred_read_replica": -1,
+                            "records": b"" if p == error_partition else records,
+                        }
+                        for p, hw, records in parts
+                    ],
+                }
+            ],
+        },
+    )
+
+
+def test_a_partition_error_delays_that_partition_only(follower):
+    # Regression: an error for one partition (a leader that has not yet heard it leads a
+    # just-created partition answers NOT_LEADER_OR_FOLLOWER) used to back the whole
+    # fetcher off for replica.fetch.backoff.ms, so acks=all writes to every other
+    # partition of that leader waited a second.
+    asyncio.run(_a_partition_error_delays_that_partition_only(follower))
+
+
+async def _a_partition_error_delays_that_partition_only(rm: ReplicaManager) -> None:
+    leader = ScriptedLeader()
+    fetchers = ReplicaFetcherManager(
+        rm, leader, lambda broker: ("127.0.0.1", 9000 + broker), node_id=ME,
+        max_wait_ms=500, min_bytes=1, max_bytes=10 << 20, partition_max_bytes=1 << 20,
+        backoff_ms=1_000,
+    )
+    loop = asyncio.get_running_loop()
+    fetchers.reconcile()
+    try:
+        body, answer = await leader.next()
+        assert sent(body) == {A: 0, B: 0}
+        batch = build_batch([(None, b"v")] * 2, timestamp_ms=0, partition_leader_epoch=4)
+        failed_at = loop.time()
+        answer.set_result(with_partition_error(
+            7, 1, ErrorCode.not_leader_or_follower, [(0, 2, batch), (1, 0, b"")]))
+
+        # At once, and without B: A keeps replicating.
+        body, answer = await leader.next()
+        assert loop.time() - failed_at < 0.5
+        assert sent(body) == {A: 2} and forgotten(body) == {B}
+        assert rm.partitions[A].log_end_offset == 2
+        answer.set_result(response(7, [(0, 2, b"")]))
+        body, answer = await leader.next()
+        assert B not in sent(body)
+        answer.set_result(response(7))
+
+        # B is fetched again once its backoff is over.
+        while B not in sent(body):
+            body, answer = await leader.next()
+            if B not in sent(body):
+                answer.set_result(response(7))
+        assert loop.time() - failed_at >= 1.0
+        assert sent(body)[B] == 0
+    finally:
+        await fetchers.stop()
+
+
 def test_a_stopped_fetcher_closes_its_connection(follower):
     asyncio.run(_a_stopped_fetcher_closes_its_connection(follower))
 

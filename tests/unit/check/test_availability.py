@@ -76,6 +76,76 @@ def test_unavailability_limit():
     assert check_availability(history().table(), expectations=loose).valid is True
 
 
+def two_partitions(pause_0: float):
+    """Partition 0 stops for `pause_0` s at a kill at t=5 while partition 1 writes on."""
+    h = H()
+    for i in range(150):
+        t = i * 0.1
+        if not 5.0 <= t < 5.0 + pause_0:
+            h.send(f"a{i}", t, t + 0.01, offset=i, partition=0)
+        h.send(f"b{i}", t, t + 0.01, offset=i, partition=1)
+    return h.fault(5.0, "kill", [1], done=5.05)
+
+
+def test_the_slowest_partition_shows_a_pause_the_run_wide_window_hides():
+    result = check_availability(two_partitions(6.0).table())
+    assert result.numbers["longest_unavailable_acks_all"]["seconds"] < 0.2
+    [fault] = result.numbers["faults"]
+    slowest = fault["slowest_partition_all"]
+    assert slowest["partition"] == "t-0" and slowest["recovered"] is True
+    # the last ok before the kill (4.91) to the first after the pause (11.01)
+    assert slowest["seconds"] == pytest.approx(6.1)
+    assert fault["slowest_partition"]["seconds"] == pytest.approx(6.1)
+
+
+def test_a_partition_that_never_writes_again_is_not_recovered():
+    h = (H().send("a0", 0.0, 0.1, offset=0).send("a1", 1.0, 1.1, offset=1)
+         .fault(2.0, "kill", [1]).send("a2", 2.5, 9.0, "fail"))
+    [fault] = check_availability(h.table()).numbers["faults"]
+    slowest = fault["slowest_partition_all"]
+    # measured to the last send event of the run
+    assert slowest["recovered"] is False and slowest["seconds"] == pytest.approx(7.9)
+
+
+def test_a_partition_stopped_for_good_outranks_a_longer_recovered_pause():
+    h = (H().send("a0", 0.0, 0.1, offset=0, partition=0)
+         .send("b0", 0.0, 0.1, offset=0, partition=1)
+         .fault(1.0, "kill", [1])
+         .send("b1", 1.5, 4.0, offset=1, partition=1)  # 3.9 s pause, then fine
+         .send("a1", 1.5, None, None, partition=0))  # never completes
+    [fault] = check_availability(h.table()).numbers["faults"]
+    slowest = fault["slowest_partition_all"]
+    assert (slowest["partition"], slowest["recovered"]) == ("t-0", False)
+
+
+def test_partition_pause_overlapping_only():
+    from brownout.check.availability import partition_pause
+
+    oks = [0.0, 1.0, 1.1, 4.0, 4.1]
+    # a pause before the fault's span does not count; the one spanning it does
+    assert partition_pause(oks, 4.1, 2.0, 2.5)["seconds"] == pytest.approx(2.9)
+    assert partition_pause(oks, 4.1, 4.05, 4.06)["seconds"] == pytest.approx(0.1)
+    assert partition_pause([], 5.0, 1.0, 2.0) is None
+    assert partition_pause([3.0], 5.0, 1.0, 2.0) is None  # nothing before the fault
+
+
+def test_partition_pauses_list_every_pause_over_the_floor():
+    result = check_availability(two_partitions(6.0).table())
+    pauses = result.numbers["partition_pauses"]
+    assert pauses["floor_seconds"] == 0.25
+    [p0] = pauses["all"]
+    assert (p0["partition"], p0["recovered"]) == ("t-0", True)
+    assert p0["seconds"] == pytest.approx(6.1) and pauses["any"] == pauses["all"]
+
+
+def test_partition_pauses_trailing_pause_is_not_recovered():
+    from brownout.check.availability import partition_pauses
+
+    out = partition_pauses({"t-0": [0.0, 0.1, 1.0], "t-1": [0.0, 5.0]}, last=5.0)
+    assert [(p["partition"], round(p["seconds"], 2), p["recovered"]) for p in out] == [
+        ("t-1", 5.0, True), ("t-0", 0.9, True), ("t-0", 4.0, False)]
+
+
 def test_a_partition_without_a_leader_shows_per_partition():
     # Partition 1 keeps taking writes while partition 0 waits 6 s for a new leader: the
     # run-wide window stays short, the partition's does not.

@@ -11,7 +11,8 @@ from brownout.scenarios.runner import ScenarioRefused, preflight
 REQUIRED = {"minority-outage", "majority-outage", "controller-loss", "acks-matrix",
             "leader-isolation", "leader-isolated-from-controller", "rolling-restart",
             "rolling-restart-three-brokers", "rolling-restart-session-30s",
-            "group-correctness", "zk-node-network-cut", "zk-leader-isolated-from-zookeeper"}
+            "group-correctness", "zk-node-network-cut", "zk-leader-isolated-from-zookeeper",
+            "zk-broker-failover", "zk-two-brokers-down", "zk-quorum-loss"}
 NETNS = {"leader-isolation", "leader-isolated-from-controller", "zk-node-network-cut",
          "zk-leader-isolated-from-zookeeper"}
 
@@ -96,3 +97,20 @@ def test_resolve_file_or_name(tmp_path):
     path.write_text("name: mine\nduration: 1s\n")
     assert resolve(str(path)).name == "mine"
     assert resolve("minority-outage").name == "minority-outage"
+
+
+def test_zookeeper_builtins_run_in_zookeeper_mode_over_three_servers():
+    for name in ("zk-broker-failover", "zk-two-brokers-down", "zk-quorum-loss"):
+        s = builtin(name)
+        assert (s.cluster.zookeeper, s.cluster.zookeepers, s.cluster.brokers) == (True, 3, 3)
+        assert {t.name: (t.partitions, t.replication_factor) for t in s.topics} == {
+            "test-topic": (3, 2)}
+        assert {w.acks for w in s.workloads} == {"all", "1"} and s.consumers, name
+        assert not s.needs_root, name
+
+
+def test_run_zookeeper_refuses_a_scenario_that_names_controller_nodes():
+    result = CliRunner().invoke(app, ["run", "controller-loss", "--zookeeper"])
+    assert result.exit_code == 2
+    assert "cannot run in ZooKeeper mode" in result.output and "3001" in result.output
+

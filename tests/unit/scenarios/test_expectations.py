@@ -183,7 +183,8 @@ def test_validate_expected():
         "writes_unavailable_acks_all", "max_unavailable_seconds", "error_seen", "rebalances",
         "isr_recovered",
         "step_outcome", "group_checks_pass", "pipeline_matches_ground_truth",
-        "unacknowledged_writes", "max_partition_unavailable_seconds"}
+        "unacknowledged_writes", "max_partition_unavailable_seconds",
+        "leaderless_partitions", "partition_unavailable_seconds"}
 
 
 def _audit(equal: bool, diffs: int = 0, lost: int = 0, failed: int = 0,
@@ -238,3 +239,103 @@ def test_pipeline_matches_ground_truth_without_an_audit_fails():
     no_audit = evaluate(name, report(), RunFacts(pipeline={
         "status": "stopped", "error": None, "audit_error": "the audit failed"}), True)
     assert not no_audit.passed and "the audit failed" in no_audit.detail
+
+
+def snapshot(leaders: dict[str, int | None], offsets: dict[str, int] | None = None,
+             errors: dict[str, str] | None = None, error: str | None = None) -> dict:
+    if offsets is None:
+        offsets = {p: 10 for p, leader in leaders.items() if leader is not None}
+    if errors is None:
+        errors = {p: "no leader" for p, leader in leaders.items() if leader is None}
+    return {"topic": "test-topic", "error": error, "leaders": leaders, "offsets": offsets,
+            "offset_errors": errors}
+
+
+def test_leaderless_partitions_counts_leader_none_and_needs_offsets_to_agree():
+    facts = RunFacts(snapshots={"during": snapshot({"0": 3, "1": None, "2": 3}),
+                                "after": snapshot({"0": 3, "1": 1, "2": 3})})
+    want = ex.validate_expected("leaderless_partitions", {"during": 1, "after": 0})
+    out = evaluate("leaderless_partitions", report(), facts, want)
+    assert out.passed and out.observed == {"during": 1, "after": 0}, out.detail
+    # a node that kept a dead leader in its metadata shows none leaderless
+    stale = RunFacts(snapshots={"during": snapshot({"0": 3, "1": 2, "2": 3}),
+                                "after": snapshot({"0": 3, "1": 1, "2": 3})})
+    out = evaluate("leaderless_partitions", report(), stale, want)
+    assert not out.passed and "during: 0 of 3 leaderless (expected == 1)" in out.detail
+    # offsets that disagree with describe (an offset printed for the leaderless one)
+    odd = RunFacts(snapshots={"during": snapshot({"0": 3, "1": None, "2": 3},
+                                                 offsets={"0": 1, "1": 5, "2": 1}, errors={}),
+                              "after": snapshot({"0": 3, "1": 1, "2": 3})})
+    out = evaluate("leaderless_partitions", report(), odd, want)
+    assert not out.passed and "brownout offsets printed" in out.detail
+    # a step that did not run, or a describe that failed
+    assert not evaluate("leaderless_partitions", report(), RunFacts(), want).passed
+    failed = RunFacts(snapshots={"during": snapshot({}, error="cannot reach"),
+                                 "after": snapshot({"0": 1})})
+    out = evaluate("leaderless_partitions", report(), failed, want)
+    assert not out.passed and "describe failed: cannot reach" in out.detail
+
+
+def pauses_report(*pauses: dict, any_level: list | None = None) -> dict:
+    r = report()
+    r["results"]["availability"]["numbers"]["partition_pauses"] = {
+        "floor_seconds": 0.25, "all": list(pauses),
+        "any": list(pauses) if any_level is None else any_level}
+    return r
+
+
+def pause(start: float, seconds: float, partition: str = "t-0",
+          recovered: bool = True) -> dict:
+    return {"partition": partition, "seconds": seconds, "start": start,
+            "end": start + seconds, "recovered": recovered}
+
+
+def test_partition_unavailable_seconds_per_step():
+    r = pauses_report(pause(2.0, 0.3, "t-2"), pause(8.0, 6.8), pause(30.8, 0.4, "t-1"))
+    facts = RunFacts(step_times={"kill": (8.05, 8.2), "terminate": (30.5, 31.0),
+                                 "wait": (40.0, 45.0)})
+    want = ex.validate_expected("partition_unavailable_seconds",
+                                {"kill": ">= 5", "terminate": "<= 2", "wait": "<= 1"})
+    out = evaluate("partition_unavailable_seconds", r, facts, want)
+    # a step with no pause overlapping it: every partition wrote at least every 0.25 s
+    assert out.passed and out.observed == {"kill": 6.8, "terminate": 0.4, "wait": 0.25}, \
+        out.detail
+    assert "wait: no partition paused 0.25s or longer" in out.detail
+    # leaders moved at once after a kill (no session timeout): fails
+    fast = pauses_report(pause(8.0, 1.2), pause(30.8, 0.4))
+    out = evaluate("partition_unavailable_seconds", fast, facts, want)
+    assert not out.passed and "kill: t-0 paused 1.2s" in out.detail
+    # a pause during a wait step (a leader that stopped while ZooKeeper was away)
+    stalled = pauses_report(pause(8.0, 6.8), pause(38.0, 4.0, "t-1"))
+    out = evaluate("partition_unavailable_seconds", stalled, facts, want)
+    assert not out.passed and "wait: t-1 paused 4s" in out.detail
+    assert evaluate("partition_unavailable_seconds", stalled, facts, ex.validate_expected(
+        "partition_unavailable_seconds", {"wait": ">= 1"})).passed
+    # a partition that never wrote again fails whatever the comparison
+    stuck = pauses_report(pause(8.0, 20, recovered=False), pause(30.8, 0.4))
+    out = evaluate("partition_unavailable_seconds", stuck, facts, want)
+    assert not out.passed and "no acks=all write to it succeeded" in out.detail
+    # a workload's own acks level; a step that did not run; no pauses listed at all
+    acks1 = RunFacts(label="a1", acks="1", step_times={"kill": (8.05, 8.2)})
+    r1 = pauses_report(pause(8.0, 6.8), any_level=[pause(8.0, 6.7)])
+    r1["results"]["availability"]["numbers"]["by_acks"]["1"] = {}
+    out = evaluate("partition_unavailable_seconds", r1, acks1,
+                   ex.validate_expected("partition_unavailable_seconds", {"kill": ">= 5"}))
+    assert out.passed and out.observed == {"kill": 6.7}
+    out = evaluate("partition_unavailable_seconds", r, RunFacts(), want)
+    assert not out.passed and "did not run" in out.detail
+    assert not evaluate("partition_unavailable_seconds", report(), facts, want).passed
+    # no acks=all writes at all: nothing measured is not "no pause"
+    none = pauses_report()
+    none["results"]["availability"]["numbers"]["by_acks"] = {"1": {}}
+    out = evaluate("partition_unavailable_seconds", none, facts, want)
+    assert not out.passed and "no acks=all writes" in out.detail
+
+
+def test_step_comparisons_validate():
+    with pytest.raises(ex.ExpectationValueError, match="mapping"):
+        ex.validate_expected("leaderless_partitions", 1)
+    with pytest.raises(ex.ExpectationValueError, match="step during"):
+        ex.validate_expected("leaderless_partitions", {"during": "lots"})
+    want = ex.validate_expected("partition_unavailable_seconds", {"kill": ">= 5"})
+    assert ex.expected_text(want) == {"kill": ">= 5"}
