@@ -199,6 +199,11 @@ class KafkaPythonConsumerWorker(MemberBase):
             # The cluster object is kafka-python's own; its listener is the one hook
             # that sees every Metadata response the consumer applies.
             consumer._client.cluster.add_listener(self._on_metadata)
+            # kafka-python joins its group without waiting for its first Metadata (the
+            # Java consumer waits): a join that wins that race assigns nothing, and with
+            # a long metadata.max.age.ms the member idles. Learn the topics first.
+            for topic in self.settings.topics:
+                consumer.partitions_for_topic(topic)
             consumer.subscribe(list(self.settings.topics), listener=self._listener())
 
         def poll() -> list[_Record]:
