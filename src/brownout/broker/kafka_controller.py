@@ -466,21 +466,10 @@ class KafkaController:
         return TopicChange(topics, configs)
 
     async def _read_config_changes(self) -> list[TopicConfigChange]:
-        changes = await self.zk.get_config_change_sequences(self._watch(_ConfigChanges()))
-        events = []
-        for sequence, name in changes:
-            if sequence <= self._last_config_change:
-                continue
-            self._last_config_change = sequence
-            found = await self.zk.get_data(f"{zd.CONFIG_CHANGES_PATH}/{name}")
-            if found is None:
-                continue
-            entity_type, _, entity = zd.decode_config_change(found[0]).partition("/")
-            if entity_type != zd.TOPIC_CONFIG_TYPE:
-                continue
-            config = (await self.zk.get_topic_configs([entity])).get(entity, {})
-            events.append(TopicConfigChange(entity, config))
-        return events
+        self._last_config_change, topics = await self.zk.topic_config_changes_after(
+            self._last_config_change, self._watch(_ConfigChanges()))
+        configs = await self.zk.get_topic_configs(topics)
+        return [TopicConfigChange(t, configs.get(t, {})) for t in topics]
 
     # ---------------------------------------------------------- performing actions
 

@@ -636,6 +636,25 @@ class KafkaZkClient:
             (int(name[len(prefix) :]), name) for name in children if name.startswith(prefix)
         )
 
+    async def topic_config_changes_after(
+        self, last: int, watch: WatchHandler | None = None, *, watcher: str = ""
+    ) -> tuple[int, list[str]]:
+        """The topics named by the config change notifications after sequence number
+        `last` (each once, in order), and the last sequence number seen; notifications
+        about other entities or already deleted are passed over."""
+        topics: list[str] = []
+        for sequence, name in await self.get_config_change_sequences(watch, watcher=watcher):
+            if sequence <= last:
+                continue
+            last = sequence
+            found = await self.get_data(f"{zd.CONFIG_CHANGES_PATH}/{name}")
+            if found is None:
+                continue
+            entity_type, _, entity = zd.decode_config_change(found[0]).partition("/")
+            if entity_type == zd.TOPIC_CONFIG_TYPE and entity not in topics:
+                topics.append(entity)
+        return last, topics
+
     # ------------------------------------------------------- the controller's writes
 
     async def apply(self, write: ZkWrite) -> int | None:

@@ -53,7 +53,6 @@ from ..common.kafka_config import KafkaConfig
 from ..protocol.apis import ApiKey, request_class
 from ..protocol.build import build
 from ..storage import LogConfig, LogManager, StorageError, ensure_zk_log_dirs, random_uuid
-from ..zk import data as zd
 from ..zk.context import ZkControllerConfig
 from ..zk.data import BrokerInfo, EndPoint
 from . import broker_parts as parts
@@ -235,29 +234,19 @@ class KafkaServer:
     async def _follow_config_changes(self, initial: bool = False) -> None:
         assert self.zk is not None
         try:
-            changes = await self.zk.get_config_change_sequences(
-                self._on_config_change, watcher="broker")
+            if initial:
+                # Topics' configs at start-up come with their first LeaderAndIsr: only
+                # note where the notifications stand (and watch them).
+                changes = await self.zk.get_config_change_sequences(
+                    self._on_config_change, watcher="broker")
+                self._last_config_change = changes[-1][0] if changes else -1
+                return
+            self._last_config_change, topics = await self.zk.topic_config_changes_after(
+                self._last_config_change, self._on_config_change, watcher="broker")
+            configs = await self.zk.get_topic_configs(topics) if topics else {}
         except Exception as e:  # ZooKeeper unreachable: the next session re-arms it
             log.warning("Could not read the config changes from ZooKeeper: %r", e)
             return
-        if initial:
-            # Topics' configs at start-up come with their first LeaderAndIsr.
-            self._last_config_change = changes[-1][0] if changes else -1
-            return
-        topics = []
-        for sequence, name in changes:
-            if sequence <= self._last_config_change:
-                continue
-            self._last_config_change = sequence
-            found = await self.zk.get_data(f"{zd.CONFIG_CHANGES_PATH}/{name}")
-            if found is None:
-                continue
-            entity_type, _, entity = zd.decode_config_change(found[0]).partition("/")
-            if entity_type == zd.TOPIC_CONFIG_TYPE and entity not in topics:
-                topics.append(entity)
-        if not topics:
-            return
-        configs = await self.zk.get_topic_configs(topics)
         for topic in topics:
             self.metadata.set_topic_config(topic, configs.get(topic, {}))
             self.replica_manager.topic_config_changed(topic)
