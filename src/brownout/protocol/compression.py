@@ -12,7 +12,7 @@ from __future__ import annotations
 import gzip
 import struct
 
-from .records import CorruptRecordError
+from .errors import CorruptRecordError
 
 GZIP, SNAPPY, LZ4, ZSTD = 1, 2, 3, 4
 _XERIAL_MAGIC = b"\x82SNAPPY\x00"
@@ -84,38 +84,3 @@ def compress(codec: int, data: bytes) -> bytes:
 
         return zstandard.ZstdCompressor().compress(data)
     raise ValueError(f"unknown compression codec {codec}")
-
-
-def recompress(batch: bytes | memoryview, codec: int) -> bytes:
-    """The same batch with its records section in `codec` (topic compression.type).
-
-    The records themselves do not change, so only the attributes' codec bits, the batch
-    length and the CRC are rewritten.
-    """
-    import crc32c
-
-    from .records import BATCH_HEADER_SIZE, read_header
-
-    header = read_header(batch)
-    body = bytes(memoryview(batch)[BATCH_HEADER_SIZE:])
-    if header.compression != 0:
-        body = decompress(header.compression, body)
-    out = bytearray(memoryview(batch)[:BATCH_HEADER_SIZE]) + compress(codec, body)
-    struct.pack_into(">i", out, 8, len(out) - 12)
-    struct.pack_into(">h", out, 21, (header.attributes & ~0x07) | codec)
-    struct.pack_into(">I", out, 17, crc32c.crc32c(bytes(out[21:])))
-    return bytes(out)
-
-
-def set_log_append_time(buf: bytearray, pos: int, now_ms: int) -> None:
-    """Stamp the batch at `pos` with LogAppendTime: the timestamp-type attribute and the
-    max timestamp are set, and the CRC (which covers both) recomputed."""
-    import crc32c
-
-    from .records import read_header
-
-    header = read_header(buf, pos)
-    struct.pack_into(">h", buf, pos + 21, header.attributes | 0x08)
-    struct.pack_into(">q", buf, pos + 35, now_ms)
-    end = pos + header.size
-    struct.pack_into(">I", buf, pos + 17, crc32c.crc32c(bytes(buf[pos + 21 : end])))

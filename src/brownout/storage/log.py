@@ -35,7 +35,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from brownout.protocol.compression import CODEC_IDS, recompress, set_log_append_time
+from brownout.protocol.compression import CODEC_IDS
 from brownout.protocol.records import (
     BatchHeader,
     CorruptRecordError,
@@ -43,6 +43,8 @@ from brownout.protocol.records import (
     assign_offsets,
     decode_records,
     iter_batches,
+    recompress,
+    set_log_append_time,
     validate_batch,
     validate_records,
 )

@@ -33,7 +33,8 @@ from typing import Any
 
 from ..common.rundir import HISTORY_FILE as HISTORY_PARQUET
 from ..common.rundir import HISTORY_JSONL, RUN_FILE
-from .consumer import ConsumerGroup, ConsumerSettings
+from .consumer import ConsumerSettings
+from .consumer_group import ConsumerGroup
 from .final_read import FinalRead, final_read, write_final_read
 from .history import HistoryWriter, jsonl_to_parquet, read_jsonl
 from .observer import Observer
