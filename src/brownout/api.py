@@ -38,7 +38,14 @@ from .cluster import lab
 from .cluster.admin import Admin, AdminError, DescribedTopic
 from .cluster.supervisor import Supervisor
 from .cluster.topology import Overrides, TopologyRequest
-from .common.rundir import CHECK_FILE, HISTORY_FILE, REPORT_FILE, VERDICT_FILE
+from .common.rundir import (
+    CHECK_FILE,
+    CLUSTER_DIR,
+    CLUSTER_STATE_FILE,
+    HISTORY_FILE,
+    REPORT_FILE,
+    VERDICT_FILE,
+)
 from .faults import Fault, Nemesis
 from .faults.nemesis import FaultResult
 from .scenarios import resolve
@@ -108,8 +115,8 @@ class Cluster:
         try:
             lab.down(self.directory / "cluster", timeout=30)
         except Exception:
-            state = lab.load(self.directory / "cluster") if (
-                self.directory / "cluster" / "cluster.json").exists() else None
+            state = lab.load(self.directory / CLUSTER_DIR) if (
+                self.directory / CLUSTER_DIR / CLUSTER_STATE_FILE).exists() else None
             if state is not None:
                 sup = Supervisor(state)
                 for node_id in list(state.nodes):

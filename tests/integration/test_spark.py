@@ -145,8 +145,9 @@ def test_fail_on_data_loss(node, spark, tmp_path):
 
 
 def test_pipeline_end_to_end_and_audit(node, spark, tmp_path):
+    from brownout.common.rundir import PIPELINE_PROGRESS_FILE
     from brownout.spark.audit import CHECK_FILE, audit
-    from brownout.spark.pipeline import PROGRESS_FILE, PipelineConfig, run_pipeline
+    from brownout.spark.pipeline import PipelineConfig, run_pipeline
     from brownout.workload.producer import ProducerSettings
     from brownout.workload.run import WorkloadRun
 
@@ -164,7 +165,7 @@ def test_pipeline_end_to_end_and_audit(node, spark, tmp_path):
                             watermark="200 milliseconds", flag_threshold=0)
     result = run_pipeline(config, spark=spark)
     assert result["status"] == "stopped", result
-    progress = [json.loads(x) for x in (out / PROGRESS_FILE).read_text().splitlines()]
+    progress = [json.loads(x) for x in (out / PIPELINE_PROGRESS_FILE).read_text().splitlines()]
     assert {p["query"] for p in progress} == {f"{topic}.payments_merchant",
                                                f"{topic}.payments_flagged", f"{topic}.ledger"}
     assert sum(p["input_rows"] for p in progress if p["output"] == "ledger") == 6000

@@ -42,12 +42,13 @@ from typing import Any
 
 from ..broker.loop_monitor import RECENT_WINDOW_S, stalls_from_events, worst_stall
 from ..common.events import read_events
+from ..common.rundir import CLUSTER_STATE_FILE, node_dir_name, node_dirs
 from ..storage import random_uuid
 from . import netns, znodes
 from . import zookeeper as zk
 from .ensemble import Ensemble, zookeeper_process_state
 from .ports import PortAllocator
-from .state import LOCK_FILE, STATE_FILE, ClusterState, StateError, locked
+from .state import LOCK_FILE, ClusterState, StateError, locked
 from .supervisor import (
     DEFAULT_START_TIMEOUT,
     DEFAULT_STOP_TIMEOUT,
@@ -121,14 +122,14 @@ def _merge_request(stored: TopologyRequest, asked: TopologyRequest, given: set[s
 
 def purge_files(directory: Path, state: ClusterState | None) -> None:
     """Delete what brownout created in `directory` (never anything else)."""
-    names = {f"node-{i}" for i in (state.nodes if state else ())}
+    names = {node_dir_name(i) for i in (state.nodes if state else ())}
     names |= {f"zookeeper-{i}" for i in (state.zookeepers if state else ())}
     if directory.exists():
-        names |= {p.name for p in directory.glob("node-*") if p.is_dir()}
+        names |= {p.name for p in node_dirs(directory).values()}
         names |= {p.name for p in directory.glob("zookeeper-*") if p.is_dir()}
     for name in names:
         shutil.rmtree(directory / name, ignore_errors=True)
-    for name in (STATE_FILE, LOCK_FILE):
+    for name in (CLUSTER_STATE_FILE, LOCK_FILE):
         with contextlib.suppress(FileNotFoundError):
             (directory / name).unlink()
     with contextlib.suppress(OSError):

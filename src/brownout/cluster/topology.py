@@ -71,6 +71,7 @@ from pathlib import Path
 from typing import Any
 
 from ..common.kafka_config import BROKER_CONFIG
+from ..common.rundir import NODE_CONFIG, NODE_EVENTS, NODE_LOG, node_dir_name
 from . import zookeeper as zk
 from .zookeeper import ZooKeeperSpec
 
@@ -315,7 +316,7 @@ class NodeSpec:
 
     @property
     def name(self) -> str:
-        return f"node-{self.node_id}"
+        return node_dir_name(self.node_id)
 
     @property
     def data_dir(self) -> Path:
@@ -323,15 +324,15 @@ class NodeSpec:
 
     @property
     def config_path(self) -> Path:
-        return self.directory / "server.properties"
+        return self.directory / NODE_CONFIG
 
     @property
     def log_path(self) -> Path:
-        return self.directory / "node.log"
+        return self.directory / NODE_LOG
 
     @property
     def events_path(self) -> Path:
-        return self.directory / "events.jsonl"
+        return self.directory / NODE_EVENTS
 
     @property
     def broker_address(self) -> str | None:
@@ -601,7 +602,8 @@ def build_topology(
         if "controller" in roles:
             node_ports[CONTROLLER_LISTENER] = port(node_id, CONTROLLER_LISTENER)
         skeletons.append(
-            NodeSpec(node_id, roles, node_ports, base_dir / f"node-{node_id}", {}, host(node_id))
+            NodeSpec(node_id, roles, node_ports, base_dir / node_dir_name(node_id), {},
+                     host(node_id))
         )
 
     ensemble = []

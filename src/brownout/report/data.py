@@ -49,7 +49,7 @@ import pyarrow.parquet as pq
 
 from brownout.check.events import Fault, node_id, parse_faults
 from brownout.check.load import parse_value
-from brownout.common.events import read_events
+from brownout.common.events import read_node_events
 from brownout.common.rundir import (
     CHECK_FILE,
     FAULTS_FILE,
@@ -772,14 +772,7 @@ def load_stalls(run_dir: Path, verdict_json: Any,
         return stalls, None if session is None else stall_limit_ms(int(session))
     if started is None:
         return [], None
-    events: dict[int, list[dict[str, Any]]] = {}
-    for node_dir in sorted((run_dir / NODES_DIR).glob("node-*")):
-        try:
-            events[int(node_dir.name.removeprefix("node-"))] = read_events(
-                node_dir / "events.jsonl")
-        except (ValueError, OSError):
-            continue
-    return node_stalls(events, started), None
+    return node_stalls(read_node_events(run_dir / NODES_DIR), started), None
 
 
 def load_run(run_dir: Path, *, report: Any = None, bucket: float | None = None,

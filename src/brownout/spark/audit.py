@@ -53,12 +53,11 @@ import math
 from pathlib import Path
 from typing import Any
 
-from ..common.rundir import PIPELINE_CHECK_FILE as CHECK_FILE
-from ..workload.run import HISTORY_PARQUET, load_run
+from ..common.rundir import HISTORY_FILE, PIPELINE_CHECK_FILE, PIPELINE_PROGRESS_FILE, RUN_FILE
+from ..workload.run import load_run
 from .pipeline import (
     LEDGER,
     PIPELINE_FILE,
-    PROGRESS_FILE,
     PipelineConfig,
     output_path,
 )
@@ -86,7 +85,7 @@ def final_watermarks(out: Path) -> dict[str, int | None]:
     """Each query's last watermark (epoch ms): pipeline.json's last run, else the
     progress log."""
     marks: dict[str, int | None] = {}
-    progress = out / PROGRESS_FILE
+    progress = out / PIPELINE_PROGRESS_FILE
     if progress.exists():
         for line in progress.read_text().splitlines():
             if line.strip():
@@ -194,7 +193,7 @@ def audit(run_dir: Path, pipeline_out: Path, *, spark: Any = None,
     state = json.loads((pipeline_out / PIPELINE_FILE).read_text())
     config = PipelineConfig.from_json(state["config"])
     spec = config.window_spec()
-    info = load_run(run_dir) if (run_dir / "run.json").exists() else {}
+    info = load_run(run_dir) if (run_dir / RUN_FILE).exists() else {}
     bootstrap = bootstrap or config.bootstrap or info.get("bootstrap")
     own = spark is None
     if own:
@@ -205,7 +204,7 @@ def audit(run_dir: Path, pipeline_out: Path, *, spark: Any = None,
         "window": spec.as_json(), "topics": {},
     }
     try:
-        hist_path = run_dir / HISTORY_PARQUET
+        hist_path = run_dir / HISTORY_FILE
         acked_all = failed_all = None
         if hist_path.exists():
             sends = spark.read.parquet(str(hist_path)).where(F.col("f") == "send")
@@ -235,7 +234,7 @@ def audit(run_dir: Path, pipeline_out: Path, *, spark: Any = None,
         x["lost"] == 0 and x["failed_in_log"] == 0 for x in t) if acked_all is not None else None
     report["valid"] = report["pipeline_equal"] and report["ground_truth_explained"] is not False
     if write:
-        (run_dir / CHECK_FILE).write_text(json.dumps(report, indent=2) + "\n")
+        (run_dir / PIPELINE_CHECK_FILE).write_text(json.dumps(report, indent=2) + "\n")
     return report
 
 
