@@ -31,7 +31,6 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 from rich.console import Console
 
 from .cluster import lab
@@ -50,6 +49,7 @@ from .faults import Fault, Nemesis
 from .faults.nemesis import FaultResult
 from .scenarios import resolve
 from .scenarios.runner import run_scenario
+from .workload.history import read_history
 
 __all__ = ["Cluster", "Run", "run"]
 
@@ -204,7 +204,7 @@ class Run:
 
     def history(self) -> pa.Table:
         """Every client send, delivery, poll and fault of the run (history.parquet)."""
-        return pq.read_table(self.directory / HISTORY_FILE)
+        return read_history(self.directory / HISTORY_FILE)
 
     @property
     def report_path(self) -> Path:

@@ -36,6 +36,7 @@ from ..common.rundir import (
     WORKLOAD_CHECKS_FILE,
     node_dirs,
 )
+from ..workload.history import read_history
 from ..workload.summary import watermarks
 from . import expectations as ex
 from .overload import NodeStall, node_stalls, overload_reason, stall_limit_ms
@@ -106,7 +107,7 @@ class Checked:
 def check_run(run_dir: Path, record: RunRecord) -> Checked:
     """Check the run's history and final read; writes check.json and
     check-workloads.json."""
-    history = pq.read_table(run_dir / HISTORY_FILE)
+    history = read_history(run_dir / HISTORY_FILE)
     final = pq.read_table(run_dir / FINAL_READ_FILE)
     marks = watermarks(run_dir)
     whole = check_all(history, final, marks, Expectations()).to_dict()

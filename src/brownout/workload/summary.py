@@ -17,10 +17,10 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from ..common.rundir import CHECK_FILE, HISTORY_FILE, RUN_FILE
 from .final_read import FINAL_READ_FILE, WATERMARKS_FILE, load_final_read
+from .history import read_history
 
 
 def watermarks(run_dir: Path) -> dict[tuple[str, int], int]:
@@ -89,8 +89,8 @@ def _count(table: pa.Table, **equal: str) -> int:
 def counts(run_dir: Path) -> dict[str, int]:
     """sent / acked / failed / info / unresolved sends, polled records, commits, and the
     final read's size, from history.parquet and final-read.parquet."""
-    history = pq.read_table(run_dir / HISTORY_FILE,
-                            columns=["type", "f", "acks", "msg_id"])
+    history = read_history(run_dir / HISTORY_FILE,
+                           columns=["type", "f", "acks", "msg_id"])
     sent = _count(history, f="send", type="invoke")
     acked = _count(history, f="send", type="ok")
     failed = _count(history, f="send", type="fail")
