@@ -323,13 +323,6 @@ class WireClient:
         return result
 
 
-def fetch_topic_metadata(
-    address: str, topics: list[str] | None = None, timeout: float = 3.0
-) -> TopicsMetadata:
-    with WireClient(address, timeout) as client:
-        return client.topic_metadata(topics)
-
-
 def fetch_metadata(address: str, timeout: float = 3.0) -> ClusterMetadata:
     with WireClient(address, timeout) as client:
         return client.metadata()

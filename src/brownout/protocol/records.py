@@ -38,7 +38,6 @@ MAGIC_V2 = 2
 CRC_START = 21
 
 _HEADER = struct.Struct(">qiibIhiqqqhii")
-_SIZE_FIELDS = struct.Struct(">qi")
 _BASE_OFFSET = struct.Struct(">q")
 _EPOCH = struct.Struct(">i")
 _HEAD_BEFORE_CRC = struct.Struct(">qiib")

@@ -473,12 +473,6 @@ class Log:
 
     # ------------------------------------------------------------------ ListOffsets
 
-    def earliest_offset(self) -> int:
-        return self._log_start_offset
-
-    def latest_offset(self) -> int:
-        return self.log_end_offset
-
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
         """ListOffsets by timestamp: (offset, timestamp) of the first record whose timestamp
         is >= ``timestamp``, or None.
