@@ -53,6 +53,11 @@ import math
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..check.load import load_history
+from ..check.writes import FAIL, OK, send_outcomes
 from ..common.rundir import HISTORY_FILE, PIPELINE_CHECK_FILE, PIPELINE_PROGRESS_FILE, RUN_FILE
 from ..workload.run import load_run
 from .pipeline import (
@@ -185,7 +190,6 @@ def audit(run_dir: Path, pipeline_out: Path, *, spark: Any = None,
     """Compare the pipeline's output in `pipeline_out` with recomputations from the run's
     history and the log; writes pipeline-check.json into `run_dir` (if `write`) and
     returns the report."""
-    from pyspark.sql import functions as F
 
     from .session import make_spark
     from .transforms import OUTPUTS, aggregate, parse
@@ -207,16 +211,8 @@ def audit(run_dir: Path, pipeline_out: Path, *, spark: Any = None,
         hist_path = run_dir / HISTORY_FILE
         acked_all = failed_all = None
         if hist_path.exists():
-            sends = spark.read.parquet(str(hist_path)).where(F.col("f") == "send")
-            acked_all = (sends.where(F.col("type") == "ok")
-                         .select("topic", "msg_id", "producer", "seq",
-                                 F.col("partition").alias("ack_partition"),
-                                 F.col("offset").alias("ack_offset")))
-            # Sends that certainly failed, never acknowledged nor indeterminate.
-            failed_all = (sends.where(F.col("type") == "fail").select("topic", "msg_id")
-                          .join(sends.where(F.col("type").isin("ok", "info"))
-                                .select("topic", "msg_id"), ["topic", "msg_id"], "left_anti")
-                          .distinct())
+            acked, failed = sends_by_outcome(hist_path)
+            acked_all, failed_all = spark.createDataFrame(acked), spark.createDataFrame(failed)
         for topic, workload in sorted(config.topics.items()):
             report["topics"][topic] = _audit_topic(
                 spark, topic, workload, bootstrap, acked_all, failed_all, pipeline_out,
@@ -236,6 +232,20 @@ def audit(run_dir: Path, pipeline_out: Path, *, spark: Any = None,
     if write:
         (run_dir / PIPELINE_CHECK_FILE).write_text(json.dumps(report, indent=2) + "\n")
     return report
+
+
+def sends_by_outcome(history: Path) -> tuple[pa.Table, pa.Table]:
+    """(acknowledged sends: topic, msg_id, producer, seq, ack_partition, ack_offset;
+    sends that certainly failed, never acknowledged nor indeterminate: topic, msg_id),
+    one row per msg_id, from the checkers' send outcomes, so that the audit and
+    `brownout check` agree on which send is which."""
+    outcomes = send_outcomes(load_history(history))
+    acked = outcomes.filter(pc.equal(outcomes["outcome"], OK))
+    acked = acked.select(["topic", "msg_id", "producer", "seq", "partition", "offset"])
+    acked = acked.rename_columns(["topic", "msg_id", "producer", "seq", "ack_partition",
+                                  "ack_offset"])
+    failed = outcomes.filter(pc.equal(outcomes["outcome"], FAIL)).select(["topic", "msg_id"])
+    return acked, failed
 
 
 def _audit_topic(spark: Any, topic: str, workload: str, bootstrap: str, acked_all: Any,
