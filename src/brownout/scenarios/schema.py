@@ -1,5 +1,7 @@
 """Scenario files: the YAML format, loaded into frozen dataclasses with precise errors.
 
+docs/scenarios-format.md describes every key for users; this is the summary.
+
 A scenario names a cluster, its topics, the workloads and consumers that run against it,
 a schedule of faults, how long it lasts, how it heals, and what must be observed::
 
