@@ -1,4 +1,5 @@
-# Two commands do all set-up: `make demo` and `make test`.
+# Two commands do all set-up: `make demo` and `make test`. Both install the `spark`
+# extra (PySpark: the Spark pipeline, and the jars ZooKeeper mode runs from).
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -11,7 +12,7 @@ SYSTEM_PACKAGES := kcat iptables chromium
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,spark]'
 	touch $(STAMP)
 
 venv: $(STAMP)

@@ -21,6 +21,7 @@ from ..cluster.topology import (
     profile_table,
     unknown_key_warnings,
 )
+from ..common.extras import pyspark_home
 from ._common import BootstrapOption, DirOption, handle_errors
 
 _FAST_TABLE = "\n".join(
@@ -254,6 +255,8 @@ def up_command(
         zookeepers=zookeepers,
         zookeeper_mode=zookeeper_mode,
     )
+    if zookeepers and not no_start:  # before anything is written for a cluster it cannot start
+        pyspark_home("a ZooKeeper ensemble (its servers run from the jars in PySpark's wheel)")
     target = resolve_dir(directory)
     err = _console(err=True)
     for warning in unknown_key_warnings(request):

@@ -10,6 +10,7 @@ than a third of broker.session.timeout.ms before the first fault), 130 interrupt
 from __future__ import annotations
 
 import dataclasses
+import json
 import time
 from pathlib import Path
 from typing import Annotated
@@ -28,6 +29,7 @@ from ..scenarios import (
     resolve_document,
 )
 from ..scenarios.expectations import expected_text
+from ..scenarios.json_schema import scenario_schema
 from ..scenarios.junit import write_junit
 from ..scenarios.repeat import plan, run_repeated
 from ..scenarios.runner import ScenarioRefused, run_scenario
@@ -184,7 +186,8 @@ def _cluster_text(s: Scenario) -> str:
 
 
 scenarios_app = typer.Typer(
-    help="The built-in scenarios: list them, or print one's file.",
+    help="The built-in scenarios: list them, print one's file, or print the JSON Schema "
+         "of scenario files.",
     invoke_without_command=True, no_args_is_help=False)
 
 
@@ -200,6 +203,26 @@ def scenarios_show(
         typer.echo(f"Error: {e}", err=True)
         raise typer.Exit(2) from None
     typer.echo(Path(scenario.source).read_text(encoding="utf-8"), nl=False)
+
+
+@scenarios_app.command("schema")
+def scenarios_schema(
+    out: Annotated[Path | None, typer.Option(
+        "--out", "-o", help="Write the schema to this file instead of printing it.",
+        show_default=False)] = None,
+) -> None:
+    """Print the JSON Schema (draft 2020-12) of scenario files, for editors and CI. It is
+    generated from the tables the validator reads; `brownout run FILE --validate` also
+    checks what relates keys to each other (topics, step ids, targets, netns)."""
+    text = json.dumps(scenario_schema(), indent=2) + "\n"
+    if out is None:
+        typer.echo(text, nl=False)
+        return
+    try:
+        out.write_text(text, encoding="utf-8")
+    except OSError as e:
+        typer.echo(f"Error: cannot write {out}: {e.strerror or e}", err=True)
+        raise typer.Exit(2) from None
 
 
 @scenarios_app.callback()
