@@ -24,7 +24,8 @@ sysdeps:
 	  else echo "note: missing system packages:$$missing (install them with apt-get as root)"; fi; \
 	fi
 
-# Two built-in scenarios end to end (about a minute each): FIDELITY A2/A4 and A3. Each
+# Two built-in scenarios end to end (about a minute each; docs/fidelity.md says what Kafka
+# behaviour each reproduces). Each
 # run directory under $(DEMO_OUT) holds verdict.json, check.json and report.html.
 DEMO_OUT := runs/demo
 DEMO_SCENARIOS := minority-outage majority-outage
