@@ -25,8 +25,8 @@ sysdeps:
 	fi
 
 # Two built-in scenarios end to end (about a minute each; docs/fidelity.md says what Kafka
-# behaviour each reproduces). Each
-# run directory under $(DEMO_OUT) holds verdict.json, check.json and report.html.
+# behaviour each reproduces). Each run directory under $(DEMO_OUT) holds verdict.json,
+# check.json and report.html.
 DEMO_OUT := runs/demo
 DEMO_SCENARIOS := minority-outage majority-outage
 
