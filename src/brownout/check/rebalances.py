@@ -15,6 +15,8 @@ Events f="assign" / f="revoke" (type ok or info) carry value JSON {"group", "mem
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Mapping
 from typing import Any
 
 from brownout.check import result as r
@@ -67,3 +69,42 @@ def check_rebalances(history: HistoryInput | Slices) -> r.CheckResult:
     numbers = {"groups": groups,
                "rebalances": sum(g["rebalances"] for g in groups.values())}
     return r.judge("rebalances", [], numbers)
+
+
+@dataclasses.dataclass(frozen=True)
+class RunRebalances:
+    """A run's rebalances as a scenario counts them: the checker's episodes minus those
+    that are not the run's doing."""
+
+    counted: tuple[str, ...]  # "group t=12.3s" for each counted episode
+    before_faults: int  # started before the first fault: members joining
+    at_close: int  # started once the consumers were told to stop: their closing
+
+    @property
+    def count(self) -> int:
+        return len(self.counted)
+
+
+def run_rebalances(numbers: Mapping[str, Any], *, first_fault: float | None,
+                   consumers_stopped: float | None) -> RunRebalances:
+    """Count `check_rebalances`' episodes (its numbers) that started between the first
+    fault and the consumers' stop (history time; None: no bound). The consumers' own close
+    revokes their partitions, and the members' first joins come before any fault: neither
+    is a rebalance the run caused. Numbers without episodes (an older check.json) count
+    as their total."""
+    groups = numbers.get("groups") or {}
+    if not groups:
+        return RunRebalances(("",) * int(numbers.get("rebalances") or 0), 0, 0)
+    counted: list[str] = []
+    before = at_close = 0
+    for group, g in groups.items():
+        for episode in g.get("episodes") or []:
+            start = episode.get("start")
+            if start is not None and consumers_stopped is not None and \
+                    start >= consumers_stopped:
+                at_close += 1
+            elif start is not None and first_fault is not None and start < first_fault:
+                before += 1
+            else:
+                counted.append(f"{group} t={start:.1f}s" if start is not None else group)
+    return RunRebalances(tuple(counted), before, at_close)

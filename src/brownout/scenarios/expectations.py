@@ -85,6 +85,8 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from ..check.rebalances import run_rebalances
+
 UNAVAILABLE_MIN_SECONDS = 3.0
 OUTCOMES = ("ok", "fail", "info")
 # Written so that Python's re and ECMA-262 (the JSON Schema's patterns) read them alike.
@@ -350,22 +352,11 @@ def rebalances(report: Mapping[str, Any], facts: RunFacts, expected: Comparison)
     numbers, why = _numbers(report, "rebalances")
     if numbers is None:
         return _compare("rebalances", expected, None, "", why)
-    count, at_close, before, when = 0, 0, 0, []
-    for group, g in (numbers.get("groups") or {}).items():
-        for episode in g.get("episodes") or []:
-            start = episode.get("start")
-            if facts.consumers_stopped is not None and start is not None and \
-                    start >= facts.consumers_stopped:
-                at_close += 1
-                continue
-            if facts.fault_window is not None and start is not None and \
-                    start < facts.fault_window[0]:
-                before += 1
-                continue
-            count += 1
-            when.append(f"{group} t={start:.1f}s" if start is not None else group)
-    if not numbers.get("groups"):
-        count = int(numbers.get("rebalances") or 0)
+    run = run_rebalances(
+        numbers, first_fault=None if facts.fault_window is None else facts.fault_window[0],
+        consumers_stopped=facts.consumers_stopped)
+    count, at_close, before = run.count, run.at_close, run.before_faults
+    when = [w for w in run.counted if w]
     what = "consumer-group rebalances" + (f" ({', '.join(when)})" if when else "")
     out = _compare("rebalances", expected, count, what)
     if before:
