@@ -85,13 +85,30 @@ class RunRebalances:
         return len(self.counted)
 
 
+# Why an episode is not one of the run's rebalances (None: it is).
+JOINING = "members joining"  # before the first fault
+CLOSING = "consumers closing"  # once the consumers were told to stop
+
+
+def not_counted_because(start: float | None, *, first_fault: float | None,
+                        consumers_stopped: float | None) -> str | None:
+    """The consumers' own close revokes their partitions, and the members' first joins
+    come before any fault: neither is a rebalance the run caused (history time; None
+    bounds nothing)."""
+    if start is None:
+        return None
+    if consumers_stopped is not None and start >= consumers_stopped:
+        return CLOSING
+    if first_fault is not None and start < first_fault:
+        return JOINING
+    return None
+
+
 def run_rebalances(numbers: Mapping[str, Any], *, first_fault: float | None,
                    consumers_stopped: float | None) -> RunRebalances:
-    """Count `check_rebalances`' episodes (its numbers) that started between the first
-    fault and the consumers' stop (history time; None: no bound). The consumers' own close
-    revokes their partitions, and the members' first joins come before any fault: neither
-    is a rebalance the run caused. Numbers without episodes (an older check.json) count
-    as their total."""
+    """Count `check_rebalances`' episodes (its numbers) that are the run's doing (see
+    `not_counted_because`). Numbers without episodes (an older check.json) count as
+    their total."""
     groups = numbers.get("groups") or {}
     if not groups:
         return RunRebalances(("",) * int(numbers.get("rebalances") or 0), 0, 0)
@@ -100,10 +117,11 @@ def run_rebalances(numbers: Mapping[str, Any], *, first_fault: float | None,
     for group, g in groups.items():
         for episode in g.get("episodes") or []:
             start = episode.get("start")
-            if start is not None and consumers_stopped is not None and \
-                    start >= consumers_stopped:
+            why = not_counted_because(start, first_fault=first_fault,
+                                      consumers_stopped=consumers_stopped)
+            if why == CLOSING:
                 at_close += 1
-            elif start is not None and first_fault is not None and start < first_fault:
+            elif why == JOINING:
                 before += 1
             else:
                 counted.append(f"{group} t={start:.1f}s" if start is not None else group)
