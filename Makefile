@@ -1,4 +1,5 @@
-# Two commands do all set-up: `make demo` and `make test`.
+# Two commands do all set-up: `make demo` and `make test`. Both install the `spark`
+# extra (PySpark: the Spark pipeline, and the jars ZooKeeper mode runs from).
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -11,7 +12,7 @@ SYSTEM_PACKAGES := kcat iptables chromium
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,spark]'
 	touch $(STAMP)
 
 venv: $(STAMP)
@@ -23,8 +24,9 @@ sysdeps:
 	  else echo "note: missing system packages:$$missing (install them with apt-get as root)"; fi; \
 	fi
 
-# Two built-in scenarios end to end (about a minute each): FIDELITY A2/A4 and A3. Each
-# run directory under $(DEMO_OUT) holds verdict.json, check.json and report.html.
+# Two built-in scenarios end to end (about a minute each; docs/fidelity.md says what Kafka
+# behaviour each reproduces). Each run directory under $(DEMO_OUT) holds verdict.json,
+# check.json and report.html.
 DEMO_OUT := runs/demo
 DEMO_SCENARIOS := minority-outage majority-outage
 

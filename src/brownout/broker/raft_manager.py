@@ -2,7 +2,8 @@
 
 It feeds the pure RaftNode with inbound RPCs, proposals and time, and carries out each
 Ready in etcd's order: write the quorum-state, truncate and append the metadata log and
-fsync it, send the messages, then publish the newly committed records. Requests to other
+fsync it (on a worker thread), send the messages, then publish the newly committed
+records. Requests to other
 voters go through the NetworkClient; requests from them arrive through the controller
 listener and wait here until the core answers them.
 
@@ -192,6 +193,8 @@ class RaftManager:
         self._inbound: dict[tuple[int, int], asyncio.Future[Any]] = {}
         self._inbound_ids = 0
         self._commit_waiters: list[tuple[int, asyncio.Future[None]]] = []
+        # The Ready being written on the worker thread, if any.
+        self._persisting: asyncio.Future[None] | None = None
         self.applied_offset = -1
         self._on_failure: Callable[[BaseException], None] | None = None
         # Set once the client failed: the core may be half way through a Ready, so
@@ -218,6 +221,11 @@ class RaftManager:
         for task in list(self._sends):
             task.cancel()
         self._fail_waiters()
+        if self._persisting is not None:
+            # Cancelling the loop does not stop the thread: let its write finish
+            # before the files close under it.
+            with contextlib.suppress(Exception):
+                await self._persisting
         self.metadata_log.close()
 
     @property
@@ -283,17 +291,10 @@ class RaftManager:
         if self._on_failure is not None:
             self._on_failure(error)
 
-    def _process_ready_or_fail(self) -> None:
-        try:
-            self._process_ready()
-        except Exception as e:
-            self._fail(e)
-            raise
-
     async def _loop(self) -> None:
         while True:
             self._wakeup.clear()
-            self._process_ready()
+            await self._process_ready()
             deadline = self.node.next_deadline()
             timeout = 0.5 if deadline is None else max(0.0, (deadline - _now_ms()) / 1000)
             with contextlib.suppress(TimeoutError):
@@ -301,17 +302,27 @@ class RaftManager:
                     await self._wakeup.wait()
             self.node.tick(_now_ms())
 
-    def _process_ready(self) -> None:
+    async def _process_ready(self) -> None:
+        """Carry out Readys one at a time, only here: the core takes inputs meanwhile (it
+        allows steps between ready() and advance()), and the next Ready waits for this
+        one's advance()."""
         while self.failure is None and self.node.has_ready():
             rd = self.node.ready()
-            if rd.persist_state is not None:
-                write_quorum_state(self.state_path, rd.persist_state, self.voters)
-            if rd.truncate_to is not None:
-                self._truncate(rd.truncate_to)
-            if rd.entries_to_append:
-                for batch in entries_to_batches(rd.entries_to_append):
-                    self.metadata_log.append_as_follower(batch)
-                self.metadata_log.flush()
+            if rd.persist_state is not None or rd.truncate_to is not None or \
+                    rd.entries_to_append:
+                # The writes and fsyncs go to a worker thread, as Kafka's Raft client
+                # does its I/O on its own thread: an fsync takes milliseconds (tens on a
+                # busy disk), and this loop meanwhile answers heartbeats, Raft fetches
+                # and produce requests. Nothing below (the messages, the commit) happens
+                # before the write is durable.
+                writeback = (self.node.log.entries(0, rd.truncate_to)
+                             if rd.truncate_to is not None else ())
+                self._persisting = asyncio.ensure_future(
+                    asyncio.to_thread(self._persist, rd, writeback))
+                await asyncio.shield(self._persisting)
+                self._persisting = None
+            if self.failure is not None:
+                return
             for message in rd.messages:
                 self._dispatch(message)
             if rd.leader is not None or rd.role is not None:
@@ -324,16 +335,30 @@ class RaftManager:
             self.node.advance(rd)
             self._release_waiters()
 
-    def _truncate(self, offset: int) -> None:
+    def _persist(self, rd: Any, writeback: Sequence[Entry]) -> None:
+        """On the worker thread: quorum-state, truncation, appends, fsync, in that order.
+        Only this thread touches the metadata log on disk once the client runs."""
+        if rd.persist_state is not None:
+            write_quorum_state(self.state_path, rd.persist_state, self.voters)
+        if rd.truncate_to is not None:
+            self._truncate(rd.truncate_to, writeback)
+        if rd.entries_to_append:
+            for batch in entries_to_batches(rd.entries_to_append):
+                self.metadata_log.append_as_follower(batch)
+            self.metadata_log.flush()
+
+    def _truncate(self, offset: int, entries_below: Sequence[Entry]) -> None:
         """Truncate the log on disk to exactly `offset`. The storage log cuts whole
         batches, so a cut inside a batch (a follower that holds more entries of an
         epoch than the leader) also removes the batch's entries below `offset`; write
-        those back from the core's log, which still has them, or the next append would
-        start past the end of the disk log."""
+        those back from the core's log (`entries_below`, taken on the loop when the
+        Ready was handed over), or the next append would start past the end of the disk
+        log."""
         self.metadata_log.truncate_to(offset)
         disk_end = self.metadata_log.log_end_offset
         if disk_end < offset:
-            for batch in entries_to_batches(self.node.log.entries(disk_end, offset)):
+            missing = [e for e in entries_below if e.offset >= disk_end]
+            for batch in entries_to_batches(missing):
                 self.metadata_log.append_as_follower(batch)
 
     def _leadership_changed(self, rd: Any) -> None:
@@ -403,8 +428,6 @@ class RaftManager:
             return
         self.node.step(decoded, _now_ms())
         self._wakeup.set()
-        with contextlib.suppress(Exception):  # _fail has reported it
-            self._process_ready_or_fail()
 
     def _encode_request(self, msg: Any) -> tuple[int, int, Any]:
         def partition(fields: dict[str, Any]) -> list[dict[str, Any]]:
@@ -513,7 +536,6 @@ class RaftManager:
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._inbound[(source, correlation_id)] = future
         self.node.step(make(correlation_id), _now_ms())
-        self._process_ready_or_fail()
         self._wakeup.set()
         try:
             async with asyncio.timeout(timeout_s):

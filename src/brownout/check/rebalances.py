@@ -15,6 +15,8 @@ Events f="assign" / f="revoke" (type ok or info) carry value JSON {"group", "mem
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Mapping
 from typing import Any
 
 from brownout.check import result as r
@@ -67,3 +69,60 @@ def check_rebalances(history: HistoryInput | Slices) -> r.CheckResult:
     numbers = {"groups": groups,
                "rebalances": sum(g["rebalances"] for g in groups.values())}
     return r.judge("rebalances", [], numbers)
+
+
+@dataclasses.dataclass(frozen=True)
+class RunRebalances:
+    """A run's rebalances as a scenario counts them: the checker's episodes minus those
+    that are not the run's doing."""
+
+    counted: tuple[str, ...]  # "group t=12.3s" for each counted episode
+    before_faults: int  # started before the first fault: members joining
+    at_close: int  # started once the consumers were told to stop: their closing
+
+    @property
+    def count(self) -> int:
+        return len(self.counted)
+
+
+# Why an episode is not one of the run's rebalances (None: it is).
+JOINING = "members joining"  # before the first fault
+CLOSING = "consumers closing"  # once the consumers were told to stop
+
+
+def not_counted_because(start: float | None, *, first_fault: float | None,
+                        consumers_stopped: float | None) -> str | None:
+    """The consumers' own close revokes their partitions, and the members' first joins
+    come before any fault: neither is a rebalance the run caused (history time; None
+    bounds nothing)."""
+    if start is None:
+        return None
+    if consumers_stopped is not None and start >= consumers_stopped:
+        return CLOSING
+    if first_fault is not None and start < first_fault:
+        return JOINING
+    return None
+
+
+def run_rebalances(numbers: Mapping[str, Any], *, first_fault: float | None,
+                   consumers_stopped: float | None) -> RunRebalances:
+    """Count `check_rebalances`' episodes (its numbers) that are the run's doing (see
+    `not_counted_because`). Numbers without episodes (an older check.json) count as
+    their total."""
+    groups = numbers.get("groups") or {}
+    if not groups:
+        return RunRebalances(("",) * int(numbers.get("rebalances") or 0), 0, 0)
+    counted: list[str] = []
+    before = at_close = 0
+    for group, g in groups.items():
+        for episode in g.get("episodes") or []:
+            start = episode.get("start")
+            why = not_counted_because(start, first_fault=first_fault,
+                                      consumers_stopped=consumers_stopped)
+            if why == CLOSING:
+                at_close += 1
+            elif why == JOINING:
+                before += 1
+            else:
+                counted.append(f"{group} t={start:.1f}s" if start is not None else group)
+    return RunRebalances(tuple(counted), before, at_close)

@@ -17,6 +17,7 @@ from ..cluster.state import DIR_ENV, StateError, resolve_dir
 from ..cluster.supervisor import SupervisorError
 from ..cluster.topology import TopologyError
 from ..common.config import ConfigError
+from ..common.extras import MissingExtra
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -65,7 +66,7 @@ def handle_errors(func: F) -> F:
             return func(*args, **kwargs)
         except (typer.Exit, typer.Abort, typer.BadParameter):
             raise
-        except (UsageError, TopologyError) as e:
+        except (UsageError, TopologyError, MissingExtra) as e:
             raise fail(str(e), 2) from None
         except (LabError, StateError, SupervisorError, AdminError, ConfigError) as e:
             raise fail(str(e), 1) from None

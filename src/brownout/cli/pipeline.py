@@ -10,6 +10,7 @@ from typing import Annotated
 
 import typer
 
+from ..common.extras import pyspark_home
 from ._common import BootstrapOption, DirOption, UsageError, handle_errors, resolve_bootstrap
 
 pipeline_app = typer.Typer(help="Spark streaming jobs over the workload topics, and their "
@@ -54,6 +55,7 @@ def run_command(
         help="On stop, wait up to this many seconds to catch up with the log.")] = 0.0,
 ) -> None:
     """Run the streaming jobs (event-time windows, watermarks) into Parquet."""
+    pyspark_home("brownout pipeline run")
     from ..spark.pipeline import PipelineConfig, parse_topics, run_pipeline
 
     try:
@@ -90,6 +92,7 @@ def check_command(
 ) -> None:
     """Recompute the aggregates from the history and the log, compare with the pipeline's
     output window by window; writes RUN_DIR/pipeline-check.json."""
+    pyspark_home("brownout pipeline check")
     from ..spark.audit import CHECK_FILE, audit
 
     b = resolve_bootstrap(bootstrap, directory) if (bootstrap or directory) else None

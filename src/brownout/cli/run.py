@@ -10,6 +10,7 @@ than a third of broker.session.timeout.ms before the first fault), 130 interrupt
 from __future__ import annotations
 
 import dataclasses
+import json
 import time
 from pathlib import Path
 from typing import Annotated
@@ -19,6 +20,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from ..cluster.launcher import DistributionError, check_distribution
 from ..scenarios import (
     ScenarioError,
     builtin,
@@ -28,10 +30,11 @@ from ..scenarios import (
     resolve_document,
 )
 from ..scenarios.expectations import expected_text
+from ..scenarios.json_schema import scenario_schema
 from ..scenarios.junit import write_junit
 from ..scenarios.repeat import plan, run_repeated
 from ..scenarios.runner import ScenarioRefused, run_scenario
-from ..scenarios.schema import Scenario, in_zookeeper_mode, sweep_cells
+from ..scenarios.schema import Scenario, in_zookeeper_mode, sweep_cells, with_distribution
 from ..scenarios.sweep import Matrix, SweepError, cells, parse_set_option
 from ..scenarios.sweep_run import cell_seed, run_sweep
 
@@ -81,6 +84,12 @@ def run_command(
         "KRaft controllers, everything else unchanged, to compare the two modes. "
         "Refused for scenarios that name controller nodes or combine them with "
         "brokers.")] = False,
+    distribution: Annotated[Path | None, typer.Option(
+        "--distribution", metavar="KAFKA_HOME", help="Run the scenario's nodes with an "
+        "Apache Kafka installation (bin/kafka-server-start.sh, bin/kafka-storage.sh) "
+        "instead of Brownout's node, as `brownout up --distribution` does; everything "
+        "else unchanged. Kafka nodes write no events, so their stalls are not measured.",
+        show_default=False)] = None,
     jobs: Annotated[int, typer.Option(
         "--jobs", "-j", help="With --repeat: how many runs at a time, each in its own "
         "process. Runs side by side share the machine's cores: more than one mostly "
@@ -109,6 +118,11 @@ def run_command(
         loaded = resolve(scenario)
         if zookeeper:
             loaded = in_zookeeper_mode(loaded)
+        if distribution is not None:
+            loaded = with_distribution(loaded, str(check_distribution(distribution)))
+    except DistributionError as e:
+        typer.echo(f"Error: {e}", err=True)
+        raise typer.Exit(2) from None
     except ScenarioError as e:
         typer.echo(f"Error: {e}", err=True)
         raise typer.Exit(2) from None
@@ -184,7 +198,8 @@ def _cluster_text(s: Scenario) -> str:
 
 
 scenarios_app = typer.Typer(
-    help="The built-in scenarios: list them, or print one's file.",
+    help="The built-in scenarios: list them, print one's file, or print the JSON Schema "
+         "of scenario files.",
     invoke_without_command=True, no_args_is_help=False)
 
 
@@ -200,6 +215,26 @@ def scenarios_show(
         typer.echo(f"Error: {e}", err=True)
         raise typer.Exit(2) from None
     typer.echo(Path(scenario.source).read_text(encoding="utf-8"), nl=False)
+
+
+@scenarios_app.command("schema")
+def scenarios_schema(
+    out: Annotated[Path | None, typer.Option(
+        "--out", "-o", help="Write the schema to this file instead of printing it.",
+        show_default=False)] = None,
+) -> None:
+    """Print the JSON Schema (draft 2020-12) of scenario files, for editors and CI. It is
+    generated from the tables the validator reads; `brownout run FILE --validate` also
+    checks what relates keys to each other (topics, step ids, targets, netns)."""
+    text = json.dumps(scenario_schema(), indent=2) + "\n"
+    if out is None:
+        typer.echo(text, nl=False)
+        return
+    try:
+        out.write_text(text, encoding="utf-8")
+    except OSError as e:
+        typer.echo(f"Error: cannot write {out}: {e.strerror or e}", err=True)
+        raise typer.Exit(2) from None
 
 
 @scenarios_app.callback()

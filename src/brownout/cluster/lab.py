@@ -44,7 +44,7 @@ from ..broker.loop_monitor import RECENT_WINDOW_S, stalls_from_events, worst_sta
 from ..common.events import read_events
 from ..common.rundir import CLUSTER_STATE_FILE, node_dir_name, node_dirs
 from ..storage import random_uuid
-from . import netns, znodes
+from . import launcher, netns, znodes
 from . import zookeeper as zk
 from .ensemble import Ensemble, zookeeper_process_state
 from .ports import PortAllocator
@@ -102,6 +102,9 @@ def _merge_request(stored: TopologyRequest, asked: TopologyRequest, given: set[s
         )
     if "zookeepers" in given and asked.zookeepers != stored.zookeepers:
         conflicts.append(f"--zookeepers {asked.zookeepers} (built with {stored.zookeepers})")
+    if "distribution" in given and asked.distribution != stored.distribution:
+        conflicts.append(f"--distribution {asked.distribution} (built with "
+                         f"{stored.distribution or 'Brownout nodes'})")
     if "profile" in given and asked.profile != stored.profile:
         conflicts.append(f"--profile {asked.profile} (built with {stored.profile})")
     for label, a, s in (
@@ -155,6 +158,11 @@ def up(
     validate(request)  # TopologyError: bad arguments
     if request.netns:
         _require_netns()
+    if request.distribution:
+        try:
+            launcher.check_distribution(request.distribution)
+        except launcher.DistributionError as e:
+            raise LabError(str(e)) from None
     with locked(directory):
         state = ClusterState.load(directory)
         if state is not None:

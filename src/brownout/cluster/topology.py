@@ -231,6 +231,9 @@ class TopologyRequest:
     # Brokers run in ZooKeeper mode (metadata in the ensemble, a broker is the
     # controller) instead of KRaft; needs zookeepers >= 1 and no controller nodes.
     zookeeper_mode: bool = False
+    # An Apache Kafka installation (KAFKA_HOME) whose scripts run the nodes instead of
+    # Brownout's own node (cluster/launcher.py); None: Brownout's node.
+    distribution: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -247,6 +250,8 @@ class TopologyRequest:
             data["zookeepers"] = self.zookeepers
         if self.zookeeper_mode:  # written only when set: older state files stay valid
             data["zookeeper_mode"] = True
+        if self.distribution:
+            data["distribution"] = self.distribution
         return data
 
     @classmethod
@@ -261,6 +266,7 @@ class TopologyRequest:
             data.get("subnet"),
             int(data.get("zookeepers") or 0),
             bool(data.get("zookeeper_mode", False)),
+            data.get("distribution"),
         )
 
     def describe(self) -> str:
@@ -281,6 +287,8 @@ class TopologyRequest:
             text += f", --network {self.network}"
             if self.subnet:
                 text += f" --subnet {self.subnet}"
+        if self.distribution:
+            text += f", --distribution {self.distribution}"
         return text
 
     @property

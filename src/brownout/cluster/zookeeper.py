@@ -23,11 +23,12 @@ usual ports 2181, 2888 and 3888.
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 import socket
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
+
+from ..common.extras import pyspark_home
 
 MAIN_CLASS = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
 CLIENT, PEER, ELECTION = "client", "peer", "election"
@@ -166,14 +167,9 @@ def connect_string(ensemble: Sequence[ZooKeeperSpec]) -> str:
 
 def jars_dir() -> Path:
     """PySpark's jars folder, which holds zookeeper-3.9.x.jar and its dependencies;
-    found without importing PySpark."""
-    spec = importlib.util.find_spec("pyspark")
-    if spec is None or not spec.submodule_search_locations:
-        raise ZooKeeperError(
-            "ZooKeeper servers run from the jars of PySpark's wheel, but pyspark is not "
-            "installed in this environment (pip install 'pyspark>=4.2,<5')"
-        )
-    jars = Path(next(iter(spec.submodule_search_locations))) / "jars"
+    found without importing PySpark. MissingExtra (naming the `spark` extra) when PySpark
+    is not installed."""
+    jars = pyspark_home("ZooKeeper (its servers run from the jars in PySpark's wheel)") / "jars"
     if not any(jars.glob("zookeeper-3.*.jar")):
         raise ZooKeeperError(
             f"no zookeeper-3.*.jar in {jars}: this PySpark does not ship ZooKeeper"

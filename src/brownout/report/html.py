@@ -620,9 +620,10 @@ def _print_hw_section(data: RunData) -> str:
 
 def _rebalance_section(data: RunData) -> str:
     rows = [(r.group, r.start, r.duration if r.duration is not None else "unfinished",
-             r.members, r.partitions_revoked) for r in data.rebalances]
+             r.members, r.partitions_revoked, f"no: {r.not_counted}" if r.not_counted
+             else "yes") for r in data.rebalances]
     return table(["group", "started (s)", "lasted (s)", "members revoking",
-                  "partitions revoked"], rows, numeric=(1, 2, 3, 4))
+                  "partitions revoked", "counted"], rows, numeric=(1, 2, 3, 4))
 
 
 def _logs_section(data: RunData) -> str:

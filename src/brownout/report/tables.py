@@ -16,6 +16,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..check.rebalances import not_counted_because
 from ..common.rundir import (
     CHECK_FILE,
     CLUSTER_DIR,
@@ -338,16 +339,26 @@ class Rebalance:
     duration: float | None
     members: int
     partitions_revoked: int
+    # why it is not one of the run's rebalances (members joining, consumers closing)
+    not_counted: str | None = None
 
 
-def rebalances(check: Mapping[str, Any] | None) -> list[Rebalance]:
+def rebalances(check: Mapping[str, Any] | None,
+               verdict: Mapping[str, Any] | None = None) -> list[Rebalance]:
+    """The checker's rebalance episodes; verdict.json (first fault, consumers' stop) says
+    which are not the run's doing, as the `rebalances` expectation counts them."""
     groups = result_numbers(check, "rebalances").get("groups") or {}
+    verdict = verdict or {}
+    first_fault = (verdict.get("fault_window") or [None])[0]
+    stopped = verdict.get("consumers_stopped")
     out = []
     for group, g in groups.items():
         for e in g.get("episodes") or []:
             out.append(Rebalance(str(group), float(e.get("start") or 0.0), e.get("duration"),
                                  len(e.get("members") or []),
-                                 int(e.get("partitions_revoked") or 0)))
+                                 int(e.get("partitions_revoked") or 0),
+                                 not_counted_because(e.get("start"), first_fault=first_fault,
+                                                     consumers_stopped=stopped)))
     out.sort(key=lambda r: r.start)
     return out
 

@@ -5,6 +5,7 @@ the faults, and rebalances per group."""
 
 from __future__ import annotations
 
+import collections
 import json
 from pathlib import Path
 from typing import Any
@@ -108,15 +109,19 @@ def summary_renderables(data: RunData) -> list[RenderableType]:
 
     if data.rebalances:
         reb = Table(title="rebalances", title_justify="left")
-        for name in ("group", "rebalances", "longest (s)", "unfinished"):
+        for name in ("group", "rebalances", "longest (s)", "unfinished", "not counted"):
             reb.add_column(name, justify="left" if name == "group" else "right")
         groups: dict[str, list] = {}
         for r in data.rebalances:
             groups.setdefault(r.group, []).append(r)
-        for group, items in groups.items():
+        for group, everything in groups.items():
+            # joins before the first fault and the consumers' own close are shown apart
+            items = [r for r in everything if r.not_counted is None]
+            aside = collections.Counter(r.not_counted for r in everything if r.not_counted)
             durations = [r.duration for r in items if r.duration is not None]
             reb.add_row(group, str(len(items)), _s(max(durations) if durations else None),
-                        str(sum(1 for r in items if r.duration is None)))
+                        str(sum(1 for r in items if r.duration is None)),
+                        ", ".join(f"{n} {why}" for why, n in aside.items()) or "-")
         out.append(reb)
     if data.pipeline is not None:
         out.append(pipeline_table(data))

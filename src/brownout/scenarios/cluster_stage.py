@@ -44,7 +44,8 @@ class ClusterStage:
             brokers=c.brokers, controllers=c.controllers, combined=c.combined,
             profile=c.profile, overrides=Overrides(dict(c.set), dict(c.broker_set),
                                                    dict(c.controller_set)),
-            network=c.network, zookeepers=c.zookeepers, zookeeper_mode=c.zookeeper)
+            network=c.network, zookeepers=c.zookeepers, zookeeper_mode=c.zookeeper,
+            distribution=c.distribution)
         self.up_result = lab.up(self.directory, request, fresh=True, timeout=START_TIMEOUT)
         self.progress.say(f"cluster: {request.describe()}; bootstrap "
                           f"{self.up_result.topology.bootstrap_servers}")

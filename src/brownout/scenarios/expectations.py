@@ -85,8 +85,13 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from ..check.rebalances import run_rebalances
+
 UNAVAILABLE_MIN_SECONDS = 3.0
 OUTCOMES = ("ok", "fail", "info")
+# Written so that Python's re and ECMA-262 (the JSON Schema's patterns) read them alike.
+COMPARISON_PATTERN = r"(==|!=|<=|>=|<|>|=)?\s*(-?\d+(?:\.\d+)?)"
+ERROR_NAME_PATTERN = r"_?[A-Z][A-Z0-9_]*"
 
 
 class ExpectationValueError(ValueError):
@@ -111,7 +116,7 @@ class Comparison:
         text = str(raw).strip()
         if text.lower() == "any":
             return cls("any")
-        match = re.fullmatch(r"(==|!=|<=|>=|<|>|=)?\s*(-?\d+(?:\.\d+)?)", text)
+        match = re.fullmatch(COMPARISON_PATTERN, text)
         if not match:
             raise ExpectationValueError(
                 f"expected a number or a comparison like \"<= 15\", \">0\" or \"any\", "
@@ -347,22 +352,11 @@ def rebalances(report: Mapping[str, Any], facts: RunFacts, expected: Comparison)
     numbers, why = _numbers(report, "rebalances")
     if numbers is None:
         return _compare("rebalances", expected, None, "", why)
-    count, at_close, before, when = 0, 0, 0, []
-    for group, g in (numbers.get("groups") or {}).items():
-        for episode in g.get("episodes") or []:
-            start = episode.get("start")
-            if facts.consumers_stopped is not None and start is not None and \
-                    start >= facts.consumers_stopped:
-                at_close += 1
-                continue
-            if facts.fault_window is not None and start is not None and \
-                    start < facts.fault_window[0]:
-                before += 1
-                continue
-            count += 1
-            when.append(f"{group} t={start:.1f}s" if start is not None else group)
-    if not numbers.get("groups"):
-        count = int(numbers.get("rebalances") or 0)
+    run = run_rebalances(
+        numbers, first_fault=None if facts.fault_window is None else facts.fault_window[0],
+        consumers_stopped=facts.consumers_stopped)
+    count, at_close, before = run.count, run.at_close, run.before_faults
+    when = [w for w in run.counted if w]
     what = "consumer-group rebalances" + (f" ({', '.join(when)})" if when else "")
     out = _compare("rebalances", expected, count, what)
     if before:
@@ -536,33 +530,52 @@ VOCABULARY: dict[str, Check] = {
     "leaderless_partitions": leaderless_partitions,
     "partition_unavailable_seconds": partition_unavailable_seconds,
 }
-COMPARISONS = ("acked_writes_lost", "duplicates", "max_unavailable_seconds", "rebalances",
-               "unacknowledged_writes", "max_partition_unavailable_seconds")
-BOOLEANS = ("check_valid", "sent_gt_log", "writes_unavailable_acks_all", "isr_recovered",
-            "group_checks_pass", "pipeline_matches_ground_truth")
+# name -> the kind of value it expects: validate_expected and the JSON Schema
+# (json_schema.py) both read this table.
+EXPECTED: dict[str, str] = {
+    "acked_writes_lost": "comparison",
+    "duplicates": "comparison",
+    "unacknowledged_writes": "comparison",
+    "check_valid": "boolean",
+    "sent_gt_log": "boolean",
+    "writes_unavailable_acks_all": "boolean",
+    "max_unavailable_seconds": "comparison",
+    "max_partition_unavailable_seconds": "comparison",
+    "error_seen": "error_names",
+    "rebalances": "comparison",
+    "isr_recovered": "boolean",
+    "step_outcome": "step_outcomes",
+    "group_checks_pass": "boolean",
+    "pipeline_matches_ground_truth": "boolean",
+    "leaderless_partitions": "step_comparisons",
+    "partition_unavailable_seconds": "step_comparisons",
+}
+COMPARISONS = tuple(n for n, k in EXPECTED.items() if k == "comparison")
+BOOLEANS = tuple(n for n, k in EXPECTED.items() if k == "boolean")
 RUN_ONLY = ("isr_recovered", "step_outcome", "group_checks_pass", "rebalances",
             "pipeline_matches_ground_truth", "leaderless_partitions")
 # {step id: COMPARISON}: judged on what one schedule step saw or caused
-STEP_COMPARISONS = ("leaderless_partitions", "partition_unavailable_seconds")
+STEP_COMPARISONS = tuple(n for n, k in EXPECTED.items() if k == "step_comparisons")
 
 
 def validate_expected(name: str, raw: Any) -> Any:
     """The normalised expected value for `name` (ExpectationValueError when it does not
     fit). Unknown names are reported by the schema with a did-you-mean hint."""
-    if name in COMPARISONS:
+    kind = EXPECTED.get(name)
+    if kind == "comparison":
         return Comparison.parse(raw)
-    if name in BOOLEANS:
+    if kind == "boolean":
         if not isinstance(raw, bool):
             raise ExpectationValueError(f"expected true or false, got {raw!r}")
         return raw
-    if name == "error_seen":
+    if kind == "error_names":
         items = raw if isinstance(raw, list) else str(raw).split(",") if raw else []
         names = tuple(str(x).strip() for x in items if str(x).strip())
-        if not names or not all(re.fullmatch(r"_?[A-Z][A-Z0-9_]*", n) for n in names):
+        if not names or not all(re.fullmatch(ERROR_NAME_PATTERN, n) for n in names):
             raise ExpectationValueError(
                 f"expected a Kafka error name like NOT_ENOUGH_REPLICAS, got {raw!r}")
         return names
-    if name in STEP_COMPARISONS:
+    if kind == "step_comparisons":
         if not isinstance(raw, Mapping) or not raw:
             raise ExpectationValueError(
                 "expected a mapping {step id: comparison}, e.g. {during: 1}")
@@ -573,7 +586,7 @@ def validate_expected(name: str, raw: Any) -> Any:
             except ExpectationValueError as e:
                 raise ExpectationValueError(f"step {sid}: {e}") from None
         return out_c
-    if name == "step_outcome":
+    if kind == "step_outcomes":
         if not isinstance(raw, Mapping) or not raw:
             raise ExpectationValueError("expected a mapping {step id: ok | fail | info}")
         out = {}

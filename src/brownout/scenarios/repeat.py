@@ -75,7 +75,7 @@ def run_repeated(scenario: Scenario, out: Path, repeat: int, seed: int = 0, *,
     if jobs < 1:
         raise ValueError(f"jobs must be at least 1, got {jobs}")
     runs = plan(repeat, seed)
-    preflight(scenario)
+    preflight(scenario, pipeline)
     console = console or Console(highlight=False)
     out = Path(out).absolute()
     out.mkdir(parents=True, exist_ok=True)

@@ -48,6 +48,7 @@ from typing import Any
 from rich.console import Console
 
 from ..cluster.netns import is_root
+from ..common.extras import MissingExtra, pyspark_home
 from ..common.rundir import CHECK_FILE, SCENARIO_FILE, STUCK_FILE
 from ..workload.consumer import ConsumerSettings
 from ..workload.history import HistoryWriter
@@ -83,8 +84,17 @@ class ScenarioRefused(RuntimeError):
     """The scenario cannot run here (bad input or missing privileges): exit status 2."""
 
 
-def preflight(scenario: Scenario) -> None:
-    """Refuse what cannot work here, before building anything."""
+def preflight(scenario: Scenario, pipeline: bool = False) -> None:
+    """Refuse what cannot work here, before building anything (`pipeline`: --pipeline)."""
+    needs = [what for what, needed in (
+        ("the Spark pipeline", pipeline or scenario.pipeline),
+        ("ZooKeeper", scenario.cluster.zookeeper or scenario.cluster.zookeepers > 0))
+        if needed]
+    if needs:
+        try:
+            pyspark_home(f"scenario {scenario.name} ({' and '.join(needs)})")
+        except MissingExtra as e:
+            raise ScenarioRefused(str(e)) from None
     if scenario.needs_root and not is_root():
         raise ScenarioRefused(
             f"scenario {scenario.name} injects network faults: it needs --network netns "
@@ -136,7 +146,7 @@ def run_scenario(scenario: Scenario, out_dir: Path, seed: int = 0, *,
     lines at the end (for runs side by side) instead of the live panel and the report's
     tables. Raises ScenarioRefused before building anything when it cannot run here;
     KeyboardInterrupt after tearing down when interrupted."""
-    preflight(scenario)
+    preflight(scenario, pipeline)
     console = console or Console(highlight=False)
     if pipeline or scenario.pipeline:
         scenario = scenario.with_pipeline()

@@ -1,5 +1,7 @@
 """Scenario files: the YAML format, loaded into frozen dataclasses with precise errors.
 
+docs/scenarios-format.md describes every key for users; this is the summary.
+
 A scenario names a cluster, its topics, the workloads and consumers that run against it,
 a schedule of faults, how long it lasts, how it heals, and what must be observed::
 
@@ -91,46 +93,26 @@ from yaml.constructor import ConstructorError, SafeConstructor
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from ..cluster.topology import DEFAULT_ZOOKEEPERS
-from ..cluster.zookeeper import MAX_SERVERS as MAX_ZOOKEEPERS
 from ..faults.nemesis import ACTIONS as FAULT_ACTIONS
 from ..faults.nemesis import FROM_GROUPS, FROM_ZOOKEEPER_KRAFT
 from ..faults.targets import Target, TargetError, check_ensemble, check_mode
 from ..faults.targets import parse as parse_target
+from . import fields as F
+from .fields import (
+    ACTION_PARAMS,
+    GROUP_CHECKS,
+    Field,
+)
 from .random_faults import KINDS as RANDOM_KINDS
 from .random_faults import OWN_TARGET, RandomSpec, parse_range
 from .sweep import Matrix, SweepError, apply, cells, parse_matrix
 
-WORKLOAD_KINDS = ("clicks", "payments", "logs")
-ACKS_LEVELS = ("0", "1", "all")
-PROFILES = ("kafka", "fast")
-NETWORKS = ("loopback", "netns")
-GROUP_CHECKS = ("E1", "E2", "E3", "E4", "E5")
-EXTRA_ACTIONS = ("wait", "create-topic", "group-checks", "describe", "random")
-RANDOM_KEYS = ("faults", "targets", "interval", "heal_after", "for")
-STEP_ACTIONS = (*FAULT_ACTIONS, *EXTRA_ACTIONS)
+RANDOM_KEYS = tuple(F.RANDOM)
+STEP_ACTIONS = tuple(F.ACTIONS)
+EXTRA_ACTIONS = tuple(a for a in STEP_ACTIONS if a not in FAULT_ACTIONS)
 # Actions whose value may be left out (null): no target needed.
-UNTARGETED = ("resume", "start", "heal", "rolling-restart", "partition")
-ACTION_PARAMS: dict[str, tuple[str, ...]] = {
-    "kill": (),
-    "terminate": ("timeout",),
-    "pause": (),
-    "resume": (),
-    "start": (),
-    "restart": ("timeout", "down"),
-    "rolling-restart": ("timeout", "down"),
-    "isolate": ("from", "one_way"),
-    "partition": ("nodes",),
-    "loss": ("probability", "from"),
-    "bandwidth": ("rate", "burst", "latency"),
-    "latency": ("delay", "jitter"),
-    "heal": (),
-    "wait": (),
-    "create-topic": ("partitions", "replication_factor", "timeout"),
-    "group-checks": (),
-    "describe": ("timeout",),
-    "random": (),
-}
-STEP_KEYS = ("at", "after", "id", "repeat")
+UNTARGETED = tuple(a for a, f in F.ACTIONS.items() if f.nullable)
+STEP_KEYS = tuple(F.STEP)
 
 
 class ScenarioError(ValueError):
@@ -224,7 +206,9 @@ def did_you_mean(name: str, choices: tuple[str, ...] | list[str]) -> str:
 
 # -- value parsers ---------------------------------------------------------------------
 
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|min|h)?\s*$")
+# Python's re and ECMA-262 (the JSON Schema's patterns) read it alike.
+DURATION_PATTERN = r"\s*(\d+(?:\.\d+)?)\s*(ms|s|m|min|h)?\s*"
+_DURATION = re.compile(f"^{DURATION_PATTERN}$")
 _UNITS = {None: 1.0, "ms": 0.001, "s": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0}
 
 
@@ -295,6 +279,54 @@ def _props(values: dict[str, _Value]) -> dict[str, str]:
     return out
 
 
+def _read(r: _Reader, node: Node, field: str, spec: Field) -> Any:
+    """One key's value as `spec` (fields.py) says: the same table the JSON Schema is
+    generated from. Kinds that need the rest of the file (targets, topics, sections) are
+    read by their callers."""
+    if spec.kind == "config":
+        return _props(r.free_mapping(node, field))
+    v = r.scalar(node, field)
+    if spec.nullable and v.value is None:
+        return None
+    value: Any
+    if spec.kind == "int":
+        value = _as_int(v, r, None if spec.minimum is None else int(spec.minimum))
+    elif spec.kind == "number":
+        value = _as_float(v, r, spec.minimum)
+    elif spec.kind == "bool":
+        value = _as_bool(v, r)
+    elif spec.kind == "duration":
+        value = _as_duration(v, r)
+    elif spec.kind in ("choice", "switch"):
+        value = _as_choice(v, r, spec.choices)
+    else:
+        value = _as_str(v, r)
+        if spec.pattern is not None and not re.fullmatch(spec.pattern, value):
+            raise r.error(v, spec.note or f"must match {spec.pattern}")
+    if spec.maximum is not None and value > spec.maximum:
+        raise r.error(v, f"must be at most {spec.maximum:g}, got {value}"
+                      + (f" ({spec.note})" if spec.note else ""))
+    return value
+
+
+def _simple(r: _Reader, m: dict[str, Node], node: Node, field: str,
+            table: dict[str, Field]) -> dict[str, Any]:
+    """Every key of mapping `m` whose kind `_read` knows, after checking that the
+    table's required keys are there."""
+    for key in F.required(table):
+        if key not in m:
+            raise r.error(node, f"missing required key {key!r}", field)
+    out = {}
+    for key, value_node in m.items():
+        spec = table[key]
+        if spec.kind in _READ_KINDS:
+            out[key] = _read(r, value_node, f"{field}.{key}" if field else key, spec)
+    return out
+
+
+_READ_KINDS = ("config", "int", "number", "bool", "duration", "choice", "text")
+
+
 # -- the model -------------------------------------------------------------------------
 
 
@@ -310,6 +342,9 @@ class ClusterSpec:
     controller_set: dict[str, str] = dataclasses.field(default_factory=dict)
     zookeepers: int = 0  # servers of a ZooKeeper ensemble beside the nodes
     zookeeper: bool = False  # brokers in ZooKeeper mode (controllers is then None)
+    # KAFKA_HOME whose scripts run the nodes (`brownout run --distribution`; not a key of
+    # the file, which should not name a path of one machine); None: Brownout's node
+    distribution: str | None = None
 
     @property
     def zookeeper_ids(self) -> tuple[int, ...]:
@@ -440,18 +475,12 @@ class Scenario:
         return self.cluster.network == "netns"
 
 
-TOP_KEYS = ("name", "description", "cluster", "topics", "workloads", "consumers",
-            "pipeline", "schedule", "duration", "heal", "expectations", "matrix")
-CLUSTER_KEYS = ("brokers", "controllers", "combined", "profile", "network", "set",
-                "broker_set", "controller_set", "zookeepers", "zookeeper")
-TOPIC_KEYS = ("name", "partitions", "replication_factor", "configs")
-WORKLOAD_KEYS = ("label", "workload", "topic", "acks", "producers", "rate", "idempotent",
-                 "retries", "message_timeout_ms", "request_timeout_ms", "linger_ms", "size",
-                 "config")
-CONSUMER_KEYS = ("group", "topic", "members", "session_timeout_ms", "heartbeat_interval_ms",
-                 "metadata_max_age_ms", "commit_interval", "config", "client")
-CONSUMER_CLIENTS = ("confluent", "kafka-python")
-HEAL_KEYS = ("enabled", "timeout")
+TOP_KEYS = tuple(F.TOP)
+CLUSTER_KEYS = tuple(F.CLUSTER)
+TOPIC_KEYS = tuple(F.TOPIC)
+WORKLOAD_KEYS = tuple(F.WORKLOAD)
+CONSUMER_KEYS = tuple(F.CONSUMER)
+HEAL_KEYS = tuple(F.HEAL)
 PIPELINE_EXPECTATION = "pipeline_matches_ground_truth"
 
 
@@ -467,16 +496,9 @@ def loads(text: str, source: str = "<scenario>") -> Scenario:
     if root is None:
         raise ScenarioError("empty scenario file", source=source, line=1)
     top = r.mapping(root, "", TOP_KEYS)
-    for required in ("name", "duration"):
-        if required not in top:
-            raise r.error(root, f"missing required key {required!r}")
-
-    name = _as_str(r.scalar(top["name"], "name"), r)
-    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", name):
-        raise r.error(top["name"], "use letters, digits, '.', '_' and '-'", "name")
-    description = ""
-    if "description" in top:
-        description = " ".join(_as_str(r.scalar(top["description"], "description"), r).split())
+    plain = _simple(r, top, root, "", F.TOP)
+    name = plain["name"]
+    description = " ".join(plain.get("description", "").split())
 
     cluster = _cluster(r, top.get("cluster"))
     topics = tuple(_topic(r, f, n) for f, n in r.sequence(top["topics"], "topics")) \
@@ -508,9 +530,9 @@ def loads(text: str, source: str = "<scenario>") -> Scenario:
     if "pipeline" in top:
         v = r.scalar(top["pipeline"], "pipeline")
         pipeline = v.value is True or (not isinstance(v.value, bool)
-                                       and _as_choice(v, r, ("on", "off")) == "on")
+                                       and _as_choice(v, r, F.TOP["pipeline"].choices) == "on")
     schedule = _schedule(r, top.get("schedule"), topic_names, cluster)
-    duration = _as_duration(r.scalar(top["duration"], "duration"), r)
+    duration = plain["duration"]
     if duration <= 0:
         raise r.error(top["duration"], "must be longer than 0s", "duration")
     heal = _heal(r, top.get("heal"))
@@ -570,31 +592,10 @@ def _cluster(r: _Reader, node: Node | None) -> ClusterSpec:
     if node is None:
         return ClusterSpec()
     m = r.mapping(node, "cluster", CLUSTER_KEYS)
-    kw: dict[str, Any] = {}
-    for key in ("brokers",):
-        if key in m:
-            kw[key] = _as_int(r.scalar(m[key], f"cluster.{key}"), r, 1)
-    if "controllers" in m:
-        v = r.scalar(m["controllers"], "cluster.controllers")
-        kw["controllers"] = None if v.value is None else _as_int(v, r, 1)
-    if "combined" in m:
-        kw["combined"] = _as_bool(r.scalar(m["combined"], "cluster.combined"), r)
-        if kw["combined"] and "controllers" not in m:
-            kw["controllers"] = None
-    if "profile" in m:
-        kw["profile"] = _as_choice(r.scalar(m["profile"], "cluster.profile"), r, PROFILES)
-    if "network" in m:
-        kw["network"] = _as_choice(r.scalar(m["network"], "cluster.network"), r, NETWORKS)
-    for key in ("set", "broker_set", "controller_set"):
-        if key in m:
-            kw[key] = _props(r.free_mapping(m[key], f"cluster.{key}"))
-    if "zookeepers" in m:
-        v = r.scalar(m["zookeepers"], "cluster.zookeepers")
-        kw["zookeepers"] = _as_int(v, r, 0)
-        if kw["zookeepers"] > MAX_ZOOKEEPERS:
-            raise r.error(v, f"at most {MAX_ZOOKEEPERS} ZooKeeper servers (ensembles have "
-                          f"1, 3, 5 or 7), got {kw['zookeepers']}")
-    if "zookeeper" in m and _as_bool(r.scalar(m["zookeeper"], "cluster.zookeeper"), r):
+    kw = _simple(r, m, node, "cluster", F.CLUSTER)
+    if kw.get("combined") and "controllers" not in m:
+        kw["controllers"] = None
+    if kw.pop("zookeeper", False):
         _zookeeper_mode(r, m, kw)
     return ClusterSpec(**kw)
 
@@ -616,17 +617,7 @@ def _zookeeper_mode(r: _Reader, m: dict[str, Node], kw: dict[str, Any]) -> None:
 
 def _topic(r: _Reader, field: str, node: Node) -> TopicSpec:
     m = r.mapping(node, field, TOPIC_KEYS)
-    if "name" not in m:
-        raise r.error(node, "missing required key 'name'", field)
-    kw: dict[str, Any] = {"name": _as_str(r.scalar(m["name"], f"{field}.name"), r)}
-    if "partitions" in m:
-        kw["partitions"] = _as_int(r.scalar(m["partitions"], f"{field}.partitions"), r, 1)
-    if "replication_factor" in m:
-        kw["replication_factor"] = _as_int(
-            r.scalar(m["replication_factor"], f"{field}.replication_factor"), r, 1)
-    if "configs" in m:
-        kw["configs"] = _props(r.free_mapping(m["configs"], f"{field}.configs"))
-    return TopicSpec(**kw)
+    return TopicSpec(**_simple(r, m, node, field, F.TOPIC))
 
 
 def _known_topic(r: _Reader, v: _Value, topics: tuple[str, ...]) -> str:
@@ -638,65 +629,18 @@ def _known_topic(r: _Reader, v: _Value, topics: tuple[str, ...]) -> str:
 
 def _workload(r: _Reader, field: str, node: Node, topics: tuple[str, ...]) -> WorkloadSpec:
     m = r.mapping(node, field, WORKLOAD_KEYS)
-    if "topic" not in m:
-        raise r.error(node, "missing required key 'topic'", field)
-    kw: dict[str, Any] = {"topic": _known_topic(r, r.scalar(m["topic"], f"{field}.topic"),
-                                                 topics)}
-    if "workload" in m:
-        kw["workload"] = _as_choice(r.scalar(m["workload"], f"{field}.workload"), r,
-                                    WORKLOAD_KINDS)
-    if "acks" in m:
-        v = r.scalar(m["acks"], f"{field}.acks")
-        kw["acks"] = _as_choice(v, r, ACKS_LEVELS) if not isinstance(v.value, int) or \
-            isinstance(v.value, bool) else _as_choice(_Value(v.node, v.field, str(v.value)),
-                                                      r, ACKS_LEVELS)
-    for key, minimum in (("producers", 1), ("retries", 0), ("message_timeout_ms", 1),
-                         ("request_timeout_ms", 1), ("size", 0)):
-        if key in m:
-            kw[key] = _as_int(r.scalar(m[key], f"{field}.{key}"), r, minimum)
-    for key in ("rate", "linger_ms"):
-        if key in m:
-            kw[key] = _as_float(r.scalar(m[key], f"{field}.{key}"), r, 0)
-    if "idempotent" in m:
-        kw["idempotent"] = _as_bool(r.scalar(m["idempotent"], f"{field}.idempotent"), r)
-        if kw["idempotent"] and kw.get("acks", "all") != "all":
-            raise r.error(m["idempotent"], "idempotence requires acks: all",
-                          f"{field}.idempotent")
-    if "config" in m:
-        kw["config"] = _props(r.free_mapping(m["config"], f"{field}.config"))
-    label = f"acks-{kw.get('acks', 'all')}"
-    if "label" in m:
-        v = r.scalar(m["label"], f"{field}.label")
-        label = _as_str(v, r)
-        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._=-]*", label):
-            raise r.error(v, "use letters, digits, '.', '_', '=' and '-'")
-    return WorkloadSpec(label=label, line=node.start_mark.line + 1, **kw)
+    kw = _simple(r, m, node, field, F.WORKLOAD)
+    kw["topic"] = _known_topic(r, r.scalar(m["topic"], f"{field}.topic"), topics)
+    if kw.get("idempotent") and kw.get("acks", "all") != "all":
+        raise r.error(m["idempotent"], "idempotence requires acks: all", f"{field}.idempotent")
+    kw.setdefault("label", f"acks-{kw.get('acks', 'all')}")
+    return WorkloadSpec(line=node.start_mark.line + 1, **kw)
 
 
 def _consumer(r: _Reader, field: str, node: Node, topics: tuple[str, ...]) -> ConsumerSpec:
     m = r.mapping(node, field, CONSUMER_KEYS)
-    for required in ("group", "topic"):
-        if required not in m:
-            raise r.error(node, f"missing required key {required!r}", field)
-    kw: dict[str, Any] = {
-        "group": _as_str(r.scalar(m["group"], f"{field}.group"), r),
-        "topic": _known_topic(r, r.scalar(m["topic"], f"{field}.topic"), topics),
-    }
-    for key, minimum in (("members", 1), ("session_timeout_ms", 1),
-                         ("heartbeat_interval_ms", 1), ("metadata_max_age_ms", 1)):
-        if key in m:
-            kw[key] = _as_int(r.scalar(m[key], f"{field}.{key}"), r, minimum)
-    if "commit_interval" in m:
-        kw["commit_interval"] = _as_duration(
-            r.scalar(m["commit_interval"], f"{field}.commit_interval"), r)
-    if "config" in m:
-        kw["config"] = _props(r.free_mapping(m["config"], f"{field}.config"))
-    if "client" in m:
-        v = r.scalar(m["client"], f"{field}.client")
-        kw["client"] = _as_str(v, r)
-        if kw["client"] not in CONSUMER_CLIENTS:
-            raise r.error(v, f"unknown client {kw['client']!r} (one of "
-                          f"{', '.join(CONSUMER_CLIENTS)})")
+    kw = _simple(r, m, node, field, F.CONSUMER)
+    kw["topic"] = _known_topic(r, r.scalar(m["topic"], f"{field}.topic"), topics)
     return ConsumerSpec(**kw)
 
 
@@ -732,6 +676,9 @@ def _step(r: _Reader, field: str, node: Node, topics: tuple[str, ...],
     all_params = sorted({p for ps in ACTION_PARAMS.values() for p in ps})
     m = r.mapping(node, field, (*STEP_KEYS, *STEP_ACTIONS, *all_params))
     actions = [k for k in m if k in STEP_ACTIONS]
+    if len(actions) > 1:  # `latency` is an action and a parameter of bandwidth
+        actions = [a for a in actions
+                   if not any(a in ACTION_PARAMS[other] for other in actions)]
     if len(actions) != 1:
         what = "no action" if not actions else f"several actions ({', '.join(actions)})"
         raise r.error(node, f"{what}: a step has exactly one of "
@@ -742,25 +689,17 @@ def _step(r: _Reader, field: str, node: Node, topics: tuple[str, ...],
     if ("at" in m) == ("after" in m):
         raise r.error(node, "a step has exactly one of `at: <time>` or `after: previous`",
                       field)
-    if "at" in m:
-        kw["at"] = _as_duration(r.scalar(m["at"], f"{field}.at"), r)
-    else:
-        v = r.scalar(m["after"], f"{field}.after")
-        kw["after"] = _as_choice(v, r, ("previous",))
-    if "id" in m:
-        kw["id"] = _as_str(r.scalar(m["id"], f"{field}.id"), r)
-    if "repeat" in m:
-        kw["repeat"] = _as_int(r.scalar(m["repeat"], f"{field}.repeat"), r, 1)
+    kw.update(_simple(r, {k: m[k] for k in STEP_KEYS if k in m}, node, field, F.STEP))
     params = {}
     for key, value_node in m.items():
-        if key in STEP_KEYS or key in STEP_ACTIONS:
+        if key in STEP_KEYS or key == action:
             continue
         if key not in ACTION_PARAMS[action]:
             allowed = ", ".join(ACTION_PARAMS[action]) or "none"
             raise r.error(value_node, f"not a parameter of {action} (its parameters: "
                           f"{allowed})", f"{field}.{key}")
         pv = r.scalar(value_node, f"{field}.{key}")
-        params[key] = _param(r, key, pv)
+        params[key] = _read(r, value_node, f"{field}.{key}", F.PARAMS[key])
         if key == "nodes" or (key == "from" and params[key] not in FROM_GROUPS):
             _check_target(r, pv, params[key], topics, cluster)
         if key == "from" and params[key] == "zookeeper" and not cluster.zookeeper:
@@ -769,7 +708,7 @@ def _step(r: _Reader, field: str, node: Node, topics: tuple[str, ...],
 
     value_node = m[action]
     if action == "wait":
-        kw["seconds"] = _as_duration(r.scalar(value_node, afield), r)
+        kw["seconds"] = _read(r, value_node, afield, F.ACTIONS[action])
     elif action == "group-checks":
         if isinstance(value_node, SequenceNode):
             names = [_as_str(r.scalar(n, f), r).upper()
@@ -784,7 +723,7 @@ def _step(r: _Reader, field: str, node: Node, topics: tuple[str, ...],
                           f"use all or some of {', '.join(GROUP_CHECKS)}", afield)
         kw["checks"] = tuple(dict.fromkeys(names))
     elif action == "create-topic":
-        kw["target"] = _as_str(r.scalar(value_node, afield), r)
+        kw["target"] = _read(r, value_node, afield, F.ACTIONS[action])
     elif action == "describe":
         # Only a topic of the scenario: describing one that never existed proves nothing.
         kw["target"] = _known_topic(r, r.scalar(value_node, afield), topics)
@@ -810,7 +749,7 @@ def _step(r: _Reader, field: str, node: Node, topics: tuple[str, ...],
 def _random(r: _Reader, field: str, node: Node, topics: tuple[str, ...],
             cluster: ClusterSpec) -> RandomSpec:
     m = r.mapping(node, field, RANDOM_KEYS)
-    for required in ("faults", "interval", "heal_after", "for"):
+    for required in F.required(F.RANDOM):
         if required not in m:
             raise r.error(node, f"missing {required!r} (random: faults, interval, "
                           "heal_after, for; targets optional)", field)
@@ -856,21 +795,6 @@ def _random(r: _Reader, field: str, node: Node, topics: tuple[str, ...],
                           _as_duration(r.scalar(m["for"], f"{field}.for"), r), targets)
     except ValueError as e:
         raise r.error(node, str(e), field) from None
-
-
-def _param(r: _Reader, key: str, v: _Value) -> Any:
-    if key in ("timeout", "down"):
-        return _as_duration(v, r)
-    if key == "one_way":
-        return _as_bool(v, r)
-    if key == "probability":
-        p = _as_float(v, r, 0)
-        if p > 1:
-            raise r.error(v, f"a probability is between 0 and 1, got {p:g}")
-        return p
-    if key in ("partitions", "replication_factor"):
-        return _as_int(v, r, 1)
-    return _as_str(v, r)
 
 
 def _check_target(r: _Reader, v: _Value, spec: str, topics: tuple[str, ...],
@@ -921,26 +845,23 @@ def _heal(r: _Reader, node: Node | None) -> HealSpec:
     if isinstance(node, ScalarNode):
         return HealSpec(enabled=_as_bool(r.scalar(node, "heal"), r))
     m = r.mapping(node, "heal", HEAL_KEYS)
-    kw: dict[str, Any] = {}
-    if "enabled" in m:
-        kw["enabled"] = _as_bool(r.scalar(m["enabled"], "heal.enabled"), r)
-    if "timeout" in m:
-        kw["timeout"] = _as_duration(r.scalar(m["timeout"], "heal.timeout"), r)
-    return HealSpec(**kw)
+    return HealSpec(**_simple(r, m, node, "heal", F.HEAL))
 
 
 def _expectations(r: _Reader, node: Node | None,
                   labels: tuple[str, ...]) -> tuple[ExpectationSpec, ...]:
-    from .expectations import RUN_ONLY, VOCABULARY, ExpectationValueError, validate_expected
+    from .expectations import EXPECTED, RUN_ONLY, ExpectationValueError, validate_expected
 
     if node is None:
         return ()
-    names = tuple(VOCABULARY)
+    names = tuple(EXPECTED)
     out: list[ExpectationSpec] = []
 
     def one(key_field: str, name: str, value_node: Node, label: str | None) -> None:
         if isinstance(value_node, MappingNode):
             value: Any = {k: v.value for k, v in r.free_mapping(value_node, key_field).items()}
+        elif isinstance(value_node, SequenceNode):  # error_seen: [NAME, ...]
+            value = [r.scalar(n, f).value for f, n in r.sequence(value_node, key_field)]
         else:
             value = r.scalar(value_node, key_field).value
         if label is not None and name in RUN_ONLY:
@@ -966,6 +887,12 @@ def _expectations(r: _Reader, node: Node | None,
         else:
             one(f"expectations.{name}", name, value_node, None)
     return tuple(out)
+
+
+def with_distribution(scenario: Scenario, home: str) -> Scenario:
+    """`scenario` with its nodes run by the Apache Kafka installation in `home`."""
+    return dataclasses.replace(
+        scenario, cluster=dataclasses.replace(scenario.cluster, distribution=home))
 
 
 def in_zookeeper_mode(scenario: Scenario) -> Scenario:

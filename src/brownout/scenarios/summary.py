@@ -7,7 +7,9 @@ can be rebuilt from run directories alone. Per run it takes:
     expectations    each expectation's outcome, and its observed value when a number
     measures        from check.json, the whole run: acknowledged writes lost,
                     indeterminate and failed sends, the longest acks=all window without a
-                    successful write, consumer-group rebalances, duplicates
+                    successful write, duplicates, and consumer-group rebalances counted
+                    as the `rebalances` expectation counts them (from the first fault
+                    until the consumers stop, bounds from verdict.json)
 
 Runs that are unknown (the lab was overloaded: they measured the machine, not Kafka) are
 counted, but left out of every rate and statistic. Each rate comes with its 95% Wilson
@@ -27,6 +29,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from ..check.rebalances import run_rebalances
 from ..common.rundir import CHECK_FILE, SUMMARY_FILE, VERDICT_FILE
 from .stats import Rate, Spread
 from .verdict import EXIT_CODES, FAIL, PASS, UNKNOWN
@@ -79,9 +82,10 @@ def _number(value: Any) -> float | None:
     return float(value)
 
 
-def run_measures(check: Mapping[str, Any] | None) -> dict[str, float]:
+def run_measures(check: Mapping[str, Any] | None,
+                 verdict: Mapping[str, Any] | None = None) -> dict[str, float]:
     """The measured quantities of one run's check.json (absent ones left out: a checker
-    that crashed measured nothing)."""
+    that crashed measured nothing); verdict.json bounds the rebalances counted."""
     if not check:
         return {}
     results = check.get("results") or {}
@@ -102,13 +106,21 @@ def run_measures(check: Mapping[str, Any] | None) -> dict[str, float]:
          ((results.get("availability") or {}).get("numbers") or {}).get(
              "longest_unavailable_acks_all", {}).get("seconds")
          if "availability" in results else None),
-        ("rebalances", ((results.get("rebalances") or {}).get("numbers") or {}).get(
-            "rebalances")),
+        ("rebalances", _rebalances(results, verdict or {})),
     ):
         number = _number(value)
         if number is not None:
             out[name] = number
     return out
+
+
+def _rebalances(results: Mapping[str, Any], verdict: Mapping[str, Any]) -> int | None:
+    numbers = (results.get("rebalances") or {}).get("numbers")
+    if numbers is None:
+        return None
+    window = verdict.get("fault_window") or [None]
+    return run_rebalances(numbers, first_fault=window[0],
+                          consumers_stopped=verdict.get("consumers_stopped")).count
 
 
 def build_summary(scenario: str, entries: Sequence[RunEntry], *, seed: int,
@@ -136,7 +148,7 @@ def build_summary(scenario: str, entries: Sequence[RunEntry], *, seed: int,
 
     measured: dict[str, list[float]] = {}
     for e in judged:
-        for name, value in run_measures(e.check).items():
+        for name, value in run_measures(e.check, e.verdict).items():
             measured.setdefault(name, []).append(value)
 
     measures = [{"name": name, "source": CHECK_FILE, **spread.to_dict()}

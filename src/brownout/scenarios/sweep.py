@@ -33,9 +33,12 @@ from typing import Any
 
 import yaml
 
+from .fields import MATRIX
+
 CONFIG_MAPS = ("set", "broker_set", "controller_set", "config", "configs")
 ITEM_KEYS = ("label", "name", "group", "id")  # what names a list item
-MATRIX_KEYS = ("parameters", "exclude", "repeat")
+MATRIX_KEYS = tuple(MATRIX)
+PARAMETER_PATTERN = r"[A-Za-z0-9_*.-]+"  # a parameter path's characters
 MAX_CELLS = 1000
 
 
@@ -162,7 +165,7 @@ def _key(value: Any) -> tuple[str, Any]:
 
 
 def check_name(name: str, field: str) -> None:
-    if not re.fullmatch(r"[A-Za-z0-9_*.-]+", name) or ".." in name or name.startswith("."):
+    if not re.fullmatch(PARAMETER_PATTERN, name) or ".." in name or name.startswith("."):
         raise SweepError(f"{name!r} is not a parameter path (parts separated by dots, "
                          "e.g. cluster.brokers or consumers.*.session_timeout_ms)", field)
 

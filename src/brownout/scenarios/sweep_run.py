@@ -62,7 +62,7 @@ def run_sweep(scenario: Scenario, document: Mapping[str, Any], matrix: Matrix, o
     console = console or Console(highlight=False)
     pairs = sweep_cells(dict(document), matrix, scenario.source)
     for _cell, cell_scenario in pairs:  # refuse before anything runs
-        preflight(cell_scenario)
+        preflight(cell_scenario, pipeline)
     out = Path(out).absolute()
     out.mkdir(parents=True, exist_ok=True)
     (out / CELLS_FILE).write_text(json.dumps(_cells_json(scenario.name, matrix, seed, pairs),

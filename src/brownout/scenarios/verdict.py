@@ -215,6 +215,9 @@ def write_verdict(run_dir: Path, scenario: Scenario, record: RunRecord,
         "snapshots": record.snapshots,
         "step_times": {k: [round(a, 3), round(b, 3)] for k, (a, b) in record.step_times.items()},
         "isr_recovered": record.isr_recovered,
+        # history time the consumers were told to stop (their closing revokes follow)
+        "consumers_stopped": None if record.consumers_stopped is None else
+        round(record.consumers_stopped, 3),
         "producer_drain": record.drain,
         "fault_window": None if record.fault_start is None else
         [round(record.fault_start, 3),

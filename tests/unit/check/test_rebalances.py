@@ -1,6 +1,7 @@
 import pytest
 
 from brownout.check import check_rebalances
+from brownout.check.rebalances import run_rebalances
 
 from .hist import H
 
@@ -39,3 +40,16 @@ def test_settling_waits_for_every_revoker():
     assert g1["durations"] == [pytest.approx(0.5)]
     assert g1["episodes"][0]["settled_seconds"] == pytest.approx(1.5)
     assert g1["joins"] == 0
+
+
+def test_run_rebalances_leaves_out_joins_before_the_faults_and_the_close():
+    numbers = {"rebalances": 4, "groups": {
+        "a": {"episodes": [{"start": 2.0}, {"start": 10.0}, {"start": 41.0}]},
+        "b": {"episodes": [{"start": 20.0}]}}}
+    run = run_rebalances(numbers, first_fault=5.0, consumers_stopped=40.0)
+    assert run.counted == ("a t=10.0s", "b t=20.0s")
+    assert (run.count, run.before_faults, run.at_close) == (2, 1, 1)
+    unbounded = run_rebalances(numbers, first_fault=None, consumers_stopped=None)
+    assert (unbounded.count, unbounded.before_faults, unbounded.at_close) == (4, 0, 0)
+    # an older check.json without episodes: its total
+    assert run_rebalances({"rebalances": 2}, first_fault=5.0, consumers_stopped=40.0).count == 2

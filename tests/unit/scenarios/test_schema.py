@@ -280,3 +280,18 @@ def test_builtins_with_pipeline():
         s = builtin(name).with_pipeline()
         assert s.pipeline and any(e.name == "pipeline_matches_ground_truth"
                                   for e in s.expectations)
+
+
+def test_error_seen_takes_a_list_as_documented():
+    seen_line = "  error_seen: [NOT_ENOUGH_REPLICAS, _MSG_TIMED_OUT]\n"
+    text = BASE.replace("  isr_recovered: true\n", "  isr_recovered: true\n" + seen_line)
+    [_, seen, *_] = loads(text, "s.yaml").expectations
+    assert seen.expected == ("NOT_ENOUGH_REPLICAS", "_MSG_TIMED_OUT")
+
+
+def test_bandwidth_takes_its_latency_parameter():
+    text = BASE.replace("cluster: {brokers: 3, controllers: 1, profile: fast}",
+                        "cluster: {brokers: 3, network: netns}").replace(
+        "    wait: 2s\n", "    bandwidth: random-broker\n    rate: 1mbit\n    latency: 50ms\n")
+    step = loads(text, "s.yaml").schedule[1]
+    assert step.action == "bandwidth" and step.params == {"rate": "1mbit", "latency": "50ms"}

@@ -134,3 +134,16 @@ def test_load_entries_reads_run_directories(tmp_path):
 
 def test_run_names_widen_past_999():
     assert run_names(1000)[-1] == "run-1000" and run_names(1000)[0] == "run-0001"
+
+
+def test_rebalances_measure_counts_only_the_runs_own():
+    """Members joining before the first fault and the consumers' own close are not
+    rebalances of the run: the summary counts them as the `rebalances` expectation does."""
+    episodes = [{"start": 1.0}, {"start": 12.0}, {"start": 30.5}]
+    results = {"results": {"rebalances": {"numbers": {
+        "rebalances": 3, "groups": {"readers": {"episodes": episodes}}}}}}
+    bounds = {"fault_window": [5.0, 25.0], "consumers_stopped": 30.0}
+    assert run_measures(results, bounds)["rebalances"] == 1.0
+    assert run_measures(results, {"fault_window": None, "consumers_stopped": 30.0})[
+        "rebalances"] == 2.0
+    assert run_measures(results)["rebalances"] == 3.0  # no verdict: every episode

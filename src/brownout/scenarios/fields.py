@@ -1,0 +1,224 @@
+"""The keys of a scenario file and what each takes: one table, read by the validator
+(schema.py) and by the JSON Schema generator (json_schema.py), so the two cannot drift.
+
+Checks that relate keys to each other (a topic named by a workload exists, an
+idempotent workload has acks all, a network fault needs netns, ...) stay in schema.py:
+a JSON Schema cannot express most of them, and this table says only what one key takes.
+docs/scenarios-format.md describes every key for users.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from ..cluster.zookeeper import MAX_SERVERS as MAX_ZOOKEEPERS
+from ..faults.nemesis import ACTIONS as FAULT_ACTIONS
+from .random_faults import KINDS as RANDOM_KINDS
+
+
+@dataclasses.dataclass(frozen=True)
+class Field:
+    """What one key takes.
+
+    kind: int | number | bool | text | duration | choice (one of `choices`, any case) |
+    switch (true/false or on/off) | config (a free mapping of scalars) | target (a fault
+    target) | from (a `from` group or a target) | names (a list or comma-separated text
+    of `choices`) | checks (`all`, or names in any case) | targets (a list or
+    comma-separated text of targets) | range (LOW-HIGH durations) | mapping / list (of
+    `section`'s keys) | expectations | parameters / exclude (a matrix's).
+    """
+
+    kind: str
+    required: bool = False
+    nullable: bool = False  # null is a value of its own (`controllers: null`, `start:`)
+    minimum: float | None = None
+    maximum: float | None = None
+    choices: tuple[str, ...] = ()
+    pattern: str | None = None  # a text value must match it whole (Python and ECMA-262)
+    note: str = ""  # what a bound or pattern means, said when a value breaks it
+    section: str | None = None  # mapping / list: the table of the keys inside
+    or_bool: bool = False  # a mapping that may also be written as true / false
+
+
+WORKLOAD_KINDS = ("clicks", "payments", "logs")
+ACKS_LEVELS = ("0", "1", "all")
+PROFILES = ("kafka", "fast")
+NETWORKS = ("loopback", "netns")
+CONSUMER_CLIENTS = ("confluent", "kafka-python")
+GROUP_CHECKS = ("E1", "E2", "E3", "E4", "E5")
+NAME_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._-]*"
+LABEL_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._=-]*"
+
+TOP: dict[str, Field] = {
+    "name": Field("text", required=True, pattern=NAME_PATTERN,
+                  note="use letters, digits, '.', '_' and '-'"),
+    "description": Field("text"),
+    "cluster": Field("mapping", section="cluster"),
+    "topics": Field("list", section="topic"),
+    "workloads": Field("list", section="workload"),
+    "consumers": Field("list", section="consumer"),
+    "pipeline": Field("switch", choices=("on", "off")),
+    "schedule": Field("list", section="step"),
+    "duration": Field("duration", required=True),
+    "heal": Field("mapping", section="heal", or_bool=True),
+    "expectations": Field("expectations"),
+    "matrix": Field("mapping", section="matrix"),
+}
+
+CLUSTER: dict[str, Field] = {
+    "brokers": Field("int", minimum=1),
+    "controllers": Field("int", minimum=1, nullable=True),
+    "combined": Field("bool"),
+    "profile": Field("choice", choices=PROFILES),
+    "network": Field("choice", choices=NETWORKS),
+    "set": Field("config"),
+    "broker_set": Field("config"),
+    "controller_set": Field("config"),
+    "zookeepers": Field("int", minimum=0, maximum=MAX_ZOOKEEPERS,
+                        note="ZooKeeper ensembles have 1, 3, 5 or 7 servers"),
+    "zookeeper": Field("bool"),
+}
+
+TOPIC: dict[str, Field] = {
+    "name": Field("text", required=True),
+    "partitions": Field("int", minimum=1),
+    "replication_factor": Field("int", minimum=1),
+    "configs": Field("config"),
+}
+
+WORKLOAD: dict[str, Field] = {
+    "label": Field("text", pattern=LABEL_PATTERN,
+                   note="use letters, digits, '.', '_', '=' and '-'"),
+    "workload": Field("choice", choices=WORKLOAD_KINDS),
+    "topic": Field("text", required=True),
+    "acks": Field("choice", choices=ACKS_LEVELS),
+    "producers": Field("int", minimum=1),
+    "rate": Field("number", minimum=0),
+    "idempotent": Field("bool"),
+    "retries": Field("int", minimum=0),
+    "message_timeout_ms": Field("int", minimum=1),
+    "request_timeout_ms": Field("int", minimum=1),
+    "linger_ms": Field("number", minimum=0),
+    "size": Field("int", minimum=0),
+    "config": Field("config"),
+}
+
+CONSUMER: dict[str, Field] = {
+    "group": Field("text", required=True),
+    "topic": Field("text", required=True),
+    "members": Field("int", minimum=1),
+    "session_timeout_ms": Field("int", minimum=1),
+    "heartbeat_interval_ms": Field("int", minimum=1),
+    "metadata_max_age_ms": Field("int", minimum=1),
+    "commit_interval": Field("duration"),
+    "config": Field("config"),
+    "client": Field("choice", choices=CONSUMER_CLIENTS),
+}
+
+HEAL: dict[str, Field] = {
+    "enabled": Field("bool"),
+    "timeout": Field("duration"),
+}
+
+# The keys of a step besides its action and the action's parameters. A step has one of
+# `at` and `after` (checked in schema.py: "required" cannot say "one of").
+STEP: dict[str, Field] = {
+    "at": Field("duration"),
+    "after": Field("choice", choices=("previous",)),
+    "id": Field("text"),
+    "repeat": Field("int", minimum=1),
+}
+
+# Each action and the value it takes. `nullable` ones may be left empty: no target
+# needed (resume, start and heal: every node; rolling-restart: every broker).
+_TARGET = Field("target")
+_ANY_TARGET = Field("target", nullable=True)
+ACTIONS: dict[str, Field] = {
+    "kill": _TARGET,
+    "terminate": _TARGET,
+    "pause": _TARGET,
+    "resume": _ANY_TARGET,
+    "start": _ANY_TARGET,
+    "restart": _TARGET,
+    "rolling-restart": _ANY_TARGET,
+    "isolate": _TARGET,
+    # halves | bridge | components "1,2|3,4": checked when the fault runs
+    "partition": Field("text", nullable=True),
+    "loss": _TARGET,
+    "bandwidth": _TARGET,
+    "latency": _TARGET,
+    "heal": _ANY_TARGET,
+    "wait": Field("duration"),
+    "create-topic": Field("text"),
+    "group-checks": Field("checks", choices=GROUP_CHECKS),
+    "describe": Field("text"),
+    "random": Field("mapping", section="random"),
+}
+assert set(FAULT_ACTIONS) <= set(ACTIONS), "every nemesis action is a step action"
+
+# The parameters a step may add to its action, and what each takes.
+PARAMS: dict[str, Field] = {
+    "timeout": Field("duration"),
+    "down": Field("duration"),
+    "from": Field("from"),
+    "one_way": Field("bool"),
+    "nodes": Field("target"),
+    "probability": Field("number", minimum=0, maximum=1, note="a probability"),
+    "rate": Field("text"),
+    "burst": Field("text"),
+    "latency": Field("text"),
+    "delay": Field("text"),
+    "jitter": Field("text"),
+    "partitions": Field("int", minimum=1),
+    "replication_factor": Field("int", minimum=1),
+}
+ACTION_PARAMS: dict[str, tuple[str, ...]] = {
+    "kill": (),
+    "terminate": ("timeout",),
+    "pause": (),
+    "resume": (),
+    "start": (),
+    "restart": ("timeout", "down"),
+    "rolling-restart": ("timeout", "down"),
+    "isolate": ("from", "one_way"),
+    "partition": ("nodes",),
+    "loss": ("probability", "from"),
+    "bandwidth": ("rate", "burst", "latency"),
+    "latency": ("delay", "jitter"),
+    "heal": (),
+    "wait": (),
+    "create-topic": ("partitions", "replication_factor", "timeout"),
+    "group-checks": (),
+    "describe": ("timeout",),
+    "random": (),
+}
+
+RANDOM: dict[str, Field] = {
+    "faults": Field("names", required=True, choices=tuple(RANDOM_KINDS)),
+    "targets": Field("targets"),
+    "interval": Field("range", required=True),
+    "heal_after": Field("range", required=True),
+    "for": Field("duration", required=True),
+}
+
+MATRIX: dict[str, Field] = {
+    "parameters": Field("parameters", required=True),
+    "exclude": Field("exclude"),
+    "repeat": Field("int", minimum=1),
+}
+
+SECTIONS: dict[str, dict[str, Field]] = {
+    "top": TOP,
+    "cluster": CLUSTER,
+    "topic": TOPIC,
+    "workload": WORKLOAD,
+    "consumer": CONSUMER,
+    "heal": HEAL,
+    "step": STEP,
+    "random": RANDOM,
+    "matrix": MATRIX,
+}
+
+
+def required(section: dict[str, Field]) -> tuple[str, ...]:
+    return tuple(k for k, f in section.items() if f.required)
