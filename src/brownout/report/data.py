@@ -47,6 +47,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from brownout.check.availability import check_availability
 from brownout.check.events import Fault, node_id, parse_faults
 from brownout.check.load import SMALL_COLUMNS, parse_value
 from brownout.common.events import read_node_events
@@ -639,37 +640,18 @@ def consumer_lag(acked: pa.Table, polls: pa.Table, process_group: Mapping[str, s
 
 
 def longest_unavailable(check: Mapping[str, Any] | None,
-                        rates: WriteRates | None = None) -> dict[str, dict[str, Any]]:
-    """Per acks level {seconds, start, end, approximate}: check.json's exact windows,
-    else whole buckets with sends attempted or pending and no ok, from the rates."""
-    by = result_numbers(check, "availability").get("by_acks") or {}
+                        history: Path | None = None) -> dict[str, dict[str, Any]]:
+    """Per acks level {seconds, start, end}: the availability checker's windows, from
+    check.json, or computed now from the history when the run was never checked (one
+    definition of unavailability, the checker's, whichever way the report gets it)."""
+    by = result_numbers(check, "availability").get("by_acks")
+    if by is None and history is not None and history.exists():
+        by = check_availability(history).numbers.get("by_acks")
     out: dict[str, dict[str, Any]] = {}
-    for level, info in by.items():
+    for level, info in (by or {}).items():
         w = info.get("longest_unavailable") or {}
         if w.get("seconds") is not None:
-            out[str(level)] = {**w, "approximate": False}
-    if out or rates is None:
-        return out
-    tl = rates.timeline
-    for level, s in rates.by_acks.items():
-        pending = 0
-        best = (0, None)
-        run_start = None
-        for i in range(tl.n):
-            pending += s["invoke"][i]
-            done = s["ok"][i] + s["fail"][i] + s["info"][i]
-            if s["ok"][i] == 0 and (pending > 0 or s["invoke"][i] > 0):
-                run_start = i if run_start is None else run_start
-                length = i - run_start + 1
-                if length > best[0]:
-                    best = (length, run_start)
-            else:
-                run_start = None
-            pending = max(0, pending - done)
-        if best[1] is not None:
-            start = tl.start + best[1] * tl.bucket
-            out[level] = {"seconds": best[0] * tl.bucket, "start": start,
-                          "end": start + best[0] * tl.bucket, "approximate": True}
+            out[str(level)] = dict(w)
     return out
 
 
@@ -839,7 +821,7 @@ def load_run(run_dir: Path, *, report: Any = None, bucket: float | None = None,
         losses=_lost_writes(run_dir, check, report, loss_rows, recheck, notes),
         print_hw=print_hw(check, watermarks, acked_by),
         verdict=verdict_from(verdict_json, check),
-        unavailable=longest_unavailable(check, rates), check=check,
+        unavailable=longest_unavailable(check, history), check=check,
         logs=node_logs(run_dir, nodes, cluster_dir), notes=notes,
         pipeline=pipeline, stalls=stalls, stall_limit_ms=limit)
 

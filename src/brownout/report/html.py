@@ -534,7 +534,7 @@ def _summary(data: RunData) -> str:
         n = by_acks.get(level) or {}
         rates = data.rates
         w = data.unavailable.get(level) or {}
-        longest = (f"{'≈' if w.get('approximate') else ''}{w['seconds']:.2f} s "
+        longest = (f"{w['seconds']:.2f} s "
                    f"({fmt(w.get('start'))} to {fmt(w.get('end'))} s)") if w.get(
             "seconds") else "0"
         rows.append((f"acks={level}", n.get("sent", rates.total(level, "invoke")),

@@ -78,7 +78,7 @@ def summary_renderables(data: RunData) -> list[RenderableType]:
         w = data.unavailable.get(level) or {}
         longest = "0 s"
         if w.get("seconds"):
-            longest = (f"{'≈' if w.get('approximate') else ''}{w['seconds']:.2f} s "
+            longest = (f"{w['seconds']:.2f} s "
                        f"({_s(w.get('start'))}-{_s(w.get('end'))})")
         writes.add_row(
             f"acks={level}", _s(n.get("sent", data.rates.total(level, "invoke"))),

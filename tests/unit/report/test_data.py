@@ -265,17 +265,18 @@ def test_verdict_falls_back_to_check_json():
     assert none.passed is None and none.word == "NOT CHECKED"
 
 
-def test_longest_unavailable_falls_back_to_buckets():
-    h = (H().send(0.1, 0.2).send(1.1, 3.5)  # nothing acknowledged in seconds 1 and 2
+def test_longest_unavailable_is_the_checkers_with_or_without_check_json(tmp_path: Path):
+    h = (H().send(0.1, 0.2).send(1.1, 3.5)  # nothing acknowledged from 0.2 to 3.5
          .send(3.6, 3.7))
-    table = h.table()
-    tl = d.timeline_for(table["time"])
-    rates = d.write_rates(d.read_history(table, ["send"], d.SEND_COLUMNS), tl)
-    w = d.longest_unavailable(None, rates)["all"]
-    assert (w["seconds"], w["start"], w["end"], w["approximate"]) == (2.0, 1.0, 3.0, True)
-    exact = {"results": {"availability": {"numbers": {"by_acks": {"all": {
-        "longest_unavailable": {"seconds": 2.4, "start": 1.1, "end": 3.5}}}}}}}
-    assert d.longest_unavailable(exact, rates)["all"]["approximate"] is False
+    history = tmp_path / "history.parquet"
+    pq.write_table(h.table(), history)
+    # Never checked: the availability checker runs on the history, same window.
+    assert d.longest_unavailable(None, history)["all"] == {
+        "seconds": pytest.approx(2.4), "start": 1.1, "end": 3.5}
+    checked = {"results": {"availability": {"numbers": {"by_acks": {"all": {
+        "longest_unavailable": {"seconds": 9.0, "start": 1.0, "end": 10.0}}}}}}}
+    assert d.longest_unavailable(checked, history)["all"]["seconds"] == 9.0
+    assert d.longest_unavailable(None, tmp_path / "missing.parquet") == {}
 
 
 def test_print_hw_from_check_or_watermarks():
@@ -340,4 +341,6 @@ def test_load_run_without_check_or_cluster(tmp_path: Path):
     assert data.header.topology.startswith("unknown")
     assert any("brownout check" in n for n in data.notes)
     assert data.print_hw[0]["acknowledged"] == 47  # counted from the history
-    assert "all" not in data.unavailable  # partition 1 took acks=all writes every second
+    # computed by the availability checker from the history: acks=all writes were
+    # acknowledged throughout, the longest gap between two of them is 50 ms
+    assert data.unavailable["all"]["seconds"] == pytest.approx(0.05)
