@@ -344,30 +344,34 @@ def test_kafka_python_create_partitions_and_alter_configs(node, topic):
     assert configs["segment.ms"].value == "600000"
 
 
-def _alter_default_broker(node, op: int, name: str, value: str | None):  # type: ignore[no-untyped-def]
-    """IncrementalAlterConfigs of the cluster-wide default broker resource "": none of
-    the three clients can name it (librdkafka, kafka-python and aiokafka all want a
-    broker id), so the node's own client sends it."""
+def _raw(node, api_key: int, version: int, body: dict):  # type: ignore[no-untyped-def]
+    """Send one request with the node's own client, for what no client library sends."""
     from brownout.broker.network_client import NetworkClient
-    from brownout.protocol.apis import ApiKey, request_class
+    from brownout.protocol.apis import request_class
     from brownout.protocol.build import build
 
-    body = build(request_class(ApiKey.INCREMENTAL_ALTER_CONFIGS, 1), {
-        "resources": [{"resource_type": 4, "resource_name": "",
-                       "configs": [{"name": name, "config_operation": op, "value": value}]}],
-        "validate_only": False,
-    })
+    request = build(request_class(api_key, version), body)
 
     async def send():  # type: ignore[no-untyped-def]
         network = NetworkClient("it-admin")
         try:
-            return await network.request("127.0.0.1", node.port,
-                                         ApiKey.INCREMENTAL_ALTER_CONFIGS, 1, body,
+            return await network.request("127.0.0.1", node.port, api_key, version, request,
                                          timeout_s=10)
         finally:
             await network.close()
 
-    response = asyncio.run(send())
+    return asyncio.run(send())
+
+
+def _alter_default_broker(node, op: int, name: str, value: str | None):  # type: ignore[no-untyped-def]
+    """IncrementalAlterConfigs of the cluster-wide default broker resource "": none of
+    the three clients can name it (librdkafka, kafka-python and aiokafka all want a
+    broker id), so the node's own client sends it."""
+    response = _raw(node, 44, 1, {
+        "resources": [{"resource_type": 4, "resource_name": "",
+                       "configs": [{"name": name, "config_operation": op, "value": value}]}],
+        "validate_only": False,
+    })
     return response.responses[0]
 
 
@@ -432,6 +436,113 @@ def test_aiokafka_admin(node, topic):
     entries = {e[0]: e[1] for e in described[0].resources[0][4]}
     assert entries["unclean.leader.election.enable"] == "true"
     wait_for_topic(node.bootstrap, topic, 2)
+
+
+# -- DeleteRecords, OffsetDelete, DeleteGroups ------------------------------------------
+
+
+def _earliest(admin, topic: str, partition: int) -> int:  # type: ignore[no-untyped-def]
+    from confluent_kafka.admin import OffsetSpec
+
+    tp = TopicPartition(topic, partition)
+    return admin.list_offsets({tp: OffsetSpec.earliest()}, request_timeout=10)[tp].result(
+        timeout=15).offset
+
+
+def test_delete_records(node, topic):
+    from kafka.errors import OffsetOutOfRangeError
+    from kafka.structs import TopicPartition as KpTopicPartition
+
+    create_topic(node.bootstrap, topic, 2)
+    produce_confluent(node.bootstrap, topic, [(0, None, b"%d" % i, []) for i in range(10)])
+    admin = admin_for(node.bootstrap)
+
+    [done] = admin.delete_records([TopicPartition(topic, 0, 4)], request_timeout=10).values()
+    assert done.result(timeout=15).low_watermark == 4
+    assert _earliest(admin, topic, 0) == 4
+    # -1 deletes up to the high watermark.
+    [done] = admin.delete_records([TopicPartition(topic, 0, -1)], request_timeout=10).values()
+    assert done.result(timeout=15).low_watermark == 10
+    # Readers that were below the new log start get OFFSET_OUT_OF_RANGE and reset.
+    consumer = Consumer({"bootstrap.servers": node.bootstrap, "group.id": f"{topic}-reader",
+                         "auto.offset.reset": "error", "enable.auto.commit": False})
+    try:
+        consumer.assign([TopicPartition(topic, 0, 2)])
+        msg = consumer.poll(10)
+        assert msg is not None and msg.error().code() == KafkaError._AUTO_OFFSET_RESET
+    finally:
+        consumer.close()
+
+    beyond = admin.delete_records([TopicPartition(topic, 0, 11)], request_timeout=10)
+    assert _error(next(iter(beyond.values()))).code() == KafkaError.OFFSET_OUT_OF_RANGE
+    # Clients send nothing for a partition without a leader; the node's client can.
+    [answer] = _raw(node, 21, 2, {"topics": [{"name": topic, "partitions": [
+        {"partition_index": 7, "offset": 1}]}], "timeout": 1000}).topics
+    assert [(p.partition_index, p.error_code, p.low_watermark) for p in answer.partitions] == [
+        (7, KafkaError.UNKNOWN_TOPIC_OR_PART, -1)]
+
+    client = _kp_admin(node)
+    try:
+        answer = client.delete_records({KpTopicPartition(topic, 1): -1})
+        assert answer[KpTopicPartition(topic, 1)]["low_watermark"] == 0
+        with pytest.raises(OffsetOutOfRangeError):
+            client.delete_records({KpTopicPartition(topic, 1): 3})
+    finally:
+        client.close()
+
+
+def test_offset_delete_and_delete_groups(node, topic):
+    from kafka.errors import (
+        GroupIdNotFoundError,
+        GroupSubscribedToTopicError,
+        NonEmptyGroupError,
+    )
+    from kafka.structs import TopicPartition as KpTopicPartition
+
+    other = f"{topic}-other"
+    create_topic(node.bootstrap, topic, 1)
+    create_topic(node.bootstrap, other, 1)
+    produce_confluent(node.bootstrap, topic, [(0, None, b"v", [])])
+    group = f"{topic}-group"
+    admin = admin_for(node.bootstrap)
+    client = _kp_admin(node)
+    consumer = Consumer({"bootstrap.servers": node.bootstrap, "group.id": group,
+                         "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    try:
+        consumer.subscribe([topic])
+        msg = consumer.poll(15)
+        assert msg is not None and msg.error() is None
+        consumer.commit(message=msg, asynchronous=False)
+        consumer.commit(offsets=[TopicPartition(other, 0, 3)], asynchronous=False)
+
+        # The active group consumes `topic`: its offset stays; `other`'s may go.
+        answer = client.delete_group_offsets(
+            group, [KpTopicPartition(topic, 0), KpTopicPartition(other, 0),
+                    KpTopicPartition(other, 5)])
+        # kafka-python answers each partition with an error class.
+        errors = {(tp.topic, tp.partition): e.__name__ for tp, e in answer.items()}
+        assert errors == {(topic, 0): GroupSubscribedToTopicError.__name__,
+                          (other, 0): "NoError", (other, 5): "UnknownTopicOrPartitionError"}
+        committed = client.list_group_offsets({group: None})[group]
+        assert {tp.topic for tp in committed} == {topic}
+
+        [deleting] = admin.delete_consumer_groups([group], request_timeout=10).values()
+        assert _error(deleting).code() == KafkaError.NON_EMPTY_GROUP
+        # kafka-python names each group's error.
+        assert client.delete_groups([group]) == {group: NonEmptyGroupError.__name__}
+    finally:
+        consumer.close()
+    try:
+        # Closed: the group is Empty and may go, offsets and all.
+        [deleting] = admin.delete_consumer_groups([group], request_timeout=10).values()
+        assert deleting.result(timeout=15) is None
+        [deleting] = admin.delete_consumer_groups([group], request_timeout=10).values()
+        assert _error(deleting).code() == KafkaError.GROUP_ID_NOT_FOUND
+        assert client.list_group_offsets({group: None})[group] == {}
+        with pytest.raises(GroupIdNotFoundError):
+            client.delete_group_offsets(group, [KpTopicPartition(topic, 0)])
+    finally:
+        client.close()
 
 
 # -- on a live cluster: forwarding, new partitions' logs, unclean election ---------------

@@ -111,6 +111,7 @@ class KafkaApis:
             ApiKey.LIST_OFFSETS: self.handle_list_offsets,
             ApiKey.CREATE_TOPICS: self.handle_create_topics,
             ApiKey.DELETE_TOPICS: self.handle_delete_topics,
+            ApiKey.DELETE_RECORDS: self.handle_delete_records,
             ApiKey.DESCRIBE_CONFIGS: self.handle_describe_configs,
             ApiKey.CREATE_PARTITIONS: self.handle_create_partitions,
             ApiKey.ALTER_CONFIGS: self.handle_alter_configs,
@@ -382,6 +383,7 @@ class KafkaApis:
                     data.max_bytes,
                     data.current_leader_epoch,
                     data.last_fetched_epoch,
+                    data.log_start_offset,
                 )
             )
         results = await self.replica_manager.fetch(
@@ -567,6 +569,37 @@ class KafkaApis:
             for r in results
         ]
         return self._response(request, {"throttle_time": 0, "responses": responses})
+
+    # -- DeleteRecords --------------------------------------------------------------
+
+    async def handle_delete_records(self, request: Request, ctx: ClientContext) -> Any:
+        body = request.body
+        # As Kafka's KafkaApis: partitions the metadata does not know are answered here;
+        # the replica manager does the rest (and the waiting).
+        unknown: set[TopicPartition] = set()
+        offsets: dict[TopicPartition, int] = {}
+        for t in body.topics:
+            for p in t.partitions:
+                tp = TopicPartition(t.name, int(p.partition_index))
+                if self.metadata.partition_info(t.name, tp.partition) is None:
+                    unknown.add(tp)
+                else:
+                    offsets[tp] = int(p.offset)
+        results = await self.replica_manager.delete_records(
+            offsets, timeout_ms=max(0, millis(body.timeout))) if offsets else {}
+        by_topic: dict[str, list[dict[str, Any]]] = {}
+        for t in body.topics:
+            for p in t.partitions:
+                tp = TopicPartition(t.name, int(p.partition_index))
+                r = results.get(tp)
+                by_topic.setdefault(t.name, []).append({
+                    "partition_index": tp.partition,
+                    "low_watermark": -1 if r is None else r.low_watermark,
+                    "error_code": (ErrorCode.unknown_topic_or_partition if tp in unknown
+                                   else r.error if r else ErrorCode.unknown_server_error),
+                })
+        return self._response(request, {"throttle_time": 0, "topics": [
+            {"name": name, "partitions": parts} for name, parts in by_topic.items()]})
 
     # -- DescribeConfigs ------------------------------------------------------------
 
@@ -788,6 +821,8 @@ _GROUP_KEYS = (
     ApiKey.OFFSET_FETCH,
     ApiKey.DESCRIBE_GROUPS,
     ApiKey.LIST_GROUPS,
+    ApiKey.DELETE_GROUPS,
+    ApiKey.OFFSET_DELETE,
 )
 
 
