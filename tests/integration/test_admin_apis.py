@@ -17,13 +17,21 @@ from _kafka_clients import (
     produce_confluent,
     wait_for_topic,
 )
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka import (
+    Consumer,
+    ElectionType,
+    KafkaError,
+    KafkaException,
+    Producer,
+    TopicPartition,
+)
 from confluent_kafka.admin import (
     AlterConfigOpType,
     ConfigEntry,
     ConfigResource,
     ConfigSource,
     NewPartitions,
+    NewTopic,
 )
 
 UNSUPPORTED_VERSION = 35  # Kafka's error code
@@ -548,13 +556,32 @@ def test_offset_delete_and_delete_groups(node, topic):
 # -- on a live cluster: forwarding, new partitions' logs, unclean election ---------------
 
 
+def _elect(bootstrap: str, election_type, partitions):  # type: ignore[no-untyped-def]
+    """ElectLeaders with confluent-kafka: {(topic, partition): error code or None}.
+
+    A fresh client each time: librdkafka sends ElectLeaders to the broker its metadata
+    names as controller (a KRaft broker names a random live one), and a client that
+    still remembers a broker killed since would wait for it until it times out."""
+    # confluent-kafka 2.16's binding fails on any timeout keyword here (SystemError), so
+    # the defaults (socket.timeout.ms) apply.
+    client = admin_for(bootstrap)  # kept alive until the answer is in
+    answer = client.elect_leaders(election_type, partitions).result(timeout=20)
+    # Each partition is answered with a KafkaError or None.
+    return {(tp.topic, tp.partition): None if e is None else e.code()
+            for tp, e in answer.items()}
+
+
 @pytest.mark.timeout(240)
 def test_admin_on_a_cluster_and_unclean_election_turned_on_live(tmp_path):
     """Three brokers and a controller. CreatePartitions sent to a broker reaches the
-    controller and every replica creates the new logs. Then a partition loses its last
-    ISR member while the other replica is down; once that replica is back the partition
-    stays leaderless (unclean election is off) until IncrementalAlterConfigs turns
-    unclean.leader.election.enable on for the topic, when the controller elects it."""
+    controller and every replica creates the new logs; DeleteRecords on a replicated
+    partition answers once the follower has moved its log start too. Then partitions
+    lose their last ISR member while the other replica is down; once that replica is
+    back one partition stays leaderless (unclean election is off) until
+    IncrementalAlterConfigs turns unclean.leader.election.enable on for the topic, when
+    the controller elects it, and the other gets a leader from ElectLeaders UNCLEAN.
+    When the old leader is back in the ISR, ElectLeaders PREFERRED hands leadership
+    back to it."""
     from _cluster import LabCluster, full_isr, wait_until
 
     with LabCluster(tmp_path / "lab", brokers=3, controllers=1,
@@ -566,8 +593,23 @@ def test_admin_on_a_cluster_and_unclean_election_turned_on_live(tmp_path):
         follower = next(r for r in p0.replicas if r != leader)
         witness = next(b for b in c.broker_ids if b not in p0.replicas)
         # The admin client starts from the broker that hosts no replica of the topic.
-        admin = admin_for(next(n.broker_address for n in c.topology.brokers
-                               if n.node_id == witness))
+        witness_address = next(n.broker_address for n in c.topology.brokers
+                               if n.node_id == witness)
+        admin = admin_for(witness_address)
+
+        # A second topic on the same two brokers, for ElectLeaders and DeleteRecords.
+        elected = "elect-live"
+        done = admin.create_topics([NewTopic(elected, 1, replica_assignment=[[leader, follower]],
+                                             config={"unclean.leader.election.enable": "false"})],
+                                   request_timeout=15)
+        assert done[elected].result(timeout=20) is None
+        c.wait_everywhere(elected, lambda d: full_isr(d, 2, 1), 30, "elect-live fully in sync")
+        produce_confluent(c.bootstrap, elected, [(0, None, b"%d" % i, []) for i in range(5)],
+                          acks="all")
+        [deleted] = admin.delete_records([TopicPartition(elected, 0, 3)],
+                                         request_timeout=15, operation_timeout=15).values()
+        # The low watermark is the follower's log start too: it has deleted them as well.
+        assert deleted.result(timeout=20).low_watermark == 3
 
         # CreatePartitions, forwarded by whichever broker the client asked.
         done = admin.create_partitions([NewPartitions(name, 3)], request_timeout=15)
@@ -582,11 +624,23 @@ def test_admin_on_a_cluster_and_unclean_election_turned_on_live(tmp_path):
         c.kill(leader)
         wait_until(lambda: c.describe(name).partitions[0].leader is None, 60,
                    "partition 0 leaderless")
+        wait_until(lambda: c.describe(elected).partitions[0].leader is None, 30,
+                   "elect-live leaderless")
+        p0 = TopicPartition(elected, 0)
+        assert _elect(witness_address, ElectionType.UNCLEAN, [p0]) == {
+            (elected, 0): KafkaError.ELIGIBLE_LEADERS_NOT_AVAILABLE}
         c.start(follower)
         # Back and unfenced, but not in the ISR: with unclean election off it may not lead.
         wait_until(lambda: follower in [b.id for b in
                                         admin.list_topics(timeout=5).brokers.values()],
                    60, "the follower registered again")
+        # The preferred replica is down: no preferred election; an unclean one works.
+        assert _elect(witness_address, ElectionType.PREFERRED, [p0]) == {
+            (elected, 0): KafkaError.PREFERRED_LEADER_NOT_AVAILABLE}
+        assert _elect(witness_address, ElectionType.UNCLEAN, [p0]) == {(elected, 0): None}
+        wait_until(lambda: c.describe(elected).partitions[0].leader == follower, 30,
+                   "the follower elected uncleanly by ElectLeaders")
+        assert c.describe(elected).partitions[0].isr == (follower,)
         time.sleep(2)  # four of the controller's unclean-election checks
         assert c.describe(name).partitions[0].leader is None
 
@@ -601,3 +655,26 @@ def test_admin_on_a_cluster_and_unclean_election_turned_on_live(tmp_path):
         wait_until(lambda: c.describe(name).partitions[0].leader == follower, 30,
                    "the follower elected uncleanly")
         assert c.describe(name).partitions[0].isr == (follower,)
+
+        # The old leader comes back and catches up; PREFERRED gives it leadership back
+        # (through kafka-python's client too), and then no election is needed.
+        c.start(leader)
+        wait_until(lambda: sorted(c.describe(elected).partitions[0].isr) == sorted(
+            (leader, follower)), 60, "the old leader back in elect-live's ISR")
+        from kafka.admin import KafkaAdminClient
+        kp = KafkaAdminClient(bootstrap_servers=c.bootstrap, request_timeout_ms=15000)
+        try:
+            response = kp.elect_leaders(0, {elected: [0]}, timeout_ms=15000)
+            [[topic_result, [partition_result]]] = [
+                (r.topic, list(r.partition_result)) for r in response.replica_election_results]
+            assert (topic_result, partition_result.error_code) == (elected, 0)
+        finally:
+            kp.close()
+        wait_until(lambda: c.describe(elected).partitions[0].leader == leader, 30,
+                   "the preferred replica leading again")
+        assert _elect(witness_address, ElectionType.PREFERRED, [p0]) == {
+            (elected, 0): KafkaError.ELECTION_NOT_NEEDED}
+        # All partitions: those needing no election are not in the answer.
+        everywhere = _elect(witness_address, ElectionType.PREFERRED, None)
+        assert (elected, 0) not in everywhere
+        assert set(everywhere.values()) <= {None, KafkaError.PREFERRED_LEADER_NOT_AVAILABLE}

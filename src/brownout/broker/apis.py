@@ -17,6 +17,7 @@ from kio.schema.errors import ErrorCode
 
 from ..common.kafka_config import KafkaConfig
 from ..controller.configs import AlterableConfig, ConfigResource, ConfigResult
+from ..controller.elections import PREFERRED, TopicElections
 from ..controller.partitions import NewPartitions
 from ..controller.topics import (
     CLUSTER_METADATA_TOPIC,
@@ -114,6 +115,7 @@ class KafkaApis:
             ApiKey.DELETE_RECORDS: self.handle_delete_records,
             ApiKey.DESCRIBE_CONFIGS: self.handle_describe_configs,
             ApiKey.CREATE_PARTITIONS: self.handle_create_partitions,
+            ApiKey.ELECT_LEADERS: self.handle_elect_leaders,
             ApiKey.ALTER_CONFIGS: self.handle_alter_configs,
             ApiKey.INCREMENTAL_ALTER_CONFIGS: self.handle_incremental_alter_configs,
             ApiKey.DESCRIBE_CLUSTER: self.handle_describe_cluster,
@@ -127,6 +129,8 @@ class KafkaApis:
             for key in _GROUP_KEYS:
                 self.supported.pop(key, None)
         if zk_apis is not None:
+            # ElectLeaders goes to the controller, which only KRaft mode has here.
+            self.supported.pop(ApiKey.ELECT_LEADERS, None)
             # A ZooKeeper-mode broker also answers its controller (ZkBrokerApis).
             self._handlers.update(zk_apis.handlers())
             self.supported.update(zk_apis.supported)
@@ -687,6 +691,18 @@ class KafkaApis:
             for r in results
         ]})
 
+    # -- ElectLeaders ---------------------------------------------------------------
+
+    async def handle_elect_leaders(self, request: Request, ctx: Any) -> Any:
+        body = request.body
+        election_type = int(getattr(body, "election_type", PREFERRED))  # v0: preferred
+        partitions = None if body.topic_partitions is None else [
+            (t.topic, [int(p) for p in t.partitions]) for t in body.topic_partitions]
+        # A KRaft broker forwards the whole request; the controller decides and writes.
+        error, answers = await self.controller.elect_leaders(
+            election_type, partitions, timeout_ms=_timeout_ms(body))
+        return self._response(request, elect_leaders_response(error, answers))
+
     # -- AlterConfigs and IncrementalAlterConfigs ------------------------------------
 
     async def handle_incremental_alter_configs(self, request: Request, ctx: Any) -> Any:
@@ -824,6 +840,19 @@ _GROUP_KEYS = (
     ApiKey.DELETE_GROUPS,
     ApiKey.OFFSET_DELETE,
 )
+
+
+def elect_leaders_response(error: ErrorCode, answers: list[TopicElections]) -> dict[str, Any]:
+    """An ElectLeaders response body, as the controller and a forwarding broker send it."""
+    return {
+        "throttle_time": 0, "error_code": error,
+        "replica_election_results": [
+            {"topic": a.topic, "partition_result": [
+                {"partition_id": r.partition, "error_code": r.error,
+                 "error_message": r.message} for r in a.partitions]}
+            for a in answers
+        ],
+    }
 
 
 def _timeout_ms(body: Any) -> int | None:
