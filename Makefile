@@ -42,9 +42,13 @@ demo: $(STAMP) sysdeps
 	done; \
 	exit $$status
 
+# Two pytest workers: most of the integration tests' time is spent waiting on
+# timeouts, so two at a time halve the suite's wall time. One worker takes a whole file
+# (its module-scoped nodes are started once). Each lab has its own ports, directories and
+# namespaces, so the workers never share a node.
 test: $(STAMP) sysdeps
 	$(BIN)/ruff check .
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n 2 --dist loadfile --durations=15
 
 # The benchmark suite (bench/suite.py): one table, each figure beside librdkafka's mock
 # cluster measured in the same run. About 10 minutes (5 of them the mixed load);

@@ -28,6 +28,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from brownout.common.rundir import HISTORY_FILE
 from brownout.workload.history import FINAL_READ_SCHEMA, SCHEMA
 
 PARTITIONS = 8
@@ -65,7 +66,7 @@ class Columns:
 
 
 def generate(directory: Path, sends: int) -> dict[str, object]:
-    history = pq.ParquetWriter(directory / "history.parquet", SCHEMA)
+    history = pq.ParquetWriter(directory / HISTORY_FILE, SCHEMA)
     final = pq.ParquetWriter(directory / "final.parquet", FINAL_READ_SCHEMA)
     ev, fin = Columns(SCHEMA), Columns(FINAL_READ_SCHEMA)
     index = 0
@@ -173,9 +174,9 @@ def check(directory: Path) -> None:
     from brownout.check import check_all
 
     hws = {int(k): v for k, v in json.loads((directory / "hw.json").read_text()).items()}
-    events = pq.ParquetFile(directory / "history.parquet").metadata.num_rows
+    events = pq.ParquetFile(directory / HISTORY_FILE).metadata.num_rows
     started = time.perf_counter()
-    report = check_all(directory / "history.parquet", directory / "final.parquet", hws)
+    report = check_all(directory / HISTORY_FILE, directory / "final.parquet", hws)
     seconds = time.perf_counter() - started
     usage = resource.getrusage(resource.RUSAGE_SELF)
     cpu = usage.ru_utime + usage.ru_stime
@@ -216,7 +217,7 @@ def main() -> None:
             started = time.perf_counter()
             made = generate(directory, args.sends)
             print(f"generated {made} in {time.perf_counter() - started:.0f} s "
-                  f"({(directory / 'history.parquet').stat().st_size / 2**20:,.0f} MiB)")
+                  f"({(directory / HISTORY_FILE).stat().st_size / 2**20:,.0f} MiB)")
         subprocess.run([sys.executable, __file__, "--check-only", str(directory)], check=True)
 
 

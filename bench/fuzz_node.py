@@ -69,8 +69,9 @@ from kio.static.primitive import i32Timedelta, i64, i64Timedelta
 
 from brownout.cluster.ports import free_port
 from brownout.cluster.process import NodeProcess, combined_node_properties
+from brownout.cluster.wire import WireClient
+from brownout.protocol.apis import ApiKey
 from brownout.protocol.records import build_batch
-from brownout.scenarios.rawclient import RawClient
 from brownout.storage import random_uuid
 
 MAX_REQUEST = 1_048_576  # socket.request.max.bytes of the fuzzed node (Kafka: 100 MiB)
@@ -900,15 +901,16 @@ def exchange(port: int, data: bytes, timeout: float) -> tuple[str, int]:
 def probe(port: int, timeout: float = 2.0) -> bool:
     """ApiVersions v0 on a fresh connection is answered."""
     try:
-        outcome, _ = exchange(port, encode_request(18, 0, _zero_body(18, 0)), timeout)
+        key = ApiKey.API_VERSIONS
+        outcome, _ = exchange(port, encode_request(key, 0, _zero_body(key, 0)), timeout)
     except OSError:
         return False
     return outcome == "answered"
 
 
 def api_versions(port: int) -> dict[int, tuple[int, int]]:
-    with RawClient(f"127.0.0.1:{port}", timeout=10) as c:
-        response = c.request(18, 0, {})
+    with WireClient(f"127.0.0.1:{port}", timeout=10) as c:
+        response = c.request(ApiKey.API_VERSIONS, 0, {})
     return {int(k.api_key): (int(k.min_version), int(k.max_version)) for k in response.api_keys}
 
 

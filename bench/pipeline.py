@@ -73,7 +73,8 @@ def main() -> None:
         producer.flush(60)
         result["produce_s"] = round(time.monotonic() - t0, 2)
 
-        from brownout.spark.pipeline import PROGRESS_FILE, PipelineConfig, run_pipeline
+        from brownout.common.rundir import PIPELINE_PROGRESS_FILE
+        from brownout.spark.pipeline import PipelineConfig, run_pipeline
         from brownout.spark.session import make_spark
 
         spark = make_spark(args.master, "brownout-bench")
@@ -91,7 +92,7 @@ def main() -> None:
         t0 = time.monotonic()
         run = run_pipeline(config, spark=spark)
         dt = time.monotonic() - t0
-        progress = [json.loads(x) for x in (out / PROGRESS_FILE).read_text().splitlines()]
+        progress = [json.loads(x) for x in (out / PIPELINE_PROGRESS_FILE).read_text().splitlines()]
         per_query: dict[str, dict[str, float]] = {}
         for p in progress:
             q = per_query.setdefault(p["output"], {"rows": 0, "batch_ms": 0})

@@ -48,11 +48,11 @@ from benchkit import (
 )
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
-from kio.index import load_request_schema
 
 from brownout.broker.loop_monitor import STALL_EVENT
-from brownout.cluster.wire import API_VERSIONS, WireClient, WireError
+from brownout.cluster.wire import WireClient, WireError
 from brownout.common.events import read_events
+from brownout.protocol.apis import ApiKey, request_class
 from brownout.workload.ratelimit import wait_serving
 
 PROBE_INTERVAL = 0.05
@@ -64,7 +64,7 @@ MIXED_RATE = 1000  # records/s of 1 KiB
 
 
 def _probe_node(address: str, seconds: float, out: dict[str, Any]) -> None:
-    body = load_request_schema(API_VERSIONS, 0)()
+    body = request_class(ApiKey.API_VERSIONS, 0)()
     worst = 0.0
     count = errors = 0
     client: WireClient | None = None
@@ -77,7 +77,7 @@ def _probe_node(address: str, seconds: float, out: dict[str, Any]) -> None:
         try:
             if client is None:
                 client = WireClient(address, timeout=30)
-            client.request(API_VERSIONS, 0, body)
+            client.request(ApiKey.API_VERSIONS, 0, body)
             count += 1
         except (WireError, OSError):
             errors += 1

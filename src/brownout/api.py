@@ -31,18 +31,25 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 from rich.console import Console
 
 from .cluster import lab
 from .cluster.admin import Admin, AdminError, DescribedTopic
 from .cluster.supervisor import Supervisor
 from .cluster.topology import Overrides, TopologyRequest
-from .common.rundir import CHECK_FILE, HISTORY_FILE, REPORT_FILE, VERDICT_FILE
+from .common.rundir import (
+    CHECK_FILE,
+    CLUSTER_DIR,
+    CLUSTER_STATE_FILE,
+    HISTORY_FILE,
+    REPORT_FILE,
+    VERDICT_FILE,
+)
 from .faults import Fault, Nemesis
 from .faults.nemesis import FaultResult
 from .scenarios import resolve
 from .scenarios.runner import run_scenario
+from .workload.history import read_history
 
 __all__ = ["Cluster", "Run", "run"]
 
@@ -108,8 +115,8 @@ class Cluster:
         try:
             lab.down(self.directory / "cluster", timeout=30)
         except Exception:
-            state = lab.load(self.directory / "cluster") if (
-                self.directory / "cluster" / "cluster.json").exists() else None
+            state = lab.load(self.directory / CLUSTER_DIR) if (
+                self.directory / CLUSTER_DIR / CLUSTER_STATE_FILE).exists() else None
             if state is not None:
                 sup = Supervisor(state)
                 for node_id in list(state.nodes):
@@ -197,7 +204,7 @@ class Run:
 
     def history(self) -> pa.Table:
         """Every client send, delivery, poll and fault of the run (history.parquet)."""
-        return pq.read_table(self.directory / HISTORY_FILE)
+        return read_history(self.directory / HISTORY_FILE)
 
     @property
     def report_path(self) -> Path:

@@ -232,9 +232,9 @@ class LabCluster:
         that broker alone); None when it does not know the topic (yet)."""
         from kio.schema.errors import ErrorCode
 
+        from brownout.cluster.wire import WireClient
         from brownout.protocol.apis import ApiKey, request_class
         from brownout.protocol.build import build
-        from brownout.scenarios.rawclient import RawClient
 
         address = self.topology.node(broker_id).broker_address
         assert address is not None
@@ -246,8 +246,7 @@ class LabCluster:
                 "include_topic_authorized_operations": False,
             },
         )
-        with RawClient(address) as raw:
-            raw.sock.settimeout(5)
+        with WireClient(address, 5) as raw:
             response = raw.request(ApiKey.METADATA, 12, body)
         [t] = response.topics
         if t.error_code != ErrorCode.none:

@@ -531,11 +531,17 @@ def test_log_append_time_topic(node, topic):
     assert before - 1000 <= ts <= int(time.time() * 1000) + 1000
 
 
-def test_topic_compression_type_recompresses(node, topic):
-    create_topic(node.bootstrap, topic, 1, {"compression.type": "zstd"})
-    produce_confluent(
-        node.bootstrap, topic, [(0, None, b"q" * 1000, [])], **{"compression.type": "none"}
+@pytest.mark.parametrize("codec", list(CODEC_IDS))
+def test_topic_compression_type_recompresses(node, topic, codec):
+    """The node compresses with the topic's codec (cramjam) and librdkafka reads it back;
+    batches bigger than one 64 KiB lz4 block too."""
+    create_topic(node.bootstrap, topic, 1, {"compression.type": codec})
+    sent = [(0, b"k%d" % i, b"recompress me %d " % i * 60, [("i", b"%d" % i)])
+            for i in range(300)]
+    delivered = produce_confluent(
+        node.bootstrap, topic, sent, **{"compression.type": "none", "linger.ms": 50}
     )
-    got = consume_confluent(node.bootstrap, topic, {0: 1})
-    assert got[0][0].value() == b"q" * 1000
-    assert [b.compression for b in segment_batches(node, topic, 0)] == [CODEC_IDS["zstd"]]
+    got = consume_confluent(node.bootstrap, topic, {0: 300})
+    assert_read_back(sent, got, delivered)
+    batches = segment_batches(node, topic, 0)
+    assert {b.compression for b in batches} == {CODEC_IDS[codec]}

@@ -21,14 +21,14 @@ from _cluster import (
 from _kafka_clients import create_topic, produce_confluent
 from kio.schema.errors import ErrorCode
 
+from brownout.cluster.wire import WireClient
 from brownout.protocol.apis import ApiKey
 from brownout.protocol.records import iter_batches
-from brownout.scenarios.rawclient import RawClient
 
 pytestmark = [pytest.mark.integration]
 
 
-def fetch(raw: RawClient, version: int, session_id: int, epoch: int, topics=(), *,
+def fetch(raw: WireClient, version: int, session_id: int, epoch: int, topics=(), *,
           forgotten=(), max_wait_ms: int = 0):  # type: ignore[no-untyped-def]
     """One consumer Fetch; `topics`: [(topic name or id, [(partition, offset)])]."""
     key = "topic_id" if version >= 13 else "topic"
@@ -75,7 +75,7 @@ def answered(response) -> dict[int, int]:  # type: ignore[no-untyped-def]
 @pytest.mark.timeout(60)
 def test_broker_session_on_the_wire(node, topic):
     create_topic(node.bootstrap, topic, partitions=3)
-    with RawClient(node.bootstrap) as raw:
+    with WireClient(node.bootstrap, 15) as raw:
         everything = [(topic, [(0, 0), (1, 0), (2, 0)])]
         first = fetch(raw, 12, 0, 0, everything)
         assert first.error_code == ErrorCode.none and first.session_id != 0

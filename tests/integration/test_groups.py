@@ -15,9 +15,8 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from brownout.cluster.ports import free_port
 from brownout.cluster.process import NodeProcess, combined_node_properties
-from brownout.protocol.apis import request_class
-from brownout.protocol.build import build
-from brownout.scenarios.rawclient import RawClient
+from brownout.cluster.wire import WireClient
+from brownout.protocol.apis import ApiKey
 from brownout.storage import random_uuid
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(90)]
@@ -191,19 +190,16 @@ def test_kafka_python_group_reads_everything_and_commits(shared_node):
 
 # -- exact protocol behaviour with a raw client ------------------------------------
 
-JOIN, SYNC, HEARTBEAT, LEAVE, DESCRIBE, FIND = 11, 14, 12, 13, 15, 10
-
-
-def join(client: RawClient, group: str, member_id: str):
-    body = build(request_class(JOIN, 5), {
+def join(client: WireClient, group: str, member_id: str):
+    body = {
         "group_id": group, "session_timeout": 10000, "rebalance_timeout": 10000,
         "member_id": member_id, "group_instance_id": None, "protocol_type": "consumer",
         "protocols": [{"name": "range", "metadata": b"m"}],
-    })
-    return client.request(JOIN, 5, body)
+    }
+    return client.request(ApiKey.JOIN_GROUP, 5, body)
 
 
-def join_with_id(client: RawClient, group: str):
+def join_with_id(client: WireClient, group: str):
     first = join(client, group, "")
     assert first.error_code.name == "member_id_required"
     assert first.member_id
@@ -212,51 +208,51 @@ def join_with_id(client: RawClient, group: str):
 
 def test_heartbeat_during_rebalance_and_batch_leave(shared_node):
     group = f"raw-{uuid.uuid4().hex[:6]}"
-    with RawClient(shared_node.bootstrap) as finder:
+    with WireClient(shared_node.bootstrap, 15) as finder:
         # The first FindCoordinator creates __consumer_offsets: COORDINATOR_NOT_AVAILABLE
         # until it has a leader, as in Kafka; clients retry.
-        body = build(request_class(FIND, 3), {"key": group, "key_type": 0})
+        body = {"key": group, "key_type": 0}
         deadline = time.monotonic() + 15
-        while (code := finder.request(FIND, 3, body).error_code.name) != "none" and \
-                time.monotonic() < deadline:
+        while (code := finder.request(ApiKey.FIND_COORDINATOR, 3, body).error_code.name) \
+                != "none" and time.monotonic() < deadline:
             assert code == "coordinator_not_available"
             time.sleep(0.2)
         assert code == "none"
-    with RawClient(shared_node.bootstrap) as c1, RawClient(shared_node.bootstrap) as c2:
+    with WireClient(shared_node.bootstrap, 15) as c1, WireClient(shared_node.bootstrap, 15) as c2:
         m1 = join_with_id(c1, group)
         joined = join(c1, group, m1)
         assert (joined.error_code.name, joined.leader, joined.generation_id) == ("none", m1, 1)
-        sync = build(request_class(SYNC, 5), {
+        sync = {
             "group_id": group, "generation_id": 1, "member_id": m1, "group_instance_id": None,
             "protocol_type": "consumer", "protocol_name": "range",
             "assignments": [{"member_id": m1, "assignment": b"all"}],
-        })
-        assert c1.request(SYNC, 5, sync).assignment == b"all"
+        }
+        assert c1.request(ApiKey.SYNC_GROUP, 5, sync).assignment == b"all"
 
         m2 = join_with_id(c2, group)
         second: dict[str, object] = {}
         joiner = threading.Thread(target=lambda: second.update(r=join(c2, group, m2)))
         joiner.start()
         time.sleep(0.5)  # m2's join is parked; the group is rebalancing
-        beat = build(request_class(HEARTBEAT, 4), {
+        beat = {
             "group_id": group, "generation_id": 1, "member_id": m1, "group_instance_id": None,
-        })
-        assert c1.request(HEARTBEAT, 4, beat).error_code.name == "rebalance_in_progress"
+        }
+        assert c1.request(ApiKey.HEARTBEAT, 4, beat).error_code.name == "rebalance_in_progress"
         rejoined = join(c1, group, m1)
         joiner.join(10)
         assert rejoined.generation_id == 2 and second["r"].generation_id == 2
 
-        leave = build(request_class(LEAVE, 5), {
+        leave = {
             "group_id": group,
             "members": [{"member_id": m1, "group_instance_id": None, "reason": "test"},
                         {"member_id": m2, "group_instance_id": None, "reason": "test"}],
-        })
-        left = c1.request(LEAVE, 5, leave)
+        }
+        left = c1.request(ApiKey.LEAVE_GROUP, 5, leave)
         assert left.error_code.name == "none"
         assert sorted((m.member_id, m.error_code.name) for m in left.members) == sorted(
             [(m1, "none"), (m2, "none")]
         )
-        described = c1.request(DESCRIBE, 5, build(request_class(DESCRIBE, 5), {
-            "groups": [group], "include_authorized_operations": False}))
+        described = c1.request(ApiKey.DESCRIBE_GROUPS, 5, {
+            "groups": [group], "include_authorized_operations": False})
         assert described.groups[0].group_state == "Empty"
         assert described.groups[0].members == ()

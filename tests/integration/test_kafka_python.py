@@ -157,6 +157,19 @@ def test_compression(node, topic, codec):
     assert {b.compression for b in batches} == {CODEC_IDS[codec]}
 
 
+@pytest.mark.parametrize("codec", list(CODEC_IDS))
+def test_reads_batches_the_node_recompressed(node, topic, codec):
+    """compression.type on the topic: the node compresses (cramjam) what kafka-python sent
+    uncompressed, and kafka-python's own codecs read it back."""
+    create(node, topic, 1, {"compression.type": codec})
+    sent = [(0, b"k%d" % i, b"node squeezed %d " % i * 60, []) for i in range(300)]
+    metadata = produce(node, topic, sent, acks=1, linger_ms=50)
+    got = consume(node, topic, {0: 300})
+    check(sent, got, metadata)
+    batches = [h for seg in node.segment_files(topic, 0) for _, h in iter_batches(seg.read_bytes())]
+    assert {b.compression for b in batches} == {CODEC_IDS[codec]}
+
+
 def test_idempotent_producer(node, topic):
     create(node, topic, 1)
     sent = [(0, None, b"idem %d" % i, []) for i in range(100)]

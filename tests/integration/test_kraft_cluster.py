@@ -549,13 +549,10 @@ def headless(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyp
 
 
 def _raw_request(bootstrap: str, api_key: int, version: int, data: dict, wait: float) -> object:
-    from brownout.protocol.apis import request_class
-    from brownout.protocol.build import build
-    from brownout.scenarios.rawclient import RawClient
+    from brownout.cluster.wire import WireClient
 
-    with RawClient(bootstrap) as raw:
-        raw.sock.settimeout(wait)
-        return raw.request(api_key, version, build(request_class(api_key, version), data))
+    with WireClient(bootstrap, wait) as raw:
+        return raw.request(api_key, version, data)
 
 
 @pytest.mark.timeout(60)

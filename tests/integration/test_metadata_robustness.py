@@ -27,9 +27,10 @@ from _kafka_clients import (
 )
 from confluent_kafka import Producer
 
+from brownout.protocol.apis import ApiKey
+
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
-DELETE_TOPICS, CREATE_TOPICS = 20, 19
 INVALID_REQUEST, POLICY_VIOLATION, UNKNOWN_TOPIC_OR_PARTITION = 42, 44, 3
 INT32_MAX = 2**31 - 1
 
@@ -58,7 +59,7 @@ def round_trip(node, api_key: int, version: int, body: bytes) -> bytes:  # type:
 
 def delete_topics_v1(node, names: list[str]) -> list[tuple[str, int]]:  # type: ignore[no-untyped-def]
     body = struct.pack(">i", len(names)) + b"".join(string(n) for n in names)
-    payload = round_trip(node, DELETE_TOPICS, 1, body + struct.pack(">i", 5000))
+    payload = round_trip(node, ApiKey.DELETE_TOPICS, 1, body + struct.pack(">i", 5000))
     (count,) = struct.unpack_from(">i", payload, 4)  # after throttle_time_ms
     pos, rows = 8, []
     for _ in range(count):
@@ -75,7 +76,7 @@ def create_topics_v2(  # type: ignore[no-untyped-def]
     topic = (string(name) + struct.pack(">ih", partitions, replication_factor)
              + struct.pack(">i", 0) + struct.pack(">i", 0))  # no assignments, no configs
     body = struct.pack(">i", 1) + topic + struct.pack(">i?", 5000, validate_only)
-    payload = round_trip(node, CREATE_TOPICS, 2, body)
+    payload = round_trip(node, ApiKey.CREATE_TOPICS, 2, body)
     (count,) = struct.unpack_from(">i", payload, 4)
     pos, rows = 8, []
     for _ in range(count):

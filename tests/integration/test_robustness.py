@@ -16,12 +16,13 @@ import pytest
 from _kafka_clients import CLIENT_TIMEOUT_MS, create_topic
 from confluent_kafka import Producer
 
+from brownout.protocol.apis import ApiKey
+
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
 
 MAX_REQUEST = 1048576
 NODE_PROPERTIES = {"socket.request.max.bytes": MAX_REQUEST}
 
-API_VERSIONS, METADATA, PRODUCE, CREATE_TOPICS = 18, 3, 0, 19
 UNSUPPORTED_VERSION = 35
 
 
@@ -69,7 +70,7 @@ def frame(
 
 def api_versions_v3(correlation_id: int) -> bytes:
     body = uvarint(len(b"raw") + 1) + b"raw" + uvarint(len(b"1.0") + 1) + b"1.0" + b"\x00"
-    return frame(API_VERSIONS, 3, correlation_id, body, flexible=True)
+    return frame(ApiKey.API_VERSIONS, 3, correlation_id, body, flexible=True)
 
 
 def connect(node) -> socket.socket:  # type: ignore[no-untyped-def]
@@ -182,7 +183,7 @@ def still_serving(node, witness) -> None:  # type: ignore[no-untyped-def]
     witness["sent"] += 1
     witness["corr"] += 1
     keys = api_versions_round_trip(witness["raw"], witness["corr"])
-    assert API_VERSIONS in keys
+    assert ApiKey.API_VERSIONS in keys
     bugs = node.errors_in_log()
     assert not bugs, "node logged errors:\n" + "\n".join(bugs)
 
@@ -192,20 +193,20 @@ def still_serving(node, witness) -> None:  # type: ignore[no-untyped-def]
 
 def test_api_versions_v0_and_v3(node):
     with connect(node) as sock:
-        sock.sendall(frame(API_VERSIONS, 0, 7))
+        sock.sendall(frame(ApiKey.API_VERSIONS, 0, 7))
         corr, body = read_response(sock)
         assert corr == 7
         error, keys_v0 = parse_api_versions_v0(body)
         assert error == 0
         keys_v3 = api_versions_round_trip(sock, 8)
         assert keys_v0 == keys_v3
-        assert keys_v3[API_VERSIONS] == (0, 3)
-        assert {PRODUCE, 1, 2, METADATA, CREATE_TOPICS} <= set(keys_v3)
+        assert keys_v3[ApiKey.API_VERSIONS] == (0, 3)
+        assert {ApiKey.PRODUCE, 1, 2, ApiKey.METADATA, ApiKey.CREATE_TOPICS} <= set(keys_v3)
 
 
 def test_pipelined_requests_answered_in_order(node):
     with connect(node) as sock:
-        requests = [api_versions_v3(c) for c in (11, 12, 13)] + [frame(API_VERSIONS, 0, 14)]
+        requests = [api_versions_v3(c) for c in (11, 12, 13)] + [frame(ApiKey.API_VERSIONS, 0, 14)]
         sock.sendall(b"".join(requests))
         assert [read_response(sock)[0] for _ in range(4)] == [11, 12, 13, 14]
 
@@ -214,16 +215,16 @@ def test_api_versions_unknown_version_answered_with_v0_error(node, witness):
     with connect(node) as sock:
         # A newer client sends its newest ApiVersions (v99, flexible header v2).
         body = uvarint(4) + b"raw" + uvarint(4) + b"9.9" + b"\x00"
-        sock.sendall(frame(API_VERSIONS, 99, 42, body, flexible=True))
+        sock.sendall(frame(ApiKey.API_VERSIONS, 99, 42, body, flexible=True))
         corr, payload = read_response(sock)
         assert corr == 42
         error, keys = parse_api_versions_v0(payload)
         assert error == UNSUPPORTED_VERSION
-        low, high = keys[API_VERSIONS]
+        low, high = keys[ApiKey.API_VERSIONS]
         assert low == 0 and high >= 3
         # The connection stays usable: the client retries with v3.
         keys = api_versions_round_trip(sock, 43)
-        assert API_VERSIONS in keys and METADATA in keys
+        assert ApiKey.API_VERSIONS in keys and ApiKey.METADATA in keys
     still_serving(node, witness)
 
 
@@ -235,7 +236,7 @@ def test_api_versions_unknown_version_answered_with_v0_error(node, witness):
         pytest.param(struct.pack(">i", 0), id="empty-frame"),
         pytest.param(struct.pack(">i", -5) + b"xxxxx", id="negative-size"),
         pytest.param(
-            struct.pack(">i", 12) + struct.pack(">hhih", METADATA, 1, 5, 200) + b"ab",
+            struct.pack(">i", 12) + struct.pack(">hhih", ApiKey.METADATA, 1, 5, 200) + b"ab",
             id="client-id-longer-than-frame",
         ),
     ],
@@ -261,7 +262,7 @@ def test_frame_at_socket_request_max_bytes_is_read(node, witness):
     """A frame of exactly socket.request.max.bytes is accepted."""
     with connect(node) as sock:
         body = b"\x00" * (MAX_REQUEST - 12)  # the header is 12 bytes with client id "ab"
-        data = frame(METADATA, 1, 9, body, client_id=b"ab")
+        data = frame(ApiKey.METADATA, 1, 9, body, client_id=b"ab")
         assert len(data) == 4 + MAX_REQUEST
         sock.sendall(data)
         # Metadata v1 with a topic count of 0 followed by junk bytes: Kafka ignores
@@ -275,13 +276,15 @@ def test_frame_at_socket_request_max_bytes_is_read(node, witness):
     ("api_key", "version", "body", "flexible"),
     [
         # Metadata v1: topics array of 3 names, but only half of the first one is there.
-        pytest.param(METADATA, 1, struct.pack(">ih", 3, 10) + b"abc", False, id="metadata-v1"),
+        pytest.param(ApiKey.METADATA, 1, struct.pack(">ih", 3, 10) + b"abc", False,
+                     id="metadata-v1"),
         # Produce v8: acks, timeout, then a topic array that claims 1 entry and ends.
-        pytest.param(PRODUCE, 8, struct.pack(">hhii", -1, 1, 1000, 1), False, id="produce-v8"),
+        pytest.param(ApiKey.PRODUCE, 8, struct.pack(">hhii", -1, 1, 1000, 1), False,
+                     id="produce-v8"),
         # CreateTopics v7 (flexible): compact array of 2 topics, nothing else.
-        pytest.param(CREATE_TOPICS, 7, uvarint(3), True, id="create-topics-v7"),
+        pytest.param(ApiKey.CREATE_TOPICS, 7, uvarint(3), True, id="create-topics-v7"),
         # ApiVersions v3 whose compact string claims 50 bytes.
-        pytest.param(API_VERSIONS, 3, uvarint(51) + b"abc", True, id="api-versions-v3"),
+        pytest.param(ApiKey.API_VERSIONS, 3, uvarint(51) + b"abc", True, id="api-versions-v3"),
     ],
 )
 def test_truncated_body_closes_only_that_connection(
@@ -293,7 +296,8 @@ def test_truncated_body_closes_only_that_connection(
     still_serving(node, witness)
 
 
-@pytest.mark.parametrize(("api_key", "version"), [(9999, 0), (-1, 0), (METADATA, 99), (46, 0)])
+@pytest.mark.parametrize(("api_key", "version"),
+                         [(9999, 0), (-1, 0), (ApiKey.METADATA, 99), (46, 0)])
 def test_unknown_api_key_or_version_closes_connection(node, witness, api_key, version):
     """Unknown API keys (and unsupported versions of APIs other than ApiVersions) close
     the connection without a response, as in Kafka."""
@@ -365,7 +369,7 @@ def test_a_client_that_stops_reading_does_not_block_shutdown(node_factory):
 KILLER_FRAMES = {
     # Metadata v12 claiming 2^32 - 1 topics: a 32 GiB allocation, then SIGABRT.
     "metadata-v12-huge-topic-count": frame(
-        METADATA, 12, 1, uvarint(2**32) + b"\0\0", flexible=True
+        ApiKey.METADATA, 12, 1, uvarint(2**32) + b"\0\0", flexible=True
     ),
     # DescribeGroups v5: one group, then a compact string length of 2^31.
     "describe-groups-v5-huge-string": frame(
@@ -374,7 +378,7 @@ KILLER_FRAMES = {
     # ListOffsets v1 (replica id, then topics): null where the schema forbids it.
     "list-offsets-v1-null-topics": frame(2, 1, 1, struct.pack(">ii", -1, -1)),
     # Produce v3 with a null topic_data array.
-    "produce-v3-null-topics": frame(PRODUCE, 3, 1, struct.pack(">hhii", -1, -1, 1000, -1)),
+    "produce-v3-null-topics": frame(ApiKey.PRODUCE, 3, 1, struct.pack(">hhii", -1, -1, 1000, -1)),
     # OffsetCommit v2 whose group id is null (a non-nullable string).
     "offset-commit-v2-null-group": frame(8, 2, 1, struct.pack(">h", -1) + b"\0" * 30),
     # Fetch v4 with 2^31 - 1 topics in a few bytes.
@@ -400,7 +404,7 @@ def produce_v3(correlation_id: int, topic: str, batch: bytes) -> bytes:
         + struct.pack(">ih", 1, len(name)) + name
         + struct.pack(">ii", 1, 0) + struct.pack(">i", len(batch)) + batch
     )
-    return frame(PRODUCE, 3, correlation_id, body)
+    return frame(ApiKey.PRODUCE, 3, correlation_id, body)
 
 
 def produce_v3_error(body: bytes) -> int:

@@ -145,8 +145,9 @@ def test_fail_on_data_loss(node, spark, tmp_path):
 
 
 def test_pipeline_end_to_end_and_audit(node, spark, tmp_path):
-    from brownout.spark.audit import CHECK_FILE, audit
-    from brownout.spark.pipeline import PROGRESS_FILE, PipelineConfig, run_pipeline
+    from brownout.common.rundir import PIPELINE_CHECK_FILE, PIPELINE_PROGRESS_FILE
+    from brownout.spark.audit import audit
+    from brownout.spark.pipeline import PipelineConfig, run_pipeline
     from brownout.workload.producer import ProducerSettings
     from brownout.workload.run import WorkloadRun
 
@@ -164,12 +165,12 @@ def test_pipeline_end_to_end_and_audit(node, spark, tmp_path):
                             watermark="200 milliseconds", flag_threshold=0)
     result = run_pipeline(config, spark=spark)
     assert result["status"] == "stopped", result
-    progress = [json.loads(x) for x in (out / PROGRESS_FILE).read_text().splitlines()]
+    progress = [json.loads(x) for x in (out / PIPELINE_PROGRESS_FILE).read_text().splitlines()]
     assert {p["query"] for p in progress} == {f"{topic}.payments_merchant",
                                                f"{topic}.payments_flagged", f"{topic}.ledger"}
     assert sum(p["input_rows"] for p in progress if p["output"] == "ledger") == 6000
     report = audit(run_dir, out, spark=spark)
-    assert (run_dir / CHECK_FILE).exists()
+    assert (run_dir / PIPELINE_CHECK_FILE).exists()
     t = report["topics"][topic]
     assert (t["log_records"], t["acknowledged"], t["lost"], t["duplicated"]) == (6000, 6000,
                                                                                   0, 0)

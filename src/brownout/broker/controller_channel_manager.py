@@ -66,10 +66,6 @@ class ControllerChannelManager:
     def broker_ids(self) -> set[int]:
         return set(self._brokers)
 
-    def queue_size(self, broker_id: int) -> int:
-        channel = self._brokers.get(broker_id)
-        return len(channel.queue) if channel else 0
-
     # ----------------------------------------------------------------- membership
 
     def add_broker(self, broker_id: int, registered: RegisteredBroker) -> None:

@@ -19,6 +19,7 @@ from ..protocol.apis import ApiKey
 from ..protocol.build import millis
 from ..protocol.connection import Request
 from .group_runtime import OFFSETS_TOPIC, GroupRuntime
+from .partition import TopicPartition
 
 if TYPE_CHECKING:
     from .apis import ClientContext, Handler, KafkaApis
@@ -86,13 +87,27 @@ class GroupApis:
         count = metadata.num_partitions(OFFSETS_TOPIC)
         if not count:
             return entry
-        state = metadata.partition_info(OFFSETS_TOPIC, g.partition_for(key, count))
+        partition = g.partition_for(key, count)
+        state = metadata.partition_info(OFFSETS_TOPIC, partition)
         node = None if state is None else metadata.alive_broker_node(state.leader, listener)
-        if node is None:
+        if node is None or self._not_yet_leading(node.node_id, partition):
             return entry
         entry.update(node_id=node.node_id, host=node.host, port=node.port,
                      error_code=ErrorCode.none)
         return entry
+
+    def _not_yet_leading(self, leader: int, partition: int) -> bool:
+        """This broker is the partition's leader in the replayed metadata but has not
+        taken the role yet (its log is still being created). Kafka updates its metadata
+        cache and makes the replica leader in one publish, so it never names itself
+        before its group coordinator loads the partition; naming ourselves now would
+        send the client's next request to a coordinator that answers NOT_COORDINATOR."""
+        assert self.apis is not None
+        if leader != self.apis.node_id:
+            return False
+        replica = self.runtime.replica_manager.partitions.get(
+            TopicPartition(OFFSETS_TOPIC, partition))
+        return replica is None or not replica.is_leader
 
     async def handle_find_coordinator(self, request: Request, ctx: ClientContext) -> Any:
         body = request.body

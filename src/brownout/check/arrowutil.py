@@ -40,14 +40,6 @@ def same_as_previous(table: pa.Table, keys: list[str]) -> pa.Array:
     return pa.concat_arrays([pa.array([False]), mask])
 
 
-def shift_down(array: pa.Array, fill: Any) -> pa.Array:
-    """array[i-1] at position i; `fill` at position 0."""
-    n = len(array)
-    if n == 0:
-        return array
-    return pa.concat_arrays([pa.array([fill], array.type), array.slice(0, n - 1)])
-
-
 def count(table: pa.Table, mask: pa.Array | pa.ChunkedArray) -> int:
     return int(pc.sum(pc.cast(mask, pa.int64())).as_py() or 0)
 
@@ -71,12 +63,6 @@ def examples(table: pa.Table, limit: int, sort_by: list[tuple[str, str]] | None 
     if columns is not None:
         table = table.select([c for c in columns if c in table.column_names])
     return decoded(table, ids).to_pylist()
-
-
-def group_counts(table: pa.Table, keys: list[str]) -> list[dict[str, Any]]:
-    if len(table) == 0:
-        return []
-    return table.group_by(keys).aggregate([([], "count_all")]).to_pylist()
 
 
 class Sorted:
@@ -117,10 +103,6 @@ class Sorted:
 
     def first_after(self, x: float) -> float | None:
         i = self.bisect_right(x)
-        return self._get(i) if i < self.n else None
-
-    def first_at_or_after(self, x: float) -> float | None:
-        i = self.bisect_left(x)
         return self._get(i) if i < self.n else None
 
 

@@ -1,16 +1,17 @@
-"""Reading a history once, in slices, and normalising the other inputs.
+"""The checkers' view of a history, read once in slices, and the other inputs normalised.
 
 A history is an Arrow table with `history.SCHEMA` or the path of a Parquet file with
-that schema. A Parquet history is streamed batch by batch and only the rows and columns a
-checker needs are kept (sends split into invokes and completions, polls, group events,
-observations, faults), so memory follows the columns kept, not the file.
+that schema, read with workload/history.py's readers. `load_history` streams it and
+keeps only the rows and columns a checker needs (sends split into invokes and
+completions, polls, group events, observations, faults), so memory follows the columns
+kept, not the file.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,12 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from brownout.check.msgids import MsgIds, encode
-from brownout.workload.history import FINAL_READ_SCHEMA, SCHEMA
+from brownout.workload.history import (
+    FINAL_READ_SCHEMA,
+    HistoryInput,
+    empty_history,
+    history_batches,
+)
 
 INVOKE_COLUMNS = ("msg_id", "time", "acks", "topic", "partition", "producer", "seq")
 COMPLETION_COLUMNS = ("msg_id", "time", "type", "acks", "topic", "partition", "offset",
@@ -30,9 +36,6 @@ READ_COLUMNS = tuple(dict.fromkeys(
     ("f", "type", *INVOKE_COLUMNS, *COMPLETION_COLUMNS, *POLL_COLUMNS, *SMALL_COLUMNS)))
 
 GROUP_FS = ("assign", "revoke")
-BATCH_ROWS = 1 << 20
-
-HistoryInput = pa.Table | str | Path
 
 
 @dataclasses.dataclass
@@ -51,21 +54,6 @@ class Slices:
     msg_ids: MsgIds | None = None
 
 
-def _batches(history: HistoryInput) -> Iterator[pa.RecordBatch]:
-    if isinstance(history, pa.Table):
-        missing = [c for c in READ_COLUMNS if c not in history.column_names]
-        if missing:
-            raise ValueError(f"history lacks columns {missing}")
-        yield from history.select(list(READ_COLUMNS)).to_batches(max_chunksize=BATCH_ROWS)
-        return
-    parquet = pq.ParquetFile(history)
-    yield from parquet.iter_batches(batch_size=BATCH_ROWS, columns=list(READ_COLUMNS))
-
-
-def _empty(columns: Iterable[str]) -> pa.Table:
-    return pa.schema([SCHEMA.field(c) for c in columns]).empty_table()
-
-
 def load_history(history: HistoryInput | Slices) -> Slices:
     """Split a history into the slices the checkers use, streaming Parquet batches."""
     if isinstance(history, Slices):
@@ -74,7 +62,7 @@ def load_history(history: HistoryInput | Slices) -> Slices:
                                         ("invokes", "completions", "polls", "groups",
                                          "observations", "faults")}
     rows = 0
-    for batch in _batches(history):
+    for batch in history_batches(history, READ_COLUMNS):
         rows += batch.num_rows
         table = pa.Table.from_batches([batch])
         f, typ = table["f"], table["type"]
@@ -95,7 +83,8 @@ def load_history(history: HistoryInput | Slices) -> Slices:
     columns = {"invokes": INVOKE_COLUMNS, "completions": COMPLETION_COLUMNS,
                "polls": POLL_COLUMNS, "groups": SMALL_COLUMNS,
                "observations": SMALL_COLUMNS, "faults": SMALL_COLUMNS}
-    out = {name: (pa.concat_tables(tables).combine_chunks() if tables else _empty(columns[name]))
+    out = {name: (pa.concat_tables(tables).combine_chunks() if tables
+                  else empty_history(columns[name]))
            for name, tables in parts.items()}
     return Slices(rows=rows, **out)
 

@@ -98,10 +98,6 @@ class CheckResult:
     numbers: dict[str, Any] = dataclasses.field(default_factory=dict)
     error: str | None = None
 
-    def anomaly_count(self, name: str) -> int:
-        anomaly = self.anomalies.get(name)
-        return anomaly.count if anomaly else 0
-
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
             "valid": self.valid,

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
-from ..cluster import lab
+from ..cluster import lab, launcher
 from ..cluster.state import resolve_dir
 from ..cluster.supervisor import DEFAULT_START_TIMEOUT, DEFAULT_STOP_TIMEOUT
 from ..cluster.topology import (
@@ -22,7 +23,7 @@ from ..cluster.topology import (
     unknown_key_warnings,
 )
 from ..common.extras import pyspark_home
-from ._common import BootstrapOption, DirOption, handle_errors
+from ._common import BootstrapOption, DirOption, UsageError, handle_errors
 
 _FAST_TABLE = "\n".join(
     f"  {key:<42} {fast!s:>5}   (Kafka: {default})" for key, default, fast in profile_table()
@@ -202,6 +203,20 @@ def up_command(
             show_default=False,
         ),
     ] = None,
+    distribution: Annotated[
+        Path | None,
+        typer.Option(
+            "--distribution",
+            metavar="KAFKA_HOME",
+            help="Run the nodes with an Apache Kafka installation instead of Brownout's "
+            "node: each node is KAFKA_HOME/bin/kafka-server-start.sh with the same generated "
+            "server.properties, its storage formatted with bin/kafka-storage.sh. Faults, "
+            "workloads, checks and reports work the same (Kafka nodes write no events.jsonl, "
+            "so their event-loop stalls are not measured). Needs Java 17 and a Kafka "
+            "download (kafka_2.13-3.9.x for --zookeeper).",
+            show_default=False,
+        ),
+    ] = None,
     directory: DirOption = None,
     fresh: Annotated[
         bool,
@@ -238,6 +253,7 @@ def up_command(
             ("subnet", subnet),
             ("zookeeper_mode", zookeeper),
             ("zookeepers", zookeepers),
+            ("distribution", distribution),
         )
         if value is not None
     }
@@ -254,6 +270,7 @@ def up_command(
         subnet=subnet,
         zookeepers=zookeepers,
         zookeeper_mode=zookeeper_mode,
+        distribution=_distribution(distribution),
     )
     if zookeepers and not no_start:  # before anything is written for a cluster it cannot start
         pyspark_home("a ZooKeeper ensemble (its servers run from the jars in PySpark's wheel)")
@@ -283,6 +300,15 @@ def up_command(
     if topology.zookeepers:
         _console().print(f"zookeeper.connect: {topology.zookeeper_connect}")
     typer.echo(topology.bootstrap_servers)
+
+
+def _distribution(home: Path | None) -> str | None:
+    if home is None:
+        return None
+    try:
+        return str(launcher.check_distribution(home))
+    except launcher.DistributionError as e:
+        raise UsageError(str(e)) from None
 
 
 @handle_errors

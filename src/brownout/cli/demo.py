@@ -16,6 +16,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from ..common.rundir import VERDICT_FILE
 from ..scenarios import builtin
 from ..scenarios.runner import RunOutcome, ScenarioRefused, run_scenario
 
@@ -40,7 +41,7 @@ def run_demo(out: Path, seed: int = 0) -> int:
     console.rule("demo")
     for o in outcomes:
         word = "[green]PASSED[/green]" if o.passed else "[red]FAILED[/red]"
-        where = o.report or (o.run_dir / "verdict.json")
+        where = o.report or (o.run_dir / VERDICT_FILE)
         console.print(f"{o.scenario}: {word} ({o.elapsed:.0f}s)  report: {where}")
     return 0 if all(o.passed for o in outcomes) else 1
 

@@ -20,6 +20,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from ..cluster.launcher import DistributionError, check_distribution
 from ..scenarios import (
     ScenarioError,
     builtin,
@@ -33,7 +34,7 @@ from ..scenarios.json_schema import scenario_schema
 from ..scenarios.junit import write_junit
 from ..scenarios.repeat import plan, run_repeated
 from ..scenarios.runner import ScenarioRefused, run_scenario
-from ..scenarios.schema import Scenario, in_zookeeper_mode, sweep_cells
+from ..scenarios.schema import Scenario, in_zookeeper_mode, sweep_cells, with_distribution
 from ..scenarios.sweep import Matrix, SweepError, cells, parse_set_option
 from ..scenarios.sweep_run import cell_seed, run_sweep
 
@@ -83,6 +84,12 @@ def run_command(
         "KRaft controllers, everything else unchanged, to compare the two modes. "
         "Refused for scenarios that name controller nodes or combine them with "
         "brokers.")] = False,
+    distribution: Annotated[Path | None, typer.Option(
+        "--distribution", metavar="KAFKA_HOME", help="Run the scenario's nodes with an "
+        "Apache Kafka installation (bin/kafka-server-start.sh, bin/kafka-storage.sh) "
+        "instead of Brownout's node, as `brownout up --distribution` does; everything "
+        "else unchanged. Kafka nodes write no events, so their stalls are not measured.",
+        show_default=False)] = None,
     jobs: Annotated[int, typer.Option(
         "--jobs", "-j", help="With --repeat: how many runs at a time, each in its own "
         "process. Runs side by side share the machine's cores: more than one mostly "
@@ -111,6 +118,11 @@ def run_command(
         loaded = resolve(scenario)
         if zookeeper:
             loaded = in_zookeeper_mode(loaded)
+        if distribution is not None:
+            loaded = with_distribution(loaded, str(check_distribution(distribution)))
+    except DistributionError as e:
+        typer.echo(f"Error: {e}", err=True)
+        raise typer.Exit(2) from None
     except ScenarioError as e:
         typer.echo(f"Error: {e}", err=True)
         raise typer.Exit(2) from None

@@ -20,6 +20,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..cluster.admin import Admin
+from ..common.rundir import HISTORY_FILE
 from ..workload.consumer import ConsumerSettings
 from ..workload.final_read import load_final_read
 from ..workload.generators import WORKLOADS
@@ -238,7 +239,7 @@ def _produce(**o: Any) -> None:
             run.add_observer([o["topic"]])
         completed = _drive_producers(run, console)
     _summary(run, console, time.monotonic() - started)
-    console.print(f"history: {run_dir / 'history.parquet'}")
+    console.print(f"history: {run_dir / HISTORY_FILE}")
     if not completed:
         raise typer.Exit(130)
 
@@ -307,7 +308,7 @@ def _consume(**o: Any) -> None:
         run.add_consumers(settings)
         completed = _drive(run, console)
     _summary(run, console, time.monotonic() - started)
-    console.print(f"history: {run_dir / 'history.parquet'}")
+    console.print(f"history: {run_dir / HISTORY_FILE}")
     if not completed:
         raise typer.Exit(130)
 

@@ -187,19 +187,6 @@ class Admin:
         )
         self._result(futures[name], f"cannot create topic {name}")
 
-    def overridden_configs(self, names: Sequence[str]) -> dict[str, dict[str, str]]:
-        """Per topic, the configs set on the topic (source DYNAMIC_TOPIC_CONFIG).
-
-        Sent with the lab's own client to the first bootstrap broker that answers, like
-        Java's AdminClient (least-loaded node) does: librdkafka sends DescribeConfigs to
-        the Metadata controller id, which in KRaft is a random broker and may be a dead
-        one for a few seconds after it died."""
-        if not names:
-            return {}
-        return self._on_any_broker(
-            "cannot describe configs", lambda client: client.topic_overrides(list(names))
-        )
-
     def _on_any_broker(self, what: str, call: Callable[[WireClient], T]) -> T:
         """`call` with the lab's own client on the first bootstrap broker that answers;
         a ResourceError (the broker's answer for one resource) is not retried."""
@@ -222,10 +209,11 @@ class Admin:
         """Describe the named topics (all topics when None), sorted by name.
 
         Metadata and DescribeConfigs go to the first bootstrap broker that answers, with
-        the lab's own client (as `overridden_configs`): librdkafka's describe_topics may
-        pick a broker that has just died and fail. An unknown topic raises AdminError
-        ``cannot describe topic T: UNKNOWN_TOPIC_OR_PART: Broker: Unknown topic or
-        partition`` (librdkafka's names for the broker's error codes)."""
+        the lab's own client, as Java's AdminClient sends to its least-loaded node:
+        librdkafka's describe_topics may pick a broker that has just died and fail. An
+        unknown topic raises AdminError ``cannot describe topic T: UNKNOWN_TOPIC_OR_PART:
+        Broker: Unknown topic or partition`` (librdkafka's names for the broker's error
+        codes)."""
         from .wire import ResourceError
 
         wanted = None if names is None else sorted(set(names))

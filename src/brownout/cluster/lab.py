@@ -42,12 +42,13 @@ from typing import Any
 
 from ..broker.loop_monitor import RECENT_WINDOW_S, stalls_from_events, worst_stall
 from ..common.events import read_events
+from ..common.rundir import CLUSTER_STATE_FILE, node_dir_name, node_dirs
 from ..storage import random_uuid
-from . import netns, znodes
+from . import launcher, netns, znodes
 from . import zookeeper as zk
 from .ensemble import Ensemble, zookeeper_process_state
 from .ports import PortAllocator
-from .state import LOCK_FILE, STATE_FILE, ClusterState, StateError, locked
+from .state import LOCK_FILE, ClusterState, StateError, locked
 from .supervisor import (
     DEFAULT_START_TIMEOUT,
     DEFAULT_STOP_TIMEOUT,
@@ -101,6 +102,9 @@ def _merge_request(stored: TopologyRequest, asked: TopologyRequest, given: set[s
         )
     if "zookeepers" in given and asked.zookeepers != stored.zookeepers:
         conflicts.append(f"--zookeepers {asked.zookeepers} (built with {stored.zookeepers})")
+    if "distribution" in given and asked.distribution != stored.distribution:
+        conflicts.append(f"--distribution {asked.distribution} (built with "
+                         f"{stored.distribution or 'Brownout nodes'})")
     if "profile" in given and asked.profile != stored.profile:
         conflicts.append(f"--profile {asked.profile} (built with {stored.profile})")
     for label, a, s in (
@@ -121,14 +125,14 @@ def _merge_request(stored: TopologyRequest, asked: TopologyRequest, given: set[s
 
 def purge_files(directory: Path, state: ClusterState | None) -> None:
     """Delete what brownout created in `directory` (never anything else)."""
-    names = {f"node-{i}" for i in (state.nodes if state else ())}
+    names = {node_dir_name(i) for i in (state.nodes if state else ())}
     names |= {f"zookeeper-{i}" for i in (state.zookeepers if state else ())}
     if directory.exists():
-        names |= {p.name for p in directory.glob("node-*") if p.is_dir()}
+        names |= {p.name for p in node_dirs(directory).values()}
         names |= {p.name for p in directory.glob("zookeeper-*") if p.is_dir()}
     for name in names:
         shutil.rmtree(directory / name, ignore_errors=True)
-    for name in (STATE_FILE, LOCK_FILE):
+    for name in (CLUSTER_STATE_FILE, LOCK_FILE):
         with contextlib.suppress(FileNotFoundError):
             (directory / name).unlink()
     with contextlib.suppress(OSError):
@@ -154,6 +158,11 @@ def up(
     validate(request)  # TopologyError: bad arguments
     if request.netns:
         _require_netns()
+    if request.distribution:
+        try:
+            launcher.check_distribution(request.distribution)
+        except launcher.DistributionError as e:
+            raise LabError(str(e)) from None
     with locked(directory):
         state = ClusterState.load(directory)
         if state is not None:

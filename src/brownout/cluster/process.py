@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from ..common.properties import format_properties
+from ..common.rundir import NODE_CONFIG, NODE_EVENTS, NODE_LOG
 
 
 class NodeProcessError(RuntimeError):
@@ -50,9 +51,9 @@ class NodeProcess:
         self.directory = directory
         self.properties = dict(properties)
         self.cluster_id = cluster_id
-        self.config_path = directory / "server.properties"
-        self.log_path = directory / "node.log"
-        self.events_path = directory / "events.jsonl"
+        self.config_path = directory / NODE_CONFIG
+        self.log_path = directory / NODE_LOG
+        self.events_path = directory / NODE_EVENTS
         self.proc: subprocess.Popen[bytes] | None = None
         self._log_start = 0
         directory.mkdir(parents=True, exist_ok=True)

@@ -27,10 +27,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from ..common.rundir import CLUSTER_STATE_FILE
 from . import zookeeper as zk
 from .topology import Topology, TopologyRequest, build_topology
 
-STATE_FILE = "cluster.json"
 LOCK_FILE = ".lock"
 DEFAULT_DIR = ".brownout"
 DIR_ENV = "BROWNOUT_DIR"
@@ -146,7 +146,7 @@ class ClusterState:
 
     @property
     def path(self) -> Path:
-        return self.directory / STATE_FILE
+        return self.directory / CLUSTER_STATE_FILE
 
     @classmethod
     def new(cls, directory: Path, cluster_id: str, topology: Topology) -> ClusterState:
@@ -230,7 +230,7 @@ class ClusterState:
 
     @classmethod
     def load(cls, directory: Path) -> ClusterState | None:
-        path = directory / STATE_FILE
+        path = directory / CLUSTER_STATE_FILE
         if not path.exists():
             return None
         try:

@@ -23,7 +23,6 @@ import os
 import signal
 import socket
 import subprocess
-import sys
 import time
 from collections.abc import Iterable
 from pathlib import Path
@@ -32,6 +31,7 @@ from ..common.config import ConfigError
 from ..common.kafka_config import KafkaConfig
 from ..common.properties import format_properties
 from ..storage import StorageError, format_log_dirs
+from . import launcher
 from .state import ClusterState, NodeState, atomic_write_text
 from .topology import HOST, NodeSpec, Topology
 from .wire import WireError, fetch_metadata
@@ -109,8 +109,9 @@ def runs(pid: int | None, *args: str) -> bool:
 
 
 def is_node_process(pid: int | None, config_path: str) -> bool:
-    """True when `pid` exists, is not a zombie, and runs the node with this config."""
-    return runs(pid, "brownout.node", config_path)
+    """True when `pid` exists, is not a zombie, and runs a node (Brownout's or Kafka's)
+    with this config."""
+    return any(runs(pid, main, config_path) for main in launcher.NODE_MAIN)
 
 
 def exit_status(pid: int | None) -> int | None:
@@ -242,14 +243,19 @@ class Supervisor:
         """Like `kafka-storage format -t CLUSTER_ID -c server.properties --ignore-formatted`.
         A ZooKeeper-mode broker is left alone: it writes its own meta.properties (v0) on
         first start, with the cluster id it finds in ZooKeeper."""
+        distribution = self.topology.request.distribution
         for spec in self.topology.nodes:
             try:
                 config = KafkaConfig.from_file(spec.config_path)
                 if config.is_zookeeper_mode:
                     continue
+                if distribution:
+                    launcher.format_storage(distribution, self.state.cluster_id,
+                                            spec.config_path, spec.directory)
+                    continue
                 dirs = list(dict.fromkeys([*config.log_dirs, config.metadata_log_dir]))
                 format_log_dirs(dirs, self.state.cluster_id, config.node_id, ignore_formatted=True)
-            except (ConfigError, StorageError, ValueError) as e:
+            except (ConfigError, StorageError, ValueError, launcher.DistributionError) as e:
                 raise SupervisorError(f"node {spec.node_id}: {spec.config_path}: {e}") from None
 
     # -- queries -------------------------------------------------------------------
@@ -287,17 +293,9 @@ class Supervisor:
             raise SupervisorError(f"node {node_id} is already running (pid {node.pid})")
         spec.directory.mkdir(parents=True, exist_ok=True)
         self._log_offsets[node_id] = spec.log_path.stat().st_size if spec.log_path.exists() else 0
-        env = dict(os.environ)
-        env.setdefault("MALLOC_MMAP_THRESHOLD_", "4194304")
-        env.setdefault("MALLOC_TRIM_THRESHOLD_", "67108864")
-        argv = [
-            sys.executable,
-            "-m",
-            "brownout.node",
-            str(spec.config_path),
-            "--events",
-            str(spec.events_path),
-        ]
+        distribution = self.topology.request.distribution
+        env = launcher.node_env(distribution, spec.directory)
+        argv = launcher.node_argv(distribution, spec.config_path, spec.events_path)
         if self.topology.request.netns:
             from .netns import exec_prefix, lab_prefix
 

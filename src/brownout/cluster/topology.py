@@ -71,6 +71,7 @@ from pathlib import Path
 from typing import Any
 
 from ..common.kafka_config import BROKER_CONFIG
+from ..common.rundir import NODE_CONFIG, NODE_EVENTS, NODE_LOG, node_dir_name
 from . import zookeeper as zk
 from .zookeeper import ZooKeeperSpec
 
@@ -230,6 +231,9 @@ class TopologyRequest:
     # Brokers run in ZooKeeper mode (metadata in the ensemble, a broker is the
     # controller) instead of KRaft; needs zookeepers >= 1 and no controller nodes.
     zookeeper_mode: bool = False
+    # An Apache Kafka installation (KAFKA_HOME) whose scripts run the nodes instead of
+    # Brownout's own node (cluster/launcher.py); None: Brownout's node.
+    distribution: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -246,6 +250,8 @@ class TopologyRequest:
             data["zookeepers"] = self.zookeepers
         if self.zookeeper_mode:  # written only when set: older state files stay valid
             data["zookeeper_mode"] = True
+        if self.distribution:
+            data["distribution"] = self.distribution
         return data
 
     @classmethod
@@ -260,6 +266,7 @@ class TopologyRequest:
             data.get("subnet"),
             int(data.get("zookeepers") or 0),
             bool(data.get("zookeeper_mode", False)),
+            data.get("distribution"),
         )
 
     def describe(self) -> str:
@@ -280,6 +287,8 @@ class TopologyRequest:
             text += f", --network {self.network}"
             if self.subnet:
                 text += f" --subnet {self.subnet}"
+        if self.distribution:
+            text += f", --distribution {self.distribution}"
         return text
 
     @property
@@ -315,7 +324,7 @@ class NodeSpec:
 
     @property
     def name(self) -> str:
-        return f"node-{self.node_id}"
+        return node_dir_name(self.node_id)
 
     @property
     def data_dir(self) -> Path:
@@ -323,15 +332,15 @@ class NodeSpec:
 
     @property
     def config_path(self) -> Path:
-        return self.directory / "server.properties"
+        return self.directory / NODE_CONFIG
 
     @property
     def log_path(self) -> Path:
-        return self.directory / "node.log"
+        return self.directory / NODE_LOG
 
     @property
     def events_path(self) -> Path:
-        return self.directory / "events.jsonl"
+        return self.directory / NODE_EVENTS
 
     @property
     def broker_address(self) -> str | None:
@@ -601,7 +610,8 @@ def build_topology(
         if "controller" in roles:
             node_ports[CONTROLLER_LISTENER] = port(node_id, CONTROLLER_LISTENER)
         skeletons.append(
-            NodeSpec(node_id, roles, node_ports, base_dir / f"node-{node_id}", {}, host(node_id))
+            NodeSpec(node_id, roles, node_ports, base_dir / node_dir_name(node_id), {},
+                     host(node_id))
         )
 
     ensemble = []

@@ -1,10 +1,12 @@
-"""A tiny blocking Kafka protocol client for the lab's own observations.
+"""The lab's one blocking Kafka protocol client: one request at a time on one connection.
 
-The supervisor and `brownout status` need three requests that the usual clients either
-hide or lack: ApiVersions (what a listener supports), Metadata (which brokers are
-registered and unfenced) and DescribeQuorum (API key 55: the KRaft leader and epoch).
-Requests and responses are encoded with kio; versions are negotiated with ApiVersions,
-so this works against any Kafka, not only Brownout's node.
+The supervisor and `brownout status` need requests that the usual clients either hide or
+lack: ApiVersions (what a listener supports), Metadata (which brokers are registered and
+unfenced) and DescribeQuorum (the KRaft leader and epoch); the group checks (Observation
+E) and tests need any request of any version, with exactly what the broker answered.
+The typed helpers negotiate versions with ApiVersions, so they work against any Kafka,
+not only Brownout's node; `request` sends what it is given. Requests and responses are
+encoded with kio (or protocol.zkapis for what kio lacks).
 """
 
 from __future__ import annotations
@@ -16,29 +18,25 @@ import struct
 import uuid
 from typing import Any
 
-from kio.index import load_request_schema, load_response_schema
 from kio.serial import entity_writer
 
+from ..protocol.apis import ApiKey, request_class, response_class
+from ..protocol.build import build
 from ..protocol.framecheck import MalformedFrameError, decode_entity
 
-API_VERSIONS = 18
-METADATA = 3
-FIND_COORDINATOR = 10
-DESCRIBE_QUORUM = 55
-DESCRIBE_CONFIGS = 32
 TOPIC_RESOURCE = 2
 DYNAMIC_TOPIC_CONFIG = 1  # DescribeConfigs config_source
 METADATA_TOPIC = "__cluster_metadata"
 
 # Highest versions this client knows how to build (and kio can encode).
 _MAX_VERSION = {
-    API_VERSIONS: 0,
-    METADATA: 12,
-    DESCRIBE_QUORUM: 2,
-    DESCRIBE_CONFIGS: 4,
-    FIND_COORDINATOR: 4,
+    ApiKey.API_VERSIONS: 0,
+    ApiKey.METADATA: 12,
+    ApiKey.DESCRIBE_QUORUM: 2,
+    ApiKey.DESCRIBE_CONFIGS: 4,
+    ApiKey.FIND_COORDINATOR: 4,
 }
-_MIN_VERSION = {METADATA: 4, DESCRIBE_CONFIGS: 1, FIND_COORDINATOR: 1}
+_MIN_VERSION = {ApiKey.METADATA: 4, ApiKey.DESCRIBE_CONFIGS: 1, ApiKey.FIND_COORDINATOR: 1}
 
 
 class WireError(RuntimeError):
@@ -60,11 +58,6 @@ def _error_name(code: int) -> str:
         return ErrorCode(code).name.upper()
     except ValueError:
         return f"error {code}"
-
-
-def _build(cls: type, **values: Any) -> Any:
-    names = {f.name for f in dataclasses.fields(cls)}
-    return cls(**{k: v for k, v in values.items() if k in names})
 
 
 _ZERO_UUID = uuid.UUID(int=0)
@@ -158,17 +151,21 @@ class WireClient:
     # -- framing -------------------------------------------------------------------
 
     def request(self, api_key: int, version: int, body: Any) -> Any:
+        """Send one request and return the decoded response body. `body` is a kio request
+        entity of this version, or a dict of version-free values (`protocol.build`)."""
         self.correlation_id += 1
-        cls = load_request_schema(api_key, version)
+        cls: Any = request_class(api_key, version)
+        if isinstance(body, dict):
+            body = build(cls, body)
         header_cls = cls.__header_schema__
         out = io.BytesIO()
-        header = _build(
-            header_cls,
-            request_api_key=api_key,
-            request_api_version=version,
-            correlation_id=self.correlation_id,
-            client_id=self.client_id,
-        )
+        # build() drops client_id for header v0 (ControlledShutdown v0), which has none.
+        header = build(header_cls, {
+            "request_api_key": api_key,
+            "request_api_version": version,
+            "correlation_id": self.correlation_id,
+            "client_id": self.client_id,
+        })
         entity_writer(header_cls)(out, header)
         entity_writer(cls)(out, body)
         data = out.getvalue()
@@ -178,7 +175,7 @@ class WireClient:
             frame = self._read(size)
         except OSError as e:
             raise WireError(f"{self.address}: {e.strerror or e}") from None
-        response_cls = load_response_schema(api_key, version)
+        response_cls: Any = response_class(api_key, version)
         try:
             header_in, offset = decode_entity(response_cls.__header_schema__, frame, 0)
             if header_in.correlation_id != self.correlation_id:
@@ -202,8 +199,7 @@ class WireClient:
 
     def api_versions(self) -> dict[int, tuple[int, int]]:
         if self._versions is None:
-            cls = load_request_schema(API_VERSIONS, 0)
-            response = self.request(API_VERSIONS, 0, cls())
+            response = self.request(ApiKey.API_VERSIONS, 0, {})
             if response.error_code != 0:
                 raise WireError(f"{self.address}: ApiVersions error {int(response.error_code)}")
             self._versions = {
@@ -223,42 +219,21 @@ class WireClient:
 
     def metadata(self) -> ClusterMetadata:
         """Brokers only (no topics): Kafka lists registered, unfenced brokers here."""
-        version = self.pick_version(METADATA)
-        cls = load_request_schema(METADATA, version)
-        body = _build(
-            cls,
-            topics=(),
-            allow_auto_topic_creation=False,
-            include_cluster_authorized_operations=False,
-            include_topic_authorized_operations=False,
-        )
-        r = self.request(METADATA, version, body)
-        brokers = tuple(BrokerInfo(int(b.node_id), str(b.host), int(b.port)) for b in r.brokers)
-        return ClusterMetadata(
-            getattr(r, "cluster_id", None), int(getattr(r, "controller_id", -1)), brokers
-        )
+        return self.topic_metadata([]).cluster
 
     def topic_metadata(self, topics: list[str] | None = None) -> TopicsMetadata:
         """Metadata for `topics` (None: every topic): brokers plus each partition's
         leader, replicas and ISR, as the answering broker's metadata cache has them, and
         per topic its error, id (Metadata v10+) and is_internal (v1+). Topic errors are
         reported, not raised: an unknown topic comes back with UNKNOWN_TOPIC_OR_PARTITION."""
-        version = self.pick_version(METADATA)
-        cls = load_request_schema(METADATA, version)
-        module = __import__(cls.__module__, fromlist=["MetadataRequestTopic"])
-        wanted = None
-        if topics is not None:
-            wanted = tuple(
-                _build(module.MetadataRequestTopic, name=t, topic_id=_ZERO_UUID) for t in topics
-            )
-        body = _build(
-            cls,
-            topics=wanted,
-            allow_auto_topic_creation=False,
-            include_cluster_authorized_operations=False,
-            include_topic_authorized_operations=False,
-        )
-        r = self.request(METADATA, version, body)
+        version = self.pick_version(ApiKey.METADATA)
+        wanted = None if topics is None else [{"name": t, "topic_id": _ZERO_UUID} for t in topics]
+        r = self.request(ApiKey.METADATA, version, {
+            "topics": wanted,
+            "allow_auto_topic_creation": False,
+            "include_cluster_authorized_operations": False,
+            "include_topic_authorized_operations": False,
+        })
         brokers = tuple(BrokerInfo(int(b.node_id), str(b.host), int(b.port)) for b in r.brokers)
         cluster = ClusterMetadata(
             getattr(r, "cluster_id", None), int(getattr(r, "controller_id", -1)), brokers
@@ -293,14 +268,14 @@ class WireClient:
 
     def find_coordinator(self, group: str) -> int:
         """FindCoordinator (key type group): the coordinator's node id."""
-        version = self.pick_version(FIND_COORDINATOR)
-        cls = load_request_schema(FIND_COORDINATOR, version)
+        version = self.pick_version(ApiKey.FIND_COORDINATOR)
+        # v4 batches keys (coordinator_keys); older versions have one key.
+        r = self.request(ApiKey.FIND_COORDINATOR, version,
+                         {"key": group, "key_type": 0, "coordinator_keys": [group]})
         if version >= 4:
-            r = self.request(FIND_COORDINATOR, version, cls(key_type=0, coordinator_keys=(group,)))
             c = r.coordinators[0]
             code, node_id, message = int(c.error_code), int(c.node_id), c.error_message
         else:
-            r = self.request(FIND_COORDINATOR, version, _build(cls, key=group, key_type=0))
             code, node_id = int(r.error_code), int(r.node_id)
             message = getattr(r, "error_message", None)
         if code != 0:
@@ -308,18 +283,10 @@ class WireClient:
         return node_id
 
     def describe_quorum(self) -> QuorumInfo:
-        version = self.pick_version(DESCRIBE_QUORUM)
-        cls = load_request_schema(DESCRIBE_QUORUM, version)
-        module = __import__(cls.__module__, fromlist=["TopicData", "PartitionData"])
-        body = cls(
-            topics=(
-                module.TopicData(
-                    topic_name=METADATA_TOPIC,
-                    partitions=(module.PartitionData(partition_index=0),),
-                ),
-            )
-        )
-        r = self.request(DESCRIBE_QUORUM, version, body)
+        version = self.pick_version(ApiKey.DESCRIBE_QUORUM)
+        r = self.request(ApiKey.DESCRIBE_QUORUM, version, {"topics": [
+            {"topic_name": METADATA_TOPIC, "partitions": [{"partition_index": 0}]},
+        ]})
         if int(r.error_code) != 0:
             raise WireError(f"{self.address}: DescribeQuorum error {int(r.error_code)}")
         partition = r.topics[0].partitions[0]
@@ -336,17 +303,12 @@ class WireClient:
     def topic_overrides(self, topics: list[str]) -> dict[str, dict[str, str]]:
         """DescribeConfigs for topics: per topic, the configs whose source is
         DYNAMIC_TOPIC_CONFIG (set on the topic), as kafka-topics.sh --describe shows them."""
-        version = self.pick_version(DESCRIBE_CONFIGS)
-        cls = load_request_schema(DESCRIBE_CONFIGS, version)
-        module = __import__(cls.__module__, fromlist=["DescribeConfigsResource"])
-        resources = tuple(
-            module.DescribeConfigsResource(
-                resource_type=TOPIC_RESOURCE, resource_name=name, configuration_keys=None
-            )
-            for name in topics
-        )
-        body = _build(cls, resources=resources, include_synonyms=False, include_documentation=False)
-        r = self.request(DESCRIBE_CONFIGS, version, body)
+        version = self.pick_version(ApiKey.DESCRIBE_CONFIGS)
+        resources = [{"resource_type": TOPIC_RESOURCE, "resource_name": name,
+                      "configuration_keys": None} for name in topics]
+        r = self.request(ApiKey.DESCRIBE_CONFIGS, version, {
+            "resources": resources, "include_synonyms": False, "include_documentation": False,
+        })
         result: dict[str, dict[str, str]] = {}
         for res in r.results:
             code = int(res.error_code)
@@ -359,13 +321,6 @@ class WireClient:
                 if int(c.config_source) == DYNAMIC_TOPIC_CONFIG
             }
         return result
-
-
-def fetch_topic_metadata(
-    address: str, topics: list[str] | None = None, timeout: float = 3.0
-) -> TopicsMetadata:
-    with WireClient(address, timeout) as client:
-        return client.topic_metadata(topics)
 
 
 def fetch_metadata(address: str, timeout: float = 3.0) -> ClusterMetadata:

@@ -15,6 +15,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from .rundir import NODE_EVENTS, node_dirs
+
 
 class EventLog:
     def __init__(self, path: Path | None, *, node_id: int) -> None:
@@ -58,5 +60,17 @@ def read_events(path: Path, *, tail_bytes: int | None = None) -> list[dict[str, 
         try:
             events.append(json.loads(line))
         except ValueError:
+            continue
+    return events
+
+
+def read_node_events(parent: Path) -> dict[int, list[dict[str, Any]]]:
+    """The events of each node-N/ right under `parent` (a cluster directory, or a run's
+    nodes/), by node id; a node whose file cannot be read is left out."""
+    events = {}
+    for node, directory in node_dirs(parent).items():
+        try:
+            events[node] = read_events(directory / NODE_EVENTS)
+        except (ValueError, OSError):
             continue
     return events

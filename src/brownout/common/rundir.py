@@ -22,12 +22,18 @@ here once, so a writer and its readers cannot drift apart.
     cluster/                 the run's cluster (removed nodes' files kept in nodes/)
     cluster.json             the cluster's state, copied after the teardown
     nodes/node-N/            node.log, server.properties, events.jsonl of each node
+                             (as in the cluster directory's node-N/)
     pipeline/                the Spark pipeline: pipeline.json, pipeline.log,
-                             progress.jsonl, outputs and checkpoints
+                             progress.jsonl, audit.log, outputs and checkpoints
     pipeline-check.json      the pipeline audit
+
+Beside runs, `--repeat` writes summary.json over its run directories and a sweep
+sweep.json and sweep.html over its cells.
 """
 
 from __future__ import annotations
+
+from pathlib import Path
 
 RUN_FILE = "run.json"
 HISTORY_JSONL = "history.jsonl"
@@ -45,9 +51,33 @@ STUCK_FILE = "stuck-threads.txt"
 CLUSTER_DIR = "cluster"
 CLUSTER_STATE_FILE = "cluster.json"
 NODES_DIR = "nodes"
-NODE_FILES = ("node.log", "server.properties", "events.jsonl")
+NODE_LOG = "node.log"
+NODE_CONFIG = "server.properties"
+NODE_EVENTS = "events.jsonl"
+NODE_FILES = (NODE_LOG, NODE_CONFIG, NODE_EVENTS)
 PIPELINE_DIR = "pipeline"
 PIPELINE_FILE = "pipeline.json"
 PIPELINE_LOG = "pipeline.log"
 PIPELINE_PROGRESS_FILE = "progress.jsonl"
+PIPELINE_AUDIT_LOG = "audit.log"
 PIPELINE_CHECK_FILE = "pipeline-check.json"
+SUMMARY_FILE = "summary.json"
+SWEEP_FILE = "sweep.json"
+SWEEP_PAGE = "sweep.html"
+
+_NODE_DIR_PREFIX = "node-"
+
+
+def node_dir_name(node_id: int) -> str:
+    """A node's directory, in a cluster directory and under a run's nodes/."""
+    return f"{_NODE_DIR_PREFIX}{node_id}"
+
+
+def node_dirs(parent: Path) -> dict[int, Path]:
+    """The node-N directories right under `parent`, by node id, in id order."""
+    found = {}
+    for path in parent.glob(f"{_NODE_DIR_PREFIX}*"):
+        suffix = path.name.removeprefix(_NODE_DIR_PREFIX)
+        if suffix.isdigit() and path.is_dir():
+            found[int(suffix)] = path
+    return dict(sorted(found.items()))

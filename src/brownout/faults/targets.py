@@ -515,15 +515,6 @@ def take_snapshot(
     )
 
 
-def resolve_live(
-    state: ClusterState, spec: str, rng: random.Random, timeout: float = 2.0
-) -> tuple[tuple[int, ...], Snapshot]:
-    """Parse, snapshot what the spec needs, resolve: (node ids, the snapshot used)."""
-    target = parse(spec)
-    snap = take_snapshot(state, need=[target], timeout=timeout)
-    return resolve(target, snap, rng), snap
-
-
 __all__ = [
     "ENSEMBLE_HINT",
     "TARGET_HELP",
@@ -537,7 +528,6 @@ __all__ = [
     "minority",
     "parse",
     "resolve",
-    "resolve_live",
     "take_snapshot",
     "zookeeper_host",
     "zookeeper_server",

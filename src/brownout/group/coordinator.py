@@ -82,9 +82,6 @@ class GroupCoordinator(Membership, OffsetStore, Admin):
     def groups(self) -> Mapping[str, GroupMetadata]:
         return dict(self._groups)
 
-    def owned_partitions(self) -> frozenset[int]:
-        return frozenset(self._owned)
-
     def handle(self, token: Any, request: Request, now_ms: int) -> Effects:
         """Dispatch any request type to its handler."""
         handler = {

@@ -94,14 +94,6 @@ BROKER_APIS: dict[ApiKey, tuple[int, int]] = {
 }
 
 
-def is_supported(api_key: int, api_version: int, table: dict[ApiKey, tuple[int, int]]) -> bool:
-    try:
-        low, high = table[ApiKey(api_key)]
-    except (ValueError, KeyError):
-        return False
-    return low <= api_version <= high
-
-
 def _in_zkapis(api_key: int, api_version: int) -> bool:
     # A whole API (keys 4-7), or only the old versions kio lacks (OffsetCommit v0-v1).
     versions = zkapis.VERSIONS.get(api_key)

@@ -99,10 +99,6 @@ def build(cls: type, data: dict[str, Any]) -> Any:
     return cls(**kwargs)
 
 
-def has_field(cls: type, name: str) -> bool:
-    return any(p.name == name for p in _plan(cls))
-
-
 def millis(value: datetime.timedelta | int) -> int:
     """A request's duration field in milliseconds (kio decodes them as timedelta)."""
     if isinstance(value, datetime.timedelta):

@@ -1,6 +1,7 @@
-"""Decompression of record batch payloads, for the few places that read records
-inside batches (timestamp lookups, internal topics). Produce and fetch never need it:
-batches stay compressed as the producer sent them.
+"""The codecs of record batch payloads, all through cramjam: decompression for the few
+places that read records inside batches (validation, timestamp lookups, internal
+topics), compression for a topic's compression.type. Batches otherwise stay compressed
+as the producer sent them.
 
 Codec ids follow the batch attributes: 1 gzip, 2 snappy, 3 lz4 (frame format), 4 zstd.
 Java clients frame snappy the xerial way (a 16-byte header, then blocks each prefixed
@@ -9,12 +10,15 @@ by its big-endian length); librdkafka may send raw snappy. Both are accepted.
 
 from __future__ import annotations
 
-import gzip
 import struct
 
-from .records import CorruptRecordError
+import cramjam
+
+from .errors import CorruptRecordError
 
 GZIP, SNAPPY, LZ4, ZSTD = 1, 2, 3, 4
+CODEC_IDS = {"uncompressed": 0, "none": 0, "gzip": GZIP, "snappy": SNAPPY, "lz4": LZ4,
+             "zstd": ZSTD}
 _XERIAL_MAGIC = b"\x82SNAPPY\x00"
 _XERIAL_HEADER = 16
 
@@ -23,29 +27,23 @@ def decompress(codec: int, data: bytes | memoryview) -> bytes:
     raw = bytes(data)
     try:
         if codec == GZIP:
-            return gzip.decompress(raw)
+            return bytes(cramjam.gzip.decompress(raw))
         if codec == SNAPPY:
             return _snappy(raw)
         if codec == LZ4:
-            import lz4.frame
-
-            return bytes(lz4.frame.decompress(raw))
+            return bytes(cramjam.lz4.decompress(raw))
         if codec == ZSTD:
-            import zstandard
-
-            return zstandard.ZstdDecompressor().decompressobj().decompress(raw)
+            return bytes(cramjam.zstd.decompress(raw))
     except CorruptRecordError:
         raise
-    except Exception as e:  # each codec library raises its own error types
+    except Exception as e:  # cramjam's DecompressionError, or a codec's own
         raise CorruptRecordError(f"cannot decompress a codec {codec} batch: {e}") from e
     raise CorruptRecordError(f"unknown compression codec {codec}")
 
 
 def _snappy(raw: bytes) -> bytes:
-    import snappy
-
     if not raw.startswith(_XERIAL_MAGIC):
-        return bytes(snappy.decompress(raw))
+        return bytes(cramjam.snappy.decompress_raw(raw))
     out = bytearray()
     pos = _XERIAL_HEADER
     while pos < len(raw):
@@ -55,67 +53,30 @@ def _snappy(raw: bytes) -> bytes:
         pos += 4
         if length < 0 or pos + length > len(raw):
             raise CorruptRecordError(f"xerial snappy block of {length} bytes overruns the batch")
-        out += snappy.decompress(raw[pos : pos + length])
+        out += cramjam.snappy.decompress_raw(raw[pos : pos + length])
         pos += length
     return bytes(out)
-
-
-CODEC_IDS = {"uncompressed": 0, "none": 0, "gzip": GZIP, "snappy": SNAPPY, "lz4": LZ4,
-             "zstd": ZSTD}
 
 
 def compress(codec: int, data: bytes) -> bytes:
     if codec == 0:
         return data
     if codec == GZIP:
-        return gzip.compress(data)
+        return bytes(cramjam.gzip.compress(data))
     if codec == SNAPPY:
-        import snappy
-
         # xerial framing, as Java producers write it; every client reads it.
-        block = snappy.compress(data)
+        block = bytes(cramjam.snappy.compress_raw(data))
         return _XERIAL_MAGIC + struct.pack(">iii", 1, 1, len(block)) + block
     if codec == LZ4:
-        import lz4.frame
-
-        return bytes(lz4.frame.compress(data))
+        return _lz4(data)
     if codec == ZSTD:
-        import zstandard
-
-        return zstandard.ZstdCompressor().compress(data)
+        return bytes(cramjam.zstd.compress(data))
     raise ValueError(f"unknown compression codec {codec}")
 
 
-def recompress(batch: bytes | memoryview, codec: int) -> bytes:
-    """The same batch with its records section in `codec` (topic compression.type).
-
-    The records themselves do not change, so only the attributes' codec bits, the batch
-    length and the CRC are rewritten.
-    """
-    import crc32c
-
-    from .records import BATCH_HEADER_SIZE, read_header
-
-    header = read_header(batch)
-    body = bytes(memoryview(batch)[BATCH_HEADER_SIZE:])
-    if header.compression != 0:
-        body = decompress(header.compression, body)
-    out = bytearray(memoryview(batch)[:BATCH_HEADER_SIZE]) + compress(codec, body)
-    struct.pack_into(">i", out, 8, len(out) - 12)
-    struct.pack_into(">h", out, 21, (header.attributes & ~0x07) | codec)
-    struct.pack_into(">I", out, 17, crc32c.crc32c(bytes(out[21:])))
-    return bytes(out)
-
-
-def set_log_append_time(buf: bytearray, pos: int, now_ms: int) -> None:
-    """Stamp the batch at `pos` with LogAppendTime: the timestamp-type attribute and the
-    max timestamp are set, and the CRC (which covers both) recomputed."""
-    import crc32c
-
-    from .records import read_header
-
-    header = read_header(buf, pos)
-    struct.pack_into(">h", buf, pos + 21, header.attributes | 0x08)
-    struct.pack_into(">q", buf, pos + 35, now_ms)
-    end = pos + header.size
-    struct.pack_into(">I", buf, pos + 17, crc32c.crc32c(bytes(buf[pos + 21 : end])))
+def _lz4(data: bytes) -> bytes:
+    # Independent blocks and no content checksum, as Kafka's KafkaLZ4BlockOutputStream
+    # writes them: Java's reader decodes each block on its own.
+    compressor = cramjam.lz4.Compressor(content_checksum=False, block_linked=False)
+    compressor.compress(data)
+    return bytes(compressor.finish())

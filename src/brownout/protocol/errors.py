@@ -2,9 +2,18 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from kio.schema.errors import ErrorCode
 
-__all__ = ["ErrorCode", "FrameTooLargeError", "InvalidRequestError", "ProtocolError"]
+__all__ = [
+    "CorruptRecordError",
+    "ErrorCode",
+    "FrameTooLargeError",
+    "InvalidRecordError",
+    "InvalidRequestError",
+    "ProtocolError",
+]
 
 
 class ProtocolError(Exception):
@@ -17,3 +26,15 @@ class InvalidRequestError(ProtocolError):
 
 class FrameTooLargeError(ProtocolError):
     """A frame larger than socket.request.max.bytes."""
+
+
+class CorruptRecordError(ValueError):
+    """The bytes are not a well-formed batch (torn write, bit flip, bad sizes)."""
+
+    kafka_error: ClassVar[str] = "CORRUPT_MESSAGE"
+
+
+class InvalidRecordError(ValueError):
+    """The batch is well formed but breaks a rule the broker enforces."""
+
+    kafka_error: ClassVar[str] = "INVALID_RECORD"

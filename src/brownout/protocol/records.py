@@ -25,9 +25,11 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import ClassVar
 
 import crc32c
+
+from .compression import compress, decompress
+from .errors import CorruptRecordError, InvalidRecordError
 
 BATCH_HEADER_SIZE = 61
 # baseOffset + batchLength: the part of the header not counted by batchLength.
@@ -36,7 +38,6 @@ MAGIC_V2 = 2
 CRC_START = 21
 
 _HEADER = struct.Struct(">qiibIhiqqqhii")
-_SIZE_FIELDS = struct.Struct(">qi")
 _BASE_OFFSET = struct.Struct(">q")
 _EPOCH = struct.Struct(">i")
 _HEAD_BEFORE_CRC = struct.Struct(">qiib")
@@ -54,18 +55,6 @@ NO_PRODUCER_ID = -1
 NO_PRODUCER_EPOCH = -1
 NO_SEQUENCE = -1
 NO_PARTITION_LEADER_EPOCH = -1
-
-
-class CorruptRecordError(ValueError):
-    """The bytes are not a well-formed batch (torn write, bit flip, bad sizes)."""
-
-    kafka_error: ClassVar[str] = "CORRUPT_MESSAGE"
-
-
-class InvalidRecordError(ValueError):
-    """The batch is well formed but breaks a rule the broker enforces."""
-
-    kafka_error: ClassVar[str] = "INVALID_RECORD"
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,6 +194,34 @@ def assign_offsets(
     _EPOCH.pack_into(buf, pos + 12, partition_leader_epoch)
 
 
+def recompress(batch: bytes | memoryview, codec: int) -> bytes:
+    """The same batch with its records section in `codec` (topic compression.type).
+
+    The records themselves do not change, so only the attributes' codec bits, the batch
+    length and the CRC are rewritten.
+    """
+    header = read_header(batch)
+    body = bytes(memoryview(batch)[BATCH_HEADER_SIZE:])
+    if header.compression != COMPRESSION_NONE:
+        body = decompress(header.compression, body)
+    out = bytearray(memoryview(batch)[:BATCH_HEADER_SIZE]) + compress(codec, body)
+    struct.pack_into(">i", out, 8, len(out) - LOG_OVERHEAD)
+    struct.pack_into(">h", out, CRC_START,
+                     (header.attributes & ~_ATTR_COMPRESSION_MASK) | codec)
+    struct.pack_into(">I", out, 17, crc32c.crc32c(bytes(out[CRC_START:])))
+    return bytes(out)
+
+
+def set_log_append_time(buf: bytearray, pos: int, now_ms: int) -> None:
+    """Stamp the batch at `pos` with LogAppendTime: the timestamp-type attribute and the
+    max timestamp are set, and the CRC (which covers both) recomputed."""
+    header = read_header(buf, pos)
+    struct.pack_into(">h", buf, pos + CRC_START, header.attributes | _ATTR_TIMESTAMP_TYPE)
+    struct.pack_into(">q", buf, pos + 35, now_ms)
+    end = pos + header.size
+    struct.pack_into(">I", buf, pos + 17, crc32c.crc32c(bytes(buf[pos + CRC_START : end])))
+
+
 # --- varints (zigzag, as in protobuf and Kafka's record format) ---------------------------
 
 
@@ -329,8 +346,6 @@ def validate_records(batch: bytes | bytearray | memoryview, header: BatchHeader)
     buf: bytes | bytearray | memoryview = batch
     pos = BATCH_HEADER_SIZE
     if header.compression != COMPRESSION_NONE:
-        from .compression import decompress
-
         buf = decompress(header.compression, memoryview(batch)[BATCH_HEADER_SIZE:])
         pos = 0
     size = len(buf)
@@ -396,9 +411,6 @@ def _records(
     buf = memoryview(batch)
     pos = BATCH_HEADER_SIZE
     if header.compression != COMPRESSION_NONE:
-        # Imported here: compression imports this module for its error type.
-        from .compression import decompress
-
         buf = memoryview(decompress(header.compression, buf[BATCH_HEADER_SIZE:]))
         pos = 0
     for _ in range(header.records_count):

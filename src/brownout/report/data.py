@@ -48,8 +48,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from brownout.check.events import Fault, node_id, parse_faults
-from brownout.check.load import parse_value
-from brownout.common.events import read_events
+from brownout.check.load import SMALL_COLUMNS, parse_value
+from brownout.common.events import read_node_events
 from brownout.common.rundir import (
     CHECK_FILE,
     FAULTS_FILE,
@@ -86,11 +86,15 @@ from brownout.report.tables import (
     workload_lines,
 )
 from brownout.scenarios.overload import NodeStall, node_stalls, stall_limit_ms
-from brownout.workload.history import SCHEMA
+from brownout.workload.history import (
+    HistoryInput,
+    empty_history,
+    history_batches,
+    read_history,
+)
 
 SEND_COLUMNS = ("time", "type", "acks", "topic", "partition", "offset")
 POLL_COLUMNS = ("time", "process", "topic", "partition", "offset")
-SMALL_COLUMNS = ("index", "time", "process", "type", "f", "topic", "partition", "value")
 SMALL_FS = ("observe", "fault", "assign", "revoke")
 SEND_TYPES = ("invoke", "ok", "fail", "info")
 
@@ -158,28 +162,7 @@ def timeline_for(times: pa.Array | pa.ChunkedArray, bucket: float | None = None)
     return Timeline(start, max(hi, start), bucket or choose_bucket(hi - start))
 
 
-# -- reading the history ----------------------------------------------------------------
-
-HistorySource = pa.Table | str | Path
-
-
-def read_history(source: HistorySource, fs: Iterable[str], columns: Iterable[str]) -> pa.Table:
-    """The events whose f is in `fs`, with only `columns` (Parquet is filtered on read)."""
-    fs, columns = list(fs), list(columns)
-    if isinstance(source, pa.Table):
-        mask = pc.fill_null(pc.is_in(source["f"], value_set=pa.array(fs, pa.string())), False)
-        return source.filter(mask).select(columns)
-    if not Path(source).exists():
-        return pa.schema([SCHEMA.field(c) for c in columns]).empty_table()
-    return pq.read_table(source, columns=columns, filters=pc.field("f").isin(fs))
-
-
-def history_times(source: HistorySource) -> pa.ChunkedArray:
-    if isinstance(source, pa.Table):
-        return source["time"]
-    if not Path(source).exists():
-        return pa.chunked_array([], pa.float64())
-    return pq.read_table(source, columns=["time"])["time"]
+# -- reading the history (with workload/history.py's readers) --------------------------
 
 
 @dataclasses.dataclass
@@ -193,16 +176,12 @@ class HistorySlices:
     last: float | None
 
 
-def read_slices(source: HistorySource, batch_rows: int = 1 << 20) -> HistorySlices:
+def read_slices(source: HistoryInput, batch_rows: int | None = None) -> HistorySlices:
     """Sends, polls and the few observer / nemesis / group events, streaming a Parquet
-    history batch by batch (each column is decoded once; only these rows are kept)."""
+    history batch by batch (only these rows are kept); a missing file is no events."""
     columns = list(dict.fromkeys(("f", *SEND_COLUMNS, *POLL_COLUMNS, *SMALL_COLUMNS)))
-    if isinstance(source, pa.Table):
-        batches = source.select(columns).to_batches(max_chunksize=batch_rows)
-    elif Path(source).exists():
-        batches = pq.ParquetFile(source).iter_batches(batch_size=batch_rows, columns=columns)
-    else:
-        batches = iter(())
+    missing = not isinstance(source, pa.Table) and not Path(source).exists()
+    batches = iter(()) if missing else history_batches(source, columns, batch_rows)
     parts: dict[str, list[pa.Table]] = {"sends": [], "polls": [], "small": []}
     first = last = None
     small_fs = pa.array(SMALL_FS, pa.string())
@@ -223,8 +202,7 @@ def read_slices(source: HistorySource, batch_rows: int = 1 << 20) -> HistorySlic
     out = {}
     for name, cols in (("sends", SEND_COLUMNS), ("polls", POLL_COLUMNS),
                        ("small", SMALL_COLUMNS)):
-        out[name] = (pa.concat_tables(parts[name]) if parts[name] else
-                     pa.schema([SCHEMA.field(c) for c in cols]).empty_table())
+        out[name] = pa.concat_tables(parts[name]) if parts[name] else empty_history(cols)
     return HistorySlices(first=first, last=last, **out)
 
 
@@ -372,8 +350,7 @@ def fault_events_from_results(lines: Iterable[dict[str, Any]], started: float) -
         rows.append({"index": len(rows) - 1_000_000_000, "time": end, "process": process,
                      "type": outcome if outcome in ("ok", "fail", "info") else "info",
                      "f": "fault", "topic": None, "partition": None, "value": text})
-    schema = pa.schema([SCHEMA.field(c) for c in SMALL_COLUMNS])
-    return pa.Table.from_pylist(rows, schema=schema)
+    return pa.Table.from_pylist(rows, schema=empty_history(SMALL_COLUMNS).schema)
 
 
 # -- observer: partitions and controller -----------------------------------------------
@@ -772,14 +749,7 @@ def load_stalls(run_dir: Path, verdict_json: Any,
         return stalls, None if session is None else stall_limit_ms(int(session))
     if started is None:
         return [], None
-    events: dict[int, list[dict[str, Any]]] = {}
-    for node_dir in sorted((run_dir / NODES_DIR).glob("node-*")):
-        try:
-            events[int(node_dir.name.removeprefix("node-"))] = read_events(
-                node_dir / "events.jsonl")
-        except (ValueError, OSError):
-            continue
-    return node_stalls(events, started), None
+    return node_stalls(read_node_events(run_dir / NODES_DIR), started), None
 
 
 def load_run(run_dir: Path, *, report: Any = None, bucket: float | None = None,

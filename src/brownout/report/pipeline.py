@@ -19,9 +19,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ..common.rundir import PIPELINE_CHECK_FILE as AUDIT_FILE
-from ..common.rundir import PIPELINE_DIR
-from ..common.rundir import PIPELINE_PROGRESS_FILE as PROGRESS_FILE
+from ..common.rundir import PIPELINE_CHECK_FILE, PIPELINE_DIR, PIPELINE_PROGRESS_FILE
 
 
 @dataclasses.dataclass
@@ -129,10 +127,10 @@ def load_pipeline(run_dir: Path, verdict: Any, started: float | None,
         run_dir / PIPELINE_DIR
     if not out.is_dir():  # a moved run directory: look next to it
         out = run_dir / PIPELINE_DIR
-    audit = _json(run_dir / AUDIT_FILE)
+    audit = _json(run_dir / PIPELINE_CHECK_FILE)
     if not isinstance(info, dict) and not out.is_dir() and audit is None:
         return None
     info = dict(info) if isinstance(info, dict) else {}
     return PipelineView(status=str(info.get("status") or "unknown"), error=info.get("error"),
-                        info=info, lag=lag_series(out / PROGRESS_FILE, started, acked),
+                        info=info, lag=lag_series(out / PIPELINE_PROGRESS_FILE, started, acked),
                         audit=audit if isinstance(audit, dict) else None)

@@ -16,9 +16,8 @@ from typing import Any
 import plotly.graph_objects as go
 from plotly.offline import get_plotlyjs
 
+from ..common.rundir import SWEEP_PAGE
 from .html import CSS, HEAD_SCRIPT, chart_html, esc, fmt
-
-SWEEP_PAGE = "sweep.html"
 
 # The tail script of a sweep page only marks the charts as drawn (no shared x axis).
 TAIL_SCRIPT = """

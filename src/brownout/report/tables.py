@@ -17,6 +17,16 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..check.rebalances import not_counted_because
+from ..common.rundir import (
+    CHECK_FILE,
+    CLUSTER_DIR,
+    CLUSTER_STATE_FILE,
+    NODE_LOG,
+    NODES_DIR,
+    VERDICT_FILE,
+    node_dir_name,
+    node_dirs,
+)
 
 DEFAULT_LOSS_ROWS = 300
 
@@ -299,7 +309,7 @@ def verdict_from(verdict_json: Mapping[str, Any] | None,
         passed = verdict_json.get("passed")
         reason = verdict_json.get("unknown_reason")
         return Verdict(passed if passed in (True, False, "unknown") else bool(passed),
-                       "verdict.json", exps, str(reason) if reason else None)
+                       VERDICT_FILE, exps, str(reason) if reason else None)
     if not check:
         return Verdict(None, "none", [])
     exps = []
@@ -319,7 +329,7 @@ def verdict_from(verdict_json: Mapping[str, Any] | None,
         exps.append(Expectation(f"{name} checker", "valid", observed,
                                 valid if valid in (True, False) else "unknown", detail))
     valid = check.get("valid")
-    return Verdict(valid if valid in (True, False) else "unknown", "check.json", exps)
+    return Verdict(valid if valid in (True, False) else "unknown", CHECK_FILE, exps)
 
 
 @dataclasses.dataclass
@@ -383,13 +393,13 @@ def cluster_state(run_dir: Path, info: Mapping[str, Any]) -> tuple[dict[str, Any
                                                                     Path | None]:
     """The cluster.json this run used: one in the run directory (a scenario may copy it
     there), else the one in the --dir its commands named."""
-    candidates = [run_dir / "cluster.json", run_dir / "cluster" / "cluster.json"]
+    candidates = [run_dir / CLUSTER_STATE_FILE, run_dir / CLUSTER_DIR / CLUSTER_STATE_FILE]
     for entry in info.get("commands") or []:
         d = (entry.get("params") or {}).get("directory")
         if d:
-            candidates.append(Path(d) / "cluster.json")
+            candidates.append(Path(d) / CLUSTER_STATE_FILE)
     if info.get("cluster_dir"):
-        candidates.append(Path(info["cluster_dir"]) / "cluster.json")
+        candidates.append(Path(info["cluster_dir"]) / CLUSTER_STATE_FILE)
     for path in candidates:
         data = read_json(path)
         if isinstance(data, dict) and "nodes" in data:
@@ -489,10 +499,12 @@ def node_logs(run_dir: Path, nodes: list[dict[str, Any]], cluster_dir: Path | No
                            path.stat().st_size if exists else None))
 
     copied = {}  # node id -> the copy of its log the scenario runner kept in nodes/
-    for path in sorted(run_dir.glob("nodes/node-*/node.log")):
-        copied[path.parent.name.removeprefix("node-")] = path
+    for node, directory in node_dirs(run_dir / NODES_DIR).items():
+        if (directory / NODE_LOG).exists():
+            copied[str(node)] = directory / NODE_LOG
     known = {str(n.get("id")) for n in nodes}
-    local = sorted(run_dir.glob("logs/**/*.log")) + sorted(run_dir.glob("node-*/*.log"))
+    local = sorted(run_dir.glob("logs/**/*.log"))
+    local += sorted(p for d in node_dirs(run_dir).values() for p in d.glob("*.log"))
     local += [p for k, p in copied.items() if k not in known]
     for path in local:
         add(_rel(path, run_dir), path)
@@ -502,7 +514,7 @@ def node_logs(run_dir: Path, nodes: list[dict[str, Any]], cluster_dir: Path | No
         elif n.get("log"):
             add(f"node {n['id']} ({'+'.join(n['roles'])})", Path(n["log"]))
         elif cluster_dir is not None:
-            add(f"node {n['id']}", cluster_dir / f"node-{n['id']}" / "node.log")
+            add(f"node {n['id']}", cluster_dir / node_dir_name(n["id"]) / NODE_LOG)
     if (run_dir / "clients.log").exists():
         add("clients (librdkafka)", run_dir / "clients.log")
     return out

@@ -16,7 +16,7 @@ from pathlib import Path
 from ..cluster import lab
 from ..cluster.admin import Admin
 from ..cluster.topology import Overrides, TopologyRequest
-from ..common.rundir import CLUSTER_DIR, CLUSTER_STATE_FILE, NODE_FILES, NODES_DIR
+from ..common.rundir import CLUSTER_DIR, CLUSTER_STATE_FILE, NODE_FILES, NODES_DIR, node_dirs
 from ..faults import Nemesis
 from ..faults.nemesis import EventCallback
 from .progress import Progress
@@ -44,7 +44,8 @@ class ClusterStage:
             brokers=c.brokers, controllers=c.controllers, combined=c.combined,
             profile=c.profile, overrides=Overrides(dict(c.set), dict(c.broker_set),
                                                    dict(c.controller_set)),
-            network=c.network, zookeepers=c.zookeepers, zookeeper_mode=c.zookeeper)
+            network=c.network, zookeepers=c.zookeepers, zookeeper_mode=c.zookeeper,
+            distribution=c.distribution)
         self.up_result = lab.up(self.directory, request, fresh=True, timeout=START_TIMEOUT)
         self.progress.say(f"cluster: {request.describe()}; bootstrap "
                           f"{self.up_result.topology.bootstrap_servers}")
@@ -117,7 +118,7 @@ class ClusterStage:
             shutil.copy2(self.directory / CLUSTER_STATE_FILE,
                          self.run_dir / CLUSTER_STATE_FILE)
         target = self.run_dir / NODES_DIR
-        for node_dir in sorted(self.directory.glob("node-*")):
+        for node_dir in node_dirs(self.directory).values():
             dest = target / node_dir.name
             dest.mkdir(parents=True, exist_ok=True)
             for name in NODE_FILES:

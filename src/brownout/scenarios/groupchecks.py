@@ -23,9 +23,9 @@ import uuid
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from .rawclient import RawClient
+from ..cluster.wire import WireClient, WireError
+from ..protocol.apis import ApiKey
 
-JOIN, HEARTBEAT, LEAVE, SYNC, DESCRIBE, FIND = 11, 12, 13, 14, 15, 10
 CheckResult = dict[str, Any]
 
 
@@ -43,9 +43,9 @@ def find_coordinator(bootstrap: str, group: str, timeout: float = 20.0) -> str:
     while time.monotonic() < deadline:
         for address in bootstrap.split(","):
             try:
-                with RawClient(address, timeout=5) as c:
-                    r = c.request(FIND, 3, {"key": group, "key_type": 0})
-            except OSError as e:
+                with WireClient(address, timeout=5) as c:
+                    r = c.request(ApiKey.FIND_COORDINATOR, 3, {"key": group, "key_type": 0})
+            except (WireError, OSError) as e:
                 last = f"{address}: {e}"
                 continue
             if r.error_code.name == "none":
@@ -55,15 +55,15 @@ def find_coordinator(bootstrap: str, group: str, timeout: float = 20.0) -> str:
     raise TimeoutError(f"no coordinator for group {group}: {last}")
 
 
-def _join(c: RawClient, group: str, member_id: str) -> Any:
-    return c.request(JOIN, 5, {
+def _join(c: WireClient, group: str, member_id: str) -> Any:
+    return c.request(ApiKey.JOIN_GROUP, 5, {
         "group_id": group, "session_timeout": 10000, "rebalance_timeout": 10000,
         "member_id": member_id, "group_instance_id": None, "protocol_type": "consumer",
         "protocols": [{"name": "range", "metadata": b"m"}],
     })
 
 
-def _join_with_id(c: RawClient, group: str) -> str:
+def _join_with_id(c: WireClient, group: str) -> str:
     first = _join(c, group, "")
     if first.error_code.name != "member_id_required" or not first.member_id:
         raise AssertionError(f"first JoinGroup: {first.error_code.name}, expected "
@@ -71,9 +71,9 @@ def _join_with_id(c: RawClient, group: str) -> str:
     return str(first.member_id)
 
 
-def _sync(c: RawClient, group: str, generation: int, member_id: str,
+def _sync(c: WireClient, group: str, generation: int, member_id: str,
           assignments: dict[str, bytes]) -> Any:
-    return c.request(SYNC, 5, {
+    return c.request(ApiKey.SYNC_GROUP, 5, {
         "group_id": group, "generation_id": generation, "member_id": member_id,
         "group_instance_id": None, "protocol_type": "consumer", "protocol_name": "range",
         "assignments": [{"member_id": m, "assignment": a} for m, a in assignments.items()],
@@ -86,8 +86,8 @@ def raw_checks(bootstrap: str, wanted: Iterable[str]) -> dict[str, CheckResult]:
     group = f"brownout-e-{uuid.uuid4().hex[:6]}"
     coordinator = find_coordinator(bootstrap, group)
     out: dict[str, CheckResult] = {}
-    with RawClient(coordinator, "same-client") as c1, \
-            RawClient(coordinator, "same-client") as c2:
+    with WireClient(coordinator, 15, "same-client") as c1, \
+            WireClient(coordinator, 15, "same-client") as c2:
         m1 = _join_with_id(c1, group)
         j1 = _join(c1, group, m1)
         if j1.error_code.name != "none" or j1.leader != m1:
@@ -103,7 +103,7 @@ def raw_checks(bootstrap: str, wanted: Iterable[str]) -> dict[str, CheckResult]:
                                   daemon=True)
         joiner.start()
         time.sleep(0.5)  # m2's JoinGroup is parked: the group is preparing a rebalance
-        beat = c1.request(HEARTBEAT, 4, {"group_id": group, "generation_id": gen1,
+        beat = c1.request(ApiKey.HEARTBEAT, 4, {"group_id": group, "generation_id": gen1,
                                          "member_id": m1, "group_instance_id": None})
         code = beat.error_code.name
         out["E4"] = (_ok if code == "rebalance_in_progress" else _bad)(
@@ -151,11 +151,11 @@ def raw_checks(bootstrap: str, wanted: Iterable[str]) -> dict[str, CheckResult]:
                              f"assignment {got!r} (expected b'B')")
 
         # E5: one LeaveGroup v5 for both members.
-        left = c1.request(LEAVE, 5, {"group_id": group, "members": [
+        left = c1.request(ApiKey.LEAVE_GROUP, 5, {"group_id": group, "members": [
             {"member_id": m1, "group_instance_id": None, "reason": "brownout E5"},
             {"member_id": m2, "group_instance_id": None, "reason": "brownout E5"}]})
         members = sorted((m.member_id, m.error_code.name) for m in left.members)
-        described = c1.request(DESCRIBE, 5, {"groups": [group],
+        described = c1.request(ApiKey.DESCRIBE_GROUPS, 5, {"groups": [group],
                                              "include_authorized_operations": False})
         state = described.groups[0].group_state
         left_ok = left.error_code.name == "none" and members == sorted(

@@ -30,7 +30,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..common.rundir import PIPELINE_CHECK_FILE, PIPELINE_DIR, PIPELINE_FILE, PIPELINE_LOG
+from ..common.rundir import (
+    PIPELINE_AUDIT_LOG,
+    PIPELINE_CHECK_FILE,
+    PIPELINE_DIR,
+    PIPELINE_FILE,
+    PIPELINE_LOG,
+)
 from .progress import Progress
 from .schema import Scenario
 
@@ -180,7 +186,7 @@ class PipelineStage:
         t0 = time.monotonic()
         code = ("import sys; from pathlib import Path; from brownout.spark.audit import "
                 "audit; audit(Path(sys.argv[1]), Path(sys.argv[2]))")
-        log_path = Path(info["out"]) / "audit.log"
+        log_path = Path(info["out"]) / PIPELINE_AUDIT_LOG
         try:
             with open(log_path, "ab") as logf:
                 proc = subprocess.Popen(

@@ -36,7 +36,6 @@ KINDS: dict[str, tuple[str, str | None, str | None]] = {
     "isolate": ("isolate", "random-broker", "heal"),
     "partition-halves": ("partition", "halves", "heal"),
 }
-NETWORK_KINDS = ("isolate", "partition-halves")
 # Kinds whose target is theirs alone: `targets` does not apply to them.
 OWN_TARGET = ("controller-loss", "zookeeper-loss", "partition-halves")
 
@@ -62,10 +61,6 @@ class RandomSpec:
             raise ValueError("interval must allow some time between faults")
         if self.duration <= 0:
             raise ValueError("for must be longer than 0s")
-
-    @property
-    def needs_network(self) -> bool:
-        return any(k in NETWORK_KINDS for k in self.faults)
 
 
 @dataclasses.dataclass(frozen=True)

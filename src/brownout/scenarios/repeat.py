@@ -53,10 +53,6 @@ class RepeatOutcome:
     def exit_code(self) -> int:
         return int(self.summary["exit_code"])
 
-    @property
-    def summary_file(self) -> Path:
-        return self.out / SUMMARY_FILE
-
 
 def run_names(repeat: int) -> list[str]:
     width = max(3, len(str(repeat)))

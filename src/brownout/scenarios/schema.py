@@ -342,6 +342,9 @@ class ClusterSpec:
     controller_set: dict[str, str] = dataclasses.field(default_factory=dict)
     zookeepers: int = 0  # servers of a ZooKeeper ensemble beside the nodes
     zookeeper: bool = False  # brokers in ZooKeeper mode (controllers is then None)
+    # KAFKA_HOME whose scripts run the nodes (`brownout run --distribution`; not a key of
+    # the file, which should not name a path of one machine); None: Brownout's node
+    distribution: str | None = None
 
     @property
     def zookeeper_ids(self) -> tuple[int, ...]:
@@ -884,6 +887,12 @@ def _expectations(r: _Reader, node: Node | None,
         else:
             one(f"expectations.{name}", name, value_node, None)
     return tuple(out)
+
+
+def with_distribution(scenario: Scenario, home: str) -> Scenario:
+    """`scenario` with its nodes run by the Apache Kafka installation in `home`."""
+    return dataclasses.replace(
+        scenario, cluster=dataclasses.replace(scenario.cluster, distribution=home))
 
 
 def in_zookeeper_mode(scenario: Scenario) -> Scenario:

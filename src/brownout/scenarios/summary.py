@@ -30,11 +30,9 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..check.rebalances import run_rebalances
-from ..common.rundir import CHECK_FILE, VERDICT_FILE
+from ..common.rundir import CHECK_FILE, SUMMARY_FILE, VERDICT_FILE
 from .stats import Rate, Spread
 from .verdict import EXIT_CODES, FAIL, PASS, UNKNOWN
-
-SUMMARY_FILE = "summary.json"
 
 # Measures that become "runs with ..." rates: how often the quantity is above zero.
 RATES = {
@@ -153,10 +151,10 @@ def build_summary(scenario: str, entries: Sequence[RunEntry], *, seed: int,
         for name, value in run_measures(e.check, e.verdict).items():
             measured.setdefault(name, []).append(value)
 
-    measures = [{"name": name, "source": "check.json", **spread.to_dict()}
+    measures = [{"name": name, "source": CHECK_FILE, **spread.to_dict()}
                 for name, values in measured.items()
                 if (spread := Spread.of(values)) is not None]
-    measures += [{"name": f"observed {name}", "source": "verdict.json", **spread.to_dict()}
+    measures += [{"name": f"observed {name}", "source": VERDICT_FILE, **spread.to_dict()}
                  for name, values in observed.items()
                  if (spread := Spread.of(values)) is not None]
     rates = [{"name": "runs passed", **Rate(counts[PASS], len(judged)).to_dict()}]

@@ -23,6 +23,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from ..common.rundir import SWEEP_FILE
 from ..report.sweep_page import render_sweep_page
 from .repeat import plan, run_repeated
 from .runner import preflight
@@ -37,7 +38,6 @@ from .summary import (
 from .sweep import Cell, Matrix
 from .verdict import FAIL, PASS, UNKNOWN
 
-SWEEP_FILE = "sweep.json"
 CELLS_FILE = "cells.json"  # what a sweep directory holds before its summary exists
 
 

@@ -22,18 +22,21 @@ import pyarrow.parquet as pq
 
 from ..check import Expectations, check_all
 from ..check.workloads import check_workloads, error_counts
-from ..common.events import read_events
+from ..common.events import read_node_events
 from ..common.kafka_config import BROKER_CONFIG
 from ..common.properties import read_properties
 from ..common.rundir import (
     CHECK_FILE,
     FINAL_READ_FILE,
     HISTORY_FILE,
+    NODE_CONFIG,
     NODES_DIR,
     RUN_FILE,
     VERDICT_FILE,
     WORKLOAD_CHECKS_FILE,
+    node_dirs,
 )
+from ..workload.history import read_history
 from ..workload.summary import watermarks
 from . import expectations as ex
 from .overload import NodeStall, node_stalls, overload_reason, stall_limit_ms
@@ -104,7 +107,7 @@ class Checked:
 def check_run(run_dir: Path, record: RunRecord) -> Checked:
     """Check the run's history and final read; writes check.json and
     check-workloads.json."""
-    history = pq.read_table(run_dir / HISTORY_FILE)
+    history = read_history(run_dir / HISTORY_FILE)
     final = pq.read_table(run_dir / FINAL_READ_FILE)
     marks = watermarks(run_dir)
     whole = check_all(history, final, marks, Expectations()).to_dict()
@@ -167,21 +170,17 @@ def lab_stalls(run_dir: Path) -> tuple[list[NodeStall], int]:
     """Every node's event-loop stalls (history time) from the node files kept in the
     run directory, and the cluster's session timeout (`session_timeout_ms`)."""
     started = (_read_json(run_dir / RUN_FILE) or {}).get("started")
-    events: dict[int, list[dict[str, Any]]] = {}
     sessions = []
-    for node_dir in sorted((run_dir / NODES_DIR).glob("node-*")):
+    for node_dir in node_dirs(run_dir / NODES_DIR).values():
         with contextlib.suppress(ValueError, OSError):
-            events[int(node_dir.name.removeprefix("node-"))] = read_events(
-                node_dir / "events.jsonl")
-        with contextlib.suppress(ValueError, OSError):
-            value = session_timeout_ms(read_properties(node_dir / "server.properties"))
+            value = session_timeout_ms(read_properties(node_dir / NODE_CONFIG))
             if value is not None:
                 sessions.append(value)
     # The controller fences: the shortest session any node was configured with.
     session = min(sessions, default=BROKER_CONFIG.keys["broker.session.timeout.ms"].default)
     if started is None:  # the workload never started: nothing to line the stalls up with
         return [], session
-    return node_stalls(events, float(started)), session
+    return node_stalls(read_node_events(run_dir / NODES_DIR), float(started)), session
 
 
 def write_verdict(run_dir: Path, scenario: Scenario, record: RunRecord,

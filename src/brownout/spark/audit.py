@@ -53,12 +53,16 @@ import math
 from pathlib import Path
 from typing import Any
 
-from ..common.rundir import PIPELINE_CHECK_FILE as CHECK_FILE
-from ..workload.run import HISTORY_PARQUET, load_run
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..check.load import load_history
+from ..check.writes import FAIL, OK, send_outcomes
+from ..common.rundir import HISTORY_FILE, PIPELINE_CHECK_FILE, PIPELINE_PROGRESS_FILE, RUN_FILE
+from ..workload.run import load_run
 from .pipeline import (
     LEDGER,
     PIPELINE_FILE,
-    PROGRESS_FILE,
     PipelineConfig,
     output_path,
 )
@@ -86,7 +90,7 @@ def final_watermarks(out: Path) -> dict[str, int | None]:
     """Each query's last watermark (epoch ms): pipeline.json's last run, else the
     progress log."""
     marks: dict[str, int | None] = {}
-    progress = out / PROGRESS_FILE
+    progress = out / PIPELINE_PROGRESS_FILE
     if progress.exists():
         for line in progress.read_text().splitlines():
             if line.strip():
@@ -186,7 +190,6 @@ def audit(run_dir: Path, pipeline_out: Path, *, spark: Any = None,
     """Compare the pipeline's output in `pipeline_out` with recomputations from the run's
     history and the log; writes pipeline-check.json into `run_dir` (if `write`) and
     returns the report."""
-    from pyspark.sql import functions as F
 
     from .session import make_spark
     from .transforms import OUTPUTS, aggregate, parse
@@ -194,7 +197,7 @@ def audit(run_dir: Path, pipeline_out: Path, *, spark: Any = None,
     state = json.loads((pipeline_out / PIPELINE_FILE).read_text())
     config = PipelineConfig.from_json(state["config"])
     spec = config.window_spec()
-    info = load_run(run_dir) if (run_dir / "run.json").exists() else {}
+    info = load_run(run_dir) if (run_dir / RUN_FILE).exists() else {}
     bootstrap = bootstrap or config.bootstrap or info.get("bootstrap")
     own = spark is None
     if own:
@@ -205,19 +208,11 @@ def audit(run_dir: Path, pipeline_out: Path, *, spark: Any = None,
         "window": spec.as_json(), "topics": {},
     }
     try:
-        hist_path = run_dir / HISTORY_PARQUET
+        hist_path = run_dir / HISTORY_FILE
         acked_all = failed_all = None
         if hist_path.exists():
-            sends = spark.read.parquet(str(hist_path)).where(F.col("f") == "send")
-            acked_all = (sends.where(F.col("type") == "ok")
-                         .select("topic", "msg_id", "producer", "seq",
-                                 F.col("partition").alias("ack_partition"),
-                                 F.col("offset").alias("ack_offset")))
-            # Sends that certainly failed, never acknowledged nor indeterminate.
-            failed_all = (sends.where(F.col("type") == "fail").select("topic", "msg_id")
-                          .join(sends.where(F.col("type").isin("ok", "info"))
-                                .select("topic", "msg_id"), ["topic", "msg_id"], "left_anti")
-                          .distinct())
+            acked, failed = sends_by_outcome(hist_path)
+            acked_all, failed_all = spark.createDataFrame(acked), spark.createDataFrame(failed)
         for topic, workload in sorted(config.topics.items()):
             report["topics"][topic] = _audit_topic(
                 spark, topic, workload, bootstrap, acked_all, failed_all, pipeline_out,
@@ -235,8 +230,22 @@ def audit(run_dir: Path, pipeline_out: Path, *, spark: Any = None,
         x["lost"] == 0 and x["failed_in_log"] == 0 for x in t) if acked_all is not None else None
     report["valid"] = report["pipeline_equal"] and report["ground_truth_explained"] is not False
     if write:
-        (run_dir / CHECK_FILE).write_text(json.dumps(report, indent=2) + "\n")
+        (run_dir / PIPELINE_CHECK_FILE).write_text(json.dumps(report, indent=2) + "\n")
     return report
+
+
+def sends_by_outcome(history: Path) -> tuple[pa.Table, pa.Table]:
+    """(acknowledged sends: topic, msg_id, producer, seq, ack_partition, ack_offset;
+    sends that certainly failed, never acknowledged nor indeterminate: topic, msg_id),
+    one row per msg_id, from the checkers' send outcomes, so that the audit and
+    `brownout check` agree on which send is which."""
+    outcomes = send_outcomes(load_history(history))
+    acked = outcomes.filter(pc.equal(outcomes["outcome"], OK))
+    acked = acked.select(["topic", "msg_id", "producer", "seq", "partition", "offset"])
+    acked = acked.rename_columns(["topic", "msg_id", "producer", "seq", "ack_partition",
+                                  "ack_offset"])
+    failed = outcomes.filter(pc.equal(outcomes["outcome"], FAIL)).select(["topic", "msg_id"])
+    return acked, failed
 
 
 def _audit_topic(spark: Any, topic: str, workload: str, bootstrap: str, acked_all: Any,

@@ -40,8 +40,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..common.rundir import PIPELINE_FILE, PIPELINE_LOG
-from ..common.rundir import PIPELINE_PROGRESS_FILE as PROGRESS_FILE
+from ..common.rundir import PIPELINE_FILE, PIPELINE_LOG, PIPELINE_PROGRESS_FILE
 from ..workload.generators import WORKLOADS
 
 log = logging.getLogger("brownout.spark.pipeline")
@@ -303,7 +302,7 @@ def run_pipeline(config: PipelineConfig, *, stop: threading.Event | None = None,
         spark = make_spark(config.master, "brownout-pipeline", config.spark_conf,
                            shuffle_partitions=config.shuffle_partitions)
     run["spark_startup_s"] = round(time.monotonic() - t0, 3)
-    recorder = ProgressRecorder(config.out / PROGRESS_FILE)
+    recorder = ProgressRecorder(config.out / PIPELINE_PROGRESS_FILE)
     queries: dict[str, tuple[Any, str, str]] = {}
     error: str | None = None
     try:
@@ -418,7 +417,7 @@ class PipelineProcess:
     def wait_running(self, timeout: float = 120.0) -> bool:
         """True once every query has finished a first batch (progress.jsonl has them)."""
         deadline = time.monotonic() + timeout
-        path = self.config.out / PROGRESS_FILE
+        path = self.config.out / PIPELINE_PROGRESS_FILE
         want = {f"{t}.{o}" for t, o in outputs(self.config)}
         while time.monotonic() < deadline and self.alive():
             if path.exists():

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, replace
 
 LONG_MAX = 2**63 - 1
 
@@ -89,10 +89,6 @@ class LogConfig:
             changes[name] = number * unit if number >= 0 else number
             rank[name] = prec
         return replace(cls(), **changes)
-
-    def to_properties(self) -> dict[str, int | str]:
-        names = {v: k for k, v in _TOPIC_KEYS.items() if v}
-        return {names[f.name]: getattr(self, f.name) for f in fields(self)}
 
 
 def _to_int(key: str, value: str | int) -> int:

@@ -81,14 +81,6 @@ class LeaderEpochCache:
             floor = entry
         return UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
 
-    def epoch_for_offset(self, offset: int) -> int:
-        epoch = UNDEFINED_EPOCH
-        for e, start in self._entries:
-            if start > offset:
-                break
-            epoch = e
-        return epoch
-
     def truncate_from_end(self, end_offset: int) -> None:
         """Forget epochs starting at or after ``end_offset`` (log truncated there)."""
         kept = [(e, s) for e, s in self._entries if s < end_offset]

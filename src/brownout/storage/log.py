@@ -35,7 +35,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from brownout.protocol.compression import CODEC_IDS, recompress, set_log_append_time
+from brownout.protocol.compression import CODEC_IDS
 from brownout.protocol.records import (
     BatchHeader,
     CorruptRecordError,
@@ -43,6 +43,8 @@ from brownout.protocol.records import (
     assign_offsets,
     decode_records,
     iter_batches,
+    recompress,
+    set_log_append_time,
     validate_batch,
     validate_records,
 )
@@ -470,12 +472,6 @@ class Log:
                 offset = header.next_offset
 
     # ------------------------------------------------------------------ ListOffsets
-
-    def earliest_offset(self) -> int:
-        return self._log_start_offset
-
-    def latest_offset(self) -> int:
-        return self.log_end_offset
 
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
         """ListOffsets by timestamp: (offset, timestamp) of the first record whose timestamp

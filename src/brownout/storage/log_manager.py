@@ -150,12 +150,6 @@ class LogManager:
                 counts[log.dir.parent] += 1
         return min(self.log_dirs, key=lambda d: counts[d])
 
-    def update_config(self, topic: str, config: LogConfig) -> None:
-        with self._lock:
-            for (t, _), log in self._logs.items():
-                if t == topic:
-                    log.config = config
-
     def delete_log(self, topic: str, partition: int) -> bool:
         """Rename to ``topic-partition.<uuid hex>-delete`` (atomic, so a crash mid-delete
         cannot resurrect a half-deleted log), then remove it."""

@@ -216,14 +216,8 @@ def check_log_dirs(log_dirs: Sequence[Path], node_id: int, cluster_id: str | Non
     return seen
 
 
-def directory_id(log_dir: Path) -> str | None:
-    props = read_meta_properties(Path(log_dir))
-    return None if props is None else props.get("directory.id")
-
-
 __all__ = [
     "check_log_dirs",
-    "directory_id",
     "ensure_zk_log_dirs",
     "format_log_dirs",
     "random_uuid",

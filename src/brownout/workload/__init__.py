@@ -4,8 +4,9 @@
     producer     ProducerSettings, ProducerGroup, DeliveryRecorder (invoke + ok/fail/info)
     errors       the fail-vs-info classification of producer errors (classify)
     ratelimit    TokenBucket
-    consumer     ConsumerSettings, ConsumerGroup, PollRecorder (poll/assign/revoke/commit)
+    consumer     ConsumerSettings, ConsumerWorker, PollRecorder (poll/assign/revoke/commit)
     kp_consumer  KafkaPythonConsumerWorker: the same history from kafka-python consumers
+    consumer_group  ConsumerGroup: the workers of one ConsumerSettings, of either client
     clientstats  MetadataRecorder: each client's broker list from librdkafka statistics
     observer     Observer: leaders, leader epochs, ISR, controller (f="observe")
     final_read   final_read / write_final_read / load_final_read

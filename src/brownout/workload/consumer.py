@@ -30,7 +30,6 @@ from typing import Any
 from .clientstats import DEFAULT_STATS_INTERVAL_MS, MetadataRecorder, error_name
 from .generators import read_identity
 from .history import FAIL, INFO, INVOKE, OK, HistoryWriter
-from .workers import WorkerGroup
 
 log = logging.getLogger(__name__)
 
@@ -334,28 +333,3 @@ class ConsumerWorker(MemberBase):
                                    on_revoke=self._on_revoke, on_lost=self._on_lost)
 
         self._loop(setup, lambda: consumer.consume(num_messages=500, timeout=0.1))
-
-
-class ConsumerGroup(WorkerGroup):
-    def __init__(self, settings: ConsumerSettings, history: HistoryWriter, names: list[str],
-                 *, stop: threading.Event, logger: logging.Logger | None = None) -> None:
-        settings.validate()
-        self.settings = settings
-        self.workers: list[Any]
-        if settings.client == "kafka-python":
-            from .kp_consumer import KafkaPythonConsumerWorker
-
-            self.workers = [KafkaPythonConsumerWorker(settings, history, name, stop=stop,
-                                                      deadline=None) for name in names]
-        else:
-            self.workers = [ConsumerWorker(settings, history, name, stop=stop,
-                                           deadline=None, logger=logger) for name in names]
-
-    def totals(self) -> dict[str, int]:
-        return {
-            "polled": sum(w.recorder.polled for w in self.workers),
-            "poll_errors": sum(w.recorder.errors for w in self.workers),
-            "rebalances": sum(w.rebalances for w in self.workers),
-            "assigned": sum(len(w.assigned) for w in self.workers),
-            "commits": sum(w.commits for w in self.workers),
-        }

@@ -7,7 +7,9 @@ the processes "nemesis" and "observer".
 
 While a run is going the history is written as JSON lines, one event per line and
 flushed per line, so a crash loses at most the torn last line; when the run ends it is
-converted to Parquet with the Arrow schema below, which is what the checkers read.
+converted to Parquet with the Arrow schema below, which is what the checkers read. Every
+reader of a history (checkers, report, verdict, counts) goes through `history_batches`
+or `read_history` here.
 
 Fields (absent ones are null):
     index      position in the history (assigned by the writer)
@@ -31,11 +33,12 @@ import json
 import os
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 INVOKE, OK, FAIL, INFO = "invoke", "ok", "fail", "info"
@@ -186,3 +189,47 @@ def events_table(events: list[Event]) -> pa.Table:
         for name in FIELDS:
             columns[name].append(row[name])
     return pa.table(columns, schema=SCHEMA)
+
+
+# -- reading ----------------------------------------------------------------------------
+
+HistoryInput = pa.Table | str | Path  # a history table, or the path of its Parquet file
+BATCH_ROWS = 1 << 20
+
+
+def history_batches(history: HistoryInput, columns: Sequence[str],
+                    batch_rows: int | None = None) -> Iterator[pa.RecordBatch]:
+    """The history's rows with `columns` only, `batch_rows` (default BATCH_ROWS) at a
+    time: a table is sliced, a Parquet file streamed (each column decoded once)."""
+    batch_rows = batch_rows or BATCH_ROWS  # looked up here, so tests can shrink it
+    if isinstance(history, pa.Table):
+        missing = [c for c in columns if c not in history.column_names]
+        if missing:
+            raise ValueError(f"history lacks columns {missing}")
+        yield from history.select(list(columns)).to_batches(max_chunksize=batch_rows)
+        return
+    parquet = pq.ParquetFile(history)
+    yield from parquet.iter_batches(batch_size=batch_rows, columns=list(columns))
+
+
+def read_history(history: HistoryInput, fs: Iterable[str] | None = None,
+                 columns: Iterable[str] | None = None, *, missing_ok: bool = False) -> pa.Table:
+    """The events whose f is in `fs` (None: all), with only `columns` (None: all). A
+    Parquet file is filtered as it is read; with `missing_ok` a file that does not exist
+    is an empty history (a run that recorded nothing)."""
+    cols = None if columns is None else list(columns)
+    if isinstance(history, pa.Table):
+        table = history
+        if fs is not None:
+            kinds = pa.array(list(fs), pa.string())
+            table = table.filter(pc.fill_null(pc.is_in(table["f"], value_set=kinds), False))
+        return table if cols is None else table.select(cols)
+    if missing_ok and not Path(history).exists():
+        return empty_history(SCHEMA.names if cols is None else cols)
+    where = None if fs is None else pc.field("f").isin(list(fs))
+    return pq.read_table(history, columns=cols, filters=where)
+
+
+def empty_history(columns: Iterable[str]) -> pa.Table:
+    """No events, with `columns` of the history's schema."""
+    return pa.schema([SCHEMA.field(c) for c in columns]).empty_table()

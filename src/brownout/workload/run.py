@@ -31,9 +31,9 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from ..common.rundir import HISTORY_FILE as HISTORY_PARQUET
-from ..common.rundir import HISTORY_JSONL, RUN_FILE
-from .consumer import ConsumerGroup, ConsumerSettings
+from ..common.rundir import HISTORY_FILE, HISTORY_JSONL, RUN_FILE
+from .consumer import ConsumerSettings
+from .consumer_group import ConsumerGroup
 from .final_read import FinalRead, final_read, write_final_read
 from .history import HistoryWriter, jsonl_to_parquet, read_jsonl
 from .observer import Observer
@@ -253,7 +253,7 @@ class WorkloadRun:
             self.history = None
             try:
                 rows = jsonl_to_parquet(self.run_dir / HISTORY_JSONL,
-                                        self.run_dir / HISTORY_PARQUET)
+                                        self.run_dir / HISTORY_FILE)
                 self.entry["ended"] = time.time()
                 self.entry["totals"] = self.totals()
                 self.entry["history_rows"] = rows

@@ -17,11 +17,10 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
-from ..common.rundir import CHECK_FILE
+from ..common.rundir import CHECK_FILE, HISTORY_FILE, RUN_FILE
 from .final_read import FINAL_READ_FILE, WATERMARKS_FILE, load_final_read
-from .run import HISTORY_PARQUET
+from .history import read_history
 
 
 def watermarks(run_dir: Path) -> dict[tuple[str, int], int]:
@@ -56,7 +55,7 @@ def check_run(run_dir: Path) -> Any | None:
     check_all = getattr(module, "check_all", None)
     if check_all is None:
         return None
-    report = check_all(run_dir / HISTORY_PARQUET, run_dir / FINAL_READ_FILE,
+    report = check_all(run_dir / HISTORY_FILE, run_dir / FINAL_READ_FILE,
                        watermarks(run_dir), expectations_for(run_dir, module),
                        unread=unread_partitions(run_dir))
     if hasattr(report, "to_dict"):
@@ -69,7 +68,7 @@ def expectations_for(run_dir: Path, check: Any) -> Any:
     land twice (Kafka's at-least-once), so duplicates are reported but allowed."""
     expectations = check.Expectations()
     try:
-        commands = json.loads((run_dir / "run.json").read_text()).get("commands", [])
+        commands = json.loads((run_dir / RUN_FILE).read_text()).get("commands", [])
     except (OSError, ValueError):
         return expectations
     produced = [c.get("params", {}) for c in commands if c.get("params", {}).get("acks")]
@@ -90,8 +89,8 @@ def _count(table: pa.Table, **equal: str) -> int:
 def counts(run_dir: Path) -> dict[str, int]:
     """sent / acked / failed / info / unresolved sends, polled records, commits, and the
     final read's size, from history.parquet and final-read.parquet."""
-    history = pq.read_table(run_dir / HISTORY_PARQUET,
-                            columns=["type", "f", "acks", "msg_id"])
+    history = read_history(run_dir / HISTORY_FILE,
+                           columns=["type", "f", "acks", "msg_id"])
     sent = _count(history, f="send", type="invoke")
     acked = _count(history, f="send", type="ok")
     failed = _count(history, f="send", type="fail")

@@ -66,7 +66,6 @@ PREFERRED_REPLICA_ELECTION_PATH = "/admin/preferred_replica_election"
 CLUSTER_PATH = "/cluster"
 CLUSTER_ID_PATH = "/cluster/id"
 ISR_CHANGE_NOTIFICATION_PATH = "/isr_change_notification"
-ISR_CHANGE_PREFIX = "isr_change_"
 LOG_DIR_EVENT_NOTIFICATION_PATH = "/log_dir_event_notification"
 PRODUCER_ID_BLOCK_PATH = "/latest_producer_id_block"
 FEATURE_PATH = "/feature"
@@ -133,10 +132,6 @@ def config_change_path(sequence: int) -> str:
 
 def delete_topic_path(topic: str) -> str:
     return f"{DELETE_TOPICS_PATH}/{topic}"
-
-
-def isr_change_path(sequence: int) -> str:
-    return f"{ISR_CHANGE_NOTIFICATION_PATH}/{ISR_CHANGE_PREFIX}{sequence:010d}"
 
 
 # ------------------------------------------------------------------------------- JSON
@@ -471,16 +466,6 @@ def decode_cluster_id(data: bytes) -> str:
     if not isinstance(value, str):
         raise ZkDataError(f"{CLUSTER_ID_PATH} without id: {data!r}")
     return value
-
-
-def encode_isr_change(partitions: Sequence[TopicPartition]) -> bytes:
-    items = [{"topic": tp.topic, "partition": tp.partition} for tp in partitions]
-    return _dumps({"version": 1, "partitions": items}, ["version", "partitions"])
-
-
-def decode_isr_change(data: bytes) -> list[TopicPartition]:
-    items = _loads(data, "isr change").get("partitions") or []
-    return [TopicPartition(str(i["topic"]), int(i["partition"])) for i in items]
 
 
 FEATURE_ZNODE_VERSION = 2  # from IBP 3.3

@@ -105,15 +105,6 @@ def elect_offline(
     )
 
 
-def elect_reassign(
-    current: LeaderAndIsr, target_replicas: Sequence[int], live: Collection[int]
-) -> ElectionResult:
-    leader = reassign_partition_leader(target_replicas, current.isr, live)
-    return ElectionResult(
-        None if leader is None else current.new_leader(leader), tuple(target_replicas)
-    )
-
-
 def elect_preferred(
     current: LeaderAndIsr, assignment: Sequence[int], live: Collection[int]
 ) -> ElectionResult:

@@ -82,10 +82,6 @@ class LeaderAndIsr:
             and self.partition_epoch <= current.partition_epoch
         )
 
-    @property
-    def has_leader(self) -> bool:
-        return self.leader >= 0
-
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class ReplicaAssignment:
@@ -99,7 +95,3 @@ class ReplicaAssignment:
     @property
     def target_replicas(self) -> tuple[int, ...]:
         return tuple(r for r in self.replicas if r not in self.removing)
-
-    @property
-    def is_being_reassigned(self) -> bool:
-        return bool(self.adding or self.removing)

@@ -2,8 +2,9 @@ import json
 
 import pyarrow.parquet as pq
 
-from brownout.check import UNKNOWN, CheckResult, check_all, compose, guarded, load
+from brownout.check import UNKNOWN, CheckResult, check_all, compose, guarded
 from brownout.check import suite as compose_module
+from brownout.workload import history as history_module
 
 from .hist import H, final
 
@@ -73,7 +74,7 @@ def test_parquet_round_trip_streams_the_same_verdict(tmp_path, monkeypatch):
     pq.write_table(history, tmp_path / "history.parquet", row_group_size=4)
     pq.write_table(log, tmp_path / "final.parquet")
     assert pq.read_table(tmp_path / "history.parquet").equals(history)
-    monkeypatch.setattr(load, "BATCH_ROWS", 3)  # many small batches
+    monkeypatch.setattr(history_module, "BATCH_ROWS", 3)  # many small batches
     from_files = check_all(tmp_path / "history.parquet", tmp_path / "final.parquet", {0: 3})
     in_memory = check_all(history, log, {0: 3})
     assert from_files.to_dict() == in_memory.to_dict()

@@ -54,7 +54,8 @@ def test_read_history_from_parquet_filters_like_the_table(tmp_path: Path):
     assert from_file.to_pylist() == d.read_history(h.table(), ["send"],
                                                    ["time", "type"]).to_pylist()
     assert len(from_file) == 2
-    assert len(d.read_history(tmp_path / "missing.parquet", ["send"], ["time"])) == 0
+    assert len(d.read_history(tmp_path / "missing.parquet", ["send"], ["time"],
+                              missing_ok=True)) == 0
 
 
 # -- fault bands ------------------------------------------------------------------------

@@ -1,0 +1,75 @@
+"""The node's codecs (cramjam) against another implementation's: kafka-python's codec
+module (python-snappy, lz4, zstandard), i.e. what a Kafka client sends and reads."""
+
+from __future__ import annotations
+
+import gzip
+import os
+
+import pytest
+from kafka import codec as client
+
+from brownout.protocol.compression import GZIP, LZ4, SNAPPY, ZSTD, compress, decompress
+from brownout.protocol.errors import CorruptRecordError
+
+PAYLOADS = {
+    "empty": b"",
+    "one-byte": b"x",
+    "random": os.urandom(3000),
+    # Bigger than one 64 KiB lz4 block and one xerial snappy block.
+    "large": b"compressible payload " * 20_000 + os.urandom(2000),
+}
+
+CLIENT_ENCODERS = {
+    "gzip": (GZIP, client.gzip_encode),
+    "snappy-xerial": (SNAPPY, lambda d: client.snappy_encode(d, xerial_compatible=True)),
+    "snappy-raw": (SNAPPY, lambda d: client.snappy_encode(d, xerial_compatible=False)),
+    "lz4": (LZ4, client.lz4_encode),
+    "zstd": (ZSTD, client.zstd_encode),
+}
+
+CLIENT_DECODERS = {
+    GZIP: client.gzip_decode,
+    SNAPPY: client.snappy_decode,
+    LZ4: client.lz4_decode,
+    ZSTD: client.zstd_decode,
+}
+
+
+@pytest.mark.parametrize("payload", PAYLOADS.values(), ids=list(PAYLOADS))
+@pytest.mark.parametrize("name", list(CLIENT_ENCODERS))
+def test_reads_what_a_client_sends(name: str, payload: bytes) -> None:
+    codec, encode = CLIENT_ENCODERS[name]
+    assert decompress(codec, encode(payload)) == payload
+
+
+@pytest.mark.parametrize("payload", PAYLOADS.values(), ids=list(PAYLOADS))
+@pytest.mark.parametrize("codec", list(CLIENT_DECODERS))
+def test_a_client_reads_what_the_node_writes(codec: int, payload: bytes) -> None:
+    assert CLIENT_DECODERS[codec](compress(codec, payload)) == payload
+
+
+def test_lz4_frames_have_independent_blocks_and_no_content_checksum() -> None:
+    # Kafka's KafkaLZ4BlockOutputStream writes the same flags; Java's reader decodes
+    # every block on its own.
+    flg = compress(LZ4, PAYLOADS["large"])[4]
+    assert flg & 0b1110_0000 == 0b0110_0000  # version 01, block independence
+    assert not flg & 0b0000_0100  # no content checksum
+
+
+def test_multi_member_gzip() -> None:
+    data = PAYLOADS["large"]
+    assert decompress(GZIP, gzip.compress(data[:100]) + gzip.compress(data[100:])) == data
+
+
+@pytest.mark.parametrize("codec", [GZIP, SNAPPY, LZ4, ZSTD])
+def test_garbage_is_a_corrupt_record(codec: int) -> None:
+    with pytest.raises(CorruptRecordError, match="decompress"):
+        decompress(codec, b"garbage" * 3)
+
+
+def test_unknown_codec() -> None:
+    with pytest.raises(CorruptRecordError, match="unknown compression codec 7"):
+        decompress(7, b"")
+    with pytest.raises(ValueError, match="unknown compression codec 7"):
+        compress(7, b"")
