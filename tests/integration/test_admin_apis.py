@@ -553,6 +553,96 @@ def test_offset_delete_and_delete_groups(node, topic):
         client.close()
 
 
+# -- the CLI: consumer-groups, topics delete/alter, leader-election ----------------------
+
+
+def _cli(*args: str):  # type: ignore[no-untyped-def]
+    """`brownout ARGS` in this process (a subprocess per call would cost seconds)."""
+    from typer.testing import CliRunner
+
+    from brownout.cli import app
+
+    return CliRunner().invoke(app, list(args), env={"COLUMNS": "200"})
+
+
+def test_cli_consumer_groups_topics_and_elections(node, topic):
+    b = ("--bootstrap-server", node.bootstrap)
+    create_topic(node.bootstrap, topic, 1)
+    result = _cli("topics", "alter", topic, "--partitions", "2", *b)
+    assert (result.exit_code, result.output) == (0, "")
+    wait_for_topic(node.bootstrap, topic, 2)
+    shrink = _cli("topics", "alter", topic, "--partitions", "1", *b)
+    assert shrink.exit_code == 1 and "INVALID_PARTITIONS" in shrink.output
+    produce_confluent(node.bootstrap, topic, [(0, None, b"%d" % i, []) for i in range(4)])
+
+    group = f"{topic}-cli"
+    consumer = Consumer({"bootstrap.servers": node.bootstrap, "group.id": group,
+                         "client.id": "cli-test", "auto.offset.reset": "earliest",
+                         "enable.auto.commit": False})
+    try:
+        consumer.subscribe([topic])
+        msg = consumer.poll(15)
+        assert msg is not None and msg.error() is None
+        consumer.commit(message=msg, asynchronous=False)  # offset 1 on partition 0
+        assert group in _cli("consumer-groups", "--list", *b).output.splitlines()
+        described = _cli("consumer-groups", "--describe", "--group", group, *b)
+        lines = described.output.splitlines()
+        assert lines[0] == "" and lines[1].split() == [
+            "GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG",
+            "CONSUMER-ID", "HOST", "CLIENT-ID"]
+        rows = [line.split() for line in lines[2:]]
+        assert [r[:6] for r in rows] == [[group, topic, "0", "1", "4", "3"],
+                                        [group, topic, "1", "-", "0", "-"]]
+        assert all(r[8] == "cli-test" for r in rows)
+        members = _cli("consumer-groups", "--describe", "--group", group, "--members",
+                       "--verbose", *b).output.splitlines()
+        assert members[1].split()[-2:] == ["#PARTITIONS", "ASSIGNMENT"]
+        assert members[2].split()[-2:] == ["2", f"{topic}(0,1)"]
+        busy = _cli("consumer-groups", "--reset-offsets", "--group", group, "--topic", topic,
+                    "--to-earliest", "--execute", *b)
+        assert busy.exit_code == 1 and "the current state is Stable." in busy.output
+        busy = _cli("consumer-groups", "--delete", "--group", group, *b)
+        assert busy.exit_code == 1 and "NON_EMPTY_GROUP" in busy.output
+    finally:
+        consumer.close()
+
+    dry = _cli("consumer-groups", "--reset-offsets", "--group", group, "--topic", topic,
+               "--to-offset", "9", "--dry-run", *b)
+    assert dry.exit_code == 0, dry.output
+    assert [line.split() for line in dry.stdout.splitlines()[2:]] == [
+        [group, topic, "0", "4"], [group, topic, "1", "0"]]  # clamped to the log end
+    assert _committed(node, group, topic, 0) == 1  # a dry run changes nothing
+    done = _cli("consumer-groups", "--reset-offsets", "--group", group, "--topic", topic,
+                "--to-earliest", "--execute", *b)
+    assert done.exit_code == 0, done.output
+    assert _committed(node, group, topic, 0) == 0
+    empty = _cli("consumer-groups", "--describe", "--group", group, *b)
+    assert f"Consumer group '{group}' has no active members." in empty.output
+    deleted = _cli("consumer-groups", "--delete", "--group", group, *b)
+    assert deleted.stdout == (
+        f"Deletion of requested consumer groups ('{group}') was successful.\n")
+    gone = _cli("consumer-groups", "--describe", "--group", group, *b)
+    assert gone.exit_code == 1 and f"Consumer group '{group}' does not exist." in gone.output
+    usage = _cli("consumer-groups", "--describe", *b)
+    assert usage.exit_code == 2 and "needs --group" in usage.output
+
+    # One broker: every partition is led by its preferred replica already.
+    election = _cli("leader-election", "--election-type", "preferred", "--topic", topic,
+                    "--partition", "1", *b)
+    assert (election.exit_code, election.stdout) == (
+        0, f"Valid replica already elected for partitions {topic}-1\n")
+    unknown = _cli("leader-election", "--election-type", "unclean", "--topic", topic,
+                   "--partition", "5", *b)
+    assert unknown.exit_code == 1
+    assert f"Error completing leader election (UNCLEAN) for partition: {topic}-5: " \
+        "UNKNOWN_TOPIC_OR_PART" in unknown.output
+    assert "1 replica(s) could not be elected" in unknown.output
+
+    assert (_cli("topics", "delete", topic, *b).exit_code) == 0
+    missing = _cli("topics", "delete", topic, *b)
+    assert missing.exit_code == 1 and "UNKNOWN_TOPIC_OR_PART" in missing.output
+
+
 # -- on a live cluster: forwarding, new partitions' logs, unclean election ---------------
 
 
