@@ -17,13 +17,21 @@ from _kafka_clients import (
     produce_confluent,
     wait_for_topic,
 )
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka import (
+    Consumer,
+    ElectionType,
+    KafkaError,
+    KafkaException,
+    Producer,
+    TopicPartition,
+)
 from confluent_kafka.admin import (
     AlterConfigOpType,
     ConfigEntry,
     ConfigResource,
     ConfigSource,
     NewPartitions,
+    NewTopic,
 )
 
 UNSUPPORTED_VERSION = 35  # Kafka's error code
@@ -344,30 +352,34 @@ def test_kafka_python_create_partitions_and_alter_configs(node, topic):
     assert configs["segment.ms"].value == "600000"
 
 
-def _alter_default_broker(node, op: int, name: str, value: str | None):  # type: ignore[no-untyped-def]
-    """IncrementalAlterConfigs of the cluster-wide default broker resource "": none of
-    the three clients can name it (librdkafka, kafka-python and aiokafka all want a
-    broker id), so the node's own client sends it."""
+def _raw(node, api_key: int, version: int, body: dict):  # type: ignore[no-untyped-def]
+    """Send one request with the node's own client, for what no client library sends."""
     from brownout.broker.network_client import NetworkClient
-    from brownout.protocol.apis import ApiKey, request_class
+    from brownout.protocol.apis import request_class
     from brownout.protocol.build import build
 
-    body = build(request_class(ApiKey.INCREMENTAL_ALTER_CONFIGS, 1), {
-        "resources": [{"resource_type": 4, "resource_name": "",
-                       "configs": [{"name": name, "config_operation": op, "value": value}]}],
-        "validate_only": False,
-    })
+    request = build(request_class(api_key, version), body)
 
     async def send():  # type: ignore[no-untyped-def]
         network = NetworkClient("it-admin")
         try:
-            return await network.request("127.0.0.1", node.port,
-                                         ApiKey.INCREMENTAL_ALTER_CONFIGS, 1, body,
+            return await network.request("127.0.0.1", node.port, api_key, version, request,
                                          timeout_s=10)
         finally:
             await network.close()
 
-    response = asyncio.run(send())
+    return asyncio.run(send())
+
+
+def _alter_default_broker(node, op: int, name: str, value: str | None):  # type: ignore[no-untyped-def]
+    """IncrementalAlterConfigs of the cluster-wide default broker resource "": none of
+    the three clients can name it (librdkafka, kafka-python and aiokafka all want a
+    broker id), so the node's own client sends it."""
+    response = _raw(node, 44, 1, {
+        "resources": [{"resource_type": 4, "resource_name": "",
+                       "configs": [{"name": name, "config_operation": op, "value": value}]}],
+        "validate_only": False,
+    })
     return response.responses[0]
 
 
@@ -434,16 +446,232 @@ def test_aiokafka_admin(node, topic):
     wait_for_topic(node.bootstrap, topic, 2)
 
 
+# -- DeleteRecords, OffsetDelete, DeleteGroups ------------------------------------------
+
+
+def _earliest(admin, topic: str, partition: int) -> int:  # type: ignore[no-untyped-def]
+    from confluent_kafka.admin import OffsetSpec
+
+    tp = TopicPartition(topic, partition)
+    return admin.list_offsets({tp: OffsetSpec.earliest()}, request_timeout=10)[tp].result(
+        timeout=15).offset
+
+
+def test_delete_records(node, topic):
+    from kafka.errors import OffsetOutOfRangeError
+    from kafka.structs import TopicPartition as KpTopicPartition
+
+    create_topic(node.bootstrap, topic, 2)
+    produce_confluent(node.bootstrap, topic, [(0, None, b"%d" % i, []) for i in range(10)])
+    admin = admin_for(node.bootstrap)
+
+    [done] = admin.delete_records([TopicPartition(topic, 0, 4)], request_timeout=10).values()
+    assert done.result(timeout=15).low_watermark == 4
+    assert _earliest(admin, topic, 0) == 4
+    # -1 deletes up to the high watermark.
+    [done] = admin.delete_records([TopicPartition(topic, 0, -1)], request_timeout=10).values()
+    assert done.result(timeout=15).low_watermark == 10
+    # Readers that were below the new log start get OFFSET_OUT_OF_RANGE and reset.
+    consumer = Consumer({"bootstrap.servers": node.bootstrap, "group.id": f"{topic}-reader",
+                         "auto.offset.reset": "error", "enable.auto.commit": False})
+    try:
+        consumer.assign([TopicPartition(topic, 0, 2)])
+        msg = consumer.poll(10)
+        assert msg is not None and msg.error().code() == KafkaError._AUTO_OFFSET_RESET
+    finally:
+        consumer.close()
+
+    beyond = admin.delete_records([TopicPartition(topic, 0, 11)], request_timeout=10)
+    assert _error(next(iter(beyond.values()))).code() == KafkaError.OFFSET_OUT_OF_RANGE
+    # Clients send nothing for a partition without a leader; the node's client can.
+    [answer] = _raw(node, 21, 2, {"topics": [{"name": topic, "partitions": [
+        {"partition_index": 7, "offset": 1}]}], "timeout": 1000}).topics
+    assert [(p.partition_index, p.error_code, p.low_watermark) for p in answer.partitions] == [
+        (7, KafkaError.UNKNOWN_TOPIC_OR_PART, -1)]
+
+    client = _kp_admin(node)
+    try:
+        answer = client.delete_records({KpTopicPartition(topic, 1): -1})
+        assert answer[KpTopicPartition(topic, 1)]["low_watermark"] == 0
+        with pytest.raises(OffsetOutOfRangeError):
+            client.delete_records({KpTopicPartition(topic, 1): 3})
+    finally:
+        client.close()
+
+
+def test_offset_delete_and_delete_groups(node, topic):
+    from kafka.errors import (
+        GroupIdNotFoundError,
+        GroupSubscribedToTopicError,
+        NonEmptyGroupError,
+    )
+    from kafka.structs import TopicPartition as KpTopicPartition
+
+    other = f"{topic}-other"
+    create_topic(node.bootstrap, topic, 1)
+    create_topic(node.bootstrap, other, 1)
+    produce_confluent(node.bootstrap, topic, [(0, None, b"v", [])])
+    group = f"{topic}-group"
+    admin = admin_for(node.bootstrap)
+    client = _kp_admin(node)
+    consumer = Consumer({"bootstrap.servers": node.bootstrap, "group.id": group,
+                         "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    try:
+        consumer.subscribe([topic])
+        msg = consumer.poll(15)
+        assert msg is not None and msg.error() is None
+        consumer.commit(message=msg, asynchronous=False)
+        consumer.commit(offsets=[TopicPartition(other, 0, 3)], asynchronous=False)
+
+        # The active group consumes `topic`: its offset stays; `other`'s may go.
+        answer = client.delete_group_offsets(
+            group, [KpTopicPartition(topic, 0), KpTopicPartition(other, 0),
+                    KpTopicPartition(other, 5)])
+        # kafka-python answers each partition with an error class.
+        errors = {(tp.topic, tp.partition): e.__name__ for tp, e in answer.items()}
+        assert errors == {(topic, 0): GroupSubscribedToTopicError.__name__,
+                          (other, 0): "NoError", (other, 5): "UnknownTopicOrPartitionError"}
+        committed = client.list_group_offsets({group: None})[group]
+        assert {tp.topic for tp in committed} == {topic}
+
+        [deleting] = admin.delete_consumer_groups([group], request_timeout=10).values()
+        assert _error(deleting).code() == KafkaError.NON_EMPTY_GROUP
+        # kafka-python names each group's error.
+        assert client.delete_groups([group]) == {group: NonEmptyGroupError.__name__}
+    finally:
+        consumer.close()
+    try:
+        # Closed: the group is Empty and may go, offsets and all.
+        [deleting] = admin.delete_consumer_groups([group], request_timeout=10).values()
+        assert deleting.result(timeout=15) is None
+        [deleting] = admin.delete_consumer_groups([group], request_timeout=10).values()
+        assert _error(deleting).code() == KafkaError.GROUP_ID_NOT_FOUND
+        assert client.list_group_offsets({group: None})[group] == {}
+        with pytest.raises(GroupIdNotFoundError):
+            client.delete_group_offsets(group, [KpTopicPartition(topic, 0)])
+    finally:
+        client.close()
+
+
+# -- the CLI: consumer-groups, topics delete/alter, leader-election ----------------------
+
+
+def _cli(*args: str):  # type: ignore[no-untyped-def]
+    """`brownout ARGS` in this process (a subprocess per call would cost seconds)."""
+    from typer.testing import CliRunner
+
+    from brownout.cli import app
+
+    return CliRunner().invoke(app, list(args), env={"COLUMNS": "200"})
+
+
+def test_cli_consumer_groups_topics_and_elections(node, topic):
+    b = ("--bootstrap-server", node.bootstrap)
+    create_topic(node.bootstrap, topic, 1)
+    result = _cli("topics", "alter", topic, "--partitions", "2", *b)
+    assert (result.exit_code, result.output) == (0, "")
+    wait_for_topic(node.bootstrap, topic, 2)
+    shrink = _cli("topics", "alter", topic, "--partitions", "1", *b)
+    assert shrink.exit_code == 1 and "INVALID_PARTITIONS" in shrink.output
+    produce_confluent(node.bootstrap, topic, [(0, None, b"%d" % i, []) for i in range(4)])
+
+    group = f"{topic}-cli"
+    consumer = Consumer({"bootstrap.servers": node.bootstrap, "group.id": group,
+                         "client.id": "cli-test", "auto.offset.reset": "earliest",
+                         "enable.auto.commit": False})
+    try:
+        consumer.subscribe([topic])
+        msg = consumer.poll(15)
+        assert msg is not None and msg.error() is None
+        consumer.commit(message=msg, asynchronous=False)  # offset 1 on partition 0
+        assert group in _cli("consumer-groups", "--list", *b).output.splitlines()
+        described = _cli("consumer-groups", "--describe", "--group", group, *b)
+        lines = described.output.splitlines()
+        assert lines[0] == "" and lines[1].split() == [
+            "GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG",
+            "CONSUMER-ID", "HOST", "CLIENT-ID"]
+        rows = [line.split() for line in lines[2:]]
+        assert [r[:6] for r in rows] == [[group, topic, "0", "1", "4", "3"],
+                                        [group, topic, "1", "-", "0", "-"]]
+        assert all(r[8] == "cli-test" for r in rows)
+        members = _cli("consumer-groups", "--describe", "--group", group, "--members",
+                       "--verbose", *b).output.splitlines()
+        assert members[1].split()[-2:] == ["#PARTITIONS", "ASSIGNMENT"]
+        assert members[2].split()[-2:] == ["2", f"{topic}(0,1)"]
+        busy = _cli("consumer-groups", "--reset-offsets", "--group", group, "--topic", topic,
+                    "--to-earliest", "--execute", *b)
+        assert busy.exit_code == 1 and "the current state is Stable." in busy.output
+        busy = _cli("consumer-groups", "--delete", "--group", group, *b)
+        assert busy.exit_code == 1 and "NON_EMPTY_GROUP" in busy.output
+    finally:
+        consumer.close()
+
+    dry = _cli("consumer-groups", "--reset-offsets", "--group", group, "--topic", topic,
+               "--to-offset", "9", "--dry-run", *b)
+    assert dry.exit_code == 0, dry.output
+    assert [line.split() for line in dry.stdout.splitlines()[2:]] == [
+        [group, topic, "0", "4"], [group, topic, "1", "0"]]  # clamped to the log end
+    assert _committed(node, group, topic, 0) == 1  # a dry run changes nothing
+    done = _cli("consumer-groups", "--reset-offsets", "--group", group, "--topic", topic,
+                "--to-earliest", "--execute", *b)
+    assert done.exit_code == 0, done.output
+    assert _committed(node, group, topic, 0) == 0
+    empty = _cli("consumer-groups", "--describe", "--group", group, *b)
+    assert f"Consumer group '{group}' has no active members." in empty.output
+    deleted = _cli("consumer-groups", "--delete", "--group", group, *b)
+    assert deleted.stdout == (
+        f"Deletion of requested consumer groups ('{group}') was successful.\n")
+    gone = _cli("consumer-groups", "--describe", "--group", group, *b)
+    assert gone.exit_code == 1 and f"Consumer group '{group}' does not exist." in gone.output
+    usage = _cli("consumer-groups", "--describe", *b)
+    assert usage.exit_code == 2 and "needs --group" in usage.output
+
+    # One broker: every partition is led by its preferred replica already.
+    election = _cli("leader-election", "--election-type", "preferred", "--topic", topic,
+                    "--partition", "1", *b)
+    assert (election.exit_code, election.stdout) == (
+        0, f"Valid replica already elected for partitions {topic}-1\n")
+    unknown = _cli("leader-election", "--election-type", "unclean", "--topic", topic,
+                   "--partition", "5", *b)
+    assert unknown.exit_code == 1
+    assert f"Error completing leader election (UNCLEAN) for partition: {topic}-5: " \
+        "UNKNOWN_TOPIC_OR_PART" in unknown.output
+    assert "1 replica(s) could not be elected" in unknown.output
+
+    assert (_cli("topics", "delete", topic, *b).exit_code) == 0
+    missing = _cli("topics", "delete", topic, *b)
+    assert missing.exit_code == 1 and "UNKNOWN_TOPIC_OR_PART" in missing.output
+
+
 # -- on a live cluster: forwarding, new partitions' logs, unclean election ---------------
+
+
+def _elect(bootstrap: str, election_type, partitions):  # type: ignore[no-untyped-def]
+    """ElectLeaders with confluent-kafka: {(topic, partition): error code or None}.
+
+    A fresh client each time: librdkafka sends ElectLeaders to the broker its metadata
+    names as controller (a KRaft broker names a random live one), and a client that
+    still remembers a broker killed since would wait for it until it times out."""
+    # confluent-kafka 2.16's binding fails on any timeout keyword here (SystemError), so
+    # the defaults (socket.timeout.ms) apply.
+    client = admin_for(bootstrap)  # kept alive until the answer is in
+    answer = client.elect_leaders(election_type, partitions).result(timeout=20)
+    # Each partition is answered with a KafkaError or None.
+    return {(tp.topic, tp.partition): None if e is None else e.code()
+            for tp, e in answer.items()}
 
 
 @pytest.mark.timeout(240)
 def test_admin_on_a_cluster_and_unclean_election_turned_on_live(tmp_path):
     """Three brokers and a controller. CreatePartitions sent to a broker reaches the
-    controller and every replica creates the new logs. Then a partition loses its last
-    ISR member while the other replica is down; once that replica is back the partition
-    stays leaderless (unclean election is off) until IncrementalAlterConfigs turns
-    unclean.leader.election.enable on for the topic, when the controller elects it."""
+    controller and every replica creates the new logs; DeleteRecords on a replicated
+    partition answers once the follower has moved its log start too. Then partitions
+    lose their last ISR member while the other replica is down; once that replica is
+    back one partition stays leaderless (unclean election is off) until
+    IncrementalAlterConfigs turns unclean.leader.election.enable on for the topic, when
+    the controller elects it, and the other gets a leader from ElectLeaders UNCLEAN.
+    When the old leader is back in the ISR, ElectLeaders PREFERRED hands leadership
+    back to it."""
     from _cluster import LabCluster, full_isr, wait_until
 
     with LabCluster(tmp_path / "lab", brokers=3, controllers=1,
@@ -455,8 +683,23 @@ def test_admin_on_a_cluster_and_unclean_election_turned_on_live(tmp_path):
         follower = next(r for r in p0.replicas if r != leader)
         witness = next(b for b in c.broker_ids if b not in p0.replicas)
         # The admin client starts from the broker that hosts no replica of the topic.
-        admin = admin_for(next(n.broker_address for n in c.topology.brokers
-                               if n.node_id == witness))
+        witness_address = next(n.broker_address for n in c.topology.brokers
+                               if n.node_id == witness)
+        admin = admin_for(witness_address)
+
+        # A second topic on the same two brokers, for ElectLeaders and DeleteRecords.
+        elected = "elect-live"
+        done = admin.create_topics([NewTopic(elected, 1, replica_assignment=[[leader, follower]],
+                                             config={"unclean.leader.election.enable": "false"})],
+                                   request_timeout=15)
+        assert done[elected].result(timeout=20) is None
+        c.wait_everywhere(elected, lambda d: full_isr(d, 2, 1), 30, "elect-live fully in sync")
+        produce_confluent(c.bootstrap, elected, [(0, None, b"%d" % i, []) for i in range(5)],
+                          acks="all")
+        [deleted] = admin.delete_records([TopicPartition(elected, 0, 3)],
+                                         request_timeout=15, operation_timeout=15).values()
+        # The low watermark is the follower's log start too: it has deleted them as well.
+        assert deleted.result(timeout=20).low_watermark == 3
 
         # CreatePartitions, forwarded by whichever broker the client asked.
         done = admin.create_partitions([NewPartitions(name, 3)], request_timeout=15)
@@ -471,11 +714,23 @@ def test_admin_on_a_cluster_and_unclean_election_turned_on_live(tmp_path):
         c.kill(leader)
         wait_until(lambda: c.describe(name).partitions[0].leader is None, 60,
                    "partition 0 leaderless")
+        wait_until(lambda: c.describe(elected).partitions[0].leader is None, 30,
+                   "elect-live leaderless")
+        p0 = TopicPartition(elected, 0)
+        assert _elect(witness_address, ElectionType.UNCLEAN, [p0]) == {
+            (elected, 0): KafkaError.ELIGIBLE_LEADERS_NOT_AVAILABLE}
         c.start(follower)
         # Back and unfenced, but not in the ISR: with unclean election off it may not lead.
         wait_until(lambda: follower in [b.id for b in
                                         admin.list_topics(timeout=5).brokers.values()],
                    60, "the follower registered again")
+        # The preferred replica is down: no preferred election; an unclean one works.
+        assert _elect(witness_address, ElectionType.PREFERRED, [p0]) == {
+            (elected, 0): KafkaError.PREFERRED_LEADER_NOT_AVAILABLE}
+        assert _elect(witness_address, ElectionType.UNCLEAN, [p0]) == {(elected, 0): None}
+        wait_until(lambda: c.describe(elected).partitions[0].leader == follower, 30,
+                   "the follower elected uncleanly by ElectLeaders")
+        assert c.describe(elected).partitions[0].isr == (follower,)
         time.sleep(2)  # four of the controller's unclean-election checks
         assert c.describe(name).partitions[0].leader is None
 
@@ -490,3 +745,26 @@ def test_admin_on_a_cluster_and_unclean_election_turned_on_live(tmp_path):
         wait_until(lambda: c.describe(name).partitions[0].leader == follower, 30,
                    "the follower elected uncleanly")
         assert c.describe(name).partitions[0].isr == (follower,)
+
+        # The old leader comes back and catches up; PREFERRED gives it leadership back
+        # (through kafka-python's client too), and then no election is needed.
+        c.start(leader)
+        wait_until(lambda: sorted(c.describe(elected).partitions[0].isr) == sorted(
+            (leader, follower)), 60, "the old leader back in elect-live's ISR")
+        from kafka.admin import KafkaAdminClient
+        kp = KafkaAdminClient(bootstrap_servers=c.bootstrap, request_timeout_ms=15000)
+        try:
+            response = kp.elect_leaders(0, {elected: [0]}, timeout_ms=15000)
+            [[topic_result, [partition_result]]] = [
+                (r.topic, list(r.partition_result)) for r in response.replica_election_results]
+            assert (topic_result, partition_result.error_code) == (elected, 0)
+        finally:
+            kp.close()
+        wait_until(lambda: c.describe(elected).partitions[0].leader == leader, 30,
+                   "the preferred replica leading again")
+        assert _elect(witness_address, ElectionType.PREFERRED, [p0]) == {
+            (elected, 0): KafkaError.ELECTION_NOT_NEEDED}
+        # All partitions: those needing no election are not in the answer.
+        everywhere = _elect(witness_address, ElectionType.PREFERRED, None)
+        assert (elected, 0) not in everywhere
+        assert set(everywhere.values()) <= {None, KafkaError.PREFERRED_LEADER_NOT_AVAILABLE}

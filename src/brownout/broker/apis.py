@@ -17,6 +17,7 @@ from kio.schema.errors import ErrorCode
 
 from ..common.kafka_config import KafkaConfig
 from ..controller.configs import AlterableConfig, ConfigResource, ConfigResult
+from ..controller.elections import PREFERRED, TopicElections
 from ..controller.partitions import NewPartitions
 from ..controller.topics import (
     CLUSTER_METADATA_TOPIC,
@@ -111,8 +112,10 @@ class KafkaApis:
             ApiKey.LIST_OFFSETS: self.handle_list_offsets,
             ApiKey.CREATE_TOPICS: self.handle_create_topics,
             ApiKey.DELETE_TOPICS: self.handle_delete_topics,
+            ApiKey.DELETE_RECORDS: self.handle_delete_records,
             ApiKey.DESCRIBE_CONFIGS: self.handle_describe_configs,
             ApiKey.CREATE_PARTITIONS: self.handle_create_partitions,
+            ApiKey.ELECT_LEADERS: self.handle_elect_leaders,
             ApiKey.ALTER_CONFIGS: self.handle_alter_configs,
             ApiKey.INCREMENTAL_ALTER_CONFIGS: self.handle_incremental_alter_configs,
             ApiKey.DESCRIBE_CLUSTER: self.handle_describe_cluster,
@@ -126,6 +129,8 @@ class KafkaApis:
             for key in _GROUP_KEYS:
                 self.supported.pop(key, None)
         if zk_apis is not None:
+            # ElectLeaders goes to the controller, which only KRaft mode has here.
+            self.supported.pop(ApiKey.ELECT_LEADERS, None)
             # A ZooKeeper-mode broker also answers its controller (ZkBrokerApis).
             self._handlers.update(zk_apis.handlers())
             self.supported.update(zk_apis.supported)
@@ -382,6 +387,7 @@ class KafkaApis:
                     data.max_bytes,
                     data.current_leader_epoch,
                     data.last_fetched_epoch,
+                    data.log_start_offset,
                 )
             )
         results = await self.replica_manager.fetch(
@@ -568,6 +574,37 @@ class KafkaApis:
         ]
         return self._response(request, {"throttle_time": 0, "responses": responses})
 
+    # -- DeleteRecords --------------------------------------------------------------
+
+    async def handle_delete_records(self, request: Request, ctx: ClientContext) -> Any:
+        body = request.body
+        # As Kafka's KafkaApis: partitions the metadata does not know are answered here;
+        # the replica manager does the rest (and the waiting).
+        unknown: set[TopicPartition] = set()
+        offsets: dict[TopicPartition, int] = {}
+        for t in body.topics:
+            for p in t.partitions:
+                tp = TopicPartition(t.name, int(p.partition_index))
+                if self.metadata.partition_info(t.name, tp.partition) is None:
+                    unknown.add(tp)
+                else:
+                    offsets[tp] = int(p.offset)
+        results = await self.replica_manager.delete_records(
+            offsets, timeout_ms=max(0, millis(body.timeout))) if offsets else {}
+        by_topic: dict[str, list[dict[str, Any]]] = {}
+        for t in body.topics:
+            for p in t.partitions:
+                tp = TopicPartition(t.name, int(p.partition_index))
+                r = results.get(tp)
+                by_topic.setdefault(t.name, []).append({
+                    "partition_index": tp.partition,
+                    "low_watermark": -1 if r is None else r.low_watermark,
+                    "error_code": (ErrorCode.unknown_topic_or_partition if tp in unknown
+                                   else r.error if r else ErrorCode.unknown_server_error),
+                })
+        return self._response(request, {"throttle_time": 0, "topics": [
+            {"name": name, "partitions": parts} for name, parts in by_topic.items()]})
+
     # -- DescribeConfigs ------------------------------------------------------------
 
     async def handle_describe_configs(self, request: Request, ctx: ClientContext) -> Any:
@@ -653,6 +690,18 @@ class KafkaApis:
             {"name": r.name, "error_code": r.error, "error_message": r.message}
             for r in results
         ]})
+
+    # -- ElectLeaders ---------------------------------------------------------------
+
+    async def handle_elect_leaders(self, request: Request, ctx: Any) -> Any:
+        body = request.body
+        election_type = int(getattr(body, "election_type", PREFERRED))  # v0: preferred
+        partitions = None if body.topic_partitions is None else [
+            (t.topic, [int(p) for p in t.partitions]) for t in body.topic_partitions]
+        # A KRaft broker forwards the whole request; the controller decides and writes.
+        error, answers = await self.controller.elect_leaders(
+            election_type, partitions, timeout_ms=_timeout_ms(body))
+        return self._response(request, elect_leaders_response(error, answers))
 
     # -- AlterConfigs and IncrementalAlterConfigs ------------------------------------
 
@@ -788,7 +837,22 @@ _GROUP_KEYS = (
     ApiKey.OFFSET_FETCH,
     ApiKey.DESCRIBE_GROUPS,
     ApiKey.LIST_GROUPS,
+    ApiKey.DELETE_GROUPS,
+    ApiKey.OFFSET_DELETE,
 )
+
+
+def elect_leaders_response(error: ErrorCode, answers: list[TopicElections]) -> dict[str, Any]:
+    """An ElectLeaders response body, as the controller and a forwarding broker send it."""
+    return {
+        "throttle_time": 0, "error_code": error,
+        "replica_election_results": [
+            {"topic": a.topic, "partition_result": [
+                {"partition_id": r.partition, "error_code": r.error,
+                 "error_message": r.message} for r in a.partitions]}
+            for a in answers
+        ],
+    }
 
 
 def _timeout_ms(body: Any) -> int | None:

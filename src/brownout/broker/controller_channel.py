@@ -18,6 +18,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from ..controller.configs import AlterableConfig, ConfigResource, ConfigResult
+from ..controller.elections import ElectionResult, TopicElections
 from ..controller.partitions import NewPartitions, PartitionsResult
 from ..controller.topics import NewTopic, TopicResult
 from ..protocol.apis import ApiKey, request_class
@@ -139,6 +140,27 @@ class RemoteControllerChannel:
                     for n in dict.fromkeys(t.name for t in topics)]
         return [PartitionsResult(r.name, r.error_code, r.error_message)
                 for r in response.results]
+
+    async def elect_leaders(
+        self, election_type: int, topic_partitions: Sequence[tuple[str, Sequence[int]]] | None,
+        *, timeout_ms: int | None = None,
+    ) -> tuple[ErrorCode, list[TopicElections]]:
+        body = build(request_class(ApiKey.ELECT_LEADERS, 2), {
+            "election_type": election_type,
+            "topic_partitions": None if topic_partitions is None else [
+                {"topic": t, "partitions": list(ps)} for t, ps in topic_partitions],
+            "timeout": timeout_ms or self.request_timeout_ms,
+        })
+        try:
+            response = await self.send(ApiKey.ELECT_LEADERS, 2, body, timeout_ms=timeout_ms)
+        except ControllerUnavailable:
+            return ErrorCode.request_timed_out, []
+        return response.error_code, [
+            TopicElections(r.topic, tuple(
+                ElectionResult(int(p.partition_id), p.error_code, p.error_message)
+                for p in r.partition_result))
+            for r in response.replica_election_results
+        ]
 
     async def incremental_alter_configs(
         self, resources: Sequence[tuple[ConfigResource, Sequence[AlterableConfig]]], *,

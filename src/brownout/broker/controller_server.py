@@ -25,6 +25,7 @@ from kio.schema.errors import ErrorCode
 
 from ..controller.cluster_control import IsrChange
 from ..controller.configs import AlterableConfig, ConfigResource, ConfigResult
+from ..controller.elections import PREFERRED, TopicElections
 from ..controller.image import MetadataImage
 from ..controller.partitions import NewPartitions, PartitionsResult
 from ..controller.quorum_controller import QuorumController
@@ -33,7 +34,7 @@ from ..controller.topics import NewTopic, TopicResult
 from ..protocol.apis import ApiKey
 from ..protocol.build import build
 from ..protocol.connection import Request, ServerConnection
-from .apis import UnsupportedRequest
+from .apis import UnsupportedRequest, elect_leaders_response
 from .metadata_log import CommittedRecord, replay
 
 log = logging.getLogger("kafka.controller.QuorumController")
@@ -184,6 +185,7 @@ CONTROLLER_APIS: dict[ApiKey, tuple[int, int]] = {
     ApiKey.CREATE_PARTITIONS: (0, 3),
     ApiKey.ALTER_CONFIGS: (0, 2),
     ApiKey.INCREMENTAL_ALTER_CONFIGS: (0, 1),
+    ApiKey.ELECT_LEADERS: (0, 2),
 }
 
 
@@ -204,6 +206,7 @@ class ControllerApis:
             ApiKey.CREATE_PARTITIONS: self.handle_create_partitions,
             ApiKey.ALTER_CONFIGS: self.handle_alter_configs,
             ApiKey.INCREMENTAL_ALTER_CONFIGS: self.handle_incremental_alter_configs,
+            ApiKey.ELECT_LEADERS: self.handle_elect_leaders,
         }
         for key, (handler, versions) in raft_handlers.items():
             self._handlers[key] = handler
@@ -376,6 +379,20 @@ class ControllerApis:
             {"name": r.name, "error_code": r.error, "error_message": r.message}
             for r in results
         ]})
+
+    async def handle_elect_leaders(self, request: Request, ctx: Any) -> Any:
+        body = request.body
+        election_type = int(getattr(body, "election_type", PREFERRED))  # v0: preferred
+        partitions = None if body.topic_partitions is None else [
+            (t.topic, [int(p) for p in t.partitions]) for t in body.topic_partitions]
+        try:
+            answers: list[TopicElections] = await self.runtime.run(
+                lambda _o: self.controller.elect_leaders(election_type, partitions))
+        except NotController:
+            return self._response(request, {"throttle_time": 0,
+                                            "error_code": ErrorCode.not_controller,
+                                            "replica_election_results": []})
+        return self._response(request, elect_leaders_response(ErrorCode.none, answers))
 
     async def handle_incremental_alter_configs(self, request: Request, ctx: Any) -> Any:
         body = request.body

@@ -1,5 +1,6 @@
 """Handlers for the classic group APIs: FindCoordinator, JoinGroup, SyncGroup,
-Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch, DescribeGroups, ListGroups.
+Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch, DescribeGroups, ListGroups,
+DeleteGroups and OffsetDelete.
 
 Each maps the request of any version to the coordinator's version-free message and the
 result back. `__consumer_offsets` is created on the first FindCoordinator, as Kafka does.
@@ -48,6 +49,8 @@ class GroupApis:
             ApiKey.OFFSET_FETCH: self.handle_offset_fetch,
             ApiKey.DESCRIBE_GROUPS: self.handle_describe_groups,
             ApiKey.LIST_GROUPS: self.handle_list_groups,
+            ApiKey.DELETE_GROUPS: self.handle_delete_groups,
+            ApiKey.OFFSET_DELETE: self.handle_offset_delete,
         }
 
     def _response(self, request: Request, data: dict[str, Any]) -> Any:
@@ -392,3 +395,43 @@ class GroupApis:
                 ],
             },
         )
+
+    # -- deletion -------------------------------------------------------------------
+
+    async def handle_delete_groups(self, request: Request, ctx: ClientContext) -> Any:
+        # A group named twice is deleted (and answered) once, as Kafka's KafkaApis does.
+        groups = tuple(dict.fromkeys(request.body.groups_names))
+        result: g.DeleteGroupsResult = await self.runtime.request(g.DeleteGroupsRequest(groups))
+        return self._response(request, {"throttle_time": 0, "results": [
+            {"group_id": r.group_id, "error_code": r.error} for r in result.results
+        ]})
+
+    async def handle_offset_delete(self, request: Request, ctx: ClientContext) -> Any:
+        body = request.body
+        # As Kafka's KafkaApis: unknown topics and partitions are answered here, the rest
+        # goes to the coordinator; a group-level error from it replaces every answer.
+        assert self.apis is not None
+        metadata = self.apis.metadata
+        answered: list[tuple[str, int, ErrorCode]] = []
+        known: list[g.TopicPartition] = []
+        for t in body.topics:
+            for p in t.partitions:
+                index = int(p.partition_index)
+                if metadata.contains(t.name) and metadata.partition_info(t.name, index):
+                    known.append(g.TopicPartition(t.name, index))
+                else:
+                    answered.append((t.name, index, ErrorCode.unknown_topic_or_partition))
+        result: g.OffsetDeleteResult = await self.runtime.request(
+            g.OffsetDeleteRequest(body.group_id, tuple(known)))
+        if result.error != ErrorCode.none:
+            return self._response(request, {"error_code": result.error, "throttle_time": 0,
+                                            "topics": []})
+        by_topic: dict[str, list[dict[str, Any]]] = {}
+        for topic, partition, error in answered + [
+                (p.topic, p.partition, p.error) for p in result.partitions]:
+            by_topic.setdefault(topic, []).append(
+                {"partition_index": partition, "error_code": error})
+        return self._response(request, {
+            "error_code": ErrorCode.none, "throttle_time": 0,
+            "topics": [{"name": n, "partitions": ps} for n, ps in by_topic.items()],
+        })

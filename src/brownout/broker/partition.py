@@ -48,6 +48,9 @@ class Partition:
         self.eligible_leader_replicas = False
         # Leader's view of followers.
         self.follower_leos: dict[int, int] = {}
+        # Followers' log start offsets from their fetches (-1 until they fetch): the
+        # low watermark DeleteRecords waits for.
+        self.follower_log_starts: dict[int, int] = {}
         self.last_caught_up_ms: dict[int, int] = {}
         self._last_fetch_ms: dict[int, int] = {}
         self._last_fetch_leader_leo: dict[int, int] = {}
@@ -94,6 +97,7 @@ class Partition:
             self.log.assign_epoch_start_offset(leader_epoch, self.log_end_offset)
             followers = [r for r in replicas if r != self.node_id]
             self.follower_leos = {r: -1 for r in followers}
+            self.follower_log_starts = {r: -1 for r in followers}
             # Members of the ISR start as caught up: the controller put them there.
             self.last_caught_up_ms = {r: now_ms for r in followers if r in isr}
             self._last_fetch_ms = {}
@@ -115,6 +119,7 @@ class Partition:
         self.replicas = replicas
         self.isr = isr
         self.follower_leos = {}
+        self.follower_log_starts = {}
         self.last_caught_up_ms = {}
 
     def check_leader_epoch(self, current_leader_epoch: int, *, require_leader: bool) -> None:
@@ -141,7 +146,8 @@ class Partition:
             return self.isr
         return self.isr + tuple(r for r in self.pending_isr if r not in self.isr)
 
-    def update_follower_fetch_state(self, replica: int, fetch_offset: int, now_ms: int) -> None:
+    def update_follower_fetch_state(self, replica: int, fetch_offset: int, now_ms: int,
+                                    log_start_offset: int = -1) -> None:
         """A follower fetched at `fetch_offset` (its log end): record it, Kafka's way.
 
         A follower is caught up at a fetch that reaches the leader's log end; a fetch
@@ -158,6 +164,16 @@ class Partition:
         self._last_fetch_leader_leo[replica] = leader_leo
         self._last_fetch_ms[replica] = now_ms
         self.follower_leos[replica] = fetch_offset
+        self.follower_log_starts[replica] = log_start_offset
+
+    def low_watermark(self, alive: Callable[[int], bool]) -> int:
+        """The lowest log start offset of this leader and its live followers (Kafka's
+        lowWatermarkIfLeader): DeleteRecords is done once it reaches the requested
+        offset. A follower not heard from since this leader took over counts as -1."""
+        return replication.low_watermark(
+            self.log_start_offset,
+            {r: start for r, start in self.follower_log_starts.items() if alive(r)},
+        )
 
     def isr_to_expand(
         self, eligible: Callable[[int], bool] = lambda _r: True

@@ -278,6 +278,7 @@ class ReplicaFetcherManager:
                         self._delay(tp)
                         continue
                 rm.update_follower_high_watermark(tp, int(p.high_watermark))
+                rm.increment_follower_log_start(tp, int(p.log_start_offset))
         return backoff
 
     def _truncate(self, partition: Partition, epoch: int, end_offset: int) -> None:

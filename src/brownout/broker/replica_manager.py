@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from kio.schema.errors import ErrorCode
 
 from ..controller.image import MetadataImage
+from ..controller.topics import INTERNAL_TOPICS
 from ..protocol.records import CorruptRecordError, InvalidRecordError
 from ..storage import LogConfig, OffsetOutOfRangeError, StorageError
 from ..storage.log import write_partition_metadata
@@ -31,6 +32,7 @@ from ..zk.messages import (
     StopReplicaPartitionState,
     UpdateMetadataRequest,
 )
+from . import replication
 from .partition import NO_LEADER, Partition, PartitionError, TopicPartition
 
 if TYPE_CHECKING:
@@ -64,6 +66,13 @@ class FetchRequestPartition:
     max_bytes: int
     current_leader_epoch: int = -1
     last_fetched_epoch: int = -1
+    log_start_offset: int = -1  # a follower's own log start
+
+
+@dataclasses.dataclass(slots=True)
+class DeleteRecordsResult:
+    error: ErrorCode = ErrorCode.none
+    low_watermark: int = -1
 
 
 @dataclasses.dataclass(slots=True)
@@ -110,6 +119,9 @@ class ReplicaManager:
         self.alter_isr: Callable[[Partition, tuple[int, ...]], None] | None = None
         # Whether a broker may join an ISR (unfenced, not shutting down), from metadata.
         self.isr_eligible: Callable[[int], bool] = lambda _broker: True
+        # Whether a broker is alive (registered, unfenced), from metadata: only live
+        # followers hold back the low watermark DeleteRecords waits for.
+        self.broker_alive: Callable[[int], bool] = lambda _broker: True
         # Called after every metadata change, so replica fetchers follow new leaders.
         self.follower_listeners: list[Callable[[], None]] = []
 
@@ -525,6 +537,88 @@ class ReplicaManager:
                 return
             await self._wait_for_change(remaining)
 
+    # -- DeleteRecords --------------------------------------------------------------
+
+    async def delete_records(
+        self, offsets: Mapping[TopicPartition, int], *, timeout_ms: int
+    ) -> dict[TopicPartition, DeleteRecordsResult]:
+        """Move each partition's log start on this leader, then wait (up to
+        `timeout_ms`) until every live replica has moved its own: Kafka's
+        ReplicaManager.deleteRecords with DelayedDeleteRecords. A partition still
+        waiting at the timeout is REQUEST_TIMED_OUT with the low watermark it had when
+        the deletion was made."""
+        results: dict[TopicPartition, DeleteRecordsResult] = {}
+        required: dict[TopicPartition, int] = {}
+        for tp, requested in offsets.items():
+            result, target = self._delete_records_local(tp, requested)
+            results[tp] = result
+            if result.error == ErrorCode.none:
+                required[tp] = target
+        if required:
+            self._notify()  # fetches of these partitions now see the new log start
+        deadline = time.monotonic() + timeout_ms / 1000
+        while True:
+            for tp in list(required):
+                partition = self.partitions.get(tp)
+                if partition is None:
+                    results[tp] = DeleteRecordsResult(ErrorCode.unknown_topic_or_partition)
+                elif not partition.is_leader:
+                    results[tp] = DeleteRecordsResult(ErrorCode.not_leader_or_follower)
+                else:
+                    low = partition.low_watermark(self.broker_alive)
+                    if low < required[tp]:
+                        continue
+                    results[tp] = DeleteRecordsResult(ErrorCode.none, low)
+                del required[tp]
+            remaining = deadline - time.monotonic()
+            if not required:
+                return results
+            if remaining <= 0:
+                for tp in required:
+                    results[tp].error = ErrorCode.request_timed_out
+                return results
+            await self._wait_for_change(remaining)
+
+    def _delete_records_local(
+        self, tp: TopicPartition, requested: int
+    ) -> tuple[DeleteRecordsResult, int]:
+        if tp.topic in INTERNAL_TOPICS:
+            return DeleteRecordsResult(ErrorCode.invalid_topic_exception), -1
+        try:
+            partition = self.partition_for_leader(tp)
+        except PartitionError as e:
+            return DeleteRecordsResult(e.error), -1
+        policy = self._topic_config(tp.topic).get("cleanup.policy", "delete")
+        if not isinstance(policy, str):
+            policy = ",".join(policy)
+        error, target = replication.delete_records_offset(
+            requested, partition.high_watermark, policy)
+        if error != ErrorCode.none:
+            return DeleteRecordsResult(error), -1
+        try:
+            if partition.log.increment_log_start_offset(target):
+                log.info("Incremented log start offset of %s to %d due to client delete "
+                         "records request", tp, target)
+        except OffsetOutOfRangeError:
+            return DeleteRecordsResult(ErrorCode.offset_out_of_range), -1
+        except (OSError, StorageError):
+            return DeleteRecordsResult(ErrorCode.kafka_storage_error), -1
+        low = partition.low_watermark(self.broker_alive)
+        # Until the replicas catch up the answer is REQUEST_TIMED_OUT with this low
+        # watermark, as Kafka's DelayedDeleteRecords starts out.
+        return DeleteRecordsResult(ErrorCode.none, low), target
+
+    def increment_follower_log_start(self, tp: TopicPartition, leader_log_start: int) -> None:
+        """A follower takes the leader's log start from a fetch response, so records the
+        leader deleted go here too (ReplicaFetcherThread.processPartitionData). One
+        beyond this replica's high watermark waits for a later response that also
+        brings the high watermark past it."""
+        partition = self.partitions.get(tp)
+        if partition is None or partition.is_leader:
+            return
+        if partition.log_start_offset < leader_log_start <= partition.high_watermark:
+            partition.log.increment_log_start_offset(leader_log_start)
+
     # -- fetch ----------------------------------------------------------------------
 
     def read(
@@ -612,7 +706,11 @@ class ReplicaManager:
                 result.log_start_offset = partition.log_start_offset
             elif request.fetch_offset <= partition.log_end_offset:
                 previous_leo = partition.follower_leos.get(replica_id)
-                partition.update_follower_fetch_state(replica_id, request.fetch_offset, now)
+                previous_start = partition.follower_log_starts.get(replica_id)
+                partition.update_follower_fetch_state(replica_id, request.fetch_offset, now,
+                                                      request.log_start_offset)
+                if previous_start != request.log_start_offset:
+                    self._notify()  # DeleteRecords waiting on the low watermark re-check
                 # As Kafka: only a follower whose log end moved can move the high
                 # watermark here (appends and ISR changes re-check it themselves); with
                 # fetch sessions every fetch names every partition of the session.

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from kio.schema.errors import ErrorCode
+
 
 def high_watermark(
     current_hw: int,
@@ -62,3 +64,28 @@ def follower_truncation_offset(
     local_epoch, local_end = local
     target = min(leader_end, local_end) if local_epoch >= 0 else leader_end
     return min(target, log_end_offset)
+
+
+# -- DeleteRecords ------------------------------------------------------------------
+
+DELETE_TO_HIGH_WATERMARK = -1  # DeleteRecordsRequest.HIGH_WATERMARK
+
+
+def delete_records_offset(requested: int, high_watermark: int, cleanup_policy: str
+                          ) -> tuple[ErrorCode, int]:
+    """Where a DeleteRecords request moves the leader's log start, Kafka's way
+    (Partition.deleteRecordsOnLeader): (error, offset). -1 means the high watermark; a
+    compacted-only topic refuses (POLICY_VIOLATION); an offset below zero or above the
+    high watermark is OFFSET_OUT_OF_RANGE. Deleting up to the current log start or
+    below is no error: nothing moves."""
+    if "delete" not in [p.strip() for p in cleanup_policy.split(",")]:
+        return ErrorCode.policy_violation, -1
+    offset = high_watermark if requested == DELETE_TO_HIGH_WATERMARK else requested
+    if offset < 0 or offset > high_watermark:
+        return ErrorCode.offset_out_of_range, -1
+    return ErrorCode.none, offset
+
+
+def low_watermark(leader_log_start: int, follower_log_starts: Mapping[int, int]) -> int:
+    """The lowest log start offset over the leader and the (live) followers given."""
+    return min([leader_log_start, *follower_log_starts.values()])

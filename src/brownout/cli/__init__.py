@@ -7,6 +7,12 @@ import typer
 from .cluster import DOWN_HELP, STATUS_HELP, UP_HELP, down_command, status_command, up_command
 from .demo import demo_command
 from .faults import fault_app
+from .groups import (
+    CONSUMER_GROUPS_HELP,
+    LEADER_ELECTION_HELP,
+    consumer_groups_command,
+    leader_election_command,
+)
 from .pipeline import pipeline_app
 from .report import report_command
 from .run import RUN_HELP, SWEEP_HELP, run_command, scenarios_app, sweep_command
@@ -29,6 +35,8 @@ app.command("status", help=STATUS_HELP)(status_command)
 app.command("watch", help=WATCH_HELP)(watch_command)
 app.add_typer(topics_app, name="topics")
 app.command("offsets", help=OFFSETS_HELP)(offsets_command)
+app.command("consumer-groups", help=CONSUMER_GROUPS_HELP)(consumer_groups_command)
+app.command("leader-election", help=LEADER_ELECTION_HELP)(leader_election_command)
 app.add_typer(fault_app, name="fault")
 app.command("produce")(produce_command)
 app.command("consume")(consume_command)

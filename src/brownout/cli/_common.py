@@ -35,6 +35,7 @@ BootstrapOption = Annotated[
     str | None,
     typer.Option(
         "--bootstrap",
+        "--bootstrap-server",
         "-b",
         help="Bootstrap servers (host:port,...) of any Kafka cluster; overrides the "
         "cluster in --dir.",

@@ -1,7 +1,7 @@
-"""`brownout topics create | list | describe` (like kafka-topics.sh) and `brownout offsets`
-(like GetOffsetShell). They speak only the Kafka protocol (confluent-kafka's AdminClient,
-and the lab's own wire client for describe), so --bootstrap can point them at any Kafka
-cluster."""
+"""`brownout topics create | list | describe | delete | alter` (like kafka-topics.sh) and
+`brownout offsets` (like GetOffsetShell). They speak only the Kafka protocol
+(confluent-kafka's AdminClient, and the lab's own wire client for describe), so
+--bootstrap can point them at any Kafka cluster."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from typing import Annotated
 import typer
 
 from ..cluster.admin import Admin, format_describe, format_offsets
+from ..cluster.groups import GroupAdmin
 from ._common import (
     BootstrapOption,
     DirOption,
@@ -22,7 +23,7 @@ from ._common import (
 )
 
 topics_app = typer.Typer(
-    help="Create, list and describe topics (like kafka-topics.sh).",
+    help="Create, list, describe, delete and alter topics (like kafka-topics.sh).",
     no_args_is_help=True,
 )
 
@@ -71,6 +72,37 @@ def create_command(
     admin = Admin(resolve_bootstrap(bootstrap, directory), timeout)
     admin.create_topic(name, partitions, replication_factor, configs)
     typer.echo(f"Created topic {name}.")
+
+
+@topics_app.command("delete")
+@handle_errors
+def delete_command(
+    name: Annotated[str, typer.Argument(help="The topic to delete.", show_default=False)],
+    bootstrap: BootstrapOption = None,
+    directory: DirOption = None,
+    timeout: TimeoutOption = 15.0,
+) -> None:
+    """Delete a topic; silent on success, as kafka-topics.sh --delete."""
+    GroupAdmin(resolve_bootstrap(bootstrap, directory), timeout).delete_topic(name)
+
+
+@topics_app.command("alter")
+@handle_errors
+def alter_command(
+    name: Annotated[str, typer.Argument(help="The topic to alter.", show_default=False)],
+    partitions: Annotated[
+        int, typer.Option("--partitions", "-p", help="The new (larger) partition count.",
+                          show_default=False),
+    ],
+    bootstrap: BootstrapOption = None,
+    directory: DirOption = None,
+    timeout: TimeoutOption = 15.0,
+) -> None:
+    """Add partitions to a topic; silent on success, as kafka-topics.sh --alter."""
+    if partitions < 1:
+        raise UsageError(f"--partitions must be at least 1, got {partitions}")
+    GroupAdmin(resolve_bootstrap(bootstrap, directory), timeout).alter_partitions(
+        name, partitions)
 
 
 @topics_app.command("list")

@@ -28,6 +28,7 @@ from .configs import (
     incremental_alter_configs,
     legacy_alter_configs,
 )
+from .elections import TopicElections, elect_leaders
 from .image import MetadataImage
 from .partitions import NewPartitions, PartitionsResult, create_partitions
 from .records import BrokerEndpoint, MetadataRecord, ProducerIdsRecord
@@ -133,6 +134,11 @@ class QuorumController:
         self, topics: Sequence[NewPartitions], *, validate_only: bool = False
     ) -> tuple[list[PartitionsResult], list[MetadataRecord]]:
         return create_partitions(self.image, topics, rng=self.rng, validate_only=validate_only)
+
+    def elect_leaders(
+        self, election_type: int, topic_partitions: Sequence[tuple[str, Sequence[int]]] | None
+    ) -> tuple[list[TopicElections], list[MetadataRecord]]:
+        return elect_leaders(self.image, election_type, topic_partitions, self.cluster.is_active)
 
     def incremental_alter_configs(
         self,

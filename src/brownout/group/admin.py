@@ -1,10 +1,9 @@
-"""Read-mostly admin APIs: DescribeGroups, ListGroups, DeleteGroups."""
+"""Admin APIs: DescribeGroups, ListGroups, DeleteGroups and OffsetDelete."""
 
 from __future__ import annotations
 
 from kio.schema.errors import ErrorCode
 
-from . import persistence
 from .core import CoordinatorCore
 from .messages import (
     DeletedGroup,
@@ -17,6 +16,9 @@ from .messages import (
     ListedGroup,
     ListGroupsRequest,
     ListGroupsResult,
+    OffsetDeletePartitionResult,
+    OffsetDeleteRequest,
+    OffsetDeleteResult,
 )
 from .metadata import (
     GroupMetadata,
@@ -29,7 +31,7 @@ _E = ErrorCode
 
 
 class Admin(CoordinatorCore):
-    """DescribeGroups, ListGroups and DeleteGroups."""
+    """DescribeGroups, ListGroups, DeleteGroups and OffsetDelete."""
 
     def _describe_groups(self, waiter: Waiter, req: DescribeGroupsRequest) -> None:
         described = []
@@ -81,21 +83,46 @@ class Admin(CoordinatorCore):
         self._answer(waiter, ListGroupsResult(error, listed))
 
     def _delete_groups(self, waiter: Waiter, req: DeleteGroupsRequest) -> None:
+        # Kafka's handleDeleteGroups: only an Empty group may go; its offsets and its
+        # metadata are tombstoned and the answer does not wait for them.
         results = []
         for group_id in req.group_ids:
             error = self._validate_group_status(group_id, allow_empty_id=True)
             group = self._groups.get(group_id)
-            if error is None and (group is None or group.is_(_S.DEAD)):
+            if error is None and group is None:
                 error = _E.group_id_not_found
             elif error is None and group is not None and not group.is_(_S.EMPTY):
                 error = _E.non_empty_group
             elif error is None and group is not None:
                 group.transition_to(_S.DEAD, self._now)
-                del self._groups[group_id]
-                records = [persistence.offset_tombstone(group_id, tp) for tp in group.offsets]
-                records.append(persistence.group_tombstone(group_id))
-                # Like Kafka, the tombstones are not awaited before answering.
-                self._append(group_id, records, "tombstones", lambda _error: None)
-                error = _E.none
+                self._cleanup_group(group, list(group.offsets))
             results.append(DeletedGroup(group_id, error or _E.none))
         self._answer(waiter, DeleteGroupsResult(tuple(results)))
+
+    def _delete_offsets(self, waiter: Waiter, req: OffsetDeleteRequest) -> None:
+        """Kafka's handleDeleteOffsets: an Empty group loses any offsets; a consumer
+        group with members keeps those of topics it is subscribed to
+        (GROUP_SUBSCRIBED_TO_TOPIC); any other group with members refuses
+        (NON_EMPTY_GROUP). A group-level error answers no partition."""
+        error = self._validate_group_status(req.group_id, allow_empty_id=False)
+        group = self._groups.get(req.group_id)
+        if error is None and group is None:
+            error = _E.group_id_not_found
+        if error is not None or group is None:
+            return self._answer(waiter, OffsetDeleteResult(error or _E.group_id_not_found))
+        partitions = list(dict.fromkeys(req.partitions))
+        if group.is_(_S.EMPTY):
+            consumed = set()
+        elif group.protocol_type == "consumer":
+            consumed = {tp for tp in partitions if group.is_subscribed_to_topic(tp.topic)}
+        else:
+            return self._answer(waiter, OffsetDeleteResult(_E.non_empty_group))
+        eligible = [tp for tp in partitions if tp not in consumed]
+        if eligible:
+            self._cleanup_group(group, eligible)
+        self._answer(waiter, OffsetDeleteResult(_E.none, tuple(
+            OffsetDeletePartitionResult(
+                tp.topic, tp.partition,
+                _E.group_subscribed_to_topic if tp in consumed else _E.none)
+            for tp in partitions
+        )))

@@ -262,3 +262,18 @@ def decode_group_metadata_value(data: bytes) -> GroupMetadataValue:
     return GroupMetadataValue(
         protocol_type, generation, protocol, leader, current_state_timestamp, tuple(members)
     )
+
+
+# --- the consumer protocol ------------------------------------------------------------
+
+
+def decode_subscribed_topics(metadata: bytes) -> tuple[str, ...]:
+    """The topics of a consumer's subscription (JoinGroup metadata of protocol type
+    "consumer"). Only the v0 layout is read — version, then the topic array — because
+    every later version starts with it, so the coordinator need not know them."""
+    r = _Reader(metadata, "consumer subscription")
+    r.i16()  # version
+    count = r.i32()
+    if count < 0:
+        raise RecordFormatError(f"consumer subscription: negative topic count {count}")
+    return tuple(r.required_string() for _ in range(count))

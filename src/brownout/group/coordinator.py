@@ -44,6 +44,7 @@ from .messages import (
     LeaveGroupRequest,
     ListGroupsRequest,
     OffsetCommitRequest,
+    OffsetDeleteRequest,
     OffsetFetchRequest,
     Request,
     SyncGroupRequest,
@@ -93,6 +94,7 @@ class GroupCoordinator(Membership, OffsetStore, Admin):
             DescribeGroupsRequest: self.describe_groups,
             ListGroupsRequest: self.list_groups,
             DeleteGroupsRequest: self.delete_groups,
+            OffsetDeleteRequest: self.delete_offsets,
         }[type(request)]
         return handler(token, request, now_ms)  # type: ignore[operator]
 
@@ -122,6 +124,9 @@ class GroupCoordinator(Membership, OffsetStore, Admin):
 
     def delete_groups(self, token: Any, request: DeleteGroupsRequest, now_ms: int) -> Effects:
         return self._run(now_ms, lambda: self._delete_groups(Waiter(token), request))
+
+    def delete_offsets(self, token: Any, request: OffsetDeleteRequest, now_ms: int) -> Effects:
+        return self._run(now_ms, lambda: self._delete_offsets(Waiter(token), request))
 
     def tick(self, now_ms: int) -> Effects:
         return self._run(now_ms, lambda: None)

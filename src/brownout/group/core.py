@@ -7,12 +7,14 @@ from dataclasses import dataclass
 
 from kio.schema.errors import ErrorCode
 
+from . import persistence
 from .config import GroupConfig, partition_for
 from .messages import (
     Effects,
     Record,
     Reply,
     Result,
+    TopicPartition,
     Write,
 )
 from .metadata import (
@@ -71,6 +73,30 @@ class CoordinatorCore:
         partition = self.partition_for(group_id)
         self._writes[write_id] = _PendingWrite(partition, on_done)
         self._out.writes.append(Write(write_id, partition, tuple(records), kind, group_id))
+
+    def _cleanup_group(self, group: GroupMetadata, removed: list[TopicPartition]) -> None:
+        """Kafka's cleanupGroupMetadata for one group: drop the `removed` offsets (and
+        commits of them still being written, which then do not take effect); an Empty
+        group left without offsets dies.
+
+        Tombstones go to __consumer_offsets without waiting, as Kafka appends them with
+        acks=0: one that is lost is written again by the next cleanup. A group that never
+        had a generation (a "simple" consumer storing offsets) has no metadata record, so
+        it gets no group tombstone either.
+        """
+        records: list[Record] = []
+        for tp in removed:
+            group.pending_offset_commits.pop(tp, None)
+            if group.offsets.pop(tp, None) is not None:
+                records.append(persistence.offset_tombstone(group.group_id, tp))
+        if group.is_(_S.EMPTY) and not group.offsets and not group.pending_offset_commits:
+            group.transition_to(_S.DEAD, self._now)
+        if group.is_(_S.DEAD) and self._groups.get(group.group_id) is group:
+            del self._groups[group.group_id]
+            if group.generation_id > 0:
+                records.append(persistence.group_tombstone(group.group_id))
+        if records:
+            self._append(group.group_id, records, "tombstones", lambda _error: None)
 
     def _validate_group_status(self, group_id: str, *, allow_empty_id: bool) -> ErrorCode | None:
         # OffsetCommit/OffsetFetch/DescribeGroups/DeleteGroups accept "" for

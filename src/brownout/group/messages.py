@@ -115,6 +115,12 @@ class DeletedGroup(NamedTuple):
     error: ErrorCode
 
 
+class OffsetDeletePartitionResult(NamedTuple):
+    topic: str
+    partition: int
+    error: ErrorCode
+
+
 # --- JoinGroup --------------------------------------------------------------------
 
 
@@ -299,6 +305,23 @@ class DeleteGroupsResult:
     results: tuple[DeletedGroup, ...]
 
 
+@dataclass(frozen=True)
+class OffsetDeleteRequest:
+    group_id: str
+    partitions: tuple[TopicPartition, ...] = ()
+
+    def __post_init__(self) -> None:
+        _coerce(self, "partitions", TopicPartition)
+
+
+@dataclass(frozen=True)
+class OffsetDeleteResult:
+    """A group-level error leaves `partitions` empty, as Kafka's response does."""
+
+    error: ErrorCode
+    partitions: tuple[OffsetDeletePartitionResult, ...] = ()
+
+
 Request = (
     JoinGroupRequest
     | SyncGroupRequest
@@ -309,6 +332,7 @@ Request = (
     | DescribeGroupsRequest
     | ListGroupsRequest
     | DeleteGroupsRequest
+    | OffsetDeleteRequest
 )
 
 Result = (
@@ -321,6 +345,7 @@ Result = (
     | DescribeGroupsResult
     | ListGroupsResult
     | DeleteGroupsResult
+    | OffsetDeleteResult
 )
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from .codec import RecordFormatError, decode_subscribed_topics
 from .messages import JoinedMember, Protocol, TopicPartition
 from .state import GroupState, check_transition
 
@@ -123,6 +124,9 @@ class GroupMetadata:
     offsets: dict[TopicPartition, CommittedOffset] = field(default_factory=dict)
     # Commits written but not yet acknowledged; such offsets must not expire.
     pending_offset_commits: dict[TopicPartition, int] = field(default_factory=dict)
+    # The topics the members consumed as of the last generation (or load); None when
+    # unknown. OffsetDelete refuses to delete offsets of these topics.
+    subscribed_topics: frozenset[str] | None = None
 
     # --- state ----------------------------------------------------------------------
 
@@ -252,4 +256,23 @@ class GroupMetadata:
         else:
             self.protocol_name = None
             self.transition_to(GroupState.EMPTY, now_ms)
+        self.subscribed_topics = self.compute_subscribed_topics()
         self.pending_sync_members.clear()
+
+    def compute_subscribed_topics(self) -> frozenset[str] | None:
+        """What the members subscribe to, for a "consumer" group with members and a
+        selected protocol; None otherwise or when a subscription cannot be read (Kafka's
+        computeSubscribedTopics: the caller then assumes every topic is consumed)."""
+        if self.protocol_type != "consumer" or not self.members or self.protocol_name is None:
+            return None
+        topics: set[str] = set()
+        try:
+            for m in self.members.values():
+                topics.update(decode_subscribed_topics(m.metadata_for(self.protocol_name)))
+        except (KeyError, RecordFormatError):
+            return None
+        return frozenset(topics)
+
+    def is_subscribed_to_topic(self, topic: str) -> bool:
+        """Unknown subscriptions count as subscribed, to be safe (as Kafka)."""
+        return self.subscribed_topics is None or topic in self.subscribed_topics

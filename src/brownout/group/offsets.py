@@ -120,6 +120,10 @@ class OffsetStore(CoordinatorCore):
             group.pending_offset_commits[tp] = group.pending_offset_commits.get(tp, 0) + 1
 
         def stored(error: ErrorCode | None) -> None:
+            # An OffsetDelete or DeleteGroups while the commit was being written drops
+            # it (Kafka's onOffsetCommitAppend keeps only offsets still pending).
+            still_pending = {tp: c for tp, c in staged.items()
+                             if tp in group.pending_offset_commits}
             for tp in staged:
                 left = group.pending_offset_commits.get(tp, 0) - 1
                 if left > 0:
@@ -130,7 +134,7 @@ class OffsetStore(CoordinatorCore):
                 return respond(persistence.map_offset_commit_error(error))
             # Visible only now that the commit is durable.
             if self._groups.get(group.group_id) is group:
-                group.offsets.update(staged)
+                group.offsets.update(still_pending)
             respond(_E.none)
 
         records = [
@@ -169,7 +173,7 @@ class OffsetStore(CoordinatorCore):
         """offsets.retention.minutes: Kafka's periodic cleanupGroupMetadata, for groups
         whose expiry does not depend on parsing the consumer subscription."""
         retention = self._config.offsets_retention_ms
-        for group_id, group in list(self._groups.items()):
+        for group in list(self._groups.values()):
             if group.is_(_S.EMPTY) and group.protocol_type is not None:
                 # Kafka times this from when the group became Empty.
                 base = group.current_state_timestamp_ms
@@ -183,12 +187,4 @@ class OffsetStore(CoordinatorCore):
                 if tp not in group.pending_offset_commits
                 and self._now - (off.commit_timestamp_ms if base is None else base) >= retention
             ]
-            records = [persistence.offset_tombstone(group_id, tp) for tp in expired]
-            for tp in expired:
-                del group.offsets[tp]
-            if group.is_(_S.EMPTY) and not group.offsets and not group.pending_offset_commits:
-                group.transition_to(_S.DEAD, self._now)
-                del self._groups[group_id]
-                records.append(persistence.group_tombstone(group_id))
-            if records:
-                self._append(group_id, records, "tombstones", lambda _error: None)
+            self._cleanup_group(group, expired)

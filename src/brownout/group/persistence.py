@@ -201,4 +201,5 @@ def _group_from_value(group_id: str, value: GroupMetadataValue | None) -> GroupM
             group.static_members[member.group_instance_id] = member.member_id
     if group.leader_id is not None and group.leader_id not in group.members:
         group.leader_id = next(iter(group.members), None)
+    group.subscribed_topics = group.compute_subscribed_topics()
     return group

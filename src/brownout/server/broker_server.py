@@ -96,6 +96,7 @@ class BrokerServer:
             shared.events)
         self.replica_manager.alter_isr = self._alter_isr
         self.replica_manager.isr_eligible = self._isr_eligible
+        self.replica_manager.broker_alive = self.metadata.has_alive_broker
         self.socket_server = parts.broker_socket_server(config, self.apis)
 
     # -- start ----------------------------------------------------------------------

@@ -162,6 +162,7 @@ class KafkaServer:
             self.node_id, self.log_manager, self._topic_config, metadata_cache=self.metadata)
         self.replica_manager.alter_isr = self._alter_isr
         self.replica_manager.isr_eligible = self.metadata.has_alive_broker
+        self.replica_manager.broker_alive = self.metadata.has_alive_broker
         timeout_ms = config["request.timeout.ms"]
         self.alter_partition_channel = RemoteControllerChannel(
             shared.networks["alter-partition"], self._controller_endpoint,

@@ -1,0 +1,174 @@
+"""`brownout consumer-groups` (like kafka-consumer-groups.sh) and `brownout
+leader-election` (like kafka-leader-election.sh). They speak only the Kafka protocol, so
+--bootstrap can point them at any Kafka cluster."""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated
+
+import typer
+
+from ..cluster.admin import AdminError
+from ..cluster.groups import (
+    GroupAdmin,
+    clamp_offset,
+    format_election,
+    format_members,
+    format_offsets,
+    format_reset,
+)
+from ._common import (
+    BootstrapOption,
+    DirOption,
+    TimeoutOption,
+    UsageError,
+    handle_errors,
+    resolve_bootstrap,
+)
+
+CONSUMER_GROUPS_HELP = "\n\n".join([
+    "List, describe, delete consumer groups and reset their offsets "
+    "(like kafka-consumer-groups.sh).",
+    "Exactly one action: --list; --describe --group G [--members [--verbose]]; "
+    "--delete --group G; --reset-offsets --group G --topic T with one of --to-earliest, "
+    "--to-latest, --to-offset N, and --execute (without it: a dry run).",
+])
+
+LEADER_ELECTION_HELP = "\n\n".join([
+    "Elect partition leaders (like kafka-leader-election.sh).",
+    "preferred: move leadership back to each partition's first replica; unclean: give a "
+    "leaderless partition any live replica, which may lose committed records. Name one "
+    "partition with --topic and --partition, or all with --all-topic-partitions.",
+])
+
+
+@handle_errors
+def consumer_groups_command(
+    list_: Annotated[bool, typer.Option("--list", help="List every consumer group.")] = False,
+    describe: Annotated[bool, typer.Option("--describe", help="Describe --group.")] = False,
+    delete: Annotated[bool, typer.Option("--delete", help="Delete --group (it must be "
+                                         "empty).")] = False,
+    reset_offsets: Annotated[bool, typer.Option("--reset-offsets", help="Reset --group's "
+                                                "offsets of --topic.")] = False,
+    group: Annotated[str | None, typer.Option("--group", help="The consumer group.",
+                                              show_default=False)] = None,
+    members: Annotated[bool, typer.Option("--members", help="With --describe: the "
+                                          "members instead of the offsets.")] = False,
+    verbose: Annotated[bool, typer.Option("--verbose", help="With --members: each "
+                                          "member's partitions.")] = False,
+    topic: Annotated[str | None, typer.Option("--topic", help="With --reset-offsets: the "
+                                              "topic (all its partitions).",
+                                              show_default=False)] = None,
+    to_earliest: Annotated[bool, typer.Option("--to-earliest")] = False,
+    to_latest: Annotated[bool, typer.Option("--to-latest")] = False,
+    to_offset: Annotated[int | None, typer.Option("--to-offset", show_default=False)] = None,
+    execute: Annotated[bool, typer.Option("--execute", help="Do the reset.")] = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Only show the reset.")] = False,
+    bootstrap: BootstrapOption = None,
+    directory: DirOption = None,
+    timeout: TimeoutOption = 15.0,
+) -> None:
+    actions = [name for name, on in (("--list", list_), ("--describe", describe),
+                                     ("--delete", delete),
+                                     ("--reset-offsets", reset_offsets)) if on]
+    if len(actions) != 1:
+        raise UsageError("give exactly one of --list, --describe, --delete, --reset-offsets")
+    if (members or verbose) and not describe:
+        raise UsageError("--members and --verbose go with --describe")
+    if verbose and not members:
+        raise UsageError("--verbose goes with --members")
+    if not list_ and not group:
+        raise UsageError(f"{actions[0]} needs --group")
+    admin = GroupAdmin(resolve_bootstrap(bootstrap, directory), timeout)
+    if list_:
+        for name in admin.group_ids():
+            typer.echo(name)
+    elif describe:
+        assert group is not None
+        _describe(admin, group, members, verbose)
+    elif delete:
+        assert group is not None
+        admin.delete_group(group)
+        typer.echo(f"Deletion of requested consumer groups ('{group}') was successful.")
+    else:
+        assert group is not None
+        _reset(admin, group, topic, to_earliest, to_latest, to_offset, execute, dry_run)
+
+
+def _describe(admin: GroupAdmin, group: str, members: bool, verbose: bool) -> None:
+    state, rows, described = admin.describe_group(group)
+    if state == "Dead":
+        raise AdminError(f"Consumer group '{group}' does not exist.")
+    if state == "Empty":
+        print(f"\nConsumer group '{group}' has no active members.", file=sys.stderr)
+    elif state in ("PreparingRebalance", "CompletingRebalance"):
+        print(f"\nWarning: Consumer group '{group}' is rebalancing.", file=sys.stderr)
+    lines = format_members(described, verbose) if members else format_offsets(rows)
+    for line in lines:
+        typer.echo(line)
+
+
+def _reset(admin: GroupAdmin, group: str, topic: str | None, to_earliest: bool,
+           to_latest: bool, to_offset: int | None, execute: bool, dry_run: bool) -> None:
+    if topic is None:
+        raise UsageError("--reset-offsets needs --topic")
+    if sum([to_earliest, to_latest, to_offset is not None]) != 1:
+        raise UsageError("--reset-offsets needs one of --to-earliest, --to-latest, "
+                         "--to-offset N")
+    if execute and dry_run:
+        raise UsageError("give --execute or --dry-run, not both")
+    state = admin.group_state(group)
+    if state not in ("Empty", "Dead"):
+        raise AdminError(f"Assignments can only be reset if the group '{group}' is "
+                         f"inactive, but the current state is {state}.")
+    [described] = admin.describe([topic])
+    partitions = [(topic, p.partition) for p in described.partitions]
+    earliest = admin.log_offsets(partitions, "earliest")
+    latest = admin.log_offsets(partitions, "latest")
+    chosen: dict[tuple[str, int], int] = {}
+    for tp in partitions:
+        low, high = earliest.get(tp), latest.get(tp)
+        if low is None or high is None:
+            raise AdminError(f"cannot read the offsets of {tp[0]}-{tp[1]} (no leader?)")
+        if to_offset is not None:
+            chosen[tp], warning = clamp_offset(to_offset, low, high)
+            if warning:
+                print(f"WARN: {warning} for {tp[0]}-{tp[1]}", file=sys.stderr)
+        else:
+            chosen[tp] = low if to_earliest else high
+    if not execute and not dry_run:
+        print("WARN: No action will be performed as the --execute option is missing. "
+              "Add --dry-run to say so explicitly.", file=sys.stderr)
+    if execute:
+        admin.alter_offsets(group, chosen)
+    for line in format_reset(group, chosen):
+        typer.echo(line)
+
+
+@handle_errors
+def leader_election_command(
+    election_type: Annotated[str, typer.Option(
+        "--election-type", help="preferred or unclean.", show_default=False)],
+    topic: Annotated[str | None, typer.Option("--topic", show_default=False)] = None,
+    partition: Annotated[int | None, typer.Option("--partition", show_default=False)] = None,
+    all_topic_partitions: Annotated[bool, typer.Option(
+        "--all-topic-partitions", help="Every partition of every topic.")] = False,
+    bootstrap: BootstrapOption = None,
+    directory: DirOption = None,
+    timeout: TimeoutOption = 15.0,
+) -> None:
+    kind = election_type.lower()
+    if kind not in ("preferred", "unclean"):
+        raise UsageError(f"--election-type must be preferred or unclean, got {election_type}")
+    if all_topic_partitions == (topic is not None or partition is not None):
+        raise UsageError("give --topic and --partition, or --all-topic-partitions")
+    if not all_topic_partitions and (topic is None or partition is None):
+        raise UsageError("--topic and --partition go together")
+    admin = GroupAdmin(resolve_bootstrap(bootstrap, directory), timeout)
+    wanted = None if all_topic_partitions else [(str(topic), int(partition or 0))]
+    lines, failed = format_election(kind.upper(), admin.elect_leaders(kind == "unclean", wanted))
+    for line in lines:
+        typer.echo(line)
+    if failed:
+        raise AdminError(f"{failed} replica(s) could not be elected")

@@ -1,0 +1,279 @@
+"""Consumer groups and leader elections over the Kafka protocol, for any Kafka cluster:
+what `brownout consumer-groups` and `brownout leader-election` print.
+
+The formatting half is pure and follows `kafka-consumer-groups.sh` and
+`kafka-leader-election.sh` (same columns, widths, ordering and messages); the other
+half wraps confluent-kafka's AdminClient through `cluster.admin.Admin`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from .admin import Admin, AdminError, _error_text
+
+MISSING = "-"  # Kafka's MISSING_COLUMN_VALUE
+
+
+# -- pure: rows and their text ---------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class OffsetRow:
+    """One line of `--describe`: a partition with its committed offset and owner."""
+
+    group: str
+    topic: str | None
+    partition: int | None
+    offset: int | None
+    log_end_offset: int | None
+    consumer_id: str = MISSING
+    host: str = MISSING
+    client_id: str = MISSING
+
+    @property
+    def lag(self) -> int | None:
+        if self.offset is None or self.offset == -1 or self.log_end_offset is None:
+            return None
+        return self.log_end_offset - self.offset
+
+
+@dataclasses.dataclass(frozen=True)
+class Member:
+    group: str
+    consumer_id: str
+    group_instance_id: str | None
+    host: str
+    client_id: str
+    assignment: tuple[tuple[str, int], ...]
+
+
+def _text(value: object) -> str:
+    return MISSING if value is None else str(value)
+
+
+def format_offsets(rows: Sequence[OffsetRow]) -> list[str]:
+    """`--describe`: a blank line, the header, one line per row; the group, topic,
+    consumer-id and host columns are as wide as their longest value (at least 15)."""
+    group_w = max([15, *(len(r.group) for r in rows)])
+    topic_w = max([15, *(len(_text(r.topic)) for r in rows)])
+    consumer_w = max([15, *(len(r.consumer_id) for r in rows)])
+    host_w = max([15, *(len(r.host) for r in rows)])
+
+    def line(*cols: object) -> str:
+        g, t, p, o, e, lag, c, h, client = (str(c) for c in cols)
+        return (f"{g:<{group_w}} {t:<{topic_w}} {p:<10} {o:<15} {e:<15} {lag:<15} "
+                f"{c:<{consumer_w}} {h:<{host_w}} {client}")
+
+    out = ["", line("GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG",
+                    "CONSUMER-ID", "HOST", "CLIENT-ID")]
+    for r in rows:
+        out.append(line(r.group, _text(r.topic), _text(r.partition), _text(r.offset),
+                        _text(r.log_end_offset), _text(r.lag), r.consumer_id, r.host,
+                        r.client_id))
+    return out
+
+
+def _assignment_text(assignment: Sequence[tuple[str, int]]) -> str:
+    """`--verbose`'s ASSIGNMENT: each topic's partitions as ``topic(0,1)``, sorted."""
+    if not assignment:
+        return MISSING
+    by_topic: dict[str, list[int]] = {}
+    for topic, partition in assignment:
+        by_topic.setdefault(topic, []).append(partition)
+    return ", ".join(sorted(f"{t}({','.join(sorted(str(p) for p in ps))})"
+                            for t, ps in by_topic.items()))
+
+
+def format_members(members: Sequence[Member], verbose: bool) -> list[str]:
+    """`--describe --members [--verbose]`: GROUP-INSTANCE-ID appears only when some
+    member is static; each line ends with the padded #PARTITIONS column."""
+    group_w = max([15, *(len(m.group) for m in members)])
+    consumer_w = max([15, *(len(m.consumer_id) for m in members)])
+    instance_w = max([17, *(len(m.group_instance_id or "") for m in members)])
+    host_w = max([15, *(len(m.host) for m in members)])
+    client_w = max([15, *(len(m.client_id) for m in members)])
+    static = any(m.group_instance_id for m in members)
+
+    def line(group: str, consumer: str, instance: str, host: str, client: str,
+             count: object) -> str:
+        middle = f"{instance:<{instance_w}} " if static else ""
+        return (f"{group:<{group_w}} {consumer:<{consumer_w}} {middle}{host:<{host_w}} "
+                f"{client:<{client_w}} {count!s:<15} ")
+
+    out = ["", line("GROUP", "CONSUMER-ID", "GROUP-INSTANCE-ID", "HOST", "CLIENT-ID",
+                    "#PARTITIONS") + ("ASSIGNMENT" if verbose else "")]
+    for m in members:
+        text = line(m.group, m.consumer_id, m.group_instance_id or "", m.host, m.client_id,
+                    len(m.assignment))
+        out.append(text + (_assignment_text(m.assignment) if verbose else ""))
+    return out
+
+
+def format_reset(group: str, offsets: Mapping[tuple[str, int], int]) -> list[str]:
+    """`--reset-offsets`: a blank line, the header, one line per partition."""
+    def line(*cols: object) -> str:
+        g, t, p, o = (str(c) for c in cols)
+        return f"{g:<30} {t:<30} {p:<10} {o:<15}"
+
+    if not offsets:
+        return []
+    return ["", line("GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"),
+            *(line(group, t, p, o) for (t, p), o in sorted(offsets.items()))]
+
+
+def format_election(election: str, results: Mapping[tuple[str, int], str | None]
+                    ) -> tuple[list[str], int]:
+    """kafka-leader-election.sh's lines and the number of partitions that failed. A
+    result is None (elected), "ELECTION_NOT_NEEDED..." or another error's text."""
+    def names(tps: list[tuple[str, int]]) -> str:
+        return ", ".join(f"{t}-{p}" for t, p in sorted(tps))
+
+    done = [tp for tp, e in results.items() if e is None]
+    noop = [tp for tp, e in results.items() if e is not None and
+            e.startswith("ELECTION_NOT_NEEDED")]
+    failed = {tp: e for tp, e in results.items() if e is not None and tp not in noop}
+    out = []
+    if done:
+        out.append(f"Successfully completed leader election ({election}) for partitions "
+                   f"{names(done)}")
+    if noop:
+        out.append(f"Valid replica already elected for partitions {names(noop)}")
+    for (t, p), error in sorted(failed.items()):
+        out.append(f"Error completing leader election ({election}) for partition: {t}-{p}: "
+                   f"{error}")
+    return out, len(failed)
+
+
+def clamp_offset(wanted: int, earliest: int, latest: int) -> tuple[int, str | None]:
+    """--to-offset N kept within the log, with Kafka's warning when it is not."""
+    if wanted < earliest:
+        return earliest, (f"New offset ({wanted}) is lower than earliest offset. "
+                          f"Value will be set to {earliest}")
+    if wanted > latest:
+        return latest, (f"New offset ({wanted}) is higher than latest offset. "
+                        f"Value will be set to {latest}")
+    return wanted, None
+
+
+# -- confluent-kafka adapters ------------------------------------------------------------
+
+
+class GroupAdmin(Admin):
+    """Consumer groups, topic changes and elections (blocking)."""
+
+    def group_ids(self) -> list[str]:
+        result = self._result(self.client.list_consumer_groups(request_timeout=self.timeout),
+                              "cannot list consumer groups")
+        return sorted(g.group_id for g in result.valid)
+
+    def _description(self, group: str) -> Any:
+        futures = self.client.describe_consumer_groups([group], request_timeout=self.timeout)
+        return self._result(futures[group], f"cannot describe group {group}")
+
+    def group_state(self, group: str) -> str:
+        return _state_name(self._description(group).state)
+
+    def committed(self, group: str) -> dict[tuple[str, int], int]:
+        from confluent_kafka import ConsumerGroupTopicPartitions
+
+        futures = self.client.list_consumer_group_offsets(
+            [ConsumerGroupTopicPartitions(group)], request_timeout=self.timeout)
+        answer = self._result(futures[group], f"cannot fetch the offsets of group {group}")
+        return {(tp.topic, tp.partition): tp.offset for tp in answer.topic_partitions
+                if tp.offset >= 0}
+
+    def log_offsets(self, partitions: Sequence[tuple[str, int]], spec: str
+                    ) -> dict[tuple[str, int], int | None]:
+        """Each partition's earliest or latest offset; None where it is unknown."""
+        from confluent_kafka import TopicPartition
+        from confluent_kafka.admin import OffsetSpec
+
+        if not partitions:
+            return {}
+        make = OffsetSpec.latest if spec == "latest" else OffsetSpec.earliest
+        futures = self.client.list_offsets(
+            {TopicPartition(t, p): make() for t, p in partitions},
+            request_timeout=self.timeout)
+        found: dict[tuple[str, int], int | None] = {}
+        for tp, future in futures.items():
+            try:
+                found[(tp.topic, tp.partition)] = int(future.result(
+                    timeout=self.timeout + 5).offset)
+            except Exception:
+                found[(tp.topic, tp.partition)] = None
+        return found
+
+    def describe_group(self, group: str) -> tuple[str, list[OffsetRow], list[Member]]:
+        """(state, offset rows, members), ordered as kafka-consumer-groups.sh orders them:
+        members with more partitions first, each member's partitions by number, then the
+        committed partitions nobody owns."""
+        description = self._description(group)
+        state = _state_name(description.state)
+        committed = self.committed(group)
+        members = [
+            Member(group, m.member_id, m.group_instance_id, m.host, m.client_id,
+                   tuple((tp.topic, tp.partition) for tp in m.assignment.topic_partitions))
+            for m in description.members
+        ]
+        owned = [(m, sorted(m.assignment, key=lambda tp: tp[1]))
+                 for m in sorted(members, key=lambda m: -len(m.assignment)) if m.assignment]
+        unowned = sorted(tp for tp in committed if not any(tp in m.assignment for m in members))
+        ends = self.log_offsets([tp for _, tps in owned for tp in tps] + unowned, "latest")
+        rows = [OffsetRow(group, t, p, committed.get((t, p)), ends.get((t, p)),
+                          m.consumer_id, m.host, m.client_id)
+                for m, tps in owned for t, p in tps]
+        rows += [OffsetRow(group, t, p, committed[(t, p)], ends.get((t, p)))
+                 for t, p in sorted(unowned, key=lambda tp: tp[1])]
+        return state, rows, members
+
+    def delete_group(self, group: str) -> None:
+        futures = self.client.delete_consumer_groups([group], request_timeout=self.timeout)
+        self._result(futures[group], f"cannot delete group {group}")
+
+    def alter_offsets(self, group: str, offsets: Mapping[tuple[str, int], int]) -> None:
+        from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+
+        request = ConsumerGroupTopicPartitions(
+            group, [TopicPartition(t, p, o) for (t, p), o in sorted(offsets.items())])
+        futures = self.client.alter_consumer_group_offsets([request],
+                                                           request_timeout=self.timeout)
+        answer = self._result(futures[group], f"cannot reset the offsets of group {group}")
+        for tp in answer.topic_partitions:
+            if tp.error is not None:
+                raise AdminError(f"cannot reset {tp.topic}-{tp.partition}: "
+                                 f"{_error_text(Exception(tp.error))}")
+
+    def delete_topic(self, name: str) -> None:
+        futures = self.client.delete_topics([name], operation_timeout=self.timeout,
+                                            request_timeout=self.timeout)
+        self._result(futures[name], f"cannot delete topic {name}")
+
+    def alter_partitions(self, name: str, count: int) -> None:
+        from confluent_kafka.admin import NewPartitions
+
+        futures = self.client.create_partitions([NewPartitions(name, count)],
+                                                operation_timeout=self.timeout,
+                                                request_timeout=self.timeout)
+        self._result(futures[name], f"cannot alter topic {name}")
+
+    def elect_leaders(self, unclean: bool, partitions: Sequence[tuple[str, int]] | None
+                      ) -> dict[tuple[str, int], str | None]:
+        """{partition: None (elected) or the error's text}. (confluent-kafka 2.16 fails on
+        any timeout keyword for this call, so socket.timeout.ms bounds it.)"""
+        from confluent_kafka import ElectionType, TopicPartition
+
+        kind = ElectionType.UNCLEAN if unclean else ElectionType.PREFERRED
+        wanted = None if partitions is None else [TopicPartition(t, p) for t, p in partitions]
+        answer = self._result(self.client.elect_leaders(kind, wanted), "leader election failed")
+        return {(tp.topic, tp.partition): None if e is None else _error_text(Exception(e))
+                for tp, e in answer.items()}
+
+
+def _state_name(state: Any) -> str:
+    """ConsumerGroupState.STABLE -> "Stable" (Kafka's spelling)."""
+    name = getattr(state, "name", str(state))
+    return {"PREPARING_REBALANCE": "PreparingRebalance",
+            "COMPLETING_REBALANCE": "CompletingRebalance"}.get(name, name.capitalize())
