@@ -48,6 +48,24 @@ BROWNOUT = (
     else [sys.executable, "-c", "from brownout.cli import main; main()"]
 )
 
+
+def run_brownout(*args: str, check: bool = True,
+                 timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    """`brownout ARGS` as a user types it (no BROWNOUT_DIR from the environment, wide
+    tables); with `check`, a non-zero exit fails the test with both outputs."""
+    env = dict(os.environ)
+    env.pop("BROWNOUT_DIR", None)
+    env["COLUMNS"] = "200"
+    result = subprocess.run(
+        [*BROWNOUT, *args], capture_output=True, text=True, timeout=timeout, env=env
+    )
+    if check and result.returncode != 0:
+        raise AssertionError(
+            f"brownout {' '.join(args)} exited {result.returncode}\n"
+            f"stdout:\n{result.stdout}\nstderr:\n{result.stderr}"
+        )
+    return result
+
 _cluster_ids_from_cli = 0
 
 

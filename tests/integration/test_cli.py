@@ -18,33 +18,17 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import run_brownout
 
 from brownout.common.properties import read_properties
 
-_SCRIPT = Path(sys.executable).parent / "brownout"
-BROWNOUT = (
-    [str(_SCRIPT)]
-    if _SCRIPT.exists()
-    else [sys.executable, "-c", "from brownout.cli import main; main()"]
-)
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
 TOPIC = "user-events"
 
 
 def run(*args: str, check: bool = True, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ)
-    env.pop("BROWNOUT_DIR", None)
-    env["COLUMNS"] = "200"
-    result = subprocess.run(
-        [*BROWNOUT, *args], capture_output=True, text=True, timeout=timeout, env=env
-    )
-    if check and result.returncode != 0:
-        raise AssertionError(
-            f"brownout {' '.join(args)} exited {result.returncode}\n"
-            f"stdout:\n{result.stdout}\nstderr:\n{result.stderr}"
-        )
-    return result
+    return run_brownout(*args, check=check, timeout=timeout)
 
 
 def assert_clean_error(result: subprocess.CompletedProcess[str], code: int, text: str) -> None:

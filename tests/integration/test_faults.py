@@ -14,12 +14,12 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from conftest import BROWNOUT
 
 from brownout.cluster import lab
 from brownout.cluster import netns as hosts
@@ -31,12 +31,6 @@ from brownout.faults.netns import cleanup
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(150)]
 
 TOPIC = "faults"
-_SCRIPT = Path(sys.executable).parent / "brownout"
-BROWNOUT = (
-    [str(_SCRIPT)]
-    if _SCRIPT.exists()
-    else [sys.executable, "-c", "from brownout.cli import main; main()"]
-)
 
 
 def force_down(directory: Path) -> None:

@@ -8,9 +8,7 @@ the end of its test, whatever happened.
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable
@@ -29,17 +27,12 @@ from _cluster import (
     send,
     wait_until,
 )
+from conftest import run_brownout
 
 from brownout.cluster.admin import DescribedTopic
 
 pytestmark = pytest.mark.integration
 
-_SCRIPT = Path(sys.executable).parent / "brownout"
-BROWNOUT = (
-    [str(_SCRIPT)]
-    if _SCRIPT.exists()
-    else [sys.executable, "-c", "from brownout.cli import main; main()"]
-)
 
 TOPIC = "user-events"
 PARTITIONS = 8
@@ -57,16 +50,7 @@ NO_RETRY = {"enable_idempotence": False, "retries": 0, "message_timeout_ms": 100
 
 
 def cli(*args: str, timeout: float = 30) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ)
-    env.pop("BROWNOUT_DIR", None)
-    env["COLUMNS"] = "200"
-    result = subprocess.run(
-        [*BROWNOUT, *args], capture_output=True, text=True, timeout=timeout, env=env
-    )
-    assert result.returncode == 0, (
-        f"brownout {' '.join(args)} exited {result.returncode}\n{result.stdout}\n{result.stderr}"
-    )
-    return result
+    return run_brownout(*args, timeout=timeout)
 
 
 def leaders(d: DescribedTopic) -> dict[int, int | None]:

@@ -18,7 +18,6 @@ import os
 import random
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -26,6 +25,7 @@ from typing import Any
 import pytest
 from _cluster import wait_until
 from _zookeeper import kazoo
+from conftest import run_brownout
 
 from brownout.cluster import lab, znodes
 from brownout.cluster.ensemble import Ensemble
@@ -37,12 +37,6 @@ from brownout.zk.data import decode_cluster_id, encode_controller
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
-_SCRIPT = Path(sys.executable).parent / "brownout"
-BROWNOUT = (
-    [str(_SCRIPT)]
-    if _SCRIPT.exists()
-    else [sys.executable, "-c", "from brownout.cli import main; main()"]
-)
 SESSION_MS = 6000  # short, so the dead controller's ephemeral /controller goes quickly
 # Room beyond the session for ZooKeeper to notice the expiry (up to a tick), the other
 # brokers' watches to fire and one of them to win the election, on a busy 2-core box.
@@ -50,18 +44,7 @@ MARGIN_S = 15.0
 
 
 def run(*args: str, check: bool = True, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ)
-    env.pop("BROWNOUT_DIR", None)
-    env["COLUMNS"] = "200"
-    result = subprocess.run(
-        [*BROWNOUT, *args], capture_output=True, text=True, timeout=timeout, env=env
-    )
-    if check and result.returncode != 0:
-        raise AssertionError(
-            f"brownout {' '.join(args)} exited {result.returncode}\n"
-            f"stdout:\n{result.stdout}\nstderr:\n{result.stderr}"
-        )
-    return result
+    return run_brownout(*args, check=check, timeout=timeout)
 
 
 def status(directory: Path) -> dict[str, Any]:

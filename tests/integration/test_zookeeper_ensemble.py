@@ -9,13 +9,13 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from _cluster import wait_until
 from _zookeeper import kazoo
+from conftest import BROWNOUT
 
 from brownout.cluster import lab, netns
 from brownout.cluster import zookeeper as zk
@@ -27,12 +27,6 @@ from brownout.cluster.topology import TopologyRequest
 pytestmark = pytest.mark.integration
 
 START_TIMEOUT = 30.0
-_SCRIPT = Path(sys.executable).parent / "brownout"
-BROWNOUT = (
-    [str(_SCRIPT)]
-    if _SCRIPT.exists()
-    else [sys.executable, "-c", "from brownout.cli import main; main()"]
-)
 
 
 def _kill_recorded(state: ClusterState) -> None:
