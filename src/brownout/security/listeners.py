@@ -41,6 +41,7 @@ from .mechanisms import (
     ScramCredential,
     ScramServer,
     scram_credential,
+    scram_nonce,
 )
 from .sasl import SaslServerConnection
 
@@ -62,7 +63,8 @@ class SaslSettings:
     def server(self, mechanism: str) -> MechanismServer:
         if mechanism == PLAIN:
             return PlainServer(self.plain_users)
-        return ScramServer(mechanism, self.scram.get(mechanism, {}).get, secrets.token_bytes)
+        return ScramServer(mechanism, self.scram.get(mechanism, {}).get,
+                           lambda: scram_nonce(secrets.token_bytes))
 
     def connection(self) -> SaslServerConnection:
         return SaslServerConnection(list(self.mechanisms), self.server)

@@ -137,8 +137,9 @@ def scram_username(sasl_name: str) -> str:
     return sasl_name.replace("=2C", ",").replace("=3D", "=")
 
 
-def _base36(data: bytes) -> str:
-    n = int.from_bytes(data, "big")
+def scram_nonce(random_bytes: Callable[[int], bytes]) -> str:
+    """A server nonce as Kafka's ScramFormatter makes one: 130 random bits in base 36."""
+    n = int.from_bytes(random_bytes(17), "big") >> 6
     digits = "0123456789abcdefghijklmnopqrstuvwxyz"
     out = ""
     while n:
@@ -154,12 +155,12 @@ class ScramServer:
         self,
         mechanism: str,
         credentials: Callable[[str], ScramCredential | None],
-        random_bytes: Callable[[int], bytes],
+        nonce: Callable[[], str],
     ) -> None:
         self.mechanism = mechanism
         self._algorithm = SCRAM_MECHANISMS[mechanism]
         self._credentials = credentials
-        self._random_bytes = random_bytes
+        self._new_nonce = nonce
         self._credential: ScramCredential | None = None
         self._client_first_bare = ""
         self._server_first = ""
@@ -192,8 +193,7 @@ class ScramServer:
             raise SaslError(
                 f"Iterations {credential.iterations} is less than the minimum "
                 f"{SCRAM_MIN_ITERATIONS} for {self.mechanism}")
-        # 130 random bits written in base 36, as Kafka's ScramFormatter does.
-        self._nonce = m["nonce"] + _base36(self._random_bytes(17)[:17])
+        self._nonce = m["nonce"] + self._new_nonce()
         salt = base64.b64encode(credential.salt).decode()
         self._server_first = f"r={self._nonce},s={salt},i={credential.iterations}"
         self._client_first_bare = m["bare"]

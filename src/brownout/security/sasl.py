@@ -276,11 +276,22 @@ def _illegal_sasl_state_body(request: Request) -> Any | None:
     if request.body is None:
         return None
     cls = response_class(request.header.api_key, request.header.api_version)
-    if "error_code" not in {f.name for f in dataclasses.fields(cls)}:
+    fields = dataclasses.fields(cls)
+    if "error_code" not in {f.name for f in fields}:
         return None
+    # Required fields get their empty value, as in Kafka's error responses (an
+    # ApiVersions error lists no APIs).
+    data: dict[str, Any] = {"error_code": ErrorCode.illegal_sasl_state, "throttle_time": 0}
+    for f in fields:
+        if f.name in data or f.default is not dataclasses.MISSING or (
+                f.default_factory is not dataclasses.MISSING):
+            continue
+        kind = f.metadata.get("kafka_type", "")
+        data[f.name] = (0 if kind.startswith(("int", "uint", "float")) else
+                        "" if kind == "string" else False if kind == "bool" else ())
     try:
-        return build(cls, {"error_code": ErrorCode.illegal_sasl_state, "throttle_time": 0})
-    except TypeError:  # a response with other required fields: no safe default to send
+        return build(cls, data)
+    except (TypeError, ValueError):  # a field with no obvious empty value: just close
         return None
 
 
