@@ -41,10 +41,12 @@ class SocketServer:
         max_request_size: int,
         enabled: bool = True,
         security: Mapping[str, ListenerSecurity] | None = None,
+        failed_authentication_delay_ms: int = 100,
     ) -> None:
         self.endpoints = endpoints
         # Listener name -> its TLS context and SASL settings; absent means PLAINTEXT.
         self.security = dict(security or {})
+        self.failed_authentication_delay_s = failed_authentication_delay_ms / 1000
         self.handler = handler
         self.supported = supported
         self.max_request_size = max_request_size
@@ -175,8 +177,8 @@ class SocketServer:
             await _close(writer)
 
 
-    @staticmethod
     async def _sasl_step(
+        self,
         sasl: SaslServerConnection,
         action: sasl_actions.Action,
         request: Request | None,
@@ -196,6 +198,11 @@ class SocketServer:
         if isinstance(action, sasl_actions.Close) or getattr(action, "close", False):
             # Kafka's Selector logs failed authentications at INFO with the reason.
             log.info("Failed authentication with %s (%s)", _host(peer), reason)
+            # As Kafka (connection.failed.authentication.delay.ms), close a moment after
+            # a failed authentication: it slows down password guessing, and clients that
+            # drop what they read when the connection ends at once (kafka-python) get
+            # to read the error first.
+            await asyncio.sleep(self.failed_authentication_delay_s)
             return False
         if sasl.complete:
             log.debug("Authenticated %s as %s with %s", _host(peer), sasl.principal,

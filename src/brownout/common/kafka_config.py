@@ -88,6 +88,7 @@ BROKER_CONFIG = ConfigDef(
         # listener.name.<listener, lower case>.<key>; the JAAS config only that way, per
         # mechanism: listener.name.<listener>.<mechanism, lower case>.sasl.jaas.config.
         ConfigKey("sasl.enabled.mechanisms", LIST, ["GSSAPI"]),
+        ConfigKey("connection.failed.authentication.delay.ms", INT, 100, "", at_least(0)),
         ConfigKey("sasl.mechanism.inter.broker.protocol", S, "GSSAPI"),
         ConfigKey("sasl.jaas.config", PASSWORD, None),
         ConfigKey("ssl.keystore.type", S, "JKS"),
@@ -297,6 +298,15 @@ def parse_voters(values: list[str]) -> list[QuorumVoter]:
     return voters
 
 
+def _is_listener_key(key: str) -> bool:
+    """listener.name.<listener>.<key> for a known key, or a mechanism's JAAS config
+    (listener.name.<listener>.<mechanism>.sasl.jaas.config): Kafka's per-listener keys."""
+    if not key.startswith("listener.name."):
+        return False
+    rest = key[len("listener.name."):].partition(".")[2]
+    return rest in BROKER_CONFIG.keys or rest.endswith(".sasl.jaas.config")
+
+
 def _with_id_synonyms(raw: Mapping[str, Any]) -> Mapping[str, Any]:
     """Kafka treats node.id and broker.id as synonyms: one set alone sets both."""
     if ("node.id" in raw) == ("broker.id" in raw):
@@ -322,7 +332,7 @@ class KafkaConfig:
 
     @property
     def unknown(self) -> dict[str, str]:
-        return self.parsed.unknown
+        return {k: v for k, v in self.parsed.unknown.items() if not _is_listener_key(k)}
 
     @property
     def node_id(self) -> int:

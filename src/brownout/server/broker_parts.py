@@ -94,6 +94,7 @@ def broker_socket_server(config: KafkaConfig, apis: KafkaApis) -> SocketServer:
         enabled=False,
         security={e.listener: listener_security(config, e)
                   for e in endpoints if e.security_protocol != "PLAINTEXT"},
+        failed_authentication_delay_ms=config["connection.failed.authentication.delay.ms"],
     )
 
 
