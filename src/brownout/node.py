@@ -74,7 +74,22 @@ def load_config(path: Path, overrides: list[str]) -> KafkaConfig:
         if not eq:
             raise NodeStartupError(f"--override expects KEY=VALUE, got {item!r}")
         raw[key.strip()] = value
-    return KafkaConfig(raw)
+    config = KafkaConfig(raw)
+    check_listener_security(config)
+    return config
+
+
+def check_listener_security(config: KafkaConfig) -> None:
+    """Fail at load, with the key named, on SASL or SSL settings a listener cannot use
+    (a missing JAAS config, a JKS key store), not later while binding."""
+    from .security.listeners import listener_security
+
+    for endpoint in config.listeners:
+        if endpoint.security_protocol != "PLAINTEXT":
+            try:
+                listener_security(config, endpoint)
+            except (OSError, ValueError) as e:  # ssl.SSLError is an OSError
+                raise ConfigError(f"listener {endpoint.listener}: {e}") from e
 
 
 async def run(config: KafkaConfig, events: EventLog) -> BaseException | None:

@@ -67,10 +67,12 @@ Handler = Callable[[Request, "ClientContext"], Awaitable[Any]]
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class ClientContext:
-    """Where a request came from: the listener it arrived on and the client's address."""
+    """Where a request came from: the listener it arrived on, the client's address and,
+    on a SASL listener, who it authenticated as."""
 
     listener: str
     client_host: str
+    principal: str = "User:ANONYMOUS"
 
 
 class KafkaApis:
@@ -121,6 +123,8 @@ class KafkaApis:
             ApiKey.DESCRIBE_CLUSTER: self.handle_describe_cluster,
             ApiKey.INIT_PRODUCER_ID: self.handle_init_producer_id,
             ApiKey.OFFSET_FOR_LEADER_EPOCH: self.handle_offset_for_leader_epoch,
+            ApiKey.SASL_HANDSHAKE: self.handle_sasl_handshake,
+            ApiKey.SASL_AUTHENTICATE: self.handle_sasl_authenticate,
         }
         if group_apis is not None:
             group_apis.apis = self
@@ -177,6 +181,25 @@ class KafkaApis:
             request,
             {"error_code": ErrorCode.none, "api_keys": keys, "throttle_time": 0},
         )
+
+    # -- SASL outside the authentication exchange -------------------------------------
+
+    # On a SASL listener these requests are answered by the connection's exchange
+    # (security.sasl) until the client is authenticated. They reach the broker only on a
+    # PLAINTEXT or SSL listener, or again after authentication: Kafka answers both with
+    # ILLEGAL_SASL_STATE.
+
+    async def handle_sasl_handshake(self, request: Request, ctx: ClientContext) -> Any:
+        return self._response(request, {"error_code": ErrorCode.illegal_sasl_state,
+                                        "mechanisms": []})
+
+    async def handle_sasl_authenticate(self, request: Request, ctx: ClientContext) -> Any:
+        return self._response(request, {
+            "error_code": ErrorCode.illegal_sasl_state,
+            "error_message": "SaslAuthenticate request received after successful authentication",
+            "auth_bytes": b"",
+            "session_lifetime": 0,
+        })
 
     # -- Metadata -------------------------------------------------------------------
 

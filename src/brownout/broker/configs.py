@@ -52,6 +52,12 @@ class ConfigEntry:
 
 
 def _entry(key: ConfigKey, value: object, source: ConfigSource, **kw: object) -> ConfigEntry:
+    if key.type is ConfigType.PASSWORD:
+        # Kafka never describes a password (a JAAS config, a key's pass phrase): the
+        # entry says it is set and sensitive, with no value, in its synonyms too.
+        kw["is_sensitive"] = True
+        kw["synonyms"] = tuple((n, None, s) for n, _v, s in kw.get("synonyms", ()))  # type: ignore[attr-defined]
+        value = None
     return ConfigEntry(
         key.name,
         render(key, value),

@@ -23,6 +23,7 @@ from kio.schema.errors import ErrorCode
 from ..protocol.apis import ApiKey, request_class
 from ..protocol.build import build
 from .controller_channel import ControllerUnavailable, RemoteControllerChannel
+from .controller_requests import SECURITY_PROTOCOL_IDS
 
 log = logging.getLogger("kafka.server.BrokerLifecycleManager")
 
@@ -46,6 +47,8 @@ class BrokerLifecycleManager:
         self.node_id = node_id
         self.cluster_id = cluster_id
         self.listeners = listeners
+        # Listener name -> security protocol name (listener.security.protocol.map).
+        self.protocols: dict[str, str] = {}
         self.rack = rack
         self.heartbeat_interval_s = heartbeat_interval_ms / 1000
         self.metadata_offset = metadata_offset
@@ -109,7 +112,9 @@ class BrokerLifecycleManager:
             "broker_id": self.node_id,
             "cluster_id": self.cluster_id,
             "incarnation_id": self.incarnation_id,
-            "listeners": [{"name": n, "host": h, "port": p, "security_protocol": 0}
+            "listeners": [{"name": n, "host": h, "port": p,
+                           "security_protocol": SECURITY_PROTOCOL_IDS.get(
+                               self.protocols.get(n, "PLAINTEXT"), 0)}
                           for n, h, p in self.listeners],
             "features": [],
             "rack": self.rack,

@@ -10,14 +10,18 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from ..common.kafka_config import Endpoint
 from ..protocol.apis import ApiKey
 from ..protocol.connection import Request, ServerConnection
 from ..protocol.errors import ProtocolError
+from ..security import sasl as sasl_actions
+from ..security.listeners import ListenerSecurity
+from ..security.sasl import SaslServerConnection
 from .apis import ClientContext, CloseConnection, UnsupportedRequest
 
 log = logging.getLogger("kafka.network.SocketServer")
@@ -36,8 +40,13 @@ class SocketServer:
         supported: Callable[[], dict[ApiKey, tuple[int, int]]],
         max_request_size: int,
         enabled: bool = True,
+        security: Mapping[str, ListenerSecurity] | None = None,
+        failed_authentication_delay_ms: int = 100,
     ) -> None:
         self.endpoints = endpoints
+        # Listener name -> its TLS context and SASL settings; absent means PLAINTEXT.
+        self.security = dict(security or {})
+        self.failed_authentication_delay_s = failed_authentication_delay_ms / 1000
         self.handler = handler
         self.supported = supported
         self.max_request_size = max_request_size
@@ -56,12 +65,14 @@ class SocketServer:
     async def start(self) -> None:
         for endpoint in self.endpoints:
             host = endpoint.host or "127.0.0.1"
+            security = self.security.get(endpoint.listener)
             try:
                 server = await asyncio.start_server(
                     lambda r, w, name=endpoint.listener: self._accept(r, w, name),
                     host,
                     endpoint.port,
                     reuse_address=True,
+                    ssl=security.ssl_context if security is not None else None,
                 )
             except OSError as e:
                 await self.stop()
@@ -109,10 +120,21 @@ class SocketServer:
         conn = ServerConnection(
             max_request_size=self.max_request_size, supported=self.supported()
         )
+        security = self.security.get(listener)
+        sasl = security.sasl.connection() if security and security.sasl else None
         try:
             while True:
                 try:
-                    request = conn.next_request()
+                    if sasl is not None and sasl.bare_tokens:
+                        frame = conn.next_frame()
+                        if frame is not None:
+                            if not await self._sasl_step(sasl, sasl.receive_token(frame),
+                                                         None, conn, writer, peer):
+                                return
+                            continue
+                        request = None
+                    else:
+                        request = conn.next_request()
                 except ProtocolError as e:
                     log.warning("Closing connection from %s due to invalid request: %s", peer, e)
                     return
@@ -123,6 +145,14 @@ class SocketServer:
                         return
                     conn.receive_data(data)
                     continue
+                if sasl is not None and not sasl.complete:
+                    action = sasl.receive_request(request)
+                    if not isinstance(action, sasl_actions.Pass):
+                        if not await self._sasl_step(sasl, action, request, conn, writer, peer):
+                            return
+                        if sasl.complete:
+                            ctx = dataclasses.replace(ctx, principal=sasl.principal)
+                        continue
                 try:
                     response = await self.handler(request, ctx)
                 except Exception as e:  # the request cannot be answered: close like Kafka
@@ -145,6 +175,43 @@ class SocketServer:
             return
         finally:
             await _close(writer)
+
+
+    async def _sasl_step(
+        self,
+        sasl: SaslServerConnection,
+        action: sasl_actions.Action,
+        request: Request | None,
+        conn: ServerConnection,
+        writer: asyncio.StreamWriter,
+        peer: Any,
+    ) -> bool:
+        """Carry out what the SASL exchange asked; False when the connection must close."""
+        if isinstance(action, sasl_actions.Reply):
+            assert request is not None
+            writer.write(conn.encode_response(request.header, action.body))
+            await writer.drain()
+        elif isinstance(action, sasl_actions.Token):
+            writer.write(conn.encode_frame(action.data))
+            await writer.drain()
+        reason = getattr(action, "reason", "")
+        if isinstance(action, sasl_actions.Close) or getattr(action, "close", False):
+            # Kafka's Selector logs failed authentications at INFO with the reason.
+            log.info("Failed authentication with %s (%s)", _host(peer), reason)
+            # As Kafka (connection.failed.authentication.delay.ms), close a moment after
+            # a failed authentication: it slows down password guessing, and clients that
+            # drop what they read when the connection ends at once (kafka-python) get
+            # to read the error first.
+            await asyncio.sleep(self.failed_authentication_delay_s)
+            return False
+        if sasl.complete:
+            log.debug("Authenticated %s as %s with %s", _host(peer), sasl.principal,
+                      sasl.mechanism)
+        return True
+
+
+def _host(peer: Any) -> str:
+    return f"/{peer[0]}" if peer else "unknown peer"
 
 
 async def _close(writer: asyncio.StreamWriter) -> None:

@@ -217,6 +217,18 @@ def up_command(
             show_default=False,
         ),
     ] = None,
+    security: Annotated[
+        str | None,
+        typer.Option(
+            "--security",
+            help="sasl: brokers get a SASL_PLAINTEXT listener too (PLAIN, SCRAM-SHA-256, "
+            "SCRAM-SHA-512; users admin/admin-secret and alice/alice-secret). ssl: an SSL "
+            "listener with a certificate signed by a CA the lab makes (DIR/tls/ca.pem). "
+            "PLAINTEXT stays for the inter-broker traffic and the lab's own tools. The "
+            "client settings are printed.",
+            show_default=False,
+        ),
+    ] = None,
     directory: DirOption = None,
     fresh: Annotated[
         bool,
@@ -254,6 +266,7 @@ def up_command(
             ("zookeeper_mode", zookeeper),
             ("zookeepers", zookeepers),
             ("distribution", distribution),
+            ("security", security),
         )
         if value is not None
     }
@@ -271,6 +284,7 @@ def up_command(
         zookeepers=zookeepers,
         zookeeper_mode=zookeeper_mode,
         distribution=_distribution(distribution),
+        security=security,
     )
     if zookeepers and not no_start:  # before anything is written for a cluster it cannot start
         pyspark_home("a ZooKeeper ensemble (its servers run from the jars in PySpark's wheel)")
@@ -299,6 +313,12 @@ def up_command(
     _console().print(table)
     if topology.zookeepers:
         _console().print(f"zookeeper.connect: {topology.zookeeper_connect}")
+    settings = topology.client_settings()
+    if settings:
+        _console().print(f"client settings for the {topology.request.security.upper()} "
+                         "listeners (PLAINTEXT below stays open):")
+        for key, value in settings.items():
+            _console().print(f"  {key}={value}", highlight=False)
     typer.echo(topology.bootstrap_servers)
 
 

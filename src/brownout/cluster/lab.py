@@ -43,6 +43,7 @@ from typing import Any
 from ..broker.loop_monitor import RECENT_WINDOW_S, stalls_from_events, worst_stall
 from ..common.events import read_events
 from ..common.rundir import CLUSTER_STATE_FILE, node_dir_name, node_dirs
+from ..security import certs
 from ..storage import random_uuid
 from . import launcher, netns, znodes
 from . import zookeeper as zk
@@ -58,6 +59,7 @@ from .supervisor import (
 from .topology import (
     BROKER_LISTENER,
     CONTROLLER_LISTENER,
+    TLS_DIR,
     Overrides,
     Topology,
     TopologyRequest,
@@ -105,6 +107,9 @@ def _merge_request(stored: TopologyRequest, asked: TopologyRequest, given: set[s
     if "distribution" in given and asked.distribution != stored.distribution:
         conflicts.append(f"--distribution {asked.distribution} (built with "
                          f"{stored.distribution or 'Brownout nodes'})")
+    if "security" in given and asked.security != stored.security:
+        conflicts.append(f"--security {asked.security} (built with "
+                         f"{stored.security or 'PLAINTEXT only'})")
     if "profile" in given and asked.profile != stored.profile:
         conflicts.append(f"--profile {asked.profile} (built with {stored.profile})")
     for label, a, s in (
@@ -130,6 +135,7 @@ def purge_files(directory: Path, state: ClusterState | None) -> None:
     if directory.exists():
         names |= {p.name for p in node_dirs(directory).values()}
         names |= {p.name for p in directory.glob("zookeeper-*") if p.is_dir()}
+    names.add(TLS_DIR)  # the lab's CA and node key stores (--security ssl)
     for name in names:
         shutil.rmtree(directory / name, ignore_errors=True)
     for name in (CLUSTER_STATE_FILE, LOCK_FILE):
@@ -208,6 +214,8 @@ def up(
                     state, dataclasses.replace(topology, zookeepers=tuple(lacking))
                 ).write_configs()
         sup.format_storage()
+        if topology.request.security == "ssl":
+            _make_certificates(topology)
         if start:
             if topology.request.netns:
                 _require_netns()
@@ -226,6 +234,16 @@ def up(
                     _remove_namespaces(directory)
                 raise
         return UpResult(state, topology, created, list(topology.warnings))
+
+
+def _make_certificates(topology: Topology) -> None:
+    """The lab's CA and one key store per broker (kept across restarts)."""
+    try:
+        ca = certs.make_ca(topology.tls_dir)
+        for spec in topology.brokers:
+            certs.node_keystore(ca, spec.name, [spec.host])
+    except certs.CertificateError as e:
+        raise LabError(str(e)) from None
 
 
 def _adopt_cluster_id(state: ClusterState, topology: Topology) -> None:

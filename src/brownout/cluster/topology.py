@@ -36,6 +36,17 @@ Brokers: ``PLAINTEXT://127.0.0.1:<port>`` (also the only advertised listener);
 controllers: ``CONTROLLER://127.0.0.1:<port>``; ``controller.quorum.voters`` lists every
 voter as ``id@127.0.0.1:port`` (KRaft only).
 
+Security (``--security sasl|ssl``)
+----------------------------------
+Brokers get a second listener next to PLAINTEXT, advertised too: ``SASL_PLAINTEXT``
+(mechanisms PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512, users `LAB_USERS` in each
+mechanism's ``listener.name.sasl_plaintext.<mechanism>.sasl.jaas.config``) or ``SSL``
+(a PEM key store per broker, ``<dir>/tls/node-<id>.pem``, signed by the lab's CA,
+``<dir>/tls/ca.pem``, which `cluster.lab` makes). The PLAINTEXT listener stays the
+inter-broker one and the one the lab's own tools use: the node's own clients speak
+PLAINTEXT only, and a fault lab measures availability, not access control. In netns
+mode the secure listener is on port 9094.
+
 Replication factors
 -------------------
 ``offsets.topic.replication.factor`` and ``transaction.state.log.replication.factor`` are
@@ -80,7 +91,18 @@ BROKER_LISTENER = "PLAINTEXT"
 CONTROLLER_LISTENER = "CONTROLLER"
 HOST = "127.0.0.1"
 NETWORK_MODES = ("loopback", "netns")
-NETNS_PORTS = {BROKER_LISTENER: 9092, CONTROLLER_LISTENER: 9093}
+SASL_LISTENER = "SASL_PLAINTEXT"
+SSL_LISTENER = "SSL"
+SECURITY_MODES = {"sasl": SASL_LISTENER, "ssl": SSL_LISTENER}  # --security -> listener
+NETNS_PORTS = {BROKER_LISTENER: 9092, CONTROLLER_LISTENER: 9093, SASL_LISTENER: 9094,
+               SSL_LISTENER: 9094}
+SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+# The lab's SASL users (Kafka's documentation uses the same examples). A lab's
+# credentials guard nothing: they exist so that clients can be refused.
+LAB_USERS = {"admin": "admin-secret", "alice": "alice-secret"}
+TLS_DIR = "tls"
+PLAIN_MODULE = "org.apache.kafka.common.security.plain.PlainLoginModule"
+SCRAM_MODULE = "org.apache.kafka.common.security.scram.ScramLoginModule"
 BRIDGE_HOST_OFFSET = 1
 ZOOKEEPER_HOST_OFFSET = 1  # server j at .(1+j): .2 to .8, between the bridge and brokers
 BROKER_HOST_OFFSET = 10
@@ -234,6 +256,8 @@ class TopologyRequest:
     # An Apache Kafka installation (KAFKA_HOME) whose scripts run the nodes instead of
     # Brownout's own node (cluster/launcher.py); None: Brownout's node.
     distribution: str | None = None
+    # "sasl" or "ssl": brokers get a SASL_PLAINTEXT or SSL listener (None: PLAINTEXT only).
+    security: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -252,6 +276,8 @@ class TopologyRequest:
             data["zookeeper_mode"] = True
         if self.distribution:
             data["distribution"] = self.distribution
+        if self.security:
+            data["security"] = self.security
         return data
 
     @classmethod
@@ -267,6 +293,7 @@ class TopologyRequest:
             int(data.get("zookeepers") or 0),
             bool(data.get("zookeeper_mode", False)),
             data.get("distribution"),
+            data.get("security"),
         )
 
     def describe(self) -> str:
@@ -289,6 +316,8 @@ class TopologyRequest:
                 text += f" --subnet {self.subnet}"
         if self.distribution:
             text += f", --distribution {self.distribution}"
+        if self.security:
+            text += f", --security {self.security}"
         return text
 
     @property
@@ -357,6 +386,14 @@ class NodeSpec:
         return [f"{name}://{self.host}:{port}" for name, port in self.ports.items()]
 
     @property
+    def secure_address(self) -> str | None:
+        """The SASL_PLAINTEXT or SSL listener's address (--security), if any."""
+        for name in (SASL_LISTENER, SSL_LISTENER):
+            if name in self.ports:
+                return f"{self.host}:{self.ports[name]}"
+        return None
+
+    @property
     def ready_address(self) -> str:
         """The listener that shows this node is up: the broker one when it has one."""
         address = self.broker_address or self.controller_address
@@ -386,6 +423,25 @@ class Topology:
     @property
     def voters(self) -> str:
         return voters_string(self.controllers)
+
+    @property
+    def tls_dir(self) -> Path:
+        return tls_dir(self.nodes[0].directory.parent)
+
+    def client_settings(self) -> dict[str, str]:
+        """What a client sets to use the secure listeners (librdkafka / Java names);
+        empty without --security."""
+        mode = self.request.security
+        if mode is None:
+            return {}
+        servers = ",".join(a for n in self.brokers if (a := n.secure_address))
+        if mode == "ssl":
+            return {"bootstrap.servers": servers, "security.protocol": "SSL",
+                    "ssl.ca.location": str(self.tls_dir / "ca.pem")}
+        user, password = next(iter(LAB_USERS.items()))
+        return {"bootstrap.servers": servers, "security.protocol": "SASL_PLAINTEXT",
+                "sasl.mechanism": "SCRAM-SHA-256 (or PLAIN, SCRAM-SHA-512)",
+                "sasl.username": user, "sasl.password": password}
 
     @property
     def zookeeper_connect(self) -> str:
@@ -426,6 +482,14 @@ class Topology:
             }
         )
         return found
+
+
+def tls_dir(base_dir: Path) -> Path:
+    return base_dir / TLS_DIR
+
+
+def keystore_path(base_dir: Path, node_id: int) -> Path:
+    return tls_dir(base_dir) / f"{node_dir_name(node_id)}.pem"
 
 
 def port_key(node_id: int, listener: str) -> str:
@@ -501,6 +565,10 @@ def validate(request: TopologyRequest) -> None:
             f"--combined runs {request.brokers} node(s), so at most {request.brokers} can be "
             f"controllers (got --controllers {request.controllers})"
         )
+    if request.security is not None and request.security not in SECURITY_MODES:
+        raise TopologyError(
+            f"unknown security mode {request.security!r} (choose from "
+            f"{', '.join(SECURITY_MODES)})")
     if request.profile not in PROFILES:
         raise TopologyError(
             f"unknown profile {request.profile!r} (choose from {', '.join(PROFILES)})"
@@ -607,6 +675,9 @@ def build_topology(
         node_ports: dict[str, int] = {}
         if "broker" in roles:
             node_ports[BROKER_LISTENER] = port(node_id, BROKER_LISTENER)
+            if request.security:
+                secure = SECURITY_MODES[request.security]
+                node_ports[secure] = port(node_id, secure)
         if "controller" in roles:
             node_ports[CONTROLLER_LISTENER] = port(node_id, CONTROLLER_LISTENER)
         skeletons.append(
@@ -672,12 +743,15 @@ def kraft_properties(
         "listeners": ",".join(skel.listeners),
     }
     if skel.is_broker:
-        props["advertised.listeners"] = f"{BROKER_LISTENER}://{skel.broker_address}"
+        props["advertised.listeners"] = _advertised(skel)
         props["inter.broker.listener.name"] = BROKER_LISTENER
     props["listener.security.protocol.map"] = (
         f"{CONTROLLER_LISTENER}:PLAINTEXT,{BROKER_LISTENER}:PLAINTEXT"
+        + _secure_protocol(request, skel)
     )
     props["log.dirs"] = str(skel.data_dir)
+    if skel.is_broker:
+        props.update(security_properties(request, skel))
     props.update(_internal_topics(request.brokers))
     props.update(profile(request.profile))
     props.update(request.overrides.all)
@@ -697,10 +771,12 @@ def zookeeper_broker_properties(
         "broker.id": skel.node_id,
         "zookeeper.connect": connect,
         "listeners": ",".join(skel.listeners),
-        "advertised.listeners": f"{BROKER_LISTENER}://{skel.broker_address}",
+        "advertised.listeners": _advertised(skel),
         "inter.broker.listener.name": BROKER_LISTENER,
-        "listener.security.protocol.map": f"{BROKER_LISTENER}:PLAINTEXT",
+        "listener.security.protocol.map": (
+            f"{BROKER_LISTENER}:PLAINTEXT" + _secure_protocol(request, skel)),
         "log.dirs": str(skel.data_dir),
+        **security_properties(request, skel),
         "zookeeper.session.timeout.ms": ZOOKEEPER_SESSION_TIMEOUT_MS,
         # SIGTERM (down, terminate, restart) moves leadership away through the
         # controller before the broker exits, as Kafka does by default.
@@ -714,3 +790,40 @@ def zookeeper_broker_properties(
     # (after the overrides, so it follows a shortened session) to show in the file.
     props.setdefault("zookeeper.connection.timeout.ms", props["zookeeper.session.timeout.ms"])
     return props
+
+
+def _advertised(skel: NodeSpec) -> str:
+    found = [f"{BROKER_LISTENER}://{skel.broker_address}"]
+    if skel.secure_address:
+        name = SASL_LISTENER if SASL_LISTENER in skel.ports else SSL_LISTENER
+        found.append(f"{name}://{skel.secure_address}")
+    return ",".join(found)
+
+
+def _secure_protocol(request: TopologyRequest, skel: NodeSpec) -> str:
+    if not request.security or not skel.is_broker:
+        return ""
+    name = SECURITY_MODES[request.security]
+    return f",{name}:{name}"
+
+
+def jaas_config(module: str, users: Mapping[str, str]) -> str:
+    """A sasl.jaas.config value naming `users` as user_<name>="<password>" options."""
+    options = " ".join(f'user_{u}="{p}"' for u, p in users.items())
+    return f"{module} required {options};"
+
+
+def security_properties(request: TopologyRequest, skel: NodeSpec) -> dict[str, object]:
+    """A broker's keys for its --security listener (none without --security)."""
+    if request.security == "sasl":
+        prefix = f"listener.name.{SASL_LISTENER.lower()}"
+        props: dict[str, object] = {"sasl.enabled.mechanisms": ",".join(SASL_MECHANISMS)}
+        for mechanism in SASL_MECHANISMS:
+            module = PLAIN_MODULE if mechanism == "PLAIN" else SCRAM_MODULE
+            props[f"{prefix}.{mechanism.lower()}.sasl.jaas.config"] = jaas_config(
+                module, LAB_USERS)
+        return props
+    if request.security == "ssl":
+        return {"ssl.keystore.type": "PEM",
+                "ssl.keystore.location": str(keystore_path(skel.directory.parent, skel.node_id))}
+    return {}

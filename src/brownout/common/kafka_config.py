@@ -35,11 +35,14 @@ B, S, INT, L, D, LIST = (
     ConfigType.LIST,
 )
 SHORT = ConfigType.SHORT
+PASSWORD = ConfigType.PASSWORD
 
 DEFAULT_PROTOCOL_MAP = (
     "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,"
     "SASL_SSL:SASL_SSL"
 )
+
+SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 
 BROKER_CONFIG = ConfigDef(
     [
@@ -81,6 +84,27 @@ BROKER_CONFIG = ConfigDef(
         ConfigKey("num.network.threads", INT, 3, "", at_least(1)),
         ConfigKey("num.io.threads", INT, 8, "", at_least(1)),
         ConfigKey("connections.max.idle.ms", L, 600000),
+        # Security (security/listeners.py). Each may also be set for one listener as
+        # listener.name.<listener, lower case>.<key>; the JAAS config only that way, per
+        # mechanism: listener.name.<listener>.<mechanism, lower case>.sasl.jaas.config.
+        ConfigKey("sasl.enabled.mechanisms", LIST, ["GSSAPI"]),
+        ConfigKey("connection.failed.authentication.delay.ms", INT, 100, "", at_least(0)),
+        ConfigKey("sasl.mechanism.inter.broker.protocol", S, "GSSAPI"),
+        ConfigKey("sasl.jaas.config", PASSWORD, None),
+        ConfigKey("ssl.keystore.type", S, "JKS"),
+        ConfigKey("ssl.keystore.location", S, None),
+        ConfigKey("ssl.keystore.password", PASSWORD, None),
+        ConfigKey("ssl.key.password", PASSWORD, None),
+        ConfigKey("ssl.keystore.certificate.chain", PASSWORD, None),
+        ConfigKey("ssl.keystore.key", PASSWORD, None),
+        ConfigKey("ssl.truststore.type", S, "JKS"),
+        ConfigKey("ssl.truststore.location", S, None),
+        ConfigKey("ssl.truststore.password", PASSWORD, None),
+        ConfigKey("ssl.truststore.certificates", PASSWORD, None),
+        ConfigKey("ssl.client.auth", S, "none", "", one_of("required", "requested", "none")),
+        ConfigKey("ssl.protocol", S, "TLSv1.3"),
+        ConfigKey("ssl.enabled.protocols", LIST, ["TLSv1.2", "TLSv1.3"]),
+        ConfigKey("ssl.endpoint.identification.algorithm", S, "https"),
         ConfigKey("broker.rack", S, None),
         # Logs
         ConfigKey("log.dirs", LIST, None),
@@ -252,10 +276,10 @@ def parse_endpoint(text: str, protocol_map: Mapping[str, str], key: str) -> Endp
             f"Invalid value {text} for configuration {key}: listener {name} is not in "
             "listener.security.protocol.map"
         )
-    if protocol_map[name] != "PLAINTEXT":
+    if protocol_map[name] not in SECURITY_PROTOCOLS:
         raise ConfigError(
-            f"Invalid value {text} for configuration {key}: only PLAINTEXT listeners are "
-            f"supported, {name} maps to {protocol_map[name]}"
+            f"Invalid value {text} for configuration {key}: listener {name} maps to "
+            f"{protocol_map[name]}, which is not one of {', '.join(SECURITY_PROTOCOLS)}"
         )
     return Endpoint(name, host.strip("[]"), int(port), protocol_map[name])
 
@@ -272,6 +296,15 @@ def parse_voters(values: list[str]) -> list[QuorumVoter]:
             )
         voters.append(QuorumVoter(int(node), host.strip("[]"), int(port)))
     return voters
+
+
+def _is_listener_key(key: str) -> bool:
+    """listener.name.<listener>.<key> for a known key, or a mechanism's JAAS config
+    (listener.name.<listener>.<mechanism>.sasl.jaas.config): Kafka's per-listener keys."""
+    if not key.startswith("listener.name."):
+        return False
+    rest = key[len("listener.name."):].partition(".")[2]
+    return rest in BROKER_CONFIG.keys or rest.endswith(".sasl.jaas.config")
 
 
 def _with_id_synonyms(raw: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -299,7 +332,7 @@ class KafkaConfig:
 
     @property
     def unknown(self) -> dict[str, str]:
-        return self.parsed.unknown
+        return {k: v for k, v in self.parsed.unknown.items() if not _is_listener_key(k)}
 
     @property
     def node_id(self) -> int:
@@ -453,6 +486,21 @@ class KafkaConfig:
                 "The listeners config must only contain KRaft controller listeners from "
                 "controller.listener.names when process.roles=controller"
             )
+        # The node's own clients (Raft, broker-to-controller, replica fetchers, the
+        # ZooKeeper-mode controller's requests) speak PLAINTEXT only: the listeners they
+        # use must be PLAINTEXT. Clients may use SSL and SASL listeners next to them.
+        protocols = {e.listener: e.security_protocol for e in listeners}
+        for name in self.controller_listener_names:
+            if protocols.get(name, "PLAINTEXT") != "PLAINTEXT":
+                raise ConfigError(
+                    f"The controller listener {name} maps to {protocols[name]}: this node's "
+                    "controller listeners must be PLAINTEXT")
+        inter_broker = self.inter_broker_listener_name
+        if self.is_broker and protocols.get(inter_broker, "PLAINTEXT") != "PLAINTEXT":
+            raise ConfigError(
+                f"The inter-broker listener {inter_broker} maps to {protocols[inter_broker]}: "
+                "this node's inter-broker listener must be PLAINTEXT (add a PLAINTEXT "
+                "listener and name it in inter.broker.listener.name)")
         for e in self.advertised_listeners:
             if e.listener in self.controller_listener_names and not self.is_controller:
                 raise ConfigError(

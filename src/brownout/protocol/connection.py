@@ -86,6 +86,12 @@ class ServerConnection:
 
         Raises a ProtocolError subclass when the stream cannot continue.
         """
+        frame = self.next_frame()
+        return None if frame is None else self._decode(frame)
+
+    def next_frame(self) -> bytes | None:
+        """The next complete frame's bytes, undecoded (a SASL v0 exchange sends bare
+        tokens in Kafka's framing), or None until more bytes arrive."""
         if len(self._buffer) < 4:
             return None
         (size,) = _SIZE.unpack_from(self._buffer, 0)
@@ -100,7 +106,11 @@ class ServerConnection:
             return None
         frame = bytes(self._buffer[4 : 4 + size])
         del self._buffer[: 4 + size]
-        return self._decode(frame)
+        return frame
+
+    @staticmethod
+    def encode_frame(data: bytes) -> bytes:
+        return _SIZE.pack(len(data)) + data
 
     def _decode(self, frame: bytes) -> Request:
         prefix = parse_header_prefix(frame)

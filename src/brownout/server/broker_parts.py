@@ -28,6 +28,7 @@ from ..broker.socket_server import SocketServer
 from ..common.events import EventLog
 from ..common.kafka_config import KafkaConfig
 from ..group import GroupConfig
+from ..security.listeners import listener_security
 from ..storage import LogManager
 from .shared import SharedServer, loopback_if_empty
 
@@ -91,6 +92,9 @@ def broker_socket_server(config: KafkaConfig, apis: KafkaApis) -> SocketServer:
         supported=lambda: apis.supported,
         max_request_size=config["socket.request.max.bytes"],
         enabled=False,
+        security={e.listener: listener_security(config, e)
+                  for e in endpoints if e.security_protocol != "PLAINTEXT"},
+        failed_authentication_delay_ms=config["connection.failed.authentication.delay.ms"],
     )
 
 

@@ -108,6 +108,7 @@ class BrokerServer:
         # once unfenced, as Kafka enables request processing after unfencing.
         await self.socket_server.start()
         self.lifecycle.listeners = parts.advertised_listeners(self.config, self.socket_server)
+        self.lifecycle.protocols = self.config.protocol_map
         self.lifecycle.start()
         log.info("[BrokerServer id=%d] Waiting for the broker to be unfenced", self.node_id)
         await self.lifecycle.unfenced.wait()

@@ -105,7 +105,7 @@ class KafkaServer:
         await self.socket_server.start()
         info = BrokerInfo(
             self.node_id,
-            tuple(EndPoint(name, host, port)
+            tuple(EndPoint(name, host, port, config.protocol_map.get(name, "PLAINTEXT"))
                   for name, host, port in parts.advertised_listeners(config, self.socket_server)),
             timestamp_ms=int(time.time() * 1000),
             rack=config["broker.rack"],

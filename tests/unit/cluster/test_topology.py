@@ -213,3 +213,58 @@ def test_unknown_keys_warn_not_fail():
     assert len(t.warnings) == 1
     assert "no.such.key" in t.warnings[0]
     assert t.nodes[0].properties["no.such.key"] == "1"
+
+
+# -- --security sasl|ssl -------------------------------------------------------------------
+
+
+def _secure_topology(mode: str, **kw):
+    from itertools import count
+
+    from brownout.cluster.topology import TopologyRequest, build_topology
+    from brownout.common.kafka_config import KafkaConfig
+    from brownout.security.listeners import listener_security
+
+    ports = count(20000)
+    topology = build_topology(TopologyRequest(brokers=2, security=mode, **kw), Path("/lab"),
+                              allocate=lambda: next(ports))
+    configs = {n.node_id: KafkaConfig({k: str(v) for k, v in n.properties.items()})
+               for n in topology.nodes}
+    return topology, configs, listener_security
+
+
+def test_security_sasl_adds_a_sasl_listener_with_the_lab_users():
+    topology, configs, listener_security = _secure_topology("sasl")
+    broker = topology.node(1)
+    assert list(broker.ports) == ["PLAINTEXT", "SASL_PLAINTEXT"]
+    config = configs[1]
+    assert config.inter_broker_listener_name == "PLAINTEXT"
+    assert [e.security_protocol for e in config.advertised_listeners] == [
+        "PLAINTEXT", "SASL_PLAINTEXT"]
+    sasl = listener_security(config, config.listeners[1]).sasl
+    assert sasl.mechanisms == ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+    assert sasl.plain_users == {"admin": "admin-secret", "alice": "alice-secret"}
+    assert set(sasl.scram["SCRAM-SHA-512"]) == {"admin", "alice"}
+    assert "SASL_PLAINTEXT" not in topology.node(3001).ports  # controllers: unchanged
+    settings = topology.client_settings()
+    assert settings["security.protocol"] == "SASL_PLAINTEXT"
+    assert settings["bootstrap.servers"] == ",".join(
+        n.secure_address for n in topology.brokers)
+    assert TopologyRequest.from_json(topology.request.to_json()).security == "sasl"
+
+
+def test_security_ssl_points_each_broker_at_its_pem_key_store():
+    topology, configs, _ = _secure_topology("ssl", zookeepers=1, zookeeper_mode=True)
+    props = topology.node(2).properties
+    assert [e.security_protocol for e in configs[2].listeners] == ["PLAINTEXT", "SSL"]
+    assert props["ssl.keystore.type"] == "PEM"
+    assert props["ssl.keystore.location"] == "/lab/tls/node-2.pem"
+    assert "SSL:SSL" in props["listener.security.protocol.map"]
+    assert topology.client_settings()["ssl.ca.location"] == "/lab/tls/ca.pem"
+
+
+def test_unknown_security_mode_is_refused():
+    from brownout.cluster.topology import TopologyError, validate
+
+    with pytest.raises(TopologyError, match="unknown security mode"):
+        validate(TopologyRequest(security="kerberos"))
