@@ -643,6 +643,59 @@ def test_cli_consumer_groups_topics_and_elections(node, topic):
     assert missing.exit_code == 1 and "UNKNOWN_TOPIC_OR_PART" in missing.output
 
 
+def test_cli_configs(node, topic):
+    """`brownout configs` on a topic, a broker and the cluster-wide broker default."""
+    b = ("--bootstrap-server", node.bootstrap)
+    t = ("--entity-type", "topics", "--entity-name", topic)
+    create_topic(node.bootstrap, topic, 1)
+    done = _cli("configs", "--alter", *t, "--add-config",
+                "min.insync.replicas=2,cleanup.policy=[compact,delete]", *b)
+    assert (done.exit_code, done.stdout) == (0, f"Completed updating config for topic {topic}.\n")
+    described = _cli("configs", "--describe", *t, *b)
+    assert described.exit_code == 0, described.output
+    assert described.stdout.splitlines() == [
+        f"Dynamic configs for topic {topic} are:",
+        "  cleanup.policy=compact,delete sensitive=false synonyms={DYNAMIC_TOPIC_CONFIG:"
+        "cleanup.policy=compact,delete, DEFAULT_CONFIG:log.cleanup.policy=delete}",
+        "  min.insync.replicas=2 sensitive=false synonyms={DYNAMIC_TOPIC_CONFIG:"
+        "min.insync.replicas=2, DEFAULT_CONFIG:min.insync.replicas=1}",
+    ]
+    unset = _cli("configs", "--alter", *t, "--delete-config", "retention.ms", *b)
+    assert unset.exit_code == 1 and "Invalid config(s): retention.ms" in unset.output
+    bad = _cli("configs", "--alter", *t, "--add-config", "min.insync.replicas=x", *b)
+    assert bad.exit_code == 1 and "INVALID_CONFIG" in bad.output
+    assert _cli("configs", "--alter", *t, "--delete-config", "min.insync.replicas,cleanup.policy",
+                *b).exit_code == 0
+    assert _cli("configs", "--describe", *t, *b).stdout == (
+        f"Dynamic configs for topic {topic} are:\n")
+
+    broker = ("--entity-type", "brokers", "--entity-name", "1")
+    default = ("--entity-type", "brokers", "--entity-default")
+    try:
+        assert _cli("configs", "--alter", *broker, "--add-config", "log.retention.ms=3600000",
+                    *b).stdout == "Completed updating config for broker 1.\n"
+        assert _cli("configs", "--alter", *default, "--add-config",
+                    "unclean.leader.election.enable=true", *b).stdout == (
+            "Completed updating default config for brokers in the cluster.\n")
+        every = _cli("configs", "--describe", "--entity-type", "brokers", *b).stdout
+        assert every.splitlines() == [
+            "Dynamic configs for broker 1 are:",
+            "  log.retention.ms=3600000 sensitive=false synonyms={DYNAMIC_BROKER_CONFIG:"
+            "log.retention.ms=3600000, DEFAULT_CONFIG:log.retention.hours=168}",
+            "Default configs for brokers in the cluster are:",
+            "  unclean.leader.election.enable=true sensitive=false synonyms="
+            "{DYNAMIC_DEFAULT_BROKER_CONFIG:unclean.leader.election.enable=true}",
+        ]
+    finally:
+        _cli("configs", "--alter", *broker, "--delete-config", "log.retention.ms", *b)
+        _cli("configs", "--alter", *default, "--delete-config",
+             "unclean.leader.election.enable", *b)
+    assert _cli("configs", "--describe", "--entity-type", "brokers", *b).stdout == (
+        "Dynamic configs for broker 1 are:\nDefault configs for brokers in the cluster are:\n")
+    usage = _cli("configs", "--alter", "--entity-type", "brokers", "--add-config", "a=1", *b)
+    assert usage.exit_code == 2 and "default entity must be specified" in usage.output
+
+
 # -- on a live cluster: forwarding, new partitions' logs, unclean election ---------------
 
 

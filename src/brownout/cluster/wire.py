@@ -35,6 +35,7 @@ _MAX_VERSION = {
     ApiKey.DESCRIBE_QUORUM: 2,
     ApiKey.DESCRIBE_CONFIGS: 4,
     ApiKey.FIND_COORDINATOR: 4,
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: 1,
 }
 _MIN_VERSION = {ApiKey.METADATA: 4, ApiKey.DESCRIBE_CONFIGS: 1, ApiKey.FIND_COORDINATOR: 1}
 
@@ -321,6 +322,38 @@ class WireClient:
                 if int(c.config_source) == DYNAMIC_TOPIC_CONFIG
             }
         return result
+
+
+    def describe_configs(self, resource_type: int, name: str) -> list[Any]:
+        """DescribeConfigs of one resource, with synonyms: the response's config entries
+        as the broker sent them (name, value, config_source, is_sensitive, synonyms)."""
+        version = self.pick_version(ApiKey.DESCRIBE_CONFIGS)
+        r = self.request(ApiKey.DESCRIBE_CONFIGS, version, {
+            "resources": [{"resource_type": resource_type, "resource_name": name,
+                           "configuration_keys": None}],
+            "include_synonyms": True, "include_documentation": False,
+        })
+        [res] = r.results
+        code = int(res.error_code)
+        if code != 0:
+            raise ResourceError(f"{_error_name(code)}: {res.error_message or ''}".rstrip(": "))
+        return list(res.configs)
+
+    def incremental_alter_configs(self, resource_type: int, name: str,
+                                  ops: list[tuple[str, int, str | None]]) -> None:
+        """IncrementalAlterConfigs of one resource: (key, operation, value) each, where
+        operation is Kafka's code (0 SET, 1 DELETE, 2 APPEND, 3 SUBTRACT)."""
+        version = self.pick_version(ApiKey.INCREMENTAL_ALTER_CONFIGS)
+        r = self.request(ApiKey.INCREMENTAL_ALTER_CONFIGS, version, {
+            "resources": [{"resource_type": resource_type, "resource_name": name,
+                           "configs": [{"name": k, "config_operation": op, "value": v}
+                                       for k, op, v in ops]}],
+            "validate_only": False,
+        })
+        [res] = r.responses
+        code = int(res.error_code)
+        if code != 0:
+            raise ResourceError(f"{_error_name(code)}: {res.error_message or ''}".rstrip(": "))
 
 
 def fetch_metadata(address: str, timeout: float = 3.0) -> ClusterMetadata:
