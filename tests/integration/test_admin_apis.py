@@ -668,6 +668,11 @@ def test_cli_configs(node, topic):
                 *b).exit_code == 0
     assert _cli("configs", "--describe", *t, *b).stdout == (
         f"Dynamic configs for topic {topic} are:\n")
+    # One replica, min.insync.replicas 1: at min ISR, and nothing else to report.
+    at_min = _cli("topics", "describe", topic, "--at-min-isr-partitions", *b).stdout
+    assert at_min.startswith(f"\tTopic: {topic}\tPartition: 0\tLeader: 1\t")
+    assert _cli("topics", "describe", topic, "--under-replicated-partitions",
+                "--unavailable-partitions", "--under-min-isr-partitions", *b).stdout == ""
 
     broker = ("--entity-type", "brokers", "--entity-name", "1")
     default = ("--entity-type", "brokers", "--entity-default")
@@ -769,6 +774,11 @@ def test_admin_on_a_cluster_and_unclean_election_turned_on_live(tmp_path):
                    "partition 0 leaderless")
         wait_until(lambda: c.describe(elected).partitions[0].leader is None, 30,
                    "elect-live leaderless")
+        report = _cli("topics", "describe", name, "--unavailable-partitions",
+                      "--bootstrap-server", c.bootstrap).stdout.splitlines()
+        replicas = ",".join(str(r) for r in c.describe(name).partitions[0].replicas)
+        assert f"\tTopic: {name}\tPartition: 0\tLeader: none\tReplicas: {replicas}" \
+            f"\tIsr: {leader}\tElr: \tLastKnownElr: " in report
         p0 = TopicPartition(elected, 0)
         assert _elect(witness_address, ElectionType.UNCLEAN, [p0]) == {
             (elected, 0): KafkaError.ELIGIBLE_LEADERS_NOT_AVAILABLE}
