@@ -701,6 +701,26 @@ def test_cli_configs(node, topic):
     assert usage.exit_code == 2 and "default entity must be specified" in usage.output
 
 
+def test_cli_metadata_quorum(node):
+    """DescribeQuorum sent to the broker listener reaches the controller (one combined
+    node: the only voter, leading)."""
+    b = ("--bootstrap-server", node.bootstrap)
+    status = _cli("metadata-quorum", "describe", "--status", *b)
+    assert status.exit_code == 0, status.output
+    fields = dict(line.split(":", 1) for line in status.stdout.splitlines())
+    assert list(fields) == ["ClusterId", "LeaderId", "LeaderEpoch", "HighWatermark",
+                            "MaxFollowerLag", "MaxFollowerLagTimeMs", "CurrentVoters",
+                            "CurrentObservers"]
+    assert fields["LeaderId"].strip() == "1" and int(fields["HighWatermark"]) > 0
+    assert fields["CurrentVoters"].strip() == '[{"id": 1, "directoryId": null}]'
+    replication = _cli("metadata-quorum", "describe", "--replication", *b).stdout.splitlines()
+    assert replication[0].split() == ["NodeId", "DirectoryId", "LogEndOffset", "Lag",
+                                      "LastFetchTimestamp", "LastCaughtUpTimestamp", "Status"]
+    assert [line.split()[::6] for line in replication[1:]] == [["1", "Leader"]]
+    usage = _cli("metadata-quorum", "describe", *b)
+    assert usage.exit_code == 2
+
+
 # -- on a live cluster: forwarding, new partitions' logs, unclean election ---------------
 
 
@@ -758,6 +778,11 @@ def test_admin_on_a_cluster_and_unclean_election_turned_on_live(tmp_path):
                                          request_timeout=15, operation_timeout=15).values()
         # The low watermark is the follower's log start too: it has deleted them as well.
         assert deleted.result(timeout=20).low_watermark == 3
+
+        # DescribeQuorum, forwarded by a broker to the controller: the brokers observe.
+        rows = _cli("metadata-quorum", "describe", "--replication", "--bootstrap-server",
+                    witness_address).stdout.splitlines()[1:]
+        assert sorted(row.split()[-1] for row in rows) == ["Leader"] + ["Observer"] * 3
 
         # CreatePartitions, forwarded by whichever broker the client asked.
         done = admin.create_partitions([NewPartitions(name, 3)], request_timeout=15)

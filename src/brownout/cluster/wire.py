@@ -121,12 +121,24 @@ class TopicsMetadata:
 
 
 @dataclasses.dataclass(frozen=True)
+class QuorumReplica:
+    """A row of DescribeQuorum: what the leader knows of one replica (-1: never)."""
+
+    replica_id: int
+    log_end_offset: int
+    last_fetch_timestamp: int = -1  # v1+
+    last_caught_up_timestamp: int = -1  # v1+
+
+
+@dataclasses.dataclass(frozen=True)
 class QuorumInfo:
     leader_id: int
     leader_epoch: int
     high_watermark: int
     voters: tuple[int, ...]
     observers: tuple[int, ...]
+    voter_states: tuple[QuorumReplica, ...] = ()
+    observer_states: tuple[QuorumReplica, ...] = ()
 
 
 class WireClient:
@@ -289,16 +301,26 @@ class WireClient:
             {"topic_name": METADATA_TOPIC, "partitions": [{"partition_index": 0}]},
         ]})
         if int(r.error_code) != 0:
-            raise WireError(f"{self.address}: DescribeQuorum error {int(r.error_code)}")
+            raise WireError(
+                f"{self.address}: DescribeQuorum error {_error_name(int(r.error_code))}")
         partition = r.topics[0].partitions[0]
         if int(partition.error_code) != 0:
-            raise WireError(f"{self.address}: DescribeQuorum error {int(partition.error_code)}")
+            raise WireError(f"{self.address}: DescribeQuorum error "
+                            f"{_error_name(int(partition.error_code))}")
+        def states(rows: Any) -> tuple[QuorumReplica, ...]:
+            return tuple(QuorumReplica(int(r.replica_id), int(r.log_end_offset),
+                                       int(getattr(r, "last_fetch_timestamp", -1)),
+                                       int(getattr(r, "last_caught_up_timestamp", -1)))
+                         for r in rows)
+
         return QuorumInfo(
             int(partition.leader_id),
             int(partition.leader_epoch),
             int(partition.high_watermark),
             tuple(int(v.replica_id) for v in partition.current_voters),
             tuple(int(v.replica_id) for v in partition.observers),
+            states(partition.current_voters),
+            states(partition.observers),
         )
 
     def topic_overrides(self, topics: list[str]) -> dict[str, dict[str, str]]:
