@@ -721,6 +721,33 @@ def test_cli_metadata_quorum(node):
     assert usage.exit_code == 2
 
 
+def test_scenario_admin_steps(node, topic):
+    """The admin steps' I/O half, as a schedule runs it: outcome, error, answer."""
+    from brownout.scenarios.admin_steps import (
+        AlterConfigSpec,
+        CreatePartitionsSpec,
+        ElectLeadersSpec,
+        run,
+    )
+
+    create_topic(node.bootstrap, topic, 1)
+    assert run(AlterConfigSpec(topic, None, {"retention.ms": "60000"}), node.bootstrap,
+               10) == ("ok", None, None)
+    assert _describe(admin_for(node.bootstrap), ConfigResource("topic", topic))[
+        "retention.ms"].value == "60000"
+    outcome, error, _ = run(AlterConfigSpec(topic, None, {"retention.ms": "soon"}),
+                            node.bootstrap, 10)
+    assert outcome == "fail" and "INVALID_CONFIG" in str(error)
+    assert run(CreatePartitionsSpec(topic, 2), node.bootstrap, 10)[0] == "ok"
+    outcome, error, _ = run(CreatePartitionsSpec(topic, 1), node.bootstrap, 10)
+    assert outcome == "fail" and "INVALID_PARTITIONS" in str(error)
+    wait_for_topic(node.bootstrap, topic, 2)
+    outcome, error, answer = run(ElectLeadersSpec("preferred", ((topic, 0),)),
+                                 node.bootstrap, 10)
+    assert (outcome, error) == ("ok", None)
+    assert answer[f"{topic}-0"].startswith("ELECTION_NOT_NEEDED")
+
+
 # -- on a live cluster: forwarding, new partitions' logs, unclean election ---------------
 
 
