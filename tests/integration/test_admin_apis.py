@@ -643,6 +643,111 @@ def test_cli_consumer_groups_topics_and_elections(node, topic):
     assert missing.exit_code == 1 and "UNKNOWN_TOPIC_OR_PART" in missing.output
 
 
+def test_cli_configs(node, topic):
+    """`brownout configs` on a topic, a broker and the cluster-wide broker default."""
+    b = ("--bootstrap-server", node.bootstrap)
+    t = ("--entity-type", "topics", "--entity-name", topic)
+    create_topic(node.bootstrap, topic, 1)
+    done = _cli("configs", "--alter", *t, "--add-config",
+                "min.insync.replicas=2,cleanup.policy=[compact,delete]", *b)
+    assert (done.exit_code, done.stdout) == (0, f"Completed updating config for topic {topic}.\n")
+    described = _cli("configs", "--describe", *t, *b)
+    assert described.exit_code == 0, described.output
+    assert described.stdout.splitlines() == [
+        f"Dynamic configs for topic {topic} are:",
+        "  cleanup.policy=compact,delete sensitive=false synonyms={DYNAMIC_TOPIC_CONFIG:"
+        "cleanup.policy=compact,delete, DEFAULT_CONFIG:log.cleanup.policy=delete}",
+        "  min.insync.replicas=2 sensitive=false synonyms={DYNAMIC_TOPIC_CONFIG:"
+        "min.insync.replicas=2, DEFAULT_CONFIG:min.insync.replicas=1}",
+    ]
+    unset = _cli("configs", "--alter", *t, "--delete-config", "retention.ms", *b)
+    assert unset.exit_code == 1 and "Invalid config(s): retention.ms" in unset.output
+    bad = _cli("configs", "--alter", *t, "--add-config", "min.insync.replicas=x", *b)
+    assert bad.exit_code == 1 and "INVALID_CONFIG" in bad.output
+    assert _cli("configs", "--alter", *t, "--delete-config", "min.insync.replicas,cleanup.policy",
+                *b).exit_code == 0
+    assert _cli("configs", "--describe", *t, *b).stdout == (
+        f"Dynamic configs for topic {topic} are:\n")
+    # One replica, min.insync.replicas 1: at min ISR, and nothing else to report.
+    at_min = _cli("topics", "describe", topic, "--at-min-isr-partitions", *b).stdout
+    assert at_min.startswith(f"\tTopic: {topic}\tPartition: 0\tLeader: 1\t")
+    assert _cli("topics", "describe", topic, "--under-replicated-partitions",
+                "--unavailable-partitions", "--under-min-isr-partitions", *b).stdout == ""
+
+    broker = ("--entity-type", "brokers", "--entity-name", "1")
+    default = ("--entity-type", "brokers", "--entity-default")
+    try:
+        assert _cli("configs", "--alter", *broker, "--add-config", "log.retention.ms=3600000",
+                    *b).stdout == "Completed updating config for broker 1.\n"
+        assert _cli("configs", "--alter", *default, "--add-config",
+                    "unclean.leader.election.enable=true", *b).stdout == (
+            "Completed updating default config for brokers in the cluster.\n")
+        every = _cli("configs", "--describe", "--entity-type", "brokers", *b).stdout
+        assert every.splitlines() == [
+            "Dynamic configs for broker 1 are:",
+            "  log.retention.ms=3600000 sensitive=false synonyms={DYNAMIC_BROKER_CONFIG:"
+            "log.retention.ms=3600000, DEFAULT_CONFIG:log.retention.hours=168}",
+            "Default configs for brokers in the cluster are:",
+            "  unclean.leader.election.enable=true sensitive=false synonyms="
+            "{DYNAMIC_DEFAULT_BROKER_CONFIG:unclean.leader.election.enable=true}",
+        ]
+    finally:
+        _cli("configs", "--alter", *broker, "--delete-config", "log.retention.ms", *b)
+        _cli("configs", "--alter", *default, "--delete-config",
+             "unclean.leader.election.enable", *b)
+    assert _cli("configs", "--describe", "--entity-type", "brokers", *b).stdout == (
+        "Dynamic configs for broker 1 are:\nDefault configs for brokers in the cluster are:\n")
+    usage = _cli("configs", "--alter", "--entity-type", "brokers", "--add-config", "a=1", *b)
+    assert usage.exit_code == 2 and "default entity must be specified" in usage.output
+
+
+def test_cli_metadata_quorum(node):
+    """DescribeQuorum sent to the broker listener reaches the controller (one combined
+    node: the only voter, leading)."""
+    b = ("--bootstrap-server", node.bootstrap)
+    status = _cli("metadata-quorum", "describe", "--status", *b)
+    assert status.exit_code == 0, status.output
+    fields = dict(line.split(":", 1) for line in status.stdout.splitlines())
+    assert list(fields) == ["ClusterId", "LeaderId", "LeaderEpoch", "HighWatermark",
+                            "MaxFollowerLag", "MaxFollowerLagTimeMs", "CurrentVoters",
+                            "CurrentObservers"]
+    assert fields["LeaderId"].strip() == "1" and int(fields["HighWatermark"]) > 0
+    assert fields["CurrentVoters"].strip() == '[{"id": 1, "directoryId": null}]'
+    replication = _cli("metadata-quorum", "describe", "--replication", *b).stdout.splitlines()
+    assert replication[0].split() == ["NodeId", "DirectoryId", "LogEndOffset", "Lag",
+                                      "LastFetchTimestamp", "LastCaughtUpTimestamp", "Status"]
+    assert [line.split()[::6] for line in replication[1:]] == [["1", "Leader"]]
+    usage = _cli("metadata-quorum", "describe", *b)
+    assert usage.exit_code == 2
+
+
+def test_scenario_admin_steps(node, topic):
+    """The admin steps' I/O half, as a schedule runs it: outcome, error, answer."""
+    from brownout.scenarios.admin_steps import (
+        AlterConfigSpec,
+        CreatePartitionsSpec,
+        ElectLeadersSpec,
+        run,
+    )
+
+    create_topic(node.bootstrap, topic, 1)
+    assert run(AlterConfigSpec(topic, None, {"retention.ms": "60000"}), node.bootstrap,
+               10) == ("ok", None, None)
+    assert _describe(admin_for(node.bootstrap), ConfigResource("topic", topic))[
+        "retention.ms"].value == "60000"
+    outcome, error, _ = run(AlterConfigSpec(topic, None, {"retention.ms": "soon"}),
+                            node.bootstrap, 10)
+    assert outcome == "fail" and "INVALID_CONFIG" in str(error)
+    assert run(CreatePartitionsSpec(topic, 2), node.bootstrap, 10)[0] == "ok"
+    outcome, error, _ = run(CreatePartitionsSpec(topic, 1), node.bootstrap, 10)
+    assert outcome == "fail" and "INVALID_PARTITIONS" in str(error)
+    wait_for_topic(node.bootstrap, topic, 2)
+    outcome, error, answer = run(ElectLeadersSpec("preferred", ((topic, 0),)),
+                                 node.bootstrap, 10)
+    assert (outcome, error) == ("ok", None)
+    assert answer[f"{topic}-0"].startswith("ELECTION_NOT_NEEDED")
+
+
 # -- on a live cluster: forwarding, new partitions' logs, unclean election ---------------
 
 
@@ -701,6 +806,11 @@ def test_admin_on_a_cluster_and_unclean_election_turned_on_live(tmp_path):
         # The low watermark is the follower's log start too: it has deleted them as well.
         assert deleted.result(timeout=20).low_watermark == 3
 
+        # DescribeQuorum, forwarded by a broker to the controller: the brokers observe.
+        rows = _cli("metadata-quorum", "describe", "--replication", "--bootstrap-server",
+                    witness_address).stdout.splitlines()[1:]
+        assert sorted(row.split()[-1] for row in rows) == ["Leader"] + ["Observer"] * 3
+
         # CreatePartitions, forwarded by whichever broker the client asked.
         done = admin.create_partitions([NewPartitions(name, 3)], request_timeout=15)
         assert done[name].result(timeout=20) is None
@@ -716,6 +826,11 @@ def test_admin_on_a_cluster_and_unclean_election_turned_on_live(tmp_path):
                    "partition 0 leaderless")
         wait_until(lambda: c.describe(elected).partitions[0].leader is None, 30,
                    "elect-live leaderless")
+        report = _cli("topics", "describe", name, "--unavailable-partitions",
+                      "--bootstrap-server", c.bootstrap).stdout.splitlines()
+        replicas = ",".join(str(r) for r in c.describe(name).partitions[0].replicas)
+        assert f"\tTopic: {name}\tPartition: 0\tLeader: none\tReplicas: {replicas}" \
+            f"\tIsr: {leader}\tElr: \tLastKnownElr: " in report
         p0 = TopicPartition(elected, 0)
         assert _elect(witness_address, ElectionType.UNCLEAN, [p0]) == {
             (elected, 0): KafkaError.ELIGIBLE_LEADERS_NOT_AVAILABLE}

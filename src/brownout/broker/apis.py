@@ -118,6 +118,7 @@ class KafkaApis:
             ApiKey.DESCRIBE_CONFIGS: self.handle_describe_configs,
             ApiKey.CREATE_PARTITIONS: self.handle_create_partitions,
             ApiKey.ELECT_LEADERS: self.handle_elect_leaders,
+            ApiKey.DESCRIBE_QUORUM: self.handle_describe_quorum,
             ApiKey.ALTER_CONFIGS: self.handle_alter_configs,
             ApiKey.INCREMENTAL_ALTER_CONFIGS: self.handle_incremental_alter_configs,
             ApiKey.DESCRIBE_CLUSTER: self.handle_describe_cluster,
@@ -135,6 +136,7 @@ class KafkaApis:
         if zk_apis is not None:
             # ElectLeaders goes to the controller, which only KRaft mode has here.
             self.supported.pop(ApiKey.ELECT_LEADERS, None)
+            self.supported.pop(ApiKey.DESCRIBE_QUORUM, None)  # no metadata quorum at all
             # A ZooKeeper-mode broker also answers its controller (ZkBrokerApis).
             self._handlers.update(zk_apis.handlers())
             self.supported.update(zk_apis.supported)
@@ -725,6 +727,18 @@ class KafkaApis:
         error, answers = await self.controller.elect_leaders(
             election_type, partitions, timeout_ms=_timeout_ms(body))
         return self._response(request, elect_leaders_response(error, answers))
+
+    # -- DescribeQuorum -------------------------------------------------------------
+
+    async def handle_describe_quorum(self, request: Request, ctx: Any) -> Any:
+        # Kafka 3.9's broker forwards DescribeQuorum to the active controller and returns
+        # its answer untouched (the admin client sends it to any broker).
+        response = await self.controller.describe_quorum(request.header.api_version,
+                                                         request.body)
+        if response is None:
+            return self._response(request, {"error_code": ErrorCode.request_timed_out,
+                                            "topics": []})
+        return response
 
     # -- AlterConfigs and IncrementalAlterConfigs ------------------------------------
 

@@ -162,6 +162,14 @@ class RemoteControllerChannel:
             for r in response.replica_election_results
         ]
 
+    async def describe_quorum(self, version: int, body: Any) -> Any | None:
+        """DescribeQuorum at the client's version, answered by the active controller (the
+        quorum leader) as it is; None when no controller answered in time."""
+        try:
+            return await self.send(ApiKey.DESCRIBE_QUORUM, version, body)
+        except ControllerUnavailable:
+            return None
+
     async def incremental_alter_configs(
         self, resources: Sequence[tuple[ConfigResource, Sequence[AlterableConfig]]], *,
         validate_only: bool,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import typer
 
 from .cluster import DOWN_HELP, STATUS_HELP, UP_HELP, down_command, status_command, up_command
+from .configs import CONFIGS_HELP, configs_command
 from .demo import demo_command
 from .faults import fault_app
 from .groups import (
@@ -14,6 +15,7 @@ from .groups import (
     leader_election_command,
 )
 from .pipeline import pipeline_app
+from .quorum import quorum_app
 from .report import report_command
 from .run import RUN_HELP, SWEEP_HELP, run_command, scenarios_app, sweep_command
 from .storage import storage_app
@@ -37,6 +39,8 @@ app.add_typer(topics_app, name="topics")
 app.command("offsets", help=OFFSETS_HELP)(offsets_command)
 app.command("consumer-groups", help=CONSUMER_GROUPS_HELP)(consumer_groups_command)
 app.command("leader-election", help=LEADER_ELECTION_HELP)(leader_election_command)
+app.command("configs", help=CONFIGS_HELP)(configs_command)
+app.add_typer(quorum_app, name="metadata-quorum")
 app.add_typer(fault_app, name="fault")
 app.command("produce")(produce_command)
 app.command("consume")(consume_command)

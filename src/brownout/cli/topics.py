@@ -10,7 +10,13 @@ from typing import Annotated
 
 import typer
 
-from ..cluster.admin import Admin, format_describe, format_offsets
+from ..cluster.admin import (
+    Admin,
+    PartitionFilters,
+    format_describe,
+    format_filtered,
+    format_offsets,
+)
 from ..cluster.groups import GroupAdmin
 from ._common import (
     BootstrapOption,
@@ -133,6 +139,9 @@ DESCRIBE_HELP = "\n\n".join(
         "Tab separated: a header line with TopicId, PartitionCount, ReplicationFactor and the "
         "topic's overridden Configs (source DYNAMIC_TOPIC_CONFIG), then one line per partition "
         "with Leader ('none' when there is no leader), Replicas, Isr, Elr and LastKnownElr.",
+        "The replication reports (--under-replicated-partitions, --under-min-isr-partitions, "
+        "--at-min-isr-partitions, --unavailable-partitions; several may be given) print no "
+        "header, only the partitions any of them matches.",
     ]
 )
 
@@ -162,13 +171,35 @@ def describe_command(
             help="Leave out internal topics such as __consumer_offsets.",
         ),
     ] = False,
+    under_replicated: Annotated[bool, typer.Option(
+        "--under-replicated-partitions",
+        help="Only partitions whose ISR is smaller than their replica set.")] = False,
+    under_min_isr: Annotated[bool, typer.Option(
+        "--under-min-isr-partitions",
+        help="Only partitions without a leader or with fewer ISR members than "
+        "min.insync.replicas.")] = False,
+    at_min_isr: Annotated[bool, typer.Option(
+        "--at-min-isr-partitions",
+        help="Only partitions whose ISR is exactly min.insync.replicas.")] = False,
+    unavailable: Annotated[bool, typer.Option(
+        "--unavailable-partitions",
+        help="Only partitions without a leader or led by a broker that is not live.")
+    ] = False,
     bootstrap: BootstrapOption = None,
     directory: DirOption = None,
     timeout: TimeoutOption = 15.0,
 ) -> None:
+    filters = PartitionFilters(under_replicated, under_min_isr, at_min_isr, unavailable)
     admin = Admin(resolve_bootstrap(bootstrap, directory), timeout)
-    for topic in admin.describe(names or None, exclude_internal=exclude_internal):
-        for line in format_describe(topic):
+    topics = admin.describe(names or None, exclude_internal=exclude_internal)
+    if not filters.any():
+        for topic in topics:
+            for line in format_describe(topic):
+                typer.echo(line)
+        return
+    min_isr, live = admin.replication_view([t.name for t in topics])
+    for topic in topics:
+        for line in format_filtered(topic, min_isr[topic.name], live, filters):
             typer.echo(line)
 
 

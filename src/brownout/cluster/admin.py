@@ -70,15 +70,57 @@ def format_describe(topic: DescribedTopic) -> list[str]:
     if topic.topic_id and topic.topic_id != ZERO_TOPIC_ID:
         header += f"\tTopicId: {topic.topic_id}"
     header += f"\tPartitionCount: {len(partitions)}\tReplicationFactor: {rf}\tConfigs: {configs}"
-    lines = [header]
-    for p in partitions:
-        leader = "none" if p.leader is None or p.leader < 0 else str(p.leader)
-        lines.append(
-            f"\tTopic: {topic.name}\tPartition: {p.partition}\tLeader: {leader}"
-            f"\tReplicas: {_ids(p.replicas)}\tIsr: {_ids(p.isr)}"
-            f"\tElr: {_ids(p.elr)}\tLastKnownElr: {_ids(p.last_known_elr)}"
-        )
-    return lines
+    return [header, *(format_partition(topic.name, p) for p in partitions)]
+
+
+def format_partition(topic: str, p: DescribedPartition) -> str:
+    leader = "none" if p.leader is None or p.leader < 0 else str(p.leader)
+    return (
+        f"\tTopic: {topic}\tPartition: {p.partition}\tLeader: {leader}"
+        f"\tReplicas: {_ids(p.replicas)}\tIsr: {_ids(p.isr)}"
+        f"\tElr: {_ids(p.elr)}\tLastKnownElr: {_ids(p.last_known_elr)}"
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class PartitionFilters:
+    """kafka-topics.sh --describe's replication reports; a partition is shown when any
+    chosen report matches it."""
+
+    under_replicated: bool = False
+    under_min_isr: bool = False
+    at_min_isr: bool = False
+    unavailable: bool = False
+
+    def any(self) -> bool:
+        return self.under_replicated or self.under_min_isr or self.at_min_isr or self.unavailable
+
+
+def _has_leader(p: DescribedPartition) -> bool:
+    return p.leader is not None and p.leader >= 0
+
+
+def partition_matches(p: DescribedPartition, min_isr: int, live_brokers: frozenset[int],
+                      filters: PartitionFilters) -> bool:
+    """TopicCommand's tests: under-replicated is fewer ISR members than replicas;
+    under-min-isr is no leader or fewer than min.insync.replicas; at-min-isr is exactly
+    min.insync.replicas (a leaderless partition with that ISR counts too, as in Kafka);
+    unavailable is no leader or a leader the cluster does not list as live."""
+    return (
+        (filters.under_replicated and len(p.replicas) - len(p.isr) > 0)
+        or (filters.under_min_isr and (not _has_leader(p) or len(p.isr) < min_isr))
+        or (filters.at_min_isr and len(p.isr) == min_isr)
+        or (filters.unavailable and (not _has_leader(p) or p.leader not in live_brokers))
+    )
+
+
+def format_filtered(topic: DescribedTopic, min_isr: int, live_brokers: frozenset[int],
+                    filters: PartitionFilters) -> list[str]:
+    """With a report chosen, kafka-topics.sh prints no topic header, only the matching
+    partitions' lines."""
+    return [format_partition(topic.name, p)
+            for p in sorted(topic.partitions, key=lambda p: p.partition)
+            if partition_matches(p, min_isr, live_brokers, filters)]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -237,6 +279,25 @@ class Admin:
             except ResourceError as e:
                 raise AdminError(f"cannot describe configs: {e}") from None
             return [topic_from_metadata(topics[n], configs.get(n, {})) for n in chosen]
+
+        return self._on_any_broker(f"cannot reach the cluster at {self.bootstrap}", fetch)
+
+    def replication_view(self, names: Sequence[str]) -> tuple[dict[str, int], frozenset[int]]:
+        """Each topic's min.insync.replicas in effect, and the live brokers (those
+        Metadata lists: registered and unfenced), for the replication reports."""
+        from .wire import ResourceError
+
+        def fetch(client: WireClient) -> tuple[dict[str, int], frozenset[int]]:
+            live = frozenset(client.metadata().broker_ids)
+            min_isr = {}
+            for name in names:
+                try:
+                    configs = client.describe_configs(2, name)  # TOPIC resource
+                except ResourceError as e:
+                    raise AdminError(f"cannot describe configs of {name}: {e}") from None
+                value = next((c.value for c in configs if c.name == "min.insync.replicas"), None)
+                min_isr[name] = int(value) if value is not None else 1
+            return min_isr, live
 
         return self._on_any_broker(f"cannot reach the cluster at {self.bootstrap}", fetch)
 

@@ -35,6 +35,7 @@ _MAX_VERSION = {
     ApiKey.DESCRIBE_QUORUM: 2,
     ApiKey.DESCRIBE_CONFIGS: 4,
     ApiKey.FIND_COORDINATOR: 4,
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: 1,
 }
 _MIN_VERSION = {ApiKey.METADATA: 4, ApiKey.DESCRIBE_CONFIGS: 1, ApiKey.FIND_COORDINATOR: 1}
 
@@ -120,12 +121,24 @@ class TopicsMetadata:
 
 
 @dataclasses.dataclass(frozen=True)
+class QuorumReplica:
+    """A row of DescribeQuorum: what the leader knows of one replica (-1: never)."""
+
+    replica_id: int
+    log_end_offset: int
+    last_fetch_timestamp: int = -1  # v1+
+    last_caught_up_timestamp: int = -1  # v1+
+
+
+@dataclasses.dataclass(frozen=True)
 class QuorumInfo:
     leader_id: int
     leader_epoch: int
     high_watermark: int
     voters: tuple[int, ...]
     observers: tuple[int, ...]
+    voter_states: tuple[QuorumReplica, ...] = ()
+    observer_states: tuple[QuorumReplica, ...] = ()
 
 
 class WireClient:
@@ -288,16 +301,26 @@ class WireClient:
             {"topic_name": METADATA_TOPIC, "partitions": [{"partition_index": 0}]},
         ]})
         if int(r.error_code) != 0:
-            raise WireError(f"{self.address}: DescribeQuorum error {int(r.error_code)}")
+            raise WireError(
+                f"{self.address}: DescribeQuorum error {_error_name(int(r.error_code))}")
         partition = r.topics[0].partitions[0]
         if int(partition.error_code) != 0:
-            raise WireError(f"{self.address}: DescribeQuorum error {int(partition.error_code)}")
+            raise WireError(f"{self.address}: DescribeQuorum error "
+                            f"{_error_name(int(partition.error_code))}")
+        def states(rows: Any) -> tuple[QuorumReplica, ...]:
+            return tuple(QuorumReplica(int(r.replica_id), int(r.log_end_offset),
+                                       int(getattr(r, "last_fetch_timestamp", -1)),
+                                       int(getattr(r, "last_caught_up_timestamp", -1)))
+                         for r in rows)
+
         return QuorumInfo(
             int(partition.leader_id),
             int(partition.leader_epoch),
             int(partition.high_watermark),
             tuple(int(v.replica_id) for v in partition.current_voters),
             tuple(int(v.replica_id) for v in partition.observers),
+            states(partition.current_voters),
+            states(partition.observers),
         )
 
     def topic_overrides(self, topics: list[str]) -> dict[str, dict[str, str]]:
@@ -321,6 +344,38 @@ class WireClient:
                 if int(c.config_source) == DYNAMIC_TOPIC_CONFIG
             }
         return result
+
+
+    def describe_configs(self, resource_type: int, name: str) -> list[Any]:
+        """DescribeConfigs of one resource, with synonyms: the response's config entries
+        as the broker sent them (name, value, config_source, is_sensitive, synonyms)."""
+        version = self.pick_version(ApiKey.DESCRIBE_CONFIGS)
+        r = self.request(ApiKey.DESCRIBE_CONFIGS, version, {
+            "resources": [{"resource_type": resource_type, "resource_name": name,
+                           "configuration_keys": None}],
+            "include_synonyms": True, "include_documentation": False,
+        })
+        [res] = r.results
+        code = int(res.error_code)
+        if code != 0:
+            raise ResourceError(f"{_error_name(code)}: {res.error_message or ''}".rstrip(": "))
+        return list(res.configs)
+
+    def incremental_alter_configs(self, resource_type: int, name: str,
+                                  ops: list[tuple[str, int, str | None]]) -> None:
+        """IncrementalAlterConfigs of one resource: (key, operation, value) each, where
+        operation is Kafka's code (0 SET, 1 DELETE, 2 APPEND, 3 SUBTRACT)."""
+        version = self.pick_version(ApiKey.INCREMENTAL_ALTER_CONFIGS)
+        r = self.request(ApiKey.INCREMENTAL_ALTER_CONFIGS, version, {
+            "resources": [{"resource_type": resource_type, "resource_name": name,
+                           "configs": [{"name": k, "config_operation": op, "value": v}
+                                       for k, op, v in ops]}],
+            "validate_only": False,
+        })
+        [res] = r.responses
+        code = int(res.error_code)
+        if code != 0:
+            raise ResourceError(f"{_error_name(code)}: {res.error_message or ''}".rstrip(": "))
 
 
 def fetch_metadata(address: str, timeout: float = 3.0) -> ClusterMetadata:

@@ -95,6 +95,8 @@ BROKER_APIS: dict[ApiKey, tuple[int, int]] = {
     ApiKey.INCREMENTAL_ALTER_CONFIGS: (0, 1),
     ApiKey.OFFSET_DELETE: (0, 0),
     ApiKey.DESCRIBE_CLUSTER: (0, 1),
+    # Forwarded to the controller, so the same range as its listener (raft_manager).
+    ApiKey.DESCRIBE_QUORUM: (0, 1),
 }
 
 

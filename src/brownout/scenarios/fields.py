@@ -24,8 +24,10 @@ class Field:
     switch (true/false or on/off) | config (a free mapping of scalars) | target (a fault
     target) | from (a `from` group or a target) | names (a list or comma-separated text
     of `choices`) | checks (`all`, or names in any case) | targets (a list or
-    comma-separated text of targets) | range (LOW-HIGH durations) | mapping / list (of
-    `section`'s keys) | expectations | parameters / exclude (a matrix's).
+    comma-separated text of targets) | keys (a list or comma-separated text of config
+    names) | partitions (`all`, or a list or comma-separated text of TOPIC-P) | range
+    (LOW-HIGH durations) | mapping / list (of `section`'s keys) | expectations |
+    parameters / exclude (a matrix's).
     """
 
     kind: str
@@ -153,6 +155,9 @@ ACTIONS: dict[str, Field] = {
     "group-checks": Field("checks", choices=GROUP_CHECKS),
     "describe": Field("text"),
     "random": Field("mapping", section="random"),
+    "alter-config": Field("mapping", section="alter_config"),
+    "create-partitions": Field("mapping", section="create_partitions"),
+    "elect-leaders": Field("mapping", section="elect_leaders"),
 }
 assert set(FAULT_ACTIONS) <= set(ACTIONS), "every nemesis action is a step action"
 
@@ -191,6 +196,29 @@ ACTION_PARAMS: dict[str, tuple[str, ...]] = {
     "group-checks": (),
     "describe": ("timeout",),
     "random": (),
+    "alter-config": ("timeout",),
+    "create-partitions": ("timeout",),
+    "elect-leaders": ("timeout",),
+}
+
+# alter-config: one of `topic` and `broker` (an id, or `default` for the cluster-wide
+# default), and at least one of `set` and `delete` (both checked in schema.py).
+ALTER_CONFIG: dict[str, Field] = {
+    "topic": Field("text"),
+    "broker": Field("text", pattern=r"[0-9]+|default", note="a broker id or default"),
+    "set": Field("config"),
+    "delete": Field("keys"),
+}
+
+CREATE_PARTITIONS: dict[str, Field] = {
+    "topic": Field("text", required=True),
+    "count": Field("int", required=True, minimum=1),
+}
+
+ELECTION_TYPES = ("preferred", "unclean")
+ELECT_LEADERS: dict[str, Field] = {
+    "type": Field("choice", required=True, choices=ELECTION_TYPES),
+    "partitions": Field("partitions"),  # default: all
 }
 
 RANDOM: dict[str, Field] = {
@@ -217,6 +245,9 @@ SECTIONS: dict[str, dict[str, Field]] = {
     "step": STEP,
     "random": RANDOM,
     "matrix": MATRIX,
+    "alter_config": ALTER_CONFIG,
+    "create_partitions": CREATE_PARTITIONS,
+    "elect_leaders": ELECT_LEADERS,
 }
 
 

@@ -179,6 +179,19 @@ def field_schema(spec: F.Field) -> dict[str, Any]:
              "items": {"type": "string", "pattern": _whole(rf"\s*{one}\s*")}},
             {"type": "string", "pattern": _whole(
                 rf"\s*({any_case('all')}|{one}\s*(,\s*{one}\s*)*)\s*")}]}
+    elif kind == "keys":
+        key = r"[A-Za-z0-9._-]+"
+        out = {"anyOf": [
+            {"type": "array", "minItems": 1, "items": {"type": "string",
+                                                       "pattern": _whole(key)}},
+            {"type": "string", "pattern": _whole(rf"\s*{key}\s*(,\s*{key}\s*)*")}]}
+    elif kind == "partitions":
+        one = r"[A-Za-z0-9._-]+-[0-9]+"
+        out = {"anyOf": [
+            {"type": "array", "minItems": 1, "items": {"type": "string",
+                                                       "pattern": _whole(one)}},
+            {"type": "string", "pattern": _whole(
+                rf"\s*({any_case('all')}|{one}\s*(,\s*{one}\s*)*)\s*")}]}
     elif kind == "list":
         out = {"type": ["array", "null"], "items": _ref(str(spec.section))}
     elif kind == "mapping":

@@ -32,6 +32,7 @@ from ..cluster.admin import (
 )
 from ..faults import Fault, Nemesis
 from ..workload.history import HistoryWriter
+from . import admin_steps
 from .groupchecks import run_group_checks
 from .progress import Progress
 from .random_faults import RandomSpec, describe_plan, plan, seed_for
@@ -146,6 +147,8 @@ class ScheduleStage:
                 outcomes.append(self._describe(step))
             elif step.action == "random":
                 outcomes.append(self._random(step))
+            elif step.action in admin_steps.ACTIONS:
+                outcomes.append(self._admin(step))
             else:
                 outcomes.append(self._fault(Fault(step.action, step.target,
                                                   dict(step.params))))
@@ -205,6 +208,23 @@ class ScheduleStage:
                             error=(error or "")[:200] or None, value=json.dumps(params))
         self.progress.say(f"  create-topic {step.target} -> {kind}"
                           f"{': ' + error if error else ''}", style="yellow")
+        return kind
+
+    def _admin(self, step: Step) -> str:
+        """alter-config, create-partitions or elect-leaders: invoke, then the outcome with
+        the cluster's answer, in the history as the other admin steps are."""
+        spec = step.params["spec"]
+        value = admin_steps.params_json(spec)
+        self.history.record("invoke", step.action, "admin", topic=step.target, value=value)
+        kind, error, answer = admin_steps.run(spec, self.bootstrap,
+                                              float(step.params.get("timeout", 10.0)))
+        self.history.record(kind, step.action, "admin", topic=step.target,
+                            error=(error or "")[:200] or None,
+                            value=value if answer is None else json.dumps(
+                                {"request": json.loads(value), "answer": answer},
+                                separators=(",", ":")))
+        self.progress.say(f"  {spec.describe()} -> {kind}{': ' + error if error else ''}",
+                          style="yellow")
         return kind
 
     def _group_checks(self, step: Step) -> str:

@@ -98,6 +98,13 @@ from ..faults.nemesis import FROM_GROUPS, FROM_ZOOKEEPER_KRAFT
 from ..faults.targets import Target, TargetError, check_ensemble, check_mode
 from ..faults.targets import parse as parse_target
 from . import fields as F
+from .admin_steps import ACTIONS as ADMIN_ACTIONS
+from .admin_steps import (
+    AlterConfigSpec,
+    CreatePartitionsSpec,
+    ElectLeadersSpec,
+    parse_partition,
+)
 from .fields import (
     ACTION_PARAMS,
     GROUP_CHECKS,
@@ -108,6 +115,8 @@ from .random_faults import OWN_TARGET, RandomSpec, parse_range
 from .sweep import Matrix, SweepError, apply, cells, parse_matrix
 
 RANDOM_KEYS = tuple(F.RANDOM)
+# Admin steps: their value is a mapping parsed into one of these specs (params["spec"]).
+ADMIN_STEPS = ADMIN_ACTIONS
 STEP_ACTIONS = tuple(F.ACTIONS)
 EXTRA_ACTIONS = tuple(a for a in STEP_ACTIONS if a not in FAULT_ACTIONS)
 # Actions whose value may be left out (null): no target needed.
@@ -414,9 +423,14 @@ class Step:
             return (f"random {','.join(spec.faults)} every {spec.interval[0]:g}-"
                     f"{spec.interval[1]:g}s, healed after {spec.heal_after[0]:g}-"
                     f"{spec.heal_after[1]:g}s, for {spec.duration:g}s")
+        elif self.action in ADMIN_STEPS:
+            what = self.params["spec"].describe()
         elif self.target:
             what += f" {self.target}"
-        if self.params:
+        if self.action in ADMIN_STEPS:
+            timeout = self.params.get("timeout")
+            what += f" timeout={timeout}" if timeout is not None else ""
+        elif self.params:
             what += " " + " ".join(f"{k}={v}" for k, v in self.params.items())
         if self.repeat > 1:
             what += f" x{self.repeat}"
@@ -729,6 +743,10 @@ def _step(r: _Reader, field: str, node: Node, topics: tuple[str, ...],
         kw["target"] = _known_topic(r, r.scalar(value_node, afield), topics)
     elif action == "random":
         kw["params"] = {**params, "spec": _random(r, afield, value_node, topics, cluster)}
+    elif action in ADMIN_STEPS:
+        spec = _admin_step(r, action, afield, value_node, topics, cluster)
+        kw["params"] = {**params, "spec": spec}
+        kw["target"] = getattr(spec, "topic", None)
     else:
         v = r.scalar(value_node, afield)
         if v.value is None or v.value == "":
@@ -744,6 +762,64 @@ def _step(r: _Reader, field: str, node: Node, topics: tuple[str, ...],
             raise r.error(value_node, f"{action} is a network fault: it needs "
                           "`cluster: {network: netns}` (root)", afield)
     return Step(**kw)
+
+
+def _names(r: _Reader, node: Node, field: str) -> list[_Value]:
+    """A list, or comma-separated text, of names."""
+    if isinstance(node, SequenceNode):
+        return [r.scalar(n, f) for f, n in r.sequence(node, field)]
+    v = r.scalar(node, field)
+    return [_Value(v.node, v.field, x.strip()) for x in _as_str(v, r).split(",")]
+
+
+def _admin_step(r: _Reader, action: str, field: str, node: Node, topics: tuple[str, ...],
+                cluster: ClusterSpec) -> AlterConfigSpec | CreatePartitionsSpec | ElectLeadersSpec:
+    table = F.SECTIONS[action.replace("-", "_")]
+    m = r.mapping(node, field, tuple(table))
+    kw = _simple(r, m, node, field, table)
+    for key in ("topic",):
+        if key in m:
+            kw[key] = _known_topic(r, r.scalar(m[key], f"{field}.{key}"), topics)
+    if action == "create-partitions":
+        return CreatePartitionsSpec(**kw)
+    if action == "elect-leaders":
+        partitions = None
+        if "partitions" in m:
+            values = _names(r, m["partitions"], f"{field}.partitions")
+            if not (len(values) == 1 and str(values[0].value).lower() == "all"):
+                parsed = []
+                for v in values:
+                    try:
+                        t, p = parse_partition(_as_str(v, r))
+                    except ValueError as e:
+                        raise r.error(v, str(e)) from None
+                    _known_topic(r, _Value(v.node, v.field, t), topics)
+                    parsed.append((t, p))
+                partitions = tuple(dict.fromkeys(parsed))
+        return ElectLeadersSpec(kw["type"], partitions)
+    if ("topic" in m) == ("broker" in m):
+        raise r.error(node, "alter-config names exactly one of `topic: T` and `broker: ID` "
+                      "(or `broker: default`)", field)
+    if "set" not in m and "delete" not in m:
+        raise r.error(node, "alter-config needs `set: {key: value}` or `delete: [key]`",
+                      field)
+    if "broker" in m and kw["broker"] != "default" and int(kw["broker"]) not in \
+            _broker_ids(cluster):
+        raise r.error(m["broker"], f"no broker {kw['broker']} in this cluster (brokers: "
+                      f"{', '.join(str(b) for b in _broker_ids(cluster))})")
+    delete = ()
+    if "delete" in m:
+        values = _names(r, m["delete"], f"{field}.delete")
+        delete = tuple(_as_str(v, r) for v in values)
+        bad = [k for k in delete if not re.fullmatch(r"[A-Za-z0-9._-]+", k)]
+        if bad:
+            raise r.error(m["delete"], f"not a config name: {bad[0]!r}", f"{field}.delete")
+    return AlterConfigSpec(kw.get("topic"), kw.get("broker"), kw.get("set", {}), delete)
+
+
+def _broker_ids(cluster: ClusterSpec) -> tuple[int, ...]:
+    """The node ids that run a broker: 1..brokers (controllers come after them)."""
+    return tuple(range(1, cluster.brokers + 1))
 
 
 def _random(r: _Reader, field: str, node: Node, topics: tuple[str, ...],

@@ -214,3 +214,29 @@ def test_describe_with_no_broker_answering(monkeypatch):
         "cannot connect to h1:9092: Connection refused; cannot connect to h2",
     ):
         admin.describe(["t"])
+
+
+def test_replication_reports_follow_kafka_topics_semantics():
+    from brownout.cluster.admin import PartitionFilters, format_filtered, partition_matches
+
+    full = DescribedPartition(0, 1, (1, 2, 3), (1, 2, 3))
+    lagging = DescribedPartition(1, 1, (1, 2, 3), (1, 2))
+    alone = DescribedPartition(2, 3, (1, 2, 3), (3,))
+    leaderless = DescribedPartition(3, None, (1, 2, 3), (2,))
+    on_dead = DescribedPartition(4, 4, (4,), (4,))
+    live = frozenset({1, 2, 3})
+
+    def chosen(**flags):
+        f = PartitionFilters(**flags)
+        return [p.partition for p in (full, lagging, alone, leaderless, on_dead)
+                if partition_matches(p, 2, live, f)]
+
+    assert chosen(under_replicated=True) == [1, 2, 3]
+    assert chosen(under_min_isr=True) == [2, 3, 4]
+    assert chosen(at_min_isr=True) == [1]
+    assert chosen(unavailable=True) == [3, 4]
+    assert chosen(under_replicated=True, unavailable=True) == [1, 2, 3, 4]
+    assert chosen() == []
+    t = DescribedTopic("t", ZERO_TOPIC_ID, (alone, full))
+    assert format_filtered(t, 2, live, PartitionFilters(under_min_isr=True)) == [
+        "\tTopic: t\tPartition: 2\tLeader: 3\tReplicas: 1,2,3\tIsr: 3\tElr: \tLastKnownElr: "]

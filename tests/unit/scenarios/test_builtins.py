@@ -12,7 +12,8 @@ REQUIRED = {"minority-outage", "majority-outage", "controller-loss", "acks-matri
             "leader-isolation", "leader-isolated-from-controller", "rolling-restart",
             "rolling-restart-three-brokers", "rolling-restart-session-30s",
             "group-correctness", "zk-node-network-cut", "zk-leader-isolated-from-zookeeper",
-            "zk-broker-failover", "zk-two-brokers-down", "zk-quorum-loss"}
+            "zk-broker-failover", "zk-two-brokers-down", "zk-quorum-loss",
+            "unclean-election"}
 NETNS = {"leader-isolation", "leader-isolated-from-controller", "zk-node-network-cut",
          "zk-leader-isolated-from-zookeeper"}
 
