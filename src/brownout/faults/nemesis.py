@@ -492,13 +492,19 @@ class Nemesis:
 
     # -- process faults ----------------------------------------------------------------
 
+    def _how(self, signal_name: str, command: str) -> str:
+        """How a process fault was done, for its message: the lab's signal, or an
+        external cluster's command from the nodes file."""
+        return signal_name if self.state is not None else f"`{command}` command"
+
     def _do_kill(self, fault: Fault, nodes: tuple[int, ...], details: dict[str, Any]) -> str:
         killed = [n for n in nodes if self._kill(n)]
         details["killed"] = killed
         details["not_running"] = [n for n in nodes if n not in killed]
         if not killed:
             raise _Failed(f"node(s) {_ids(nodes)} not running: nothing killed")
-        return f"SIGKILL: node(s) {_ids(killed)} gone" + _not_running(details)
+        how = self._how("SIGKILL", "kill")
+        return f"{how}: node(s) {_ids(killed)} gone" + _not_running(details)
 
     def _kill(self, target_id: int) -> bool:
         server = zookeeper_server(target_id)
@@ -550,8 +556,9 @@ class Nemesis:
             still = self._led_by(exited)
             details["still_leading"] = {str(k): v for k, v in still.items() if v}
         if stuck:
+            sent = "SIGTERM sent" if self.state is not None else "`terminate` command run"
             raise _Indeterminate(
-                f"SIGTERM sent, but node(s) {_ids(stuck)} did not exit within {timeout:g}s "
+                f"{sent}, but node(s) {_ids(stuck)} did not exit within {timeout:g}s "
                 "(for a broker: controlled shutdown not approved?); still running"
             )
         if not exited:
@@ -560,7 +567,8 @@ class Nemesis:
         note = ""
         if cs:
             note = "; controlled shutdown " + ", ".join(f"{k}: {v}" for k, v in cs.items())
-        return f"SIGTERM: node(s) {_ids(exited)} exited{note}" + _not_running(details)
+        how = self._how("SIGTERM", "terminate")
+        return f"{how}: node(s) {_ids(exited)} exited{note}" + _not_running(details)
 
     def _do_pause(self, fault: Fault, nodes: tuple[int, ...], details: dict[str, Any]) -> str:
         paused = [n for n in nodes if self._pause(n)]
@@ -568,7 +576,8 @@ class Nemesis:
         details["not_running"] = [n for n in nodes if n not in paused]
         if not paused:
             raise _Failed(f"node(s) {_ids(nodes)} not running: nothing paused")
-        return f"SIGSTOP: node(s) {_ids(paused)} paused" + _not_running(details)
+        how = self._how("SIGSTOP", "pause")
+        return f"{how}: node(s) {_ids(paused)} paused" + _not_running(details)
 
     def _pause(self, target_id: int) -> bool:
         server = zookeeper_server(target_id)
@@ -596,7 +605,7 @@ class Nemesis:
             if signalled:
                 return f"node(s) {_ids(signalled)} not paused: nothing resumed"
             return f"node(s) {_ids(nodes)} not running: nothing resumed"
-        return f"SIGCONT: node(s) {_ids(resumed)} resumed"
+        return f"{self._how('SIGCONT', 'resume')}: node(s) {_ids(resumed)} resumed"
 
     def _start(self, nodes: Iterable[int], details: dict[str, Any]) -> list[int]:
         nodes = list(nodes)
