@@ -163,6 +163,10 @@ class ExternalControl:
             raise SupervisorError(f"no node {node_id} in {self.nodes.source} (nodes: {known})")
         return node
 
+    def registered(self) -> list[int]:
+        """The brokers Metadata lists now (registered, unfenced); [] when none answers."""
+        return sorted(self._metadata_addresses())
+
     def _metadata_addresses(self) -> dict[int, str]:
         """Registered brokers -> advertised host:port, from the first bootstrap server
         that answers ({} when none does)."""

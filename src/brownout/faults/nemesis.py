@@ -434,11 +434,12 @@ class Nemesis:
             return True
         return self._poll(lambda c: wanted <= set(c.metadata().broker_ids), timeout)
 
-    def wait_isr_full(self, timeout: float) -> bool:
-        """Every partition has a leader and its ISR holds every replica."""
+    def wait_isr_full(self, timeout: float, topics: list[str] | None = None) -> bool:
+        """Every partition (of `topics`; None: of every topic) has a leader and its ISR
+        holds every replica."""
 
         def full(client: WireClient) -> bool:
-            md = client.topic_metadata(None)
+            md = client.topic_metadata(topics)
             return all(p.leader >= 0 and set(p.replicas) <= set(p.isr) for p in md.partitions)
 
         return self._poll(full, timeout)
