@@ -43,6 +43,10 @@ _CONTROLLER_KINDS = ("random-controller", "minority-controllers", "majority-cont
                      "all-controllers", "active-controller")
 
 
+# What the heal then needs for a node a fault stopped or paused.
+_UNDO = {"kill": ("start",), "terminate": ("start",), "pause": ("resume",)}
+
+
 def _candidates(target: Target, nodes: NodesFile) -> tuple[int, ...]:
     """Every node `target` could name on this cluster (ids: exactly those)."""
     if target.kind == "ids":
@@ -91,8 +95,12 @@ def check_external(scenario: Scenario, nodes: NodesFile, bootstrap: str) -> list
             refuse(f"{action} is a network fault; an external cluster takes process faults "
                    "only (kill, terminate, pause, resume, start, restart, rolling-restart)",
                    step.line, where)
-        if spec is None:  # targetless resume / start / rolling-restart: every node
-            targets: tuple[int, ...] = tuple(sorted(known))
+        if spec is None:
+            # targetless resume / start: only nodes the run paused or stopped, whose
+            # commands were checked with the step that did it (_UNDO)
+            targets: tuple[int, ...] = ()
+            if action == "rolling-restart":
+                targets = tuple(n.node_id for n in nodes.brokers)
         else:
             try:
                 target = parse_target(spec)
@@ -106,11 +114,14 @@ def check_external(scenario: Scenario, nodes: NodesFile, bootstrap: str) -> list
             if unknown:
                 refuse(f"{spec!r} names node(s) {', '.join(map(str, unknown))}, which "
                        f"{nodes.source} does not list", step.line, where)
-        missing = sorted({f"node {n} has no `{c}`" for n in targets for c in NEEDS[action]
-                          if nodes.node(n) is not None
-                          and nodes.node(n).command(c) is None})  # type: ignore[union-attr]
+        needs = NEEDS[action] + _UNDO.get(action, ())
+        missing = []
+        for n in sorted(set(targets) & known):
+            lacks = [f"`{c}`" for c in needs if nodes.node(n).command(c) is None]  # type: ignore[union-attr]
+            if lacks:
+                missing.append(f"node {n} has no {' or '.join(lacks)} command")
         if missing:
-            refuse(f"{action} {spec or '(every node)'}: {', '.join(missing)} command",
+            refuse(f"{action} {spec or '(every broker)'}: {'; '.join(missing)}",
                    step.line, where)
     brokers = len(nodes.brokers)
     for t in scenario.topics:
