@@ -3,9 +3,9 @@
 
 The "external" cluster is one this module starts itself (`brownout up --dir X`); the
 nodes file's commands reach it the way an operator's would, without the lab's help:
-kill signals the pid read from cluster.json, the others call `brownout fault ... --dir
-X`. Every command first appends "<action> <node> ..." to a log file, which is how the
-tests prove that the file's commands are what ran.
+kill, pause and resume signal the pid read from cluster.json, terminate and start call
+`brownout fault ... --dir X`. Every command first appends "<action> <node> ..." to a
+log file, which is how the tests prove that the file's commands are what ran.
 """
 
 from __future__ import annotations
@@ -35,14 +35,17 @@ def brownout(*args: str, timeout: float = 90) -> subprocess.CompletedProcess[str
 
 def _kill_left_nodes(directory: Path) -> None:
     """SIGKILL the nodes cluster.json still records, when they still are those nodes."""
-    from brownout.cluster.supervisor import is_node_process
+    from brownout.cluster.supervisor import is_node_process, wait_gone
 
     state = directory / "cluster.json"
+    killed = []
     with contextlib.suppress(OSError, ValueError):
         for node in json.loads(state.read_text())["nodes"]:
             if node.get("pgid") and is_node_process(node.get("pid"), node["config_path"]):
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.killpg(node["pgid"], signal.SIGKILL)
+                    killed.append(node["pid"])
+    wait_gone(killed, 10.0)
 
 
 def nodes_file(lab: Path, log: Path) -> str:
@@ -53,13 +56,14 @@ def nodes_file(lab: Path, log: Path) -> str:
     def logged(text: str, command: str) -> str:
         return json.dumps(f"echo {text} >> {log} && {command}")
 
-    via_lab = {action: f"{cli} fault {action} {{node}} --dir {lab}"
-               for action in ("start", "pause", "resume")}
     commands = {
-        "kill": logged("kill {node}", f"kill -KILL $({pid})"),
+        # a node leads its own process group (pgid = pid): signal all of it, as the lab does
+        "kill": logged("kill {node}", f"kill -KILL -$({pid})"),
+        "pause": logged("pause {node}", f"kill -STOP -$({pid})"),
+        "resume": logged("resume {node}", f"kill -CONT -$({pid})"),
         "terminate": logged("terminate {node} {timeout}",
                             f"{cli} fault terminate {{node}} --timeout {{timeout}} --dir {lab}"),
-        **{action: logged(f"{action} {{node}}", command) for action, command in via_lab.items()},
+        "start": logged("start {node}", f"{cli} fault start {{node}} --dir {lab}"),
     }
     return "\n".join([
         "defaults:",
@@ -156,6 +160,7 @@ def test_run_a_scenario_on_the_external_cluster(external: tuple[str, Path, Path]
     assert verdict["verdict"] == "pass"
     assert any("cluster block is not applied" in n for n in verdict["notes"])
     assert not (out / "nodes").exists()  # nothing of the cluster's is copied
+    assert "(registered brokers 1, 2 at the start;" in done.stdout  # not the cluster block
     external_json = json.loads((out / "external.json").read_text())
     assert external_json["registered_brokers"] == [1, 2]
     faults = [json.loads(line) for line in (out / "history.jsonl").read_text().splitlines()]

@@ -23,6 +23,7 @@ import json
 from pathlib import Path
 
 from ..cluster.admin import Admin
+from ..common.rundir import EXTERNAL_FILE
 from ..faults import Nemesis
 from ..faults.external import NEEDS, ExternalControl
 from ..faults.nemesis import NETWORK_ACTIONS, PROCESS_ACTIONS, EventCallback
@@ -33,8 +34,6 @@ from .cluster_stage import START_TIMEOUT, TOPICS_ISR_TIMEOUT, ClusterStage
 from .progress import Progress
 from .random_faults import KINDS, OWN_TARGET
 from .schema import ClusterSpec, Scenario, ScenarioError
-
-EXTERNAL_FILE = "external.json"
 
 # Targets and the role of the nodes they may name (None: any node).
 _BROKER_KINDS = ("leader", "coordinator", "random-broker", "minority-brokers",
