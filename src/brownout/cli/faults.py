@@ -4,19 +4,27 @@ Each command resolves its TARGET from live metadata now, does the fault through 
 same `Nemesis` the scenarios use, and prints what was resolved and what happened.
 Exit status: 0 ok, 1 the fault was refused or failed (nothing happened), 3 indeterminate
 (e.g. a SIGTERM'd broker did not exit in time), 2 bad arguments.
+
+With ``--bootstrap-server HOST:PORT --nodes FILE`` the process faults act on a cluster
+the lab did not start, through the nodes file's commands (faults/external.py); the
+network faults are refused there.
 """
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
 from ..cluster.state import ClusterState, locked, resolve_dir
-from ..faults.nemesis import Fault, Nemesis
+from ..faults.external import ExternalControl
+from ..faults.nemesis import EXTERNAL_NETWORK, NETWORK_ACTIONS, Fault, FaultResult, Nemesis
+from ..faults.nodes_file import NodesFile, NodesFileError
+from ..faults.nodes_file import load as load_nodes
 from ..faults.targets import TARGET_HELP, describe_id
-from ._common import DirOption, handle_errors
+from ._common import DirOption, UsageError, fail, handle_errors
 
 fault_app = typer.Typer(
     name="fault",
@@ -73,7 +81,80 @@ FromOption = Annotated[
     ),
 ]
 
+BootstrapServerOption = Annotated[
+    str | None,
+    typer.Option(
+        "--bootstrap-server",
+        "--bootstrap",
+        help="Bootstrap servers (host:port,...) of a cluster the lab did not start; needs "
+        "--nodes (overrides the file's `bootstrap`).",
+        show_default=False,
+    ),
+]
+NodesOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--nodes",
+        help="Nodes file (YAML) of a cluster the lab did not start: each node's role and "
+        "the shell commands that kill, terminate, start, pause and resume it (see "
+        "docs/external.md). Replaces --dir.",
+        show_default=False,
+    ),
+]
+
 EXIT = {"ok": 0, "fail": 1, "info": 3}
+
+
+def external_cluster(
+    nodes: Path, bootstrap_server: str | None, directory: Any = None
+) -> tuple[NodesFile, str]:
+    """The nodes file and the bootstrap servers of an external cluster; UsageError (exit
+    status 2) for a bad file or missing bootstrap servers."""
+    if directory is not None:
+        raise UsageError(
+            "--dir names a cluster the lab started, --nodes one it did not: give one of them"
+        )
+    try:
+        nodes_file = load_nodes(str(nodes))
+    except NodesFileError as e:
+        raise UsageError(str(e)) from None
+    bootstrap = bootstrap_server or nodes_file.bootstrap
+    if not bootstrap:
+        raise UsageError(
+            f"no bootstrap servers for the cluster of {nodes}: pass "
+            "--bootstrap-server HOST:PORT or set `bootstrap:` in the file"
+        )
+    return nodes_file, bootstrap
+
+
+def _run_external(
+    fault: Fault,
+    nodes: Path | None,
+    bootstrap_server: str | None,
+    directory: Any,
+    seed: int | None,
+    terminate_timeout: float,
+    rejoin_timeout: float,
+) -> FaultResult:
+    if fault.action in NETWORK_ACTIONS:
+        raise fail(EXTERNAL_NETWORK, EXIT["fail"])  # refused, as in a loopback lab
+    if nodes is None:
+        raise UsageError(
+            "--bootstrap-server needs --nodes FILE: how to kill, terminate, "
+            "start, pause and resume each node of that cluster"
+        )
+    nodes_file, bootstrap = external_cluster(nodes, bootstrap_server, directory)
+    control = ExternalControl(nodes_file, bootstrap)
+    nemesis = Nemesis(
+        None,
+        control,
+        bootstrap=bootstrap,
+        seed=seed,
+        terminate_timeout=terminate_timeout,
+        rejoin_timeout=rejoin_timeout,
+        start_timeout=rejoin_timeout,
+    )
+    return nemesis.invoke(fault)
 
 
 def _run(
@@ -85,19 +166,33 @@ def _run(
     as_json: bool,
     terminate_timeout: float = 30.0,
     rejoin_timeout: float = 60.0,
+    *,
+    bootstrap_server: str | None = None,
+    nodes: Path | None = None,
 ) -> None:
-    target_dir = resolve_dir(directory)
-    state = ClusterState.require(target_dir)
     params = {k: v for k, v in params.items() if v is not None}
-    with locked(target_dir):
-        nemesis = Nemesis(
-            state,
-            seed=seed,
-            terminate_timeout=terminate_timeout,
-            rejoin_timeout=rejoin_timeout,
-            start_timeout=rejoin_timeout,
+    if bootstrap_server or nodes is not None:
+        result = _run_external(
+            Fault(action, target, params),
+            nodes,
+            bootstrap_server,
+            directory,
+            seed,
+            terminate_timeout,
+            rejoin_timeout,
         )
-        result = nemesis.invoke(Fault(action, target, params))
+    else:
+        target_dir = resolve_dir(directory)
+        state = ClusterState.require(target_dir)
+        with locked(target_dir):
+            nemesis = Nemesis(
+                state,
+                seed=seed,
+                terminate_timeout=terminate_timeout,
+                rejoin_timeout=rejoin_timeout,
+                start_timeout=rejoin_timeout,
+            )
+            result = nemesis.invoke(Fault(action, target, params))
     if as_json:
         typer.echo(json.dumps(result.value(), indent=2, default=str))
     else:
@@ -114,10 +209,14 @@ def _run(
 def kill_command(
     target: TargetArg,
     directory: DirOption = None,
+    bootstrap_server: BootstrapServerOption = None,
+    nodes: NodesOption = None,
     seed: SeedOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    _run("kill", target, {}, directory, seed, as_json)
+    _run(
+        "kill", target, {}, directory, seed, as_json, bootstrap_server=bootstrap_server, nodes=nodes
+    )
 
 
 @fault_app.command(
@@ -131,10 +230,22 @@ def terminate_command(
     target: TargetArg,
     timeout: TimeoutOption = 30.0,
     directory: DirOption = None,
+    bootstrap_server: BootstrapServerOption = None,
+    nodes: NodesOption = None,
     seed: SeedOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    _run("terminate", target, {}, directory, seed, as_json, terminate_timeout=timeout)
+    _run(
+        "terminate",
+        target,
+        {},
+        directory,
+        seed,
+        as_json,
+        terminate_timeout=timeout,
+        bootstrap_server=bootstrap_server,
+        nodes=nodes,
+    )
 
 
 @fault_app.command(
@@ -144,10 +255,21 @@ def terminate_command(
 def pause_command(
     target: TargetArg,
     directory: DirOption = None,
+    bootstrap_server: BootstrapServerOption = None,
+    nodes: NodesOption = None,
     seed: SeedOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    _run("pause", target, {}, directory, seed, as_json)
+    _run(
+        "pause",
+        target,
+        {},
+        directory,
+        seed,
+        as_json,
+        bootstrap_server=bootstrap_server,
+        nodes=nodes,
+    )
 
 
 @fault_app.command(
@@ -158,10 +280,21 @@ def pause_command(
 def resume_command(
     target: OptionalTargetArg = None,
     directory: DirOption = None,
+    bootstrap_server: BootstrapServerOption = None,
+    nodes: NodesOption = None,
     seed: SeedOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    _run("resume", target, {}, directory, seed, as_json)
+    _run(
+        "resume",
+        target,
+        {},
+        directory,
+        seed,
+        as_json,
+        bootstrap_server=bootstrap_server,
+        nodes=nodes,
+    )
 
 
 @fault_app.command(
@@ -174,10 +307,22 @@ def start_command(
     target: OptionalTargetArg = None,
     rejoin_timeout: RejoinOption = 60.0,
     directory: DirOption = None,
+    bootstrap_server: BootstrapServerOption = None,
+    nodes: NodesOption = None,
     seed: SeedOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    _run("start", target, {}, directory, seed, as_json, rejoin_timeout=rejoin_timeout)
+    _run(
+        "start",
+        target,
+        {},
+        directory,
+        seed,
+        as_json,
+        rejoin_timeout=rejoin_timeout,
+        bootstrap_server=bootstrap_server,
+        nodes=nodes,
+    )
 
 
 @fault_app.command(
@@ -192,11 +337,23 @@ def restart_command(
     down: DownOption = 0.0,
     rejoin_timeout: RejoinOption = 60.0,
     directory: DirOption = None,
+    bootstrap_server: BootstrapServerOption = None,
+    nodes: NodesOption = None,
     seed: SeedOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    _run("restart", target, {"down": down or None}, directory, seed, as_json, timeout,
-         rejoin_timeout)
+    _run(
+        "restart",
+        target,
+        {"down": down or None},
+        directory,
+        seed,
+        as_json,
+        timeout,
+        rejoin_timeout,
+        bootstrap_server=bootstrap_server,
+        nodes=nodes,
+    )
 
 
 @fault_app.command(
@@ -212,11 +369,23 @@ def rolling_restart_command(
     down: DownOption = 0.0,
     rejoin_timeout: RejoinOption = 60.0,
     directory: DirOption = None,
+    bootstrap_server: BootstrapServerOption = None,
+    nodes: NodesOption = None,
     seed: SeedOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    _run("rolling-restart", target, {"down": down or None}, directory, seed, as_json, timeout,
-         rejoin_timeout)
+    _run(
+        "rolling-restart",
+        target,
+        {"down": down or None},
+        directory,
+        seed,
+        as_json,
+        timeout,
+        rejoin_timeout,
+        bootstrap_server=bootstrap_server,
+        nodes=nodes,
+    )
 
 
 @fault_app.command(
@@ -232,10 +401,21 @@ def isolate_command(
         bool, typer.Option("--one-way", help="Asymmetric: only the targets are deaf.")
     ] = False,
     directory: DirOption = None,
+    bootstrap_server: BootstrapServerOption = None,
+    nodes: NodesOption = None,
     seed: SeedOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    _run("isolate", target, {"from": from_, "one_way": one_way or None}, directory, seed, as_json)
+    _run(
+        "isolate",
+        target,
+        {"from": from_, "one_way": one_way or None},
+        directory,
+        seed,
+        as_json,
+        bootstrap_server=bootstrap_server,
+        nodes=nodes,
+    )
 
 
 @fault_app.command(
@@ -254,10 +434,19 @@ def partition_command(
         ),
     ] = None,
     directory: DirOption = None,
+    bootstrap_server: BootstrapServerOption = None,
     seed: SeedOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    _run("partition", spec, {"nodes": nodes}, directory, seed, as_json)
+    _run(
+        "partition",
+        spec,
+        {"nodes": nodes},
+        directory,
+        seed,
+        as_json,
+        bootstrap_server=bootstrap_server,
+    )
 
 
 @fault_app.command(
@@ -271,10 +460,21 @@ def loss_command(
     ] = 0.1,
     from_: FromOption = None,
     directory: DirOption = None,
+    bootstrap_server: BootstrapServerOption = None,
+    nodes: NodesOption = None,
     seed: SeedOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    _run("loss", target, {"probability": probability, "from": from_}, directory, seed, as_json)
+    _run(
+        "loss",
+        target,
+        {"probability": probability, "from": from_},
+        directory,
+        seed,
+        as_json,
+        bootstrap_server=bootstrap_server,
+        nodes=nodes,
+    )
 
 
 @fault_app.command(
@@ -287,6 +487,8 @@ def bandwidth_command(
     burst: Annotated[str, typer.Option("--burst", help="tbf burst.")] = "32kbit",
     latency: Annotated[str, typer.Option("--latency", help="tbf queue latency.")] = "400ms",
     directory: DirOption = None,
+    bootstrap_server: BootstrapServerOption = None,
+    nodes: NodesOption = None,
     seed: SeedOption = None,
     as_json: JsonOption = False,
 ) -> None:
@@ -297,6 +499,8 @@ def bandwidth_command(
         directory,
         seed,
         as_json,
+        bootstrap_server=bootstrap_server,
+        nodes=nodes,
     )
 
 
@@ -311,13 +515,29 @@ def latency_command(
     delay: Annotated[str, typer.Option("--delay", help="e.g. 100ms.")] = "100ms",
     jitter: Annotated[str | None, typer.Option("--jitter", help="e.g. 10ms.")] = None,
     directory: DirOption = None,
+    bootstrap_server: BootstrapServerOption = None,
+    nodes: NodesOption = None,
     seed: SeedOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    _run("latency", target, {"delay": delay, "jitter": jitter}, directory, seed, as_json)
+    _run(
+        "latency",
+        target,
+        {"delay": delay, "jitter": jitter},
+        directory,
+        seed,
+        as_json,
+        bootstrap_server=bootstrap_server,
+        nodes=nodes,
+    )
 
 
 @fault_app.command("heal", help="Remove every network fault (flush the lab's chains, qdiscs).")
 @handle_errors
-def heal_command(directory: DirOption = None, as_json: JsonOption = False) -> None:
-    _run("heal", None, {}, directory, None, as_json)
+def heal_command(
+    directory: DirOption = None,
+    bootstrap_server: BootstrapServerOption = None,
+    nodes: NodesOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    _run("heal", None, {}, directory, None, as_json, bootstrap_server=bootstrap_server, nodes=nodes)

@@ -30,6 +30,7 @@ from ..scenarios import (
     resolve_document,
 )
 from ..scenarios.expectations import expected_text
+from ..scenarios.external_stage import External, check_external
 from ..scenarios.json_schema import scenario_schema
 from ..scenarios.junit import write_junit
 from ..scenarios.repeat import plan, run_repeated
@@ -37,6 +38,8 @@ from ..scenarios.runner import ScenarioRefused, run_scenario
 from ..scenarios.schema import Scenario, in_zookeeper_mode, sweep_cells, with_distribution
 from ..scenarios.sweep import Matrix, SweepError, cells, parse_set_option
 from ..scenarios.sweep_run import cell_seed, run_sweep
+from ._common import UsageError
+from .faults import external_cluster
 
 RUN_HELP = (
     "Run a scenario end to end: build a fresh cluster in the run directory, drive its "
@@ -102,6 +105,20 @@ def run_command(
         "--validate", help="Only check the scenario (the file, its targets and "
         "expectations, and a matrix's every cell) and print its plan; run nothing.")
     ] = False,
+    bootstrap_server: Annotated[str | None, typer.Option(
+        "--bootstrap-server", help="Run on a cluster the lab did not start, reached at "
+        "host:port,... (needs --nodes; overrides the file's `bootstrap`): no cluster is "
+        "built, the scenario's `cluster:` block is only checked against the nodes file "
+        "and otherwise ignored, its topics are created there and left behind.",
+        show_default=False)] = None,
+    nodes: Annotated[Path | None, typer.Option(
+        "--nodes", help="Nodes file (YAML) of that cluster: each node's role and the shell "
+        "commands that kill, terminate, start, pause and resume it (docs/external.md). "
+        "Only process faults run there.", show_default=False)] = None,
+    reuse_topics: Annotated[bool, typer.Option(
+        "--reuse-topics", help="On an external cluster, use a scenario topic that already "
+        "exists (with the scenario's partition count) instead of refusing to run; records "
+        "it already holds count as writes no producer of the run made.")] = False,
 ) -> None:
     console = Console(highlight=False)
     if repeat is not None and repeat < 1:
@@ -114,6 +131,11 @@ def run_command(
         typer.echo("Error: --keep-cluster keeps one run's cluster; it cannot be combined "
                    "with --repeat", err=True)
         raise typer.Exit(2)
+    external = None
+    if bootstrap_server or nodes is not None or reuse_topics:
+        external = _external(nodes, bootstrap_server, reuse_topics, repeat=repeat,
+                             zookeeper=zookeeper, distribution=distribution,
+                             keep_cluster=keep_cluster)
     try:
         loaded = resolve(scenario)
         if zookeeper:
@@ -128,6 +150,13 @@ def run_command(
         raise typer.Exit(2) from None
     if validate:
         _print_plan(console, loaded)
+        if external is not None:
+            try:
+                for note in check_external(loaded, external.nodes, external.bootstrap):
+                    console.print(escape(f"  {note}"))
+            except ScenarioError as e:
+                typer.echo(f"Error: {e}", err=True)
+                raise typer.Exit(2) from None
         raise typer.Exit(0)
     if pipeline or loaded.pipeline:
         console.print("pipeline: on (Spark takes a while to start; the audit runs after "
@@ -143,7 +172,7 @@ def run_command(
         raise typer.Exit(code)
     try:
         outcome = run_scenario(loaded, run_dir, seed, keep_cluster=keep_cluster,
-                               pipeline=pipeline, console=console)
+                               pipeline=pipeline, console=console, external=external)
     except ScenarioRefused as e:
         typer.echo(f"Error: {e}", err=True)
         raise typer.Exit(2) from None
@@ -153,6 +182,30 @@ def run_command(
     if junit is not None:
         _junit(console, junit, [("", run_dir)], loaded.name)
     raise typer.Exit(outcome.exit_code)
+
+
+def _external(nodes: Path | None, bootstrap_server: str | None, reuse_topics: bool,
+              **others: object) -> External:
+    """--bootstrap-server/--nodes: the external cluster to run on; exit status 2 for a
+    bad nodes file or options that need a cluster the lab builds."""
+    def usage(message: str) -> typer.Exit:
+        typer.echo(f"Error: {message}", err=True)
+        return typer.Exit(2)
+
+    if nodes is None:
+        raise usage("--bootstrap-server and --reuse-topics run on an external cluster, "
+                    "which needs --nodes FILE (how to kill, terminate, start, pause and "
+                    "resume each node)")
+    given = [name for name, value in others.items() if value not in (None, False)]
+    if given:
+        raise usage(f"{', '.join('--' + g.replace('_', '-') for g in given)} cannot be "
+                    "combined with --nodes: they shape a cluster the lab builds, and an "
+                    "external cluster is neither built nor stopped by the lab")
+    try:
+        nodes_file, bootstrap = external_cluster(nodes, bootstrap_server)
+    except UsageError as e:
+        raise usage(str(e)) from None
+    return External(nodes_file, bootstrap, reuse_topics)
 
 
 def _junit(console: Console, path: Path, runs: list[tuple[str, Path]], scenario: str) -> None:

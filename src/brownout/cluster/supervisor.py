@@ -510,6 +510,15 @@ class Supervisor:
         except FileNotFoundError:
             return ""
 
+    # The rest of the nemesis's `NodeControl` (faults/control.py): the lab signals its
+    # own processes, so every process fault can be done and no command is ever run.
+
+    def check_action(self, action: str, node_ids: Iterable[int]) -> None:
+        return None
+
+    def take_commands(self) -> list[dict[str, object]]:
+        return []
+
     def stop_node(self, node_id: int, timeout: float = DEFAULT_STOP_TIMEOUT) -> bool:
         """SIGTERM (controlled shutdown), SIGKILL after `timeout` seconds."""
         return bool(self.stop_nodes([node_id], timeout))

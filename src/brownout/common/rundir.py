@@ -48,6 +48,8 @@ LOST_WRITES_FILE = "lost-writes.parquet"
 FAULTS_FILE = "faults.jsonl"
 REPORT_FILE = "report.html"
 STUCK_FILE = "stuck-threads.txt"
+# A run on a cluster the lab did not start: what it talked to (no cluster.json, no nodes/)
+EXTERNAL_FILE = "external.json"
 CLUSTER_DIR = "cluster"
 CLUSTER_STATE_FILE = "cluster.json"
 NODES_DIR = "nodes"

@@ -72,6 +72,7 @@ from ..cluster.state import ClusterState
 from ..cluster.supervisor import Supervisor, SupervisorError
 from ..cluster.wire import PartitionMetadata, WireClient, WireError
 from . import grudge as grudges
+from .control import NodeControl
 from .netns import FaultRefused, NetworkFaults
 from .targets import (
     Snapshot,
@@ -117,6 +118,15 @@ SHUTDOWN_TIMED_OUT = (
 )
 
 EventCallback = Callable[[str, dict[str, Any]], None]
+
+# Why a network fault is refused on a cluster the lab did not start: its cuts are
+# iptables rules and qdiscs in the namespaces the lab built around its own nodes.
+EXTERNAL_NETWORK = (
+    "network faults (isolate, partition, loss, bandwidth, latency, heal) need a cluster "
+    "the lab started itself with `--network netns`; this is an external cluster "
+    "(--bootstrap-server, --nodes), where only process faults run, through the nodes "
+    "file's commands"
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -179,12 +189,17 @@ class _Indeterminate(Exception):
 
 class Nemesis:
     """Faults on the cluster recorded in `state`, through `supervisor` (made from the
-    state when not given). Pass `rng` or `seed` for repeatable random targets."""
+    state when not given). Pass `rng` or `seed` for repeatable random targets.
+
+    A cluster the lab did not start has no state: pass None and, as `supervisor`, a
+    `NodeControl` that acts on its nodes (faults.external.ExternalControl), with
+    `bootstrap`, its bootstrap servers, asked for Metadata after the running brokers.
+    Network faults are then refused."""
 
     def __init__(
         self,
-        state: ClusterState,
-        supervisor: Supervisor | None = None,
+        state: ClusterState | None,
+        supervisor: NodeControl | None = None,
         *,
         rng: random.Random | None = None,
         seed: int | None = None,
@@ -193,11 +208,18 @@ class Nemesis:
         terminate_timeout: float = 30.0,
         start_timeout: float = 60.0,
         rejoin_timeout: float = 60.0,
+        bootstrap: str | None = None,
     ) -> None:
         self.state = state
-        self.supervisor = supervisor or Supervisor(state)
+        if supervisor is None:
+            assert state is not None, "a cluster without state needs its NodeControl"
+            supervisor = Supervisor(state)
+        self.supervisor: NodeControl = supervisor
         self.topology = self.supervisor.topology
-        self.ensemble = Ensemble(state, self.topology)
+        # Without state (an external cluster) the topology has no ZooKeeper servers, so
+        # the ensemble is empty and never reads the state.
+        self.ensemble = Ensemble(state, self.topology)  # type: ignore[arg-type]
+        self.bootstrap = [a.strip() for a in (bootstrap or "").split(",") if a.strip()]
         self.rng = rng if rng is not None else random.Random(seed)
         self.on_event = on_event
         self.request_timeout = request_timeout
@@ -210,10 +232,12 @@ class Nemesis:
 
     @property
     def network_capable(self) -> bool:
-        return self.state.request.netns
+        return self.state is not None and self.state.request.netns
 
     def network(self) -> NetworkFaults:
         """The lab's network faults; FaultRefused with the reason when not possible."""
+        if self.state is None:
+            raise FaultRefused(EXTERNAL_NETWORK)
         if self._network is None:
             self._network = NetworkFaults.for_cluster(self.state)
         return self._network
@@ -266,12 +290,24 @@ class Nemesis:
 
     def snapshot(self, spec: str | None = None, topics: list[str] | None = None) -> Snapshot:
         need = [parse(spec)] if spec else []
-        return take_snapshot(self.state, need=need, timeout=self.request_timeout, topics=topics)
+        return self._take_snapshot(need, topics)
 
     def resolve(self, spec: str) -> tuple[int, ...]:
         target = parse(spec)
-        snap = take_snapshot(self.state, need=[target], timeout=self.request_timeout)
-        return resolve(target, snap, self.rng)
+        return resolve(target, self._take_snapshot([target]), self.rng)
+
+    def _take_snapshot(self, need: list[Any], topics: list[str] | None = None) -> Snapshot:
+        if self.state is not None:
+            return take_snapshot(self.state, need=need, timeout=self.request_timeout,
+                                 topics=topics)
+        controllers = [
+            c.controller_address
+            for c in self.topology.controllers
+            if c.controller_address and self.supervisor.process_state(c.node_id) == "running"
+        ]
+        return take_snapshot(None, need=need, timeout=self.request_timeout, topics=topics,
+                             topology=self.topology, broker_addresses=self._broker_addresses(),
+                             controller_addresses=controllers)
 
     # -- invoke ------------------------------------------------------------------------
 
@@ -293,6 +329,8 @@ class Nemesis:
             if fault.action not in ACTIONS:
                 raise _Failed(f"unknown fault {fault.action!r} (one of {', '.join(ACTIONS)})")
             nodes = self._targets(fault)
+            if fault.action in PROCESS_ACTIONS:
+                self.supervisor.check_action(fault.action, nodes)
         except (_Failed, TargetError, FaultRefused) as e:
             result = FaultResult(
                 fault.action, fault.target, nodes, start, time.time(), "fail", str(e), details
@@ -314,6 +352,10 @@ class Nemesis:
             outcome, message = "info", str(e)
         except (SupervisorError, WireError, OSError) as e:
             outcome, message = "info", f"{type(e).__name__}: {e}"
+        commands = self.supervisor.take_commands()
+        if commands:
+            details["commands"] = commands
+            message += _failed_commands(commands)
         result = FaultResult(
             fault.action, fault.target, nodes, start, time.time(), outcome, message, details
         )
@@ -363,11 +405,12 @@ class Nemesis:
     # -- waiting -----------------------------------------------------------------------
 
     def _broker_addresses(self) -> list[str]:
-        return [
+        running = [
             b.broker_address
             for b in self.topology.brokers
             if b.broker_address and self.supervisor.process_state(b.node_id) == "running"
         ]
+        return list(dict.fromkeys(running + self.bootstrap))
 
     def _poll(self, what: Callable[[WireClient], bool], timeout: float) -> bool:
         deadline = time.monotonic() + timeout
@@ -391,11 +434,12 @@ class Nemesis:
             return True
         return self._poll(lambda c: wanted <= set(c.metadata().broker_ids), timeout)
 
-    def wait_isr_full(self, timeout: float) -> bool:
-        """Every partition has a leader and its ISR holds every replica."""
+    def wait_isr_full(self, timeout: float, topics: list[str] | None = None) -> bool:
+        """Every partition (of `topics`; None: of every topic) has a leader and its ISR
+        holds every replica."""
 
         def full(client: WireClient) -> bool:
-            md = client.topic_metadata(None)
+            md = client.topic_metadata(topics)
             return all(p.leader >= 0 and set(p.replicas) <= set(p.isr) for p in md.partitions)
 
         return self._poll(full, timeout)
@@ -403,6 +447,8 @@ class Nemesis:
     def wait_quorum(self, timeout: float) -> bool:
         deadline = time.monotonic() + timeout
         addresses = [c.controller_address for c in self.topology.controllers]
+        if not any(addresses):  # an external cluster's controllers may have no address:
+            addresses = self._broker_addresses()  # brokers forward DescribeQuorum
         while time.monotonic() < deadline:
             for address in addresses:
                 with (
@@ -447,13 +493,19 @@ class Nemesis:
 
     # -- process faults ----------------------------------------------------------------
 
+    def _how(self, signal_name: str, command: str) -> str:
+        """How a process fault was done, for its message: the lab's signal, or an
+        external cluster's command from the nodes file."""
+        return signal_name if self.state is not None else f"`{command}` command"
+
     def _do_kill(self, fault: Fault, nodes: tuple[int, ...], details: dict[str, Any]) -> str:
         killed = [n for n in nodes if self._kill(n)]
         details["killed"] = killed
         details["not_running"] = [n for n in nodes if n not in killed]
         if not killed:
             raise _Failed(f"node(s) {_ids(nodes)} not running: nothing killed")
-        return f"SIGKILL: node(s) {_ids(killed)} gone" + _not_running(details)
+        how = self._how("SIGKILL", "kill")
+        return f"{how}: node(s) {_ids(killed)} gone" + _not_running(details)
 
     def _kill(self, target_id: int) -> bool:
         server = zookeeper_server(target_id)
@@ -505,8 +557,9 @@ class Nemesis:
             still = self._led_by(exited)
             details["still_leading"] = {str(k): v for k, v in still.items() if v}
         if stuck:
+            sent = "SIGTERM sent" if self.state is not None else "`terminate` command run"
             raise _Indeterminate(
-                f"SIGTERM sent, but node(s) {_ids(stuck)} did not exit within {timeout:g}s "
+                f"{sent}, but node(s) {_ids(stuck)} did not exit within {timeout:g}s "
                 "(for a broker: controlled shutdown not approved?); still running"
             )
         if not exited:
@@ -515,7 +568,8 @@ class Nemesis:
         note = ""
         if cs:
             note = "; controlled shutdown " + ", ".join(f"{k}: {v}" for k, v in cs.items())
-        return f"SIGTERM: node(s) {_ids(exited)} exited{note}" + _not_running(details)
+        how = self._how("SIGTERM", "terminate")
+        return f"{how}: node(s) {_ids(exited)} exited{note}" + _not_running(details)
 
     def _do_pause(self, fault: Fault, nodes: tuple[int, ...], details: dict[str, Any]) -> str:
         paused = [n for n in nodes if self._pause(n)]
@@ -523,7 +577,8 @@ class Nemesis:
         details["not_running"] = [n for n in nodes if n not in paused]
         if not paused:
             raise _Failed(f"node(s) {_ids(nodes)} not running: nothing paused")
-        return f"SIGSTOP: node(s) {_ids(paused)} paused" + _not_running(details)
+        how = self._how("SIGSTOP", "pause")
+        return f"{how}: node(s) {_ids(paused)} paused" + _not_running(details)
 
     def _pause(self, target_id: int) -> bool:
         server = zookeeper_server(target_id)
@@ -551,7 +606,7 @@ class Nemesis:
             if signalled:
                 return f"node(s) {_ids(signalled)} not paused: nothing resumed"
             return f"node(s) {_ids(nodes)} not running: nothing resumed"
-        return f"SIGCONT: node(s) {_ids(resumed)} resumed"
+        return f"{self._how('SIGCONT', 'resume')}: node(s) {_ids(resumed)} resumed"
 
     def _start(self, nodes: Iterable[int], details: dict[str, Any]) -> list[int]:
         nodes = list(nodes)
@@ -786,6 +841,18 @@ def _server_id(target_id: int) -> int:
 
 def _ids(nodes: Iterable[int]) -> str:
     return ", ".join(map(describe_id, nodes)) or "none"
+
+
+def _failed_commands(commands: list[dict[str, Any]]) -> str:
+    """What the message adds about commands that exited non-zero or timed out."""
+    failed = []
+    for c in commands:
+        if c["status"] == 0:
+            continue
+        why = "timed out" if c["status"] is None else f"exit status {c['status']}"
+        last = (c["output"].strip().splitlines() or [""])[-1][:200]
+        failed.append(f"node {c['node']} {c['action']}: {why}{': ' + last if last else ''}")
+    return f"; command(s) failed: {'; '.join(failed)}" if failed else ""
 
 
 def _not_running(details: dict[str, Any]) -> str:

@@ -62,6 +62,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from ..cluster.ensemble import Ensemble
 from ..cluster.state import ClusterState
 from ..cluster.supervisor import node_process_state
+from ..cluster.topology import Topology
 from ..cluster.wire import PartitionMetadata, WireClient, WireError
 from ..cluster.znodes import ZnodeError, read_controller
 from ..cluster.zookeeper import ZOOKEEPER_HOST_BASE
@@ -420,32 +421,42 @@ def _running(state: ClusterState, node_id: int) -> bool:
 
 
 def take_snapshot(
-    state: ClusterState,
+    state: ClusterState | None,
     *,
     need: Sequence[Target] = (),
     timeout: float = 2.0,
     topics: list[str] | None = None,
     coordinator_wait: float = 10.0,
+    topology: Topology | None = None,
+    broker_addresses: Sequence[str] | None = None,
+    controller_addresses: Sequence[str] | None = None,
 ) -> Snapshot:
     """Ask the running nodes what the cluster looks like now. Only what `need` requires
     is requested (Metadata is always; DescribeQuorum for controller targets;
     FindCoordinator for coordinator targets; `srvr` to every ZooKeeper server for
     zk-leader). Nodes that do not answer within `timeout` are skipped; TargetError when
-    none answers a needed request."""
+    none answers a needed request.
+
+    The lab's cluster is read from `state` (its running nodes by pid); a cluster the lab
+    did not start (state None) passes its `topology` and the addresses to ask."""
     need = [part for t in need for part in t.parts]
-    topology = state.topology()
+    if topology is None:
+        assert state is not None, "take_snapshot needs a state or a topology"
+        topology = state.topology()
     brokers = tuple(n.node_id for n in topology.brokers)
     controllers = tuple(n.node_id for n in topology.controllers)
     servers = tuple(sorted(z.server_id for z in topology.zookeepers))
     kinds = {t.kind for t in need}
     zk_leader = None
-    if "zk-leader" in kinds and servers:
+    if "zk-leader" in kinds and servers and state is not None:
         zk_leader = Ensemble(state, topology).quorum(timeout).leader
-    broker_addresses = [
-        n.broker_address
-        for n in topology.brokers
-        if n.broker_address and _running(state, n.node_id)
-    ]
+    if broker_addresses is None:
+        assert state is not None
+        broker_addresses = [
+            n.broker_address
+            for n in topology.brokers
+            if n.broker_address and _running(state, n.node_id)
+        ]
     live: tuple[int, ...] = ()
     partitions: tuple[PartitionMetadata, ...] = ()
     errors: list[str] = []
@@ -475,10 +486,14 @@ def take_snapshot(
         except ZnodeError as e:
             errors.append(str(e))
     elif kinds & {"active-controller", "all-but-controller"}:
-        candidates = [
-            n.controller_address for n in topology.controllers if _running(state, n.node_id)
-        ]
-        candidates += broker_addresses
+        if controller_addresses is None:
+            assert state is not None
+            controller_addresses = [
+                n.controller_address
+                for n in topology.controllers
+                if n.controller_address and _running(state, n.node_id)
+            ]
+        candidates = [*controller_addresses, *broker_addresses]
         for address in dict.fromkeys(a for a in candidates if a):
             try:
                 with WireClient(address, timeout) as client:

@@ -53,6 +53,7 @@ from brownout.check.load import SMALL_COLUMNS, parse_value
 from brownout.common.events import read_node_events
 from brownout.common.rundir import (
     CHECK_FILE,
+    EXTERNAL_FILE,
     FAULTS_FILE,
     FINAL_READ_FILE,
     HISTORY_FILE,
@@ -73,6 +74,7 @@ from brownout.report.tables import (
     Rebalance,
     Verdict,
     cluster_state,
+    describe_external,
     describe_topology,
     evidence_text,
     loss_table,
@@ -798,6 +800,9 @@ def load_run(run_dir: Path, *, report: Any = None, bucket: float | None = None,
     scenario = read_json(run_dir / SCENARIO_FILE)
     scenario = scenario if isinstance(scenario, dict) else {}
     topology, nodes = describe_topology(cluster, scenario)
+    external = read_json(run_dir / EXTERNAL_FILE)
+    if isinstance(external, dict):  # the scenario's cluster block was not applied
+        topology = describe_external(external)
     vj = verdict_json if isinstance(verdict_json, dict) else {}
     notes.extend(str(n) for n in vj.get("notes") or [] if not str(n).startswith("report:"))
     started = info.get("started")

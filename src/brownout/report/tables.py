@@ -407,6 +407,13 @@ def cluster_state(run_dir: Path, info: Mapping[str, Any]) -> tuple[dict[str, Any
     return None, None
 
 
+def describe_external(external: Mapping[str, Any]) -> str:
+    """The cluster of a run on an external cluster, from its external.json."""
+    brokers = ", ".join(map(str, external.get("registered_brokers") or [])) or "none"
+    return (f"external cluster at {external.get('bootstrap')} (registered brokers {brokers} "
+            f"at the start; nodes file {external.get('nodes_file')})")
+
+
 def describe_topology(cluster: Mapping[str, Any] | None,
                       scenario: Mapping[str, Any] | None = None
                       ) -> tuple[str, list[dict[str, Any]]]:

@@ -37,6 +37,12 @@ class ClusterStage:
         self.up_result: lab.UpResult | None = None
         self.isr_recovered: bool | None = None
         self.notes = notes  # the run's notes (verdict.json), in the order they happen
+        self.isr_topics: list[str] | None = None  # whose ISRs the heal waits for (None: all)
+
+    @property
+    def bootstrap(self) -> str:
+        assert self.up_result is not None
+        return self.up_result.topology.bootstrap_servers
 
     def up(self) -> lab.UpResult:
         c = self.scenario.cluster
@@ -81,7 +87,7 @@ class ClusterStage:
         while True:
             nemesis.teardown()
             remaining = max(1.0, deadline - time.monotonic())
-            full = nemesis.wait_isr_full(min(remaining, 20.0))
+            full = nemesis.wait_isr_full(min(remaining, 20.0), self.isr_topics)
             stopped = [n.node_id for n in nemesis.topology.nodes
                        if nemesis.supervisor.process_state(n.node_id) != "running"]
             if full and not stopped:

@@ -47,6 +47,7 @@ from typing import Any
 
 from rich.console import Console
 
+from ..cluster.admin import AdminError
 from ..cluster.netns import is_root
 from ..common.extras import MissingExtra, pyspark_home
 from ..common.rundir import CHECK_FILE, SCENARIO_FILE, STUCK_FILE
@@ -55,12 +56,19 @@ from ..workload.history import HistoryWriter
 from ..workload.producer import ProducerSettings
 from ..workload.run import WorkloadRun, do_final_read
 from .cluster_stage import ClusterStage
+from .external_stage import (
+    External,
+    ExternalClusterStage,
+    check_existing,
+    check_external,
+    existing_topics,
+)
 from .pipeline_stage import PIPELINE_BUDGET, PipelineStage
 from .progress import LineProgress, LiveProgress, Progress
 from .reporting import print_outcome, print_summary, write_report
 from .schedule import schedule_end
 from .schedule_stage import ScheduleStage
-from .schema import Scenario
+from .schema import Scenario, ScenarioError
 from .verdict import (
     EXIT_CODES,
     FAIL,
@@ -84,8 +92,13 @@ class ScenarioRefused(RuntimeError):
     """The scenario cannot run here (bad input or missing privileges): exit status 2."""
 
 
-def preflight(scenario: Scenario, pipeline: bool = False) -> None:
-    """Refuse what cannot work here, before building anything (`pipeline`: --pipeline)."""
+def preflight(scenario: Scenario, pipeline: bool = False,
+              external: External | None = None) -> list[str]:
+    """Refuse what cannot work here, before building anything (`pipeline`: --pipeline);
+    on an external cluster, also what the scenario cannot do there and topics that are
+    in the way. Returns notes for the verdict."""
+    if external is not None:
+        return _preflight_external(scenario, pipeline, external)
     needs = [what for what, needed in (
         ("the Spark pipeline", pipeline or scenario.pipeline),
         ("ZooKeeper", scenario.cluster.zookeeper or scenario.cluster.zookeepers > 0))
@@ -100,6 +113,27 @@ def preflight(scenario: Scenario, pipeline: bool = False) -> None:
             f"scenario {scenario.name} injects network faults: it needs --network netns "
             "(a network namespace per node), which needs root. Run it as root (sudo), or "
             "pick a scenario with process faults only (`brownout scenarios`).")
+    return []
+
+
+def _preflight_external(scenario: Scenario, pipeline: bool, external: External) -> list[str]:
+    """No ZooKeeper or root needed: the cluster is there. The scenario must fit it
+    (check_external) and its topics must not be in the way (check_existing)."""
+    if pipeline or scenario.pipeline:
+        try:
+            pyspark_home(f"scenario {scenario.name} (the Spark pipeline)")
+        except MissingExtra as e:
+            raise ScenarioRefused(str(e)) from None
+    wanted = {t.name: t.partitions for t in scenario.topics}
+    try:
+        notes = check_external(scenario, external.nodes, external.bootstrap)
+        existing = existing_topics(external.bootstrap, list(wanted)) if wanted else {}
+        check_existing(wanted, existing, external.reuse_topics, scenario.source)
+    except ScenarioError as e:
+        raise ScenarioRefused(str(e)) from None
+    except AdminError as e:
+        raise ScenarioRefused(f"external cluster: {e}") from None
+    return notes
 
 
 @contextlib.contextmanager
@@ -139,36 +173,42 @@ def _stuck_thread_dump(path: Path, budget: float) -> Iterator[None]:
 def run_scenario(scenario: Scenario, out_dir: Path, seed: int = 0, *,
                  keep_cluster: bool = False, pipeline: bool = False,
                  console: Console | None = None, live: bool = True,
-                 tag: str | None = None) -> RunOutcome:
+                 tag: str | None = None, external: External | None = None) -> RunOutcome:
     """Run `scenario` into `out_dir` (see the module docstring) and judge it.
 
     live=False prints plain lines, each prefixed with `tag`, and only the verdict's last
     lines at the end (for runs side by side) instead of the live panel and the report's
     tables. Raises ScenarioRefused before building anything when it cannot run here;
-    KeyboardInterrupt after tearing down when interrupted."""
-    preflight(scenario, pipeline)
+    KeyboardInterrupt after tearing down when interrupted. With `external` the run uses
+    that cluster instead of building one (external_stage.py)."""
+    notes = preflight(scenario, pipeline, external)
     console = console or Console(highlight=False)
     if pipeline or scenario.pipeline:
         scenario = scenario.with_pipeline()
     progress: Progress = (LiveProgress(console, scenario) if live
                           else LineProgress(console, tag))
     return _Run(scenario, Path(out_dir).absolute(), seed, progress,
-                keep_cluster=keep_cluster, full_summary=live).run()
+                keep_cluster=keep_cluster, full_summary=live, external=external,
+                notes=notes).run()
 
 
 class _Run:
     """One run's stages wired together; used once."""
 
     def __init__(self, scenario: Scenario, out: Path, seed: int, progress: Progress, *,
-                 keep_cluster: bool, full_summary: bool) -> None:
+                 keep_cluster: bool, full_summary: bool, external: External | None = None,
+                 notes: list[str] | None = None) -> None:
         self.scenario = scenario
         self.out = out
         self.seed = seed
         self.progress = progress
         self.full_summary = full_summary
         self.record = RunRecord(seed=seed)
-        self.cluster = ClusterStage(scenario, out, progress, self.record.notes,
-                                    keep=keep_cluster)
+        self.record.notes.extend(notes or [])
+        self.cluster = (ExternalClusterStage(scenario, out, progress, self.record.notes,
+                                             external) if external is not None else
+                        ClusterStage(scenario, out, progress, self.record.notes,
+                                     keep=keep_cluster))
         self.pipeline = (PipelineStage(scenario, out, progress, self.record.notes)
                          if scenario.pipeline else None)
         self.schedule: ScheduleStage | None = None
@@ -230,8 +270,8 @@ class _Run:
     def _stages(self) -> list[dict[str, Any]]:
         progress, record = self.progress, self.record
         progress.phase("cluster")
-        up = self.cluster.up()
-        bootstrap = up.topology.bootstrap_servers
+        self.cluster.up()
+        bootstrap = self.cluster.bootstrap
         nemesis = self.cluster.nemesis(self.seed, on_event=self._record_fault)
         progress.phase("topics")
         self.cluster.create_topics(bootstrap, nemesis)
