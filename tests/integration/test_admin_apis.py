@@ -8,6 +8,7 @@ import asyncio
 import socket
 import struct
 import time
+from pathlib import Path
 
 import pytest
 from _kafka_clients import (
@@ -497,6 +498,31 @@ def test_delete_records(node, topic):
             client.delete_records({KpTopicPartition(topic, 1): 3})
     finally:
         client.close()
+
+
+def test_describe_log_dirs(node, topic):
+    create_topic(node.bootstrap, topic, 2)
+    produce_confluent(node.bootstrap, topic, [(1, None, b"x" * 100, []) for _ in range(5)])
+    admin = _kp_admin(node)
+    try:
+        [answer] = admin.describe_log_dirs({topic: [0, 1, 7]})
+        [log_dir] = answer["log_dirs"]
+        assert log_dir["error_code"] == 0
+        assert Path(log_dir["log_dir"]) == node.data_dir
+        assert 0 < log_dir["usable_bytes"] <= log_dir["total_bytes"]
+        [t] = log_dir["topics"]
+        # Partition 7 does not exist: left out, as Kafka does; 1 holds the records.
+        sizes = {p["partition_index"]: p for p in t["partitions"]}
+        assert t["name"] == topic and sorted(sizes) == [0, 1]
+        assert sizes[0]["partition_size"] == 0 < sizes[1]["partition_size"]
+        assert {p["offset_lag"] for p in sizes.values()} == {0}
+        assert not any(p["is_future_key"] for p in sizes.values())
+        # No topics named: every replica on the broker, __consumer_offsets' included.
+        [everything] = admin.describe_log_dirs()
+        names = {t["name"] for t in everything["log_dirs"][0]["topics"]}
+        assert topic in names
+    finally:
+        admin.close()
 
 
 def test_offset_delete_and_delete_groups(node, topic):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import os
 import random
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -122,6 +123,7 @@ class KafkaApis:
             ApiKey.ALTER_CONFIGS: self.handle_alter_configs,
             ApiKey.INCREMENTAL_ALTER_CONFIGS: self.handle_incremental_alter_configs,
             ApiKey.DESCRIBE_CLUSTER: self.handle_describe_cluster,
+            ApiKey.DESCRIBE_LOG_DIRS: self.handle_describe_log_dirs,
             ApiKey.INIT_PRODUCER_ID: self.handle_init_producer_id,
             ApiKey.OFFSET_FOR_LEADER_EPOCH: self.handle_offset_for_leader_epoch,
             ApiKey.SASL_HANDSHAKE: self.handle_sasl_handshake,
@@ -630,6 +632,28 @@ class KafkaApis:
         return self._response(request, {"throttle_time": 0, "topics": [
             {"name": name, "partitions": parts} for name, parts in by_topic.items()]})
 
+    # -- DescribeLogDirs ------------------------------------------------------------
+
+    async def handle_describe_log_dirs(self, request: Request, ctx: ClientContext) -> Any:
+        topics = request.body.topics
+        wanted = None if topics is None else {
+            t.topic: [int(p) for p in t.partitions] for t in topics}
+        results = []
+        for log_dir in self.replica_manager.describe_log_dirs(wanted):
+            by_topic: dict[str, list[dict[str, Any]]] = {}
+            for r in log_dir.replicas:
+                by_topic.setdefault(r.topic, []).append({
+                    "partition_index": r.partition, "partition_size": r.size_bytes,
+                    "offset_lag": r.offset_lag, "is_future_key": False})
+            total, usable = _volume_bytes(log_dir.path)
+            results.append({
+                "error_code": ErrorCode.none, "log_dir": log_dir.path,
+                "topics": [{"name": name, "partitions": parts}
+                           for name, parts in by_topic.items()],
+                "total_bytes": total, "usable_bytes": usable})
+        return self._response(request, {"throttle_time": 0, "error_code": ErrorCode.none,
+                                         "results": results})
+
     # -- DescribeConfigs ------------------------------------------------------------
 
     async def handle_describe_configs(self, request: Request, ctx: ClientContext) -> Any:
@@ -905,3 +929,12 @@ def _fetch_replica_id(body: Any) -> int:
         return int(state.replica_id)
     return int(getattr(body, "replica_id", -1))
 
+
+def _volume_bytes(path: str) -> tuple[int, int]:
+    """(total, usable) bytes of the file system holding `path`, as DescribeLogDirs v4
+    reports them; -1 each when it cannot be read."""
+    try:
+        st = os.statvfs(path)
+    except OSError:
+        return -1, -1
+    return st.f_blocks * st.f_frsize, st.f_bavail * st.f_frsize

@@ -89,6 +89,22 @@ class FetchResult:
 NewLog = tuple[TopicPartition, uuid.UUID, LogConfig]
 
 
+@dataclasses.dataclass(frozen=True, order=True, slots=True)
+class ReplicaSize:
+    """One replica's log in a DescribeLogDirs answer."""
+
+    topic: str
+    partition: int
+    size_bytes: int
+    offset_lag: int  # -1: Kafka's INVALID_OFFSET_LAG, the partition is not hosted
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class LogDirDescription:
+    path: str
+    replicas: list[ReplicaSize]
+
+
 class ReplicaManager:
     def __init__(
         self,
@@ -538,6 +554,27 @@ class ReplicaManager:
             await self._wait_for_change(remaining)
 
     # -- DeleteRecords --------------------------------------------------------------
+
+    def describe_log_dirs(
+        self, wanted: Mapping[str, Iterable[int]] | None
+    ) -> list[LogDirDescription]:
+        """Kafka's DescribeLogDirs on this broker: every log directory with the replicas
+        it holds (`wanted` None: all of them; else only those topics and partitions,
+        those not hosted here left out). The offset lag of a current (not future)
+        replica is how far its log end lies behind the high watermark, never negative,
+        as Kafka reports it."""
+        selected: dict[str, set[int]] | None = None if wanted is None else {
+            topic: set(partitions) for topic, partitions in wanted.items()}
+        by_dir: dict[str, list[ReplicaSize]] = {str(d): [] for d in self.log_manager.log_dirs}
+        for log_ in self.log_manager.all_logs():
+            if selected is not None and log_.partition not in selected.get(log_.topic, ()):
+                continue
+            partition = self.partitions.get(TopicPartition(log_.topic, log_.partition))
+            lag = (-1 if partition is None
+                   else max(partition.high_watermark - log_.log_end_offset, 0))
+            by_dir.setdefault(str(log_.dir.parent), []).append(
+                ReplicaSize(log_.topic, log_.partition, log_.size_in_bytes, lag))
+        return [LogDirDescription(d, sorted(replicas)) for d, replicas in by_dir.items()]
 
     async def delete_records(
         self, offsets: Mapping[TopicPartition, int], *, timeout_ms: int

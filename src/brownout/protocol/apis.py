@@ -47,6 +47,7 @@ class ApiKey(enum.IntEnum):
     OFFSET_FOR_LEADER_EPOCH = 23
     DESCRIBE_CONFIGS = 32
     ALTER_CONFIGS = 33
+    DESCRIBE_LOG_DIRS = 35
     SASL_AUTHENTICATE = 36
     CREATE_PARTITIONS = 37
     DELETE_GROUPS = 42
@@ -90,6 +91,9 @@ BROKER_APIS: dict[ApiKey, tuple[int, int]] = {
     ApiKey.ALTER_CONFIGS: (0, 2),
     ApiKey.SASL_AUTHENTICATE: (0, 2),
     ApiKey.CREATE_PARTITIONS: (0, 3),
+    # Kafka 3.9 also takes v0, the same message as v1 (Kafka 4.0 dropped it); the schema
+    # library has no v0, so clients get v1 and up.
+    ApiKey.DESCRIBE_LOG_DIRS: (1, 4),
     ApiKey.DELETE_GROUPS: (0, 2),
     ApiKey.ELECT_LEADERS: (0, 2),
     ApiKey.INCREMENTAL_ALTER_CONFIGS: (0, 1),
