@@ -52,6 +52,12 @@ def test_kafka_python_reassignments(cluster):  # type: ignore[no-untyped-def]
     sent = produce_confluent(c.bootstrap, name, [(i % 2, None, b"v%d" % i, [])
                                                  for i in range(200)], acks="all")
     assert len(sent) == 200
+    # Broker 4 down (and fenced) before the client starts: kafka-python sends these
+    # requests to the broker Metadata names as controller (a random live one in KRaft),
+    # which must not be the one killed below.
+    c.kill(b4)
+    wait_until(lambda: b4 not in c.admin().client.list_topics(timeout=5).brokers, 60,
+               "broker 4 fenced")
     kp = KafkaAdminClient(bootstrap_servers=c.bootstrap, request_timeout_ms=15000)
     try:
         p0, p1 = TopicPartition(name, 0), TopicPartition(name, 1)
@@ -72,7 +78,6 @@ def test_kafka_python_reassignments(cluster):  # type: ignore[no-untyped-def]
 
         # A reassignment to a broker that is down stays in progress (it cannot catch
         # up): listed with its adding and removing replicas, then cancelled.
-        c.kill(b4)
         assert kp.alter_partition_reassignments({p1: [b4, b3, b2]}) == {p1: None}
         ongoing = kp.list_partition_reassignments({name: [0, 1]})
         assert ongoing == {p1: {"replicas": [b4, b3, b2, b1], "adding_replicas": [b4],
