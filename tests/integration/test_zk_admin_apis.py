@@ -110,3 +110,22 @@ def test_create_partitions_and_topic_configs_in_zookeeper_mode(cluster: LabClust
     err = _error(_incremental(admin, "broker", "1", "log.retention.ms", "1000"))
     assert err.code() == KafkaError.INVALID_REQUEST
     assert "KRaft mode only" in err.str()
+
+    # Reassignments are KRaft mode only here (ZooKeeper mode's /admin/reassign_partitions
+    # is not implemented): a ZooKeeper-mode broker does not advertise them, so clients
+    # report them unsupported instead of getting a wrong answer.
+    from kafka.admin import KafkaAdminClient
+    from kafka.errors import IncompatibleBrokerVersion
+    from kafka.structs import TopicPartition
+
+    from brownout.cluster.wire import WireClient
+
+    with WireClient(cluster.bootstrap.split(",")[0]) as client:
+        versions = client.api_versions()
+    assert 45 not in versions and 46 not in versions  # Alter/ListPartitionReassignments
+    kp = KafkaAdminClient(bootstrap_servers=cluster.bootstrap, request_timeout_ms=15000)
+    try:
+        with pytest.raises(IncompatibleBrokerVersion):
+            kp.alter_partition_reassignments({TopicPartition(topic, 0): [1, 2]})
+    finally:
+        kp.close()

@@ -20,6 +20,7 @@ from ..common.kafka_config import KafkaConfig
 from ..controller.configs import AlterableConfig, ConfigResource, ConfigResult
 from ..controller.elections import PREFERRED, TopicElections
 from ..controller.partitions import NewPartitions
+from ..controller.reassignments import TopicOngoing, TopicReassignments
 from ..controller.topics import (
     CLUSTER_METADATA_TOPIC,
     INTERNAL_TOPICS,
@@ -120,6 +121,8 @@ class KafkaApis:
             ApiKey.CREATE_PARTITIONS: self.handle_create_partitions,
             ApiKey.ELECT_LEADERS: self.handle_elect_leaders,
             ApiKey.DESCRIBE_QUORUM: self.handle_describe_quorum,
+            ApiKey.ALTER_PARTITION_REASSIGNMENTS: self.handle_alter_partition_reassignments,
+            ApiKey.LIST_PARTITION_REASSIGNMENTS: self.handle_list_partition_reassignments,
             ApiKey.ALTER_CONFIGS: self.handle_alter_configs,
             ApiKey.INCREMENTAL_ALTER_CONFIGS: self.handle_incremental_alter_configs,
             ApiKey.DESCRIBE_CLUSTER: self.handle_describe_cluster,
@@ -138,6 +141,10 @@ class KafkaApis:
         if zk_apis is not None:
             # ElectLeaders goes to the controller, which only KRaft mode has here.
             self.supported.pop(ApiKey.ELECT_LEADERS, None)
+            # So do reassignments here (ZooKeeper mode's /admin/reassign_partitions is
+            # not implemented): not advertised, as a client then says "not supported".
+            self.supported.pop(ApiKey.ALTER_PARTITION_REASSIGNMENTS, None)
+            self.supported.pop(ApiKey.LIST_PARTITION_REASSIGNMENTS, None)
             self.supported.pop(ApiKey.DESCRIBE_QUORUM, None)  # no metadata quorum at all
             # A ZooKeeper-mode broker also answers its controller (ZkBrokerApis).
             self._handlers.update(zk_apis.handlers())
@@ -764,6 +771,31 @@ class KafkaApis:
                                             "topics": []})
         return response
 
+    # -- Alter/ListPartitionReassignments ---------------------------------------------
+
+    async def handle_alter_partition_reassignments(self, request: Request, ctx: Any) -> Any:
+        # A KRaft broker forwards it whole; the controller decides and writes.
+        body = request.body
+        response = await self.controller.forward(
+            ApiKey.ALTER_PARTITION_REASSIGNMENTS, request.header.api_version, body,
+            timeout_ms=_timeout_ms(body))
+        if response is None:
+            return self._response(request, alter_reassignments_response(
+                ErrorCode.request_timed_out, [],
+                message="No active controller answered in time."))
+        return response
+
+    async def handle_list_partition_reassignments(self, request: Request, ctx: Any) -> Any:
+        body = request.body
+        response = await self.controller.forward(
+            ApiKey.LIST_PARTITION_REASSIGNMENTS, request.header.api_version, body,
+            timeout_ms=_timeout_ms(body))
+        if response is None:
+            return self._response(request, list_reassignments_response(
+                ErrorCode.request_timed_out, [],
+                message="No active controller answered in time."))
+        return response
+
     # -- AlterConfigs and IncrementalAlterConfigs ------------------------------------
 
     async def handle_incremental_alter_configs(self, request: Request, ctx: Any) -> Any:
@@ -901,6 +933,37 @@ _GROUP_KEYS = (
     ApiKey.DELETE_GROUPS,
     ApiKey.OFFSET_DELETE,
 )
+
+
+def alter_reassignments_response(
+    error: ErrorCode, answers: list[TopicReassignments], message: str | None = None
+) -> dict[str, Any]:
+    """An AlterPartitionReassignments response body."""
+    return {
+        "throttle_time": 0, "error_code": error, "error_message": message,
+        "responses": [
+            {"name": a.topic, "partitions": [
+                {"partition_index": r.partition, "error_code": r.error,
+                 "error_message": r.message} for r in a.partitions]}
+            for a in answers
+        ],
+    }
+
+
+def list_reassignments_response(
+    error: ErrorCode, answers: list[TopicOngoing], message: str | None = None
+) -> dict[str, Any]:
+    """A ListPartitionReassignments response body."""
+    return {
+        "throttle_time": 0, "error_code": error, "error_message": message,
+        "topics": [
+            {"name": a.topic, "partitions": [
+                {"partition_index": p.partition, "replicas": list(p.replicas),
+                 "adding_replicas": list(p.adding_replicas),
+                 "removing_replicas": list(p.removing_replicas)} for p in a.partitions]}
+            for a in answers
+        ],
+    }
 
 
 def elect_leaders_response(error: ErrorCode, answers: list[TopicElections]) -> dict[str, Any]:

@@ -162,6 +162,16 @@ class RemoteControllerChannel:
             for r in response.replica_election_results
         ]
 
+    async def forward(self, api_key: ApiKey, version: int, body: Any,
+                      timeout_ms: int | None = None) -> Any | None:
+        """A client's request sent on as it is to the active controller, whose answer
+        the caller returns untouched (as Kafka's ForwardingManager); None when no
+        controller answered in time."""
+        try:
+            return await self.send(api_key, version, body, timeout_ms=timeout_ms)
+        except ControllerUnavailable:
+            return None
+
     async def describe_quorum(self, version: int, body: Any) -> Any | None:
         """DescribeQuorum at the client's version, answered by the active controller (the
         quorum leader) as it is; None when no controller answered in time."""

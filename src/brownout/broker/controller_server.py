@@ -34,7 +34,12 @@ from ..controller.topics import NewTopic, TopicResult
 from ..protocol.apis import ApiKey
 from ..protocol.build import build
 from ..protocol.connection import Request, ServerConnection
-from .apis import UnsupportedRequest, elect_leaders_response
+from .apis import (
+    UnsupportedRequest,
+    alter_reassignments_response,
+    elect_leaders_response,
+    list_reassignments_response,
+)
 from .metadata_log import CommittedRecord, replay
 
 log = logging.getLogger("kafka.controller.QuorumController")
@@ -186,6 +191,8 @@ CONTROLLER_APIS: dict[ApiKey, tuple[int, int]] = {
     ApiKey.ALTER_CONFIGS: (0, 2),
     ApiKey.INCREMENTAL_ALTER_CONFIGS: (0, 1),
     ApiKey.ELECT_LEADERS: (0, 2),
+    ApiKey.ALTER_PARTITION_REASSIGNMENTS: (0, 0),
+    ApiKey.LIST_PARTITION_REASSIGNMENTS: (0, 0),
 }
 
 
@@ -207,6 +214,8 @@ class ControllerApis:
             ApiKey.ALTER_CONFIGS: self.handle_alter_configs,
             ApiKey.INCREMENTAL_ALTER_CONFIGS: self.handle_incremental_alter_configs,
             ApiKey.ELECT_LEADERS: self.handle_elect_leaders,
+            ApiKey.ALTER_PARTITION_REASSIGNMENTS: self.handle_alter_partition_reassignments,
+            ApiKey.LIST_PARTITION_REASSIGNMENTS: self.handle_list_partition_reassignments,
         }
         for key, (handler, versions) in raft_handlers.items():
             self._handlers[key] = handler
@@ -393,6 +402,32 @@ class ControllerApis:
                                             "error_code": ErrorCode.not_controller,
                                             "replica_election_results": []})
         return self._response(request, elect_leaders_response(ErrorCode.none, answers))
+
+    async def handle_alter_partition_reassignments(self, request: Request, ctx: Any) -> Any:
+        topics = [(t.name, [(int(p.partition_index),
+                             None if p.replicas is None else [int(b) for b in p.replicas])
+                            for p in t.partitions])
+                  for t in request.body.topics]
+        try:
+            answers = await self.runtime.run(
+                lambda _o: self.controller.alter_partition_reassignments(topics))
+        except NotController:
+            return self._response(request, alter_reassignments_response(
+                ErrorCode.not_controller, []))
+        return self._response(request, alter_reassignments_response(ErrorCode.none, answers))
+
+    async def handle_list_partition_reassignments(self, request: Request, ctx: Any) -> Any:
+        body = request.body
+        topics = None if body.topics is None else [
+            (t.name, [int(p) for p in t.partition_indexes]) for t in body.topics]
+        try:
+            # Through the controller's queue (no records), so it sees earlier changes.
+            answers = await self.runtime.run(
+                lambda _o: (self.controller.list_partition_reassignments(topics), []))
+        except NotController:
+            return self._response(request, list_reassignments_response(
+                ErrorCode.not_controller, []))
+        return self._response(request, list_reassignments_response(ErrorCode.none, answers))
 
     async def handle_incremental_alter_configs(self, request: Request, ctx: Any) -> Any:
         body = request.body

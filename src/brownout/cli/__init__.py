@@ -16,6 +16,7 @@ from .groups import (
 )
 from .pipeline import pipeline_app
 from .quorum import quorum_app
+from .reassign import REASSIGN_HELP, reassign_partitions_command
 from .report import report_command
 from .run import RUN_HELP, SWEEP_HELP, run_command, scenarios_app, sweep_command
 from .storage import storage_app
@@ -40,6 +41,7 @@ app.command("offsets", help=OFFSETS_HELP)(offsets_command)
 app.command("consumer-groups", help=CONSUMER_GROUPS_HELP)(consumer_groups_command)
 app.command("leader-election", help=LEADER_ELECTION_HELP)(leader_election_command)
 app.command("configs", help=CONFIGS_HELP)(configs_command)
+app.command("reassign-partitions", help=REASSIGN_HELP)(reassign_partitions_command)
 app.add_typer(quorum_app, name="metadata-quorum")
 app.add_typer(fault_app, name="fault")
 app.command("produce")(produce_command)

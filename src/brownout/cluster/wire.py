@@ -36,6 +36,8 @@ _MAX_VERSION = {
     ApiKey.DESCRIBE_CONFIGS: 4,
     ApiKey.FIND_COORDINATOR: 4,
     ApiKey.INCREMENTAL_ALTER_CONFIGS: 1,
+    ApiKey.ALTER_PARTITION_REASSIGNMENTS: 0,
+    ApiKey.LIST_PARTITION_REASSIGNMENTS: 0,
 }
 _MIN_VERSION = {ApiKey.METADATA: 4, ApiKey.DESCRIBE_CONFIGS: 1, ApiKey.FIND_COORDINATOR: 1}
 
@@ -376,6 +378,49 @@ class WireClient:
         code = int(res.error_code)
         if code != 0:
             raise ResourceError(f"{_error_name(code)}: {res.error_message or ''}".rstrip(": "))
+
+    def alter_partition_reassignments(
+        self, targets: dict[tuple[str, int], list[int] | None], timeout_ms: int = 30000
+    ) -> dict[tuple[str, int], tuple[int, str | None]]:
+        """AlterPartitionReassignments: {(topic, partition): replicas, or None to
+        cancel} -> {(topic, partition): (error code, message)} as the broker answered.
+        A request-level error raises ResourceError."""
+        version = self.pick_version(ApiKey.ALTER_PARTITION_REASSIGNMENTS)
+        by_topic: dict[str, list[dict[str, Any]]] = {}
+        for (topic, partition), replicas in targets.items():
+            by_topic.setdefault(topic, []).append(
+                {"partition_index": partition, "replicas": replicas})
+        r = self.request(ApiKey.ALTER_PARTITION_REASSIGNMENTS, version, {
+            "timeout": timeout_ms,
+            "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()],
+        })
+        if int(r.error_code) != 0:
+            raise ResourceError(f"{_error_name(int(r.error_code))}: {r.error_message or ''}"
+                                .rstrip(": "))
+        return {(str(t.name), int(p.partition_index)): (int(p.error_code), p.error_message)
+                for t in r.responses for p in t.partitions}
+
+    def list_partition_reassignments(
+        self, partitions: list[tuple[str, int]] | None = None
+    ) -> dict[tuple[str, int], tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]]:
+        """ListPartitionReassignments (None: all): {(topic, partition): (replicas,
+        adding, removing)} for those in progress."""
+        version = self.pick_version(ApiKey.LIST_PARTITION_REASSIGNMENTS)
+        wanted = None
+        if partitions is not None:
+            by_topic: dict[str, list[int]] = {}
+            for topic, partition in partitions:
+                by_topic.setdefault(topic, []).append(partition)
+            wanted = [{"name": t, "partition_indexes": ps} for t, ps in by_topic.items()]
+        r = self.request(ApiKey.LIST_PARTITION_REASSIGNMENTS, version,
+                         {"timeout": 30000, "topics": wanted})
+        if int(r.error_code) != 0:
+            raise ResourceError(f"{_error_name(int(r.error_code))}: {r.error_message or ''}"
+                                .rstrip(": "))
+        return {(str(t.name), int(p.partition_index)): (
+                    tuple(int(b) for b in p.replicas), tuple(int(b) for b in p.adding_replicas),
+                    tuple(int(b) for b in p.removing_replicas))
+                for t in r.topics for p in t.partitions}
 
 
 def fetch_metadata(address: str, timeout: float = 3.0) -> ClusterMetadata:

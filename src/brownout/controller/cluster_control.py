@@ -348,8 +348,15 @@ class ClusterControl:
         ordered = tuple(r for r in reg.replicas if r in c.new_isr)
         record = None
         if set(ordered) != set(reg.isr):
-            record = PartitionChangeRecord(topic.topic_id, c.partition, isr=ordered)
+            # The requesting leader stays leader unless completing a reassignment removes
+            # it; an ISR now holding every target replica completes the reassignment.
+            record = partition_change(
+                topic.topic_id, c.partition, reg, ordered,
+                lambda r: r == reg.leader or self.is_active(r))
         after = reg.merge(record) if record else reg
+        if after.leader != broker_id:
+            # Kafka's answer when the change went through but moved the leadership.
+            return IsrChangeResult(c.topic, c.partition, ErrorCode.new_leader_elected), record
         return IsrChangeResult(
             c.topic, c.partition, ErrorCode.none, after.leader, after.leader_epoch,
             after.isr, after.partition_epoch,

@@ -41,6 +41,12 @@ class PartitionRegistration:
     partition_epoch: int
     elr: tuple[int, ...] = ()
     last_known_elr: tuple[int, ...] = ()
+    removing_replicas: tuple[int, ...] = ()
+    adding_replicas: tuple[int, ...] = ()
+
+    @property
+    def is_reassigning(self) -> bool:
+        return bool(self.removing_replicas or self.adding_replicas)
 
     def merge(self, change: PartitionChangeRecord) -> PartitionRegistration:
         leader = self.leader if change.leader is None else change.leader
@@ -48,12 +54,17 @@ class PartitionRegistration:
             replicas=self.replicas if change.replicas is None else change.replicas,
             isr=self.isr if change.isr is None else change.isr,
             leader=leader,
-            leader_epoch=self.leader_epoch + (1 if leader != self.leader else 0),
+            # Any record naming the leader bumps the epoch, as Kafka's merge does.
+            leader_epoch=self.leader_epoch + (0 if change.leader is None else 1),
             partition_epoch=self.partition_epoch + 1,
             elr=self.elr if change.elr is None else change.elr,
             last_known_elr=(
                 self.last_known_elr if change.last_known_elr is None else change.last_known_elr
             ),
+            removing_replicas=(self.removing_replicas if change.removing_replicas is None
+                               else change.removing_replicas),
+            adding_replicas=(self.adding_replicas if change.adding_replicas is None
+                             else change.adding_replicas),
         )
 
 
@@ -144,6 +155,8 @@ class MetadataImage:
                     record.partition_epoch,
                     record.elr,
                     record.last_known_elr,
+                    record.removing_replicas,
+                    record.adding_replicas,
                 )
             case PartitionChangeRecord():
                 topic = self.topics_by_id[record.topic_id]

@@ -31,6 +31,12 @@ from .configs import (
 from .elections import TopicElections, elect_leaders
 from .image import MetadataImage
 from .partitions import NewPartitions, PartitionsResult, create_partitions
+from .reassignments import (
+    TopicOngoing,
+    TopicReassignments,
+    alter_partition_reassignments,
+    list_partition_reassignments,
+)
 from .records import BrokerEndpoint, MetadataRecord, ProducerIdsRecord
 from .topics import NewTopic, TopicResult, create_topics, delete_topics
 
@@ -139,6 +145,17 @@ class QuorumController:
         self, election_type: int, topic_partitions: Sequence[tuple[str, Sequence[int]]] | None
     ) -> tuple[list[TopicElections], list[MetadataRecord]]:
         return elect_leaders(self.image, election_type, topic_partitions, self.cluster.is_active)
+
+    def alter_partition_reassignments(
+        self, topics: Sequence[tuple[str, Sequence[tuple[int, Sequence[int] | None]]]]
+    ) -> tuple[list[TopicReassignments], list[MetadataRecord]]:
+        return alter_partition_reassignments(self.image, topics, self.cluster.is_active,
+                                             self.cluster.unclean_allowed)
+
+    def list_partition_reassignments(
+        self, topics: Sequence[tuple[str, Sequence[int]]] | None
+    ) -> list[TopicOngoing]:
+        return list_partition_reassignments(self.image, topics)
 
     def incremental_alter_configs(
         self,

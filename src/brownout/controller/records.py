@@ -74,13 +74,20 @@ class PartitionRecord:
     # KIP-966 eligible leader replicas; empty unless that mode is on.
     elr: tuple[int, ...] = ()
     last_known_elr: tuple[int, ...] = ()
+    # A reassignment in progress (Kafka's removingReplicas / addingReplicas): `replicas`
+    # is then the target followed by the replicas being removed.
+    removing_replicas: tuple[int, ...] = ()
+    adding_replicas: tuple[int, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class PartitionChangeRecord:
     """A change to one partition; None fields are unchanged.
 
-    A leader change bumps the leader epoch; every change bumps the partition epoch.
+    A record that sets the leader bumps the leader epoch, even to the same leader (as
+    Kafka's, so a reassignment that removes replicas can fence them); every change bumps
+    the partition epoch. Records written before the reassignment fields existed decode
+    with them None (unchanged).
     """
 
     TYPE: ClassVar[str] = "PartitionChange"
@@ -91,6 +98,8 @@ class PartitionChangeRecord:
     replicas: tuple[int, ...] | None = None
     elr: tuple[int, ...] | None = None
     last_known_elr: tuple[int, ...] | None = None
+    removing_replicas: tuple[int, ...] | None = None
+    adding_replicas: tuple[int, ...] | None = None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -25,7 +25,8 @@ class Field:
     target) | from (a `from` group or a target) | names (a list or comma-separated text
     of `choices`) | checks (`all`, or names in any case) | targets (a list or
     comma-separated text of targets) | keys (a list or comma-separated text of config
-    names) | partitions (`all`, or a list or comma-separated text of TOPIC-P) | range
+    names) | partitions (`all`, or a list or comma-separated text of TOPIC-P) | ids (a
+    list or comma-separated text of non-negative integers) | range
     (LOW-HIGH durations) | mapping / list (of `section`'s keys) | expectations |
     parameters / exclude (a matrix's).
     """
@@ -158,6 +159,7 @@ ACTIONS: dict[str, Field] = {
     "alter-config": Field("mapping", section="alter_config"),
     "create-partitions": Field("mapping", section="create_partitions"),
     "elect-leaders": Field("mapping", section="elect_leaders"),
+    "reassign": Field("mapping", section="reassign"),
 }
 assert set(FAULT_ACTIONS) <= set(ACTIONS), "every nemesis action is a step action"
 
@@ -199,6 +201,7 @@ ACTION_PARAMS: dict[str, tuple[str, ...]] = {
     "alter-config": ("timeout",),
     "create-partitions": ("timeout",),
     "elect-leaders": ("timeout",),
+    "reassign": ("timeout",),
 }
 
 # alter-config: one of `topic` and `broker` (an id, or `default` for the cluster-wide
@@ -219,6 +222,15 @@ ELECTION_TYPES = ("preferred", "unclean")
 ELECT_LEADERS: dict[str, Field] = {
     "type": Field("choice", required=True, choices=ELECTION_TYPES),
     "partitions": Field("partitions"),  # default: all
+}
+
+# reassign: the topic, and either `replicas` (the target list for each chosen partition)
+# or `cancel: true` (checked in schema.py); `partitions` defaults to all of them.
+REASSIGN: dict[str, Field] = {
+    "topic": Field("text", required=True),
+    "replicas": Field("ids"),
+    "partitions": Field("ids"),
+    "cancel": Field("bool"),
 }
 
 RANDOM: dict[str, Field] = {
@@ -248,6 +260,7 @@ SECTIONS: dict[str, dict[str, Field]] = {
     "alter_config": ALTER_CONFIG,
     "create_partitions": CREATE_PARTITIONS,
     "elect_leaders": ELECT_LEADERS,
+    "reassign": REASSIGN,
 }
 
 

@@ -185,6 +185,10 @@ def field_schema(spec: F.Field) -> dict[str, Any]:
             {"type": "array", "minItems": 1, "items": {"type": "string",
                                                        "pattern": _whole(key)}},
             {"type": "string", "pattern": _whole(rf"\s*{key}\s*(,\s*{key}\s*)*")}]}
+    elif kind == "ids":
+        out = {"anyOf": [
+            {"type": "array", "minItems": 1, "items": {"type": "integer", "minimum": 0}},
+            {"type": "string", "pattern": _whole(r"\s*[0-9]+\s*(,\s*[0-9]+\s*)*")}]}
     elif kind == "partitions":
         one = r"[A-Za-z0-9._-]+-[0-9]+"
         out = {"anyOf": [

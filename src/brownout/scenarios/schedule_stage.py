@@ -216,8 +216,9 @@ class ScheduleStage:
         spec = step.params["spec"]
         value = admin_steps.params_json(spec)
         self.history.record("invoke", step.action, "admin", topic=step.target, value=value)
-        kind, error, answer = admin_steps.run(spec, self.bootstrap,
-                                              float(step.params.get("timeout", 10.0)))
+        timeout = step.params.get("timeout",
+                                  admin_steps.DEFAULT_TIMEOUT.get(step.action, 10.0))
+        kind, error, answer = admin_steps.run(spec, self.bootstrap, float(timeout))
         self.history.record(kind, step.action, "admin", topic=step.target,
                             error=(error or "")[:200] or None,
                             value=value if answer is None else json.dumps(

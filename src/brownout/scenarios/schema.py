@@ -103,6 +103,7 @@ from .admin_steps import (
     AlterConfigSpec,
     CreatePartitionsSpec,
     ElectLeadersSpec,
+    ReassignSpec,
     parse_partition,
 )
 from .fields import (
@@ -773,7 +774,8 @@ def _names(r: _Reader, node: Node, field: str) -> list[_Value]:
 
 
 def _admin_step(r: _Reader, action: str, field: str, node: Node, topics: tuple[str, ...],
-                cluster: ClusterSpec) -> AlterConfigSpec | CreatePartitionsSpec | ElectLeadersSpec:
+                cluster: ClusterSpec
+                ) -> AlterConfigSpec | CreatePartitionsSpec | ElectLeadersSpec | ReassignSpec:
     table = F.SECTIONS[action.replace("-", "_")]
     m = r.mapping(node, field, tuple(table))
     kw = _simple(r, m, node, field, table)
@@ -782,6 +784,8 @@ def _admin_step(r: _Reader, action: str, field: str, node: Node, topics: tuple[s
             kw[key] = _known_topic(r, r.scalar(m[key], f"{field}.{key}"), topics)
     if action == "create-partitions":
         return CreatePartitionsSpec(**kw)
+    if action == "reassign":
+        return _reassign_step(r, m, node, field, kw["topic"], cluster)
     if action == "elect-leaders":
         partitions = None
         if "partitions" in m:
@@ -815,6 +819,41 @@ def _admin_step(r: _Reader, action: str, field: str, node: Node, topics: tuple[s
         if bad:
             raise r.error(m["delete"], f"not a config name: {bad[0]!r}", f"{field}.delete")
     return AlterConfigSpec(kw.get("topic"), kw.get("broker"), kw.get("set", {}), delete)
+
+
+def _ids(r: _Reader, node: Node, field: str) -> tuple[int, ...]:
+    """A list, or comma-separated text, of non-negative integers."""
+    out = []
+    for v in _names(r, node, field):
+        text = _as_str(v, r).strip()
+        if not text.isdigit():
+            raise r.error(v, f"expected a non-negative integer, got {text!r}")
+        out.append(int(text))
+    return tuple(out)
+
+
+def _reassign_step(r: _Reader, m: dict[str, Node], node: Node, field: str, topic: str,
+                   cluster: ClusterSpec) -> ReassignSpec:
+    cancel = "cancel" in m and _read(r, m["cancel"], f"{field}.cancel", F.REASSIGN["cancel"])
+    if ("replicas" in m) == bool(cancel):
+        raise r.error(node, "reassign takes either `replicas: [ids]` (the new replica list) "
+                      "or `cancel: true`", field)
+    replicas = None
+    if "replicas" in m:
+        replicas = _ids(r, m["replicas"], f"{field}.replicas")
+        twice = sorted({b for b in replicas if replicas.count(b) > 1})
+        if twice:
+            raise r.error(m["replicas"], f"broker {twice[0]} is named more than once",
+                          f"{field}.replicas")
+        unknown = [b for b in replicas if b not in _broker_ids(cluster)]
+        if unknown:
+            raise r.error(m["replicas"], f"no broker {unknown[0]} in this cluster (brokers: "
+                          f"{', '.join(str(b) for b in _broker_ids(cluster))})",
+                          f"{field}.replicas")
+    partitions = None
+    if "partitions" in m:
+        partitions = tuple(dict.fromkeys(_ids(r, m["partitions"], f"{field}.partitions")))
+    return ReassignSpec(topic, replicas, partitions)
 
 
 def _broker_ids(cluster: ClusterSpec) -> tuple[int, ...]:

@@ -1,4 +1,4 @@
-"""alter-config, create-partitions and elect-leaders steps: what the validator accepts
+"""alter-config, create-partitions, elect-leaders and reassign steps: what the validator accepts
 and refuses (the JSON Schema agrees), how they read in the plan, and their outcomes."""
 
 from __future__ import annotations
@@ -12,9 +12,11 @@ from brownout.scenarios.admin_steps import (
     AlterConfigSpec,
     CreatePartitionsSpec,
     ElectLeadersSpec,
+    ReassignSpec,
     election_outcome,
     outcome_of,
     parse_partition,
+    reassignment_outcome,
 )
 from brownout.scenarios.json_schema import scenario_schema
 from brownout.scenarios.schema import ScenarioError, loads
@@ -112,3 +114,51 @@ def test_outcomes():
     assert election_outcome({("t", 0): None, ("t", 1): "ELECTION_NOT_NEEDED: x"}) == ("ok", None)
     assert election_outcome({("t", 0): None, ("t", 1): "ELIGIBLE_LEADERS_NOT_AVAILABLE: x"}) \
         == ("fail", "t-1: ELIGIBLE_LEADERS_NOT_AVAILABLE: x")
+
+
+def test_reassign_steps_are_parsed_into_specs():
+    scenario, schema_errors = _load("""\
+        - at: 5s
+          id: move
+          reassign: {topic: orders, replicas: [3, 1, 2]}
+        - after: previous
+          reassign: {topic: orders, partitions: "1, 0", replicas: "2,3"}
+          timeout: 90s
+        - after: previous
+          reassign: {topic: orders, cancel: true, partitions: [0]}
+    """)
+    assert schema_errors == []
+    assert [s.params["spec"] for s in scenario.schedule] == [
+        ReassignSpec("orders", (3, 1, 2)),
+        ReassignSpec("orders", (2, 3), (1, 0)),
+        ReassignSpec("orders", None, (0,)),
+    ]
+    assert [s.describe() for s in scenario.schedule] == [
+        "reassign orders partitions=all replicas=3,1,2",
+        "reassign orders partitions=1,0 replicas=2,3 timeout=90.0",
+        "reassign orders partitions=0 cancel",
+    ]
+
+
+@pytest.mark.parametrize(("step", "message", "schema_refuses"), [
+    ("reassign: {replicas: [1, 2]}", "missing required key 'topic'", True),
+    ("reassign: {topic: orders}", "either `replicas: [ids]`", False),
+    ("reassign: {topic: orders, replicas: [1], cancel: true}", "either", False),
+    ("reassign: {topic: orders, replicas: [1, 1]}", "broker 1 is named more than once", False),
+    ("reassign: {topic: orders, replicas: [1, 9]}", "no broker 9 in this cluster", False),
+    ("reassign: {topic: orders, replicas: [one]}", "non-negative integer", True),
+    ("reassign: {topic: payments, replicas: [1]}", "no topic 'payments'", False),
+])
+def test_bad_reassign_steps_are_refused(step, message, schema_refuses):
+    with pytest.raises(ScenarioError, match=message.replace("[", r"\[").replace("`", "`")):
+        _load(f"- at: 1s\n  {step}\n")
+    text = BASE + textwrap.indent(f"- at: 1s\n  {step}\n", "  ")
+    assert bool(errors(scenario_schema(), yaml.safe_load(text))) == schema_refuses
+
+
+def test_reassignment_outcomes():
+    assert reassignment_outcome({}, False) == ("ok", None)
+    assert reassignment_outcome({}, True) == (
+        "info", "reassignment still in progress at the step's timeout")
+    assert reassignment_outcome({("t", 1): "Unable to find partition t:1."}, False) == (
+        "fail", "t-1: Unable to find partition t:1.")

@@ -13,7 +13,7 @@ REQUIRED = {"minority-outage", "majority-outage", "controller-loss", "acks-matri
             "rolling-restart-three-brokers", "rolling-restart-session-30s",
             "group-correctness", "zk-node-network-cut", "zk-leader-isolated-from-zookeeper",
             "zk-broker-failover", "zk-two-brokers-down", "zk-quorum-loss",
-            "unclean-election"}
+            "unclean-election", "reassignment-under-load"}
 NETNS = {"leader-isolation", "leader-isolated-from-controller", "zk-node-network-cut",
          "zk-leader-isolated-from-zookeeper"}
 

@@ -1,0 +1,334 @@
+"""Partition reassignment as `kafka-reassign-partitions.sh` does it.
+
+The pure half parses the tool's two JSON files (topics to move; a reassignment), proposes
+an assignment as Kafka's AdminUtils does without racks, and formats what the tool prints
+(its JSON, the --verify status lines, the --list lines) verbatim. The other half asks any
+broker with the lab's own client (AlterPartitionReassignments, ListPartitionReassignments,
+Metadata): confluent-kafka's AdminClient has no reassignment call, so this works against
+any Kafka that serves those APIs.
+
+Kafka's tool also sets and clears replication throttles; the node has no replication
+quotas, so nothing here touches throttle configs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import random
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from .admin import Admin, AdminError
+
+TopicPartition = tuple[str, int]
+
+ANY_LOG_DIR = "any"
+CANNOT_EXECUTE_BECAUSE_OF_EXISTING = (
+    "Cannot execute because there is an existing partition assignment.  Use --additional "
+    "to override this and create a new partition assignment in addition to the existing "
+    "one. The --additional flag can also be used to change the throttle by resubmitting "
+    "the current reassignment.")
+
+
+class ReassignError(AdminError):
+    """Bad input or a refused reassignment, with Kafka's tool's message."""
+
+
+def tp_name(tp: TopicPartition) -> str:
+    return f"{tp[0]}-{tp[1]}"
+
+
+def _load(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        raise ReassignError("The input string is not a valid JSON") from None
+
+
+def _version(data: Any) -> int:
+    if not isinstance(data, dict):
+        raise ReassignError("The input string is not a valid JSON object")
+    version = data.get("version", 1)
+    if version != 1:
+        raise ReassignError(f"Not supported version field value {version}")
+    return 1
+
+
+def parse_topics_json(text: str) -> list[str]:
+    """--topics-to-move-json-file: {"topics": [{"topic": "t"}, ...], "version": 1}."""
+    data = _load(text)
+    _version(data)
+    topics = []
+    for entry in data.get("topics", []):
+        if not isinstance(entry, dict) or not isinstance(entry.get("topic"), str):
+            raise ReassignError(f"Each topic to move needs a \"topic\" name, got {entry!r}")
+        topics.append(entry["topic"])
+    duplicates = sorted({t for t in topics if topics.count(t) > 1})
+    if duplicates:
+        raise ReassignError("List of topics to reassign contains duplicate entries: "
+                            + ", ".join(duplicates))
+    return topics
+
+
+def parse_broker_list(text: str) -> list[int]:
+    try:
+        brokers = [int(b) for b in text.split(",")]
+    except ValueError:
+        raise ReassignError(f"--broker-list must be comma-separated broker ids, got {text!r}"
+                            ) from None
+    duplicates = sorted({b for b in brokers if brokers.count(b) > 1})
+    if duplicates:
+        raise ReassignError("Broker list contains duplicate entries: "
+                            + ", ".join(map(str, duplicates)))
+    return brokers
+
+
+def parse_reassignment_json(text: str, *, for_execute: bool = False
+                            ) -> dict[TopicPartition, list[int]]:
+    """--reassignment-json-file: {"version": 1, "partitions": [{"topic", "partition",
+    "replicas", "log_dirs"?}]}, in file order. --execute also refuses an empty list,
+    empty replica lists and duplicates, as Kafka's tool does."""
+    data = _load(text)
+    _version(data)
+    entries: list[tuple[TopicPartition, list[int]]] = []
+    for entry in data.get("partitions", []):
+        try:
+            tp = (str(entry["topic"]), int(entry["partition"]))
+            replicas = [int(r) for r in entry["replicas"]]
+        except (KeyError, TypeError, ValueError):
+            raise ReassignError(f"Each partition needs \"topic\", \"partition\" and "
+                                f"\"replicas\", got {entry!r}") from None
+        dirs = entry.get("log_dirs", [ANY_LOG_DIR] * len(replicas))
+        if len(dirs) != len(replicas):
+            raise ReassignError(f"Size of replicas list {replicas} is different from size of "
+                                f"log dirs list {dirs} for partition {tp_name(tp)}")
+        if any(d != ANY_LOG_DIR for d in dirs):
+            raise ReassignError("Moving replicas between log directories "
+                                "(AlterReplicaLogDirs) is not supported; use \"any\"")
+        entries.append((tp, replicas))
+    if for_execute:
+        if not entries:
+            raise ReassignError("Partition reassignment list cannot be empty")
+        if any(not replicas for _, replicas in entries):
+            raise ReassignError("Partition replica list cannot be empty")
+        tps = [tp for tp, _ in entries]
+        twice = sorted({tp for tp in tps if tps.count(tp) > 1})
+        if twice:
+            raise ReassignError("Partition reassignment contains duplicate topic partitions: "
+                                + ",".join(tp_name(tp) for tp in twice))
+        repeated = [(tp, sorted({r for r in rs if rs.count(r) > 1})) for tp, rs in entries]
+        repeated = [(tp, rs) for tp, rs in repeated if rs]
+        if repeated:
+            raise ReassignError(
+                "Partition replica lists may not contain duplicate entries: " + ". ".join(
+                    f"{tp_name(tp)} contains multiple entries for {','.join(map(str, rs))}"
+                    for tp, rs in repeated))
+    return dict(entries)
+
+
+def format_reassignment_json(assignment: Mapping[TopicPartition, Sequence[int]]) -> str:
+    """Kafka's formatAsReassignmentJson: compact, sorted by topic then partition."""
+    partitions = [
+        {"topic": tp[0], "partition": tp[1], "replicas": list(assignment[tp]),
+         "log_dirs": [ANY_LOG_DIR] * len(assignment[tp])}
+        for tp in sorted(assignment)
+    ]
+    return json.dumps({"version": 1, "partitions": partitions}, separators=(",", ":"))
+
+
+def assign_replicas(brokers: Sequence[int], partitions: int, replication_factor: int,
+                    rng: random.Random) -> dict[int, list[int]]:
+    """Kafka's AdminUtils.assignReplicasToBrokers without racks: partition p's first
+    replica is broker (p + start) mod n, the others follow at a shift that grows by one
+    every n partitions, so leaders and followers spread evenly."""
+    n = len(brokers)
+    if replication_factor <= 0:
+        raise ReassignError("Replication factor must be larger than 0.")
+    if replication_factor > n:
+        raise ReassignError(f"Replication factor: {replication_factor} larger than available "
+                            f"brokers: {n}.")
+    start = rng.randrange(n)
+    shift = rng.randrange(n)
+    result: dict[int, list[int]] = {}
+    for p in range(partitions):
+        if p > 0 and p % n == 0:
+            shift += 1
+        first = (p + start) % n
+        replicas = [brokers[first]]
+        for j in range(replication_factor - 1):
+            replicas.append(brokers[(first + 1 + (shift + j) % (n - 1)) % n])
+        result[p] = replicas
+    return result
+
+
+def propose(current: Mapping[TopicPartition, Sequence[int]], brokers: Sequence[int],
+            rng: random.Random) -> dict[TopicPartition, list[int]]:
+    """--generate: each topic keeps its partition count and replication factor (of its
+    first partition) and is spread over `brokers` afresh."""
+    by_topic: dict[str, list[TopicPartition]] = {}
+    for tp in sorted(current):
+        by_topic.setdefault(tp[0], []).append(tp)
+    proposed: dict[TopicPartition, list[int]] = {}
+    for topic, tps in by_topic.items():
+        rf = len(current[tps[0]])
+        for p, replicas in assign_replicas(sorted(brokers), len(tps), rf, rng).items():
+            proposed[(topic, p)] = replicas
+    return proposed
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class PartitionState:
+    current: tuple[int, ...]
+    target: tuple[int, ...]
+    done: bool
+
+
+def verify_lines(states: Mapping[TopicPartition, PartitionState]) -> list[str]:
+    """Kafka's partitionReassignmentStatesToString."""
+    lines = ["Status of partition reassignment:"]
+    for tp in sorted(states):
+        state = states[tp]
+        if not state.done:
+            lines.append(f"Reassignment of partition {tp_name(tp)} is still in progress.")
+        elif state.current == state.target:
+            lines.append(f"Reassignment of partition {tp_name(tp)} is completed.")
+        else:
+            lines.append(f"There is no active reassignment of partition {tp_name(tp)}, but "
+                         f"replica set is {','.join(map(str, state.current))} rather than "
+                         f"{','.join(map(str, state.target))}.")
+    return lines
+
+
+def list_lines(ongoing: Mapping[TopicPartition, tuple[Sequence[int], Sequence[int],
+                                                      Sequence[int]]]) -> list[str]:
+    """Kafka's curReassignmentsToString (--list)."""
+    if not ongoing:
+        return ["No partition reassignments found."]
+    lines = ["Current partition reassignments:"]
+    for tp in sorted(ongoing):
+        replicas, adding, removing = ongoing[tp]
+        line = f"{tp_name(tp)}: replicas: {','.join(map(str, replicas))}."
+        if adding:
+            line += f" adding: {','.join(map(str, adding))}."
+        if removing:
+            line += f" removing: {','.join(map(str, removing))}."
+        lines.append(line)
+    return lines
+
+
+def _sorted_names(tps: Iterable[TopicPartition]) -> str:
+    return ",".join(tp_name(tp) for tp in sorted(tps))
+
+
+def _error_text(code: int, message: str | None) -> str:
+    from .wire import _error_name
+
+    return message or _error_name(code)
+
+
+class Reassigner:
+    """The tool's actions against the cluster at `bootstrap` (the lab's own client)."""
+
+    def __init__(self, bootstrap: str, timeout: float) -> None:
+        self.admin = Admin(bootstrap, timeout)
+        self.timeout = timeout
+
+    def _call(self, what: str, fn: Any) -> Any:
+        return self.admin._on_any_broker(what, fn)
+
+    def replicas(self, topics: Sequence[str]) -> dict[TopicPartition, list[int]]:
+        """Every partition's replicas; an unknown topic fails as Kafka's tool does."""
+        result: dict[TopicPartition, list[int]] = {}
+        for t in self.admin.describe(list(topics)):
+            for p in t.partitions:
+                result[(t.name, p.partition)] = list(p.replicas)
+        return result
+
+    def broker_ids(self) -> list[int]:
+        return self._call("cannot reach the cluster", lambda c: c.metadata().broker_ids)
+
+    def ongoing(self, partitions: list[TopicPartition] | None = None) -> dict[
+            TopicPartition, tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]]:
+        return self._call("cannot list partition reassignments",
+                          lambda c: c.list_partition_reassignments(partitions))
+
+    def generate(self, topics: Sequence[str], brokers: Sequence[int],
+                 rng: random.Random) -> list[str]:
+        current = self.replicas(topics)
+        live = set(self.broker_ids())
+        # Kafka's tool keeps only the listed brokers the cluster knows.
+        usable = [b for b in brokers if b in live]
+        proposed = propose(current, usable, rng)
+        return ["Current partition replica assignment", format_reassignment_json(current), "",
+                "Proposed partition reassignment configuration",
+                format_reassignment_json(proposed)]
+
+    def execute(self, targets: Mapping[TopicPartition, Sequence[int]], additional: bool,
+                echo: Any) -> None:
+        if not additional and self.ongoing():
+            raise ReassignError(CANNOT_EXECUTE_BECAUSE_OF_EXISTING)
+        known = set(self.broker_ids())
+        for b in sorted({b for rs in targets.values() for b in rs}):
+            if b not in known:
+                raise ReassignError(f"Unknown broker id {b}")
+        current = self.replicas(sorted({t for t, _ in targets}))
+        missing = [tp for tp in targets if tp not in current]
+        if missing:
+            raise ReassignError("Unable to find partition: "
+                                + ", ".join(tp_name(tp) for tp in missing))
+        echo("Current partition replica assignment\n\n"
+             + format_reassignment_json({tp: current[tp] for tp in targets})
+             + "\n\nSave this to use as the --reassignment-json-file option during rollback")
+        wanted = {tp: list(rs) for tp, rs in targets.items()}
+        answers = self._call("cannot reassign partitions", lambda c: (
+            c.alter_partition_reassignments(wanted, int(self.timeout * 1000))))
+        errors = {tp: a for tp, a in answers.items() if a[0] != 0}
+        if errors:
+            raise ReassignError("Error reassigning partition(s):\n" + "\n".join(
+                f"{tp_name(tp)}: {_error_text(*errors[tp])}" for tp in sorted(errors)))
+        plural = "" if len(targets) == 1 else "s"
+        echo(f"Successfully started partition reassignment{plural} for "
+             f"{_sorted_names(targets)}")
+
+    def verify(self, targets: Mapping[TopicPartition, Sequence[int]]) -> tuple[list[str], bool]:
+        """The status lines, and whether any reassignment is still going on."""
+        ongoing = self.ongoing()
+        states: dict[TopicPartition, PartitionState] = {}
+        lookup = sorted({tp[0] for tp in targets if tp not in ongoing})
+        described: dict[TopicPartition, list[int]] = {}
+        for topic in lookup:
+            # An unknown topic: no replicas, as Kafka's tool shows it.
+            with contextlib.suppress(AdminError):
+                described.update(self.replicas([topic]))
+        for tp, target in targets.items():
+            if tp in ongoing:
+                states[tp] = PartitionState(ongoing[tp][0], tuple(target), False)
+            else:
+                states[tp] = PartitionState(tuple(described.get(tp, ())), tuple(target), True)
+        return verify_lines(states), bool(ongoing)
+
+    def cancel(self, targets: Mapping[TopicPartition, Sequence[int]]) -> list[str]:
+        ongoing = self.ongoing(list(targets))
+        # As Kafka's tool: a reassignment that only adds replicas is left alone.
+        chosen = [tp for tp, (_, adding, removing) in ongoing.items()
+                  if not adding or removing]
+        lines = []
+        if chosen:
+            answers = self._call("cannot cancel partition reassignments",
+                                 lambda c: c.alter_partition_reassignments(
+                                     dict.fromkeys(chosen), int(self.timeout * 1000)))
+            errors = {tp: a for tp, a in answers.items() if a[0] != 0}
+            if errors:
+                plural = "" if len(errors) == 1 else "s"
+                raise ReassignError(f"Error cancelling partition reassignment{plural} for:\n"
+                                    + "\n".join(f"{tp_name(tp)}: {_error_text(*errors[tp])}"
+                                                for tp in sorted(errors)))
+            plural = "" if len(chosen) == 1 else "s"
+            lines.append(f"Successfully cancelled partition reassignment{plural} for: "
+                         f"{_sorted_names(chosen)}")
+        else:
+            lines.append("None of the specified partition reassignments are active.")
+        lines.append("None of the specified partition moves are active.")
+        return lines

@@ -1,0 +1,188 @@
+"""Partition reassignments on a real four-broker KRaft cluster: kafka-python's
+KafkaAdminClient (confluent-kafka 2.16 and aiokafka have no reassignment calls) and
+`brownout reassign-partitions`, one module-scoped cluster for both."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from _cluster import LabCluster, consume_all, full_isr, wait_until
+from _kafka_clients import admin_for, produce_confluent
+from confluent_kafka.admin import NewTopic
+from kafka.admin import KafkaAdminClient
+from kafka.errors import (
+    InvalidReplicationAssignmentError,
+    NoReassignmentInProgressError,
+    UnknownTopicOrPartitionError,
+)
+from kafka.structs import TopicPartition
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):  # type: ignore[no-untyped-def]
+    with LabCluster(tmp_path_factory.mktemp("reassign") / "lab", brokers=4,
+                    controllers=1) as c:
+        yield c
+
+
+def _topic(c: LabCluster, name: str, assignment: list[list[int]]) -> None:
+    admin = admin_for(c.bootstrap)  # kept alive until the answer is in
+    done = admin.create_topics(
+        [NewTopic(name, len(assignment), replica_assignment=assignment,
+                  config={"min.insync.replicas": "2"})],
+        request_timeout=15)
+    assert done[name].result(timeout=20) is None
+    c.wait_everywhere(name, lambda d: full_isr(d, len(assignment[0]), len(assignment)), 30,
+                      f"{name} fully in sync")
+
+
+def _replicas(c: LabCluster, name: str) -> list[tuple[tuple[int, ...], tuple[int, ...]]]:
+    return [(p.replicas, tuple(sorted(p.isr))) for p in c.describe(name).partitions]
+
+
+def test_kafka_python_reassignments(cluster):  # type: ignore[no-untyped-def]
+    c = cluster
+    b1, b2, b3, b4 = c.broker_ids
+    name = "moved"
+    _topic(c, name, [[b1, b2, b3], [b2, b3, b1]])
+    sent = produce_confluent(c.bootstrap, name, [(i % 2, None, b"v%d" % i, [])
+                                                 for i in range(200)], acks="all")
+    assert len(sent) == 200
+    # Broker 4 down (and fenced) before the client starts: kafka-python sends these
+    # requests to the broker Metadata names as controller (a random live one in KRaft),
+    # which must not be the one killed below.
+    c.kill(b4)
+    wait_until(lambda: b4 not in c.admin().client.list_topics(timeout=5).brokers, 60,
+               "broker 4 fenced")
+    kp = KafkaAdminClient(bootstrap_servers=c.bootstrap, request_timeout_ms=15000)
+    try:
+        p0, p1 = TopicPartition(name, 0), TopicPartition(name, 1)
+        # Error paths, each partition answered on its own.
+        answer = kp.alter_partition_reassignments({
+            TopicPartition("no-such-topic", 0): [b1, b2],
+            TopicPartition(name, 9): [b1, b2],
+            p0: [b1, b2, 99],
+            p1: None,
+        })
+        assert answer == {
+            TopicPartition("no-such-topic", 0): UnknownTopicOrPartitionError,
+            TopicPartition(name, 9): UnknownTopicOrPartitionError,
+            p0: InvalidReplicationAssignmentError,
+            p1: NoReassignmentInProgressError,
+        }
+        assert kp.list_partition_reassignments() == {}
+
+        # A reassignment to a broker that is down stays in progress (it cannot catch
+        # up): listed with its adding and removing replicas, then cancelled.
+        assert kp.alter_partition_reassignments({p1: [b4, b3, b2]}) == {p1: None}
+        ongoing = kp.list_partition_reassignments({name: [0, 1]})
+        assert ongoing == {p1: {"replicas": [b4, b3, b2, b1], "adding_replicas": [b4],
+                                "removing_replicas": [b1]}}
+        # Meanwhile Metadata shows the whole replica set, as Kafka's does (once the
+        # broker asked has replayed the change).
+        wait_until(lambda: c.describe(name).partitions[1].replicas == (b4, b3, b2, b1), 15,
+                   "the union of old and new replicas in Metadata")
+        assert kp.alter_partition_reassignments({p1: None}) == {p1: None}
+        assert kp.list_partition_reassignments() == {}
+        wait_until(lambda: c.describe(name).partitions[1].replicas == (b3, b2, b1), 15,
+                   "the cancelled reassignment reverted")
+        c.start(b4)
+        wait_until(lambda: b4 in c.admin().client.list_topics(timeout=5).brokers, 60,
+                   "broker 4 back")
+
+        # The real move, both partitions at once: p0 loses its leader b1 for b4, p1
+        # swaps b1 for b4. Both complete once b4 has caught up into the ISR.
+        assert kp.alter_partition_reassignments({p0: [b4, b2, b3], p1: [b2, b3, b4]}) == {
+            p0: None, p1: None}
+        wait_until(lambda: kp.list_partition_reassignments() == {}, 60,
+                   "both reassignments completed")
+    finally:
+        kp.close()
+    expected = [((b4, b2, b3), tuple(sorted((b2, b3, b4)))),
+                ((b2, b3, b4), tuple(sorted((b2, b3, b4))))]
+    c.wait_everywhere(name, lambda d: [(p.replicas, tuple(sorted(p.isr)))
+                                       for p in d.partitions] == expected, 30,
+                      "the new assignment on every broker")
+    described = c.describe(name).partitions
+    assert described[0].leader in (b2, b3, b4)  # b1 led p0 and is gone from it
+    # Every acknowledged record is still there, read from the new replica sets.
+    got = consume_all(c.bootstrap, name, {0: 100, 1: 100})
+    assert sorted(v for p in got.values() for _, v in p) == sorted(
+        b"v%d" % i for i in range(200))
+    # b1 no longer hosts the partitions: its logs are gone.
+    wait_until(lambda: not list(c.data_dir(b1).glob(f"**/{name}-*")), 15,
+               "broker 1's logs of the topic deleted")
+
+
+def _cli(*args: str):  # type: ignore[no-untyped-def]
+    from typer.testing import CliRunner
+
+    from brownout.cli import app
+
+    return CliRunner().invoke(app, list(args), env={"COLUMNS": "200"})
+
+
+def test_cli_reassign_partitions(cluster, tmp_path: Path):  # type: ignore[no-untyped-def]
+    c = cluster
+    b1, b2, b3, b4 = c.broker_ids
+    name = "cli-moved"
+    _topic(c, name, [[b1, b2], [b2, b3]])
+    b = ("--bootstrap-server", c.bootstrap)
+    topics = tmp_path / "topics.json"
+    topics.write_text(json.dumps({"topics": [{"topic": name}], "version": 1}))
+    out = _cli("reassign-partitions", "--generate", "--topics-to-move-json-file",
+               str(topics), "--broker-list", f"{b3},{b4}", *b)
+    assert out.exit_code == 0, out.output
+    lines = out.stdout.splitlines()
+    assert lines[0] == "Current partition replica assignment"
+    assert json.loads(lines[1]) == {"version": 1, "partitions": [
+        {"topic": name, "partition": 0, "replicas": [b1, b2], "log_dirs": ["any", "any"]},
+        {"topic": name, "partition": 1, "replicas": [b2, b3], "log_dirs": ["any", "any"]}]}
+    assert lines[2:4] == ["", "Proposed partition reassignment configuration"]
+    proposed = json.loads(lines[4])
+    assert [sorted(p["replicas"]) for p in proposed["partitions"]] == [[b3, b4], [b3, b4]]
+
+    plan = tmp_path / "plan.json"
+    plan.write_text(lines[4])
+    out = _cli("reassign-partitions", "--execute", "--reassignment-json-file", str(plan), *b)
+    assert out.exit_code == 0, out.output
+    assert out.stdout.splitlines() == [
+        "Current partition replica assignment", "", lines[1], "",
+        "Save this to use as the --reassignment-json-file option during rollback",
+        f"Successfully started partition reassignments for {name}-0,{name}-1"]
+
+    def verified() -> list[str]:
+        result = _cli("reassign-partitions", "--verify", "--reassignment-json-file",
+                      str(plan), *b)
+        assert result.exit_code == 0, result.output
+        return result.stdout.splitlines()
+
+    status = verified()
+    assert status[0] == "Status of partition reassignment:"
+    assert set(status[1:3]) <= {
+        f"Reassignment of partition {name}-{p} is {s}" for p in (0, 1)
+        for s in ("completed.", "still in progress.")}
+    wait_until(lambda: verified() == [
+        "Status of partition reassignment:",
+        f"Reassignment of partition {name}-0 is completed.",
+        f"Reassignment of partition {name}-1 is completed.", ""], 60, "verify: completed")
+
+    out = _cli("reassign-partitions", "--cancel", "--reassignment-json-file", str(plan), *b)
+    assert out.stdout.splitlines() == [
+        "None of the specified partition reassignments are active.",
+        "None of the specified partition moves are active."]
+    out = _cli("reassign-partitions", "--list", *b)
+    assert out.stdout.splitlines() == ["No partition reassignments found."]
+
+    # Bad input: an unknown broker (checked before anything is sent), bad arguments.
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"version": 1, "partitions": [
+        {"topic": name, "partition": 0, "replicas": [b1, 99]}]}))
+    out = _cli("reassign-partitions", "--execute", "--reassignment-json-file", str(bad), *b)
+    assert (out.exit_code, out.stderr.strip()) == (1, "Error: Unknown broker id 99")
+    out = _cli("reassign-partitions", "--verify", "--generate", *b)
+    assert out.exit_code == 2

@@ -1,0 +1,85 @@
+"""The pure half of `brownout reassign-partitions`: kafka-reassign-partitions.sh's JSON
+files, its proposal (AdminUtils without racks) and its printed lines."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+
+from brownout.cluster.reassign import (
+    PartitionState,
+    ReassignError,
+    assign_replicas,
+    format_reassignment_json,
+    list_lines,
+    parse_broker_list,
+    parse_reassignment_json,
+    parse_topics_json,
+    propose,
+    verify_lines,
+)
+
+
+def test_json_is_kafkas_compact_sorted_form():
+    text = format_reassignment_json({("b", 1): [3, 1], ("a", 0): [2]})
+    assert text == ('{"version":1,"partitions":[{"topic":"a","partition":0,"replicas":[2],'
+                    '"log_dirs":["any"]},{"topic":"b","partition":1,"replicas":[3,1],'
+                    '"log_dirs":["any","any"]}]}')
+    assert parse_reassignment_json(text) == {("a", 0): [2], ("b", 1): [3, 1]}
+
+
+def test_assignment_spreads_like_kafka():
+    # Kafka's AdminUtils with start index 0 and shift 0 over brokers [1, 2, 3].
+    class Fixed(random.Random):
+        def randrange(self, *_a, **_k):  # type: ignore[no-untyped-def, override]
+            return 0
+
+    assert assign_replicas([1, 2, 3], 4, 2, Fixed()) == {
+        0: [1, 2], 1: [2, 3], 2: [3, 1], 3: [1, 3]}
+    with pytest.raises(ReassignError, match=r"Replication factor: 3 larger than available "
+                       r"brokers: 2\."):
+        assign_replicas([1, 2], 1, 3, random.Random(1))
+    proposed = propose({("t", 0): [1, 2, 3], ("t", 1): [2, 3, 1]}, [4, 2, 3],
+                       random.Random(7))
+    assert sorted(proposed) == [("t", 0), ("t", 1)]
+    assert all(sorted(r) == [2, 3, 4] for r in proposed.values())
+
+
+def test_input_errors_are_kafkas():
+    with pytest.raises(ReassignError, match="The input string is not a valid JSON"):
+        parse_topics_json("{")
+    with pytest.raises(ReassignError, match="Not supported version field value 2"):
+        parse_topics_json('{"version": 2, "topics": []}')
+    with pytest.raises(ReassignError, match="duplicate entries: t"):
+        parse_topics_json('{"topics": [{"topic": "t"}, {"topic": "t"}]}')
+    assert parse_topics_json('{"topics": [{"topic": "a"}], "version": 1}') == ["a"]
+    with pytest.raises(ReassignError, match="Broker list contains duplicate entries: 2"):
+        parse_broker_list("1,2,2")
+    plan = {"version": 1, "partitions": [{"topic": "t", "partition": 0, "replicas": []}]}
+    with pytest.raises(ReassignError, match="Partition replica list cannot be empty"):
+        parse_reassignment_json(json.dumps(plan), for_execute=True)
+    plan["partitions"] = [{"topic": "t", "partition": 0, "replicas": [1, 1]}]
+    with pytest.raises(ReassignError, match="t-0 contains multiple entries for 1"):
+        parse_reassignment_json(json.dumps(plan), for_execute=True)
+    with pytest.raises(ReassignError, match="cannot be empty"):
+        parse_reassignment_json('{"version": 1, "partitions": []}', for_execute=True)
+
+
+def test_verify_and_list_lines():
+    assert verify_lines({
+        ("t", 1): PartitionState((1, 2, 3), (1, 2), False),
+        ("t", 0): PartitionState((1, 2), (1, 2), True),
+        ("u", 0): PartitionState((3,), (1,), True),
+    }) == [
+        "Status of partition reassignment:",
+        "Reassignment of partition t-0 is completed.",
+        "Reassignment of partition t-1 is still in progress.",
+        "There is no active reassignment of partition u-0, but replica set is 3 rather "
+        "than 1.",
+    ]
+    assert list_lines({}) == ["No partition reassignments found."]
+    assert list_lines({("t", 0): ((4, 2, 3, 1), (4,), (1,))}) == [
+        "Current partition reassignments:",
+        "t-0: replicas: 4,2,3,1. adding: 4. removing: 1."]
