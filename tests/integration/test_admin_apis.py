@@ -805,8 +805,11 @@ def test_admin_on_a_cluster_and_unclean_election_turned_on_live(tmp_path):
     back to it."""
     from _cluster import LabCluster, full_isr, wait_until
 
+    # No automatic preferred-leader rebalance: it would hand leadership back before
+    # the test's own PREFERRED election could (ELECTION_NOT_NEEDED).
     with LabCluster(tmp_path / "lab", brokers=3, controllers=1,
-                    controller_set={"unclean.leader.election.interval.ms": 500}) as c:
+                    controller_set={"unclean.leader.election.interval.ms": 500,
+                                    "auto.leader.rebalance.enable": "false"}) as c:
         name = "unclean-live"
         c.create_topic(name, 1, 2, {"unclean.leader.election.enable": "false"})
         [p0] = c.describe(name).partitions
