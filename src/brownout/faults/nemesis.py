@@ -315,9 +315,12 @@ class Nemesis:
         if self.on_event is not None:
             self.on_event(kind, value)
 
-    def invoke(self, fault: Fault | str, target: str | None = None, **params: Any) -> FaultResult:
+    def invoke(self, fault: Fault | str, target: str | None = None, *,
+               target_wait: float = 0.0, **params: Any) -> FaultResult:
         """Do `fault` now (or `invoke("kill", "2")`); never raises for a refused or
-        failed fault: the result's outcome and message say what happened."""
+        failed fault: the result's outcome and message say what happened. With
+        `target_wait`, a target that does not exist yet (no active controller while a
+        quorum elects one) is looked up again for up to that many seconds."""
         if isinstance(fault, str):
             fault = Fault(fault, target, params)
         start = time.time()
@@ -328,7 +331,7 @@ class Nemesis:
         try:
             if fault.action not in ACTIONS:
                 raise _Failed(f"unknown fault {fault.action!r} (one of {', '.join(ACTIONS)})")
-            nodes = self._targets(fault)
+            nodes = self._targets_within(fault, target_wait)
             if fault.action in PROCESS_ACTIONS:
                 self.supervisor.check_action(fault.action, nodes)
         except (_Failed, TargetError, FaultRefused) as e:
@@ -361,6 +364,16 @@ class Nemesis:
         )
         self._emit(outcome, result.value())
         return result
+
+    def _targets_within(self, fault: Fault, wait: float) -> tuple[int, ...]:
+        deadline = time.monotonic() + wait
+        while True:
+            try:
+                return self._targets(fault)
+            except TargetError:
+                if time.monotonic() >= deadline:
+                    raise
+                time.sleep(0.5)
 
     def _targets(self, fault: Fault) -> tuple[int, ...]:
         action, spec = fault.action, fault.target

@@ -42,6 +42,7 @@ from .verdict import RunRecord
 
 UNDO_ACTIONS = ("heal", "resume", "start")
 SNAPSHOTS_DIR = "snapshots"
+RANDOM_TARGET_WAIT = 10.0  # seconds a random fault looks for a target that is not there yet
 
 
 def snapshot_key(step: Step) -> str:
@@ -157,10 +158,10 @@ class ScheduleStage:
                 return bad
         return "ok" if outcomes else "fail"
 
-    def _fault(self, fault: Fault) -> str:
+    def _fault(self, fault: Fault, target_wait: float = 0.0) -> str:
         if self.record.fault_start is None and fault.action not in UNDO_ACTIONS:
             self.record.fault_start = self.history.now()
-        return self.nemesis.invoke(fault).outcome
+        return self.nemesis.invoke(fault, target_wait=target_wait).outcome
 
     def _random(self, step: Step) -> str:
         """Every planned fault at its time, each undone at its time even when the run is
@@ -177,7 +178,10 @@ class ScheduleStage:
         for planned in faults:
             if self.cancel.wait(max(0.0, began + planned.at - time.monotonic())):
                 break
-            outcomes.append(self._fault(Fault(planned.action, planned.target)))
+            # A drawn target may not exist at its moment: the active controller, right
+            # after the previous draw restarted it, until the quorum elects a leader.
+            outcomes.append(self._fault(Fault(planned.action, planned.target),
+                                        target_wait=RANDOM_TARGET_WAIT))
             if planned.undo is not None and planned.undo_at is not None:
                 self.cancel.wait(max(0.0, began + planned.undo_at - time.monotonic()))
                 outcomes.append(self._fault(Fault(planned.undo, None)))
