@@ -447,6 +447,148 @@ def test_aiokafka_admin(node, topic):
     wait_for_topic(node.bootstrap, topic, 2)
 
 
+# -- DescribeProducers and DescribeTopicPartitions --------------------------------------
+
+
+def test_describe_producers(node, topic):
+    """An idempotent producer's state on the partition's leader, through kafka-python's
+    describe_producers (confluent-kafka and aiokafka have no call for it); the error
+    paths through the lab's wire client, which shows every partition's answer."""
+    from kafka import TopicPartition as KpPartition
+
+    from brownout.cluster.wire import WireClient
+
+    create_topic(node.bootstrap, topic, 2)
+    before = int(time.time() * 1000)
+    produce_confluent(node.bootstrap, topic, [(0, None, b"%d" % i, []) for i in range(3)],
+                      **{"enable.idempotence": True})
+    client = _kp_admin(node)
+    try:
+        states = client.describe_producers([KpPartition(topic, 0), KpPartition(topic, 1)])
+    finally:
+        client.close()
+    [producer] = states[KpPartition(topic, 0)].active_producers
+    assert producer.producer_id >= 0 and producer.producer_epoch == 0
+    assert producer.last_sequence == 2  # three records: sequences 0, 1, 2
+    assert before <= producer.last_timestamp <= int(time.time() * 1000)
+    assert (producer.coordinator_epoch, producer.current_transaction_start_offset) == (-1, -1)
+    assert states[KpPartition(topic, 1)].active_producers == []
+
+    with WireClient(node.bootstrap, timeout=10) as wire:
+        response = wire.request(61, 0, {"topics": [
+            {"name": topic, "partition_indexes": [0, 9]},
+            {"name": f"{topic}-missing", "partition_indexes": [0]},
+            {"name": "bad/name", "partition_indexes": [0]}]})
+    answers = {(t.name, p.partition_index): (p.error_code, p.error_message)
+               for t in response.topics for p in t.partitions}
+    assert answers[(topic, 0)] == (0, None)
+    assert answers[(topic, 9)][0] == KafkaError.UNKNOWN_TOPIC_OR_PART
+    assert answers[(f"{topic}-missing", 0)][0] == KafkaError.UNKNOWN_TOPIC_OR_PART
+    code, message = answers[("bad/name", 0)]
+    assert code == KafkaError.TOPIC_EXCEPTION and "illegal" in message
+
+
+def test_describe_topic_partitions(node, topic):
+    """KIP-966's DescribeTopicPartitions through kafka-python (the only one of the three
+    clients with a call for it), paged with a cursor; ELR lists are empty, not null
+    (read with the lab's wire client: kafka-python turns both into None)."""
+    from brownout.cluster.wire import WireClient
+
+    create_topic(node.bootstrap, topic, 3)
+    missing = f"{topic}-missing"
+    client = _kp_admin(node)
+    try:
+        first = client.describe_topic_partitions([topic, missing], response_partition_limit=2)
+        rest = client.describe_topic_partitions([topic, missing], response_partition_limit=2,
+                                                cursor=first["next_cursor"])
+    finally:
+        client.close()
+    assert first["next_cursor"] == {"topic_name": topic, "partition_index": 2}
+    [described] = first["topics"]
+    assert described["name"] == topic and described["error_code"] == 0
+    assert [(p["partition_index"], p["leader_id"], p["replica_nodes"], p["isr_nodes"])
+            for p in described["partitions"]] == [(0, 1, [1], [1]), (1, 1, [1], [1])]
+    assert described["topic_authorized_operations"] == 3576  # all topic operations
+    assert rest["next_cursor"] is None
+    assert [(t["name"], t["error_code"], [p["partition_index"] for p in t["partitions"]])
+            for t in rest["topics"]] == [(topic, 0, [2]),
+                                         (missing, KafkaError.UNKNOWN_TOPIC_OR_PART, [])]
+
+    with WireClient(node.bootstrap, timeout=10) as wire:
+        response = wire.request(75, 0, {"topics": [{"name": topic}],
+                                        "response_partition_limit": 2000, "cursor": None})
+        [p0, *_] = response.topics[0].partitions
+        assert (p0.eligible_leader_replicas, p0.last_known_elr) == ((), ())
+        assert p0.offline_replicas == ()
+        # A cursor on a topic the list does not name: INVALID_REQUEST for every topic.
+        response = wire.request(75, 0, {"topics": [{"name": topic}],
+                                        "response_partition_limit": 10,
+                                        "cursor": {"topic_name": missing,
+                                                   "partition_index": 0}})
+        assert [t.error_code for t in response.topics] == [KafkaError.INVALID_REQUEST]
+
+    # `topics describe` shows Kafka 3.9's Elr and LastKnownElr columns from it.
+    lines = _cli("topics", "describe", topic, "--bootstrap-server",
+                 node.bootstrap).stdout.splitlines()
+    assert lines[1] == (f"\tTopic: {topic}\tPartition: 0\tLeader: 1\tReplicas: 1\tIsr: 1"
+                        "\tElr: \tLastKnownElr: ")
+
+
+# -- brownout.api.versions=4.0: Kafka 4.0's ranges ---------------------------------------
+
+
+def _closed_after(node, api_key: int, version: int, body: dict) -> bool:  # type: ignore[no-untyped-def]
+    """Whether the node closes the connection instead of answering (as Kafka does for a
+    version it does not support)."""
+    from brownout.cluster.wire import WireClient, WireError
+
+    with WireClient(f"127.0.0.1:{node.port}", timeout=10) as wire:
+        try:
+            wire.request(api_key, version, body)
+        except WireError:
+            return True
+    return False
+
+
+def test_kafka_4_0_version_ranges(node_factory, topic):
+    """A node told to advertise Kafka 4.0's ranges drops OffsetCommit v0-v1 and JoinGroup
+    v0-v1 (KIP-896): those requests are refused; librdkafka, which sends newer versions,
+    produces, joins a group and commits as before."""
+    from brownout.cluster.wire import WireClient
+
+    node = node_factory({"brownout.api.versions": "4.0"})
+    with WireClient(node.bootstrap, timeout=10) as wire:
+        versions = wire.api_versions()
+    assert versions[8][0] == 2 and versions[11][0] == 2  # OffsetCommit, JoinGroup
+    assert versions[0][0] == 3 and versions[1][0] == 4  # Produce, Fetch: unchanged
+
+    group = f"{topic}-g"
+    create_topic(node.bootstrap, topic, 1)
+    produce_confluent(node.bootstrap, topic, [(0, None, b"v", [])])
+    consumer = Consumer({"bootstrap.servers": node.bootstrap, "group.id": group,
+                         "auto.offset.reset": "earliest", "enable.auto.commit": False,
+                         "socket.timeout.ms": CLIENT_TIMEOUT_MS})
+    try:
+        consumer.subscribe([topic])
+        deadline = time.monotonic() + 30
+        message = None
+        while message is None and time.monotonic() < deadline:
+            message = consumer.poll(1)
+        assert message is not None and message.error() is None and message.value() == b"v"
+        consumer.commit(message=message, asynchronous=False)
+    finally:
+        consumer.close()
+    assert _committed(node, group, topic, 0) == 1
+
+    # The raw OffsetCommit v1 of the test above, and a JoinGroup v0: refused.
+    with pytest.raises(AssertionError, match="connection closed"):
+        _offset_commit(node, 1, group, {topic: {0: 5}})
+    assert _closed_after(node, 11, 0, {
+        "group_id": group, "session_timeout": 10000, "member_id": "",
+        "protocol_type": "consumer", "protocols": [{"name": "range", "metadata": b""}]})
+    assert _committed(node, group, topic, 0) == 1
+
+
 # -- DeleteRecords, OffsetDelete, DeleteGroups ------------------------------------------
 
 

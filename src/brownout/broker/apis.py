@@ -28,9 +28,10 @@ from ..controller.topics import (
     TopicResult,
     validate_topic_name,
 )
-from ..protocol.apis import BROKER_APIS, ApiKey, response_class
+from ..protocol.apis import BROKER_APIS, ApiKey, advertised_versions, response_class
 from ..protocol.build import build, millis
 from ..protocol.connection import Request, ServerConnection
+from . import describe_topic_partitions as dtp
 from .config_admin import preprocess_incremental, preprocess_legacy
 from .configs import (
     DynamicLayers,
@@ -127,6 +128,8 @@ class KafkaApis:
             ApiKey.INCREMENTAL_ALTER_CONFIGS: self.handle_incremental_alter_configs,
             ApiKey.DESCRIBE_CLUSTER: self.handle_describe_cluster,
             ApiKey.DESCRIBE_LOG_DIRS: self.handle_describe_log_dirs,
+            ApiKey.DESCRIBE_PRODUCERS: self.handle_describe_producers,
+            ApiKey.DESCRIBE_TOPIC_PARTITIONS: self.handle_describe_topic_partitions,
             ApiKey.INIT_PRODUCER_ID: self.handle_init_producer_id,
             ApiKey.OFFSET_FOR_LEADER_EPOCH: self.handle_offset_for_leader_epoch,
             ApiKey.SASL_HANDSHAKE: self.handle_sasl_handshake,
@@ -146,9 +149,14 @@ class KafkaApis:
             self.supported.pop(ApiKey.ALTER_PARTITION_REASSIGNMENTS, None)
             self.supported.pop(ApiKey.LIST_PARTITION_REASSIGNMENTS, None)
             self.supported.pop(ApiKey.DESCRIBE_QUORUM, None)  # no metadata quorum at all
+            # Kafka's ZooKeeper-mode brokers do not serve it either (KRaft brokers only).
+            self.supported.pop(ApiKey.DESCRIBE_TOPIC_PARTITIONS, None)
             # A ZooKeeper-mode broker also answers its controller (ZkBrokerApis).
             self._handlers.update(zk_apis.handlers())
             self.supported.update(zk_apis.supported)
+        # Kafka 3.9's ranges, or 4.0's without the versions KIP-896 removed: a request
+        # outside them is refused like any unsupported version.
+        self.supported = advertised_versions(self.supported, config["brownout.api.versions"])
 
     async def handle(self, request: Request, ctx: ClientContext) -> Any | None:
         """The response body for `request`, or None when no response is sent."""
@@ -660,6 +668,65 @@ class KafkaApis:
                 "total_bytes": total, "usable_bytes": usable})
         return self._response(request, {"throttle_time": 0, "error_code": ErrorCode.none,
                                          "results": results})
+
+    # -- DescribeProducers ----------------------------------------------------------
+
+    async def handle_describe_producers(self, request: Request, ctx: ClientContext) -> Any:
+        # Kafka's KafkaApis and ReplicaManager.activeProducerState: any replica with the
+        # log answers (an admin client may ask a follower); a known partition this
+        # broker does not host is NOT_LEADER_OR_FOLLOWER.
+        topics = []
+        for t in request.body.topics:
+            problem = validate_topic_name(t.name)
+            topic_error: tuple[ErrorCode, str | None] | None = (
+                (ErrorCode.invalid_topic_exception, problem) if problem
+                else None if self.metadata.contains(t.name)
+                else (ErrorCode.unknown_topic_or_partition, None))
+            parts = []
+            for index in t.partition_indexes:
+                tp = TopicPartition(t.name, int(index))
+                entry: dict[str, Any] = {"partition_index": tp.partition,
+                                         "error_code": ErrorCode.none, "error_message": None,
+                                         "active_producers": []}
+                partition = self.replica_manager.partitions.get(tp)
+                if topic_error is not None:
+                    entry["error_code"], entry["error_message"] = topic_error
+                elif partition is None:
+                    entry["error_code"] = (
+                        ErrorCode.not_leader_or_follower
+                        if self.metadata.partition_info(tp.topic, tp.partition) is not None
+                        else ErrorCode.unknown_topic_or_partition)
+                else:
+                    entry["active_producers"] = [
+                        {"producer_id": p.producer_id, "producer_epoch": p.epoch,
+                         "last_sequence": p.last_seq, "last_timestamp": p.last_timestamp,
+                         # Not transactional: no coordinator, no open transaction.
+                         "coordinator_epoch": -1, "current_txn_start_offset": -1}
+                        for p in partition.log.producer_state.active_producers()]
+                parts.append(entry)
+            topics.append({"name": t.name, "partitions": parts})
+        return self._response(request, {"throttle_time": 0, "topics": topics})
+
+    # -- DescribeTopicPartitions ----------------------------------------------------
+
+    async def handle_describe_topic_partitions(
+        self, request: Request, ctx: ClientContext
+    ) -> Any:
+        body = request.body
+        requested = [t.name for t in body.topics]
+        cursor = (None if body.cursor is None
+                  else dtp.Cursor(body.cursor.topic_name, int(body.cursor.partition_index)))
+        try:
+            names = dtp.topics_to_describe(requested, self.metadata.all_topics(), cursor)
+        except dtp.InvalidRequest as e:
+            log.info("DescribeTopicPartitions from %s: %s", ctx.client_host, e)
+            return self._response(request, dtp.invalid_request(requested))
+        limit = dtp.partition_limit(int(body.response_partition_limit),
+                                    self.config["max.request.partition.size.limit"])
+        return self._response(request, dtp.describe(
+            names, all_topics_requested=not requested, cursor=cursor, limit=limit,
+            partitions_of=lambda n: self.metadata.partition_metadata(n, ctx.listener),
+            topic_id_of=self.metadata.topic_id))
 
     # -- DescribeConfigs ------------------------------------------------------------
 

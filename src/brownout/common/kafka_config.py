@@ -79,6 +79,12 @@ BROKER_CONFIG = ConfigDef(
         ConfigKey("inter.broker.listener.name", S, None),
         ConfigKey("security.inter.broker.protocol", S, "PLAINTEXT"),
         ConfigKey("socket.request.max.bytes", INT, 104857600, "", at_least(1)),
+        # DescribeTopicPartitions answers at most this many partitions per response.
+        ConfigKey("max.request.partition.size.limit", INT, 2000, "", at_least(1)),
+        # Not Kafka's: whose API version ranges a broker advertises (protocol/apis.py).
+        ConfigKey("brownout.api.versions", S, "3.9",
+                  "3.9 (Kafka 3.9's ranges) or 4.0 (Kafka 4.0.0's, after KIP-896)",
+                  one_of("3.9", "4.0")),
         ConfigKey("socket.send.buffer.bytes", INT, 102400),
         ConfigKey("socket.receive.buffer.bytes", INT, 102400),
         ConfigKey("num.network.threads", INT, 3, "", at_least(1)),
@@ -437,6 +443,11 @@ class KafkaConfig:
                 f"broker.id={broker_id})"
             )
         if self.is_zookeeper_mode:
+            if self["brownout.api.versions"] == "4.0":
+                raise ConfigError(
+                    "brownout.api.versions=4.0 needs KRaft mode: Kafka 4.0 has no "
+                    "ZooKeeper mode"
+                )
             if not self["zookeeper.connect"]:
                 raise ConfigError(
                     'Missing required configuration "zookeeper.connect" which has no default '

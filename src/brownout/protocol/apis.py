@@ -62,9 +62,11 @@ class ApiKey(enum.IntEnum):
     DESCRIBE_QUORUM = 55
     ALTER_PARTITION = 56
     DESCRIBE_CLUSTER = 60
+    DESCRIBE_PRODUCERS = 61
     BROKER_REGISTRATION = 62
     BROKER_HEARTBEAT = 63
     ALLOCATE_PRODUCER_IDS = 67
+    DESCRIBE_TOPIC_PARTITIONS = 75
 
 
 # (min, max) advertised to clients by a broker.
@@ -106,7 +108,50 @@ BROKER_APIS: dict[ApiKey, tuple[int, int]] = {
     ApiKey.DESCRIBE_CLUSTER: (0, 1),
     # Forwarded to the controller, so the same range as its listener (raft_manager).
     ApiKey.DESCRIBE_QUORUM: (0, 1),
+    ApiKey.DESCRIBE_PRODUCERS: (0, 0),
+    ApiKey.DESCRIBE_TOPIC_PARTITIONS: (0, 0),  # KRaft brokers only, as in Kafka
 }
+
+# The `brownout.api.versions` setting: whose version ranges a broker advertises.
+API_VERSIONS_3_9 = "3.9"
+API_VERSIONS_4_0 = "4.0"
+
+# Kafka 4.0.0's lowest version of each API this node serves where KIP-896 raised it
+# above what BROKER_APIS starts at: OffsetCommit v0-v1 and JoinGroup v0-v1 are gone
+# (Kafka 4.0.1 took JoinGroup v0-v1 back for old librdkafka releases). The other
+# removals (Produce v0-v2, Fetch v0-v3, ListOffsets v0, OffsetFetch v0, CreateTopics
+# v0-v1, DeleteTopics v0, OffsetForLeaderEpoch v0-v1, DescribeConfigs v0,
+# DescribeLogDirs v0) are versions this node never served.
+KAFKA_4_0_MIN_VERSIONS: dict[ApiKey, int] = {
+    ApiKey.PRODUCE: 3,
+    ApiKey.FETCH: 4,
+    ApiKey.LIST_OFFSETS: 1,
+    ApiKey.OFFSET_COMMIT: 2,
+    ApiKey.OFFSET_FETCH: 1,
+    ApiKey.JOIN_GROUP: 2,
+    ApiKey.CREATE_TOPICS: 2,
+    ApiKey.DELETE_TOPICS: 1,
+    ApiKey.OFFSET_FOR_LEADER_EPOCH: 2,
+    ApiKey.DESCRIBE_CONFIGS: 1,
+    ApiKey.DESCRIBE_LOG_DIRS: 1,
+}
+
+
+def advertised_versions(
+    apis: dict[ApiKey, tuple[int, int]], release: str
+) -> dict[ApiKey, tuple[int, int]]:
+    """The ranges a broker advertises for `release` ("3.9" or "4.0"): Kafka 4.0 raises
+    the low end of some APIs (KIP-896); the high end stays what this node implements."""
+    if release == API_VERSIONS_3_9:
+        return dict(apis)
+    if release != API_VERSIONS_4_0:
+        raise ValueError(f"unknown API version set {release!r} (expected 3.9 or 4.0)")
+    out = {}
+    for key, (low, high) in apis.items():
+        low = max(low, KAFKA_4_0_MIN_VERSIONS.get(key, low))
+        if low <= high:
+            out[key] = (low, high)
+    return out
 
 
 def _in_zkapis(api_key: int, api_version: int) -> bool:

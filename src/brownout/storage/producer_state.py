@@ -65,11 +65,20 @@ class ProducerStateEntry:
     batches: deque[BatchMetadata] = field(
         default_factory=lambda: deque(maxlen=NUM_BATCHES_TO_RETAIN)
     )
+    # The max timestamp of the producer's last batch (-1 before any): DescribeProducers
+    # reports it, as Kafka's ProducerStateEntry.lastTimestamp.
+    last_timestamp: int = -1
 
     def copy(self) -> ProducerStateEntry:
         return ProducerStateEntry(
-            self.producer_id, self.epoch, deque(self.batches, maxlen=NUM_BATCHES_TO_RETAIN)
+            self.producer_id, self.epoch, deque(self.batches, maxlen=NUM_BATCHES_TO_RETAIN),
+            self.last_timestamp,
         )
+
+    @property
+    def last_seq(self) -> int:
+        """The last sequence written in the current epoch; -1 when none is."""
+        return self.batches[-1].last_seq if self.batches else -1
 
     def find_duplicate(self, header: BatchHeader) -> Duplicate | None:
         if header.producer_epoch != self.epoch:
@@ -84,6 +93,7 @@ class ProducerStateEntry:
         if header.producer_epoch != self.epoch:
             self.epoch = header.producer_epoch
             self.batches.clear()
+        self.last_timestamp = header.max_timestamp
         if header.is_control:
             return  # markers carry no sequence
         self.batches.append(
@@ -111,6 +121,10 @@ class ProducerStateManager:
     @property
     def producer_ids(self) -> list[int]:
         return sorted(self._entries)
+
+    def active_producers(self) -> list[ProducerStateEntry]:
+        """Every producer with state in this log, by id (what DescribeProducers lists)."""
+        return [self._entries[pid] for pid in sorted(self._entries)]
 
     def check(self, header: BatchHeader,
               staged: dict[int, ProducerStateEntry] | None = None) -> Duplicate | None:
