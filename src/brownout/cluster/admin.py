@@ -22,6 +22,7 @@ T = TypeVar("T")
 
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 ZERO_TOPIC_ID = "AAAAAAAAAAAAAAAAAAAAAA"
+DESCRIBE_TOPIC_PARTITIONS = 75  # API key (KIP-966)
 DEFAULT_TIMEOUT = 15.0
 
 
@@ -278,7 +279,11 @@ class Admin:
                 configs = client.topic_overrides(chosen) if chosen else {}
             except ResourceError as e:
                 raise AdminError(f"cannot describe configs: {e}") from None
-            return [topic_from_metadata(topics[n], configs.get(n, {})) for n in chosen]
+            # Kafka 3.9's tool reads ELRs from DescribeTopicPartitions (KIP-966) where the
+            # broker has it; Metadata has none, so without it the columns stay empty.
+            elr = (client.eligible_leader_replicas(chosen)
+                   if chosen and client.supports(DESCRIBE_TOPIC_PARTITIONS) else {})
+            return [topic_from_metadata(topics[n], configs.get(n, {}), elr) for n in chosen]
 
         return self._on_any_broker(f"cannot reach the cluster at {self.bootstrap}", fetch)
 
@@ -332,15 +337,23 @@ class Admin:
         return sorted(results, key=lambda r: r.partition)
 
 
-def topic_from_metadata(t: TopicMetadata, configs: Mapping[str, str]) -> DescribedTopic:
-    """A Metadata response's topic -> DescribedTopic. Metadata has no ELR, so Elr and
-    LastKnownElr stay empty (as librdkafka's describe_topics had them from Metadata)."""
+def topic_from_metadata(
+    t: TopicMetadata,
+    configs: Mapping[str, str],
+    elr: Mapping[tuple[str, int], tuple[tuple[int, ...], tuple[int, ...]]] | None = None,
+) -> DescribedTopic:
+    """A Metadata response's topic -> DescribedTopic, with each partition's ELR and
+    last known ELR from `elr` (DescribeTopicPartitions); Metadata has none, so without
+    it both stay empty (as librdkafka's describe_topics had them from Metadata)."""
+    elr = elr or {}
     partitions = tuple(
         DescribedPartition(
             partition=p.partition,
             leader=None if p.leader < 0 else p.leader,
             replicas=p.replicas,
             isr=p.isr,
+            elr=elr.get((t.name, p.partition), ((), ()))[0],
+            last_known_elr=elr.get((t.name, p.partition), ((), ()))[1],
         )
         for p in t.partitions
     )

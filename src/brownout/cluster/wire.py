@@ -38,6 +38,7 @@ _MAX_VERSION = {
     ApiKey.INCREMENTAL_ALTER_CONFIGS: 1,
     ApiKey.ALTER_PARTITION_REASSIGNMENTS: 0,
     ApiKey.LIST_PARTITION_REASSIGNMENTS: 0,
+    ApiKey.DESCRIBE_TOPIC_PARTITIONS: 0,
 }
 _MIN_VERSION = {ApiKey.METADATA: 4, ApiKey.DESCRIBE_CONFIGS: 1, ApiKey.FIND_COORDINATOR: 1}
 
@@ -280,6 +281,32 @@ class WireClient:
                 )
             )
         return TopicsMetadata(cluster, tuple(partitions), tuple(described))
+
+    def supports(self, api_key: int) -> bool:
+        return api_key in self.api_versions()
+
+    def eligible_leader_replicas(
+        self, topics: list[str]
+    ) -> dict[tuple[str, int], tuple[tuple[int, ...], tuple[int, ...]]]:
+        """DescribeTopicPartitions (KIP-966) for `topics`, page after page: each
+        partition's eligible leader replicas and last known ELR (a null list read as
+        empty). Topics the broker does not know are left out."""
+        version = self.pick_version(ApiKey.DESCRIBE_TOPIC_PARTITIONS)
+        found: dict[tuple[str, int], tuple[tuple[int, ...], tuple[int, ...]]] = {}
+        cursor = None
+        while True:
+            r = self.request(ApiKey.DESCRIBE_TOPIC_PARTITIONS, version, {
+                "topics": [{"name": t} for t in topics],
+                "response_partition_limit": 2000, "cursor": cursor})
+            for t in r.topics:
+                for p in t.partitions:
+                    found[(str(t.name), int(p.partition_index))] = (
+                        tuple(int(x) for x in p.eligible_leader_replicas or ()),
+                        tuple(int(x) for x in p.last_known_elr or ()))
+            if r.next_cursor is None:
+                return found
+            cursor = {"topic_name": r.next_cursor.topic_name,
+                      "partition_index": int(r.next_cursor.partition_index)}
 
     def find_coordinator(self, group: str) -> int:
         """FindCoordinator (key type group): the coordinator's node id."""

@@ -134,6 +134,9 @@ class _FakeWire:
     def topic_overrides(self, topics):
         return {t: self.configs.get(t, {}) for t in topics}
 
+    def supports(self, api_key):
+        return False  # a broker before DescribeTopicPartitions (Kafka 3.7)
+
 
 def _admin(monkeypatch, md, dead=(), configs=None, bootstrap="h1:9092,h2:9092"):
     import brownout.cluster.wire as wire
@@ -240,3 +243,19 @@ def test_replication_reports_follow_kafka_topics_semantics():
     t = DescribedTopic("t", ZERO_TOPIC_ID, (alone, full))
     assert format_filtered(t, 2, live, PartitionFilters(under_min_isr=True)) == [
         "\tTopic: t\tPartition: 2\tLeader: 3\tReplicas: 1,2,3\tIsr: 3\tElr: \tLastKnownElr: "]
+
+
+def test_elr_from_describe_topic_partitions_fills_the_columns():
+    from brownout.cluster.admin import topic_from_metadata
+    from brownout.cluster.wire import PartitionMetadata, TopicMetadata
+
+    parts = (PartitionMetadata("t", 0, 1, 5, (1, 2, 3), (1,)),
+             PartitionMetadata("t", 1, -1, 5, (2, 3), ()))
+    t = TopicMetadata("t", None, False, 0, parts)
+    described = topic_from_metadata(t, {}, {("t", 0): ((2,), (3,))})
+    assert format_describe(described)[1:] == [
+        "\tTopic: t\tPartition: 0\tLeader: 1\tReplicas: 1,2,3\tIsr: 1\tElr: 2\tLastKnownElr: 3",
+        "\tTopic: t\tPartition: 1\tLeader: none\tReplicas: 2,3\tIsr: \tElr: \tLastKnownElr: ",
+    ]
+    # Without DescribeTopicPartitions (Metadata only) the columns stay empty.
+    assert topic_from_metadata(t, {}).partitions[0].elr == ()
