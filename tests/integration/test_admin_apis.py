@@ -344,10 +344,20 @@ def test_kafka_python_create_partitions_and_alter_configs(node, topic):
         result = client.alter_configs([KpResource(ConfigResourceType.TOPIC, topic,
                                                   configs={"no.such.config": "1"})],
                                       incremental=True, raise_on_unknown=False)
+        legacy = client.alter_configs([KpResource(ConfigResourceType.TOPIC, topic,
+                                                  configs={"no.such.config": "1"})],
+                                      incremental=False, raise_on_unknown=False)
+        # validate_only, both ways: checked, answered, not applied.
+        for incremental in (True, False):
+            only = client.alter_configs([KpResource(ConfigResourceType.TOPIC, topic,
+                                                    configs={"retention.ms": "5000"})],
+                                        validate_only=True, incremental=incremental)
+            assert only == {"topic": {topic: "OK"}}
     finally:
         client.close()
-    assert str(result["topic"][topic]) == (
-        "[Error 40] InvalidConfigurationError: Unknown topic config name: no.such.config")
+    unknown = "[Error 40] InvalidConfigurationError: Unknown topic config name: no.such.config"
+    assert str(result["topic"][topic]) == unknown
+    assert str(legacy["topic"][topic]) == unknown
     configs = _describe(admin_for(node.bootstrap), ConfigResource("topic", topic))
     assert configs["retention.ms"].value == "3600000"
     assert configs["segment.ms"].value == "600000"
@@ -427,24 +437,32 @@ def test_aiokafka_admin(node, topic):
             await client.create_partitions({topic: AioNewPartitions(2)})
             with pytest.raises(InvalidPartitionsError, match="would not be an increase"):
                 await client.create_partitions({topic: AioNewPartitions(1)})
+            # validate_only: accepted, nothing created (checked below: still 2).
+            await client.create_partitions({topic: AioNewPartitions(5)}, validate_only=True)
             altered = await client.alter_configs([AioResource(
                 AioType.TOPIC, topic, configs={"unclean.leader.election.enable": "true"})])
             bad = await client.alter_configs([AioResource(
                 AioType.TOPIC, topic, configs={"max.message.bytes": "-5"})])
+            unknown = await client.alter_configs([AioResource(
+                AioType.TOPIC, topic, configs={"no.such.config": "1"})])
             described = await client.describe_configs([AioResource(AioType.TOPIC, topic)])
-            return altered, bad, described
+            return altered, bad, unknown, described
         finally:
             await client.close()
 
-    altered, bad, described = asyncio.run(run())
+    altered, bad, unknown, described = asyncio.run(run())
     assert [r[0] for r in altered[0].resources] == [0]
     code, message = bad[0].resources[0][:2]
     assert (code, message) == (
         KafkaError.INVALID_CONFIG,
         "Invalid value -5 for configuration max.message.bytes: Value must be at least 0")
+    assert tuple(unknown[0].resources[0][:2]) == (
+        KafkaError.INVALID_CONFIG, "Unknown topic config name: no.such.config")
     entries = {e[0]: e[1] for e in described[0].resources[0][4]}
     assert entries["unclean.leader.election.enable"] == "true"
     wait_for_topic(node.bootstrap, topic, 2)
+    assert len(admin_for(node.bootstrap).list_topics(topic=topic, timeout=5)
+               .topics[topic].partitions) == 2  # the validate_only request created none
 
 
 # -- DescribeProducers and DescribeTopicPartitions --------------------------------------
@@ -946,6 +964,7 @@ def test_admin_on_a_cluster_and_unclean_election_turned_on_live(tmp_path):
     When the old leader is back in the ISR, ElectLeaders PREFERRED hands leadership
     back to it."""
     from _cluster import LabCluster, full_isr, wait_until
+    from kafka.admin import KafkaAdminClient
 
     # No automatic preferred-leader rebalance: it would hand leadership back before
     # the test's own PREFERRED election could (ELECTION_NOT_NEEDED).
@@ -971,11 +990,28 @@ def test_admin_on_a_cluster_and_unclean_election_turned_on_live(tmp_path):
         assert done[elected].result(timeout=20) is None
         c.wait_everywhere(elected, lambda d: full_isr(d, 2, 1), 30, "elect-live fully in sync")
         produce_confluent(c.bootstrap, elected, [(0, None, b"%d" % i, []) for i in range(5)],
-                          acks="all")
+                          acks="all", **{"enable.idempotence": True})
         [deleted] = admin.delete_records([TopicPartition(elected, 0, 3)],
                                          request_timeout=15, operation_timeout=15).values()
         # The low watermark is the follower's log start too: it has deleted them as well.
         assert deleted.result(timeout=20).low_watermark == 3
+
+        # DescribeProducers (kafka-python): the leader and the follower both know the
+        # idempotent producer (any replica with the log answers, as in Kafka); a broker
+        # without a replica says NOT_LEADER_OR_FOLLOWER.
+        from kafka import TopicPartition as KpPartition
+        from kafka.errors import NotLeaderForPartitionError
+        kp = KafkaAdminClient(bootstrap_servers=c.bootstrap, request_timeout_ms=15000)
+        try:
+            tp = KpPartition(elected, 0)
+            [on_leader] = kp.describe_producers([tp])[tp].active_producers
+            wait_until(lambda: kp.describe_producers([tp], broker_id=follower)[tp]
+                       .active_producers == [on_leader], 15, "the follower's producer state")
+            with pytest.raises(NotLeaderForPartitionError):
+                kp.describe_producers([tp], broker_id=witness)
+        finally:
+            kp.close()
+        assert on_leader.last_sequence == 4  # five records
 
         # DescribeQuorum, forwarded by a broker to the controller: the brokers observe.
         rows = _cli("metadata-quorum", "describe", "--replication", "--bootstrap-server",
@@ -1005,6 +1041,14 @@ def test_admin_on_a_cluster_and_unclean_election_turned_on_live(tmp_path):
         p0 = TopicPartition(elected, 0)
         assert _elect(witness_address, ElectionType.UNCLEAN, [p0]) == {
             (elected, 0): KafkaError.ELIGIBLE_LEADERS_NOT_AVAILABLE}
+        kp = KafkaAdminClient(bootstrap_servers=witness_address, request_timeout_ms=15000)
+        try:
+            response = kp.elect_leaders(1, {elected: [0]}, timeout_ms=15000, raise_errors=False)
+        finally:
+            kp.close()
+        assert [(r.topic, [p.error_code for p in r.partition_result])
+                for r in response.replica_election_results] == [
+            (elected, [KafkaError.ELIGIBLE_LEADERS_NOT_AVAILABLE])]
         c.start(follower)
         # Back and unfenced, but not in the ISR: with unclean election off it may not lead.
         wait_until(lambda: follower in [b.id for b in
@@ -1037,7 +1081,6 @@ def test_admin_on_a_cluster_and_unclean_election_turned_on_live(tmp_path):
         c.start(leader)
         wait_until(lambda: sorted(c.describe(elected).partitions[0].isr) == sorted(
             (leader, follower)), 60, "the old leader back in elect-live's ISR")
-        from kafka.admin import KafkaAdminClient
         kp = KafkaAdminClient(bootstrap_servers=c.bootstrap, request_timeout_ms=15000)
         try:
             response = kp.elect_leaders(0, {elected: [0]}, timeout_ms=15000)
