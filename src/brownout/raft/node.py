@@ -290,6 +290,7 @@ class RaftNode(ReplicationMixin):
         if self._role is Role.LEADER:
             self._leader.set_local_end(self._durable_end)
             self._maybe_advance_high_watermark()
+            self._complete_parked(hw_changed=False)  # observers' fetches (see append)
 
     def status(self) -> RaftStatus:
         voters, observers = (), ()

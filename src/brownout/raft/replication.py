@@ -52,7 +52,12 @@ class ReplicationMixin:
         self._log.append(
             [Entry(start + i, self._epoch, p, control) for i, (p, control) in enumerate(items)]
         )
-        self._complete_parked(hw_changed=False)
+        # Voters get the entries at once: their fetches move the high watermark.
+        # Observers (the brokers) wait until the entries are durable here (`advance`),
+        # as Kafka completes parked fetches after the leader's flush: with a single
+        # voter the high watermark has moved by then, and a broker learns the entries
+        # and that they are committed in one response instead of a fetch.max.wait later.
+        self._complete_parked(hw_changed=False, voters_only=True)
 
     def _serve_fetch(self, m: FetchRequest, ls: LeaderState) -> None:
         if m.replica_id in self.voters and m.replica_id != self.node_id:
@@ -83,11 +88,13 @@ class ReplicationMixin:
             self._hw = new_hw
             self._complete_parked(hw_changed=True)
 
-    def _complete_parked(self, hw_changed: bool) -> None:
+    def _complete_parked(self, hw_changed: bool, voters_only: bool = False) -> None:
         """Answer parked fetches that now have entries, or all of them when the high
         watermark moved, so followers learn it without waiting for max_wait."""
         ls = self._leader
         for rid, p in list(ls.parked.items()):
+            if voters_only and rid not in self.voters:
+                continue
             if hw_changed or p.request.fetch_offset < self._log.end_offset:
                 del ls.parked[rid]
                 self._respond_fetch(p.request)
