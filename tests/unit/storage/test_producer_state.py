@@ -96,3 +96,22 @@ def test_state_survives_reopen_and_follows_truncation(open_log):
     # After truncation the second batch is gone: the retry is appended, not a duplicate.
     info = log.append_as_leader(idem(2, 2), 0, TS)
     assert not info.duplicate and info.first_offset == 2
+
+
+def test_active_producers_report_last_sequence_and_timestamp_as_describe_producers_does(open_log):
+    log = open_log()
+    log.append_as_leader(make_batch(2), 0, TS)  # no producer id: not listed
+    log.append_as_leader(make_batch(3, ts=TS + 5, producer_id=7, producer_epoch=0,
+                                    base_sequence=0), 0, TS)
+    log.append_as_leader(make_batch(2, ts=TS + 9, producer_id=3, producer_epoch=1,
+                                    base_sequence=0), 0, TS)
+    log.append_as_leader(make_batch(1, ts=TS + 20, producer_id=7, producer_epoch=0,
+                                    base_sequence=3), 0, TS)
+    active = log.producer_state.active_producers()
+    assert [(p.producer_id, p.epoch, p.last_seq, p.last_timestamp) for p in active] == [
+        (3, 1, 1, TS + 9), (7, 0, 3, TS + 20)]
+    # Rebuilt from the log after a restart: the same state.
+    log.close()
+    log = open_log(clean=False)
+    assert [(p.producer_id, p.last_seq, p.last_timestamp)
+            for p in log.producer_state.active_producers()] == [(3, 1, TS + 9), (7, 3, TS + 20)]
