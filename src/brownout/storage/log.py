@@ -97,7 +97,7 @@ def parse_partition_dir_name(name: str) -> tuple[str, int]:
 
 
 def _log_recovery_reason(prefix: str, seg: LogSegment, unflushed: bool) -> None:
-    if seg.load_problem == "missing index":
+    if seg.index_missing:
         log.warning("%s Could not find offset index file corresponding to log file %s, "
                     "recovering segment and rebuilding index files...", prefix, seg.log_path)
     elif seg.load_problem:
