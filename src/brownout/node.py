@@ -144,6 +144,11 @@ def main(argv: list[str] | None = None) -> int:
         log.warning("The configuration '%s' was supplied but isn't a known config.", key)
         del value
     events = EventLog(args.events, node_id=config.node_id)
+    # The lab's power-loss fault reads what this node made durable (storage.durability).
+    from .storage import durability
+
+    durability.open_from_environment(
+        [*(config.log_dirs if config.is_broker else []), config.metadata_log_dir])
     try:
         fatal = asyncio.run(run(config, events))
         if fatal is not None:
@@ -157,6 +162,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     finally:
         events.close()
+        durability.close_journal()
     return 0
 
 

@@ -682,6 +682,11 @@ class ReplicaManager:
                 partition.high_watermark,
                 partition.log_start_offset,
             )
+        except (CorruptRecordError, StorageError) as e:
+            # A batch failing its CRC (CORRUPT_MESSAGE) or an offline log dir
+            # (KAFKA_STORAGE_ERROR): the error, never the bytes.
+            return FetchResult(ErrorCode[e.kafka_error.lower()], partition.high_watermark,
+                               partition.log_start_offset)
         return FetchResult(
             ErrorCode.none, partition.high_watermark, partition.log_start_offset, bytes(records)
         )

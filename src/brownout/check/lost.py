@@ -6,6 +6,9 @@ and the rules below are tried in this order; the first that matches is the reaso
 every rule that matched is listed in `matched`:
 
     acks-0                 sent with acks=0: no broker ever acknowledged it.
+    power-loss             a power-loss fault ending after t took every replica of the
+                           ISR sampled at t (the write was in their page caches only:
+                           acknowledged, never fsynced).
     isolated-leader        a network isolation of L (an "isolate..."/"partition" fault
                            naming L) was in effect at t: from the isolation taking effect
                            to the invoke of the heal that ended it.
@@ -21,7 +24,7 @@ every rule that matched is listed in `matched`:
 
 Evidence per write: leader, leader_epoch, isr (the sample at sample_time), epoch_ended_at
 with new_leader / new_epoch, record_at_offset and log_end, fault_action / fault_time for a
-kill, isolated_since / isolation_action for an isolation.
+kill or a power loss, isolated_since / isolation_action for an isolation.
 """
 
 from __future__ import annotations
@@ -42,11 +45,12 @@ from brownout.check.load import HighWatermarks, Slices, high_watermarks, hw_for
 from brownout.check.msgids import decoded
 
 ACKS_0 = "acks-0"
+POWER_LOSS = "power-loss"
 ISOLATED_LEADER = "isolated-leader"
 NEVER_REPLICATED = "never-replicated"
 TRUNCATED = "truncated-after-leader-change"
 UNEXPLAINED = "unexplained"
-REASONS = (ACKS_0, ISOLATED_LEADER, NEVER_REPLICATED, TRUNCATED, UNEXPLAINED)
+REASONS = (ACKS_0, POWER_LOSS, ISOLATED_LEADER, NEVER_REPLICATED, TRUNCATED, UNEXPLAINED)
 
 DEATH_WINDOW = 2.0
 
@@ -71,6 +75,7 @@ def explain_lost_writes(lost: pa.Table, final: pa.Table, slices: Slices,
     faults = parse_faults(slices.faults)
     windows = isolation_windows(faults)
     kills = [f for f in faults if f.action in KILL_ACTIONS]
+    power_losses = [f for f in faults if f.action == POWER_LOSS]
 
     out: list[dict[str, Any]] = []
     for row in lost.to_pylist():
@@ -98,10 +103,15 @@ def explain_lost_writes(lost: pa.Table, final: pa.Table, slices: Slices,
             if window is not None:
                 matched.append(ISOLATED_LEADER)
                 ev.update(isolated_since=window.start, isolation_action=window.action)
+            outage = next((f for f in power_losses
+                           if set(isr) <= set(f.nodes) and t <= f.time), None)
+            if outage is not None:
+                matched.append(POWER_LOSS)
+                ev.update(fault_action=outage.action, fault_time=outage.time)
             alone = leader is not None and isr == (leader,)
             kill = next((f for f in kills
                          if leader in f.nodes and t <= f.time <= t + death_window), None)
-            if kill is not None:
+            if kill is not None and outage is None:
                 ev.update(fault_action=kill.action, fault_time=kill.time)
             if (row["acks"] == "1" and (alone or kill is not None)) or (
                     row["acks"] == "all" and alone):

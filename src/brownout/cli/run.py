@@ -313,7 +313,7 @@ def scenarios_command(
     for s in loaded:
         text = s.description.split(". ")[0].rstrip(".")
         if s.needs_root:
-            text = "(root, netns) " + text
+            text = ("(root, netns) " if s.cluster.network == "netns" else "(root) ") + text
         if verbose:
             text += (f"\n  cluster: {_cluster_text(s)}; {s.duration:g}s; schedule: "
                      + "; ".join(st.describe() for st in s.schedule))

@@ -59,6 +59,10 @@ def node_argv(distribution: str | None, config_path: Path, events_path: Path) ->
             "--events", str(events_path)]
 
 
+DURABILITY_ENV = "BROWNOUT_DURABILITY_JOURNAL"
+DURABILITY_JOURNAL = "durability.journal"
+
+
 def node_env(distribution: str | None, node_dir: Path) -> dict[str, str]:
     """The node's environment: the caller's, plus where Kafka's scripts put their own
     log files (the node's folder rather than KAFKA_HOME/logs, which several nodes would
@@ -67,6 +71,8 @@ def node_env(distribution: str | None, node_dir: Path) -> dict[str, str]:
     if distribution:
         env["LOG_DIR"] = str(node_dir / "kafka-logs")
     else:
+        # What the node makes durable, for the power-loss fault (storage.durability).
+        env[DURABILITY_ENV] = str(node_dir / DURABILITY_JOURNAL)
         env.setdefault("MALLOC_MMAP_THRESHOLD_", "4194304")
         env.setdefault("MALLOC_TRIM_THRESHOLD_", "67108864")
     return env

@@ -132,6 +132,7 @@ BROKER_CONFIG = ConfigDef(
         ConfigKey("log.index.size.max.bytes", INT, 10485760, "", at_least(4)),
         ConfigKey("log.flush.interval.messages", L, LONG_MAX, "", at_least(1)),
         ConfigKey("log.flush.interval.ms", L, None),
+        ConfigKey("log.flush.scheduler.interval.ms", L, LONG_MAX, "", at_least(0)),
         ConfigKey("log.flush.offset.checkpoint.interval.ms", INT, 60000, "", at_least(0)),
         ConfigKey("log.flush.start.offset.checkpoint.interval.ms", INT, 60000, "", at_least(0)),
         ConfigKey("log.cleanup.policy", LIST, ["delete"], "", one_of("delete", "compact")),

@@ -41,6 +41,18 @@ bandwidth            tbf: ``rate`` (e.g. 1mbit), ``burst``, ``latency``
 latency              netem ``delay`` (e.g. 100ms) ``jitter`` -- refused where the kernel
                      has no netem (this machine)
 heal                 remove every network fault
+power-loss           SIGKILL the targets together, cut every segment and index file to
+                     what each node had fsynced (its durability journal), start them
+                     again (after ``down`` seconds) and wait until they serve
+corrupt-log          SIGKILL, damage the log dir (``damage``: torn-tail | crc |
+                     missing-index | truncated-index | missing-checkpoints; ``log``
+                     e.g. orders-0, default every partition with data), start, wait
+read-only-logdir     chattr +i on the log dir while the node runs; waits (``timeout``,
+                     default 30 s) for the node to halt on its next write, then makes
+                     the dir writable again and leaves the node stopped
+disk-full            restart the node with its log dir on a tmpfs with ``free`` bytes
+                     left (default 1MiB), wait (``timeout``) for it to halt when they
+                     fill, copy the files back; the node is left stopped
 ===================  =================================================================
 
 ZooKeeper servers (targets ``zookeeper:N``, ``zk-leader``, ``minority-zookeepers``, ...)
@@ -64,14 +76,17 @@ import json
 import random
 import time
 from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
 from typing import Any
 
 from ..cluster import zookeeper as zk
 from ..cluster.ensemble import Ensemble
+from ..cluster.launcher import DURABILITY_JOURNAL
 from ..cluster.state import ClusterState
 from ..cluster.supervisor import Supervisor, SupervisorError
 from ..cluster.wire import PartitionMetadata, WireClient, WireError
 from . import grudge as grudges
+from . import storage as storage_faults
 from .control import NodeControl
 from .netns import FaultRefused, NetworkFaults
 from .targets import (
@@ -95,7 +110,9 @@ PROCESS_ACTIONS = (
     "rolling-restart",
 )
 NETWORK_ACTIONS = ("isolate", "partition", "loss", "bandwidth", "latency", "heal")
-ACTIONS = PROCESS_ACTIONS + NETWORK_ACTIONS
+# On a node's log dir (faults.storage); lab-started Brownout nodes only.
+STORAGE_ACTIONS = ("power-loss", "corrupt-log", "read-only-logdir", "disk-full")
+ACTIONS = PROCESS_ACTIONS + NETWORK_ACTIONS + STORAGE_ACTIONS
 # What `from` (isolate, loss) may name besides a target spec. "zookeeper" is the whole
 # ensemble, and only in ZooKeeper mode: there it is where the brokers' metadata lives,
 # while a KRaft broker never talks to an ensemble beside it.
@@ -730,6 +747,151 @@ class Nemesis:
             f"{describe_id(s['node'])} ({s['rejoined_after_s']}s)" for s in steps
         )
 
+    # -- storage faults ----------------------------------------------------------------
+
+    def _lab_node_dirs(self, nodes: tuple[int, ...]) -> dict[int, tuple[Path, Path]]:
+        """(log dir, durability journal) of each node; refused outside the lab."""
+        if self.state is None or self.topology.request.distribution:
+            raise _Failed(
+                "storage faults act on the files of Brownout nodes the lab started itself "
+                "(not an external cluster, not an Apache Kafka distribution)")
+        out = {}
+        for n in nodes:
+            if zookeeper_server(n) is not None:
+                raise _Failed(f"{describe_id(n)} is a ZooKeeper server: storage faults "
+                              "target nodes")
+            out[n] = (Path(self.state.nodes[n].data_dir),
+                      self.topology.node(n).directory / DURABILITY_JOURNAL)
+        return out
+
+    def _do_power_loss(self, fault: Fault, nodes: tuple[int, ...],
+                       details: dict[str, Any]) -> str:
+        dirs = self._lab_node_dirs(nodes)
+        down = _down(fault)
+        killed = [n for n in nodes if self._kill(n)]
+        details["killed"] = killed
+        details["killed_at"] = round(time.time(), 6)
+        if not killed:
+            raise _Failed(f"node(s) {_ids(nodes)} not running: no power to lose")
+        lost: dict[str, int] = {}
+        files: dict[str, int] = {}
+        try:
+            for n in killed:
+                log_dir, journal = dirs[n]
+                cut = storage_faults.power_loss(journal, [log_dir])
+                lost[str(n)] = sum(cut.values())
+                files[str(n)] = len(cut)
+        except (storage_faults.StorageFaultError, ValueError) as e:
+            raise _Indeterminate(f"killed node(s) {_ids(killed)}, but: {e}") from None
+        finally:
+            details["bytes_lost"] = lost
+            details["files_cut"] = files
+        if down > 0:
+            time.sleep(down)
+        self._start(killed, details)
+        return (f"power lost on node(s) {_ids(killed)}: unflushed bytes dropped "
+                + ", ".join(f"{k}: {v}" for k, v in lost.items()) + "; serving again")
+
+    def _do_corrupt_log(self, fault: Fault, nodes: tuple[int, ...],
+                        details: dict[str, Any]) -> str:
+        dirs = self._lab_node_dirs(nodes)
+        damage = str(fault.params.get("damage", "crc"))
+        if damage not in storage_faults.DAMAGE:
+            raise _Failed(f"damage must be one of {', '.join(storage_faults.DAMAGE)}, "
+                          f"got {damage!r}")
+        partition = fault.params.get("log")
+        down = _down(fault)
+        killed = [n for n in nodes if self._kill(n)]
+        details["killed"] = killed
+        if not killed:
+            raise _Failed(f"node(s) {_ids(nodes)} not running: nothing to corrupt")
+        done: dict[str, list[str]] = {}
+        details["damaged"] = done
+        for n in killed:
+            try:
+                done[str(n)] = storage_faults.corrupt(
+                    dirs[n][0], damage, None if partition is None else str(partition))
+            except storage_faults.StorageFaultError as e:
+                self._start(killed, {})
+                raise _Indeterminate(f"node {describe_id(n)} killed but not damaged: {e}; "
+                                     "started again") from None
+        if down > 0:
+            time.sleep(down)
+        self._start(killed, details)
+        return (f"{damage} on node(s) {_ids(killed)} "
+                f"({sum(len(v) for v in done.values())} file(s)); serving again")
+
+    def _wait_stopped(self, node: int, timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        while self.supervisor.process_state(node) != "stopped":
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.1)
+        return True
+
+    def _do_read_only_logdir(self, fault: Fault, nodes: tuple[int, ...],
+                             details: dict[str, Any]) -> str:
+        dirs = self._lab_node_dirs(nodes)
+        timeout = float(fault.params.get("timeout", self.terminate_timeout))
+        running = [n for n in nodes if self.process_state(n) == "running"]
+        if not running:
+            raise _Failed(f"node(s) {_ids(nodes)} not running")
+        t0 = time.monotonic()
+        halted: dict[str, float | None] = {}
+        details["halted_after_s"] = halted
+        try:
+            for n in running:
+                storage_faults.set_read_only(dirs[n][0])
+            for n in running:
+                ok = self._wait_stopped(n, max(0.0, timeout - (time.monotonic() - t0)))
+                halted[str(n)] = round(time.monotonic() - t0, 3) if ok else None
+        except storage_faults.StorageFaultError as e:
+            raise _Failed(str(e)) from None
+        finally:
+            for n in running:
+                storage_faults.clear_read_only(dirs[n][0])
+        stuck = [int(k) for k, v in halted.items() if v is None]
+        if stuck:
+            raise _Indeterminate(
+                f"log dir of node(s) {_ids(stuck)} read-only for {timeout:g}s but the node "
+                "did not halt (nothing written meanwhile?); writable again, still running")
+        return (f"log dir of node(s) {_ids(running)} made read-only: halted after "
+                + ", ".join(f"{k}: {v}s" for k, v in halted.items())
+                + "; left stopped, dir writable again")
+
+    def _do_disk_full(self, fault: Fault, nodes: tuple[int, ...],
+                      details: dict[str, Any]) -> str:
+        dirs = self._lab_node_dirs(nodes)
+        if len(nodes) != 1:
+            raise _Failed("disk-full takes one node")
+        (n,) = nodes
+        free = _size(fault.params.get("free", "1MiB"))
+        timeout = float(fault.params.get("timeout", self.terminate_timeout))
+        if not self._kill(n):
+            raise _Failed(f"node {describe_id(n)} not running")
+        t0 = time.monotonic()
+        try:
+            with storage_faults.small_disk(dirs[n][0], free) as size:
+                details["tmpfs_bytes"] = size
+                # Not waiting until it serves: it may fill the disk while catching up,
+                # and halting then is the point.
+                self.supervisor.start_node(n, timeout=self.start_timeout, wait=False)
+                halted = self._wait_stopped(n, timeout)
+                if not halted:
+                    self._kill(n)
+        except storage_faults.StorageFaultError as e:
+            if self.process_state(n) == "stopped":
+                self._start([n], {})
+            raise _Failed(str(e)) from None
+        details["halted_after_s"] = round(time.monotonic() - t0, 3) if halted else None
+        if not halted:
+            raise _Indeterminate(
+                f"node {describe_id(n)} ran {timeout:g}s with {free} bytes free without "
+                "filling them; killed, files copied back, left stopped")
+        return (f"node {describe_id(n)} restarted with {free} bytes free in its log dir and "
+                f"halted when they filled ({details['halted_after_s']}s); files copied back, "
+                "left stopped")
+
     # -- network faults ----------------------------------------------------------------
 
     def _group(self, spec: str, targets: tuple[int, ...]) -> tuple[set[int], bool]:
@@ -850,6 +1012,19 @@ def _server_id(target_id: int) -> int:
     server = zookeeper_server(target_id)
     assert server is not None, f"{target_id} is not a ZooKeeper server"
     return server
+
+
+def _size(raw: Any) -> int:
+    """A byte count: bytes, or a number with KiB / MiB / GiB (k, m, g also)."""
+    text = str(raw).strip()
+    units = {"kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "k": 1 << 10, "m": 1 << 20,
+             "g": 1 << 30}
+    for suffix, factor in sorted(units.items(), key=lambda kv: -len(kv[0])):
+        if text.lower().endswith(suffix) and text[: -len(suffix)].strip().isdigit():
+            return int(text[: -len(suffix)]) * factor
+    if text.isdigit():
+        return int(text)
+    raise _Failed(f"free must be bytes or a number with KiB, MiB or GiB, got {raw!r}")
 
 
 def _ids(nodes: Iterable[int]) -> str:

@@ -70,7 +70,9 @@ def evidence_text(row: Mapping[str, Any]) -> str:
     elif row.get("log_end") is not None and row.get("offset") is not None and (
             row["offset"] >= row["log_end"]):
         parts.append(f"log ends at {row['log_end']}")
-    if row.get("fault_action"):
+    if row.get("fault_action") == "power-loss":
+        parts.append(f"power lost on every ISR member (back at {_fmt_t(row.get('fault_time'))})")
+    elif row.get("fault_action"):
         parts.append(f"{row['fault_action']} of leader at {_fmt_t(row.get('fault_time'))}")
     if row.get("isolated_since") is not None:
         parts.append(f"leader isolated ({row.get('isolation_action')}) since "

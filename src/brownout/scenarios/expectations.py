@@ -219,6 +219,31 @@ def acked_writes_lost(report: Mapping[str, Any], facts: RunFacts,
     return _compare("acked_writes_lost", expected, lost, detail, why)
 
 
+def lost_write_reasons(report: Mapping[str, Any], facts: RunFacts,
+                       expected: Mapping[str, Comparison]) -> Outcome:
+    """How many lost writes the checker explained by each reason (check/lost.py), e.g.
+    {power-loss: "> 0", unexplained: 0}; a reason not seen counts 0."""
+    numbers, why = _numbers(report, "writes")
+    if numbers is None:
+        return Outcome(False, None, why)
+    counts = numbers.get("lost_write_reasons")
+    if not isinstance(counts, Mapping):
+        return Outcome(False, None, "the writes checker gave no lost-write reasons: "
+                       + str(numbers.get("lost_write_reasons_error", "not computed")))
+    problems, seen = [], []
+    observed: dict[str, int] = {}
+    for reason, want in expected.items():
+        count = int(counts.get(reason, 0))
+        observed[reason] = count
+        line = f"{reason}: {count}"
+        if want.holds(count):
+            seen.append(line)
+        else:
+            problems.append(f"{line} (expected {want}; {want.miss(count)})")
+    return Outcome(not problems, observed, "lost writes by reason: "
+                   + "; ".join(problems or seen))
+
+
 def unacknowledged_writes(report: Mapping[str, Any], facts: RunFacts,
                           expected: Comparison) -> Outcome:
     numbers, why = _numbers(report, "writes")
@@ -514,6 +539,7 @@ Check = Callable[[Mapping[str, Any], RunFacts, Any], Outcome]
 
 VOCABULARY: dict[str, Check] = {
     "acked_writes_lost": acked_writes_lost,
+    "lost_write_reasons": lost_write_reasons,
     "duplicates": duplicates,
     "unacknowledged_writes": unacknowledged_writes,
     "check_valid": check_valid,
@@ -534,6 +560,7 @@ VOCABULARY: dict[str, Check] = {
 # (json_schema.py) both read this table.
 EXPECTED: dict[str, str] = {
     "acked_writes_lost": "comparison",
+    "lost_write_reasons": "reason_comparisons",
     "duplicates": "comparison",
     "unacknowledged_writes": "comparison",
     "check_valid": "boolean",
@@ -586,6 +613,22 @@ def validate_expected(name: str, raw: Any) -> Any:
             except ExpectationValueError as e:
                 raise ExpectationValueError(f"step {sid}: {e}") from None
         return out_c
+    if kind == "reason_comparisons":
+        from ..check.lost import REASONS
+
+        if not isinstance(raw, Mapping) or not raw:
+            raise ExpectationValueError(
+                "expected a mapping {reason: comparison}, e.g. {power-loss: \"> 0\"}")
+        reasons: dict[str, Comparison] = {}
+        for reason, want in raw.items():
+            if str(reason) not in REASONS:
+                raise ExpectationValueError(
+                    f"unknown lost-write reason {reason!r} (one of {', '.join(REASONS)})")
+            try:
+                reasons[str(reason)] = Comparison.parse(want)
+            except ExpectationValueError as e:
+                raise ExpectationValueError(f"reason {reason}: {e}") from None
+        return reasons
     if kind == "step_outcomes":
         if not isinstance(raw, Mapping) or not raw:
             raise ExpectationValueError("expected a mapping {step id: ok | fail | info}")

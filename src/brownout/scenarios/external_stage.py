@@ -26,7 +26,12 @@ from ..cluster.admin import Admin
 from ..common.rundir import EXTERNAL_FILE
 from ..faults import Nemesis
 from ..faults.external import NEEDS, ExternalControl
-from ..faults.nemesis import NETWORK_ACTIONS, PROCESS_ACTIONS, EventCallback
+from ..faults.nemesis import (
+    NETWORK_ACTIONS,
+    PROCESS_ACTIONS,
+    STORAGE_ACTIONS,
+    EventCallback,
+)
 from ..faults.nodes_file import NodesFile
 from ..faults.targets import Target, TargetError
 from ..faults.targets import parse as parse_target
@@ -72,7 +77,7 @@ def _faults(scenario: Scenario) -> list[tuple[int, str, str, str | None]]:
                 out += [(i, f"{step.action}.faults", action, t) for t in targets]
                 if undo is not None:
                     out.append((i, f"{step.action}.faults", undo, None))
-        elif step.action in PROCESS_ACTIONS or step.action in NETWORK_ACTIONS:
+        elif step.action in (*PROCESS_ACTIONS, *NETWORK_ACTIONS, *STORAGE_ACTIONS):
             out.append((i, step.action, step.action, step.target))
     return out
 
@@ -90,6 +95,9 @@ def check_external(scenario: Scenario, nodes: NodesFile, bootstrap: str) -> list
     for i, field, action, spec in _faults(scenario):
         step = scenario.schedule[i]
         where = f"schedule[{i}].{field}"
+        if action in STORAGE_ACTIONS:
+            refuse(f"{action} is a storage fault on the files of a node the lab started; "
+                   "an external cluster takes process faults only", step.line, where)
         if action in NETWORK_ACTIONS:
             refuse(f"{action} is a network fault; an external cluster takes process faults "
                    "only (kill, terminate, pause, resume, start, restart, rolling-restart)",

@@ -13,6 +13,7 @@ import dataclasses
 
 from ..cluster.zookeeper import MAX_SERVERS as MAX_ZOOKEEPERS
 from ..faults.nemesis import ACTIONS as FAULT_ACTIONS
+from ..faults.storage import DAMAGE as STORAGE_DAMAGE
 from .random_faults import KINDS as RANDOM_KINDS
 
 
@@ -151,6 +152,10 @@ ACTIONS: dict[str, Field] = {
     "bandwidth": _TARGET,
     "latency": _TARGET,
     "heal": _ANY_TARGET,
+    "power-loss": _TARGET,
+    "corrupt-log": _TARGET,
+    "read-only-logdir": _TARGET,
+    "disk-full": _TARGET,
     "wait": Field("duration"),
     "create-topic": Field("text"),
     "group-checks": Field("checks", choices=GROUP_CHECKS),
@@ -178,6 +183,10 @@ PARAMS: dict[str, Field] = {
     "jitter": Field("text"),
     "partitions": Field("int", minimum=1),
     "replication_factor": Field("int", minimum=1),
+    "damage": Field("choice", choices=STORAGE_DAMAGE),
+    "log": Field("text", pattern=r".+-[0-9]+", note="a partition's log, e.g. orders-0"),
+    "free": Field("text", pattern=r"[0-9]+ *([KMGkmg](i?[Bb])?)?",
+                  note="bytes, or a number with KiB, MiB or GiB"),
 }
 ACTION_PARAMS: dict[str, tuple[str, ...]] = {
     "kill": (),
@@ -193,6 +202,10 @@ ACTION_PARAMS: dict[str, tuple[str, ...]] = {
     "bandwidth": ("rate", "burst", "latency"),
     "latency": ("delay", "jitter"),
     "heal": (),
+    "power-loss": ("down",),
+    "corrupt-log": ("damage", "log", "down"),
+    "read-only-logdir": ("timeout",),
+    "disk-full": ("free", "timeout"),
     "wait": (),
     "create-topic": ("partitions", "replication_factor", "timeout"),
     "group-checks": (),

@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from ..check.lost import REASONS as LOST_REASONS
 from ..faults.nemesis import FROM_GROUPS
 from ..faults.targets import ALIASES, KEYWORDS
 from . import fields as F
@@ -100,6 +101,9 @@ def _definitions() -> dict[str, Any]:
                                  {"type": "string", "pattern": _whole(comparison)}]},
         "stepComparisons": {"type": "object", "minProperties": 1,
                             "additionalProperties": _ref("comparison")},
+        "reasonComparisons": {"type": "object", "minProperties": 1,
+                              "propertyNames": {"enum": list(LOST_REASONS)},
+                              "additionalProperties": _ref("comparison")},
         "stepOutcomes": {"type": "object", "minProperties": 1, "additionalProperties": {
             "type": "string",
             "pattern": _whole(rf"\s*{outcome}\s*(\|\s*{outcome}\s*)*")}},
@@ -235,7 +239,8 @@ def _step() -> dict[str, Any]:
 
 _EXPECTED_KINDS = {"comparison": _ref("comparison"), "boolean": {"type": "boolean"},
                    "error_names": _ref("errorNames"), "step_outcomes": _ref("stepOutcomes"),
-                   "step_comparisons": _ref("stepComparisons")}
+                   "step_comparisons": _ref("stepComparisons"),
+                   "reason_comparisons": _ref("reasonComparisons")}
 
 
 def _expectations(include_run_only: bool) -> dict[str, Any]:

@@ -108,6 +108,11 @@ def preflight(scenario: Scenario, pipeline: bool = False,
             pyspark_home(f"scenario {scenario.name} ({' and '.join(needs)})")
         except MissingExtra as e:
             raise ScenarioRefused(str(e)) from None
+    if scenario.needs_root and not is_root() and scenario.cluster.network != "netns":
+        raise ScenarioRefused(
+            f"scenario {scenario.name} makes a log dir read-only (chattr +i) or full (a "
+            "tmpfs mounted over it), which needs root. Run it as root (sudo), or pick a "
+            "scenario without read-only-logdir and disk-full steps.")
     if scenario.needs_root and not is_root():
         raise ScenarioRefused(
             f"scenario {scenario.name} injects network faults: it needs --network netns "

@@ -56,7 +56,9 @@ def estimate(step: Step) -> float:
     per = {"wait": step.seconds, "kill": 0.2, "pause": 0.1, "resume": 0.1, "start": 5.0,
            "terminate": 3.0, "restart": 8.0, "rolling-restart": 30.0,
            "group-checks": 10.0, "create-topic": 5.0, "alter-config": 1.0,
-           "create-partitions": 2.0, "elect-leaders": 2.0, "reassign": 10.0}
+           "create-partitions": 2.0, "elect-leaders": 2.0, "reassign": 10.0,
+           "power-loss": 5.0, "corrupt-log": 5.0, "read-only-logdir": 3.0,
+           "disk-full": 10.0}
     if step.action == "random":
         return step.params["spec"].duration * step.repeat
     return per.get(step.action, 0.5) * step.repeat

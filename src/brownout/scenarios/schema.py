@@ -119,6 +119,8 @@ RANDOM_KEYS = tuple(F.RANDOM)
 # Admin steps: their value is a mapping parsed into one of these specs (params["spec"]).
 ADMIN_STEPS = ADMIN_ACTIONS
 STEP_ACTIONS = tuple(F.ACTIONS)
+# Storage faults that change the mount or file attributes of a log dir.
+ROOT_STORAGE_ACTIONS = ("read-only-logdir", "disk-full")
 EXTRA_ACTIONS = tuple(a for a in STEP_ACTIONS if a not in FAULT_ACTIONS)
 # Actions whose value may be left out (null): no target needed.
 UNTARGETED = tuple(a for a, f in F.ACTIONS.items() if f.nullable)
@@ -487,7 +489,9 @@ class Scenario:
 
     @property
     def needs_root(self) -> bool:
-        return self.cluster.network == "netns"
+        """Network namespaces, chattr +i and tmpfs mounts all need root."""
+        return self.cluster.network == "netns" or any(
+            s.action in ROOT_STORAGE_ACTIONS for s in self.schedule)
 
 
 TOP_KEYS = tuple(F.TOP)

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import time
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -33,6 +35,8 @@ from ..storage import LogManager
 from .shared import SharedServer, loopback_if_empty
 
 log = logging.getLogger("kafka.server.BrokerServer")
+# Kafka's "never" for the flush timers (Long.MAX_VALUE milliseconds).
+LONG_MAX_MS = 2**63 - 1
 partition_log = logging.getLogger("kafka.cluster.Partition")
 
 
@@ -113,6 +117,24 @@ def advertised_listeners(
     return result
 
 
+def halt_when_no_log_dir_left(log_dirs: Iterable[Path]) -> Callable[[Path, int], None]:
+    """What a node does when a log dir goes offline (Kafka's LogManager and
+    ReplicaManager.handleLogDirFailure): its replicas there stop serving, and once no
+    log dir is left the process halts at once, without a controlled shutdown or the
+    clean-shutdown marker, so the next start recovers the logs."""
+    dirs = ", ".join(str(d) for d in log_dirs)
+
+    def on_offline(log_dir: Path, live_left: int) -> None:
+        log.warning("Stopping serving replicas in dir %s", log_dir)
+        if live_left > 0:
+            return
+        log.critical("Shutdown broker because all log dirs in %s have failed", dirs)
+        logging.shutdown()
+        os._exit(1)
+
+    return on_offline
+
+
 def start_housekeeping(
     shared: SharedServer, replica_manager: ReplicaManager, log_manager: LogManager
 ) -> None:
@@ -131,6 +153,12 @@ def start_housekeeping(
             log.info("Deleted %d log segments past retention", deleted)
 
     shared.every(config["log.retention.check.interval.ms"] / 1000, retention)
+    # flush.ms (log.flush.interval.ms) is checked on Kafka's kafka-log-flusher timer,
+    # every log.flush.scheduler.interval.ms; its default (Long.MAX_VALUE) never checks.
+    flush_check_ms = config["log.flush.scheduler.interval.ms"]
+    if 0 < flush_check_ms < LONG_MAX_MS:
+        shared.every(flush_check_ms / 1000, lambda: asyncio.to_thread(
+            log_manager.flush_dirty_logs, int(time.time() * 1000)))
 
 
 async def send_alter_partition(

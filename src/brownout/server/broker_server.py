@@ -45,7 +45,8 @@ class BrokerServer:
         shared, config = self.shared, self.config
         networks = shared.networks
         self.log_manager = LogManager(
-            config.log_dirs, LogConfig.from_broker_properties(config.raw), background_fsync=True
+            config.log_dirs, LogConfig.from_broker_properties(config.raw), background_fsync=True,
+            on_offline=parts.halt_when_no_log_dir_left(config.log_dirs),
         )
         self.log_manager.startup()
         self.metadata = KRaftMetadataCache(self.image)

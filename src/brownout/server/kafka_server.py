@@ -154,7 +154,8 @@ class KafkaServer:
         shared, config = self.shared, self.config
         assert self.zk is not None
         self.log_manager = LogManager(
-            config.log_dirs, LogConfig.from_broker_properties(config.raw), background_fsync=True
+            config.log_dirs, LogConfig.from_broker_properties(config.raw), background_fsync=True,
+            on_offline=parts.halt_when_no_log_dir_left(config.log_dirs),
         )
         self.log_manager.startup()
         self.metadata = ZkMetadataCache(self.node_id)

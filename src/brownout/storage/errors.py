@@ -9,6 +9,11 @@ class StorageError(Exception):
     kafka_error: ClassVar[str] = "KAFKA_STORAGE_ERROR"
 
 
+class KafkaStorageError(StorageError):
+    """An I/O error on a log dir (disk full, read-only, failing disk): the dir is now
+    offline and every log in it refuses work, as Kafka's KafkaStorageException."""
+
+
 class OffsetOutOfRangeError(StorageError):
     kafka_error: ClassVar[str] = "OFFSET_OUT_OF_RANGE"
 

@@ -16,6 +16,8 @@ import os
 import struct
 from pathlib import Path
 
+from brownout.storage import durability
+
 ENTRY = struct.Struct(">ii")
 ENTRY_SIZE = ENTRY.size
 
@@ -54,6 +56,7 @@ class OffsetIndex:
         self._offsets.clear()
         self._positions.clear()
         os.ftruncate(self._fd, 0)
+        durability.note_truncated(self.path, 0)
 
     # --- writing --------------------------------------------------------------------
 
@@ -74,6 +77,7 @@ class OffsetIndex:
         del self._offsets[keep:]
         del self._positions[keep:]
         os.ftruncate(self._fd, keep * ENTRY_SIZE)
+        durability.note_truncated(self.path, keep * ENTRY_SIZE)
 
     # --- reading --------------------------------------------------------------------
 
@@ -97,6 +101,7 @@ class OffsetIndex:
 
     def flush(self) -> None:
         os.fsync(self._fd)
+        durability.note_synced(self.path, len(self._offsets) * ENTRY_SIZE)
 
     def close(self) -> None:
         if self._fd >= 0:

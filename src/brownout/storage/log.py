@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import bisect
 import contextlib
+import logging
 import shutil
 import threading
 import time
@@ -37,12 +38,14 @@ from pathlib import Path
 
 from brownout.protocol.compression import CODEC_IDS
 from brownout.protocol.records import (
+    BATCH_HEADER_SIZE,
     BatchHeader,
     CorruptRecordError,
     InvalidRecordError,
     assign_offsets,
     decode_records,
     iter_batches,
+    read_header,
     recompress,
     set_log_append_time,
     validate_batch,
@@ -57,6 +60,7 @@ from brownout.storage.checkpoint import (
 from brownout.storage.config import LogConfig
 from brownout.storage.errors import (
     CorruptCheckpointError,
+    KafkaStorageError,
     OffsetOutOfRangeError,
     RecordTooLargeError,
     UnexpectedAppendOffsetError,
@@ -70,6 +74,8 @@ PARTITION_METADATA = "partition.metadata"
 INT32_MAX = 2**31 - 1
 # Left behind by interrupted operations; never part of the log (Kafka's suffixes too).
 _STRAY_SUFFIXES = (".tmp", ".deleted", ".cleaned", ".swap")
+
+log = logging.getLogger("kafka.log.UnifiedLog")
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +94,18 @@ def parse_partition_dir_name(name: str) -> tuple[str, int]:
     if not sep or not topic or not partition.isdigit():
         raise ValueError(f"{name!r} is not a topic-partition directory name")
     return topic, int(partition)
+
+
+def _log_recovery_reason(prefix: str, seg: LogSegment, unflushed: bool) -> None:
+    if seg.index_missing:
+        log.warning("%s Could not find offset index file corresponding to log file %s, "
+                    "recovering segment and rebuilding index files...", prefix, seg.log_path)
+    elif seg.load_problem:
+        log.warning("%s Found a corrupted index file corresponding to log file %s due to "
+                    "%s, recovering segment and rebuilding index files...",
+                    prefix, seg.log_path, seg.load_problem)
+    elif unflushed:
+        log.info("%s Recovering unflushed segment %d", prefix, seg.base_offset)
 
 
 def _now_ms() -> int:
@@ -113,6 +131,10 @@ class Log:
         self._producers = ProducerStateManager()
         self._lock = threading.RLock()
         self._closed = False
+        # Told (log dir, message, error) when an I/O error takes this log's dir offline
+        # (the LogManager's LogDirFailureChannel); after that every write refuses.
+        self.on_io_error: Callable[[Path, str, OSError], None] | None = None
+        self.offline = False
 
     # ------------------------------------------------------------------ open / create
 
@@ -150,16 +172,29 @@ class Log:
         rebuild_epochs = not epochs_loaded
 
         recovered = False
+        prefix = f"[LogLoader partition={self.topic}-{self.partition}, dir={self.dir.parent}]"
         for i, seg in enumerate(segments):
             next_base = segments[i + 1].base_offset if i + 1 < len(segments) else None
             may_be_unflushed = next_base is None or next_base > recovery_point
-            if (not clean_shutdown and may_be_unflushed) or not seg.load():
+            unflushed = not clean_shutdown and may_be_unflushed
+            if unflushed or not seg.load():
                 recovered = True
+                _log_recovery_reason(prefix, seg, unflushed)
                 truncated = seg.recover(
                     None if rebuild_epochs else self._recover_epoch_from_batch)
+                if truncated:
+                    # Kafka's LogLoader: the valid prefix stays, the rest of this segment
+                    # and every later one go.
+                    log.warning("%s Found invalid messages in log segment %s %s; "
+                                "truncated %d bytes", prefix, seg.log_path,
+                                seg.recovery_problem, truncated)
+                    log.warning("%s Corruption found in segment %d, truncating to offset %d",
+                                prefix, seg.base_offset, seg.next_offset)
                 if truncated and next_base is not None:
                     # Data after a hole is unusable: offsets would no longer be contiguous.
                     for later in segments[i + 1:]:
+                        log.warning("%s Deleting segment %d after the corruption",
+                                    prefix, later.base_offset)
                         later.delete()
                     del segments[i + 1:]
                     self._segments = segments
@@ -335,9 +370,10 @@ class Log:
             if pending.duplicate is not None:
                 return AppendInfo(pending.duplicate.first_offset, pending.duplicate.last_offset,
                                   -1, -1, len(assigned), duplicate=True)
-            if leader_epoch >= 0:
-                self._epochs.assign(leader_epoch, assigned[0][1].base_offset)
-            info = self._write(buf, assigned, now_ms)
+            with self._io("appending records to"):
+                if leader_epoch >= 0:
+                    self._epochs.assign(leader_epoch, assigned[0][1].base_offset)
+                info = self._write(buf, assigned, now_ms)
             self._producers.commit(pending)
             return replace(info, log_append_time=now_ms) if append_time else info
 
@@ -376,9 +412,10 @@ class Log:
                         f"{self.topic}-{self.partition}: batch {i} starts at "
                         f"{header.base_offset}, before offset {expected}")
                 expected = header.next_offset
-            for _, header in headers:
-                self._assign_epoch_from_batch(header)
-            info = self._write(view, headers, _now_ms() if now_ms is None else now_ms)
+            with self._io("appending records to"):
+                for _, header in headers:
+                    self._assign_epoch_from_batch(header)
+                info = self._write(view, headers, _now_ms() if now_ms is None else now_ms)
             for _, header in headers:
                 self._producers.update(header)
             return info
@@ -434,6 +471,10 @@ class Log:
              min_one_batch: bool = True) -> bytes:
         with self._lock:
             self._check_open()
+            if self.offline:
+                raise KafkaStorageError(
+                    f"{self.topic}-{self.partition} in dir {self.dir.parent}: the log dir "
+                    "is offline")
             leo = self.log_end_offset
             if fetch_offset < self._log_start_offset or fetch_offset > leo:
                 raise OffsetOutOfRangeError(
@@ -455,8 +496,32 @@ class Log:
                     if pos + header.size - start > max_bytes and not (min_one_batch and first):
                         break
                     end = pos + header.size
-                return seg.read(start, end - start)
+                return self._checked(seg, start, seg.read(start, end - start))
             return b""
+
+    def _checked(self, seg: LogSegment, start: int, data: bytes) -> bytes:
+        """The batches of `data` up to the first that fails its CRC; CorruptRecordError
+        when that is the first one. Kafka serves segment bytes unread (sendfile) and relies
+        on recovery and the consumer's own CRC check; here corrupt bytes never leave the
+        node, and the log line names the file and position."""
+        view = memoryview(data)
+        pos = 0
+        while pos < len(view):
+            try:
+                if len(view) - pos < BATCH_HEADER_SIZE:
+                    raise CorruptRecordError(f"torn batch header at {pos}")
+                size = read_header(view[pos:]).size
+                header = validate_batch(view[pos:pos + size])
+            except (CorruptRecordError, InvalidRecordError) as e:
+                log.error("%s-%s: corrupt batch in %s at byte offset %d, not served: %s",
+                          self.topic, self.partition, seg.log_path, start + pos, e)
+                if pos == 0:
+                    raise CorruptRecordError(
+                        f"{self.topic}-{self.partition}: the batch at byte offset {start} of "
+                        f"{seg.log_path} fails its check: {e}") from None
+                return bytes(view[:pos])
+            pos += header.size
+        return data
 
     def batches(self, start_offset: int | None = None) -> Iterator[tuple[BatchHeader, bytes]]:
         """Every (header, batch bytes) from ``start_offset`` (default log start); for
@@ -549,10 +614,11 @@ class Log:
             if offset < self._log_start_offset or offset <= self._segments[0].base_offset:
                 self.truncate_fully_and_start_at(offset)
                 return True
-            while len(self._segments) > 1 and self._segments[-1].base_offset >= offset:
-                self._segments.pop().delete()
-            self.active_segment.truncate_to(offset)
-            self._after_truncation()
+            with self._io("truncating"):
+                while len(self._segments) > 1 and self._segments[-1].base_offset >= offset:
+                    self._segments.pop().delete()
+                self.active_segment.truncate_to(offset)
+                self._after_truncation()
             return True
 
     def truncate_fully_and_start_at(self, offset: int, now_ms: int | None = None) -> None:
@@ -655,7 +721,8 @@ class Log:
             target = self.log_end_offset if up_to is None else min(up_to, self.log_end_offset)
             if target <= self._recovery_point and not self._dir_dirty:
                 return
-            self._flush_segments(target)
+            with self._io("flushing log for"):
+                self._flush_segments(target)
             self._recovery_point = max(self._recovery_point, target)
 
     def _flush_segments(self, up_to: int) -> None:
@@ -699,6 +766,24 @@ class Log:
     def _check_open(self) -> None:
         if self._closed:
             raise RuntimeError(f"log {self.dir} is closed")
+
+    @contextlib.contextmanager
+    def _io(self, what: str) -> Iterator[None]:
+        """Turn an I/O error into Kafka's: the log dir goes offline (reported once to
+        `on_io_error`) and the caller gets KafkaStorageError (KAFKA_STORAGE_ERROR)."""
+        where = f"{self.topic}-{self.partition} in dir {self.dir.parent}"
+        if self.offline:
+            raise KafkaStorageError(f"{where}: the log dir is offline")
+        try:
+            yield
+        except OSError as e:
+            self.offline = True
+            message = f"Error while {what} {where}"
+            if self.on_io_error is not None:
+                self.on_io_error(self.dir.parent, message, e)
+            else:
+                log.error("%s: %s", message, e)
+            raise KafkaStorageError(f"{message}: {e}") from e
 
     def __repr__(self) -> str:
         return (f"Log({self.topic}-{self.partition}, start={self._log_start_offset}, "

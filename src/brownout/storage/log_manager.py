@@ -10,10 +10,12 @@ after its recovery point.
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import shutil
 import threading
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from brownout.storage.checkpoint import (
@@ -24,7 +26,7 @@ from brownout.storage.checkpoint import (
     fsync_dir,
 )
 from brownout.storage.config import LogConfig
-from brownout.storage.errors import StorageError
+from brownout.storage.errors import CorruptCheckpointError, StorageError
 from brownout.storage.flusher import Flusher
 from brownout.storage.log import Log, parse_partition_dir_name
 
@@ -35,9 +37,36 @@ METADATA_LOG_DIR = "__cluster_metadata-0"
 
 TopicPartition = tuple[str, int]
 
+log = logging.getLogger("kafka.log.LogManager")
+failure_log = logging.getLogger("kafka.server.LogDirFailureChannel")
+
 
 class InconsistentTopicIdError(StorageError):
     kafka_error = "INCONSISTENT_TOPIC_ID"
+
+
+class LogDirFailureChannel:
+    """Kafka's LogDirFailureChannel: the first I/O error in a log dir takes it offline,
+    logged once; `on_offline(dir, live_dirs_left)` is then told (a node halts when no
+    live dir is left, as Kafka's ReplicaManager does)."""
+
+    def __init__(self, on_offline: Callable[[Path, int], None] | None = None) -> None:
+        self.offline: set[Path] = set()
+        self.on_offline = on_offline
+        self._lock = threading.Lock()
+
+    def maybe_add_offline_log_dir(self, log_dir: Path, message: str, error: OSError,
+                                  total_dirs: int) -> None:
+        with self._lock:
+            if log_dir in self.offline:
+                return
+            self.offline.add(log_dir)
+            left = total_dirs - len(self.offline)
+        failure_log.error("%s: %s", message, error)
+        failure_log.error("Log dir %s is offline: every log in it refuses reads and writes",
+                          log_dir)
+        if self.on_offline is not None:
+            self.on_offline(log_dir, left)
 
 
 class LogManager:
@@ -47,6 +76,7 @@ class LogManager:
         default_config: LogConfig | None = None,
         *,
         background_fsync: bool = False,
+        on_offline: Callable[[Path, int], None] | None = None,
     ) -> None:
         """`background_fsync`: partition directories, partition.metadata and leader epoch
         checkpoints are fsynced by a background thread (storage.flusher), as a node
@@ -60,6 +90,15 @@ class LogManager:
         self.had_clean_shutdown: dict[Path, bool] = {}
         self._flusher = Flusher() if background_fsync else None
         self._checkpoint_lock = threading.Lock()
+        self.failure_channel = LogDirFailureChannel(on_offline)
+
+    def _io_error(self, log_dir: Path, message: str, error: OSError) -> None:
+        self.failure_channel.maybe_add_offline_log_dir(log_dir, message, error,
+                                                       len(self.log_dirs))
+
+    def _watch(self, log_: Log) -> Log:
+        log_.on_io_error = self._io_error
+        return log_
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -73,9 +112,12 @@ class LogManager:
                 if clean:
                     marker.unlink()
                     fsync_dir(log_dir)
-                recovery = OffsetCheckpointFile(log_dir / RECOVERY_POINT_CHECKPOINT).read()
-                starts = OffsetCheckpointFile(log_dir / LOG_START_OFFSET_CHECKPOINT).read()
-                hws = OffsetCheckpointFile(log_dir / REPLICATION_CHECKPOINT).read()
+                recovery = _read_or_reset(log_dir, RECOVERY_POINT_CHECKPOINT,
+                                          "resetting the recovery checkpoint to 0")
+                starts = _read_or_reset(log_dir, LOG_START_OFFSET_CHECKPOINT,
+                                        "resetting to the base offset of the first segment")
+                hws = _read_or_reset(log_dir, REPLICATION_CHECKPOINT,
+                                     "resetting the high watermarks to 0")
                 for child in sorted(log_dir.iterdir()):
                     if not child.is_dir() or child.name == METADATA_LOG_DIR:
                         continue
@@ -96,20 +138,25 @@ class LogManager:
                         sync=self._flusher,
                     )
                     log.update_high_watermark(hws.get(tp, 0))
-                    self._logs[tp] = log
+                    self._logs[tp] = self._watch(log)
 
     def shutdown(self) -> None:
         with self._lock:
+            offline = self.failure_channel.offline
             for log in self._logs.values():
-                log.flush()
+                if log.dir.parent not in offline:
+                    with contextlib.suppress(StorageError):  # reported by the channel
+                        log.flush()
             self.checkpoint()
             if self._flusher is not None:
                 self._flusher.close()  # everything queued is durable before the marker
             for log in self._logs.values():
                 log.close()
+            # An offline dir gets no marker: its next start must recover, as Kafka's.
             for log_dir in self.log_dirs:
-                (log_dir / CLEAN_SHUTDOWN_FILE).write_bytes(b"")
-                fsync_dir(log_dir)
+                if log_dir not in self.failure_channel.offline:
+                    (log_dir / CLEAN_SHUTDOWN_FILE).write_bytes(b"")
+                    fsync_dir(log_dir)
             self._logs.clear()
 
     # ------------------------------------------------------------------ logs
@@ -138,7 +185,7 @@ class LogManager:
             log_dir = self._choose_log_dir()
             log = Log.create(log_dir / f"{topic}-{partition}", config or self.default_config,
                              topic_id=topic_id, now_ms=now_ms, sync=self._flusher)
-            self._logs[(topic, partition)] = log
+            self._logs[(topic, partition)] = self._watch(log)
             return log
 
     def _choose_log_dir(self) -> Path:
@@ -190,7 +237,13 @@ class LogManager:
                 ]
         with self._checkpoint_lock:  # one writer of the .tmp files at a time
             for path, offsets in files:
-                OffsetCheckpointFile(path).write(offsets)
+                if path.parent in self.failure_channel.offline:
+                    continue
+                try:
+                    OffsetCheckpointFile(path).write(offsets)
+                except OSError as e:
+                    self._io_error(path.parent, f"Error while writing to checkpoint file "
+                                   f"{path}", e)
 
     def load_high_watermarks(self) -> dict[TopicPartition, int]:
         out: dict[TopicPartition, int] = {}
@@ -206,5 +259,17 @@ class LogManager:
 
     def flush_dirty_logs(self, now_ms: int) -> None:
         """flush.ms pass (Kafka's log.flush.scheduler.interval.ms task)."""
-        for log in self.all_logs():
-            log.maybe_flush(now_ms)
+        for log_ in self.all_logs():
+            with contextlib.suppress(StorageError):  # its dir went offline, reported
+                log_.maybe_flush(now_ms)
+
+
+def _read_or_reset(log_dir: Path, name: str, action: str) -> dict[TopicPartition, int]:
+    """A checkpoint file's entries; a malformed one is logged and ignored, as Kafka's
+    LogManager does when loading logs (a missing one is simply empty)."""
+    try:
+        return OffsetCheckpointFile(log_dir / name).read()
+    except CorruptCheckpointError as e:
+        log.warning("Error occurred while reading %s file of directory %s, %s: %s",
+                    name, log_dir, action, e)
+        return {}

@@ -22,6 +22,7 @@ from brownout.protocol.records import (
     read_header,
     validate_batch,
 )
+from brownout.storage import durability
 from brownout.storage.index import OffsetIndex
 
 LOG_SUFFIX = ".log"
@@ -42,6 +43,8 @@ class LogSegment:
         self.log_path = self.dir / segment_file_name(base_offset, LOG_SUFFIX)
         self.index_path = self.dir / segment_file_name(base_offset, INDEX_SUFFIX)
         self._fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT, 0o644)
+        # A segment with data but no index file lost it (or it was deleted): rebuild.
+        index_missing = not self.index_path.exists()
         self.index = OffsetIndex(self.index_path, base_offset)
         self.size = os.fstat(self._fd).st_size
         self.next_offset = base_offset
@@ -51,6 +54,10 @@ class LogSegment:
         self._first_timestamp: int | None = None
         self._max_timestamp: int | None = None
         self._timestamps_known = self.size == 0
+        # Why `load` refused the segment (for the log line), or why `recover` cut it.
+        self.load_problem = ""
+        self.index_missing = index_missing and self.size > 0
+        self.recovery_problem = ""
 
     # --- opening --------------------------------------------------------------------
 
@@ -62,6 +69,7 @@ class LogSegment:
             # A stale file at a new segment's base offset is left over from an earlier
             # truncation; its contents are not part of the log any more.
             os.ftruncate(seg._fd, 0)
+            durability.note_truncated(seg.log_path, 0)
             seg.size = 0
         seg.index.reset()
         seg._timestamps_known = True
@@ -71,7 +79,11 @@ class LogSegment:
         """Open without validating: trust the index, find the end by scanning headers
         from the last index entry. False means the tail is inconsistent (recover it)."""
         self.created_ms = int(os.stat(self.log_path).st_mtime * 1000)
+        if self.index_missing:
+            self.load_problem = "missing index"
+            return False
         if not self.index.load(self.size):
+            self.load_problem = "corrupt index"
             return False
         _, pos = self.index.last_entry()
         self.next_offset = self.base_offset
@@ -79,7 +91,8 @@ class LogSegment:
             for p, header in self.iter_headers(pos):
                 self.next_offset = header.next_offset
                 self._bytes_since_index = (p + header.size) - pos
-        except CorruptRecordError:
+        except CorruptRecordError as e:
+            self.load_problem = f"torn tail: {e}"
             return False
         return True
 
@@ -89,14 +102,21 @@ class LogSegment:
         Returns the number of bytes truncated.
         """
         self.index.reset()
+        self.index_missing = False
         self._bytes_since_index = 0
         self.next_offset = self.base_offset
         self._first_timestamp = None
         self._max_timestamp = None
         pos = 0
+        self.recovery_problem = ""
         while pos < self.size:
-            header = self._read_valid_batch(pos)
-            if header is None or header.base_offset < self.next_offset:
+            header, problem = self._read_valid_batch(pos)
+            if header is not None and header.base_offset < self.next_offset:
+                header, problem = None, (
+                    f"batch base offset {header.base_offset} is below the next offset "
+                    f"{self.next_offset}")
+            if header is None:
+                self.recovery_problem = f"at byte offset {pos}: {problem}"
                 break
             self._maybe_index(header, pos)
             self._note_timestamp(header)
@@ -108,6 +128,7 @@ class LogSegment:
         if truncated:
             os.ftruncate(self._fd, pos)
             os.fsync(self._fd)
+            durability.note_synced(self.log_path, pos)
             self.size = pos
         self._timestamps_known = True
         # Recovered bytes may only be in the page cache; the caller fsyncs before it
@@ -116,17 +137,21 @@ class LogSegment:
         self.created_ms = int(os.stat(self.log_path).st_mtime * 1000)
         return truncated
 
-    def _read_valid_batch(self, pos: int) -> BatchHeader | None:
+    def _read_valid_batch(self, pos: int) -> tuple[BatchHeader | None, str]:
+        """(header, "") for a whole batch that passes its CRC, else (None, why not)."""
         raw = os.pread(self._fd, BATCH_HEADER_SIZE, pos)
         if len(raw) < BATCH_HEADER_SIZE:
-            return None
+            return None, f"torn batch header ({len(raw)} of {BATCH_HEADER_SIZE} bytes)"
         header = read_header(raw)
-        if header.batch_length < BATCH_HEADER_SIZE - LOG_OVERHEAD or pos + header.size > self.size:
-            return None
+        if header.batch_length < BATCH_HEADER_SIZE - LOG_OVERHEAD:
+            return None, f"impossible batch length {header.batch_length}"
+        if pos + header.size > self.size:
+            return None, (f"torn batch: {header.size} bytes declared, "
+                          f"{self.size - pos} left in the file")
         try:
-            return validate_batch(os.pread(self._fd, header.size, pos))
-        except (CorruptRecordError, InvalidRecordError):
-            return None
+            return validate_batch(os.pread(self._fd, header.size, pos)), ""
+        except (CorruptRecordError, InvalidRecordError) as e:
+            return None, str(e)
 
     # --- appending ------------------------------------------------------------------
 
@@ -134,9 +159,16 @@ class LogSegment:
                headers: list[tuple[int, BatchHeader]]) -> None:
         """Write already-validated batches; ``headers`` are (position in data, header)."""
         start = self.size
-        written = os.pwrite(self._fd, data, start)
-        if written != len(data):
-            raise OSError(f"short write to {self.log_path}: {written} of {len(data)} bytes")
+        view = memoryview(data)
+        written = 0
+        while written < len(view):
+            # A short write is how a filling disk starts; the next call names the cause
+            # (ENOSPC). The partial bytes stay past `size`: never read, cut by recovery.
+            n = os.pwrite(self._fd, view[written:], start + written)
+            if n <= 0:
+                raise OSError(f"short write to {self.log_path}: {written} of {len(view)} "
+                              "bytes")
+            written += n
         for rel, header in headers:
             self._maybe_index(header, start + rel)
             self._note_timestamp(header)
@@ -225,6 +257,7 @@ class LogSegment:
         pos, header = found
         removed = self.size - pos
         os.ftruncate(self._fd, pos)
+        durability.note_truncated(self.log_path, pos)
         self.size = pos
         # The cut batch may start before ``offset``; its own index entry must go too.
         self.index.truncate_to(header.base_offset)
@@ -243,6 +276,7 @@ class LogSegment:
     def flush(self) -> None:
         if self.dirty:
             os.fsync(self._fd)
+            durability.note_synced(self.log_path, self.size)
             self.index.flush()
             self.dirty = False
 

@@ -88,3 +88,25 @@ def test_no_observations_means_unexplained_and_acks_0_is_its_own_reason():
     assert lost["m2"]["reason"] == "acks-0"
     assert result.numbers["lost_write_reasons"] == {"unexplained": 1, "acks-0": 1}
     assert result.valid is True  # acks 0 and 1 tolerate lost writes by default
+
+
+def test_power_loss_of_every_isr_member_is_the_reason():
+    h = (H().observe(0.0, leader=1, epoch=1, isr=[1, 2, 3])
+         .send("m1", 2.9, 3.0, offset=0, acks="all")
+         .fault(4.0, "power-loss", [1, 2, 3], done=9.0)
+         .observe(10.0, leader=1, epoch=2, isr=[1, 2, 3])
+         .send("m2", 11.0, 11.1, offset=0, acks="all"))
+    result, lost = explain(h, final((0, 0, "m2")))
+    row = lost["m1"]
+    assert row["reason"] == "power-loss"
+    assert row["matched"] == ["power-loss", "truncated-after-leader-change"]
+    assert row["fault_action"] == "power-loss" and row["fault_time"] == 9.0
+    assert result.numbers["lost_write_reasons"] == {"power-loss": 1}
+
+
+def test_power_loss_sparing_an_isr_member_is_no_evidence():
+    h = (H().observe(0.0, leader=1, epoch=1, isr=[1, 2, 3])
+         .send("m1", 2.9, 3.0, offset=0, acks="all")
+         .fault(4.0, "power-loss", [1, 2], done=9.0))
+    _, lost = explain(h, final())
+    assert lost["m1"]["reason"] == "unexplained"

@@ -212,6 +212,8 @@ def test_loss_table_truncates_and_explains():
                                         "at 11.00s")
     assert "offset now holds other" in d.evidence_text(rows[-1])
     assert "epoch ended 21.00s -> leader 2 epoch 4" in d.evidence_text(rows[-1])
+    outage = {**rows[0], "reason": "power-loss", "fault_action": "power-loss"}
+    assert "power lost on every ISR member (back at 11.00s)" in d.evidence_text(outage)
     # only examples known (check.json): the total comes from the counts
     some = d.loss_table(rows[:2], total=40, by_reason={"never-replicated": 40})
     assert some.total == 40 and not some.complete and some.by_reason == {

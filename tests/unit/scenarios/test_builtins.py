@@ -13,7 +13,10 @@ REQUIRED = {"minority-outage", "majority-outage", "controller-loss", "acks-matri
             "rolling-restart-three-brokers", "rolling-restart-session-30s",
             "group-correctness", "zk-node-network-cut", "zk-leader-isolated-from-zookeeper",
             "zk-broker-failover", "zk-two-brokers-down", "zk-quorum-loss",
-            "unclean-election", "reassignment-under-load"}
+            "unclean-election", "reassignment-under-load", "storage-faults",
+            "power-loss", "power-loss-flushed"}
+# read-only-logdir (chattr +i) and disk-full (a tmpfs mount) need root, not netns.
+ROOT_STORAGE = {"storage-faults"}
 NETNS = {"leader-isolation", "leader-isolated-from-controller", "zk-node-network-cut",
          "zk-leader-isolated-from-zookeeper"}
 
@@ -25,9 +28,8 @@ def test_every_required_builtin_ships():
 def test_network_scenarios_need_root_and_others_do_not():
     for name in builtin_names():
         s = builtin(name)
-        assert s.needs_root == (name in NETNS), name
-        if s.needs_root:
-            assert s.cluster.network == "netns"
+        assert s.needs_root == (name in NETNS | ROOT_STORAGE), name
+        assert (s.cluster.network == "netns") == (name in NETNS), name
 
 
 def test_preflight_refuses_netns_without_root(monkeypatch):
@@ -115,3 +117,21 @@ def test_run_zookeeper_refuses_a_scenario_that_names_controller_nodes():
     assert result.exit_code == 2
     assert "cannot run in ZooKeeper mode" in result.output and "3001" in result.output
 
+
+
+def test_power_loss_builtins_differ_only_in_flushing():
+    lossy, flushed = builtin("power-loss"), builtin("power-loss-flushed")
+    assert "log.flush.interval.messages" not in lossy.cluster.broker_set
+    assert flushed.cluster.broker_set["log.flush.interval.messages"] == "1"
+    for s in (lossy, flushed):
+        assert [(st.action, st.target) for st in s.schedule] == [("power-loss", "all-brokers")]
+        assert s.duration <= 40
+    expected = {(e.name, e.label): e.expected for e in lossy.expectations}
+    assert set(expected[("lost_write_reasons", "acks-all")]) == {"power-loss", "unexplained"}
+
+
+def test_storage_faults_builtin_covers_every_damage_and_both_live_faults():
+    s = builtin("storage-faults")
+    damages = {st.params.get("damage") for st in s.schedule if st.action == "corrupt-log"}
+    assert damages == {"crc", "torn-tail", "missing-index", "missing-checkpoints"}
+    assert {st.action for st in s.schedule} >= {"read-only-logdir", "disk-full"}

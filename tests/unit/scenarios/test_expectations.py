@@ -51,6 +51,21 @@ def test_acked_writes_lost():
     assert not missing.passed and "did not run" in missing.detail
 
 
+def test_lost_write_reasons():
+    rep = report(lost=7, valid=False)
+    rep["results"]["writes"]["numbers"]["lost_write_reasons"] = {"power-loss": 7}
+    want = ex.validate_expected("lost_write_reasons", {"power-loss": "> 0", "unexplained": 0})
+    ok = evaluate("lost_write_reasons", rep, RunFacts(), want)
+    assert ok.passed and ok.observed == {"power-loss": 7, "unexplained": 0}
+    bad = evaluate("lost_write_reasons", rep, RunFacts(),
+                   ex.validate_expected("lost_write_reasons", {"power-loss": 0}))
+    assert not bad.passed and "power-loss: 7 (expected == 0" in bad.detail
+    missing = evaluate("lost_write_reasons", report(), RunFacts(), want)
+    assert not missing.passed and "no lost-write reasons" in missing.detail
+    with pytest.raises(ex.ExpectationValueError, match="unknown lost-write reason"):
+        ex.validate_expected("lost_write_reasons", {"cosmic-rays": 1})
+
+
 def test_unacknowledged_writes_counts_failed_indeterminate_and_unanswered():
     r = report(sent=100, acked=88)
     r["results"]["writes"]["numbers"]["by_acks"] = {
@@ -184,7 +199,7 @@ def test_validate_expected():
         "isr_recovered",
         "step_outcome", "group_checks_pass", "pipeline_matches_ground_truth",
         "unacknowledged_writes", "max_partition_unavailable_seconds",
-        "leaderless_partitions", "partition_unavailable_seconds"}
+        "leaderless_partitions", "partition_unavailable_seconds", "lost_write_reasons"}
 
 
 def _audit(equal: bool, diffs: int = 0, lost: int = 0, failed: int = 0,

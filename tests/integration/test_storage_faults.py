@@ -1,0 +1,119 @@
+"""Storage faults on a live node: power loss and a log dir turning read-only.
+
+One controller and one broker (--profile fast), a topic with one replica so the broker's
+disk is the only copy: what the fault does to it shows at once in the log end offset a
+real client (confluent-kafka) reads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from test_faults import force_down, wait_for
+
+from brownout.cluster import lab
+from brownout.cluster.state import ClusterState
+from brownout.cluster.topology import TopologyRequest
+from brownout.faults import Fault, Nemesis
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
+
+BROKER = 1
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ClusterState, str]]:
+    directory = tmp_path_factory.mktemp("storage") / "lab"
+    try:
+        result = lab.up(directory, TopologyRequest(1, 1, False, "fast"), timeout=60)
+        yield result.state, result.topology.bootstrap_servers
+    finally:
+        force_down(directory)
+
+
+def nemesis(state: ClusterState) -> Nemesis:
+    return Nemesis(ClusterState.require(state.directory), seed=1, rejoin_timeout=40)
+
+
+def create(bootstrap: str, topic: str, **configs: str) -> None:
+    from brownout.cluster.admin import Admin
+
+    Admin(bootstrap).create_topic(topic, 1, 1, configs)
+
+
+def produce(bootstrap: str, topic: str, count: int) -> tuple[int, list[str]]:
+    """(acknowledged, error names) of `count` acks=all sends."""
+    from confluent_kafka import Producer
+
+    acked, errors = 0, []
+
+    def done(err, _msg) -> None:  # type: ignore[no-untyped-def]
+        nonlocal acked
+        if err is None:
+            acked += 1
+        else:
+            errors.append(err.name())
+
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 0,
+                         "retries": 0, "message.timeout.ms": 8000})
+    for i in range(count):
+        producer.produce(topic, f"m{i}".encode(), on_delivery=done)
+        producer.poll(0)
+    producer.flush(15)
+    return acked, errors
+
+
+def log_end(bootstrap: str, topic: str) -> int:
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "storage-faults"})
+    try:
+        return consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)[1]
+    finally:
+        consumer.close()
+
+
+@pytest.mark.parametrize("flush_messages", [None, "1"])
+def test_power_loss_drops_what_was_not_fsynced(cluster, flush_messages) -> None:
+    state, bootstrap = cluster
+    topic = "unflushed" if flush_messages is None else "flushed"
+    create(bootstrap, topic, **({} if flush_messages is None
+                                else {"flush.messages": flush_messages}))
+    acked, _ = produce(bootstrap, topic, 300)
+    assert acked == 300
+    result = nemesis(state).invoke(Fault("power-loss", str(BROKER)))
+    assert result.outcome == "ok", result.message
+    end = log_end(bootstrap, topic)
+    if flush_messages is None:
+        assert result.details["bytes_lost"][str(BROKER)] > 0
+        assert end == 0  # nothing of it was ever fsynced: every acknowledged write gone
+    else:
+        assert end == 300  # each append was fsynced before it was acknowledged
+
+
+def test_read_only_log_dir_halts_the_broker(cluster) -> None:
+    state, bootstrap = cluster
+    create(bootstrap, "doomed")
+    assert produce(bootstrap, "doomed", 5)[0] == 5
+    n = nemesis(state)
+    node_log = Path(state.directory) / f"node-{BROKER}" / "node.log"
+    offset = node_log.stat().st_size
+    import threading
+
+    outcome: list = []
+    worker = threading.Thread(target=lambda: outcome.append(
+        n.invoke(Fault("read-only-logdir", str(BROKER), {"timeout": 20}))))
+    worker.start()
+    # The broker halts on its next write: this produce.
+    wait_for(lambda: produce(bootstrap, "doomed", 1)[0] == 0 or not worker.is_alive(), 30,
+             step=0.5)
+    worker.join(30)
+    assert outcome and outcome[0].outcome == "ok", outcome and outcome[0].message
+    assert n.supervisor.process_state(BROKER) == "stopped"
+    text = node_log.read_text()[offset:]
+    assert "Error while appending records to doomed-0" in text
+    assert "Shutdown broker because all log dirs in" in text
+    assert n.invoke(Fault("start", str(BROKER))).outcome == "ok"
+    assert log_end(bootstrap, "doomed") == 5  # kept, recovered at the restart
