@@ -88,6 +88,14 @@ CONSUMER_GRACE = 3.0
 BUDGET_SLACK = 300.0  # beyond duration and schedule before the stuck-thread dump
 
 
+
+def _counting(run: WorkloadRun) -> bool:
+    """A workload with a `count` still has messages to send: the run waits for it
+    (a count, unlike the duration, is a number of sends the scenario asks for)."""
+    return any(w.thread.is_alive() and w.count is not None
+               and w.recorder.invoked < w.count
+               for group in run.producers for w in group.workers)
+
 class ScenarioRefused(RuntimeError):
     """The scenario cannot run here (bad input or missing privileges): exit status 2."""
 
@@ -294,7 +302,8 @@ class _Run:
                                           record, progress, seed=self.seed,
                                           run_dir=self.out)
             self.schedule.start(t0)
-            while time.monotonic() - t0 < self.scenario.duration or self.schedule.alive():
+            while (time.monotonic() - t0 < self.scenario.duration or self.schedule.alive()
+                   or _counting(run)):
                 time.sleep(0.2)
                 if self.pipeline is not None:
                     self.pipeline.watch()
@@ -344,7 +353,7 @@ class _Run:
             settings = ProducerSettings(
                 bootstrap=bootstrap, topic=w.topic, workload=w.workload, acks=w.acks,
                 idempotent=w.idempotent, retries=w.retries, linger_ms=w.linger_ms,
-                rate=w.rate, duration=None, producers=w.producers,
+                rate=w.rate, duration=None, count=w.count, producers=w.producers,
                 seed=self.seed * 1000 + i, size=w.size,
                 message_timeout_ms=w.message_timeout_ms,
                 request_timeout_ms=w.request_timeout_ms,

@@ -49,11 +49,19 @@ def test_short_builtins_use_the_fast_profile():
         assert s.cluster.profile == "fast" and s.duration <= 40
 
 
-def test_acks_matrix_holds_every_level_side_by_side():
+def test_acks_matrix_runs_the_studys_rows_at_its_load():
     s = builtin("acks-matrix")
-    assert {(w.acks, w.producers) for w in s.workloads} == {
-        (a, n) for a in ("0", "1", "all") for n in (1, 10)}
-    assert {t.name: (t.partitions, t.replication_factor) for t in s.topics} == {"acks": (1, 3)}
+    rows = {w.label: (w.acks, w.producers, w.count, w.rate, w.topic) for w in s.workloads}
+    assert rows == {"acks0-1p": ("0", 1, 100_000, 0, "acks0-1p"),
+                    "acks1-1p": ("1", 1, 100_000, 0, "acks1-1p"),
+                    "acks1-10p": ("1", 10, 1_000_000, 0, "acks1-10p"),
+                    "acksall-10p": ("all", 10, 1_000_000, 0, "acksall-10p")}
+    # one partition, RF 3 per row, one leader for all: the kill 10 s in hits every row
+    assert {(t.partitions, t.replication_factor, t.replicas) for t in s.topics} == {
+        (1, 3, (1, 2, 3))}
+    assert (s.schedule[0].at, s.schedule[0].action) == (10.0, "kill")
+    assert {(x.label, x.expected) for x in s.over_runs} == {
+        ("acks1-10p", "most"), ("acksall-10p", "none")}
 
 
 def test_zookeeper_netns_builtins_cut_what_their_observations_say():
