@@ -86,7 +86,17 @@ __all__ = ["EXIT_CODES", "FAIL", "PASS", "UNKNOWN", "RunOutcome", "ScenarioRefus
 
 CONSUMER_GRACE = 3.0
 BUDGET_SLACK = 300.0  # beyond duration and schedule before the stuck-thread dump
+# Workloads with a count run until it is sent: their budget assumes at least this many
+# sends a second in all (a full acks-matrix took 310 s on two shared cores, ~7 000/s),
+# and their history is converted and checked at about this many a second too.
+COUNT_FLOOR_RATE = 2_000.0
 
+
+
+def count_budget(scenario: Scenario) -> float:
+    """Seconds the workloads with a `count` may add to a run (sending, then converting
+    and checking their history)."""
+    return 2 * sum(w.count or 0 for w in scenario.workloads) / COUNT_FLOOR_RATE
 
 
 def _counting(run: WorkloadRun) -> bool:
@@ -230,7 +240,8 @@ class _Run:
         started = time.monotonic()
         error: str | None = None
         expectations: list[dict[str, Any]] = []
-        budget = self.scenario.duration + schedule_end(self.scenario.schedule) + BUDGET_SLACK
+        budget = (self.scenario.duration + schedule_end(self.scenario.schedule)
+                  + BUDGET_SLACK + count_budget(self.scenario))
         if self.pipeline is not None:
             budget += PIPELINE_BUDGET
         with _stuck_thread_dump(self.out / STUCK_FILE, budget):
