@@ -90,13 +90,24 @@ BUDGET_SLACK = 300.0  # beyond duration and schedule before the stuck-thread dum
 # sends a second in all (a full acks-matrix took 310 s on two shared cores, ~7 000/s),
 # and their history is converted and checked at about this many a second too.
 COUNT_FLOOR_RATE = 2_000.0
+# The final read: a minute, plus a second per this many records sent (it read 16 000 a
+# second on two cores shared with other test runs).
+FINAL_READ_TIMEOUT = 60.0
+FINAL_READ_FLOOR_RATE = 5_000.0
 
+
+
+def final_read_timeout(sent: int) -> float:
+    """Seconds the final read may take after `sent` sends: a minute, plus what reading
+    them takes at FINAL_READ_FLOOR_RATE (at 2.2 million records a minute read 970 000)."""
+    return FINAL_READ_TIMEOUT + sent / FINAL_READ_FLOOR_RATE
 
 
 def count_budget(scenario: Scenario) -> float:
     """Seconds the workloads with a `count` may add to a run (sending, then converting
     and checking their history)."""
-    return 2 * sum(w.count or 0 for w in scenario.workloads) / COUNT_FLOOR_RATE
+    sends = sum(w.count or 0 for w in scenario.workloads)
+    return 2 * sends / COUNT_FLOOR_RATE + sends / FINAL_READ_FLOOR_RATE
 
 
 def _counting(run: WorkloadRun) -> bool:
@@ -330,11 +341,13 @@ class _Run:
             record.consumers_stopped = run.history.now()
             progress.watch(None)
             self._history = None
+            sent = run.totals().get("sent", 0)
         if self.pipeline is not None and self.pipeline.running:
             progress.phase("pipeline drain")
             self.pipeline.stop()
         progress.phase("final read")
-        result = do_final_read(self.out, bootstrap=bootstrap, timeout=60.0)
+        result = do_final_read(self.out, bootstrap=bootstrap,
+                               timeout=final_read_timeout(sent))
         if not result.complete:
             record.notes.append("final read incomplete: " + "; ".join(
                 f"{p.topic}:{p.partition} {p.error}" for p in result.partitions
