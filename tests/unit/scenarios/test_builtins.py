@@ -78,8 +78,23 @@ def test_zookeeper_netns_builtins_cut_what_their_observations_say():
     czk = builtin("zk-leader-isolated-from-zookeeper")
     assert czk.cluster.zookeeper
     assert (czk.schedule[0].target, czk.schedule[0].params) == (
-        "leader:isolated-0", {"from": "zookeeper"})
+        "leader:isolated-acks1-0", {"from": "zookeeper"})
     assert {w.acks for w in czk.workloads} == {"1", "all"}
+
+
+def test_network_rows_run_at_the_studys_load():
+    for name, cut in (("leader-isolation", "nodes"),
+                      ("leader-isolated-from-controller", "controllers"),
+                      ("zk-leader-isolated-from-zookeeper", "zookeeper")):
+        s = builtin(name)
+        assert {(w.acks, w.producers, w.count, w.rate) for w in s.workloads} == {
+            ("1", 10, 1_000_000, 0), ("all", 10, 1_000_000, 0)}, name
+        # one topic per acks level, one leader for both, cut 10 s in
+        assert {t.replicas for t in s.topics} == {(1, 2, 3)} and len(s.topics) == 2
+        step = s.schedule[0]
+        assert (step.at, step.action, step.params) == (10.0, "isolate", {"from": cut})
+        assert {(x.label, x.expected) for x in s.over_runs} == {
+            ("acks-1", "all"), ("acks-all", "none")}
 
 
 def test_scenarios_command_lists_names_and_descriptions():
