@@ -12,39 +12,51 @@ their groups are judged over the whole run.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
+from .load import READ_COLUMNS
 from .result import Expectations
 from .suite import check_all
 
 SHARED_PROCESSES = ("nemesis", "observer")
 
 
-def workload_slice(history: pa.Table, final_read: pa.Table,
+def workload_slice(history: pa.Table | str | Path, final_read: pa.Table,
                    producers: Iterable[str]) -> tuple[pa.Table, pa.Table]:
-    """The history and final read of the workload made of `producers`."""
-    procs = pa.array(list(producers), type=pa.string())
+    """The history and final read of the workload made of `producers`; a history given
+    as its Parquet file is filtered as it is read (only the checkers' columns), so only
+    this workload's events are ever in memory."""
+    names = list(producers)
+    procs = pa.array(names, type=pa.string())
+    mine = pc.fill_null(pc.is_in(final_read["producer"], procs), False)
+    if not isinstance(history, pa.Table):
+        wanted = pc.field("process").isin([*names, *SHARED_PROCESSES])
+        return pq.read_table(history, columns=list(READ_COLUMNS),
+                             filters=wanted), final_read.filter(mine)
     keep = pc.fill_null(pc.or_(pc.is_in(history["process"], procs),
                                pc.is_in(history["process"], pa.array(SHARED_PROCESSES))),
                         False)
-    mine = pc.fill_null(pc.is_in(final_read["producer"], procs), False)
     return history.filter(keep), final_read.filter(mine)
 
 
-def check_workloads(history: pa.Table, final_read: pa.Table,
+def check_workloads(history: pa.Table | str | Path, final_read: pa.Table,
                     high_watermarks: Mapping[tuple[str, int], int] | None,
                     producers: Mapping[str, Iterable[str]],
-                    expectations: Expectations | None = None) -> dict[str, dict[str, Any]]:
+                    expectations: Expectations | None = None, *,
+                    unread: Iterable[tuple[str, int]] = ()) -> dict[str, dict[str, Any]]:
     """check_all over each workload alone: {label: Report.to_dict()} for
-    `producers` = {label: its producer processes}."""
+    `producers` = {label: its producer processes}; `unread` as check_all takes it."""
     out: dict[str, dict[str, Any]] = {}
+    unread = list(unread)
     for label, procs in producers.items():
         sub_history, sub_final = workload_slice(history, final_read, procs)
         out[label] = check_all(sub_history, sub_final, high_watermarks,
-                               expectations or Expectations()).to_dict()
+                               expectations or Expectations(), unread=unread).to_dict()
     return out
 
 

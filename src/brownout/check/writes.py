@@ -417,6 +417,7 @@ def analyse_writes(slices: Slices, final: pa.Table, hw: HighWatermarks = None,
     per_acks: dict[str, dict[str, int]] = {}
     sent_by: dict[tuple[str | None, int], int] = {}
     acked_by: dict[tuple[str | None, int], int] = {}
+    acks_by: dict[tuple[str | None, int], set[str]] = {}
     if len(sent):
         agg = sent.group_by(["acks", "outcome", "topic", "partition"]).aggregate(
             [([], "count_all"), ("present", "sum")])
@@ -430,6 +431,7 @@ def analyse_writes(slices: Slices, final: pa.Table, hw: HighWatermarks = None,
             if row["partition"] is not None:
                 where = (row["topic"], row["partition"])
                 sent_by[where] = sent_by.get(where, 0) + n
+                acks_by.setdefault(where, set()).add(str(row["acks"]))
                 if row["outcome"] == OK:
                     acked_by[where] = acked_by.get(where, 0) + n
         for level_name, level in per_acks.items():
@@ -442,7 +444,7 @@ def analyse_writes(slices: Slices, final: pa.Table, hw: HighWatermarks = None,
         "records_in_log": len(final),
         "distinct_in_log": len(copies),
         "by_acks": per_acks,
-        "partitions": _print_hw(len(sent), sent_by, acked_by, lost, bounds, hws),
+        "partitions": _print_hw(len(sent), sent_by, acked_by, lost, bounds, hws, acks_by),
     }
     result = r.judge("writes", anomalies, numbers)
     if unread_keys:
@@ -455,9 +457,12 @@ def analyse_writes(slices: Slices, final: pa.Table, hw: HighWatermarks = None,
 
 def _print_hw(sent: int, sent_by: dict, acked_by: dict, lost: pa.Table,
               bounds: dict[tuple[str | None, int], dict],
-              hws: dict[tuple[str | None, int], int]) -> list[dict[str, Any]]:
-    """Observation C's print-hw view: per partition sent, acknowledged, lost, high
-    watermark, log start and records in the log."""
+              hws: dict[tuple[str | None, int], int],
+              acks_by: dict[tuple[str | None, int], set[str]] | None = None
+              ) -> list[dict[str, Any]]:
+    """Observation C's print-hw view: per partition the acks levels that wrote it, sent,
+    acknowledged, lost, high watermark, log start and records in the log."""
+    acks_by = acks_by or {}
     lost_by = _by(lost, ["topic", "partition"])
     keys = set(sent_by) | set(acked_by) | set(bounds) | {k for k in hws if k[0] is not None}
     out = []
@@ -468,6 +473,7 @@ def _print_hw(sent: int, sent_by: dict, acked_by: dict, lost: pa.Table,
         b = bounds.get((topic, partition), {})
         out.append({
             "topic": topic, "partition": partition,
+            "acks": sorted(acks_by.get((topic, partition), ())),
             "sent": sent_by.get((topic, partition), 0),
             "acknowledged": acked_by.get((topic, partition), 0),
             "lost": lost_by.get((topic, partition), 0),

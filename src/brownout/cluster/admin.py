@@ -215,16 +215,20 @@ class Admin:
         return sorted(md.topics)
 
     def create_topic(
-        self, name: str, partitions: int, replication_factor: int, configs: Mapping[str, str]
+        self, name: str, partitions: int, replication_factor: int, configs: Mapping[str, str],
+        replicas: Sequence[int] | None = None,
     ) -> None:
+        """`replicas`: every partition's replica list (preferred leader first), sent as
+        CreateTopics assignments; replication_factor is then the list's length."""
         from confluent_kafka.admin import NewTopic
 
-        new = NewTopic(
-            name,
-            num_partitions=partitions,
-            replication_factor=replication_factor,
-            config=dict(configs),
-        )
+        if replicas is None:
+            new = NewTopic(name, num_partitions=partitions,
+                           replication_factor=replication_factor, config=dict(configs))
+        else:  # with assignments the request carries -1 for the replication factor
+            new = NewTopic(name, num_partitions=partitions,
+                           replica_assignment=[list(replicas)] * partitions,
+                           config=dict(configs))
         futures = self.client.create_topics(
             [new], operation_timeout=self.timeout, request_timeout=self.timeout
         )

@@ -609,13 +609,16 @@ def _loss_section(data: RunData) -> str:
 
 def _print_hw_section(data: RunData) -> str:
     rows = [(f"{r.get('topic')}-{r.get('partition')}" if r.get("partition") is not None
-             else "(no partition)", r.get("sent"), r.get("acknowledged"), r.get("lost"),
-             r.get("high_watermark"), r.get("log_start"), r.get("records_in_log"),
-             r.get("read_complete"), r.get("error"))
+             else "(no partition)", ",".join(r.get("acks") or []), r.get("sent"),
+             r.get("acknowledged"), r.get("lost"),
+             f"{r.get('topic')}:{r.get('partition')}:{r.get('high_watermark')}"
+             if r.get("high_watermark") is not None else None,
+             r.get("log_start"), r.get("records_in_log"), r.get("read_complete"),
+             r.get("error"))
             for r in data.print_hw]
-    return table(["partition", "sent", "acknowledged", "lost", "high watermark",
+    return table(["partition", "acks", "sent", "acknowledged", "lost", "high watermark",
                   "log start", "records in log", "final read complete", "error"], rows,
-                 numeric=(1, 2, 3, 4, 5, 6))
+                 numeric=(2, 3, 4, 6, 7))
 
 
 def _rebalance_section(data: RunData) -> str:

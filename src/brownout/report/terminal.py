@@ -87,6 +87,9 @@ def summary_renderables(data: RunData) -> list[RenderableType]:
             _s(n.get("info", data.rates.total(level, "info")) + n.get("never", 0)),
             Text(_s(n.get("lost")), style="bold red" if n.get("lost") else ""), longest)
     out.append(writes)
+    hw = hw_table(data.print_hw)
+    if hw is not None:
+        out.append(hw)
 
     loss = data.losses
     if loss.total or loss.by_reason:
@@ -128,6 +131,27 @@ def summary_renderables(data: RunData) -> list[RenderableType]:
     for note in data.notes:
         out.append(Text(note, style="yellow"))
     return out
+
+
+def hw_table(print_hw: list[dict[str, Any]]) -> Table | None:
+    """Per partition written: its acks level(s), the acknowledged total and the high
+    watermark as `topic:partition:offset` (the form Kafka's GetOffsetShell prints), and
+    how many more were acknowledged than the log holds. None when no partition has
+    both (an acks=0 partition has no acknowledged offsets, but its total is shown)."""
+    rows = [r for r in print_hw if r.get("partition") is not None
+            and r.get("high_watermark") is not None and r.get("sent")]
+    if not rows:
+        return None
+    table = Table(title="acknowledged vs high watermark", title_justify="left")
+    for name in ("acks", "acknowledged", "high watermark", "acknowledged - hw"):
+        table.add_column(name, justify="right" if name.startswith("acknowledged") else "left")
+    for r in rows:
+        excess = r["acknowledged"] - r["high_watermark"]
+        table.add_row(",".join(f"acks={a}" for a in r.get("acks") or []) or "-",
+                      str(r["acknowledged"]),
+                      f"{r['topic']}:{r['partition']}:{r['high_watermark']}",
+                      Text(f"{excess:+d}", style="bold red" if excess > 0 else ""))
+    return table
 
 
 def pipeline_table(data: RunData) -> Table:

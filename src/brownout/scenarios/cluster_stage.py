@@ -69,10 +69,13 @@ class ClusterStage:
     def create_topics(self, bootstrap: str, nemesis: Nemesis) -> None:
         admin = Admin(bootstrap, 15.0)
         for t in self.scenario.topics:
-            admin.create_topic(t.name, t.partitions, t.replication_factor, dict(t.configs))
+            admin.create_topic(t.name, t.partitions, t.replication_factor, dict(t.configs),
+                               t.replicas)
             configs = ",".join(f"{k}={v}" for k, v in t.configs.items())
+            placed = f" replicas {','.join(map(str, t.replicas))}" if t.replicas else ""
             self.progress.say(f"topic {t.name}: {t.partitions} partition(s), RF "
-                              f"{t.replication_factor}{' ' + configs if configs else ''}")
+                              f"{t.replication_factor}{' ' + configs if configs else ''}"
+                              f"{placed}")
         if self.scenario.topics and not nemesis.wait_isr_full(TOPICS_ISR_TIMEOUT):
             raise RuntimeError("the topics' partitions did not get leaders and full ISRs "
                                f"within {TOPICS_ISR_TIMEOUT:g}s")

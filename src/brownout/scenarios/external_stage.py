@@ -243,7 +243,8 @@ class ExternalClusterStage(ClusterStage):
             if t.name in reused:
                 self.progress.say(f"topic {t.name}: reused ({t.partitions} partition(s))")
                 continue
-            admin.create_topic(t.name, t.partitions, t.replication_factor, dict(t.configs))
+            admin.create_topic(t.name, t.partitions, t.replication_factor, dict(t.configs),
+                               t.replicas)
             self.progress.say(f"topic {t.name}: {t.partitions} partition(s), RF "
                               f"{t.replication_factor} (left on the cluster after the run)")
         if self.scenario.topics and not nemesis.wait_isr_full(TOPICS_ISR_TIMEOUT,

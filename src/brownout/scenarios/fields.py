@@ -87,6 +87,7 @@ TOPIC: dict[str, Field] = {
     "name": Field("text", required=True),
     "partitions": Field("int", minimum=1),
     "replication_factor": Field("int", minimum=1),
+    "replicas": Field("ids"),
     "configs": Field("config"),
 }
 
@@ -98,6 +99,7 @@ WORKLOAD: dict[str, Field] = {
     "acks": Field("choice", choices=ACKS_LEVELS),
     "producers": Field("int", minimum=1),
     "rate": Field("number", minimum=0),
+    "count": Field("int", minimum=1),
     "idempotent": Field("bool"),
     "retries": Field("int", minimum=0),
     "message_timeout_ms": Field("int", minimum=1),

@@ -21,6 +21,7 @@ from ..faults.nemesis import FROM_GROUPS
 from ..faults.targets import ALIASES, KEYWORDS
 from . import fields as F
 from .expectations import COMPARISON_PATTERN, ERROR_NAME_PATTERN, EXPECTED, OUTCOMES, RUN_ONLY
+from .over_runs import OVER_RUNS, WORDS
 from .schema import (
     DURATION_PATTERN,
     ClusterSpec,
@@ -249,6 +250,10 @@ def _expectations(include_run_only: bool) -> dict[str, Any]:
     if include_run_only:
         properties["workloads"] = {"type": "object",
                                    "additionalProperties": _ref("workloadExpectations")}
+        over_runs = {"anyOf": [{"enum": list(WORDS)}, _ref("comparison")]}
+        properties["over_runs"] = {"type": "object", "additionalProperties": {
+            "type": "object", "properties": dict.fromkeys(OVER_RUNS, over_runs),
+            "additionalProperties": False}}
     return {"type": "object", "properties": properties, "additionalProperties": False}
 
 

@@ -87,7 +87,7 @@ def run_repeated(scenario: Scenario, out: Path, repeat: int, seed: int = 0, *,
     else:
         codes = _run_children(scenario, out, runs, jobs, pipeline, console)
     summary = build_summary(scenario.name, load_entries(out, runs, codes), seed=seed,
-                            jobs=jobs)
+                            jobs=jobs, over_runs=scenario.over_runs)
     write_summary(out, summary)
     console.rule(f"{scenario.name}: {repeat} run(s)")
     print_summary_tables(summary, console)

@@ -86,7 +86,36 @@ __all__ = ["EXIT_CODES", "FAIL", "PASS", "UNKNOWN", "RunOutcome", "ScenarioRefus
 
 CONSUMER_GRACE = 3.0
 BUDGET_SLACK = 300.0  # beyond duration and schedule before the stuck-thread dump
+# Workloads with a count run until it is sent: their budget assumes at least this many
+# sends a second in all (a full acks-matrix took 310 s on two shared cores, ~7 000/s),
+# and their history is converted and checked at about this many a second too.
+COUNT_FLOOR_RATE = 2_000.0
+# The final read: a minute, plus a second per this many records sent (it read 16 000 a
+# second on two cores shared with other test runs).
+FINAL_READ_TIMEOUT = 60.0
+FINAL_READ_FLOOR_RATE = 5_000.0
 
+
+
+def final_read_timeout(sent: int) -> float:
+    """Seconds the final read may take after `sent` sends: a minute, plus what reading
+    them takes at FINAL_READ_FLOOR_RATE (at 2.2 million records a minute read 970 000)."""
+    return FINAL_READ_TIMEOUT + sent / FINAL_READ_FLOOR_RATE
+
+
+def count_budget(scenario: Scenario) -> float:
+    """Seconds the workloads with a `count` may add to a run (sending, then converting
+    and checking their history)."""
+    sends = sum(w.count or 0 for w in scenario.workloads)
+    return 2 * sends / COUNT_FLOOR_RATE + sends / FINAL_READ_FLOOR_RATE
+
+
+def _counting(run: WorkloadRun) -> bool:
+    """A workload with a `count` still has messages to send: the run waits for it
+    (a count, unlike the duration, is a number of sends the scenario asks for)."""
+    return any(w.thread.is_alive() and w.count is not None
+               and w.recorder.invoked < w.count
+               for group in run.producers for w in group.workers)
 
 class ScenarioRefused(RuntimeError):
     """The scenario cannot run here (bad input or missing privileges): exit status 2."""
@@ -227,7 +256,8 @@ class _Run:
         started = time.monotonic()
         error: str | None = None
         expectations: list[dict[str, Any]] = []
-        budget = self.scenario.duration + schedule_end(self.scenario.schedule) + BUDGET_SLACK
+        budget = (self.scenario.duration + schedule_end(self.scenario.schedule)
+                  + BUDGET_SLACK + count_budget(self.scenario))
         if self.pipeline is not None:
             budget += PIPELINE_BUDGET
         with _stuck_thread_dump(self.out / STUCK_FILE, budget):
@@ -299,7 +329,8 @@ class _Run:
                                           record, progress, seed=self.seed,
                                           run_dir=self.out)
             self.schedule.start(t0)
-            while time.monotonic() - t0 < self.scenario.duration or self.schedule.alive():
+            while (time.monotonic() - t0 < self.scenario.duration or self.schedule.alive()
+                   or _counting(run)):
                 time.sleep(0.2)
                 if self.pipeline is not None:
                     self.pipeline.watch()
@@ -315,11 +346,13 @@ class _Run:
             record.consumers_stopped = run.history.now()
             progress.watch(None)
             self._history = None
+            sent = run.totals().get("sent", 0)
         if self.pipeline is not None and self.pipeline.running:
             progress.phase("pipeline drain")
             self.pipeline.stop()
         progress.phase("final read")
-        result = do_final_read(self.out, bootstrap=bootstrap, timeout=60.0)
+        result = do_final_read(self.out, bootstrap=bootstrap,
+                               timeout=final_read_timeout(sent))
         if not result.complete:
             record.notes.append("final read incomplete: " + "; ".join(
                 f"{p.topic}:{p.partition} {p.error}" for p in result.partitions
@@ -349,7 +382,7 @@ class _Run:
             settings = ProducerSettings(
                 bootstrap=bootstrap, topic=w.topic, workload=w.workload, acks=w.acks,
                 idempotent=w.idempotent, retries=w.retries, linger_ms=w.linger_ms,
-                rate=w.rate, duration=None, producers=w.producers,
+                rate=w.rate, duration=None, count=w.count, producers=w.producers,
                 seed=self.seed * 1000 + i, size=w.size,
                 message_timeout_ms=w.message_timeout_ms,
                 request_timeout_ms=w.request_timeout_ms,

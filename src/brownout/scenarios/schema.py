@@ -111,6 +111,7 @@ from .fields import (
     GROUP_CHECKS,
     Field,
 )
+from .over_runs import OverRunsSpec
 from .random_faults import KINDS as RANDOM_KINDS
 from .random_faults import OWN_TARGET, RandomSpec, parse_range
 from .sweep import Matrix, SweepError, apply, cells, parse_matrix
@@ -369,6 +370,9 @@ class TopicSpec:
     partitions: int = 1
     replication_factor: int = 3
     configs: dict[str, str] = dataclasses.field(default_factory=dict)
+    # Every partition's replica list, preferred leader first (None: the controller
+    # places them). Several topics with one list share a leader: one kill faults them all.
+    replicas: tuple[int, ...] | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -379,6 +383,7 @@ class WorkloadSpec:
     acks: str = "all"
     producers: int = 1
     rate: float = 200.0
+    count: int | None = None  # messages over all producers; then the run waits for them
     idempotent: bool = False
     retries: int | None = None
     message_timeout_ms: int = 30_000
@@ -473,6 +478,8 @@ class Scenario:
     pipeline: bool = False
     source: str = "<scenario>"
     matrix: Matrix | None = None  # a sweep's parameters (`brownout sweep`)
+    # expectations.over_runs: judged over `--repeat N` runs in the summary (over_runs.py)
+    over_runs: tuple[OverRunsSpec, ...] = ()
 
     def with_pipeline(self) -> Scenario:
         """This scenario with the pipeline on and its expectation (`--pipeline`)."""
@@ -520,7 +527,8 @@ def loads(text: str, source: str = "<scenario>") -> Scenario:
     description = " ".join(plain.get("description", "").split())
 
     cluster = _cluster(r, top.get("cluster"))
-    topics = tuple(_topic(r, f, n) for f, n in r.sequence(top["topics"], "topics")) \
+    topics = tuple(_topic(r, f, n, cluster)
+                   for f, n in r.sequence(top["topics"], "topics")) \
         if "topics" in top else ()
     seen: dict[str, int] = {}
     for t, (f, n) in zip(topics, r.sequence(top["topics"], "topics") if topics else [],
@@ -557,6 +565,7 @@ def loads(text: str, source: str = "<scenario>") -> Scenario:
     heal = _heal(r, top.get("heal"))
     labels = tuple(w.label for w in workloads)
     expectations = _expectations(r, top.get("expectations"), labels)
+    over_runs = _over_runs(r, top.get("expectations"), labels, expectations)
     _check_step_ids(r, top.get("expectations"), expectations, schedule)
     wants = [e for e in expectations if e.name == PIPELINE_EXPECTATION]
     if wants and "pipeline" in top and not pipeline:
@@ -568,7 +577,8 @@ def loads(text: str, source: str = "<scenario>") -> Scenario:
                       "topics: add a workload", "pipeline")
     matrix = _matrix(r, top["matrix"], text) if "matrix" in top else None
     return Scenario(name, description, cluster, topics, tuple(workloads), consumers,
-                    schedule, duration, heal, expectations, pipeline, source, matrix)
+                    schedule, duration, heal, expectations, pipeline, source, matrix,
+                    over_runs)
 
 
 def _matrix(r: _Reader, node: Node, text: str) -> Matrix:
@@ -634,9 +644,27 @@ def _zookeeper_mode(r: _Reader, m: dict[str, Node], kw: dict[str, Any]) -> None:
     kw["controllers"] = None
 
 
-def _topic(r: _Reader, field: str, node: Node) -> TopicSpec:
+def _topic(r: _Reader, field: str, node: Node, cluster: ClusterSpec) -> TopicSpec:
     m = r.mapping(node, field, TOPIC_KEYS)
-    return TopicSpec(**_simple(r, m, node, field, F.TOPIC))
+    kw = _simple(r, m, node, field, F.TOPIC)
+    if "replicas" in m:
+        replicas = _ids(r, m["replicas"], f"{field}.replicas")
+        twice = sorted({b for b in replicas if replicas.count(b) > 1})
+        if twice:
+            raise r.error(m["replicas"], f"broker {twice[0]} is named more than once",
+                          f"{field}.replicas")
+        unknown = [b for b in replicas if b not in _broker_ids(cluster)]
+        if unknown:
+            raise r.error(m["replicas"], f"no broker {unknown[0]} in the cluster (brokers "
+                          f"are 1..{cluster.brokers})", f"{field}.replicas")
+        if not replicas:
+            raise r.error(m["replicas"], "name at least one broker", f"{field}.replicas")
+        rf = kw.setdefault("replication_factor", len(replicas))
+        if rf != len(replicas):
+            raise r.error(m["replicas"], f"{len(replicas)} replica(s) listed but "
+                          f"replication_factor is {rf}", f"{field}.replicas")
+        kw["replicas"] = replicas
+    return TopicSpec(**kw)
 
 
 def _known_topic(r: _Reader, v: _Value, topics: tuple[str, ...]) -> str:
@@ -992,8 +1020,10 @@ def _expectations(r: _Reader, node: Node | None,
             raise r.error(value_node, str(e), key_field) from None
         out.append(ExpectationSpec(name, expected, label, value_node.start_mark.line + 1))
 
-    top = r.mapping(node, "expectations", (*names, "workloads"))
+    top = r.mapping(node, "expectations", (*names, "workloads", "over_runs"))
     for name, value_node in top.items():
+        if name == "over_runs":
+            continue  # _over_runs
         if name == "workloads":
             for label, sub in r.mapping(value_node, "expectations.workloads", ()).items():
                 field = f"expectations.workloads.{label}"
@@ -1005,6 +1035,41 @@ def _expectations(r: _Reader, node: Node | None,
                     one(f"{field}.{sub_name}", sub_name, sub_node, label)
         else:
             one(f"expectations.{name}", name, value_node, None)
+    return tuple(out)
+
+
+def _over_runs(r: _Reader, node: Node | None, labels: tuple[str, ...],
+               expectations: tuple[ExpectationSpec, ...]) -> tuple[OverRunsSpec, ...]:
+    """expectations.over_runs: {LABEL: {NAME: EXPECTED}}; each reads a per-run
+    expectation of that workload, which must be in the file."""
+    from .expectations import ExpectationValueError
+    from .over_runs import OVER_RUNS, parse_expected
+
+    if node is None:
+        return ()
+    top = r.mapping(node, "expectations", ())
+    if "over_runs" not in top:
+        return ()
+    block = top["over_runs"]
+    out = []
+    for label, sub in r.mapping(block, "expectations.over_runs", ()).items():
+        field = f"expectations.over_runs.{label}"
+        if label not in labels:
+            key_node = next(k for k, v in block.value if v is sub)
+            raise r.error(key_node, f"no workload labelled {label!r}"
+                          + did_you_mean(label, labels or ("(none)",)), field)
+        for name, value_node in r.mapping(sub, field, tuple(OVER_RUNS)).items():
+            try:
+                expected = parse_expected(r.scalar(value_node, f"{field}.{name}").value)
+            except ExpectationValueError as e:
+                raise r.error(value_node, str(e), f"{field}.{name}") from None
+            spec = OverRunsSpec(name, label, expected)
+            if not any(e.key == spec.per_run for e in expectations):
+                raise r.error(value_node, f"{name} counts the runs' {OVER_RUNS[name]}: add "
+                              f"`{OVER_RUNS[name]}: any` under expectations.workloads."
+                              f"{label} (it records the value without asserting it)",
+                              f"{field}.{name}")
+            out.append(spec)
     return tuple(out)
 
 

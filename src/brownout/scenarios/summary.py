@@ -31,6 +31,8 @@ from rich.table import Table
 
 from ..check.rebalances import run_rebalances
 from ..common.rundir import CHECK_FILE, SUMMARY_FILE, VERDICT_FILE
+from .over_runs import OverRunsSpec
+from .over_runs import judge as judge_over_runs
 from .stats import Rate, Spread
 from .verdict import EXIT_CODES, FAIL, PASS, UNKNOWN
 
@@ -124,12 +126,14 @@ def _rebalances(results: Mapping[str, Any], verdict: Mapping[str, Any]) -> int |
 
 
 def build_summary(scenario: str, entries: Sequence[RunEntry], *, seed: int,
-                  jobs: int) -> dict[str, Any]:
-    """summary.json's content for `entries` (in run order)."""
+                  jobs: int, over_runs: Sequence[OverRunsSpec] = ()) -> dict[str, Any]:
+    """summary.json's content for `entries` (in run order); `over_runs` are the
+    scenario's expectations over runs, judged here (a failed one fails the summary)."""
     counts = {PASS: 0, FAIL: 0, UNKNOWN: 0}
     for e in entries:
         counts[e.word] += 1
     judged = [e for e in entries if e.word != UNKNOWN]
+    across = judge_over_runs(over_runs, [e.verdict for e in judged])
 
     expectation_names: list[str] = []
     passed: dict[str, int] = {}
@@ -168,7 +172,9 @@ def build_summary(scenario: str, entries: Sequence[RunEntry], *, seed: int,
         "seed": seed,
         "jobs": jobs,
         "verdicts": counts,
-        "exit_code": exit_code(counts),
+        "exit_code": (EXIT_CODES[FAIL] if any(not x["passed"] for x in across)
+                      else exit_code(counts)),
+        "over_runs": across,
         "expectations": [{"name": name, "passed": passed[name], "runs": present[name],
                           **{k: v for k, v in Rate(passed[name], present[name]).to_dict()
                              .items() if k in ("rate", "interval95")}}
@@ -237,6 +243,17 @@ def print_summary_tables(summary: Mapping[str, Any], console: Console) -> None:
         for e in summary["expectations"]:
             table.add_row(escape(e["name"]), f"{e['passed']}/{e['runs']}",
                           "" if e["rate"] is None else f"{e['rate']:.2f}", _interval(e))
+        console.print(table)
+    if summary.get("over_runs"):
+        table = Table(title="expectations over runs (unknown runs left out)",
+                      title_justify="left")
+        for column in ("expectation", "expected", "runs", "rate", "95% interval", ""):
+            table.add_column(column)
+        for x in summary["over_runs"]:
+            table.add_row(escape(x["name"]), escape(x["expected"]),
+                          f"{x['count']}/{x['runs']}",
+                          "" if x["rate"] is None else f"{x['rate']:.2f}", _interval(x),
+                          "[green]met[/green]" if x["passed"] else "[red]not met[/red]")
         console.print(table)
     if summary["measures"]:
         table = Table(title="measures", title_justify="left")

@@ -39,6 +39,7 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.json as pajson
 import pyarrow.parquet as pq
 
 INVOKE, OK, FAIL, INFO = "invoke", "ok", "fail", "info"
@@ -64,6 +65,7 @@ SCHEMA = pa.schema(
     ]
 )
 FIELDS = tuple(SCHEMA.names)
+JSON_BLOCK_BYTES = 16 << 20  # Arrow's JSON reader's block: ~70 000 events
 
 # The final read of the log after the cluster healed: every record from the earliest
 # offset up to the high watermark, one row per record.
@@ -160,7 +162,46 @@ def read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
 
 
 def jsonl_to_parquet(source: Path, target: Path, *, batch_rows: int = 200_000) -> int:
-    """Convert a JSON-lines history to Parquet in bounded memory; returns the row count."""
+    """Convert a JSON-lines history to Parquet in bounded memory; returns the row count.
+
+    A history whose every line is complete is parsed by Arrow's JSON reader, block by
+    block (about four times faster than json.loads per line: a million sends are two
+    million events, and this conversion was most of the time between the producers'
+    stop and the check); a torn last line (the writer crashed) or a line Arrow refuses
+    falls back to reading line by line, which skips what does not parse."""
+    if _complete_lines(source):
+        try:
+            return _arrow_jsonl_to_parquet(source, target)
+        except (pa.ArrowInvalid, pa.ArrowTypeError):
+            pass
+    return _python_jsonl_to_parquet(source, target, batch_rows=batch_rows)
+
+
+def _complete_lines(path: Path) -> bool:
+    """The file is not empty and ends with a newline."""
+    with open(path, "rb") as f:
+        f.seek(0, os.SEEK_END)
+        if f.tell() == 0:
+            return False
+        f.seek(-1, os.SEEK_END)
+        return f.read(1) == b"\n"
+
+
+def _arrow_jsonl_to_parquet(source: Path, target: Path) -> int:
+    reader = pajson.open_json(
+        source, read_options=pajson.ReadOptions(block_size=JSON_BLOCK_BYTES),
+        parse_options=pajson.ParseOptions(explicit_schema=SCHEMA,
+                                          unexpected_field_behavior="ignore"))
+    rows = 0
+    with pq.ParquetWriter(target, SCHEMA) as writer:
+        for batch in reader:
+            table = pa.Table.from_batches([batch]).select(list(FIELDS)).cast(SCHEMA)
+            writer.write_table(table)
+            rows += table.num_rows
+    return rows
+
+
+def _python_jsonl_to_parquet(source: Path, target: Path, *, batch_rows: int) -> int:
     rows = 0
     writer = pq.ParquetWriter(target, SCHEMA)
     try:

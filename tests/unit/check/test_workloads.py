@@ -48,3 +48,18 @@ def test_error_counts_per_workload_and_for_the_whole_run():
     assert counts[""] == {"NOT_ENOUGH_REPLICAS": 1}
     assert counts["strict"] == {"NOT_ENOUGH_REPLICAS": 1}
     assert "loose" not in counts
+
+
+def test_a_history_file_is_sliced_as_it_is_read(tmp_path):
+    import pyarrow.parquet as pq
+
+    history, log = two_workloads()
+    path = tmp_path / "history.parquet"
+    pq.write_table(history, path)
+    for procs in PRODUCERS.values():
+        from_file, mine = workload_slice(path, log, procs)
+        in_memory, same = workload_slice(history, log, procs)
+        assert from_file["index"].to_pylist() == in_memory["index"].to_pylist()
+        assert mine.equals(same)
+    assert check_workloads(path, log, {("t", 0): 2}, PRODUCERS) == check_workloads(
+        history, log, {("t", 0): 2}, PRODUCERS)

@@ -17,7 +17,8 @@ def test_everything_acknowledged_is_present():
     assert result.numbers["acknowledged"] == 2
     assert result.numbers["lost"] == 0
     assert result.numbers["partitions"] == [{
-        "topic": "t", "partition": 0, "sent": 2, "acknowledged": 2, "lost": 0,
+        "topic": "t", "partition": 0, "acks": ["all"], "sent": 2, "acknowledged": 2,
+        "lost": 0,
         "high_watermark": 2, "log_start": 0, "records_in_log": 2}]
     json.dumps(result.to_dict())
 
@@ -196,3 +197,13 @@ def test_check_all_lists_anomalies_by_name():
     assert d["results"]["writes"]["anomalies"]["lost-write"]["count"] == 1
     assert "m2" in json.dumps(d)
     assert report.lost_writes.column("msg_id").to_pylist() == ["m2"]
+
+
+def test_print_hw_names_the_acks_levels_and_counts_acknowledged_past_the_hw():
+    # acks=1: m2 acknowledged at offset 1, then truncated away (the log ends at 1)
+    h = (H().send("m1", 0.0, 0.1, acks="1", offset=0)
+         .send("m2", 0.2, 0.3, acks="1", offset=1))
+    result = writes(h, final((0, 0, "m1")), high_watermarks={0: 1})
+    [row] = result.numbers["partitions"]
+    assert (row["acks"], row["acknowledged"], row["high_watermark"], row["lost"]) == (
+        ["1"], 2, 1, 1)

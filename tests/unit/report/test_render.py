@@ -54,9 +54,11 @@ def test_tables_are_plain_html(page: str):
         assert f"<td>{msg}</td>" in page
     assert page.count("<td>never-replicated</td>") == 3  # the counts + two rows
     assert "at 2.40s: leader 1 epoch 0 ISR [1]" in page
-    # print-hw: partition, sent, acknowledged, lost, hw, log start, records
+    # print-hw: partition, acks, sent, acknowledged, lost, hw (topic:partition:offset),
+    # log start, records
     row = re.search(r"<tr><td>t-0</td>(.*?)</tr>", page.split('id="print-hw"')[1]).group(1)
-    assert re.findall(r">(\d+)<", row)[:6] == ["52", "47", "2", "45", "0", "45"]
+    assert re.findall(r">(\d+)<", row)[:5] == ["52", "47", "2", "0", "45"]
+    assert "<td>t:0:45</td>" in row
     assert "<td>kill</td><td>1</td>" in page and "<td>pause</td><td>3</td>" in page
     assert 'href="lab/node-1/node.log"' in page and 'href="clients.log"' not in page
 
@@ -117,3 +119,23 @@ def test_cli_report(run_dir: Path):
     assert result.output.strip() == str(run_dir / REPORT_FILE)
     missing = CliRunner().invoke(app, ["report", str(run_dir / "nope")])
     assert missing.exit_code == 2 and "not a run directory" in missing.output
+
+
+def test_acknowledged_next_to_the_high_watermark():
+    from brownout.report.terminal import hw_table
+
+    rows = [{"topic": "acks1-10p", "partition": 0, "acks": ["1"], "sent": 846_200,
+             "acknowledged": 846_117, "lost": 80, "high_watermark": 846_037},
+            {"topic": "acksall-10p", "partition": 0, "acks": ["all"], "sent": 801_700,
+             "acknowledged": 801_679, "lost": 0, "high_watermark": 801_683},
+            {"topic": "idle", "partition": 0, "acks": [], "sent": 0, "acknowledged": 0,
+             "lost": 0, "high_watermark": 0}]
+    table = hw_table(rows)
+    assert table is not None
+    console = Console(record=True, width=140)
+    console.print(table)
+    text = console.export_text()
+    assert re.search(r"acks=1[\s│]+846117[\s│]+acks1-10p:0:846037[\s│]+\+80", text), text
+    assert re.search(r"acks=all[\s│]+801679[\s│]+acksall-10p:0:801683[\s│]+-4", text), text
+    assert "idle" not in text  # nothing sent there
+    assert hw_table([]) is None

@@ -51,11 +51,19 @@ def test_short_builtins_use_the_fast_profile():
         assert s.cluster.profile == "fast" and s.duration <= 40
 
 
-def test_acks_matrix_holds_every_level_side_by_side():
+def test_acks_matrix_runs_the_studys_rows_at_its_load():
     s = builtin("acks-matrix")
-    assert {(w.acks, w.producers) for w in s.workloads} == {
-        (a, n) for a in ("0", "1", "all") for n in (1, 10)}
-    assert {t.name: (t.partitions, t.replication_factor) for t in s.topics} == {"acks": (1, 3)}
+    rows = {w.label: (w.acks, w.producers, w.count, w.rate, w.topic) for w in s.workloads}
+    assert rows == {"acks0-1p": ("0", 1, 100_000, 0, "acks0-1p"),
+                    "acks1-1p": ("1", 1, 100_000, 0, "acks1-1p"),
+                    "acks1-10p": ("1", 10, 1_000_000, 0, "acks1-10p"),
+                    "acksall-10p": ("all", 10, 1_000_000, 0, "acksall-10p")}
+    # one partition, RF 3 per row, one leader for all: the kill 10 s in hits every row
+    assert {(t.partitions, t.replication_factor, t.replicas) for t in s.topics} == {
+        (1, 3, (1, 2, 3))}
+    assert (s.schedule[0].at, s.schedule[0].action) == (10.0, "kill")
+    assert {(x.label, x.expected) for x in s.over_runs} == {
+        ("acks1-10p", "most"), ("acksall-10p", "none")}
 
 
 def test_zookeeper_netns_builtins_cut_what_their_observations_say():
@@ -72,8 +80,23 @@ def test_zookeeper_netns_builtins_cut_what_their_observations_say():
     czk = builtin("zk-leader-isolated-from-zookeeper")
     assert czk.cluster.zookeeper
     assert (czk.schedule[0].target, czk.schedule[0].params) == (
-        "leader:isolated-0", {"from": "zookeeper"})
+        "leader:isolated-acks1-0", {"from": "zookeeper"})
     assert {w.acks for w in czk.workloads} == {"1", "all"}
+
+
+def test_network_rows_run_at_the_studys_load():
+    for name, cut in (("leader-isolation", "nodes"),
+                      ("leader-isolated-from-controller", "controllers"),
+                      ("zk-leader-isolated-from-zookeeper", "zookeeper")):
+        s = builtin(name)
+        assert {(w.acks, w.producers, w.count, w.rate) for w in s.workloads} == {
+            ("1", 10, 1_000_000, 0), ("all", 10, 1_000_000, 0)}, name
+        # one topic per acks level, one leader for both, cut 10 s in
+        assert {t.replicas for t in s.topics} == {(1, 2, 3)} and len(s.topics) == 2
+        step = s.schedule[0]
+        assert (step.at, step.action, step.params) == (10.0, "isolate", {"from": cut})
+        assert {(x.label, x.expected) for x in s.over_runs} == {
+            ("acks-1", "all"), ("acks-all", "none")}
 
 
 def test_scenarios_command_lists_names_and_descriptions():

@@ -295,3 +295,40 @@ def test_bandwidth_takes_its_latency_parameter():
         "    wait: 2s\n", "    bandwidth: random-broker\n    rate: 1mbit\n    latency: 50ms\n")
     step = loads(text, "s.yaml").schedule[1]
     assert step.action == "bandwidth" and step.params == {"rate": "1mbit", "latency": "50ms"}
+
+
+MINI = """\
+name: m
+cluster: {brokers: 3}
+topics:
+  - {name: a, partitions: 1, replicas: [2, 1, 3]}
+  - {name: b, partitions: 1, replication_factor: 3, replicas: "2,1,3"}
+workloads:
+  - {label: w, topic: a, acks: 1, producers: 10, rate: 0, count: 1000000}
+duration: 10s
+"""
+
+
+def test_topic_replicas_and_workload_count():
+    s = loads(MINI, "m.yaml")
+    assert [(t.replicas, t.replication_factor) for t in s.topics] == [
+        ((2, 1, 3), 3), ((2, 1, 3), 3)]
+    [w] = s.workloads
+    assert (w.producers, w.rate, w.count) == (10, 0.0, 1_000_000)
+
+
+@pytest.mark.parametrize(("replicas", "message"), [
+    ("[1, 1, 2]", "broker 1 is named more than once"),
+    ("[1, 4]", "no broker 4 in the cluster (brokers are 1..3)"),
+    ("[1, 2]", "2 replica(s) listed but replication_factor is 3"),
+])
+def test_bad_topic_replicas(replicas, message):
+    text = MINI.replace("replication_factor: 3, replicas: \"2,1,3\"",
+                        f"replication_factor: 3, replicas: {replicas}")
+    e = error_of(text)
+    assert message in e.message and e.field == "topics[1].replicas"
+
+
+def test_workload_count_is_positive():
+    e = error_of(MINI.replace("count: 1000000", "count: 0"))
+    assert e.field == "workloads[0].count"

@@ -185,3 +185,47 @@ def test_fake_msg_shape():
     # guard: the fake exposes accessor methods like confluent_kafka.Message
     m = FakeMsg(offset=5)
     assert m.offset() == 5 and isinstance(SimpleNamespace(), object)
+
+
+def _history_file(path, torn: bool = False):
+    w = HistoryWriter(path, started=0.0)
+    w.record("invoke", "send", "producer-0", time=0.5, topic="t", key="k", msg_id="m1",
+             producer="producer-0", seq=0, acks="1")
+    w.record("ok", "send", "producer-0", time=1, topic="t", partition=0, offset=7,
+             msg_id="m1", acks="1")
+    w.record("info", "fault", "nemesis", time=2.0, value='{"action":"kill"}')
+    w.close()
+    if torn:
+        with open(path, "a") as f:
+            f.write('{"time":3.0,"process":"produc')
+
+
+@pytest.mark.parametrize("torn", [False, True])
+def test_jsonl_to_parquet_is_the_same_either_way(tmp_path, torn):
+    """Arrow's JSON reader for complete files, line by line for a torn one: one result."""
+    import pyarrow.parquet as pq
+
+    from brownout.workload import history as h
+
+    source = tmp_path / "h.jsonl"
+    _history_file(source, torn)
+    assert h._complete_lines(source) is not torn
+    assert h.jsonl_to_parquet(source, tmp_path / "a.parquet") == 3
+    assert h._python_jsonl_to_parquet(source, tmp_path / "b.parquet", batch_rows=2) == 3
+    a, b = pq.read_table(tmp_path / "a.parquet"), pq.read_table(tmp_path / "b.parquet")
+    assert a.schema == h.SCHEMA and a.equals(b)
+    assert a.column("offset").to_pylist() == [None, 7, None]
+    assert a.column("time").to_pylist() == [0.5, 1.0, 2.0]
+    if not torn:
+        assert h._arrow_jsonl_to_parquet(source, tmp_path / "c.parquet") == 3
+        assert pq.read_table(tmp_path / "c.parquet").equals(a)
+
+
+def test_an_empty_history_converts_to_an_empty_table(tmp_path):
+    import pyarrow.parquet as pq
+
+    from brownout.workload.history import SCHEMA, jsonl_to_parquet
+
+    (tmp_path / "e.jsonl").write_text("")
+    assert jsonl_to_parquet(tmp_path / "e.jsonl", tmp_path / "e.parquet") == 0
+    assert pq.read_table(tmp_path / "e.parquet").schema == SCHEMA
