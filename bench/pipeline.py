@@ -1,19 +1,30 @@
-"""Records per second the Spark pipeline sustains for the payments workload.
+"""How fast the Spark pipeline reads and keeps up, on one Brownout node (loopback).
 
-    .venv/bin/python bench/pipeline.py [--records 100000] [--partitions 4] [--no-ledger]
+    .venv/bin/python bench/pipeline.py [--records 100000] [--partitions 4]
+        [--rates 1000,5000,10000] [--workloads payments,clicks] [--duration 40]
+        [--master local[*]] [--skip-source] [--skip-streaming]
 
-Starts one Brownout node (loopback), fills a payments topic with generator messages
-(confluent-kafka, as fast as possible), then measures separately:
+Prints one JSON object:
 
-    spark_startup_s     SparkSession creation (JVM start, brownout-kafka registration)
-    source_read         spark.read.format("brownout-kafka") of the whole topic (count)
-    pipeline            the payments queries (payments_merchant, payments_flagged and
-                        the ledger unless --no-ledger) with trigger availableNow from
-                        earliest: wall time from start until every query caught up, and
-                        records/s = records x queries / wall time (each query reads the
-                        topic itself) and per-query records/s from its progress
+    spark_startup_s   SparkSession creation (JVM start, brownout-kafka registration)
+    source_read       the same N payments records read in one run two ways, each
+                      touching every column (sum of value lengths, of offsets, of header
+                      counts): through format("brownout-kafka") and from a Parquet file
+                      of exactly those rows (written from the first read); the
+                      records/s of both and kafka_vs_parquet (Parquet time / Kafka time:
+                      1.0 = as fast as Parquet)
+    streaming         per workload and rate: a producer writes generator records at a
+                      fixed rate (event time = wall clock) while the workload's pipeline
+                      queries run (trigger 1 s, 5 s windows, 2 s watermark); per query:
+                      records_per_s (rows it processed per second of the measured
+                      window), lag_start/lag_end and lag_slope_per_s (records per second
+                      the backlog grows over the second half of the run: ~0 = keeps up),
+                      keeps_up; per windowed output the end-to-end latency of its rows
+                      (the wall time its Parquet file was committed minus the window's
+                      end, i.e. the event time of the last record it could hold), p50
+                      and max; start_s: from starting the queries until all ran a batch
 
-Prints one JSON object. Numbers depend on the machine's load: note it (uptime).
+Numbers depend on the machine's load: note it (load_before / load_after).
 """
 
 from __future__ import annotations
@@ -22,12 +33,179 @@ import argparse
 import json
 import os
 import shutil
+import statistics
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+
+BENCH_WINDOW = "5 seconds"
+BENCH_WATERMARK = "2 seconds"
+BENCH_TRIGGER = "1 second"
+
+
+def produce_all(bootstrap: str, topic: str, workload: str, n: int) -> float:
+    """n generator records as fast as possible; returns seconds."""
+    from confluent_kafka import Producer
+
+    from brownout.workload.generators import make_stream
+
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20})
+    t0 = time.monotonic()
+    stream = make_stream(workload, seed=1, run="bench", producer="producer-0", rate=0)
+    for _ in range(n):
+        m = next(stream)
+        while True:
+            try:
+                producer.produce(topic, m.value, m.key, headers=m.headers)
+                break
+            except BufferError:
+                producer.poll(0.05)
+    producer.flush(60)
+    return time.monotonic() - t0
+
+
+class PacedProducer(threading.Thread):
+    """Generator records at `rate` per second, event time = wall clock, in 50 ms steps."""
+
+    def __init__(self, bootstrap: str, topic: str, workload: str, rate: int) -> None:
+        super().__init__(daemon=True)
+        self.bootstrap, self.topic, self.workload, self.rate = bootstrap, topic, workload, rate
+        self.stop = threading.Event()
+        self.sent = 0
+
+    def run(self) -> None:
+        from confluent_kafka import Producer
+
+        from brownout.workload.generators import make_stream
+
+        producer = Producer({"bootstrap.servers": self.bootstrap, "linger.ms": 5})
+        stream = make_stream(self.workload, seed=2, run="bench", producer="paced",
+                             start_ms=int(time.time() * 1000), rate=self.rate)
+        t0 = time.monotonic()
+        while not self.stop.is_set():
+            due = int((time.monotonic() - t0) * self.rate)
+            while self.sent < due:
+                m = next(stream)
+                try:
+                    producer.produce(self.topic, m.value, m.key, headers=m.headers)
+                except BufferError:
+                    producer.poll(0.05)
+                    continue
+                self.sent += 1
+            producer.poll(0)
+            time.sleep(0.05)
+        producer.flush(30)
+
+
+def source_read(spark: Any, bootstrap: str, topic: str, base: Path) -> dict[str, Any]:
+    from pyspark.sql import functions as F
+
+    def touch(df: Any) -> Any:
+        return df.agg(F.count(F.lit(1)).alias("n"), F.sum(F.length("value")),
+                      F.sum("offset"), F.sum(F.size("headers"))).collect()[0]
+
+    def kafka() -> Any:
+        return (spark.read.format("brownout-kafka").option("kafka.bootstrap.servers",
+                                                           bootstrap)
+                .option("subscribe", topic).load())
+
+    parquet = base / "same-rows.parquet"
+    kafka().write.parquet(str(parquet))  # also warms the JVM and the Python workers
+    out: dict[str, Any] = {}
+    for name, make in (("brownout_kafka", kafka),
+                       ("parquet", lambda: spark.read.parquet(str(parquet)))):
+        best = None
+        for _ in range(2):
+            t0 = time.monotonic()
+            row = touch(make())
+            dt = time.monotonic() - t0
+            best = dt if best is None else min(best, dt)
+        out[name] = {"rows": row["n"], "seconds": round(best, 3),
+                     "records_per_s": round(row["n"] / best)}
+    out["kafka_vs_parquet"] = round(out["parquet"]["seconds"]
+                                    / out["brownout_kafka"]["seconds"], 3)
+    return out
+
+
+def _slope(points: list[tuple[float, float]]) -> float:
+    if len(points) < 2:
+        return 0.0
+    xs, ys = [p[0] for p in points], [p[1] for p in points]
+    mx, my = statistics.fmean(xs), statistics.fmean(ys)
+    den = sum((x - mx) ** 2 for x in xs)
+    return sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / den if den else 0.0
+
+
+def window_latencies(spark: Any, path: Path, end_col: str) -> list[float]:
+    """Seconds from each row's window end to the commit of the Parquet file holding it."""
+    from pyspark.sql import functions as F
+
+    if not (path / "_spark_metadata").exists():
+        return []
+    df = spark.read.parquet(str(path)).select(
+        (F.col("_metadata.file_modification_time").cast("double")
+         - F.col(end_col).cast("double")).alias("lat"))
+    return [r["lat"] for r in df.collect()]
+
+
+def streaming_run(spark: Any, bootstrap: str, workload: str, rate: int, duration: float,
+                  partitions: int, base: Path) -> dict[str, Any]:
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    from brownout.common.rundir import PIPELINE_PROGRESS_FILE
+    from brownout.spark.pipeline import PipelineConfig, output_path, outputs, run_pipeline
+
+    topic = f"{workload}-{rate}"
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(10)
+    out = base / f"stream-{topic}"
+    config = PipelineConfig(bootstrap=bootstrap, topics={topic: workload}, out=out,
+                            master=spark.sparkContext.master, trigger=BENCH_TRIGGER,
+                            duration=duration, window=BENCH_WINDOW,
+                            watermark=BENCH_WATERMARK, session_gap=BENCH_WINDOW,
+                            starting_offsets="earliest")
+    producer = PacedProducer(bootstrap, topic, workload, rate)
+    producer.start()
+    try:
+        run = run_pipeline(config, spark=spark)
+    finally:
+        producer.stop.set()
+        producer.join(30)
+    rows = [json.loads(x) for x in (out / PIPELINE_PROGRESS_FILE).read_text().splitlines()]
+    result: dict[str, Any] = {"status": run["status"], "error": run.get("error"),
+                              "produced": producer.sent,
+                              "start_s": run.get("queries_start_s"), "queries": {}}
+    for t, o in outputs(config):
+        mine = [r for r in rows if r["output"] == o]
+        if not mine:
+            result["queries"][o] = {"batches": 0}
+            continue
+        t_first = mine[0]["time"]
+        half = [(r["time"] - t_first, r["lag"]["total"]) for r in mine
+                if r["time"] - t_first >= (mine[-1]["time"] - t_first) / 2]
+        span = mine[-1]["time"] - t_first
+        done = sum(r["input_rows"] or 0 for r in mine[1:])
+        slope = _slope(half)
+        q: dict[str, Any] = {
+            "batches": len(mine), "records_per_s": round(done / span) if span > 0 else None,
+            "lag_start": mine[0]["lag"]["total"], "lag_end": mine[-1]["lag"]["total"],
+            "lag_slope_per_s": round(slope, 1),
+            "keeps_up": slope < 0.05 * rate and mine[-1]["lag"]["total"] < 5 * rate,
+        }
+        if o != "ledger":
+            end_col = "session_end" if o == "clicks_sessions" else "window_end"
+            lats = window_latencies(spark, output_path(out, t, o), end_col)
+            if lats:
+                q["window_rows"] = len(lats)
+                q["e2e_latency_p50_s"] = round(statistics.median(lats), 2)
+                q["e2e_latency_max_s"] = round(max(lats), 2)
+        result["queries"][o] = q
+    return result
 
 
 def main() -> None:
@@ -35,16 +213,18 @@ def main() -> None:
     ap.add_argument("--records", type=int, default=100_000)
     ap.add_argument("--partitions", type=int, default=4)
     ap.add_argument("--master", default="local[*]")
-    ap.add_argument("--no-ledger", action="store_true")
+    ap.add_argument("--rates", default="1000,5000,10000")
+    ap.add_argument("--workloads", default="payments,clicks")
+    ap.add_argument("--duration", type=float, default=40.0)
+    ap.add_argument("--skip-source", action="store_true")
+    ap.add_argument("--skip-streaming", action="store_true")
     args = ap.parse_args()
 
-    from confluent_kafka import Producer
     from confluent_kafka.admin import AdminClient, NewTopic
 
     from brownout.cluster.ports import free_port
     from brownout.cluster.process import NodeProcess, combined_node_properties
     from brownout.storage import random_uuid
-    from brownout.workload.generators import make_stream
 
     base = Path(tempfile.mkdtemp(prefix="bench-pipeline-"))
     node = NodeProcess(base / "node", combined_node_properties(
@@ -52,62 +232,33 @@ def main() -> None:
     (base / "node").mkdir(parents=True, exist_ok=True)
     node.format()
     node.start()
-    result: dict[str, object] = {"records": args.records, "partitions": args.partitions,
-                                 "master": args.master, "cpus": os.cpu_count(),
-                                 "load_before": os.getloadavg()[0]}
+    result: dict[str, Any] = {"records": args.records, "partitions": args.partitions,
+                              "master": args.master, "cpus": os.cpu_count(),
+                              "load_before": os.getloadavg()[0]}
+    spark = None
     try:
         b = node.bootstrap
-        admin = AdminClient({"bootstrap.servers": b})
-        admin.create_topics([NewTopic("payments", args.partitions, 1)])["payments"].result(10)
-        producer = Producer({"bootstrap.servers": b, "linger.ms": 20, "acks": "all"})
-        t0 = time.monotonic()
-        stream = make_stream("payments", seed=1, run="bench", producer="producer-0", rate=0)
-        for _ in range(args.records):
-            m = next(stream)
-            while True:
-                try:
-                    producer.produce("payments", m.value, m.key, headers=m.headers)
-                    break
-                except BufferError:
-                    producer.poll(0.05)
-        producer.flush(60)
-        result["produce_s"] = round(time.monotonic() - t0, 2)
-
-        from brownout.common.rundir import PIPELINE_PROGRESS_FILE
-        from brownout.spark.pipeline import PipelineConfig, run_pipeline
         from brownout.spark.session import make_spark
 
         spark = make_spark(args.master, "brownout-bench")
         result["spark_startup_s"] = round(spark.brownout_startup_s, 2)
-        t0 = time.monotonic()
-        n = (spark.read.format("brownout-kafka").option("kafka.bootstrap.servers", b)
-             .option("subscribe", "payments").load().count())
-        dt = time.monotonic() - t0
-        result["source_read"] = {"rows": n, "seconds": round(dt, 2),
-                                 "records_per_s": round(n / dt)}
-        out = base / "pipeline"
-        config = PipelineConfig(bootstrap=b, topics={"payments": "payments"}, out=out,
-                                master=args.master, trigger="availableNow",
-                                ledger=not args.no_ledger)
-        t0 = time.monotonic()
-        run = run_pipeline(config, spark=spark)
-        dt = time.monotonic() - t0
-        progress = [json.loads(x) for x in (out / PIPELINE_PROGRESS_FILE).read_text().splitlines()]
-        per_query: dict[str, dict[str, float]] = {}
-        for p in progress:
-            q = per_query.setdefault(p["output"], {"rows": 0, "batch_ms": 0})
-            q["rows"] += p["input_rows"] or 0
-            q["batch_ms"] += p["duration_ms"] or 0
-        for q in per_query.values():
-            q["records_per_s_in_batches"] = round(q["rows"] / max(q["batch_ms"], 1) * 1000)
-        result["pipeline"] = {
-            "status": run["status"], "queries": len(per_query), "seconds": round(dt, 2),
-            "records_per_s_per_query": round(args.records / dt * len(per_query)),
-            "topic_records_per_s": round(args.records / dt),
-            "per_query": per_query,
-        }
-        spark.stop()
+        if not args.skip_source:
+            admin = AdminClient({"bootstrap.servers": b})
+            admin.create_topics([NewTopic("payments", args.partitions, 1)])["payments"].result(10)
+            result["produce_s"] = round(produce_all(b, "payments", "payments", args.records), 2)
+            result["source_read"] = source_read(spark, b, "payments", base)
+            print(json.dumps(result["source_read"]), file=sys.stderr)
+        if not args.skip_streaming:
+            result["streaming"] = {}
+            for workload in args.workloads.split(","):
+                for rate in (int(r) for r in args.rates.split(",")):
+                    r = streaming_run(spark, b, workload, rate, args.duration,
+                                      args.partitions, base)
+                    result["streaming"][f"{workload}@{rate}"] = r
+                    print(json.dumps({f"{workload}@{rate}": r}), file=sys.stderr)
     finally:
+        if spark is not None:
+            spark.stop()
         node.stop()
         result["load_after"] = os.getloadavg()[0]
         shutil.rmtree(base, ignore_errors=True)

@@ -19,6 +19,7 @@ from .quorum import quorum_app
 from .reassign import REASSIGN_HELP, reassign_partitions_command
 from .report import report_command
 from .run import RUN_HELP, SWEEP_HELP, run_command, scenarios_app, sweep_command
+from .spark import spark_app
 from .storage import storage_app
 from .topics import OFFSETS_HELP, offsets_command, topics_app
 from .watch import WATCH_HELP, watch_command
@@ -48,6 +49,7 @@ app.command("produce")(produce_command)
 app.command("consume")(consume_command)
 app.command("check")(check_command)
 app.add_typer(pipeline_app, name="pipeline")
+app.add_typer(spark_app, name="spark")
 app.command("report")(report_command)
 app.command("run", help=RUN_HELP)(run_command)
 app.command("sweep", help=SWEEP_HELP)(sweep_command)

@@ -74,6 +74,10 @@ def run_command(
         "--pipeline", help="Also run the Spark pipeline on the workloads' topics (from "
         "before the producers start until it has caught up after the heal), audit it "
         "(pipeline-check.json) and expect pipeline_matches_ground_truth.")] = False,
+    pipeline_master: Annotated[str | None, typer.Option(
+        "--pipeline-master", help="Run the pipeline on this Spark master (e.g. the "
+        "spark://127.0.0.1:PORT of `brownout spark up`) instead of a local Spark; "
+        "implies --pipeline.", show_default=False)] = None,
     keep_cluster: Annotated[bool, typer.Option(
         "--keep-cluster", help="Leave the cluster running at the end (stop it with "
         "`brownout down --dir RUN/cluster`).")] = False,
@@ -158,6 +162,9 @@ def run_command(
                 typer.echo(f"Error: {e}", err=True)
                 raise typer.Exit(2) from None
         raise typer.Exit(0)
+    if pipeline_master is not None:
+        loaded = loaded.with_pipeline(pipeline_master)
+        pipeline = True
     if pipeline or loaded.pipeline:
         console.print("pipeline: on (Spark takes a while to start; the audit runs after "
                       "the final read)")

@@ -61,7 +61,7 @@ TOP: dict[str, Field] = {
     "topics": Field("list", section="topic"),
     "workloads": Field("list", section="workload"),
     "consumers": Field("list", section="consumer"),
-    "pipeline": Field("switch", choices=("on", "off")),
+    "pipeline": Field("mapping", section="pipeline", or_bool=True, choices=("on", "off")),
     "schedule": Field("list", section="step"),
     "duration": Field("duration", required=True),
     "heal": Field("mapping", section="heal", or_bool=True),
@@ -119,6 +119,13 @@ CONSUMER: dict[str, Field] = {
     "commit_interval": Field("duration"),
     "config": Field("config"),
     "client": Field("choice", choices=CONSUMER_CLIENTS),
+}
+
+# `pipeline: on | off`, or a mapping: on, with these settings.
+PIPELINE: dict[str, Field] = {
+    "enabled": Field("bool"),
+    "master": Field("text", pattern=r"(local(\[[0-9*]+(,[0-9]+)?\])?|[a-z][a-z0-9+.-]*://\S+)",
+                    note="local, local[N], local[N,F] or a URL such as spark://HOST:7077"),
 }
 
 HEAL: dict[str, Field] = {
@@ -269,6 +276,7 @@ SECTIONS: dict[str, dict[str, Field]] = {
     "workload": WORKLOAD,
     "consumer": CONSUMER,
     "heal": HEAL,
+    "pipeline": PIPELINE,
     "step": STEP,
     "random": RANDOM,
     "matrix": MATRIX,

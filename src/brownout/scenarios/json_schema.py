@@ -206,7 +206,11 @@ def field_schema(spec: F.Field) -> dict[str, Any]:
     elif kind == "mapping":
         out = _ref(str(spec.section))
         if spec.or_bool:
-            out = {"anyOf": [out, {"type": "boolean"}]}
+            branches = [out, {"type": "boolean"}]
+            if spec.choices:  # `pipeline: on`: words as well as booleans
+                branches.append({"type": "string",
+                                 "pattern": _whole(_alternatives(spec.choices, True))})
+            out = {"anyOf": branches}
     elif kind == "parameters":
         out = {"type": "object", "minProperties": 1,
                "propertyNames": {"pattern": _whole(PARAMETER_PATTERN)},

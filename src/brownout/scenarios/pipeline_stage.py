@@ -44,6 +44,9 @@ PIPELINE_START_TIMEOUT = 300.0  # Spark's start is slow on a loaded machine
 PIPELINE_DRAIN_TIMEOUT = 90.0
 PIPELINE_AUDIT_TIMEOUT = 900.0
 PIPELINE_RESTARTS = 3
+# Without `pipeline: {master: ...}`: Spark in the pipeline's process, 2 threads, a failed
+# task retried up to 4 times (a broker killed under a read).
+PIPELINE_LOCAL_MASTER = "local[2,4]"
 # Short event-time windows, so the windows of a 30 s run close (the audit compares closed
 # windows only) while a record held back by a fault for up to the watermark still counts.
 PIPELINE_WINDOW = "5 seconds"
@@ -89,11 +92,13 @@ class PipelineStage:
                 shutil.rmtree(out)
             config = PipelineConfig(
                 bootstrap=bootstrap, topics=self._topics(), out=out,
-                master="local[2,4]", trigger="2 seconds", window=PIPELINE_WINDOW,
+                master=self.scenario.pipeline_master or PIPELINE_LOCAL_MASTER,
+                trigger="2 seconds", window=PIPELINE_WINDOW,
                 watermark=PIPELINE_WATERMARK, session_gap=PIPELINE_SESSION_GAP,
                 starting_offsets="earliest", ledger=True,
                 drain_timeout=PIPELINE_DRAIN_TIMEOUT)
             info["topics"] = config.topics
+            info["master"] = config.master
             info["restarts"] = 0
             info["failures"] = []
             self._config = config

@@ -44,11 +44,13 @@ Keys (unknown keys are errors, with a "did you mean" hint):
 * ``consumers``: group, topic, members, session_timeout_ms, heartbeat_interval_ms,
   metadata_max_age_ms, commit_interval, config, client (confluent -- librdkafka, the
   default -- or kafka-python, which like Java clients before 3.8 never re-bootstraps).
-* ``pipeline``: on | off. On: the Spark pipeline (brownout.spark.pipeline) reads the
+* ``pipeline``: on | off, or a mapping (on unless ``enabled: false``) with ``master``,
+  the Spark master it runs on (default a local Spark; e.g. ``spark://127.0.0.1:7077``
+  from ``brownout spark up``). On: the Spark pipeline (brownout.spark.pipeline) reads the
   workloads' topics from before the producers start until it has caught up after the
   heal; its audit (pipeline-check.json) judges ``pipeline_matches_ground_truth``, which
   is added when missing (and which turns the pipeline on when listed). ``--pipeline``
-  does the same.
+  (and ``--pipeline-master URL``) does the same.
 * ``schedule``: steps run in order. Each has one time key -- ``at: 10s`` (seconds since
   the workloads started; a step whose time has passed runs at once, marked late) or
   ``after: previous`` (as soon as the previous step ended) -- and one action: a nemesis
@@ -480,13 +482,16 @@ class Scenario:
     matrix: Matrix | None = None  # a sweep's parameters (`brownout sweep`)
     # expectations.over_runs: judged over `--repeat N` runs in the summary (over_runs.py)
     over_runs: tuple[OverRunsSpec, ...] = ()
+    pipeline_master: str | None = None  # the pipeline's Spark master (None: local)
 
-    def with_pipeline(self) -> Scenario:
-        """This scenario with the pipeline on and its expectation (`--pipeline`)."""
+    def with_pipeline(self, master: str | None = None) -> Scenario:
+        """This scenario with the pipeline on and its expectation (`--pipeline`), on
+        `master` when given (`--pipeline-master`)."""
         exps = self.expectations
         if not any(e.name == PIPELINE_EXPECTATION for e in exps):
             exps = (*exps, ExpectationSpec(PIPELINE_EXPECTATION, True))
-        return dataclasses.replace(self, pipeline=True, expectations=exps)
+        return dataclasses.replace(self, pipeline=True, expectations=exps,
+                                   pipeline_master=master or self.pipeline_master)
 
     def workload(self, label: str) -> WorkloadSpec:
         for w in self.workloads:
@@ -553,11 +558,7 @@ def loads(text: str, source: str = "<scenario>") -> Scenario:
     consumers = tuple(_consumer(r, f, n, topic_names)
                       for f, n in r.sequence(top["consumers"], "consumers")) \
         if "consumers" in top else ()
-    pipeline = False
-    if "pipeline" in top:
-        v = r.scalar(top["pipeline"], "pipeline")
-        pipeline = v.value is True or (not isinstance(v.value, bool)
-                                       and _as_choice(v, r, F.TOP["pipeline"].choices) == "on")
+    pipeline, pipeline_master = _pipeline(r, top.get("pipeline"))
     schedule = _schedule(r, top.get("schedule"), topic_names, cluster)
     duration = plain["duration"]
     if duration <= 0:
@@ -578,7 +579,22 @@ def loads(text: str, source: str = "<scenario>") -> Scenario:
     matrix = _matrix(r, top["matrix"], text) if "matrix" in top else None
     return Scenario(name, description, cluster, topics, tuple(workloads), consumers,
                     schedule, duration, heal, expectations, pipeline, source, matrix,
-                    over_runs)
+                    over_runs, pipeline_master)
+
+
+def _pipeline(r: _Reader, node: Node | None) -> tuple[bool, str | None]:
+    """`pipeline: on | off | true | false` or `pipeline: {master: URL, enabled: ...}`."""
+    if node is None:
+        return False, None
+    if isinstance(node, ScalarNode):
+        v = r.scalar(node, "pipeline")
+        return (v.value is True or (not isinstance(v.value, bool)
+                                    and _as_choice(v, r, F.TOP["pipeline"].choices) == "on"),
+                None)
+    m = r.mapping(node, "pipeline", tuple(F.PIPELINE))
+    values = _simple(r, m, node, "pipeline", F.PIPELINE)
+    master = values.get("master")
+    return bool(values.get("enabled", True)), (str(master) if master is not None else None)
 
 
 def _matrix(r: _Reader, node: Node, text: str) -> Matrix:

@@ -238,18 +238,47 @@ def start_queries(spark: Any, config: PipelineConfig, *, start_timeout: float = 
                   .format("parquet").outputMode("append")
                   .option("path", str(output_path(config.out, topic, output)))
                   .option("checkpointLocation", str(checkpoint_path(config.out, topic, output))))
-        q = _trigger(writer, config.trigger).start()
+        # The queries run side by side, none waits for another's first batch. Only the
+        # start of each query's source is staggered: a Python data source starts a
+        # Python process on the driver that must connect back to the JVM within 10 s
+        # (a fixed limit in Spark), which several starting at once on a loaded 2-core
+        # machine miss. A query whose source process missed it is started again (it
+        # has read nothing: its checkpoint holds no batch of this start).
+        for attempt in range(1, SOURCE_START_ATTEMPTS + 1):
+            q = _trigger(writer, config.trigger).start()
+            if fmt == "kafka" or _wait_source_started(q, SOURCE_START_TIMEOUT) or \
+                    attempt == SOURCE_START_ATTEMPTS:
+                break
+            log.warning("%s: its source's Python process did not connect back to Spark "
+                        "(attempt %d); starting the query again", name, attempt)
         queries[name] = (q, topic, output)
-        # One at a time: every query starts a Python process for its source, and the JVM
-        # gives a new Python worker only a few seconds to connect back, which a loaded
-        # 2-core machine misses when eight start at once.
-        _wait_first_batch(q, start_timeout)
+    _wait_first_batches([q for q, _, _ in queries.values()], start_timeout)
     return queries
 
 
-def _wait_first_batch(q: Any, timeout: float) -> None:
+SOURCE_START_TIMEOUT = 30.0
+SOURCE_START_ATTEMPTS = 3
+CONNECT_BACK = "Python worker failed to connect back"
+INITIALIZING = "Initializing sources"
+
+
+def _wait_source_started(q: Any, timeout: float) -> bool:
+    """False if the query ended while its source started because the source's Python
+    process did not connect back (any other failure is the query's own)."""
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline and q.isActive and not q.recentProgress:
+    while time.monotonic() < deadline and q.isActive and \
+            (q.status or {}).get("message") == INITIALIZING:
+        time.sleep(0.1)
+    if q.isActive:
+        return True
+    e = q.exception()
+    return e is None or CONNECT_BACK not in str(getattr(e, "desc", None) or e)
+
+
+def _wait_first_batches(qs: list[Any], timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and any(q.isActive and not q.recentProgress
+                                              for q in qs):
         time.sleep(0.2)
 
 
@@ -306,7 +335,9 @@ def run_pipeline(config: PipelineConfig, *, stop: threading.Event | None = None,
     queries: dict[str, tuple[Any, str, str]] = {}
     error: str | None = None
     try:
+        t1 = time.monotonic()
         queries = start_queries(spark, config)
+        run["queries_start_s"] = round(time.monotonic() - t1, 3)
         run["status"] = "running"
         run["queries"] = sorted(queries)
         _save_state(config.out, state)

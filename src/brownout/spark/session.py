@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 LOOPBACK = "127.0.0.1"
@@ -45,13 +46,63 @@ def make_spark(master: str = "local[*]", app: str = "brownout",
         .config("spark.eventLog.enabled", "false")
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
     )
-    for k, v in (conf or {}).items():
+    for k, v in {**LOCAL_TUNING, **(cluster_conf(master)), **(conf or {})}.items():
         builder = builder.config(k, str(v))
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(os.environ.get("BROWNOUT_SPARK_LOG_LEVEL", "ERROR"))
+    if not is_local(master):
+        ship_package(spark)
     register(spark)
     spark.brownout_startup_s = time.monotonic() - t0  # type: ignore[attr-defined]
     return spark
+
+
+# Settings for a small machine: no Hive catalog to probe for, and no adaptive query
+# planning or broadcast size estimates for batches of a few thousand rows.
+LOCAL_TUNING = {
+    "spark.sql.catalogImplementation": "in-memory",
+    "spark.sql.adaptive.enabled": "false",
+    "spark.sql.streaming.metricsEnabled": "false",
+}
+
+
+def is_local(master: str) -> bool:
+    return master.startswith("local")
+
+
+def cluster_conf(master: str) -> dict[str, str]:
+    """On a cluster, executors' Python workers must import this `brownout` (the source's
+    read runs there): on this machine (`brownout spark up`) the directory holding it goes
+    on their PYTHONPATH; elsewhere ship_package sends it."""
+    if is_local(master):
+        return {}
+    from .standalone import package_root
+
+    return {"spark.executorEnv.PYTHONPATH": str(package_root()),
+            "spark.executor.memory": "768m"}
+
+
+def package_zip(dest: Path) -> Path:
+    """The `brownout` package's Python files as one zip (for SparkContext.addPyFile)."""
+    import zipfile
+
+    from .standalone import package_root
+
+    root = package_root()
+    with zipfile.ZipFile(dest, "w", zipfile.ZIP_DEFLATED) as z:
+        for f in sorted((root / "brownout").rglob("*.py")):
+            z.write(f, f.relative_to(root).as_posix())
+    return dest
+
+
+def ship_package(spark: Any) -> Path:
+    """addPyFile the `brownout` package, so executors on other machines (or another
+    environment) import the driver's code; it goes before their own sys.path entries."""
+    import tempfile
+
+    path = package_zip(Path(tempfile.mkdtemp(prefix="brownout-pyfiles-")) / "brownout.zip")
+    spark.sparkContext.addPyFile(str(path))
+    return path
 
 
 KAFKA_PROVIDER = "org.apache.spark.sql.kafka010.KafkaSourceProvider"

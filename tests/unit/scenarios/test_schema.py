@@ -234,6 +234,22 @@ def test_pipeline_and_group_checks():
     assert "E9" in e.message and e.field == "schedule[1].group-checks"
 
 
+def test_pipeline_mapping_names_the_spark_master():
+    s = loads(BASE.replace("duration: 20s",
+                           "duration: 20s\npipeline:\n  master: spark://127.0.0.1:7077"))
+    assert s.pipeline is True and s.pipeline_master == "spark://127.0.0.1:7077"
+    assert loads(BASE.replace("duration: 20s", "duration: 20s\npipeline: on")
+                 ).pipeline_master is None
+    off = loads(BASE.replace("duration: 20s", "duration: 20s\npipeline:\n  enabled: false"))
+    assert off.pipeline is False
+    e = error_of(BASE.replace("duration: 20s", "duration: 20s\npipeline:\n  master: here"))
+    assert e.field == "pipeline.master" and "spark://HOST:7077" in e.message
+    e = error_of(BASE.replace("duration: 20s", "duration: 20s\npipeline:\n  mastr: local"))
+    assert e.field == "pipeline.mastr" and "master" in e.message
+    s = loads(BASE).with_pipeline("spark://127.0.0.1:1")
+    assert s.pipeline and s.pipeline_master == "spark://127.0.0.1:1"
+
+
 def test_pipeline_expectation_turns_the_pipeline_on():
     text = BASE.replace("  isr_recovered: true\n",
                         "  isr_recovered: true\n  pipeline_matches_ground_truth: true\n")

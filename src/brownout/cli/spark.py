@@ -1,0 +1,79 @@
+"""`brownout spark up | down | status`: a Spark standalone cluster on this machine, from
+PySpark's own jars, loopback only (brownout.spark.standalone), to run the pipeline on
+(`brownout pipeline run --master spark://...`, `pipeline: {master: ...}`)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ._common import UsageError, handle_errors
+
+spark_app = typer.Typer(help="A Spark standalone cluster on this machine (loopback) for the "
+                        "pipeline.", no_args_is_help=True)
+
+StateDir = Annotated[Path | None, typer.Option(
+    "--dir", help="State directory (pid files, logs, cluster.json); default "
+    "$BROWNOUT_SPARK_DIR or ~/.brownout/spark.", show_default=False)]
+
+
+def _dir(directory: Path | None) -> Path:
+    from ..spark.standalone import default_dir
+
+    return directory or default_dir()
+
+
+@spark_app.command("up")
+@handle_errors
+def up_command(
+    workers: Annotated[int, typer.Option(help="Worker processes.")] = 2,
+    cores: Annotated[int, typer.Option(help="Cores each worker offers.")] = 1,
+    memory: Annotated[str, typer.Option(help="Memory each worker offers (Spark's "
+                                        "notation: 1g, 768m).")] = "1g",
+    directory: StateDir = None,
+) -> None:
+    """Start a master and N workers on 127.0.0.1; prints the master URL."""
+    from ..spark.standalone import StandaloneError, up
+
+    try:
+        state = up(_dir(directory), workers=workers, cores=cores, memory=memory)
+    except StandaloneError as e:
+        raise UsageError(str(e)) from None
+    typer.echo(json.dumps({k: state[k] for k in ("master", "webui", "workers", "pids")}))
+    typer.echo(f"run the pipeline on it: brownout pipeline run --master {state['master']} ...",
+               err=True)
+
+
+@spark_app.command("down")
+@handle_errors
+def down_command(directory: StateDir = None) -> None:
+    """Stop the cluster `spark up` started (workers, then the master)."""
+    from ..spark.standalone import StandaloneError, down
+
+    try:
+        stopped = down(_dir(directory))
+    except StandaloneError as e:
+        raise UsageError(str(e)) from None
+    typer.echo(f"stopped {len(stopped)} Spark processes")
+
+
+@spark_app.command("status")
+@handle_errors
+def status_command(directory: StateDir = None) -> None:
+    """The running cluster's master URL and how many workers are alive."""
+    from ..spark.standalone import alive_workers, read_state
+
+    state = read_state(_dir(directory))
+    if state is None:
+        raise UsageError(f"no Spark cluster was started from {_dir(directory)}")
+    try:
+        alive: int | None = alive_workers(int(state["webui_port"]))
+    except OSError:
+        alive = None
+    typer.echo(json.dumps({"master": state["master"], "workers": state["workers"],
+                           "alive_workers": alive}))
+    if alive is None:
+        raise typer.Exit(1)
