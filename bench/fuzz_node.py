@@ -34,7 +34,10 @@ import asyncio
 import contextlib
 import dataclasses
 import datetime
+import functools
+import gzip
 import io
+import itertools
 import json
 import logging
 import random
@@ -65,7 +68,7 @@ from kio.serial._introspect import (
     is_optional,
 )
 from kio.serial.readers import tz_aware_from_i64
-from kio.static.primitive import i32Timedelta, i64, i64Timedelta
+from kio.static.primitive import i16, i32Timedelta, i64, i64Timedelta
 
 from brownout.cluster.ports import free_port
 from brownout.cluster.process import NodeProcess, combined_node_properties
@@ -78,13 +81,15 @@ MAX_REQUEST = 1_048_576  # socket.request.max.bytes of the fuzzed node (Kafka: 1
 WITNESS = "fuzz-witness"
 OUTCOMES = ("answered", "closed", "timed_out")
 CLASSES = (
-    "handbuilt", "replay", "random", "bad_length", "header_random_body", "bitflip",
-    "byte_replace", "insert", "truncate", "field",
+    "handbuilt", "replay", "compressed_seed", "random", "bad_length", "header_random_body",
+    "bitflip", "byte_replace", "insert", "truncate", "field", "version", "tagged",
+    "compact", "batch", "compressed", "bomb",
 )
 # How often each mutation class is drawn once the corpus has been sent as is.
 WEIGHTS = {
-    "random": 8, "bad_length": 10, "header_random_body": 14, "bitflip": 14,
-    "byte_replace": 10, "insert": 8, "truncate": 10, "field": 26,
+    "random": 6, "bad_length": 8, "header_random_body": 10, "bitflip": 10,
+    "byte_replace": 8, "insert": 6, "truncate": 8, "field": 18, "version": 6,
+    "tagged": 8, "compact": 8, "batch": 8, "compressed": 8, "bomb": 0.15,
 }
 
 # ---------------------------------------------------------------------------------------
@@ -168,6 +173,7 @@ _FIXED = {
     "uint32": 4, "timedelta_i32": 4, "int64": 8, "uint64": 8, "float64": 8,
     "timedelta_i64": 8, "datetime_i64": 8, "uuid": 16,
 }
+TAGGED_COUNT = "tagged_count"
 _MAX_ITEMS = 4096  # a walk stops at an implausible count instead of looping on it
 
 
@@ -201,7 +207,7 @@ class _Walker:
         return pos
 
     def tagged(self, pos: int, owner: str) -> int:
-        count, pos = self._uv(pos, f"{owner}.tagged_count")
+        count, pos = self._uv(pos, f"{owner}.{TAGGED_COUNT}")
         for _ in range(min(count, _MAX_ITEMS)):
             _tag, pos = read_uvarint(self.buf, pos)
             size, pos = self._uv(pos, f"{owner}.tagged_size")
@@ -291,9 +297,11 @@ class _Walker:
             pos = record_end
 
 
-def walk(data: bytes) -> list[Loc]:
+@functools.lru_cache(maxsize=8192)
+def walk(data: bytes) -> tuple[Loc, ...]:
     """The length/count fields of a framed request (offsets into `data`); as many as
-    the walk found before it ran out of frame or schema."""
+    the walk found before it ran out of frame or schema. Mutations start from a few
+    hundred seeds, so the walk of each is kept."""
     if len(data) < 10:
         return []
     key, version = struct.unpack_from(">hh", data, 4)
@@ -305,7 +313,7 @@ def walk(data: bytes) -> list[Loc]:
     with contextlib.suppress(ValueError, IndexError, struct.error):
         pos = w.entity(cls.__header_schema__, 4, header=True)
         w.entity(cls, pos)
-    return w.locs
+    return tuple(w.locs)
 
 
 # -- hand-built requests ------------------------------------------------------------------
@@ -314,10 +322,13 @@ def walk(data: bytes) -> list[Loc]:
 class Sampler:
     """Plausible values for any kio request entity (seeded)."""
 
-    def __init__(self, rng: random.Random, topics: list[str]) -> None:
+    def __init__(self, rng: random.Random, topics: list[str], records: bytes | None = None,
+                 strings: list[str] | None = None) -> None:
         self.rng = rng
-        self.strings = [*topics, "", "fuzz-topic", "fuzz-group", "__consumer_offsets",
-                        "x" * 300, "a.b-c_d", "\u00fc\u0000\u2603", "1"]
+        self.records = records
+        self.strings = strings or [*topics, "", "fuzz-topic", "fuzz-group",
+                                   "__consumer_offsets", "x" * 300, "a.b-c_d",
+                                   "\u00fc\u0000\u2603", "1"]
 
     def entity(self, cls: type, depth: int = 0) -> Any:
         kwargs: dict[str, Any] = {}
@@ -375,6 +386,8 @@ class Sampler:
                 return c(self.strings)
             case "bytes":
                 return self.rng.randbytes(c((0, 1, 16)))
+            case "records" if self.records is not None:
+                return self.records
             case "records":
                 return build_batch([(b"k", b"v"), (None, b"w" * 10)],
                                    timestamp_ms=int(time.time() * 1000))
@@ -427,6 +440,108 @@ def handbuilt(versions: dict[str, dict[int, tuple[int, int]]], topics: list[str]
                         logging.debug("cannot build %dv%d: %s", key, version, e)
                         continue
                     frames.append(Frame("handbuilt", listener, data, "handbuilt"))
+    return frames
+
+
+# -- compressed record batches -------------------------------------------------------------
+
+_MIB = 1024 * 1024
+
+
+def _zeros_record(size: int) -> bytes:
+    """The head of one record whose value is `size` zero bytes (the zeros follow)."""
+    rec = b"\x00" + uvarint(zigzag(0)) + uvarint(zigzag(0)) + uvarint(zigzag(-1))
+    tail_len = len(uvarint(zigzag(size))) + size + 1  # value length, value, no headers
+    return uvarint(zigzag(len(rec) + tail_len)) + rec + uvarint(zigzag(size))
+
+
+def _stream(codec: int, head: bytes, zeros: int) -> bytes:
+    """head + `zeros` zero bytes + a zero headers count, compressed without ever holding
+    the uncompressed bytes (a bomb of 256 MiB costs the fuzzer 1 MiB)."""
+    import cramjam
+
+    if codec == 3:
+        c: Any = cramjam.lz4.Compressor(content_checksum=False, block_linked=False)
+    else:
+        c = {1: cramjam.gzip, 4: cramjam.zstd}[codec].Compressor()
+    c.compress(head)
+    chunk = bytes(_MIB)
+    for _ in range(zeros // _MIB):
+        c.compress(chunk)
+    c.compress(bytes(zeros % _MIB) + b"\x00")
+    return bytes(c.finish())
+
+
+def batch_with_body(body: bytes, codec: int, count: int) -> bytes:
+    """A v2 batch of `count` records whose records section is `body` (compressed with
+    `codec`), with a right length and CRC."""
+    now = int(time.time() * 1000)
+    template = bytearray(build_batch([(None, b"")], timestamp_ms=now))[:61]
+    struct.pack_into(">i", template, 8, 61 - 12 + len(body))
+    struct.pack_into(">h", template, 21, codec)
+    struct.pack_into(">i", template, 23, count - 1)
+    struct.pack_into(">i", template, 57, count)
+    out = template + body
+    struct.pack_into(">I", out, 17, crc32c.crc32c(bytes(out[21:])))
+    return bytes(out)
+
+
+def compressed_batches() -> list[tuple[str, bytes]]:
+    """(name, batch): valid batches in every codec, and decompression bombs: a few
+    hundred KiB that expand to 128 or 256 MiB, beyond the node's bound per batch."""
+    from brownout.protocol.compression import compress
+
+    plain = [(b"key", b"value " * 50), (None, b"w" * 1000), (b"k", None)]
+    records = build_batch(plain, timestamp_ms=int(time.time() * 1000))[61:]
+    out = [(f"codec {codec}", batch_with_body(compress(codec, records), codec, len(plain)))
+           for codec in (1, 2, 3, 4)]
+    for codec, size in ((1, 256 * _MIB), (3, 128 * _MIB), (4, 256 * _MIB)):
+        body = _stream(codec, _zeros_record(size), size)
+        out.append((f"bomb codec {codec} {size // _MIB} MiB", batch_with_body(body, codec, 1)))
+    return out
+
+
+def _aimed(value: Any, topic: str) -> Any:
+    """A sampled Produce request made to reach the leader's batch validation: acks -1,
+    the given topic, partition 0, every array of one entry."""
+    if isinstance(value, tuple):
+        return tuple(_aimed(v, topic) for v in value[:1])
+    if not dataclasses.is_dataclass(value):
+        return value
+    changes: dict[str, Any] = {}
+    for f in dataclasses.fields(value):
+        item = getattr(value, f.name)
+        if f.name == "acks":
+            changes[f.name] = i16(-1)
+        elif f.name in ("name", "topic") and isinstance(item, str):
+            changes[f.name] = type(item)(topic)
+        elif f.name in ("index", "partition_index", "partition"):
+            changes[f.name] = type(item)(0)
+        elif f.name == "transactional_id":
+            changes[f.name] = None
+        elif isinstance(item, tuple) or dataclasses.is_dataclass(item):
+            changes[f.name] = _aimed(item, topic)
+    return dataclasses.replace(value, **changes)  # type: ignore[type-var]
+
+
+def compressed_produce(versions: dict[int, tuple[int, int]], topics: list[str],
+                       rng: random.Random) -> list[Frame]:
+    """Produce requests of every version the node serves carrying each of
+    compressed_batches(), to topics that exist."""
+    frames = []
+    low, high = versions.get(int(ApiKey.PRODUCE), (0, -1))
+    batches = compressed_batches()
+    for version in range(max(low, 3), high + 1):
+        cls: Any = load_request_schema(int(ApiKey.PRODUCE), version)
+        for (name, batch), n in itertools.product(batches, range(3)):
+            sampler = Sampler(rng, topics, records=batch, strings=topics)
+            body = sampler.entity(cls)
+            if n < 2:  # most of them reach the leader's validation: acks=-1, partition 0
+                body = _aimed(body, topics[0])
+            with contextlib.suppress(Exception):
+                frames.append(Frame("compressed_seed", "broker",
+                                    encode_request(int(ApiKey.PRODUCE), version, body),
+                                    "bomb" if name.startswith("bomb") else "compressed"))
     return frames
 
 
@@ -486,6 +601,57 @@ def mutate_field(data: bytes, loc: Loc, rng: random.Random) -> bytes:
     return with_prefix(bytes(out[4:]))
 
 
+def other_version(data: bytes, rng: random.Random) -> bytes:
+    """The same bytes under another api_version: the body no longer fits its schema."""
+    if len(data) < 8:
+        return data
+    (version,) = struct.unpack_from(">h", data, 6)
+    new = rng.choice((version - 1, version + 1, version + 2, 0, -1, 0x7FFF, -0x8000,
+                      rng.randrange(0, 20)))
+    return data[:6] + _encode("i16", new) + data[8:]
+
+
+def tagged_section(data: bytes, loc: Loc, rng: random.Random) -> bytes:
+    """Replace an (empty) tagged-field section by unknown, duplicate, out-of-order,
+    overrunning or huge tags (KIP-482: unknown tags must be skipped)."""
+    tags: list[bytes] = []
+    for _ in range(rng.choice((1, 1, 2, 3))):
+        tag = rng.choice((0, 1, 2, 7, 1000, 0x7FFFFFFF, 2**32))
+        value = rng.randbytes(rng.choice((0, 1, 4, 16)))
+        size = rng.choice((len(value), len(value), len(value) + 1, 0x7FFFFFFF, 2**35))
+        tags.append(uvarint(tag) + uvarint(size) + value)
+    if rng.random() < 0.2:
+        tags.append(tags[0])  # the same tag twice
+    count = rng.choice((len(tags), len(tags), len(tags) + 1, 0xFFFFFFFF))
+    section = uvarint(count) + b"".join(tags)
+    out = data[: loc.offset] + section + data[loc.offset + loc.size:]
+    return with_prefix(out[4:])
+
+
+def damage_compressed(data: bytes, rng: random.Random) -> bytes:
+    """Replace a few bytes of the compressed records of the frame's batch and fix the
+    CRC; a frame without a compressed batch gets a field mutation instead."""
+    for loc in walk(data):
+        if loc.what != "batch.attributes" or loc.crc is None:
+            continue
+        (attributes,) = struct.unpack_from(">h", data, loc.offset)
+        crc_at, start, end = loc.crc
+        body = crc_at + 4 + 40  # the compressed bytes follow the 61-byte batch header
+        if not attributes & 0x7 or body >= end:
+            continue
+        out = bytearray(data)
+        for _ in range(rng.choice((1, 2, 4, 16))):
+            at = rng.randrange(body, end)
+            out[at] = rng.choice((0, 0xFF, rng.randrange(256)))
+        if rng.random() < 0.3:  # or cut the compressed stream short, lengths kept
+            cut = rng.randrange(body, end)
+            out[cut:end] = bytes(end - cut)
+        struct.pack_into(">I", out, crc_at, crc32c.crc32c(bytes(out[start:end])))
+        return bytes(out)
+    locs = walk(data)
+    return mutate_field(data, rng.choice(locs), rng) if locs else data
+
+
 def mutate(kind: str, seed: Frame, rng: random.Random,
            headers: list[tuple[str, bytes]]) -> Frame:
     """One mutated frame of class `kind` (seed: a recorded or hand-built frame)."""
@@ -522,6 +688,30 @@ def mutate(kind: str, seed: Frame, rng: random.Random,
         out = with_prefix(payload[:at] + chunk + payload[at:])
     elif kind == "truncate":
         out = with_prefix(payload[: rng.randrange(len(payload) + 1)])
+    elif kind == "version":
+        out = other_version(data, rng)
+    elif kind == "tagged":
+        sections = [loc for loc in walk(data) if loc.what.endswith(TAGGED_COUNT)]
+        if not sections:
+            return mutate("field", seed, rng, headers)
+        out = tagged_section(data, rng.choice(sections), rng)
+    elif kind == "compact":
+        compact = [loc for loc in walk(data) if loc.kind == "uvarint"
+                   and not loc.what.endswith(TAGGED_COUNT)]
+        if not compact:
+            return mutate("field", seed, rng, headers)
+        out = mutate_field(data, rng.choice(compact), rng)
+    elif kind == "batch":
+        inner = [loc for loc in walk(data) if loc.crc is not None]
+        if not inner:
+            return mutate("field", seed, rng, headers)
+        out = mutate_field(data, rng.choice(inner), rng)
+    elif kind == "bomb":
+        out = data  # a decompression bomb as built: its cost to the node is the point
+    elif kind == "compressed":
+        # Seeds of this kind carry compressed batches: damage the compressed bytes and
+        # fix the CRC, so that the codec itself gets the garbage.
+        out = damage_compressed(data, rng)
     elif kind == "field":
         locs = walk(data)
         if not locs:
@@ -1220,6 +1410,425 @@ class Campaign:
         return best
 
 
+# ---------------------------------------------------------------------------------------
+# At scale: several connections at once, a verdict per frame
+
+
+# The node's one line per connection it closes on purpose (socket_server.py): the
+# client's port ties it to the frame. Bugs are logged at ERROR with a traceback.
+_CLOSE_LINE = re.compile(
+    r"\] (INFO|WARNING|ERROR) Closing connection from \('[\d.]+', (\d+)\) "
+    r"(?:due to (invalid request)|after (.+? v-?\d+) \(client .*?\)): (.*) "
+    r"\(kafka\.network\.SocketServer\)$")
+_SENTINEL_ID = 0x5E471E1
+_SENTINEL = encode_request(int(ApiKey.API_VERSIONS), 0,
+                           _zero_body(int(ApiKey.API_VERSIONS), 0), _SENTINEL_ID)
+
+
+def close_reason(kind: str | None, after: str | None, message: str) -> str:
+    """A verdict label for a logged close: the reason with numbers, quoted names and
+    field paths blanked, so that one cause is one label."""
+    text = re.sub(r"'[^']*'", "'…'", message)
+    text = re.sub(r"-?\d+", "N", text)
+    if kind:  # "cannot decode X vN request from client '…': field.path: what"
+        parts = text.split(": ")
+        text = parts[-1] if len(parts) > 1 else text
+        return f"closed: invalid request: {text[:70]}"
+    api = re.sub(r"v-?\d+", "", after or "").strip()
+    return f"closed: {api}: {text[:70]}"
+
+
+class LogReasons:
+    """The node's log, read as it grows: close reasons by client port, and every ERROR
+    or traceback line (a bug) that cannot be tied to a port."""
+
+    def __init__(self, target: Target) -> None:
+        self.target = target
+        self.lock = threading.Lock()
+        self.by_port: dict[int, list[tuple[str, str]]] = defaultdict(list)
+        self.errors: list[str] = []
+        self._partial = ""
+
+    def _sync(self) -> None:
+        text = self._partial + self.target.new_log()
+        lines = text.split("\n")
+        self._partial = lines.pop()  # an unfinished last line waits for its end
+        for line in lines:
+            m = _CLOSE_LINE.search(line)
+            if m is not None:
+                level, port, kind, after, message = m.groups()
+                self.by_port[int(port)].append((level, close_reason(kind, after, message)))
+            elif "] ERROR " in line or "] CRITICAL " in line or line.startswith("Traceback"):
+                self.errors.append(line)
+
+    def take(self, port: int) -> list[tuple[str, str]]:
+        """What the node logged on closing the connection from `port`. The node logs
+        before it closes, so once the client saw the close the line is in the file."""
+        with self.lock:
+            self._sync()
+            return self.by_port.pop(port, [])
+
+    def drain(self) -> None:
+        with self.lock:
+            self._sync()
+
+
+def _recv_exact(sock: socket.socket, n: int) -> bytes | None:
+    buf = bytearray()
+    while len(buf) < n:
+        chunk = sock.recv(n - len(buf))
+        if not chunk:
+            return None
+        buf += chunk
+    return bytes(buf)
+
+
+def read_response(sock: socket.socket) -> bytes | None:
+    """One response frame (without its size), or None at EOF."""
+    head = _recv_exact(sock, 4)
+    if head is None:
+        return None
+    (size,) = struct.unpack(">i", head)
+    return _recv_exact(sock, size)
+
+
+def _first_error(value: Any, depth: int = 0) -> int:
+    """The first non-zero error code anywhere in a decoded response (0 if none)."""
+    if depth > 6:
+        return 0
+    if dataclasses.is_dataclass(value):
+        for f in dataclasses.fields(value):
+            item = getattr(value, f.name)
+            if f.name == "error_code" and item is not None and int(item) != 0:
+                return int(item)
+            nested = isinstance(item, tuple) or dataclasses.is_dataclass(item)
+            if nested and (code := _first_error(item, depth + 1)):
+                return code
+    elif isinstance(value, tuple):
+        for item in value[:4]:
+            if code := _first_error(item, depth + 1):
+                return code
+    return 0
+
+
+def answer_label(key: int, version: int, payload: bytes) -> str:
+    """`answered NONE` or `answered <first error code>` for a response to (key,
+    version); ApiVersions answers an unsupported version with a v0 body (KIP-511)."""
+    from brownout.protocol.apis import response_class
+    from brownout.protocol.framecheck import decode_entity
+
+    for v in ((version, 0) if key == int(ApiKey.API_VERSIONS) else (version,)):
+        try:
+            cls: Any = response_class(key, v)
+            _header, pos = decode_entity(cls.__header_schema__, payload, 0)
+            body, _ = decode_entity(cls, payload, pos)
+        except Exception:
+            continue
+        code = _first_error(body)
+        try:
+            return f"answered {ErrorCode(code).name.upper()}"
+        except ValueError:
+            return f"answered error {code}"
+    return "answered (undecodable response)"
+
+
+def well_framed(data: bytes) -> bool:
+    """A size prefix that matches the bytes and a header to parse: such a frame can
+    share a connection with the next one."""
+    return len(data) >= 12 and struct.unpack_from(">i", data)[0] == len(data) - 4
+
+
+class ScaleCampaign:
+    """--connections N: N threads, each on its own connection, draw frames from one
+    seeded stream. A well-framed frame goes on the thread's open connection (reopened
+    after a close); a Produce is followed by an ApiVersions sentinel, since acks=0 is
+    answered by nothing. Frames with a wrong size prefix go alone on a connection that
+    is half-closed after them. Each frame gets a verdict: the first error code of the
+    answer, or the reason the node logged when it closed the connection, or `closed
+    silently` (a frame cut short by the client's half-close: Kafka logs nothing), or
+    `no response (acks=0)`, or `timed out` (neither within --timeout; a Fetch that long
+    polls can do that legitimately)."""
+
+    def __init__(self, args: argparse.Namespace, target: Target, out: Path,
+                 seeds: list[Frame]) -> None:
+        self.args = args
+        self.target = target
+        self.out = out
+        self.rng = random.Random(args.seed)
+        self.seeds = seeds
+        # Valid compressed batches get damaged; bombs (each costs the node a few tenths
+        # of a second to refuse) are resent as they are, rarely.
+        self.compressed = [f for f in seeds if f.origin == "compressed"]
+        self.bombs = [f for f in seeds if f.origin == "bomb"]
+        self.headers = _headers(seeds)
+        self.queue: Iterator[Frame] = iter([*seeds])
+        self.lock = threading.Lock()
+        self.index = 0
+        self.sent: Counter[str] = Counter()
+        self.verdicts: dict[str, Counter[str]] = defaultdict(Counter)
+        self.bugs: list[tuple[int, Frame, str]] = []
+        self.deaths = 0
+        self.stop = threading.Event()
+        self.reasons = LogReasons(target)
+        self.rss: list[tuple[int, int]] = []  # (frames sent, RSS KiB)
+        self.health_failures: list[str] = []
+        self.topics_deleted = 0
+        self.stopped_early = ""
+        # Closed at the end of run(); one line per frame.
+        self.records = gzip.open(out / "verdicts.csv.gz", "wt", compresslevel=1)  # noqa: SIM115
+        self.records.write("frame,class,listener,api,verdict\n")
+        self.in_flight: dict[int, Frame] = {}
+        self.restarts_failed = 0
+
+    def _save_bricked(self, why: str) -> None:
+        dest = self.out / "bricked"
+        shutil.copytree(self.target.node.directory, dest, dirs_exist_ok=True)
+        print(f"  restart failed; data dir saved to {dest}:\n{why[-1500:]}", flush=True)
+
+    def next_frame(self) -> tuple[int, Frame] | None:
+        with self.lock:
+            if self.stop.is_set() or self.index >= self.args.frames:
+                return None
+            self.index += 1
+            frame = next(self.queue, None)
+            if frame is None:
+                kind = self.rng.choices(list(WEIGHTS), list(WEIGHTS.values()))[0]
+                pool = {"compressed": self.compressed, "bomb": self.bombs}.get(kind) \
+                    or self.seeds
+                frame = mutate(kind, self.rng.choice(pool), self.rng, self.headers)
+            return self.index, frame
+
+    def record(self, index: int, frame: Frame, verdict: str, level: str = "") -> None:
+        with self.lock:
+            self.sent[frame.cls] += 1
+            self.verdicts[frame.cls][verdict] += 1
+            self.records.write(f"{index},{frame.cls},{frame.listener},{frame.api()},"
+                               f"\"{verdict}\"\n")
+            if level == "ERROR":
+                self.bugs.append((index, frame, verdict))
+                if len(self.bugs) <= 20:
+                    print(f"  [{index}] internal error: {verdict} ({frame.cls}, api "
+                          f"{frame.api()})", flush=True)
+
+    # -- one thread ------------------------------------------------------------------
+
+    def worker(self, wid: int) -> None:
+        sock: socket.socket | None = None
+        sock_listener = ""
+        port = 0
+        try:
+            while (drawn := self.next_frame()) is not None:
+                index, frame = drawn
+                self.in_flight[wid] = frame
+                if not well_framed(frame.data):
+                    verdict, level = self.one_shot(frame)
+                    self.record(index, frame, verdict, level)
+                    continue
+                if sock is None or sock_listener != frame.listener:
+                    if sock is not None:
+                        sock.close()
+                    try:
+                        sock = socket.create_connection(
+                            ("127.0.0.1", self.target.ports()[frame.listener]),
+                            timeout=self.args.timeout)
+                    except OSError:
+                        self.record(index, frame, "refused")
+                        sock = None
+                        if not self.target.node.alive:
+                            self.stop.set()
+                        time.sleep(0.1)
+                        continue
+                    sock_listener = frame.listener
+                    port = sock.getsockname()[1]
+                    self.reasons.take(port)  # anything from an earlier use of the port
+                verdict, level, keep = self.pipelined(sock, port, frame)
+                self.record(index, frame, verdict, level)
+                if not keep:
+                    sock.close()
+                    sock = None
+        finally:
+            if sock is not None:
+                sock.close()
+            self.in_flight.pop(wid, None)
+
+    def _closed(self, port: int) -> tuple[str, str]:
+        logged = self.reasons.take(port)
+        if not logged:
+            return "closed silently", ""
+        level, reason = logged[-1]
+        return reason, level
+
+    def pipelined(self, sock: socket.socket, port: int, frame: Frame) -> tuple[str, str, bool]:
+        """(verdict, log level, keep the connection)."""
+        key, version = struct.unpack_from(">hh", frame.data, 4)
+        produce = key == int(ApiKey.PRODUCE)
+        try:
+            sock.sendall(frame.data + (_SENTINEL if produce else b""))
+            first = read_response(sock)
+            if first is None:
+                return (*self._closed(port), False)
+            (cid,) = struct.unpack_from(">i", first)
+            if produce and cid == _SENTINEL_ID:
+                return "no response (acks=0)", "", True
+            verdict = answer_label(key, version, first)
+            if produce and read_response(sock) is None:
+                return verdict, "", False
+            return verdict, "", True
+        except TimeoutError:
+            return "timed out", "", False
+        except (ConnectionResetError, BrokenPipeError):
+            return (*self._closed(port), False)
+
+    def one_shot(self, frame: Frame) -> tuple[str, str]:
+        port_no = self.target.ports()[frame.listener]
+        try:
+            with socket.create_connection(("127.0.0.1", port_no),
+                                          timeout=self.args.timeout) as s:
+                port = s.getsockname()[1]
+                received = 0
+                try:
+                    s.sendall(frame.data)
+                    s.shutdown(socket.SHUT_WR)
+                    while chunk := s.recv(65536):
+                        received += len(chunk)
+                except TimeoutError:
+                    return "timed out", ""
+                except OSError:  # reset, or not connected any more: the node closed
+                    pass
+        except OSError:
+            if not self.target.node.alive:
+                self.stop.set()
+            return "refused", ""
+        reason, level = self._closed(port)
+        if received >= 8:
+            return f"answered, then {reason}", level
+        return reason, level
+
+    # -- the run ---------------------------------------------------------------------
+
+    def cleanup_topics(self, keep: set[str]) -> None:
+        """Delete the topics fuzzed CreateTopics requests made: they are metadata the
+        node must keep, which would hide a leak in the RSS figures."""
+        from confluent_kafka.admin import AdminClient
+
+        admin = AdminClient({"bootstrap.servers": f"127.0.0.1:{self.target.port}"})
+        try:
+            extra = [t for t in admin.list_topics(timeout=10).topics
+                     if t not in keep and not t.startswith("__")]
+            if extra:
+                for future in admin.delete_topics(extra, operation_timeout=10).values():
+                    with contextlib.suppress(Exception):
+                        future.result(15)
+                self.topics_deleted += len(extra)
+        except Exception as e:
+            print(f"  topic cleanup: {type(e).__name__}: {e}", flush=True)
+
+    def run(self, witness: Witness) -> float:
+        args = self.args
+        keep = {WITNESS}
+        self.cleanup_topics(keep)
+        self.rss.append((0, rss_kib(self.target.pid)))
+        started = time.monotonic()
+        deadline = started + args.seconds
+        threads = [threading.Thread(target=self.worker, args=(n,), daemon=True)
+                   for n in range(args.connections)]
+        for t in threads:
+            t.start()
+        next_check = args.check_every
+        while any(t.is_alive() for t in threads):
+            time.sleep(0.5)
+            if time.monotonic() > deadline:
+                self.stopped_early = self.stopped_early or "--seconds reached"
+                self.stop.set()
+            if not self.target.node.alive:
+                self.deaths += 1
+                self.stop.set()
+                self.stopped_early = "the node died; the frames in flight are in DIR"
+                (self.out / "in-flight.hex").write_text("".join(
+                    f"{f.cls} {f.listener} {f.data.hex()}\n" for f in self.in_flight.values()))
+                break
+            if self.index >= next_check:
+                next_check += args.check_every
+                sent = self.index
+                self.cleanup_topics(keep)
+                problem = witness.check()
+                self.rss.append((sent, rss_kib(self.target.pid)))
+                elapsed = time.monotonic() - started
+                print(f"  {sent} frames, {elapsed:.0f} s, {sent / elapsed:.0f} frames/s, "
+                      f"rss {self.rss[-1][1] // 1024} MiB", flush=True)
+                if problem is not None:
+                    self.health_failures.append(f"after frame {sent}: {problem}")
+                    print(f"  health check after frame {sent}: {problem}", flush=True)
+        for t in threads:
+            t.join(args.timeout + 5)
+        elapsed = time.monotonic() - started
+        if self.target.node.alive:
+            self.cleanup_topics(keep)
+            problem = witness.check()
+            if problem is not None:
+                self.health_failures.append(f"at the end: {problem}")
+            time.sleep(2)
+            self.rss.append((self.index, rss_kib(self.target.pid)))
+        self.reasons.drain()
+        self.records.close()
+        return elapsed
+
+    def summarize(self, elapsed: float, problems: list[str]) -> bool:
+        total = sum(self.sent.values())
+        print(f"\n{total} frames in {elapsed:.0f} s on {self.args.connections} connections:"
+              f" {total / elapsed if elapsed else 0:.0f} frames/s")
+        print(f"\n{'class':<20}{'sent':>9}  top verdicts")
+        for cls in CLASSES:
+            if not self.sent[cls]:
+                continue
+            top = ", ".join(f"{v} {n}" for v, n in self.verdicts[cls].most_common(3))
+            print(f"{cls:<20}{self.sent[cls]:>9}  {top[:150]}")
+        overall: Counter[str] = Counter()
+        for c in self.verdicts.values():
+            overall.update(c)
+        print(f"\n{'verdict':<90}{'frames':>9}")
+        for verdict, n in overall.most_common(args_top := 25):
+            print(f"{verdict[:88]:<90}{n:>9}")
+        if len(overall) > args_top:
+            rest = sum(n for _, n in overall.most_common()[args_top:])
+            print(f"{f'({len(overall) - args_top} more verdicts)':<90}{rest:>9}")
+        groups: Counter[str] = Counter()
+        for verdict, n in overall.items():
+            word = verdict.split(":")[0].split(",")[0].split(" ")[0]
+            groups["no response" if word == "no" else word] += n
+        print("\nin all: " + ", ".join(f"{k} {v}" for k, v in groups.most_common()))
+        first, last = self.rss[0][1], self.rss[-1][1]
+        peak = max(r for _, r in self.rss)
+        print(f"node RSS MiB: before {first / 1024:.0f}, after {last / 1024:.0f}, "
+              f"max {peak / 1024:.0f} ({len(self.rss)} samples)")
+        print(f"node deaths: {self.deaths}; internal errors: {len(self.bugs)}; unattributed"
+              f" ERROR lines: {len(self.reasons.errors)}; fuzzed topics deleted: "
+              f"{self.topics_deleted}")
+        if last - first > self.args.rss_growth_mb * 1024:
+            problems.append(f"RSS grew by more than {self.args.rss_growth_mb} MiB")
+        for index, frame, verdict in self.bugs[:20]:
+            (self.out / f"bug-{index}.hex").write_text(
+                f"{frame.cls} {frame.listener} {verdict}\n{frame.data.hex()}\n")
+        for line in self.reasons.errors[:10]:
+            print(f"  log: {line[:200]}")
+        for p in [*self.health_failures, *problems]:
+            print(f"problem: {p}")
+        if self.stopped_early and self.stopped_early != "--seconds reached":
+            print(f"stopped early: {self.stopped_early}")
+        print(f"\nverdict per frame: {self.out / 'verdicts.csv.gz'}")
+        (self.out / "summary.json").write_text(json.dumps({
+            "frames": total, "seconds": round(elapsed, 1),
+            "frames_per_second": round(total / elapsed, 1) if elapsed else 0,
+            "connections": self.args.connections, "seed": self.args.seed,
+            "verdicts": dict(overall.most_common()), "groups": dict(groups),
+            "rss_kib": self.rss, "deaths": self.deaths, "internal_errors": len(self.bugs),
+            "unattributed_errors": self.reasons.errors[:50],
+            "health_failures": self.health_failures, "problems": problems,
+        }, indent=1) + "\n")
+        return not (self.deaths or self.bugs or self.reasons.errors or self.health_failures
+                    or problems)
+
+
 def _headers(seeds: list[Frame]) -> list[tuple[str, bytes]]:
     """(listener, valid request header) for every key/version among the seeds."""
     found: dict[tuple[str, int, int], bytes] = {}
@@ -1338,6 +1947,10 @@ def main() -> int:
                         help="total time to shrink the frames of the findings")
     parser.add_argument("--rss-growth-mb", type=int, default=150,
                         help="RSS growth over the run counted as a leak")
+    parser.add_argument("--connections", type=int, default=0,
+                        help="fuzz at scale: this many connections at once, frames "
+                        "pipelined on each, a verdict per frame (0: one frame per "
+                        "connection, with shrinking)")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
     for noisy in ("kafka", "aiokafka"):
@@ -1377,12 +1990,24 @@ def main() -> int:
         built = handbuilt(versions, topics, rng)
         corpus["handbuilt"] = len(built)
         seeds += built
+        compressed = compressed_produce(versions["broker"], [WITNESS, *topics], rng)
+        corpus["compressed"] = len(compressed)
+        seeds += compressed
         (out / "corpus.hex").write_text(
             "".join(f"{f.origin} {f.listener} {f.data.hex()}\n" for f in seeds))
         print(f"hand-built {len(built)} frames for "
               + ", ".join(f"{len(v)} APIs on {k}" for k, v in versions.items()), flush=True)
 
         witness = Witness(bootstrap)
+        if args.connections > 0:
+            witness.ensure_topic()
+            scale = ScaleCampaign(args, target, out, seeds)
+            print(f"fuzzing: {args.frames} frames at most, {args.seconds:.0f} s at most, "
+                  f"{args.connections} connections", flush=True)
+            elapsed = scale.run(witness)
+            problems = final_restart(target, witness, scale)  # type: ignore[arg-type]
+            ok = scale.summarize(elapsed, problems)
+            return 0 if ok else 1
         campaign = Campaign(args, target, proxy, out)
         started = time.monotonic()
         campaign.run(seeds, witness)

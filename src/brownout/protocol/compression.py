@@ -6,11 +6,18 @@ as the producer sent them.
 Codec ids follow the batch attributes: 1 gzip, 2 snappy, 3 lz4 (frame format), 4 zstd.
 Java clients frame snappy the xerial way (a 16-byte header, then blocks each prefixed
 by its big-endian length); librdkafka may send raw snappy. Both are accepted.
+
+Decompression is bounded: a batch whose records would expand beyond
+MAX_DECOMPRESSED_BATCH bytes is refused as corrupt (a produce gets CORRUPT_MESSAGE)
+instead of being expanded. Without the bound a 1 MiB zstd or gzip "decompression bomb"
+would make the node allocate gigabytes. Output goes into a buffer that grows by
+factors of four up to the bound, so a bomb costs a few bounded attempts.
 """
 
 from __future__ import annotations
 
 import struct
+from typing import Any
 
 import cramjam
 
@@ -21,19 +28,25 @@ CODEC_IDS = {"uncompressed": 0, "none": 0, "gzip": GZIP, "snappy": SNAPPY, "lz4"
              "zstd": ZSTD}
 _XERIAL_MAGIC = b"\x82SNAPPY\x00"
 _XERIAL_HEADER = 16
+# The most one batch's records may expand to. Producers keep a batch's compressed size
+# under message.max.bytes (1 MiB by default); 64 times that is beyond what real data
+# compresses to, and small enough that a few concurrent bombs cannot exhaust memory.
+MAX_DECOMPRESSED_BATCH = 64 * 1024 * 1024
+_FIRST_GUESS = 64 * 1024
+_TOO_SMALL = "failed to write whole buffer"
 
 
-def decompress(codec: int, data: bytes | memoryview) -> bytes:
+def decompress(codec: int, data: bytes | memoryview,
+               limit: int = MAX_DECOMPRESSED_BATCH) -> bytes:
+    """The decompressed bytes; CorruptRecordError if they do not decode, or if they
+    would exceed `limit` bytes."""
     raw = bytes(data)
     try:
-        if codec == GZIP:
-            return bytes(cramjam.gzip.decompress(raw))
         if codec == SNAPPY:
-            return _snappy(raw)
-        if codec == LZ4:
-            return bytes(cramjam.lz4.decompress(raw))
-        if codec == ZSTD:
-            return bytes(cramjam.zstd.decompress(raw))
+            return _snappy(raw, limit)
+        if codec in (GZIP, LZ4, ZSTD):
+            module = {GZIP: cramjam.gzip, LZ4: cramjam.lz4, ZSTD: cramjam.zstd}[codec]
+            return _bounded(module.decompress_into, raw, codec, limit)
     except CorruptRecordError:
         raise
     except Exception as e:  # cramjam's DecompressionError, or a codec's own
@@ -41,9 +54,46 @@ def decompress(codec: int, data: bytes | memoryview) -> bytes:
     raise CorruptRecordError(f"unknown compression codec {codec}")
 
 
-def _snappy(raw: bytes) -> bytes:
+def _bounded(decompress_into: Any, raw: bytes, codec: int, limit: int) -> bytes:
+    """Decompress into a buffer grown by four up to `limit`: cramjam refuses to write
+    past the end of the buffer it is given, so nothing larger is ever allocated."""
+    size = min(max(_FIRST_GUESS, 8 * len(raw)), limit)
+    while True:
+        out = bytearray(size)
+        try:
+            n = decompress_into(raw, out)
+        except Exception as e:
+            if _TOO_SMALL not in str(e):
+                raise
+            if size >= limit:
+                raise _too_large(codec, len(raw), limit) from None
+            size = min(size * 4, limit)
+            continue
+        if n < size:
+            del out[n:]
+            return bytes(out)
+        # Exactly full: there may be more to write. One more round tells.
+        if size >= limit:
+            raise _too_large(codec, len(raw), limit)
+        size = min(size * 4, limit)
+
+
+def _too_large(codec: int, size: int, limit: int) -> CorruptRecordError:
+    return CorruptRecordError(
+        f"a codec {codec} batch of {size} bytes decompresses to more than {limit} bytes"
+    )
+
+
+def _snappy_raw(block: bytes, room: int, size: int, limit: int) -> bytes:
+    # Raw snappy starts with the uncompressed length: check it before allocating.
+    if cramjam.snappy.decompress_raw_len(block) > room:
+        raise _too_large(SNAPPY, size, limit)
+    return bytes(cramjam.snappy.decompress_raw(block))
+
+
+def _snappy(raw: bytes, limit: int) -> bytes:
     if not raw.startswith(_XERIAL_MAGIC):
-        return bytes(cramjam.snappy.decompress_raw(raw))
+        return _snappy_raw(raw, limit, len(raw), limit)
     out = bytearray()
     pos = _XERIAL_HEADER
     while pos < len(raw):
@@ -53,7 +103,7 @@ def _snappy(raw: bytes) -> bytes:
         pos += 4
         if length < 0 or pos + length > len(raw):
             raise CorruptRecordError(f"xerial snappy block of {length} bytes overruns the batch")
-        out += cramjam.snappy.decompress_raw(raw[pos : pos + length])
+        out += _snappy_raw(raw[pos : pos + length], limit - len(out), len(raw), limit)
         pos += length
     return bytes(out)
 

@@ -73,3 +73,26 @@ def test_unknown_codec() -> None:
         decompress(7, b"")
     with pytest.raises(ValueError, match="unknown compression codec 7"):
         compress(7, b"")
+
+
+BOMB_LIMIT = 1 << 20
+
+
+@pytest.mark.parametrize("name", list(CLIENT_ENCODERS))
+def test_a_decompression_bomb_is_refused_without_expanding_it(name: str) -> None:
+    # 8 MiB of zeros compress to a few KiB: past the limit it must be CORRUPT, and the
+    # limit (not the declared or real size) bounds what is allocated.
+    codec, encode = CLIENT_ENCODERS[name]
+    bomb = encode(bytes(8 * BOMB_LIMIT))
+    with pytest.raises(CorruptRecordError, match=f"more than {BOMB_LIMIT} bytes"):
+        decompress(codec, bomb, limit=BOMB_LIMIT)
+
+
+@pytest.mark.parametrize("size", [0, 1, 64 * 1024, 64 * 1024 + 1, BOMB_LIMIT - 1])
+@pytest.mark.parametrize("name", list(CLIENT_ENCODERS))
+def test_sizes_up_to_the_limit_decompress(name: str, size: int) -> None:
+    # The output buffer grows in steps: sizes around its first guess and just under the
+    # limit must come back whole.
+    codec, encode = CLIENT_ENCODERS[name]
+    payload = (b"abcdefgh" * (size // 8 + 1))[:size]
+    assert decompress(codec, encode(payload), limit=BOMB_LIMIT) == payload
