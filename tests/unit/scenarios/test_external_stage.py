@@ -48,6 +48,8 @@ def test_process_faults_pass_and_the_cluster_block_is_noted() -> None:
 @pytest.mark.parametrize(("steps", "line", "words"), [
     ("  - {at: 1s, isolate: 1}", 9, "isolate is a network fault"),
     ("  - {at: 1s, kill: 7}", 9, "names node(s) 7, which nodes.yaml does not list"),
+    ("  - {at: 1s, power-loss: all-brokers}", 9, "power-loss is a storage fault"),
+    ("  - {at: 1s, corrupt-log: 1, damage: torn-tail}", 9, "corrupt-log is a storage fault"),
     ("  - {at: 1s, pause: 1}", 9, "node 1 has no `pause` or `resume` command"),
     ("  - {at: 1s, wait: 1s}\n  - {at: 2s, pause: random-broker}", 10,
      "node 1 has no `pause` or `resume` command"),

@@ -160,3 +160,41 @@ duration: 5s
     assert info.value.field == "schedule[0].random.targets" and "3001" in info.value.message
     ok = loads(text.replace(', "3001"', ""), "r.yaml")
     assert in_zookeeper_mode(ok).cluster.zookeeper
+
+
+STORAGE = """\
+name: storage
+cluster: {brokers: 3}
+topics:
+  - {name: orders, partitions: 1, replication_factor: 3}
+schedule:
+  - {at: 1s, corrupt-log: "leader:orders-0", damage: torn-tail, log: orders-0}
+  - {after: previous, disk-full: 2, free: 256KiB, timeout: 10s}
+  - {after: previous, power-loss: all-brokers}
+duration: 10s
+expectations:
+  lost_write_reasons: {power-loss: "> 0"}
+"""
+
+
+def test_storage_fault_steps_load_and_need_root_for_the_disk() -> None:
+    s = loads(STORAGE, "s.yaml")
+    assert [(st.action, st.params) for st in s.schedule] == [
+        ("corrupt-log", {"damage": "torn-tail", "log": "orders-0"}),
+        ("disk-full", {"free": "256KiB", "timeout": 10.0}),
+        ("power-loss", {})]
+    assert s.needs_root  # disk-full mounts a tmpfs
+    assert not loads(STORAGE.replace(
+        '  - {after: previous, disk-full: 2, free: 256KiB, timeout: 10s}\n', ''),
+        "s.yaml").needs_root
+
+
+@pytest.mark.parametrize(("old", "new", "words"), [
+    ("damage: torn-tail", "damage: fire", "fire"),
+    ("free: 256KiB", "free: lots", "KiB"),
+    ("log: orders-0", "log: orders", "a partition's log"),
+    ('power-loss: "> 0"', 'cosmic-rays: 1', "unknown lost-write reason"),
+])
+def test_storage_fault_steps_refuse_bad_values(old: str, new: str, words: str) -> None:
+    e = error_of(STORAGE.replace(old, new))
+    assert words in e.message, e.message

@@ -7,6 +7,7 @@ import errno
 import logging
 import os
 import subprocess
+import time
 
 import pytest
 from conftest import TS, headers, make_batch
@@ -299,3 +300,21 @@ def test_power_loss_keeps_what_was_fsynced(tmp_path, flush_messages):
         assert survived.log_end_offset == ends[-1]
     survived.close()
 
+
+
+def test_flush_ms_is_applied_by_the_flush_timer(tmp_path):
+    """log.flush.interval.ms: the kafka-log-flusher pass (LogManager.flush_dirty_logs)
+    flushes a log whose last flush is older than flush.ms, and only that one."""
+    root = tmp_path / "data"
+    manager = LogManager([root], LogConfig.from_broker_properties(
+        {"log.flush.interval.ms": "1000"}))
+    manager.startup()
+    log = manager.get_or_create_log("orders", 0)
+    fill(log, 3)
+    assert log.recovery_point == 0
+    now = int(time.time() * 1000)
+    manager.flush_dirty_logs(now)  # not yet a second since the log was opened
+    assert log.recovery_point == 0
+    manager.flush_dirty_logs(now + 1500)
+    assert log.recovery_point == log.log_end_offset
+    manager.shutdown()
