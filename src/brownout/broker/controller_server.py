@@ -23,6 +23,7 @@ from typing import Any, Protocol
 
 from kio.schema.errors import ErrorCode
 
+from ..controller.acls import AclCreationResult, AclDeletionResult
 from ..controller.cluster_control import IsrChange
 from ..controller.configs import AlterableConfig, ConfigResource, ConfigResult
 from ..controller.elections import PREFERRED, TopicElections
@@ -34,6 +35,7 @@ from ..controller.topics import NewTopic, TopicResult
 from ..protocol.apis import ApiKey
 from ..protocol.build import build
 from ..protocol.connection import Request, ServerConnection
+from .acl_apis import acl_filter, acl_from_creation, delete_acls_response
 from .apis import (
     UnsupportedRequest,
     alter_reassignments_response,
@@ -193,6 +195,8 @@ CONTROLLER_APIS: dict[ApiKey, tuple[int, int]] = {
     ApiKey.ELECT_LEADERS: (0, 2),
     ApiKey.ALTER_PARTITION_REASSIGNMENTS: (0, 0),
     ApiKey.LIST_PARTITION_REASSIGNMENTS: (0, 0),
+    ApiKey.CREATE_ACLS: (1, 3),
+    ApiKey.DELETE_ACLS: (1, 3),
 }
 
 
@@ -216,6 +220,8 @@ class ControllerApis:
             ApiKey.ELECT_LEADERS: self.handle_elect_leaders,
             ApiKey.ALTER_PARTITION_REASSIGNMENTS: self.handle_alter_partition_reassignments,
             ApiKey.LIST_PARTITION_REASSIGNMENTS: self.handle_list_partition_reassignments,
+            ApiKey.CREATE_ACLS: self.handle_create_acls,
+            ApiKey.DELETE_ACLS: self.handle_delete_acls,
         }
         for key, (handler, versions) in raft_handlers.items():
             self._handlers[key] = handler
@@ -428,6 +434,25 @@ class ControllerApis:
             return self._response(request, list_reassignments_response(
                 ErrorCode.not_controller, []))
         return self._response(request, list_reassignments_response(ErrorCode.none, answers))
+
+    async def handle_create_acls(self, request: Request, ctx: Any) -> Any:
+        creations = [acl_from_creation(c) for c in request.body.creations]
+        try:
+            results: list[AclCreationResult] = await self.runtime.run(
+                lambda _o: self.controller.create_acls(creations))
+        except NotController:
+            results = [AclCreationResult(ErrorCode.not_controller)] * len(creations)
+        return self._response(request, {"throttle_time": 0, "results": [
+            {"error_code": r.error, "error_message": r.message} for r in results]})
+
+    async def handle_delete_acls(self, request: Request, ctx: Any) -> Any:
+        filters = [acl_filter(f) for f in request.body.filters]
+        try:
+            results: list[AclDeletionResult] = await self.runtime.run(
+                lambda _o: self.controller.delete_acls(filters))
+        except NotController:
+            results = [AclDeletionResult(ErrorCode.not_controller, None)] * len(filters)
+        return self._response(request, delete_acls_response(results))
 
     async def handle_incremental_alter_configs(self, request: Request, ctx: Any) -> Any:
         body = request.body

@@ -45,6 +45,9 @@ class ApiKey(enum.IntEnum):
     DELETE_RECORDS = 21
     INIT_PRODUCER_ID = 22
     OFFSET_FOR_LEADER_EPOCH = 23
+    DESCRIBE_ACLS = 29
+    CREATE_ACLS = 30
+    DELETE_ACLS = 31
     DESCRIBE_CONFIGS = 32
     ALTER_CONFIGS = 33
     DESCRIBE_LOG_DIRS = 35
@@ -106,6 +109,11 @@ BROKER_APIS: dict[ApiKey, tuple[int, int]] = {
     ApiKey.DESCRIBE_CLUSTER: (0, 1),
     # Forwarded to the controller, so the same range as its listener (raft_manager).
     ApiKey.DESCRIBE_QUORUM: (0, 1),
+    # Kafka 3.9 also takes v0 (no pattern type: LITERAL); the schema library has no v0.
+    # Served whether or not an authorizer is configured: without one, SECURITY_DISABLED.
+    ApiKey.DESCRIBE_ACLS: (1, 3),
+    ApiKey.CREATE_ACLS: (1, 3),
+    ApiKey.DELETE_ACLS: (1, 3),
 }
 
 
