@@ -30,19 +30,26 @@ from ..controller.elections import PREFERRED, TopicElections
 from ..controller.image import MetadataImage
 from ..controller.partitions import NewPartitions, PartitionsResult
 from ..controller.quorum_controller import QuorumController
-from ..controller.records import BrokerEndpoint, MetadataRecord
+from ..controller.records import BrokerEndpoint, MetadataRecord, encode_record
 from ..controller.topics import NewTopic, TopicResult
 from ..protocol.apis import ApiKey
 from ..protocol.build import build
 from ..protocol.connection import Request, ServerConnection
 from .acl_apis import acl_filter, acl_from_creation, delete_acls_response
 from .apis import (
+    CloseConnection,
     UnsupportedRequest,
     alter_reassignments_response,
     elect_leaders_response,
     list_reassignments_response,
 )
-from .metadata_log import CommittedRecord, replay
+from .metadata_log import (
+    BATCH_OVERHEAD_BYTES,
+    MAX_BATCH_SIZE_BYTES,
+    RECORD_OVERHEAD_BYTES,
+    CommittedRecord,
+    replay,
+)
 
 log = logging.getLogger("kafka.controller.QuorumController")
 
@@ -53,6 +60,11 @@ def _now_ms() -> int:
 
 class NotController(Exception):
     """This node is not (or no longer) the active controller."""
+
+
+class MetadataBatchTooLarge(CloseConnection):
+    """The records of one operation would not fit in one metadata log batch (Kafka's
+    RecordBatchTooLargeException): the request is refused, the controller goes on."""
 
 
 class UnappliableBatch(Exception):
@@ -133,6 +145,13 @@ class ControllerRuntime:
     async def _commit(self, records: list[MetadataRecord]) -> None:
         if not records:
             return
+        size = BATCH_OVERHEAD_BYTES + sum(RECORD_OVERHEAD_BYTES + len(encode_record(r))
+                                          for r in records)
+        if size > MAX_BATCH_SIZE_BYTES:
+            # Appended, it would fail the Raft client and stop the node.
+            raise MetadataBatchTooLarge(
+                f"the {len(records)} metadata records of this request need about {size} "
+                f"bytes, more than one metadata batch holds ({MAX_BATCH_SIZE_BYTES})")
         misfit = self.controller.image.batch_misfit(records)
         if misfit is not None:
             index, problem = misfit
