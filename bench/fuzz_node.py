@@ -1447,6 +1447,8 @@ class LogReasons:
         self.lock = threading.Lock()
         self.by_port: dict[int, list[tuple[str, str]]] = defaultdict(list)
         self.errors: list[str] = []
+        self.traces: list[str] = []  # ERROR lines with their tracebacks, for DIR
+        self._in_trace = False
         self._partial = ""
 
     def _sync(self) -> None:
@@ -1454,6 +1456,10 @@ class LogReasons:
         lines = text.split("\n")
         self._partial = lines.pop()  # an unfinished last line waits for its end
         for line in lines:
+            if line.startswith("["):
+                self._in_trace = "] ERROR " in line or "] CRITICAL " in line
+            if self._in_trace and len(self.traces) < 5000:
+                self.traces.append(line)
             m = _CLOSE_LINE.search(line)
             if m is not None:
                 level, port, kind, after, message = m.groups()
@@ -1811,6 +1817,9 @@ class ScaleCampaign:
                 f"{frame.cls} {frame.listener} {verdict}\n{frame.data.hex()}\n")
         for line in self.reasons.errors[:10]:
             print(f"  log: {line[:200]}")
+        if self.reasons.traces:
+            (self.out / "errors.log").write_text("\n".join(self.reasons.traces) + "\n")
+            print(f"  the node's ERROR lines and tracebacks: {self.out / 'errors.log'}")
         for p in [*self.health_failures, *problems]:
             print(f"problem: {p}")
         if self.stopped_early and self.stopped_early != "--seconds reached":
