@@ -171,3 +171,26 @@ def test_only_a_super_user_or_an_alter_acl_may_create_acls(acl_node: AclNode) ->
             future.result(15)
     assert refused.value.args[0].code() == KafkaError.CLUSTER_AUTHORIZATION_FAILED
     assert not acl_node.node.errors_in_log()
+
+
+def test_configs_and_partitions_need_their_acls(acl_node: AclNode) -> None:
+    from confluent_kafka.admin import (
+        AlterConfigOpType,
+        ConfigEntry,
+        ConfigResource,
+        NewPartitions,
+    )
+
+    create_topic(acl_node.node.bootstrap, "settings")
+    admin = acl_node.admin("alice")
+    resource = ConfigResource(ConfigResource.Type.TOPIC, "settings", incremental_configs=[
+        ConfigEntry("retention.ms", "60000",
+                    incremental_operation=AlterConfigOpType.SET)])
+    with pytest.raises(KafkaException) as refused:
+        for future in admin.incremental_alter_configs([resource]).values():
+            future.result(15)
+    assert refused.value.args[0].code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+    with pytest.raises(KafkaException) as refused:
+        for future in admin.create_partitions([NewPartitions("settings", 2)]).values():
+            future.result(15)
+    assert refused.value.args[0].code() == KafkaError.TOPIC_AUTHORIZATION_FAILED

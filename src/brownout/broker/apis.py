@@ -701,11 +701,14 @@ class KafkaApis:
         # As Kafka's KafkaApis: partitions the metadata does not know are answered here;
         # the replica manager does the rest (and the waiting).
         unknown: set[TopicPartition] = set()
+        denied: set[TopicPartition] = set()  # DELETE on the topic, as in Kafka
         offsets: dict[TopicPartition, int] = {}
         for t in body.topics:
             for p in t.partitions:
                 tp = TopicPartition(t.name, int(p.partition_index))
-                if self.metadata.partition_info(t.name, tp.partition) is None:
+                if not self.topic_allowed(ctx, AclOperation.DELETE, t.name):
+                    denied.add(tp)
+                elif self.metadata.partition_info(t.name, tp.partition) is None:
                     unknown.add(tp)
                 else:
                     offsets[tp] = int(p.offset)
@@ -719,7 +722,8 @@ class KafkaApis:
                 by_topic.setdefault(t.name, []).append({
                     "partition_index": tp.partition,
                     "low_watermark": -1 if r is None else r.low_watermark,
-                    "error_code": (ErrorCode.unknown_topic_or_partition if tp in unknown
+                    "error_code": (ErrorCode.topic_authorization_failed if tp in denied
+                                   else ErrorCode.unknown_topic_or_partition if tp in unknown
                                    else r.error if r else ErrorCode.unknown_server_error),
                 })
         return self._response(request, {"throttle_time": 0, "topics": [
@@ -830,13 +834,19 @@ class KafkaApis:
                           else [[int(b) for b in a.broker_ids] for a in t.assignments])
             for t in body.topics
         ]
-        # The controller decides everything (duplicates too), as a KRaft broker
-        # forwards the whole request.
+        # ALTER on the topic, as in Kafka; the controller decides everything else
+        # (duplicates too), as a KRaft broker forwards the whole request.
+        denied = [t.name for t in topics if not self.topic_allowed(ctx, AclOperation.ALTER,
+                                                                   t.name)]
+        topics = [t for t in topics if t.name not in denied]
         results = await self.controller.create_partitions(
-            topics, validate_only=bool(body.validate_only), timeout_ms=_timeout_ms(body))
+            topics, validate_only=bool(body.validate_only), timeout_ms=_timeout_ms(body)
+        ) if topics else []
         return self._response(request, {"throttle_time": 0, "results": [
-            {"name": r.name, "error_code": r.error, "error_message": r.message}
-            for r in results
+            *({"name": r.name, "error_code": r.error, "error_message": r.message}
+              for r in results),
+            *({"name": n, "error_code": ErrorCode.topic_authorization_failed,
+               "error_message": "Authorization failed."} for n in dict.fromkeys(denied)),
         ]})
 
     # -- ElectLeaders ---------------------------------------------------------------
@@ -897,8 +907,8 @@ class KafkaApis:
              [AlterableConfig(c.name, int(c.config_operation), c.value) for c in r.configs])
             for r in body.resources
         ]
-        early = preprocess_incremental(resources, node_id=self.node_id,
-                                       broker_configs=self.metadata.broker_configs())
+        early = self._configs_denied(ctx, resources, preprocess_incremental(
+            resources, node_id=self.node_id, broker_configs=self.metadata.broker_configs()))
         forward = [res for res, e in zip(resources, early, strict=True) if e is None]
         results = await self.controller.incremental_alter_configs(
             forward, validate_only=bool(body.validate_only)) if forward else []
@@ -911,12 +921,26 @@ class KafkaApis:
              [(c.name, c.value) for c in r.configs])
             for r in body.resources
         ]
-        early = preprocess_legacy(pairs, node_id=self.node_id)
+        early = self._configs_denied(ctx, pairs, preprocess_legacy(pairs, node_id=self.node_id))
         forward = [(res, dict(configs)) for (res, configs), e in zip(pairs, early, strict=True)
                    if e is None]
         results = await self.controller.alter_configs(
             forward, validate_only=bool(body.validate_only)) if forward else []
         return self._alter_configs_response(request, pairs, early, results)
+
+    def _configs_denied(self, ctx: ClientContext, resources: list[tuple[ConfigResource, Any]],
+                        early: list[ConfigResult | None]) -> list[ConfigResult | None]:
+        """`early` with the resources ctx may not alter answered: ALTER_CONFIGS on the
+        topic (else TOPIC_AUTHORIZATION_FAILED) or on the cluster for broker resources
+        (else CLUSTER_AUTHORIZATION_FAILED). Those are not forwarded; the rest are."""
+        out = list(early)
+        for i, (res, _) in enumerate(resources):
+            if res.type == RESOURCE_TOPIC:
+                if not self.topic_allowed(ctx, AclOperation.ALTER_CONFIGS, res.name):
+                    out[i] = ConfigResult(ErrorCode.topic_authorization_failed, None)
+            elif not self.allowed(ctx, AclOperation.ALTER_CONFIGS):
+                out[i] = ConfigResult(ErrorCode.cluster_authorization_failed, None)
+        return out
 
     def _alter_configs_response(
         self, request: Request, resources: list[tuple[ConfigResource, Any]],
