@@ -318,10 +318,12 @@ class KafkaApis:
                                    "partitions": []})
                     continue
                 # Auto-creation needs CREATE on the cluster or the topic, as in Kafka.
-                may_create = allow_create and (
+                would_create = (allow_create and self.config["auto.create.topics.enable"]
+                                and not self.metadata.contains(name))
+                if would_create and not (
                     self.allowed(ctx, AclOperation.CREATE)
-                    or self.topic_allowed(ctx, AclOperation.CREATE, name))
-                if allow_create and not may_create and not self.metadata.contains(name):
+                    or self.topic_allowed(ctx, AclOperation.CREATE, name)
+                ):
                     topics.append({"error_code": ErrorCode.topic_authorization_failed,
                                    "name": name, "topic_id": None, "is_internal": False,
                                    "partitions": []})
