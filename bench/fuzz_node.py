@@ -1418,8 +1418,9 @@ class Campaign:
 # client's port ties it to the frame. Bugs are logged at ERROR with a traceback.
 _CLOSE_LINE = re.compile(
     r"\] (INFO|WARNING|ERROR) Closing connection from \('[\d.]+', (\d+)\) "
-    r"(?:due to (invalid request)|after (.+? v-?\d+) \(client .*?\)): (.*) "
-    r"\(kafka\.network\.SocketServer\)$")
+    r"(?:due to (invalid request)|after (.+? v-?\d+) \(client .*?\)): (.*?)"
+    # A fuzzed client id may hold a line break: then the logger's name ends another line.
+    r"(?: \(kafka\.network\.SocketServer\))?$")
 _SENTINEL_ID = 0x5E471E1
 _SENTINEL = encode_request(int(ApiKey.API_VERSIONS), 0,
                            _zero_body(int(ApiKey.API_VERSIONS), 0), _SENTINEL_ID)
