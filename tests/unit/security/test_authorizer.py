@@ -134,3 +134,28 @@ def test_filters_select_as_describe_and_delete_do() -> None:
     assert [a for a in acls if by_principal.matches(a)] == [wildcard]
     by_op = AclBindingFilter(operation=Op.READ, permission_type=ALLOW)
     assert [a for a in acls if by_op.matches(a)] == [prefixed]
+
+
+def test_authorizer_settings_from_the_node_config() -> None:
+    from brownout.broker.acl_apis import (
+        STANDARD_AUTHORIZER,
+        AuthorizerConfigError,
+        authorizer_from_config,
+    )
+    from brownout.common.kafka_config import KafkaConfig
+
+    base = {"node.id": "1", "process.roles": "broker,controller",
+            "controller.quorum.voters": "1@127.0.0.1:9093",
+            "listeners": "PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093",
+            "controller.listener.names": "CONTROLLER", "log.dirs": "/tmp/unused"}
+    assert authorizer_from_config(KafkaConfig(base), tuple) is None
+    on = authorizer_from_config(KafkaConfig({
+        **base, "authorizer.class.name": STANDARD_AUTHORIZER,
+        "super.users": "User:admin;User:ANONYMOUS"}), tuple)
+    assert on is not None
+    assert on.settings == AuthorizerSettings(frozenset({"User:admin", "User:ANONYMOUS"}),
+                                             allow_everyone_if_no_acl_found=False)
+    assert on.allowed("User:ANONYMOUS", "/127.0.0.1", Op.ALTER, CLUSTER)
+    assert not on.allowed("User:alice", "/127.0.0.1", Op.DESCRIBE, TOPIC, "t")
+    with pytest.raises(AuthorizerConfigError, match="not supported"):
+        authorizer_from_config(KafkaConfig({**base, "authorizer.class.name": "x.Y"}), tuple)
