@@ -1,7 +1,7 @@
 """Fuzz one real standalone node with malformed and mutated Kafka frames, on loopback.
 
     .venv/bin/python bench/fuzz_node.py [--frames 3000] [--seconds 180] [--seed 1]
-                                        [--out DIR] [--keep-going]
+                                        [--out DIR] [--keep-going] [--connections N]
 
 One combined broker+controller node is formatted in a temporary directory and started.
 Its advertised listener is a small recording proxy on 127.0.0.1, so that confluent-kafka,
@@ -25,6 +25,16 @@ directory (the metadata log must not brick it) and serve again.
 Prints a summary table; the frame that killed the node, or made it log an internal
 error, goes to DIR (hex and binary, with the log tail), shrunk to the smallest frame
 found that still does it. Exits non-zero if anything bad happened.
+
+At scale (--connections N, e.g. 8 for a million frames): the same corpus, plus Produce
+requests carrying gzip/snappy/lz4/zstd batches and decompression bombs, and more
+mutations (another api_version under the body, tagged-field sections, compact lengths,
+record-batch fields, damaged compressed bytes); N threads send frames back to back on
+their own connections and give each frame a verdict: the first error code of its
+answer, or the reason the node logged when it closed the connection (tied to the frame
+by the client's port). DIR gets verdicts.csv.gz (one line per frame), summary.json
+(verdict counts, frames/s, RSS before/after and every --check-every frames) and the
+node's ERROR lines. No shrinking in this mode; a death stops the run.
 """
 
 from __future__ import annotations
