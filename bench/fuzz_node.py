@@ -1,7 +1,7 @@
 """Fuzz one real standalone node with malformed and mutated Kafka frames, on loopback.
 
     .venv/bin/python bench/fuzz_node.py [--frames 3000] [--seconds 180] [--seed 1]
-                                        [--out DIR] [--keep-going]
+                                        [--out DIR] [--keep-going] [--connections N]
 
 One combined broker+controller node is formatted in a temporary directory and started.
 Its advertised listener is a small recording proxy on 127.0.0.1, so that confluent-kafka,
@@ -25,6 +25,16 @@ directory (the metadata log must not brick it) and serve again.
 Prints a summary table; the frame that killed the node, or made it log an internal
 error, goes to DIR (hex and binary, with the log tail), shrunk to the smallest frame
 found that still does it. Exits non-zero if anything bad happened.
+
+At scale (--connections N, e.g. 8 for a million frames): the same corpus, plus Produce
+requests carrying gzip/snappy/lz4/zstd batches and decompression bombs, and more
+mutations (another api_version under the body, tagged-field sections, compact lengths,
+record-batch fields, damaged compressed bytes); N threads send frames back to back on
+their own connections and give each frame a verdict: the first error code of its
+answer, or the reason the node logged when it closed the connection (tied to the frame
+by the client's port). DIR gets verdicts.csv.gz (one line per frame), summary.json
+(verdict counts, frames/s, RSS before/after and every --check-every frames) and the
+node's ERROR lines. No shrinking in this mode; a death stops the run.
 """
 
 from __future__ import annotations
@@ -1418,8 +1428,9 @@ class Campaign:
 # client's port ties it to the frame. Bugs are logged at ERROR with a traceback.
 _CLOSE_LINE = re.compile(
     r"\] (INFO|WARNING|ERROR) Closing connection from \('[\d.]+', (\d+)\) "
-    r"(?:due to (invalid request)|after (.+? v-?\d+) \(client .*?\)): (.*) "
-    r"\(kafka\.network\.SocketServer\)$")
+    r"(?:due to (invalid request)|after (.+? v-?\d+) \(client .*?\)): (.*?)"
+    # A fuzzed client id may hold a line break: then the logger's name ends another line.
+    r"(?: \(kafka\.network\.SocketServer\))?$")
 _SENTINEL_ID = 0x5E471E1
 _SENTINEL = encode_request(int(ApiKey.API_VERSIONS), 0,
                            _zero_body(int(ApiKey.API_VERSIONS), 0), _SENTINEL_ID)
@@ -1447,6 +1458,8 @@ class LogReasons:
         self.lock = threading.Lock()
         self.by_port: dict[int, list[tuple[str, str]]] = defaultdict(list)
         self.errors: list[str] = []
+        self.traces: list[str] = []  # ERROR lines with their tracebacks, for DIR
+        self._in_trace = False
         self._partial = ""
 
     def _sync(self) -> None:
@@ -1454,6 +1467,10 @@ class LogReasons:
         lines = text.split("\n")
         self._partial = lines.pop()  # an unfinished last line waits for its end
         for line in lines:
+            if line.startswith("["):
+                self._in_trace = "] ERROR " in line or "] CRITICAL " in line
+            if self._in_trace and len(self.traces) < 5000:
+                self.traces.append(line)
             m = _CLOSE_LINE.search(line)
             if m is not None:
                 level, port, kind, after, message = m.groups()
@@ -1811,6 +1828,9 @@ class ScaleCampaign:
                 f"{frame.cls} {frame.listener} {verdict}\n{frame.data.hex()}\n")
         for line in self.reasons.errors[:10]:
             print(f"  log: {line[:200]}")
+        if self.reasons.traces:
+            (self.out / "errors.log").write_text("\n".join(self.reasons.traces) + "\n")
+            print(f"  the node's ERROR lines and tracebacks: {self.out / 'errors.log'}")
         for p in [*self.health_failures, *problems]:
             print(f"problem: {p}")
         if self.stopped_early and self.stopped_early != "--seconds reached":

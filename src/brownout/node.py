@@ -76,7 +76,21 @@ def load_config(path: Path, overrides: list[str]) -> KafkaConfig:
         raw[key.strip()] = value
     config = KafkaConfig(raw)
     check_listener_security(config)
+    check_authorizer(config)
     return config
+
+
+def check_authorizer(config: KafkaConfig) -> None:
+    """Fail at load on an authorizer the node does not implement."""
+    from .broker.acl_apis import AuthorizerConfigError, authorizer_from_config
+
+    try:
+        if authorizer_from_config(config, tuple) is not None and config.is_zookeeper_mode:
+            raise AuthorizerConfigError(
+                "authorizer.class.name is only supported in KRaft mode here: a ZooKeeper-"
+                "mode broker keeps its ACLs in ZooKeeper, which is not implemented")
+    except AuthorizerConfigError as e:
+        raise ConfigError(str(e)) from e
 
 
 def check_listener_security(config: KafkaConfig) -> None:

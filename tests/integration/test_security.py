@@ -1,7 +1,8 @@
 """SASL_PLAINTEXT and SSL listeners against real clients: good credentials produce and
 consume, wrong ones are refused with Kafka's errors. One node for the module, with a
 PLAINTEXT listener (inter-broker, and the fixture's readiness check), a SASL_PLAINTEXT
-one serving PLAIN and SCRAM, and an SSL one whose certificate the lab's CA signed."""
+one serving PLAIN and SCRAM, an SSL one whose certificate the lab's CA signed, and a
+SASL_SSL one (PLAIN over that TLS)."""
 
 from __future__ import annotations
 
@@ -30,10 +31,12 @@ PLAIN_REFUSED = "SASL authentication error: Authentication failed: Invalid usern
 
 
 class SecureNode:
-    def __init__(self, node: Node, sasl_port: int, ssl_port: int, ca: str) -> None:
+    def __init__(self, node: Node, sasl_port: int, ssl_port: int, sasl_ssl_port: int,
+                 ca: str) -> None:
         self.node, self.ca = node, ca
         self.sasl = f"127.0.0.1:{sasl_port}"
         self.ssl = f"127.0.0.1:{ssl_port}"
+        self.sasl_ssl = f"127.0.0.1:{sasl_ssl_port}"
 
 
 @pytest.fixture(scope="module")
@@ -42,25 +45,29 @@ def secure(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecureNode]:
     ca = make_ca(base / "ca")
     keystore = node_keystore(ca, "node-1", ["127.0.0.1"])
     with PortAllocator() as ports:
-        plain, sasl, ssl_port, controller = (ports() for _ in range(4))
+        plain, sasl, ssl_port, sasl_ssl, controller = (ports() for _ in range(5))
     node = Node(base / "node", {
         "listeners": (f"PLAINTEXT://127.0.0.1:{plain},SASL_PLAINTEXT://127.0.0.1:{sasl},"
-                      f"SSL://127.0.0.1:{ssl_port},CONTROLLER://127.0.0.1:{controller}"),
+                      f"SSL://127.0.0.1:{ssl_port},SASL_SSL://127.0.0.1:{sasl_ssl},"
+                      f"CONTROLLER://127.0.0.1:{controller}"),
         "advertised.listeners": (f"PLAINTEXT://127.0.0.1:{plain},"
-                                 f"SASL_PLAINTEXT://127.0.0.1:{sasl},SSL://127.0.0.1:{ssl_port}"),
+                                 f"SASL_PLAINTEXT://127.0.0.1:{sasl},SSL://127.0.0.1:{ssl_port},"
+                                 f"SASL_SSL://127.0.0.1:{sasl_ssl}"),
         "controller.quorum.voters": f"1@127.0.0.1:{controller}",
         "inter.broker.listener.name": "PLAINTEXT",
         "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
         "listener.name.sasl_plaintext.plain.sasl.jaas.config": PLAIN_JAAS,
         "listener.name.sasl_plaintext.scram-sha-256.sasl.jaas.config": SCRAM_JAAS,
         "listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config": SCRAM_JAAS,
+        "listener.name.sasl_ssl.sasl.enabled.mechanisms": "PLAIN",
+        "listener.name.sasl_ssl.plain.sasl.jaas.config": PLAIN_JAAS,
         "ssl.keystore.type": "PEM",
         "ssl.keystore.location": str(keystore),
     })
     node.port, node.controller_port = plain, controller
     try:
         node.start()
-        yield SecureNode(node, sasl, ssl_port, str(ca.cert))
+        yield SecureNode(node, sasl, ssl_port, sasl_ssl, str(ca.cert))
     finally:
         node.close()
 
@@ -166,3 +173,15 @@ def test_kafka_python_sasl_plain(secure, caplog):
                       bootstrap_timeout_ms=1500, **common)
     assert ("SaslAuthenticationFailedError: Authentication failed: Invalid username or "
             "password") in caplog.text
+
+
+def test_sasl_ssl_listener(secure):
+    # SASL over TLS: the lab's CA verifies the node, PLAIN authenticates alice; a wrong
+    # password is refused with Kafka's error, as on SASL_PLAINTEXT.
+    create_topic(secure.node.bootstrap, "sasl-ssl-topic")
+    tls = {"security.protocol": "SASL_SSL", "ssl.ca.location": secure.ca}
+    round_trip(secure.sasl_ssl, "sasl-ssl-topic",
+               {**sasl_conf("PLAIN", "alice", "alice-secret"), **tls})
+    error = first_error(secure.sasl_ssl, {**sasl_conf("PLAIN", "alice", "wrong"), **tls})
+    assert error.code() == KafkaError._AUTHENTICATION
+    assert PLAIN_REFUSED in error.str()

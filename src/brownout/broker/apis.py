@@ -31,7 +31,17 @@ from ..controller.topics import (
 from ..protocol.apis import BROKER_APIS, ApiKey, advertised_versions, response_class
 from ..protocol.build import build, millis
 from ..protocol.connection import Request, ServerConnection
+from ..security.authorizer import AclOperation, ResourceType
 from . import describe_topic_partitions as dtp
+from .acl_apis import (
+    SECURITY_DISABLED_MESSAGE,
+    AuthorizerConfigError,
+    BrokerAuthorizer,
+    acl_filter,
+    authorizer_from_config,
+    describe_acls_response,
+    filter_problem,
+)
 from .config_admin import preprocess_incremental, preprocess_legacy
 from .configs import (
     DynamicLayers,
@@ -39,7 +49,7 @@ from .configs import (
     effective_config,
     topic_config_entries,
 )
-from .controller_channel import RemoteControllerChannel
+from .controller_channel import ControllerUnavailable, RemoteControllerChannel
 from .fetch_session import (
     LEGACY,
     MIN_TOPIC_ID_VERSION,
@@ -109,6 +119,12 @@ class KafkaApis:
         )
         self.supported = dict(BROKER_APIS)
         self._effective_cache: dict[Any, KafkaConfig] = {}
+        # None: no authorizer.class.name, every request allowed (Kafka's default).
+        self.authorizer: BrokerAuthorizer | None = authorizer_from_config(config, self._acls)
+        if self.authorizer is not None and zk_apis is not None:
+            raise AuthorizerConfigError(
+                "authorizer.class.name is only supported in KRaft mode here: a ZooKeeper-"
+                "mode broker would keep its ACLs in ZooKeeper, which is not implemented")
         self._handlers: dict[int, Handler] = {
             ApiKey.API_VERSIONS: self.handle_api_versions,
             ApiKey.METADATA: self.handle_metadata,
@@ -134,6 +150,9 @@ class KafkaApis:
             ApiKey.OFFSET_FOR_LEADER_EPOCH: self.handle_offset_for_leader_epoch,
             ApiKey.SASL_HANDSHAKE: self.handle_sasl_handshake,
             ApiKey.SASL_AUTHENTICATE: self.handle_sasl_authenticate,
+            ApiKey.CREATE_ACLS: self.handle_create_acls,
+            ApiKey.DESCRIBE_ACLS: self.handle_describe_acls,
+            ApiKey.DELETE_ACLS: self.handle_delete_acls,
         }
         if group_apis is not None:
             group_apis.apis = self
@@ -169,6 +188,28 @@ class KafkaApis:
             )
         handler = self._handlers[header.api_key]
         return await handler(request, ctx)
+
+    # -- authorization --------------------------------------------------------------
+
+    def _acls(self) -> Any:
+        image = getattr(self.metadata, "image", None)
+        return () if image is None else image.acls.values()
+
+    def allowed(self, ctx: ClientContext, operation: AclOperation,
+                resource_type: ResourceType = ResourceType.CLUSTER,
+                name: str = "kafka-cluster") -> bool:
+        """Whether ctx's principal may do `operation` on the resource; always True
+        without an authorizer."""
+        if self.authorizer is None:
+            return True
+        return self.authorizer.allowed(ctx.principal, ctx.client_host, operation,
+                                       resource_type, name)
+
+    def topic_allowed(self, ctx: ClientContext, operation: AclOperation, topic: str) -> bool:
+        return self.allowed(ctx, operation, ResourceType.TOPIC, topic)
+
+    def group_allowed(self, ctx: ClientContext, operation: AclOperation, group: str) -> bool:
+        return self.allowed(ctx, operation, ResourceType.GROUP, group)
 
     def _response(self, request: Request, data: dict[str, Any]) -> Any:
         cls = ServerConnection.response_class(request.header)
@@ -260,8 +301,10 @@ class KafkaApis:
             requested = None  # v0: an empty list means all topics
         allow_create = getattr(body, "allow_auto_topic_creation", True)
         if requested is None:
+            # Topics the principal may not describe are left out, as in Kafka.
             topics = [self._topic_metadata(n, ctx.listener, version)
-                      for n in self.metadata.all_topics()]
+                      for n in self.metadata.all_topics()
+                      if self.topic_allowed(ctx, AclOperation.DESCRIBE, n)]
         else:
             topics = []
             for t in requested:
@@ -277,6 +320,22 @@ class KafkaApis:
                              "topic_id": topic_id, "is_internal": False, "partitions": []}
                         )
                         continue
+                if not self.topic_allowed(ctx, AclOperation.DESCRIBE, name):
+                    topics.append({"error_code": ErrorCode.topic_authorization_failed,
+                                   "name": name, "topic_id": None, "is_internal": False,
+                                   "partitions": []})
+                    continue
+                # Auto-creation needs CREATE on the cluster or the topic, as in Kafka.
+                would_create = (allow_create and self.config["auto.create.topics.enable"]
+                                and not self.metadata.contains(name))
+                if would_create and not (
+                    self.allowed(ctx, AclOperation.CREATE)
+                    or self.topic_allowed(ctx, AclOperation.CREATE, name)
+                ):
+                    topics.append({"error_code": ErrorCode.topic_authorization_failed,
+                                   "name": name, "topic_id": None, "is_internal": False,
+                                   "partitions": []})
+                    continue
                 topics.append(
                     await self._metadata_for_name(name, ctx.listener, version, allow_create))
         return self._response(
@@ -331,6 +390,8 @@ class KafkaApis:
                 tp = TopicPartition(topic.name, int(p.index))
                 if acks not in (-1, 0, 1):
                     errors[tp] = ErrorCode.invalid_required_acks
+                elif not self.topic_allowed(ctx, AclOperation.WRITE, topic.name):
+                    errors[tp] = ErrorCode.topic_authorization_failed
                 elif topic.name in INTERNAL_TOPICS:
                     errors[tp] = ErrorCode.invalid_topic_exception
                 elif topic.name == CLUSTER_METADATA_TOPIC:
@@ -417,9 +478,16 @@ class KafkaApis:
         wanted: list[FetchRequestPartition] = []
         interesting: list[TopicIdPartition] = []
         erroneous: list[tuple[TopicIdPartition, FetchResult]] = []
+        # A follower needs CLUSTER_ACTION on the cluster, a consumer READ on each topic.
+        follower_allowed = replica_id < 0 or self.allowed(ctx, AclOperation.CLUSTER_ACTION)
         for tp, data in context.partitions():
             if tp.topic is None:
                 erroneous.append((tp, FetchResult(ErrorCode.unknown_topic_id)))
+                continue
+            if not follower_allowed or (
+                replica_id < 0 and not self.topic_allowed(ctx, AclOperation.READ, tp.topic)
+            ):
+                erroneous.append((tp, FetchResult(ErrorCode.topic_authorization_failed)))
                 continue
             interesting.append(tp)
             wanted.append(
@@ -484,8 +552,14 @@ class KafkaApis:
         topics = []
         for topic in body.topics:
             parts = []
+            described = self.topic_allowed(ctx, AclOperation.DESCRIBE, topic.name)
             for p in topic.partitions:
                 tp = TopicPartition(topic.name, int(p.partition_index))
+                if not described:
+                    parts.append({"partition_index": tp.partition, "timestamp": -1,
+                                  "offset": -1, "leader_epoch": -1, "old_style_offsets": [],
+                                  "error_code": ErrorCode.topic_authorization_failed})
+                    continue
                 parts.append(
                     self._list_offset(
                         tp,
@@ -548,7 +622,12 @@ class KafkaApis:
         body = request.body
         version = request.header.api_version
         topics = []
+        denied: list[str] = []
+        cluster_create = self.allowed(ctx, AclOperation.CREATE)
         for t in body.topics:
+            if not cluster_create and not self.topic_allowed(ctx, AclOperation.CREATE, t.name):
+                denied.append(t.name)
+                continue
             assignments = {int(a.partition_index): list(a.broker_ids) for a in t.assignments}
             topics.append(
                 NewTopic(
@@ -561,7 +640,9 @@ class KafkaApis:
             )
         results = await self.controller.create_topics(
             topics, validate_only=bool(body.validate_only), timeout_ms=_timeout_ms(body)
-        )
+        ) if topics else []
+        results = [*results, *(TopicResult(n, ErrorCode.topic_authorization_failed,
+                                           "Authorization failed.") for n in denied)]
         out = []
         for r in results:
             entry: dict[str, Any] = {
@@ -602,13 +683,20 @@ class KafkaApis:
                     names.append(t.name)
         else:
             names = list(body.topic_names)
+        denied = [n for n in dict.fromkeys(names)
+                  if not self.topic_allowed(ctx, AclOperation.DELETE, n)]
+        names = [n for n in names if n not in denied]
         if not self.config["delete.topic.enable"]:
             results = [TopicResult(n, ErrorCode.topic_deletion_disabled)
                        for n in dict.fromkeys(names)]
-        else:
+        elif names:
             # The controller decides everything else (duplicates, internal topics),
             # so a request on either listener gets the same answer.
             results = await self.controller.delete_topics(names, timeout_ms=_timeout_ms(body))
+        else:
+            results = []
+        results += [TopicResult(n, ErrorCode.topic_authorization_failed, "Authorization failed.")
+                    for n in denied]
         responses = [
             {"name": r.name, "topic_id": r.topic_id, "error_code": r.error,
              "error_message": r.message}
@@ -623,11 +711,14 @@ class KafkaApis:
         # As Kafka's KafkaApis: partitions the metadata does not know are answered here;
         # the replica manager does the rest (and the waiting).
         unknown: set[TopicPartition] = set()
+        denied: set[TopicPartition] = set()  # DELETE on the topic, as in Kafka
         offsets: dict[TopicPartition, int] = {}
         for t in body.topics:
             for p in t.partitions:
                 tp = TopicPartition(t.name, int(p.partition_index))
-                if self.metadata.partition_info(t.name, tp.partition) is None:
+                if not self.topic_allowed(ctx, AclOperation.DELETE, t.name):
+                    denied.add(tp)
+                elif self.metadata.partition_info(t.name, tp.partition) is None:
                     unknown.add(tp)
                 else:
                     offsets[tp] = int(p.offset)
@@ -641,7 +732,8 @@ class KafkaApis:
                 by_topic.setdefault(t.name, []).append({
                     "partition_index": tp.partition,
                     "low_watermark": -1 if r is None else r.low_watermark,
-                    "error_code": (ErrorCode.unknown_topic_or_partition if tp in unknown
+                    "error_code": (ErrorCode.topic_authorization_failed if tp in denied
+                                   else ErrorCode.unknown_topic_or_partition if tp in unknown
                                    else r.error if r else ErrorCode.unknown_server_error),
                 })
         return self._response(request, {"throttle_time": 0, "topics": [
@@ -738,7 +830,13 @@ class KafkaApis:
         for res in body.resources:
             rtype, name = int(res.resource_type), res.resource_name
             error, message, entries = ErrorCode.none, None, []
-            if rtype == RESOURCE_TOPIC:
+            if rtype == RESOURCE_TOPIC and not self.topic_allowed(
+                    ctx, AclOperation.DESCRIBE_CONFIGS, name):
+                error = ErrorCode.topic_authorization_failed
+            elif rtype in (RESOURCE_BROKER, RESOURCE_BROKER_LOGGER) and not self.allowed(
+                    ctx, AclOperation.DESCRIBE_CONFIGS):
+                error = ErrorCode.cluster_authorization_failed
+            elif rtype == RESOURCE_TOPIC:
                 if not self.metadata.contains(name):
                     error = ErrorCode.unknown_topic_or_partition
                     message = f"Topic '{name}' does not exist."
@@ -805,13 +903,19 @@ class KafkaApis:
                           else [[int(b) for b in a.broker_ids] for a in t.assignments])
             for t in body.topics
         ]
-        # The controller decides everything (duplicates too), as a KRaft broker
-        # forwards the whole request.
+        # ALTER on the topic, as in Kafka; the controller decides everything else
+        # (duplicates too), as a KRaft broker forwards the whole request.
+        denied = [t.name for t in topics if not self.topic_allowed(ctx, AclOperation.ALTER,
+                                                                   t.name)]
+        topics = [t for t in topics if t.name not in denied]
         results = await self.controller.create_partitions(
-            topics, validate_only=bool(body.validate_only), timeout_ms=_timeout_ms(body))
+            topics, validate_only=bool(body.validate_only), timeout_ms=_timeout_ms(body)
+        ) if topics else []
         return self._response(request, {"throttle_time": 0, "results": [
-            {"name": r.name, "error_code": r.error, "error_message": r.message}
-            for r in results
+            *({"name": r.name, "error_code": r.error, "error_message": r.message}
+              for r in results),
+            *({"name": n, "error_code": ErrorCode.topic_authorization_failed,
+               "error_message": "Authorization failed."} for n in dict.fromkeys(denied)),
         ]})
 
     # -- ElectLeaders ---------------------------------------------------------------
@@ -872,8 +976,8 @@ class KafkaApis:
              [AlterableConfig(c.name, int(c.config_operation), c.value) for c in r.configs])
             for r in body.resources
         ]
-        early = preprocess_incremental(resources, node_id=self.node_id,
-                                       broker_configs=self.metadata.broker_configs())
+        early = self._configs_denied(ctx, resources, preprocess_incremental(
+            resources, node_id=self.node_id, broker_configs=self.metadata.broker_configs()))
         forward = [res for res, e in zip(resources, early, strict=True) if e is None]
         results = await self.controller.incremental_alter_configs(
             forward, validate_only=bool(body.validate_only)) if forward else []
@@ -886,12 +990,26 @@ class KafkaApis:
              [(c.name, c.value) for c in r.configs])
             for r in body.resources
         ]
-        early = preprocess_legacy(pairs, node_id=self.node_id)
+        early = self._configs_denied(ctx, pairs, preprocess_legacy(pairs, node_id=self.node_id))
         forward = [(res, dict(configs)) for (res, configs), e in zip(pairs, early, strict=True)
                    if e is None]
         results = await self.controller.alter_configs(
             forward, validate_only=bool(body.validate_only)) if forward else []
         return self._alter_configs_response(request, pairs, early, results)
+
+    def _configs_denied(self, ctx: ClientContext, resources: list[tuple[ConfigResource, Any]],
+                        early: list[ConfigResult | None]) -> list[ConfigResult | None]:
+        """`early` with the resources ctx may not alter answered: ALTER_CONFIGS on the
+        topic (else TOPIC_AUTHORIZATION_FAILED) or on the cluster for broker resources
+        (else CLUSTER_AUTHORIZATION_FAILED). Those are not forwarded; the rest are."""
+        out = list(early)
+        for i, (res, _) in enumerate(resources):
+            if res.type == RESOURCE_TOPIC:
+                if not self.topic_allowed(ctx, AclOperation.ALTER_CONFIGS, res.name):
+                    out[i] = ConfigResult(ErrorCode.topic_authorization_failed, None)
+            elif not self.allowed(ctx, AclOperation.ALTER_CONFIGS):
+                out[i] = ConfigResult(ErrorCode.cluster_authorization_failed, None)
+        return out
 
     def _alter_configs_response(
         self, request: Request, resources: list[tuple[ConfigResource, Any]],
@@ -909,6 +1027,12 @@ class KafkaApis:
     # -- DescribeCluster ------------------------------------------------------------
 
     async def handle_describe_cluster(self, request: Request, ctx: ClientContext) -> Any:
+        if not self.allowed(ctx, AclOperation.DESCRIBE):
+            return self._response(request, {
+                "throttle_time": 0, "error_code": ErrorCode.cluster_authorization_failed,
+                "error_message": None, "endpoint_type": 1, "cluster_id": self.cluster_id,
+                "controller_id": -1, "brokers": [],
+                "cluster_authorized_operations": CLUSTER_AUTHORIZED_OPERATIONS_OMITTED})
         return self._response(
             request,
             {
@@ -938,6 +1062,18 @@ class KafkaApis:
                 {"throttle_time": 0, "error_code": ErrorCode.transactional_id_authorization_failed,
                  "producer_id": -1, "producer_epoch": -1},
             )
+        # An idempotent producer needs IDEMPOTENT_WRITE on the cluster or WRITE on some
+        # topic (KIP-679).
+        if self.authorizer is not None and not (
+            self.allowed(ctx, AclOperation.IDEMPOTENT_WRITE)
+            or any(self.topic_allowed(ctx, AclOperation.WRITE, t)
+                   for t in self.metadata.all_topics())
+        ):
+            return self._response(
+                request,
+                {"throttle_time": 0, "error_code": ErrorCode.cluster_authorization_failed,
+                 "producer_id": -1, "producer_epoch": -1},
+            )
         error, producer_id, epoch = await self.producer_ids.init_producer_id(
             int(getattr(body, "producer_id", -1)), int(getattr(body, "producer_epoch", -1))
         )
@@ -946,6 +1082,61 @@ class KafkaApis:
             {"throttle_time": 0, "error_code": error, "producer_id": producer_id,
              "producer_epoch": epoch},
         )
+
+    # -- ACLs -----------------------------------------------------------------------
+
+    async def handle_describe_acls(self, request: Request, ctx: ClientContext) -> Any:
+        body = request.body
+        f = acl_filter(body)
+        error, message = ErrorCode.none, None
+        if self.authorizer is None:
+            error, message = ErrorCode.security_disabled, SECURITY_DISABLED_MESSAGE
+        elif not self.allowed(ctx, AclOperation.DESCRIBE):
+            error = ErrorCode.cluster_authorization_failed
+        elif (problem := filter_problem(f)) is not None:
+            error, message = ErrorCode.invalid_request, problem
+        if error != ErrorCode.none:
+            return self._response(request, {"throttle_time": 0, "error_code": error,
+                                            "error_message": message, "resources": []})
+        return self._response(request, describe_acls_response(self._acls(), f))
+
+    async def handle_create_acls(self, request: Request, ctx: ClientContext) -> Any:
+        creations = request.body.creations
+        error, message = ErrorCode.none, None
+        if self.authorizer is None:
+            error, message = ErrorCode.security_disabled, SECURITY_DISABLED_MESSAGE
+        elif not self.allowed(ctx, AclOperation.ALTER):
+            error = ErrorCode.cluster_authorization_failed
+        if error != ErrorCode.none or not creations:
+            return self._response(request, {"throttle_time": 0, "results": [
+                {"error_code": error, "error_message": message} for _ in creations]})
+        try:
+            return await self.controller.send(ApiKey.CREATE_ACLS, request.header.api_version,
+                                              request.body)
+        except ControllerUnavailable as e:
+            return self._response(request, {"throttle_time": 0, "results": [
+                {"error_code": ErrorCode.request_timed_out, "error_message": str(e)}
+                for _ in creations]})
+
+    async def handle_delete_acls(self, request: Request, ctx: ClientContext) -> Any:
+        filters = request.body.filters
+        error, message = ErrorCode.none, None
+        if self.authorizer is None:
+            error, message = ErrorCode.security_disabled, SECURITY_DISABLED_MESSAGE
+        elif not self.allowed(ctx, AclOperation.ALTER):
+            error = ErrorCode.cluster_authorization_failed
+        if error != ErrorCode.none or not filters:
+            return self._response(request, {"throttle_time": 0, "filter_results": [
+                {"error_code": error, "error_message": message, "matching_acls": []}
+                for _ in filters]})
+        try:
+            return await self.controller.send(ApiKey.DELETE_ACLS, request.header.api_version,
+                                              request.body)
+        except ControllerUnavailable as e:
+            error, message = ErrorCode.request_timed_out, str(e)
+        return self._response(request, {"throttle_time": 0, "filter_results": [
+            {"error_code": error, "error_message": message, "matching_acls": []}
+            for _ in filters]})
 
     # -- OffsetForLeaderEpoch -------------------------------------------------------
 

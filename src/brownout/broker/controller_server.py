@@ -23,24 +23,33 @@ from typing import Any, Protocol
 
 from kio.schema.errors import ErrorCode
 
+from ..controller.acls import AclCreationResult, AclDeletionResult
 from ..controller.cluster_control import IsrChange
 from ..controller.configs import AlterableConfig, ConfigResource, ConfigResult
 from ..controller.elections import PREFERRED, TopicElections
 from ..controller.image import MetadataImage
 from ..controller.partitions import NewPartitions, PartitionsResult
 from ..controller.quorum_controller import QuorumController
-from ..controller.records import BrokerEndpoint, MetadataRecord
+from ..controller.records import BrokerEndpoint, MetadataRecord, encode_record
 from ..controller.topics import NewTopic, TopicResult
 from ..protocol.apis import ApiKey
 from ..protocol.build import build
 from ..protocol.connection import Request, ServerConnection
+from .acl_apis import acl_filter, acl_from_creation, delete_acls_response
 from .apis import (
+    CloseConnection,
     UnsupportedRequest,
     alter_reassignments_response,
     elect_leaders_response,
     list_reassignments_response,
 )
-from .metadata_log import CommittedRecord, replay
+from .metadata_log import (
+    BATCH_OVERHEAD_BYTES,
+    MAX_BATCH_SIZE_BYTES,
+    RECORD_OVERHEAD_BYTES,
+    CommittedRecord,
+    replay,
+)
 
 log = logging.getLogger("kafka.controller.QuorumController")
 
@@ -51,6 +60,11 @@ def _now_ms() -> int:
 
 class NotController(Exception):
     """This node is not (or no longer) the active controller."""
+
+
+class MetadataBatchTooLarge(CloseConnection):
+    """The records of one operation would not fit in one metadata log batch (Kafka's
+    RecordBatchTooLargeException): the request is refused, the controller goes on."""
 
 
 class UnappliableBatch(Exception):
@@ -131,6 +145,13 @@ class ControllerRuntime:
     async def _commit(self, records: list[MetadataRecord]) -> None:
         if not records:
             return
+        size = BATCH_OVERHEAD_BYTES + sum(RECORD_OVERHEAD_BYTES + len(encode_record(r))
+                                          for r in records)
+        if size > MAX_BATCH_SIZE_BYTES:
+            # Appended, it would fail the Raft client and stop the node.
+            raise MetadataBatchTooLarge(
+                f"the {len(records)} metadata records of this request need about {size} "
+                f"bytes, more than one metadata batch holds ({MAX_BATCH_SIZE_BYTES})")
         misfit = self.controller.image.batch_misfit(records)
         if misfit is not None:
             index, problem = misfit
@@ -193,6 +214,8 @@ CONTROLLER_APIS: dict[ApiKey, tuple[int, int]] = {
     ApiKey.ELECT_LEADERS: (0, 2),
     ApiKey.ALTER_PARTITION_REASSIGNMENTS: (0, 0),
     ApiKey.LIST_PARTITION_REASSIGNMENTS: (0, 0),
+    ApiKey.CREATE_ACLS: (1, 3),
+    ApiKey.DELETE_ACLS: (1, 3),
 }
 
 
@@ -216,6 +239,8 @@ class ControllerApis:
             ApiKey.ELECT_LEADERS: self.handle_elect_leaders,
             ApiKey.ALTER_PARTITION_REASSIGNMENTS: self.handle_alter_partition_reassignments,
             ApiKey.LIST_PARTITION_REASSIGNMENTS: self.handle_list_partition_reassignments,
+            ApiKey.CREATE_ACLS: self.handle_create_acls,
+            ApiKey.DELETE_ACLS: self.handle_delete_acls,
         }
         for key, (handler, versions) in raft_handlers.items():
             self._handlers[key] = handler
@@ -428,6 +453,25 @@ class ControllerApis:
             return self._response(request, list_reassignments_response(
                 ErrorCode.not_controller, []))
         return self._response(request, list_reassignments_response(ErrorCode.none, answers))
+
+    async def handle_create_acls(self, request: Request, ctx: Any) -> Any:
+        creations = [acl_from_creation(c) for c in request.body.creations]
+        try:
+            results: list[AclCreationResult] = await self.runtime.run(
+                lambda _o: self.controller.create_acls(creations))
+        except NotController:
+            results = [AclCreationResult(ErrorCode.not_controller)] * len(creations)
+        return self._response(request, {"throttle_time": 0, "results": [
+            {"error_code": r.error, "error_message": r.message} for r in results]})
+
+    async def handle_delete_acls(self, request: Request, ctx: Any) -> Any:
+        filters = [acl_filter(f) for f in request.body.filters]
+        try:
+            results: list[AclDeletionResult] = await self.runtime.run(
+                lambda _o: self.controller.delete_acls(filters))
+        except NotController:
+            results = [AclDeletionResult(ErrorCode.not_controller, None)] * len(filters)
+        return self._response(request, delete_acls_response(results))
 
     async def handle_incremental_alter_configs(self, request: Request, ctx: Any) -> Any:
         body = request.body

@@ -8,6 +8,7 @@ result back. `__consumer_offsets` is created on the first FindCoordinator, as Ka
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from typing import TYPE_CHECKING, Any
 
@@ -18,6 +19,7 @@ from ..controller.topics import NewTopic
 from ..protocol.apis import ApiKey
 from ..protocol.build import millis
 from ..protocol.connection import Request
+from ..security.authorizer import AclOperation
 from .group_runtime import OFFSETS_TOPIC, GroupRuntime
 from .partition import TopicPartition
 
@@ -109,6 +111,14 @@ class GroupApis:
             TopicPartition(OFFSETS_TOPIC, partition))
         return replica is None or not replica.is_leader
 
+    def _group_allowed(self, ctx: ClientContext, operation: AclOperation, group: str) -> bool:
+        assert self.apis is not None
+        return self.apis.group_allowed(ctx, operation, group)
+
+    def _topic_allowed(self, ctx: ClientContext, operation: AclOperation, topic: str) -> bool:
+        assert self.apis is not None
+        return self.apis.topic_allowed(ctx, operation, topic)
+
     async def handle_find_coordinator(self, request: Request, ctx: ClientContext) -> Any:
         body = request.body
         version = request.header.api_version
@@ -117,7 +127,12 @@ class GroupApis:
         results = []
         ready = key_type == COORDINATOR_KEY_GROUP and self._offsets_topic_ready()
         for key in keys:
-            if key_type != COORDINATOR_KEY_GROUP:
+            if key_type == COORDINATOR_KEY_GROUP and not self._group_allowed(
+                    ctx, AclOperation.DESCRIBE, key):
+                results.append({"key": key, "node_id": -1, "host": "", "port": -1,
+                                "error_code": ErrorCode.group_authorization_failed,
+                                "error_message": None})
+            elif key_type != COORDINATOR_KEY_GROUP:
                 # Transactions are not part of the lab; no transaction coordinator exists.
                 results.append({"key": key, "node_id": -1, "host": "", "port": -1,
                                 "error_code": ErrorCode.coordinator_not_available,
@@ -142,6 +157,12 @@ class GroupApis:
     async def handle_join_group(self, request: Request, ctx: ClientContext) -> Any:
         body = request.body
         version = request.header.api_version
+        if not self._group_allowed(ctx, AclOperation.READ, body.group_id):
+            return self._response(request, {
+                "throttle_time": 0, "error_code": ErrorCode.group_authorization_failed,
+                "generation_id": -1, "protocol_type": None,
+                "protocol_name": None if version >= 7 else "", "leader": "",
+                "skip_assignment": False, "member_id": "", "members": []})
         session_ms = millis(body.session_timeout)
         rebalance = getattr(body, "rebalance_timeout", None)
         message = g.JoinGroupRequest(
@@ -181,6 +202,10 @@ class GroupApis:
 
     async def handle_sync_group(self, request: Request, ctx: ClientContext) -> Any:
         body = request.body
+        if not self._group_allowed(ctx, AclOperation.READ, body.group_id):
+            return self._response(request, {
+                "throttle_time": 0, "error_code": ErrorCode.group_authorization_failed,
+                "protocol_type": None, "protocol_name": None, "assignment": b""})
         message = g.SyncGroupRequest(
             group_id=body.group_id,
             generation_id=int(body.generation_id),
@@ -204,6 +229,9 @@ class GroupApis:
 
     async def handle_heartbeat(self, request: Request, ctx: ClientContext) -> Any:
         body = request.body
+        if not self._group_allowed(ctx, AclOperation.READ, body.group_id):
+            return self._response(request, {
+                "throttle_time": 0, "error_code": ErrorCode.group_authorization_failed})
         result: g.HeartbeatResult = await self.runtime.request(
             g.HeartbeatRequest(
                 body.group_id, int(body.generation_id), body.member_id,
@@ -215,6 +243,10 @@ class GroupApis:
     async def handle_leave_group(self, request: Request, ctx: ClientContext) -> Any:
         body = request.body
         version = request.header.api_version
+        if not self._group_allowed(ctx, AclOperation.READ, body.group_id):
+            return self._response(request, {
+                "throttle_time": 0, "error_code": ErrorCode.group_authorization_failed,
+                "members": []})
         if version >= 3:
             members = tuple(g.MemberIdentity(m.member_id, m.group_instance_id)
                             for m in body.members)
@@ -254,7 +286,17 @@ class GroupApis:
         metadata = self.apis.metadata
         answered: list[tuple[str, int, ErrorCode]] = []
         known: list[tuple[str, Any]] = []
+        # Kafka: READ on the group, or every partition is GROUP_AUTHORIZATION_FAILED;
+        # then READ on each topic, or its partitions are TOPIC_AUTHORIZATION_FAILED.
+        if not self._group_allowed(ctx, AclOperation.READ, body.group_id):
+            return self._offset_commit_response(request, [
+                (t.name, int(p.partition_index), ErrorCode.group_authorization_failed)
+                for t in body.topics for p in t.partitions])
         for t in body.topics:
+            if not self._topic_allowed(ctx, AclOperation.READ, t.name):
+                answered += [(t.name, int(p.partition_index),
+                              ErrorCode.topic_authorization_failed) for p in t.partitions]
+                continue
             for p in t.partitions:
                 exists = metadata.contains(t.name) and (
                     metadata.partition_info(t.name, int(p.partition_index)) is not None)
@@ -314,6 +356,14 @@ class GroupApis:
 
     async def handle_offset_fetch(self, request: Request, ctx: ClientContext) -> Any:
         body = request.body
+        if not self._group_allowed(ctx, AclOperation.DESCRIBE, body.group_id):
+            return self._response(request, {
+                "throttle_time": 0, "error_code": ErrorCode.group_authorization_failed,
+                "topics": [{"name": t.name, "partitions": [
+                    {"partition_index": int(p), "committed_offset": -1,
+                     "committed_leader_epoch": -1, "metadata": "",
+                     "error_code": ErrorCode.group_authorization_failed}
+                    for p in t.partition_indexes]} for t in body.topics or ()]})
         partitions = None
         if body.topics is not None:
             partitions = tuple(
@@ -324,6 +374,11 @@ class GroupApis:
         )
         by_topic: dict[str, list[dict[str, Any]]] = {}
         for p in result.partitions:
+            if not self._topic_allowed(ctx, AclOperation.DESCRIBE, p.topic):
+                if body.topics is None:
+                    continue  # all of the group's offsets: the undescribable left out
+                p = p._replace(offset=-1, leader_epoch=-1, metadata="",
+                               error=ErrorCode.topic_authorization_failed)
             by_topic.setdefault(p.topic, []).append(
                 {
                     "partition_index": p.partition,
@@ -349,6 +404,13 @@ class GroupApis:
         result: g.DescribeGroupsResult = await self.runtime.request(
             g.DescribeGroupsRequest(tuple(body.groups))
         )
+        denied = {name for name in body.groups
+                  if not self._group_allowed(ctx, AclOperation.DESCRIBE, name)}
+        if denied:
+            result = dataclasses.replace(result, groups=tuple(
+                dataclasses.replace(d, error=ErrorCode.group_authorization_failed, state="",
+                                    protocol_type="", protocol="", members=())
+                if d.group_id in denied else d for d in result.groups))
         return self._response(
             request,
             {
@@ -401,10 +463,14 @@ class GroupApis:
     async def handle_delete_groups(self, request: Request, ctx: ClientContext) -> Any:
         # A group named twice is deleted (and answered) once, as Kafka's KafkaApis does.
         groups = tuple(dict.fromkeys(request.body.groups_names))
-        result: g.DeleteGroupsResult = await self.runtime.request(g.DeleteGroupsRequest(groups))
+        denied = [n for n in groups if not self._group_allowed(ctx, AclOperation.DELETE, n)]
+        allowed = tuple(n for n in groups if n not in denied)
+        result: g.DeleteGroupsResult = await self.runtime.request(
+            g.DeleteGroupsRequest(allowed))
         return self._response(request, {"throttle_time": 0, "results": [
-            {"group_id": r.group_id, "error_code": r.error} for r in result.results
-        ]})
+            *({"group_id": r.group_id, "error_code": r.error} for r in result.results),
+            *({"group_id": n, "error_code": ErrorCode.group_authorization_failed}
+              for n in denied)]})
 
     async def handle_offset_delete(self, request: Request, ctx: ClientContext) -> Any:
         body = request.body

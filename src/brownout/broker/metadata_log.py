@@ -17,6 +17,13 @@ from ..storage import Log, LogConfig
 
 METADATA_TOPIC = CLUSTER_METADATA_TOPIC
 METADATA_PARTITION_DIR = f"{METADATA_TOPIC}-0"
+# Kafka's KafkaRaftClient.MAX_BATCH_SIZE_BYTES, which its metadata log also takes as
+# max.message.bytes: the controller never appends a batch larger than this.
+MAX_BATCH_SIZE_BYTES = 8 * 1024 * 1024
+# What a v2 batch adds to its records' values: the batch header, and at most this
+# much per record (length, attributes, deltas, key and header counts as varints).
+BATCH_OVERHEAD_BYTES = 61
+RECORD_OVERHEAD_BYTES = 24
 
 log = logging.getLogger("kafka.image.loader.MetadataLoader")
 
@@ -29,7 +36,7 @@ class CommittedRecord(NamedTuple):
 
 def open_metadata_log(metadata_log_dir: Path) -> Log:
     directory = metadata_log_dir / METADATA_PARTITION_DIR
-    config = LogConfig()
+    config = LogConfig(max_message_bytes=MAX_BATCH_SIZE_BYTES)
     if directory.exists():
         # Recover the tail like any log: the last batch may be torn after kill -9.
         return Log.open(directory, config, recovery_point=0, clean_shutdown=False)

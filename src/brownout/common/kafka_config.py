@@ -112,6 +112,10 @@ BROKER_CONFIG = ConfigDef(
         ConfigKey("ssl.enabled.protocols", LIST, ["TLSv1.2", "TLSv1.3"]),
         ConfigKey("ssl.endpoint.identification.algorithm", S, "https"),
         ConfigKey("broker.rack", S, None),
+        # Authorization (broker/acl_apis.py): empty means every request is allowed.
+        ConfigKey("authorizer.class.name", S, ""),
+        ConfigKey("super.users", S, None),
+        ConfigKey("allow.everyone.if.no.acl.found", B, False),
         # Logs
         ConfigKey("log.dirs", LIST, None),
         ConfigKey("log.dir", S, "/tmp/kafka-logs"),

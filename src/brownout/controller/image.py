@@ -14,8 +14,16 @@ import dataclasses
 import uuid
 from collections.abc import Sequence
 
+from ..security.authorizer import (
+    AclBinding,
+    AclOperation,
+    AclPermissionType,
+    PatternType,
+    ResourceType,
+)
 from .records import (
     CLUSTER_METADATA_TOPIC,
+    AccessControlEntryRecord,
     BrokerEndpoint,
     BrokerRegistrationChangeRecord,
     ConfigRecord,
@@ -24,6 +32,7 @@ from .records import (
     PartitionRecord,
     ProducerIdsRecord,
     RegisterBrokerRecord,
+    RemoveAccessControlEntryRecord,
     RemoveTopicRecord,
     TopicRecord,
     UnregisterBrokerRecord,
@@ -103,6 +112,8 @@ class MetadataImage:
     # DYNAMIC_BROKER_CONFIG).
     broker_configs: dict[str, dict[str, str]] = dataclasses.field(default_factory=dict)
     next_producer_id: int = 0
+    # ACL bindings by the id of the record that created them.
+    acls: dict[str, AclBinding] = dataclasses.field(default_factory=dict)
     # Offset of the last record applied (the metadata log's offset), -1 when empty.
     offset: int = -1
 
@@ -202,9 +213,28 @@ class MetadataImage:
                 self.next_producer_id = next_id
             case UnregisterBrokerRecord(broker_id=broker_id):
                 self.brokers.pop(broker_id, None)
+            case AccessControlEntryRecord():
+                self.acls[record.id] = acl_binding(record)
+            case RemoveAccessControlEntryRecord(id=acl_id):
+                del self.acls[acl_id]
 
     def live_brokers(self) -> list[BrokerRegistration]:
         return [b for b in sorted(self.brokers.values(), key=lambda b: b.broker_id) if not b.fenced]
+
+
+def acl_binding(record: AccessControlEntryRecord) -> AclBinding:
+    return AclBinding(
+        ResourceType(record.resource_type), record.resource_name,
+        PatternType(record.pattern_type), record.principal, record.host,
+        AclOperation(record.operation), AclPermissionType(record.permission_type))
+
+
+def _acl_problem(record: AccessControlEntryRecord) -> str | None:
+    try:
+        acl_binding(record)
+    except ValueError as e:
+        return f"ACL {record.id} with an unknown code: {e}"
+    return None
 
 
 class _View:
@@ -219,6 +249,13 @@ class _View:
         self.added_partitions: set[tuple[uuid.UUID, int]] = set()
         self.added_brokers: set[int] = set()
         self.removed_brokers: set[int] = set()
+        self.added_acls: set[str] = set()
+        self.removed_acls: set[str] = set()
+
+    def has_acl(self, acl_id: str) -> bool:
+        if acl_id in self.removed_acls:
+            return False
+        return acl_id in self.added_acls or acl_id in self.image.acls
 
     def topic_name(self, topic_id: uuid.UUID) -> str | None:
         if topic_id in self.removed_topics:
@@ -263,6 +300,12 @@ class _View:
             case UnregisterBrokerRecord(broker_id=broker_id):
                 self.added_brokers.discard(broker_id)
                 self.removed_brokers.add(broker_id)
+            case AccessControlEntryRecord(id=acl_id):
+                self.added_acls.add(acl_id)
+                self.removed_acls.discard(acl_id)
+            case RemoveAccessControlEntryRecord(id=acl_id):
+                self.added_acls.discard(acl_id)
+                self.removed_acls.add(acl_id)
 
 
 def _misfit(record: MetadataRecord, view: _View) -> str | None:
@@ -291,6 +334,13 @@ def _misfit(record: MetadataRecord, view: _View) -> str | None:
         case ConfigRecord(resource_type=kind):
             if kind not in ("topic", "broker"):
                 return f"config of unknown resource type {kind!r}"
+        case AccessControlEntryRecord(id=acl_id):
+            if view.has_acl(acl_id):
+                return f"ACL {acl_id} already exists"
+            return _acl_problem(record)
+        case RemoveAccessControlEntryRecord(id=acl_id):
+            if not view.has_acl(acl_id):
+                return f"removal of unknown ACL {acl_id}"
         case (RegisterBrokerRecord() | UnregisterBrokerRecord()
               | ProducerIdsRecord()):
             pass

@@ -13,6 +13,8 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from kio.schema.errors import ErrorCode
 
+from ..security.authorizer import AclBinding, AclBindingFilter
+from .acls import AclCreationResult, AclDeletionResult, create_acls, delete_acls
 from .cluster_control import (
     ClusterControl,
     ClusterControlConfig,
@@ -175,6 +177,16 @@ class QuorumController:
 
     def delete_topics(self, names: Sequence[str]) -> tuple[list[TopicResult], list[MetadataRecord]]:
         return delete_topics(self.image, names)
+
+    def create_acls(
+        self, creations: Sequence[AclBinding]
+    ) -> tuple[list[AclCreationResult], list[MetadataRecord]]:
+        return create_acls(self.image, creations)
+
+    def delete_acls(
+        self, filters: Sequence[AclBindingFilter]
+    ) -> tuple[list[AclDeletionResult], list[MetadataRecord]]:
+        return delete_acls(self.image, filters)
 
     def allocate_producer_ids(
         self, broker_id: int, broker_epoch: int

@@ -130,6 +130,28 @@ class ProducerIdsRecord:
     next_producer_id: int
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class AccessControlEntryRecord:
+    """One ACL binding (Kafka's record of the same name); the codes are Kafka's
+    ResourceType, PatternType, AclOperation and AclPermissionType."""
+
+    TYPE: ClassVar[str] = "AccessControlEntry"
+    id: str  # a uuid, chosen by the controller: what a removal names
+    resource_type: int
+    resource_name: str
+    pattern_type: int
+    principal: str
+    host: str
+    operation: int
+    permission_type: int
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class RemoveAccessControlEntryRecord:
+    TYPE: ClassVar[str] = "RemoveAccessControlEntry"
+    id: str
+
+
 MetadataRecord = (
     RegisterBrokerRecord
     | BrokerRegistrationChangeRecord
@@ -140,6 +162,8 @@ MetadataRecord = (
     | RemoveTopicRecord
     | ConfigRecord
     | ProducerIdsRecord
+    | AccessControlEntryRecord
+    | RemoveAccessControlEntryRecord
 )
 
 _TYPES: dict[str, type] = {
@@ -154,6 +178,8 @@ _TYPES: dict[str, type] = {
         RemoveTopicRecord,
         ConfigRecord,
         ProducerIdsRecord,
+        AccessControlEntryRecord,
+        RemoveAccessControlEntryRecord,
     )
 }
 

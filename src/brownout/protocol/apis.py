@@ -45,6 +45,9 @@ class ApiKey(enum.IntEnum):
     DELETE_RECORDS = 21
     INIT_PRODUCER_ID = 22
     OFFSET_FOR_LEADER_EPOCH = 23
+    DESCRIBE_ACLS = 29
+    CREATE_ACLS = 30
+    DELETE_ACLS = 31
     DESCRIBE_CONFIGS = 32
     ALTER_CONFIGS = 33
     DESCRIBE_LOG_DIRS = 35
@@ -110,6 +113,11 @@ BROKER_APIS: dict[ApiKey, tuple[int, int]] = {
     ApiKey.DESCRIBE_QUORUM: (0, 1),
     ApiKey.DESCRIBE_PRODUCERS: (0, 0),
     ApiKey.DESCRIBE_TOPIC_PARTITIONS: (0, 0),  # KRaft brokers only, as in Kafka
+    # Kafka 3.9 also takes v0 (no pattern type: LITERAL); the schema library has no v0.
+    # Served whether or not an authorizer is configured: without one, SECURITY_DISABLED.
+    ApiKey.DESCRIBE_ACLS: (1, 3),
+    ApiKey.CREATE_ACLS: (1, 3),
+    ApiKey.DELETE_ACLS: (1, 3),
 }
 
 # The `brownout.api.versions` setting: whose version ranges a broker advertises.
