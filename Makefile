@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 # Debian packages the lab uses; installed with apt-get when missing (CI runs as root).
 SYSTEM_PACKAGES := kcat iptables chromium
 
-.PHONY: demo test lint bench bench-quick venv sysdeps clean
+.PHONY: demo test lint bench bench-quick bench-pipeline venv sysdeps clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -62,6 +62,12 @@ bench: $(STAMP)
 bench-quick: $(STAMP)
 	@mkdir -p $(dir $(BENCH_JSON))
 	$(BIN)/python bench/suite.py --quick --json $(BENCH_JSON)
+
+# The Spark pipeline (bench/pipeline.py): the brownout-kafka source against Parquet of the
+# same rows, then the payments and clicks pipelines at 1k, 5k and 10k records/s (sustained
+# rate, lag, end-to-end latency). About 10 minutes; prints JSON.
+bench-pipeline: $(STAMP)
+	$(BIN)/python bench/pipeline.py
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

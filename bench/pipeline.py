@@ -158,6 +158,7 @@ def streaming_run(spark: Any, bootstrap: str, workload: str, rate: int, duration
     from confluent_kafka.admin import AdminClient, NewTopic
 
     from brownout.common.rundir import PIPELINE_PROGRESS_FILE
+    from brownout.report.pipeline import batch_end
     from brownout.spark.pipeline import PipelineConfig, output_path, outputs, run_pipeline
 
     topic = f"{workload}-{rate}"
@@ -185,10 +186,12 @@ def streaming_run(spark: Any, bootstrap: str, workload: str, rate: int, duration
         if not mine:
             result["queries"][o] = {"batches": 0}
             continue
-        t_first = mine[0]["time"]
-        half = [(r["time"] - t_first, r["lag"]["total"]) for r in mine
-                if r["time"] - t_first >= (mine[-1]["time"] - t_first) / 2]
-        span = mine[-1]["time"] - t_first
+        # Times are the batches' own ends (start + duration), not when they were polled.
+        ends = [batch_end(r) or r["time"] for r in mine]
+        t_first = ends[0]
+        half = [(e - t_first, r["lag"]["total"]) for e, r in zip(ends, mine, strict=True)
+                if e - t_first >= (ends[-1] - t_first) / 2]
+        span = ends[-1] - t_first
         done = sum(r["input_rows"] or 0 for r in mine[1:])
         slope = _slope(half)
         q: dict[str, Any] = {

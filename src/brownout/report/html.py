@@ -385,6 +385,31 @@ def pipeline_lag_figure(data: RunData) -> go.Figure:
     return fig
 
 
+def pipeline_rate_figure(data: RunData) -> go.Figure:
+    """Throughput (records/s, left axis) and end-to-end latency of window rows (seconds,
+    right axis) per query, beside the lag chart on the same time axis."""
+    tl = data.timeline
+    fig = go.Figure()
+    p = data.pipeline
+    for query, (xs, ys) in (p.throughput if p is not None else {}).items():
+        fig.add_trace(go.Scatter(x=xs, y=ys, name=f"{query}: records/s", mode="lines",
+                                 line={"width": 2, "shape": "hv"}))
+    for query, (xs, ys) in (p.latency if p is not None else {}).items():
+        fig.add_trace(go.Scatter(x=xs, y=ys, name=f"{query}: latency (s)", yaxis="y2",
+                                 mode="markers", marker={"size": 6, "symbol": "diamond"}))
+    shade_faults(fig, data.faults, tl)
+    base_layout(fig, tl, "Spark pipeline throughput per query (records read per second) and "
+                "end-to-end latency of window rows (record time to its row in the sink)",
+                320, "records/s")
+    fig.update_layout(yaxis2={"title": "latency (s)", "overlaying": "y", "side": "right",
+                              "rangemode": "tozero"})
+    xs_all = [x for s in ((p.throughput, p.latency) if p is not None else ())
+              for xs, _ in s.values() for x in xs]
+    if xs_all:
+        fig.update_xaxes(range=[min(tl.start, min(xs_all)), max(tl.end, max(xs_all))])
+    return fig
+
+
 def _pipeline_section(data: RunData) -> str:
     p = data.pipeline
     if p is None:
@@ -406,6 +431,11 @@ def _pipeline_section(data: RunData) -> str:
         ("audit", esc(fmt(info.get("audit_s"), 1)) + " s"
          + (f" — {esc(info['audit_error'])}" if info.get("audit_error") else "")),
         ("max lag (records)", esc(p.max_lag)),
+        ("mean throughput per query (records/s)", esc(", ".join(
+            f"{q} {v:g}" for q, v in p.mean_throughput.items()) or "-")),
+        ("max end-to-end latency of window rows",
+         esc(fmt(p.max_latency, 1)) + " s" if p.max_latency is not None else "-"),
+        ("Spark master", esc(info.get("master") or "-")),
         ("final lag per query", esc(", ".join(f"{q} {v}" for q, v in p.final_lag.items())
                                     or "-")),
         ("audit: pipeline equals the log", badge(audit.get("pipeline_equal"))),
@@ -655,6 +685,9 @@ def build_html(data: RunData) -> str:
     if data.pipeline is not None and data.pipeline.lag:
         charts.append(("pipeline", "chart-pipeline-lag",
                        chart_html(pipeline_lag_figure(data), "chart-pipeline-lag")))
+    if data.pipeline is not None and (data.pipeline.throughput or data.pipeline.latency):
+        charts.append(("pipeline", "chart-pipeline-rate",
+                       chart_html(pipeline_rate_figure(data), "chart-pipeline-rate")))
 
     def figures(section: str) -> str:
         out = [f'<div class="chart">{h}</div>' for s, _, h in charts if s == section]

@@ -7,7 +7,18 @@ acknowledged end of the log at that moment (highest offset the producers saw
 acknowledged + 1, per partition, from the history) minus the offsets the query had
 processed. Without a history it falls back to the lag the batch reported itself
 (latest offsets when the batch was planned - its end offsets), which is 0 unless
-maxOffsetsPerTrigger limits batches."""
+maxOffsetsPerTrigger limits batches.
+
+Beside the lag, per query and micro-batch (batch end = its start + its duration):
+
+    throughput   records the batch read / seconds since the query's previous batch
+                 ended: the rate the query kept up with over that stretch
+    latency      windowed outputs, batches that wrote rows: batch end - the batch's
+                 event-time watermark. A window's row is written in the first batch whose
+                 watermark has passed the window's end (the event time of the last record
+                 it can hold), so this is the end-to-end latency of the newest row written,
+                 from that record's timestamp to its row in the sink (lower by at most one
+                 window length for the other rows of the batch)"""
 
 from __future__ import annotations
 
@@ -21,6 +32,8 @@ from typing import Any
 
 from ..common.rundir import PIPELINE_CHECK_FILE, PIPELINE_DIR, PIPELINE_PROGRESS_FILE
 
+Series = dict[str, tuple[list[float], list[float]]]  # query -> (run seconds, values)
+
 
 @dataclasses.dataclass
 class PipelineView:
@@ -29,6 +42,17 @@ class PipelineView:
     info: dict[str, Any]  # verdict.json "pipeline" (timings, audit summary)
     lag: dict[str, tuple[list[float], list[int]]]  # query -> (run seconds, total lag)
     audit: dict[str, Any] | None  # pipeline-check.json
+    throughput: Series = dataclasses.field(default_factory=dict)  # records/s
+    latency: Series = dataclasses.field(default_factory=dict)  # seconds
+
+    @property
+    def max_latency(self) -> float | None:
+        return max((max(v) for _, v in self.latency.values() if v), default=None)
+
+    @property
+    def mean_throughput(self) -> dict[str, float]:
+        """Per query: records read / seconds between its first and last batch end."""
+        return {q: round(sum(v) / len(v), 1) for q, (_, v) in self.throughput.items() if v}
 
     @property
     def max_lag(self) -> int:
@@ -118,6 +142,69 @@ def lag_series(path: Path, started: float | None, acked: Any = None,
     return out
 
 
+def _iso_seconds(text: Any) -> float | None:
+    import datetime as dt
+
+    if not isinstance(text, str) or not text:
+        return None
+    try:
+        t = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if t.tzinfo is None:
+        t = t.replace(tzinfo=dt.UTC)
+    return t.timestamp()
+
+
+def batch_end(row: dict[str, Any]) -> float | None:
+    """Wall-clock end of a micro-batch (its start + its duration), seconds."""
+    start = _iso_seconds(row.get("timestamp"))
+    if start is None:
+        return None
+    return start + float(row.get("duration_ms") or 0) / 1000.0
+
+
+def throughput_latency(rows: list[dict[str, Any]], started: float | None,
+                       ) -> tuple[Series, Series]:
+    """progress rows -> ({query: (seconds, records/s)}, {query: (seconds, latency s)}), see
+    the module docstring; times relative to `started` (else the first batch end)."""
+    per: dict[str, list[tuple[float, dict[str, Any]]]] = {}
+    for row in rows:
+        end = batch_end(row)
+        if end is not None and row.get("query") is not None:
+            per.setdefault(str(row["query"]), []).append((end, row))
+    ends = [e for items in per.values() for e, _ in items]
+    base = started if started is not None else (min(ends) if ends else 0.0)
+    tput: Series = {}
+    lat: Series = {}
+    for query, items in sorted(per.items()):
+        items.sort(key=lambda x: x[0])
+        for (prev, _), (end, row) in itertools.pairwise(items):
+            if end > prev:
+                xs, ys = tput.setdefault(query, ([], []))
+                xs.append(round(end - base, 3))
+                ys.append(round(int(row.get("input_rows") or 0) / (end - prev), 1))
+        for end, row in items:
+            mark = _iso_seconds(row.get("watermark"))
+            if row.get("output") == "ledger" or not row.get("sink_rows") or not mark:
+                continue  # no window closed in this batch (or the epoch-0 watermark)
+            xs, ys = lat.setdefault(query, ([], []))
+            xs.append(round(end - base, 3))
+            ys.append(round(end - mark, 3))
+    return tput, lat
+
+
+def _rows(path: Path) -> list[dict[str, Any]]:
+    rows = []
+    if path.exists():
+        for line in path.read_text(errors="replace").splitlines():
+            with contextlib.suppress(ValueError):
+                row = json.loads(line)
+                if isinstance(row, dict):
+                    rows.append(row)
+    return rows
+
+
 def load_pipeline(run_dir: Path, verdict: Any, started: float | None,
                   acked: Any = None) -> PipelineView | None:
     """The pipeline of a run, or None when it did not run one."""
@@ -131,6 +218,8 @@ def load_pipeline(run_dir: Path, verdict: Any, started: float | None,
     if not isinstance(info, dict) and not out.is_dir() and audit is None:
         return None
     info = dict(info) if isinstance(info, dict) else {}
+    tput, lat = throughput_latency(_rows(out / PIPELINE_PROGRESS_FILE), started)
     return PipelineView(status=str(info.get("status") or "unknown"), error=info.get("error"),
                         info=info, lag=lag_series(out / PIPELINE_PROGRESS_FILE, started, acked),
-                        audit=audit if isinstance(audit, dict) else None)
+                        audit=audit if isinstance(audit, dict) else None,
+                        throughput=tput, latency=lat)

@@ -175,6 +175,12 @@ def pipeline_table(data: RunData) -> Table:
         table.add_row("lag", f"max {p.max_lag} records; final "
                       + ", ".join(f"{q} {v}" for q, v in p.final_lag.items()))
         table.add_row("lag over time", _lag_line(p.lag))
+    if p.throughput:
+        table.add_row("throughput", "mean records/s per query: " + ", ".join(
+            f"{q} {v:g}" for q, v in p.mean_throughput.items()))
+    if p.max_latency is not None:
+        table.add_row("latency", f"end-to-end of window rows (record time to its row in the "
+                      f"sink): max {p.max_latency:.1f} s")
     if p.audit is not None:
         diffs = sum(int(o.get("differences_pipeline") or 0) for o in p.outputs())
         closed = sum(int(o.get("rows_closed") or 0) for o in p.outputs())

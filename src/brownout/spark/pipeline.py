@@ -17,7 +17,9 @@ Output directory (`out`):
 progress.jsonl fields: time (wall clock, s), query, topic, output, batch_id, input_rows,
 input_rows_per_s, processed_rows_per_s, duration_ms (triggerExecution), start_offsets,
 end_offsets, latest_offsets ({"topic": {"partition": offset}}), lag (latest - end, per
-partition, and total), watermark (ISO time), timestamp (the batch's start, ISO).
+partition, and total), watermark (ISO time), event_time_max (the newest event time the
+batch read, ISO), sink_rows (rows it wrote, -1 if unknown), timestamp (the batch's
+start, ISO).
 
 Run it from the CLI (`brownout pipeline run`), in-process (`run_pipeline(config)`, which
 returns when `duration` elapses or `stop` is set), or in a background process that a
@@ -169,6 +171,8 @@ def progress_row(name: str, topic: str, output: str, p: dict[str, Any]) -> dict[
         "start_offsets": start, "end_offsets": end, "latest_offsets": latest,
         "lag": _lag(latest, end),
         "watermark": (p.get("eventTime") or {}).get("watermark"),
+        "event_time_max": (p.get("eventTime") or {}).get("max"),
+        "sink_rows": (p.get("sink") or {}).get("numOutputRows"),
         "timestamp": p.get("timestamp"),
     }
 
@@ -257,7 +261,7 @@ def start_queries(spark: Any, config: PipelineConfig, *, start_timeout: float = 
 
 
 SOURCE_START_TIMEOUT = 30.0
-SOURCE_START_ATTEMPTS = 3
+SOURCE_START_ATTEMPTS = 5
 CONNECT_BACK = "Python worker failed to connect back"
 INITIALIZING = "Initializing sources"
 

@@ -82,3 +82,55 @@ def test_lag_behind_the_acknowledged_log(tmp_path: Path):
     # at 2.5 s: ends {0: 1, 1: 1}, processed {0: 0} -> 2 behind; at 4 s: ends {0: 3, 1: 1}
     assert lag_series(path, 1000.0, acked)["q"] == ([2.5, 4.0], [2, 1])
     assert lag_series(path, 1000.0)["q"] == ([2.5, 4.0], [0, 0])
+
+
+def test_throughput_and_latency_per_batch():
+    from brownout.report.pipeline import throughput_latency
+
+    def row(query, output, start, ms, rows, sink, mark):
+        return {"query": query, "output": output, "timestamp": start, "duration_ms": ms,
+                "input_rows": rows, "sink_rows": sink, "watermark": mark}
+
+    zero = "1970-01-01T00:00:00.000Z"
+    rows = [
+        row("t.pages", "clicks_pages", "2026-01-01T00:00:00.000Z", 1000, 0, 0, zero),
+        row("t.pages", "clicks_pages", "2026-01-01T00:00:02.000Z", 1000, 4000, 0, zero),
+        row("t.pages", "clicks_pages", "2026-01-01T00:00:04.000Z", 500, 5000, 3,
+            "2026-01-01T00:00:01.500Z"),
+        row("t.ledger", "ledger", "2026-01-01T00:00:00.000Z", 2000, 10, -1, None),
+        row("t.ledger", "ledger", "2026-01-01T00:00:03.000Z", 1000, 800, -1, None),
+    ]
+    started = 1767225600.0  # 2026-01-01T00:00:00Z
+    tput, lat = throughput_latency(rows, started)
+    # batch ends at 1, 3, 4.5 s: 4000 rows over 2 s, 5000 over 1.5 s
+    assert tput["t.pages"] == ([3.0, 4.5], [2000.0, 3333.3])
+    assert tput["t.ledger"] == ([4.0], [400.0])
+    # only the batch that wrote window rows: its end (4.5 s) - its watermark (1.5 s)
+    assert lat == {"t.pages": ([4.5], [3.0])}
+
+
+def test_the_report_shows_throughput_and_latency(tmp_path: Path):
+    from brownout.report import html, terminal
+
+    out = tmp_path / "pipeline"
+    out.mkdir()
+    rows = [{"time": 1.0, "query": "t.pages", "output": "clicks_pages", "lag": {"total": 0},
+             "timestamp": f"2026-01-01T00:00:0{i}.000Z", "duration_ms": 1000,
+             "input_rows": 100 * i, "sink_rows": i - 1,
+             "watermark": "2026-01-01T00:00:00.000Z"} for i in range(1, 4)]
+    (out / "progress.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    view = load_pipeline(tmp_path, {"pipeline": {"status": "stopped",
+                                                 "master": "spark://127.0.0.1:7077"}},
+                         1767225600.0)
+    assert view is not None and view.mean_throughput == {"t.pages": 250.0}
+    assert view.max_latency == 4.0
+
+    class Data:
+        pipeline = view
+
+    console = Console(record=True, width=200)
+    console.print(terminal.pipeline_table(Data()))  # type: ignore[arg-type]
+    text = console.export_text()
+    assert "t.pages 250" in text and "max 4.0 s" in text
+    section = html._pipeline_section(Data())  # type: ignore[arg-type]
+    assert "spark://127.0.0.1:7077" in section and "t.pages 250" in section
