@@ -46,6 +46,10 @@ class Partition:
         self.isr: tuple[int, ...] = ()
         self.min_insync_replicas = 1
         self.eligible_leader_replicas = False
+        # Whether the topic's leader/follower.replication.throttled.replicas name this
+        # broker's replica of the partition (replication quotas).
+        self.leader_throttled = False
+        self.follower_throttled = False
         # Leader's view of followers.
         self.follower_leos: dict[int, int] = {}
         # Followers' log start offsets from their fetches (-1 until they fetch): the

@@ -80,6 +80,10 @@ class ReplicaFetcherManager:
         # partition -> loop time before which it is left out of fetches (its last
         # fetch failed)
         self._delayed: dict[TopicPartition, float] = {}
+        # partition -> how far its log end was behind the leader's high watermark after
+        # the last fetch (Kafka's PartitionFetchState lag): 0 is in sync, and a replica
+        # in sync is never throttled.
+        self._lag: dict[TopicPartition, int] = {}
 
     def followed_by_leader(self) -> dict[int, list[Partition]]:
         result: dict[int, list[Partition]] = {}
@@ -141,7 +145,8 @@ class ReplicaFetcherManager:
         while True:
             followed = self.followed_by_leader().get(leader, [])
             now = loop.time()
-            partitions = [p for p in followed if self._delayed.get(p.tp, now) <= now]
+            partitions = [p for p in followed if self._delayed.get(p.tp, now) <= now
+                          and not self._should_follower_throttle(p, now)]
             endpoint = self.endpoint_of(leader)
             if not partitions or endpoint is None:
                 waits = [self._delayed[p.tp] - now for p in followed if p.tp in self._delayed]
@@ -193,6 +198,13 @@ class ReplicaFetcherManager:
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(seconds):
                 await event.wait()
+
+    def _should_follower_throttle(self, partition: Partition, now: float) -> bool:
+        """Kafka's shouldFollowerThrottle: a throttled replica that is not in sync is
+        left out of the fetch while this broker's follower quota is exceeded."""
+        in_sync = self._lag.get(partition.tp, 1) <= 0
+        return (partition.follower_throttled and not in_sync
+                and self.replica_manager.follower_quota.is_exceeded(int(now * 1000)))
 
     def _wanted(self, partitions: list[Partition]) -> dict[TopicPartition, PartitionData]:
         return {
@@ -277,6 +289,10 @@ class ReplicaFetcherManager:
                                   leader, tp, e)
                         self._delay(tp)
                         continue
+                    if partition.follower_throttled:
+                        rm.follower_quota.record(
+                            len(records), int(asyncio.get_running_loop().time() * 1000))
+                self._lag[tp] = max(0, int(p.high_watermark) - partition.log_end_offset)
                 rm.update_follower_high_watermark(tp, int(p.high_watermark))
                 rm.increment_follower_log_start(tp, int(p.log_start_offset))
         return backoff

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
 
+from ..common.kafka_config import replica_throttled
 from ..controller.image import MetadataImage
 from ..controller.topics import INTERNAL_TOPICS
 from ..protocol.records import CorruptRecordError, InvalidRecordError
@@ -34,6 +35,7 @@ from ..zk.messages import (
 )
 from . import replication
 from .partition import NO_LEADER, Partition, PartitionError, TopicPartition
+from .replication_quota import ReplicationQuota
 
 if TYPE_CHECKING:
     from .zk_metadata_cache import ZkMetadataCache
@@ -140,6 +142,30 @@ class ReplicaManager:
         self.broker_alive: Callable[[int], bool] = lambda _broker: True
         # Called after every metadata change, so replica fetchers follow new leaders.
         self.follower_listeners: list[Callable[[], None]] = []
+        # Replication quotas: the leader's, for what it sends to throttled followers, and
+        # the follower's, which the replica fetchers use. Their bounds are the dynamic
+        # broker configs, set by whoever applies them (configure_replication_quotas).
+        self.leader_quota = ReplicationQuota()
+        self.follower_quota = ReplicationQuota()
+
+    def configure_replication_quotas(self, config: Any) -> None:
+        """Take the quotas' bounds and windows from the broker config in effect (with its
+        dynamic configs): a changed leader/follower.replication.throttled.rate applies
+        from the next fetch on, as in Kafka. The samples so far are kept."""
+        for quota, key in ((self.leader_quota, "leader.replication.throttled.rate"),
+                           (self.follower_quota, "follower.replication.throttled.rate")):
+            quota.bound = int(config[key])
+            quota.samples = int(config["replication.quota.window.num"])
+            quota.window_ms = int(config["replication.quota.window.size.seconds"]) * 1000
+
+    def _apply_topic_configs(self, partition: Partition, configs: Mapping[str, Any]) -> None:
+        """The partition's topic configs that are not log configs."""
+        partition.min_insync_replicas = int(configs["min.insync.replicas"])
+        index = partition.tp.partition
+        partition.leader_throttled = replica_throttled(
+            configs.get("leader.replication.throttled.replicas", ()), index, self.node_id)
+        partition.follower_throttled = replica_throttled(
+            configs.get("follower.replication.throttled.replicas", ()), index, self.node_id)
 
     # -- metadata -------------------------------------------------------------------
 
@@ -201,7 +227,7 @@ class ReplicaManager:
                     # now on (retention at the next check, segment sizes at the next
                     # roll), as Kafka's logs pick up a new LogConfig.
                     partition.log.config = log_config
-                partition.min_insync_replicas = int(configs["min.insync.replicas"])
+                self._apply_topic_configs(partition, configs)
                 partition.eligible_leader_replicas = self._eligible_leader_replicas
                 if reg.leader == self.node_id:
                     partition.make_leader(
@@ -223,7 +249,7 @@ class ReplicaManager:
         log_config = LogConfig.from_properties(configs)
         for tp, partition in self.partitions.items():
             if tp.topic == topic:
-                partition.min_insync_replicas = int(configs["min.insync.replicas"])
+                self._apply_topic_configs(partition, configs)
                 partition.log.config = log_config
 
     def _remove(self, tp: TopicPartition) -> None:
@@ -371,7 +397,7 @@ class ReplicaManager:
             log_ = self.log_manager.get_or_create_log(
                 tp.topic, tp.partition, topic_id, LogConfig.from_properties(configs))
             partition = Partition(tp, log_.topic_id, log_, self.node_id)
-            partition.min_insync_replicas = int(configs["min.insync.replicas"])
+            self._apply_topic_configs(partition, configs)
             partition.eligible_leader_replicas = self._eligible_leader_replicas
             self.partitions[tp] = partition
         if partition.topic_id is not None:
@@ -714,6 +740,8 @@ class ReplicaManager:
             errors = any(r.error != ErrorCode.none for _, r in results)
             remaining = deadline - time.monotonic()
             if ready >= min_bytes or errors or remaining <= 0 or not requests:
+                if replica_id >= 0:
+                    self._record_leader_throttled(results)
                 return results
             await self._wait_for_change(remaining)
 
@@ -770,6 +798,29 @@ class ReplicaManager:
             for req, res in answers
         ]
 
+    # -- replication quotas (leader side) -------------------------------------------
+
+    def _should_leader_throttle(self, tp: TopicPartition, replica_id: int, now: int) -> bool:
+        """Kafka's shouldLeaderThrottle: a follower outside the ISR fetching a partition
+        whose leader replica (here) is throttled, while the leader's quota is exceeded.
+        A follower in the ISR is never throttled, so acks=all writes do not slow down."""
+        partition = self.partitions.get(tp)
+        return (partition is not None and partition.is_leader and partition.leader_throttled
+                and replica_id not in partition.isr and self.leader_quota.is_exceeded(now))
+
+    def _record_leader_throttled(
+        self, results: list[tuple[FetchRequestPartition, FetchResult]]
+    ) -> None:
+        """Count what a follower fetch sends of throttled partitions (every follower's,
+        in the ISR or not, as Kafka's sizeOfThrottledPartitions does)."""
+        sent = 0
+        for request, result in results:
+            partition = self.partitions.get(request.tp)
+            if partition is not None and partition.leader_throttled:
+                sent += len(result.records)
+        if sent:
+            self.leader_quota.record(sent, self._clock())
+
     # -- ISR changes ----------------------------------------------------------------
 
     def _maybe_expand_isr(self, partition: Partition) -> None:
@@ -824,6 +875,7 @@ class ReplicaManager:
         results = []
         budget = max_bytes
         min_one = True
+        now = self._clock()
         for request in requests:
             limited = request
             if not 0 <= request.max_bytes <= budget:
@@ -831,6 +883,10 @@ class ReplicaManager:
                     request, max_bytes=max(0, min(request.max_bytes, budget))
                 )
             result = self.read(limited, replica_id=replica_id, min_one_batch=min_one)
+            if result.records and replica_id >= 0 and self._should_leader_throttle(
+                    request.tp, replica_id, now):
+                # As Kafka: read (so errors come first), then leave the records out.
+                result = dataclasses.replace(result, records=b"")
             if result.records:
                 min_one = False
                 budget -= len(result.records)

@@ -7,7 +7,8 @@ ignores (thread counts, buffers) are accepted so that real server.properties fil
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+import re
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -166,6 +167,15 @@ BROKER_CONFIG = ConfigDef(
         ConfigKey("replica.socket.timeout.ms", INT, 30000),
         ConfigKey("replica.high.watermark.checkpoint.interval.ms", L, 5000, "", at_least(1)),
         ConfigKey("num.replica.fetchers", INT, 1, "", at_least(1)),
+        # Replication quotas (broker/replication_quota.py): bytes/s a leader sends to, and
+        # a follower fetches for, the replicas its topics list as throttled. Dynamic,
+        # per broker or cluster-wide, as Kafka's DynamicConfig.Broker keys.
+        ConfigKey("leader.replication.throttled.rate", L, LONG_MAX,
+                  "Bytes/s this broker sends to throttled followers", at_least(0)),
+        ConfigKey("follower.replication.throttled.rate", L, LONG_MAX,
+                  "Bytes/s this broker fetches for throttled replicas", at_least(0)),
+        ConfigKey("replication.quota.window.num", INT, 11, "", at_least(1)),
+        ConfigKey("replication.quota.window.size.seconds", INT, 1, "", at_least(1)),
         ConfigKey("max.incremental.fetch.session.cache.slots", INT, 1000, "", at_least(0)),
         ConfigKey("auto.leader.rebalance.enable", B, True),
         ConfigKey("leader.imbalance.check.interval.seconds", L, 300, "", at_least(1)),
@@ -210,6 +220,34 @@ BROKER_CONFIG = ConfigDef(
 )
 
 # Topic-level configs with the broker key each inherits its default from.
+_THROTTLED_REPLICA = re.compile(r"([0-9]+:[0-9]+)?")
+
+
+def _throttled_replicas(name: str) -> Callable[[Any], str | None]:
+    """Kafka's ThrottledReplicaListValidator: `*`, or partitionId:brokerId pairs."""
+    def check(value: Any) -> str | None:
+        items = [str(v).strip() for v in value]
+        if all(_THROTTLED_REPLICA.fullmatch(i) for i in items) or "".join(items) == "*":
+            return None
+        return (f"{name} must be the literal '*' or a list of replicas in the following "
+                "format: [partitionId]:[brokerId],[partitionId]:[brokerId],...")
+    return check
+
+
+def replica_throttled(value: Any, partition: int, broker_id: int) -> bool:
+    """Whether a (validated) throttled-replicas config names `broker_id`'s replica of
+    `partition`: each broker keeps only the pairs with its own id, as Kafka's
+    TopicConfigHandler does, and `*` means every replica."""
+    items = [str(v).strip() for v in (value.split(",") if isinstance(value, str) else value)]
+    if "".join(items) == "*":
+        return True
+    for item in items:
+        p, _, b = item.partition(":")
+        if p.isdigit() and b.isdigit() and int(p) == partition and int(b) == broker_id:
+            return True
+    return False
+
+
 TOPIC_CONFIG = ConfigDef(
     [
         ConfigKey("cleanup.policy", LIST, ["delete"], "", one_of("delete", "compact"),
@@ -240,6 +278,14 @@ TOPIC_CONFIG = ConfigDef(
         ConfigKey("segment.ms", L, 604800000, "", at_least(1), "log.roll.ms"),
         ConfigKey("unclean.leader.election.enable", B, False, "", None,
                   "unclean.leader.election.enable"),
+        ConfigKey("leader.replication.throttled.replicas", LIST, [],
+                  "partitionId:brokerId pairs (or *) of the replicas whose leader "
+                  "throttles the followers fetching from it",
+                  _throttled_replicas("leader.replication.throttled.replicas")),
+        ConfigKey("follower.replication.throttled.replicas", LIST, [],
+                  "partitionId:brokerId pairs (or *) of the follower replicas whose "
+                  "fetches are throttled",
+                  _throttled_replicas("follower.replication.throttled.replicas")),
     ]
 )
 
@@ -253,7 +299,8 @@ DYNAMIC_BROKER_CONFIGS = frozenset(
     {k.broker_synonym for k in TOPIC_CONFIG.keys.values() if k.broker_synonym}
     | {"log.retention.hours", "log.retention.minutes", "log.roll.hours",
        "num.io.threads", "num.network.threads", "num.replica.fetchers",
-       "num.recovery.threads.per.data.dir", "producer.id.expiration.ms"}
+       "num.recovery.threads.per.data.dir", "producer.id.expiration.ms",
+       "leader.replication.throttled.rate", "follower.replication.throttled.rate"}
 )
 
 

@@ -95,6 +95,7 @@ class BrokerServer:
         self.fetchers = parts.replica_fetchers(
             config, self.replica_manager, networks["fetcher"], self._broker_endpoint,
             shared.events)
+        self.replica_manager.configure_replication_quotas(config)
         self.replica_manager.alter_isr = self._alter_isr
         self.replica_manager.isr_eligible = self._isr_eligible
         self.replica_manager.broker_alive = self.metadata.has_alive_broker
@@ -121,6 +122,10 @@ class BrokerServer:
 
     def on_commit(self, committed: list[CommittedRecord]) -> None:
         replay(self.image, committed)
+        # Dynamic broker configs (the replication rates among them) take effect live.
+        layers = DynamicLayers.of(self.image.broker_configs, self.node_id)
+        self.replica_manager.configure_replication_quotas(
+            effective_config(self.config, layers, self._effective_cache))
         self.metadata_publisher.publish()
 
     def _broker_endpoint(self, broker_id: int) -> tuple[str, int] | None:

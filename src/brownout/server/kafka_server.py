@@ -161,6 +161,8 @@ class KafkaServer:
         self.metadata = ZkMetadataCache(self.node_id)
         self.replica_manager = ReplicaManager(
             self.node_id, self.log_manager, self._topic_config, metadata_cache=self.metadata)
+        # ZooKeeper mode has no dynamic broker configs here: server.properties' rates.
+        self.replica_manager.configure_replication_quotas(config)
         self.replica_manager.alter_isr = self._alter_isr
         self.replica_manager.isr_eligible = self.metadata.has_alive_broker
         self.replica_manager.broker_alive = self.metadata.has_alive_broker
