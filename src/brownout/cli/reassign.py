@@ -34,6 +34,10 @@ REASSIGN_HELP = "\n\n".join([
     "(prints the current assignment, to keep for a rollback, and starts the moves); "
     "--verify --reassignment-json-file F (completed or still in progress, per partition); "
     "--cancel --reassignment-json-file F; --list.",
+    "--execute --throttle RATE also throttles the moving replicas to RATE bytes/s (topic "
+    "leader/follower.replication.throttled.replicas, broker "
+    "leader/follower.replication.throttled.rate); --verify clears the throttles once the "
+    "reassignment is complete (and --cancel at once), unless --preserve-throttles.",
 ])
 
 
@@ -65,6 +69,12 @@ def reassign_partitions_command(
         show_default=False)] = None,
     additional: Annotated[bool, typer.Option(
         "--additional", help="With --execute: allowed while other reassignments run.")] = False,
+    throttle: Annotated[int, typer.Option(
+        "--throttle", help="With --execute: the inter-broker replication throttle in "
+        "bytes/s (-1: none).")] = -1,
+    preserve_throttles: Annotated[bool, typer.Option(
+        "--preserve-throttles", help="With --verify or --cancel: do not clear the "
+        "throttles.")] = False,
     bootstrap: BootstrapOption = None,
     directory: DirOption = None,
     timeout: TimeoutOption = 15.0,
@@ -79,6 +89,12 @@ def reassign_partitions_command(
         raise UsageError("--topics-to-move-json-file and --broker-list go with --generate")
     if additional and not execute:
         raise UsageError("--additional goes with --execute")
+    if throttle != -1 and not execute:
+        raise UsageError("--throttle goes with --execute")
+    if throttle < -1:
+        raise UsageError(f"--throttle must be -1 (none) or a rate in bytes/s, not {throttle}")
+    if preserve_throttles and not (verify or cancel):
+        raise UsageError("--preserve-throttles goes with --verify or --cancel")
     tool = Reassigner(resolve_bootstrap(bootstrap, directory), timeout)
     if generate:
         topics = parse_topics_json(_read(topics_to_move, "--topics-to-move-json-file",
@@ -94,12 +110,18 @@ def reassign_partitions_command(
         targets = parse_reassignment_json(
             _read(reassignment, "--reassignment-json-file", actions[0]), for_execute=execute)
         if execute:
-            tool.execute(targets, additional, typer.echo)
+            tool.execute(targets, additional, typer.echo, throttle)
         elif verify:
-            lines, _ = tool.verify(targets)
+            lines, ongoing = tool.verify(targets)
             for line in lines:
                 typer.echo(line)
             typer.echo("")  # Kafka's tool then prints its (here empty) log-dir move states
+            if not ongoing and not preserve_throttles:
+                for line in tool.clear_throttles(targets):
+                    typer.echo(line)
         else:
             for line in tool.cancel(targets):
                 typer.echo(line)
+            if not preserve_throttles:  # Kafka's tool clears them after a cancel too
+                for line in tool.clear_throttles(targets):
+                    typer.echo(line)

@@ -7,8 +7,12 @@ broker with the lab's own client (AlterPartitionReassignments, ListPartitionReas
 Metadata): confluent-kafka's AdminClient has no reassignment call, so this works against
 any Kafka that serves those APIs.
 
-Kafka's tool also sets and clears replication throttles; the node has no replication
-quotas, so nothing here touches throttle configs.
+With --throttle, --execute also sets the replication throttles as Kafka's tool does: on
+each moving topic, leader.replication.throttled.replicas lists the partitions' current
+replicas (whichever leads throttles the new ones) and
+follower.replication.throttled.replicas the replicas being added; on every broker
+involved, leader.replication.throttled.rate and follower.replication.throttled.rate.
+--verify clears them all once nothing is moving (unless --preserve-throttles).
 """
 
 from __future__ import annotations
@@ -20,7 +24,8 @@ import random
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from .admin import Admin, AdminError
+from .admin import AdminError
+from .configs import BROKERS, TOPICS, ConfigAdmin
 
 TopicPartition = tuple[str, int]
 
@@ -218,6 +223,56 @@ def list_lines(ongoing: Mapping[TopicPartition, tuple[Sequence[int], Sequence[in
     return lines
 
 
+YOU_MUST_RUN_VERIFY_PERIODICALLY = (
+    "Warning: You must run --verify periodically, until the reassignment completes, to "
+    "ensure the throttle is removed.")
+LEADER_THROTTLED_REPLICAS = "leader.replication.throttled.replicas"
+FOLLOWER_THROTTLED_REPLICAS = "follower.replication.throttled.replicas"
+BROKER_THROTTLE_RATES = ("leader.replication.throttled.rate",
+                         "follower.replication.throttled.rate")
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Throttles:
+    """What --execute --throttle sets: per topic, its two throttled-replicas values;
+    the brokers that get the rate."""
+
+    topics: dict[str, dict[str, str]]
+    brokers: list[int]
+
+
+def throttles(current: Mapping[TopicPartition, Sequence[int]],
+              targets: Mapping[TopicPartition, Sequence[int]]) -> Throttles:
+    """Kafka's calculateLeaderThrottles/calculateFollowerThrottles for the partitions
+    that move: leaders are throttled on every current replica, followers on every
+    replica being added; each value sorted as the tool's TreeSet of strings."""
+    leaders: dict[str, set[str]] = {}
+    followers: dict[str, set[str]] = {}
+    brokers: set[int] = set()
+    for tp, target in targets.items():
+        now = list(current.get(tp, ()))
+        if list(target) == now:
+            continue  # not moving
+        leaders.setdefault(tp[0], set()).update(f"{tp[1]}:{b}" for b in now)
+        followers.setdefault(tp[0], set()).update(f"{tp[1]}:{b}" for b in target
+                                                  if b not in now)
+        brokers.update(now)
+        brokers.update(target)
+    topics = {t: {LEADER_THROTTLED_REPLICAS: ",".join(sorted(leaders[t])),
+                  FOLLOWER_THROTTLED_REPLICAS: ",".join(sorted(followers.get(t, ())))}
+              for t in sorted(leaders)}
+    return Throttles(topics, sorted(brokers))
+
+
+def clearing_lines(brokers: Iterable[int], topics: Iterable[str]) -> list[str]:
+    """What Kafka's clearAllThrottles prints."""
+    bs, ts = sorted(set(brokers)), sorted(set(topics))
+    return [f"Clearing broker-level throttles on broker{'' if len(bs) == 1 else 's'} "
+            f"{','.join(map(str, bs))}",
+            f"Clearing topic-level throttles on topic{'' if len(ts) == 1 else 's'} "
+            f"{','.join(ts)}"]
+
+
 def _sorted_names(tps: Iterable[TopicPartition]) -> str:
     return ",".join(tp_name(tp) for tp in sorted(tps))
 
@@ -232,7 +287,7 @@ class Reassigner:
     """The tool's actions against the cluster at `bootstrap` (the lab's own client)."""
 
     def __init__(self, bootstrap: str, timeout: float) -> None:
-        self.admin = Admin(bootstrap, timeout)
+        self.admin = ConfigAdmin(bootstrap, timeout)
         self.timeout = timeout
 
     def _call(self, what: str, fn: Any) -> Any:
@@ -266,7 +321,7 @@ class Reassigner:
                 format_reassignment_json(proposed)]
 
     def execute(self, targets: Mapping[TopicPartition, Sequence[int]], additional: bool,
-                echo: Any) -> None:
+                echo: Any, throttle: int = -1) -> None:
         if not additional and self.ongoing():
             raise ReassignError(CANNOT_EXECUTE_BECAUSE_OF_EXISTING)
         known = set(self.broker_ids())
@@ -281,6 +336,10 @@ class Reassigner:
         echo("Current partition replica assignment\n\n"
              + format_reassignment_json({tp: current[tp] for tp in targets})
              + "\n\nSave this to use as the --reassignment-json-file option during rollback")
+        if throttle >= 0:
+            echo(YOU_MUST_RUN_VERIFY_PERIODICALLY)
+            self.set_throttles(throttles(current, targets), throttle)
+            echo(f"The inter-broker throttle limit was set to {throttle} B/s")
         wanted = {tp: list(rs) for tp, rs in targets.items()}
         answers = self._call("cannot reassign partitions", lambda c: (
             c.alter_partition_reassignments(wanted, int(self.timeout * 1000))))
@@ -293,7 +352,7 @@ class Reassigner:
              f"{_sorted_names(targets)}")
 
     def verify(self, targets: Mapping[TopicPartition, Sequence[int]]) -> tuple[list[str], bool]:
-        """The status lines, and whether any reassignment is still going on."""
+        """The status lines, and whether any of these partitions is still moving."""
         ongoing = self.ongoing()
         states: dict[TopicPartition, PartitionState] = {}
         lookup = sorted({tp[0] for tp in targets if tp not in ongoing})
@@ -307,7 +366,27 @@ class Reassigner:
                 states[tp] = PartitionState(ongoing[tp][0], tuple(target), False)
             else:
                 states[tp] = PartitionState(tuple(described.get(tp, ())), tuple(target), True)
-        return verify_lines(states), bool(ongoing)
+        return verify_lines(states), any(not state.done for state in states.values())
+
+    def set_throttles(self, plan: Throttles, rate: int) -> None:
+        for topic, configs in plan.topics.items():
+            self.admin.alter(TOPICS, topic, configs, [])
+        for broker in plan.brokers:
+            self.admin.alter(BROKERS, str(broker), dict.fromkeys(BROKER_THROTTLE_RATES,
+                                                                 str(rate)), [])
+
+    def clear_throttles(self, targets: Mapping[TopicPartition, Sequence[int]]) -> list[str]:
+        """Kafka's clearAllThrottles: every live broker and every target replica's
+        broker lose their rates, every target topic its throttled replicas (it cannot
+        know which brokers an earlier --execute throttled, so it clears them all)."""
+        brokers = set(self.broker_ids()) | {b for rs in targets.values() for b in rs}
+        topics = {tp[0] for tp in targets}
+        for broker in sorted(brokers):
+            self.admin.alter(BROKERS, str(broker), {}, list(BROKER_THROTTLE_RATES))
+        for topic in sorted(topics):
+            self.admin.alter(TOPICS, topic, {}, [LEADER_THROTTLED_REPLICAS,
+                                                 FOLLOWER_THROTTLED_REPLICAS])
+        return clearing_lines(brokers, topics)
 
     def cancel(self, targets: Mapping[TopicPartition, Sequence[int]]) -> list[str]:
         ongoing = self.ongoing(list(targets))

@@ -12,12 +12,14 @@ from brownout.cluster.reassign import (
     PartitionState,
     ReassignError,
     assign_replicas,
+    clearing_lines,
     format_reassignment_json,
     list_lines,
     parse_broker_list,
     parse_reassignment_json,
     parse_topics_json,
     propose,
+    throttles,
     verify_lines,
 )
 
@@ -83,3 +85,28 @@ def test_verify_and_list_lines():
     assert list_lines({("t", 0): ((4, 2, 3, 1), (4,), (1,))}) == [
         "Current partition reassignments:",
         "t-0: replicas: 4,2,3,1. adding: 4. removing: 1."]
+
+
+def test_throttles_are_kafkas() -> None:
+    current = {("foo", 0): [1, 2], ("foo", 1): [2, 1], ("foo", 10): [1, 2],
+               ("bar", 0): [4], ("baz", 0): [1]}
+    targets = {("foo", 0): [1, 3], ("foo", 1): [3, 4, 1], ("foo", 10): [1, 2],
+               ("bar", 0): [5], ("baz", 0): [1]}
+    plan = throttles(current, targets)
+    # Unmoved partitions (foo-10, baz-0) are left out; the values sort as strings.
+    assert plan.topics == {
+        "bar": {"leader.replication.throttled.replicas": "0:4",
+                "follower.replication.throttled.replicas": "0:5"},
+        "foo": {"leader.replication.throttled.replicas": "0:1,0:2,1:1,1:2",
+                "follower.replication.throttled.replicas": "0:3,1:3,1:4"},
+    }
+    assert plan.brokers == [1, 2, 3, 4, 5]
+
+
+def test_clearing_lines_are_kafkas() -> None:
+    assert clearing_lines([3, 1, 2], ["t"]) == [
+        "Clearing broker-level throttles on brokers 1,2,3",
+        "Clearing topic-level throttles on topic t"]
+    assert clearing_lines([1], ["b", "a"]) == [
+        "Clearing broker-level throttles on broker 1",
+        "Clearing topic-level throttles on topics a,b"]
