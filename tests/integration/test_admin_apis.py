@@ -148,6 +148,14 @@ def test_confluent_incremental_alter_configs_topic(node, topic):
     err = _error(_incremental(admin, ConfigResource("topic", f"{topic}-missing"),
                               _set("retention.ms", "1")))
     assert err.code() == KafkaError.UNKNOWN_TOPIC_OR_PART
+    name = "leader.replication.throttled.replicas"
+    assert _incremental(admin, resource, _set(name, "0:1")).result(timeout=15) is None
+    assert _describe(admin, resource)[name].value == "0:1"
+    err = _error(_incremental(admin, resource, _set(name, "0:1,x")))
+    assert (err.code(), err.str()) == (KafkaError.INVALID_CONFIG, (
+        f"Invalid value 0:1,x for configuration {name}: {name} must be the literal '*' or a "
+        "list of replicas in the following format: [partitionId]:[brokerId],"
+        "[partitionId]:[brokerId],..."))
 
 
 def test_confluent_broker_configs(node, topic):
@@ -407,6 +415,13 @@ def test_cluster_wide_default_broker_config(node, topic):
             "2", ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG.value)
         # The new default takes effect at once: acks=all needs two in-sync replicas.
         assert _acks_all_error(node.bootstrap, topic) == KafkaError.NOT_ENOUGH_REPLICAS
+        # A replication throttle rate as the cluster-wide default.
+        rate = "leader.replication.throttled.rate"
+        assert _alter_default_broker(node, 0, rate, "1000").error_code == 0
+        broker = _describe(admin, ConfigResource("broker", "1"))[rate]
+        assert (broker.value, broker.source) == (
+            "1000", ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG.value)
+        assert _alter_default_broker(node, 1, rate, None).error_code == 0
         answer = _alter_default_broker(node, 0, "log.dirs", "/tmp/elsewhere")
         assert answer.error_code == KafkaError.INVALID_REQUEST
         assert answer.error_message == "Cannot update these configs dynamically: Set(log.dirs)"
