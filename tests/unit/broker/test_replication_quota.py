@@ -1,9 +1,17 @@
-"""The replication quota's rate over its samples, and the throttled-replicas configs."""
+"""The replication quota's rate over its samples, the throttled-replicas configs, and the
+leader's throttling of fetches over a real log."""
 
 from __future__ import annotations
 
-import pytest
+import asyncio
+import uuid
+from pathlib import Path
 
+import pytest
+from kio.schema.errors import ErrorCode
+
+from brownout.broker.partition import Partition, TopicPartition
+from brownout.broker.replica_manager import FetchRequestPartition, ReplicaManager
 from brownout.broker.replication_quota import ReplicationQuota
 from brownout.common.config import LONG_MAX, ConfigError, convert
 from brownout.common.kafka_config import (
@@ -12,6 +20,8 @@ from brownout.common.kafka_config import (
     TOPIC_CONFIG,
     replica_throttled,
 )
+from brownout.protocol.records import build_batch
+from brownout.storage import LogConfig, LogManager
 
 
 def test_unbounded_quota_is_never_exceeded() -> None:
@@ -86,3 +96,59 @@ def test_rates_are_dynamic_longs_defaulting_to_long_max() -> None:
         assert convert(key, "50000") == 50000
         with pytest.raises(ConfigError):
             convert(key, "-1")
+
+
+# -- the leader side, over a real log ---------------------------------------------------
+
+TP = TopicPartition("moved", 0)
+
+
+def _leader(directory: Path, clock: list[int]) -> ReplicaManager:
+    """Broker 1 leading moved-0 (ten records) for 2 (in the ISR) and 3 (not yet), with
+    its replica listed as leader-throttled and a quota of 100 B/s."""
+    log_manager = LogManager([directory], LogConfig())
+    log_manager.startup()
+    configs = {"min.insync.replicas": 1, "leader.replication.throttled.replicas": ["0:1"]}
+    rm = ReplicaManager(1, log_manager, lambda _t: configs, clock=lambda: clock[0])
+    log = log_manager.get_or_create_log(TP.topic, TP.partition, uuid.uuid4(), LogConfig())
+    partition = Partition(TP, uuid.uuid4(), log, 1)
+    partition.make_leader(0, 0, (1, 2, 3), (1, 2), 0)
+    rm._apply_topic_configs(partition, configs)
+    rm.partitions[TP] = partition
+    for i in range(10):
+        log.append_as_leader(build_batch([(None, b"%d" % i)], timestamp_ms=0), 0, 0)
+    rm.leader_quota.bound = 100
+    return rm
+
+
+def _fetch(rm: ReplicaManager, replica: int) -> bytes:
+    request = FetchRequestPartition(TP, 0, 1 << 20, 0, 0, 0)
+    [(_, result)] = asyncio.run(rm.fetch([request], replica_id=replica, max_wait_ms=0,
+                                         min_bytes=0, max_bytes=1 << 20))
+    assert result.error == ErrorCode.none
+    return result.records
+
+
+def test_leader_throttles_only_followers_outside_the_isr(tmp_path: Path) -> None:
+    clock = [1_000_000]
+    rm = _leader(tmp_path, clock)
+    assert rm.partitions[TP].leader_throttled and not rm.partitions[TP].follower_throttled
+    sent = _fetch(rm, 3)
+    assert sent  # under quota: the first fetch is whole, however big
+    assert rm.leader_quota.rate(clock[0]) == len(sent)  # counted over one window
+    assert _fetch(rm, 3) == b""  # now over 100 B/s: left out, no error
+    assert _fetch(rm, 2) == sent  # in the ISR: never throttled (and still counted)
+    clock[0] += 11_000  # every sample expired
+    assert _fetch(rm, 3) == sent
+    rm.leader_quota.bound = LONG_MAX  # the rate deleted: no quota
+    assert _fetch(rm, 3) == sent
+
+
+def test_a_replica_not_listed_is_not_throttled(tmp_path: Path) -> None:
+    clock = [0]
+    rm = _leader(tmp_path, clock)
+    rm._apply_topic_configs(rm.partitions[TP], {
+        "min.insync.replicas": 1, "leader.replication.throttled.replicas": ["0:2", "1:1"]})
+    assert not rm.partitions[TP].leader_throttled
+    rm.leader_quota.record(10**6, 0)
+    assert _fetch(rm, 3)
