@@ -274,3 +274,38 @@ async def _a_stopped_fetcher_closes_its_connection(rm: ReplicaManager) -> None:
         assert leader.disconnected == [("127.0.0.1", 9001)]
     finally:
         await fetchers.stop()
+
+
+def test_follower_quota_leaves_out_throttled_replicas_not_in_sync(follower):
+    asyncio.run(_follower_quota(follower))
+
+
+async def _follower_quota(rm: ReplicaManager) -> None:
+    leader = ScriptedLeader()
+    fetchers = ReplicaFetcherManager(
+        rm, leader, lambda broker: ("127.0.0.1", 9000 + broker), node_id=ME,
+        max_wait_ms=500, min_bytes=1, max_bytes=10 << 20, partition_max_bytes=1 << 20,
+        backoff_ms=60_000,
+    )
+    rm.partitions[A].follower_throttled = True
+    rm.follower_quota.bound = 10  # bytes/s: one batch exceeds it
+    fetchers.reconcile()
+    try:
+        body, answer = await leader.next()
+        assert sent(body) == {A: 0, B: 0}
+        batch = build_batch([(None, b"v")] * 3, timestamp_ms=0, partition_leader_epoch=4)
+        # A caught up to the leader's high watermark: in sync, so never throttled.
+        answer.set_result(response(9, [(0, 3, batch), (1, 0, b"")]))
+        body, answer = await leader.next()
+        assert sent(body) == {A: 3} and not forgotten(body)
+        assert rm.follower_quota.is_exceeded(int(asyncio.get_running_loop().time() * 1000))
+        more = build_batch([(None, b"v")] * 3, timestamp_ms=0, partition_leader_epoch=4,
+                           base_offset=3)
+        # Now behind (high watermark 9, log end 6) and over quota: left out of the
+        # session (forgotten) until the rate falls; the unthrottled B stays.
+        answer.set_result(response(9, [(0, 9, more)]))
+        body, answer = await leader.next()
+        assert rm.partitions[A].log_end_offset == 6
+        assert sent(body) == {} and forgotten(body) == {A}
+    finally:
+        await fetchers.stop()
