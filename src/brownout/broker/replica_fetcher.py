@@ -95,6 +95,10 @@ class ReplicaFetcherManager:
     def reconcile(self) -> None:
         """Start a fetcher for every leader we follow, stop the others."""
         wanted = self.followed_by_leader()
+        followed = {p.tp for ps in wanted.values() for p in ps}
+        # A partition that stopped following forgets its lag: when it follows again, it
+        # is not in sync until a fetch says so.
+        self._lag = {tp: lag for tp, lag in self._lag.items() if tp in followed}
         for leader, task in list(self._fetchers.items()):
             if leader not in wanted:
                 task.cancel()
