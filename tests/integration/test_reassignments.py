@@ -268,7 +268,9 @@ def test_throttled_reassignment(cluster, tmp_path: Path):  # type: ignore[no-unt
         f"Reassignment of partition {name}-0 is completed.", "",
         f"Clearing broker-level throttles on brokers {b1},{b2},{b3},{b4}",
         f"Clearing topic-level throttles on topic {name}"]
-    assert _configs(c, "topic", name, topic_keys) == dict.fromkeys(topic_keys, "")
+    # The broker asked may not have replayed the deletions yet (as with Kafka).
+    wait_until(lambda: _configs(c, "topic", name, topic_keys) == dict.fromkeys(
+        topic_keys, ""), 15, "the topic's throttles cleared")
     for broker in (b1, b4):
-        assert _configs(c, "broker", str(broker), rate_keys) == dict.fromkeys(
-            rate_keys, str(2**63 - 1))
+        wait_until(lambda broker=broker: _configs(c, "broker", str(broker), rate_keys) == (
+            dict.fromkeys(rate_keys, str(2**63 - 1))), 15, f"broker {broker}'s rates cleared")
