@@ -1880,8 +1880,12 @@ def final_restart(target: Target, witness: Witness, campaign: Campaign) -> list[
         if code != 0:
             problems.append(f"SIGTERM: node exited with status {code}")
     except Exception:
+        # Its stacks first (faulthandler, if the node enabled it), then the log tail.
         node.kill()
         problems.append("SIGTERM: node did not exit within 30 s")
+        with node.log_path.open("rb") as f:
+            f.seek(max(0, node.log_path.stat().st_size - 2_000_000))
+            (campaign.out / "sigterm-log-tail.txt").write_bytes(f.read())
     try:
         target.start()
     except Exception as e:
