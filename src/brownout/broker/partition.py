@@ -89,6 +89,10 @@ class Partition:
         now_ms: int,
     ) -> None:
         new_epoch = leader_epoch != self.leader_epoch or not self.is_leader
+        if new_epoch or partition_epoch > self.partition_epoch:
+            # A newer committed state replaces any ISR change in flight (Kafka's
+            # makeLeader): what the controller decided is now known.
+            self.pending_isr = None
         self.leader = self.node_id
         self.leader_epoch = leader_epoch
         self.partition_epoch = partition_epoch
@@ -106,7 +110,6 @@ class Partition:
             self.last_caught_up_ms = {r: now_ms for r in followers if r in isr}
             self._last_fetch_ms = {}
             self._last_fetch_leader_leo = {}
-            self.pending_isr = None
         self.maybe_advance_high_watermark()
 
     def make_follower(

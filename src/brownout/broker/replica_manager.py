@@ -844,14 +844,24 @@ class ReplicaManager:
                 self.alter_isr(partition, new_isr)
 
     def isr_change_done(
-        self, partition: Partition, isr: tuple[int, ...] | None, partition_epoch: int
+        self, partition: Partition, leader_epoch: int, isr: tuple[int, ...], partition_epoch: int
     ) -> None:
-        """The controller answered an ISR change: adopt its result (None: refused)."""
+        """The controller committed an ISR change: adopt it, unless this leader has moved
+        on meanwhile (another leader epoch, or newer metadata), as Kafka does."""
+        if (not partition.is_leader or leader_epoch != partition.leader_epoch
+                or partition_epoch < partition.partition_epoch):
+            return
         partition.pending_isr = None
-        if isr is not None and partition_epoch >= partition.partition_epoch:
-            partition.isr = isr
-            partition.partition_epoch = partition_epoch
-            partition.maybe_advance_high_watermark()
+        partition.isr = isr
+        partition.partition_epoch = partition_epoch
+        partition.maybe_advance_high_watermark()
+        self._notify()
+
+    def isr_change_reset(self, partition: Partition, proposed: tuple[int, ...]) -> None:
+        """The controller certainly did not apply `proposed`: back to the committed ISR,
+        so that the next change can be asked for."""
+        if partition.pending_isr == proposed:
+            partition.pending_isr = None
         self._notify()
 
     # -- follower side --------------------------------------------------------------

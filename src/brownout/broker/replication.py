@@ -47,6 +47,45 @@ def out_of_sync_replicas(
     ]
 
 
+# What a leader does with the controller's answer to an ISR change (AlterPartition),
+# Kafka's Partition.handleAlterPartitionError. Until the outcome is known the leader keeps
+# the pending (maximal) ISR: a change the controller may have committed must count for
+# the high watermark, or a write acknowledged by the old, smaller ISR can be lost when a
+# replica the controller already added becomes leader without it.
+ISR_CHANGE_ADOPT = "adopt"  # committed: take the answer's ISR and partition epoch
+ISR_CHANGE_RESET = "reset"  # certainly not applied: back to the committed ISR
+ISR_CHANGE_AWAIT_METADATA = "await-metadata"  # outcome unknown: pending until metadata
+ISR_CHANGE_RETRY = "retry"  # no answer or an unexpected error: send it again
+
+_AWAIT_METADATA_ERRORS = frozenset({
+    ErrorCode.unknown_topic_or_partition,
+    ErrorCode.unknown_topic_id,
+    ErrorCode.fenced_leader_epoch,
+    ErrorCode.invalid_update_version,
+    ErrorCode.invalid_request,
+    ErrorCode.new_leader_elected,
+})
+
+
+def isr_change_outcome(error: ErrorCode | None) -> str:
+    """The leader's next step for an AlterPartition answer (None: no answer at all).
+
+    Only OPERATION_NOT_ATTEMPTED and INELIGIBLE_REPLICA say the change was not applied
+    by any controller, past or future, so only they return to the committed ISR. Errors
+    that mean the leader's view is stale wait for the metadata that will replace it; a
+    lost answer or any other error is sent again, since an earlier try may have been
+    applied and its answer lost."""
+    if error is None:
+        return ISR_CHANGE_RETRY
+    if error == ErrorCode.none:
+        return ISR_CHANGE_ADOPT
+    if error in (ErrorCode.operation_not_attempted, ErrorCode.ineligible_replica):
+        return ISR_CHANGE_RESET
+    if error in _AWAIT_METADATA_ERRORS:
+        return ISR_CHANGE_AWAIT_METADATA
+    return ISR_CHANGE_RETRY
+
+
 def can_join_isr(follower_leo: int, high_watermark: int, leader_epoch_start: int) -> bool:
     """A follower rejoins the ISR once it has caught up to the high watermark and to the
     start of the current leader's epoch (so it holds everything the leader committed)."""

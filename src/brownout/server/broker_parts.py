@@ -18,6 +18,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from ..broker import replication
 from ..broker.apis import KafkaApis
 from ..broker.controller_channel import ControllerUnavailable, RemoteControllerChannel
 from ..broker.group_apis import GroupApis
@@ -161,6 +162,10 @@ def start_housekeeping(
             log_manager.flush_dirty_logs, int(time.time() * 1000)))
 
 
+# Between tries of an ISR change that got no answer or an unexpected error.
+ALTER_PARTITION_RETRY_S = 0.1
+
+
 async def send_alter_partition(
     shared: SharedServer,
     channel: RemoteControllerChannel,
@@ -168,31 +173,56 @@ async def send_alter_partition(
     partition: Partition,
     new_isr: tuple[int, ...],
     *,
-    broker_epoch: int,
+    broker_epoch: Callable[[], int],
     isr_epochs: Iterable[tuple[int, int]],
 ) -> None:
-    """Ask the controller for an ISR change (AlterPartition) and apply its answer; a
-    refused or unanswered request leaves the ISR as it was, to be tried again."""
+    """Ask the controller for an ISR change (AlterPartition) and act on its answer the
+    way Kafka's leader does (replication.isr_change_outcome): the change stays pending,
+    and counts for the high watermark, until the leader knows whether it was applied."""
     node_id = shared.node_id
+    leader_epoch, partition_epoch = partition.leader_epoch, partition.partition_epoch
+    isr_epochs = list(isr_epochs)
     partition_log.info("[Partition %s broker=%d] ISR update requested from %s to %s",
                        partition.tp, node_id, list(partition.isr), list(new_isr))
-    try:
-        answer = await channel.alter_partition(
-            node_id, broker_epoch, partition.topic_id, partition.tp.partition,
-            partition.leader_epoch, partition.partition_epoch, list(isr_epochs),
-        )
-    except ControllerUnavailable as e:
-        log.info("AlterPartition for %s failed: %s", partition.tp, e)
-        replica_manager.isr_change_done(partition, None, -1)
-        return
-    if isinstance(answer, ErrorCode) or answer.error_code != ErrorCode.none:
-        error = answer if isinstance(answer, ErrorCode) else answer.error_code
-        log.info("AlterPartition for %s refused: %s", partition.tp, error.name)
-        replica_manager.isr_change_done(partition, None, -1)
-        return
-    shared.events.emit("isr", partition=str(partition.tp), isr=list(answer.isr))
-    replica_manager.isr_change_done(partition, tuple(int(b) for b in answer.isr),
-                                    int(answer.partition_epoch))
+
+    def still_pending() -> bool:
+        return (partition.pending_isr == new_isr and partition.is_leader
+                and partition.leader_epoch == leader_epoch
+                and partition.partition_epoch == partition_epoch)
+
+    while still_pending():
+        error: ErrorCode | None
+        try:
+            answer = await channel.alter_partition(
+                node_id, broker_epoch(), partition.topic_id, partition.tp.partition,
+                leader_epoch, partition_epoch, isr_epochs,
+            )
+        except ControllerUnavailable as e:
+            answer, error = None, None
+            log.info("AlterPartition for %s got no answer (%s); trying again",
+                     partition.tp, e)
+        else:
+            error = answer if isinstance(answer, ErrorCode) else answer.error_code
+        outcome = replication.isr_change_outcome(error)
+        if outcome == replication.ISR_CHANGE_ADOPT:
+            isr = tuple(int(b) for b in answer.isr)
+            shared.events.emit("isr", partition=str(partition.tp), isr=list(isr))
+            replica_manager.isr_change_done(partition, int(answer.leader_epoch), isr,
+                                            int(answer.partition_epoch))
+            return
+        if outcome == replication.ISR_CHANGE_RESET:
+            log.info("AlterPartition for %s refused: %s; back to the committed ISR %s",
+                     partition.tp, error.name, list(partition.isr))
+            replica_manager.isr_change_reset(partition, new_isr)
+            return
+        if outcome == replication.ISR_CHANGE_AWAIT_METADATA:
+            log.info("AlterPartition for %s refused: %s; the ISR change stays pending "
+                     "until newer metadata arrives", partition.tp, error.name)
+            return
+        if error is not None:
+            log.info("AlterPartition for %s refused: %s; trying again",
+                     partition.tp, error.name)
+        await asyncio.sleep(ALTER_PARTITION_RETRY_S)
 
 
 async def stop_parts(shared: SharedServer, owner: Any, names: Iterable[str]) -> None:

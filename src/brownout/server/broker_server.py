@@ -150,12 +150,15 @@ class BrokerServer:
         self.shared.spawn(self._send_alter_isr(partition, new_isr))
 
     async def _send_alter_isr(self, partition: Partition, new_isr: tuple[int, ...]) -> None:
-        assert self.lifecycle is not None
+        lifecycle = self.lifecycle
+        assert lifecycle is not None
         epochs = [(b, self.image.brokers[b].broker_epoch if b in self.image.brokers else -1)
                   for b in new_isr]
+        # The broker epoch is read at each try: a retry after a re-registration uses the
+        # new one.
         await parts.send_alter_partition(
             self.shared, self.alter_partition_channel, self.replica_manager, partition,
-            new_isr, broker_epoch=self.lifecycle.broker_epoch, isr_epochs=epochs)
+            new_isr, broker_epoch=lambda: lifecycle.broker_epoch, isr_epochs=epochs)
 
     def _isr_eligible(self, broker_id: int) -> bool:
         broker = self.image.brokers.get(broker_id)

@@ -287,7 +287,7 @@ class KafkaServer:
         # A ZooKeeper controller does not check the ISR members' broker epochs.
         self.shared.spawn(parts.send_alter_partition(
             self.shared, self.alter_partition_channel, self.replica_manager, partition,
-            new_isr, broker_epoch=self.broker_epoch, isr_epochs=[(b, -1) for b in new_isr]))
+            new_isr, broker_epoch=lambda: self.broker_epoch, isr_epochs=[(b, -1) for b in new_isr]))
 
     # -- stop -----------------------------------------------------------------------
 

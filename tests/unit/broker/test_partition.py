@@ -116,3 +116,24 @@ def test_fenced_followers_are_not_proposed_for_the_isr(leader):
     leader.update_follower_fetch_state(3, 10, now_ms=1)
     assert leader.isr_to_expand(lambda broker: broker != 3) == (1, 2)
     assert leader.isr_to_expand(lambda broker: False) is None
+
+
+def test_a_pending_expansion_counts_until_newer_metadata_replaces_it(leader):
+    # The leader asked to add 3 back; until it learns the outcome, 3 counts for the high
+    # watermark: the controller may already have added it, and could elect it leader.
+    leader.make_leader(leader_epoch=3, partition_epoch=1, replicas=(1, 2, 3), isr=(1, 2),
+                       now_ms=0)
+    append(leader, 10)
+    leader.update_follower_fetch_state(2, 10, now_ms=100)
+    leader.update_follower_fetch_state(3, 4, now_ms=100)
+    leader.pending_isr = (1, 2, 3)
+    leader.maybe_advance_high_watermark()
+    assert leader.high_watermark == 4
+    # The same committed state again (any metadata update) leaves the change pending.
+    leader.make_leader(leader_epoch=3, partition_epoch=1, replicas=(1, 2, 3), isr=(1, 2),
+                       now_ms=200)
+    assert leader.pending_isr == (1, 2, 3)
+    # A newer committed state is the controller's decision: the change is no longer pending.
+    leader.make_leader(leader_epoch=3, partition_epoch=2, replicas=(1, 2, 3), isr=(1, 2, 3),
+                       now_ms=300)
+    assert leader.pending_isr is None and leader.isr == (1, 2, 3)

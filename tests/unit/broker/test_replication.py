@@ -24,3 +24,20 @@ def test_rejoin_needs_the_high_watermark_and_the_epoch_start():
     assert can_join_isr(10, 10, 5)
     assert not can_join_isr(9, 10, 5)
     assert not can_join_isr(10, 8, 12)
+
+
+def test_an_isr_change_is_dropped_only_when_the_controller_says_it_was_not_applied():
+    from kio.schema.errors import ErrorCode as E
+
+    from brownout.broker import replication as r
+
+    assert r.isr_change_outcome(E.none) == r.ISR_CHANGE_ADOPT
+    for error in (E.operation_not_attempted, E.ineligible_replica):
+        assert r.isr_change_outcome(error) == r.ISR_CHANGE_RESET
+    # The leader's view is stale: the change may have been applied; metadata will tell.
+    for error in (E.invalid_update_version, E.fenced_leader_epoch, E.unknown_topic_id,
+                  E.unknown_topic_or_partition, E.invalid_request, E.new_leader_elected):
+        assert r.isr_change_outcome(error) == r.ISR_CHANGE_AWAIT_METADATA
+    # No answer (the controller died, perhaps after committing) or an unexpected error.
+    assert r.isr_change_outcome(None) == r.ISR_CHANGE_RETRY
+    assert r.isr_change_outcome(E.stale_broker_epoch) == r.ISR_CHANGE_RETRY

@@ -213,7 +213,7 @@ def test_an_older_partition_epoch_keeps_the_newer_isr(broker: Broker) -> None:
     broker.leader_and_isr(lisr(0, 1, 0, isr=(1, 2, 3), partition_epoch=0))
     partition = broker.replica_manager.partitions[P0]
     # An AlterPartition answer already moved the partition to zkVersion 5.
-    broker.replica_manager.isr_change_done(partition, (1, 2), 5)
+    broker.replica_manager.isr_change_done(partition, 0, (1, 2), 5)
     errors, _ = broker.leader_and_isr(lisr(0, 1, 1, isr=(1, 2, 3), partition_epoch=4))
     assert errors == {P0: ErrorCode.none}
     assert (partition.isr, partition.partition_epoch, partition.leader_epoch) == ((1, 2), 5, 0)
