@@ -254,7 +254,10 @@ def start_queries(spark: Any, config: PipelineConfig, *, start_timeout: float = 
                     attempt == SOURCE_START_ATTEMPTS:
                 break
             log.warning("%s: its source's Python process did not connect back to Spark "
-                        "(attempt %d); starting the query again", name, attempt)
+                        "(attempt %d); starting the query again once the running queries "
+                        "ran their first batch", name, attempt)
+            # Fewer processes competing for the CPU the next attempt needs.
+            _wait_first_batches([r for r, _, _ in queries.values()], start_timeout)
         queries[name] = (q, topic, output)
     _wait_first_batches([q for q, _, _ in queries.values()], start_timeout)
     return queries
@@ -263,7 +266,9 @@ def start_queries(spark: Any, config: PipelineConfig, *, start_timeout: float = 
 SOURCE_START_TIMEOUT = 30.0
 SOURCE_START_ATTEMPTS = 5
 CONNECT_BACK = "Python worker failed to connect back"
-INITIALIZING = "Initializing sources"
+# A query's status message until its sources exist: "Initializing StreamExecution" (its
+# thread has not run yet), then "Initializing sources".
+INITIALIZING = "Initializing"
 
 
 def _wait_source_started(q: Any, timeout: float) -> bool:
@@ -271,7 +276,7 @@ def _wait_source_started(q: Any, timeout: float) -> bool:
     process did not connect back (any other failure is the query's own)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline and q.isActive and \
-            (q.status or {}).get("message") == INITIALIZING:
+            str((q.status or {}).get("message", "")).startswith(INITIALIZING):
         time.sleep(0.1)
     if q.isActive:
         return True
