@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/pipeline.py [--records 100000] [--partitions 4]
         [--rates 1000,5000,10000] [--workloads payments,clicks] [--duration 40]
-        [--master local[*]] [--skip-source] [--skip-streaming]
+        [--master local[*]] [--shuffle-partitions 2] [--skip-source] [--skip-streaming]
 
 Prints one JSON object:
 
@@ -254,6 +254,8 @@ def main() -> None:
     ap.add_argument("--rates", default="1000,5000,10000")
     ap.add_argument("--workloads", default="payments,clicks")
     ap.add_argument("--duration", type=float, default=40.0)
+    ap.add_argument("--shuffle-partitions", type=int, default=2,
+                    help="partitions of the stateful queries' state (new checkpoints)")
     ap.add_argument("--skip-source", action="store_true")
     ap.add_argument("--skip-streaming", action="store_true")
     args = ap.parse_args()
@@ -272,13 +274,15 @@ def main() -> None:
     node.start()
     result: dict[str, Any] = {"records": args.records, "partitions": args.partitions,
                               "master": args.master, "cpus": os.cpu_count(),
+                              "shuffle_partitions": args.shuffle_partitions,
                               "load_before": os.getloadavg()[0]}
     spark = None
     try:
         b = node.bootstrap
         from brownout.spark.session import make_spark
 
-        spark = make_spark(args.master, "brownout-bench")
+        spark = make_spark(args.master, "brownout-bench",
+                           shuffle_partitions=args.shuffle_partitions)
         result["spark_startup_s"] = round(spark.brownout_startup_s, 2)
         if not args.skip_source:
             admin = AdminClient({"bootstrap.servers": b})

@@ -89,7 +89,10 @@ class PipelineConfig:
     fail_on_data_loss: bool = True
     ledger: bool = True
     drain_timeout: float = 0.0  # on stop: wait up to this long to catch up with the log
-    shuffle_partitions: int = 4
+    # Partitions of the stateful queries' state (fixed by a query's first checkpoint):
+    # every micro-batch runs a task per partition and stateful operator, so on a 2-core
+    # machine 2 (one task per core) beat 4 (two waves of tasks per batch).
+    shuffle_partitions: int = 2
     spark_conf: dict[str, str] = dataclasses.field(default_factory=dict)
 
     def window_spec(self) -> Any:
