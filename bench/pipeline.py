@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/pipeline.py [--records 100000] [--partitions 4]
         [--rates 1000,5000,10000] [--workloads payments,clicks] [--duration 40]
-        [--master local[*]] [--skip-source] [--skip-streaming]
+        [--master local[*]] [--shuffle-partitions 2] [--skip-source] [--skip-streaming]
 
 Prints one JSON object:
 
@@ -13,13 +13,16 @@ Prints one JSON object:
                       of exactly those rows (written from the first read); the
                       records/s of both and kafka_vs_parquet (Parquet time / Kafka time:
                       1.0 = as fast as Parquet)
-    streaming         per workload and rate: a producer writes generator records at a
-                      fixed rate (event time = wall clock) while the workload's pipeline
-                      queries run (trigger 1 s, 5 s windows, 2 s watermark); per query:
-                      records_per_s (rows it processed per second of the measured
-                      window), lag_start/lag_end and lag_slope_per_s (records per second
-                      the backlog grows over the second half of the run: ~0 = keeps up),
-                      keeps_up; per windowed output the end-to-end latency of its rows
+    streaming         per workload and rate: the workload's pipeline queries start
+                      (trigger 1 s, 5 s windows, 2 s watermark); once each ran a batch, a
+                      producer writes generator records at a fixed rate (event time =
+                      wall clock) for --duration seconds. Per query, over the batches
+                      that ended after the producer started: records_per_s (rows it
+                      processed per second), lag_start/lag_end (records sent by the
+                      batch's end that it had not processed) and lag_slope_per_s (records
+                      per second that lag grows over the second half of the run: ~0 =
+                      keeps up), keeps_up; per windowed output the end-to-end latency of
+                      its rows
                       (the wall time its Parquet file was committed minus the window's
                       end, i.e. the event time of the last record it could hold), p50
                       and max; start_s: from starting the queries until all ran a batch
@@ -30,6 +33,7 @@ Numbers depend on the machine's load: note it (load_before / load_after).
 from __future__ import annotations
 
 import argparse
+import bisect
 import json
 import os
 import shutil
@@ -77,6 +81,7 @@ class PacedProducer(threading.Thread):
         self.bootstrap, self.topic, self.workload, self.rate = bootstrap, topic, workload, rate
         self.stop = threading.Event()
         self.sent = 0
+        self.timeline: list[tuple[float, int]] = []  # (wall time, records sent so far)
 
     def run(self) -> None:
         from confluent_kafka import Producer
@@ -98,6 +103,7 @@ class PacedProducer(threading.Thread):
                     continue
                 self.sent += 1
             producer.poll(0)
+            self.timeline.append((time.time(), self.sent))
             time.sleep(0.05)
         producer.flush(30)
 
@@ -141,13 +147,15 @@ def _slope(points: list[tuple[float, float]]) -> float:
     return sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / den if den else 0.0
 
 
-def window_latencies(spark: Any, path: Path, end_col: str) -> list[float]:
-    """Seconds from each row's window end to the commit of the Parquet file holding it."""
+def window_latencies(spark: Any, path: Path, end_col: str, since: float) -> list[float]:
+    """Seconds from each row's window end to the commit of the Parquet file holding it
+    (windows that ended after `since`)."""
     from pyspark.sql import functions as F
 
     if not (path / "_spark_metadata").exists():
         return []
-    df = spark.read.parquet(str(path)).select(
+    df = spark.read.parquet(str(path)).where(
+        F.col(end_col).cast("double") > F.lit(since)).select(
         (F.col("_metadata.file_modification_time").cast("double")
          - F.col(end_col).cast("double")).alias("lat"))
     return [r["lat"] for r in df.collect()]
@@ -167,22 +175,49 @@ def streaming_run(spark: Any, bootstrap: str, workload: str, rate: int, duration
     out = base / f"stream-{topic}"
     config = PipelineConfig(bootstrap=bootstrap, topics={topic: workload}, out=out,
                             master=spark.sparkContext.master, trigger=BENCH_TRIGGER,
-                            duration=duration, window=BENCH_WINDOW,
-                            watermark=BENCH_WATERMARK, session_gap=BENCH_WINDOW,
-                            starting_offsets="earliest")
+                            window=BENCH_WINDOW, watermark=BENCH_WATERMARK,
+                            session_gap=BENCH_WINDOW, starting_offsets="earliest")
+    # The producer starts once every query ran its first batch: what is measured is the
+    # steady state at the rate, not the catching up after Spark's start.
+    run: dict[str, Any] = {}
+    stop = threading.Event()
+    runner = threading.Thread(target=lambda: run.update(
+        run_pipeline(config, stop=stop, spark=spark)), daemon=True)
+    runner.start()
+    progress = out / PIPELINE_PROGRESS_FILE
+    want = {f"{t}.{o}" for t, o in outputs(config)}
+    while runner.is_alive():
+        if progress.exists() and want <= {json.loads(x)["query"] for x in
+                                          progress.read_text().splitlines() if x.strip()}:
+            break
+        time.sleep(0.5)
     producer = PacedProducer(bootstrap, topic, workload, rate)
+    t_produce = time.time()
     producer.start()
     try:
-        run = run_pipeline(config, spark=spark)
+        stop.wait(duration)
     finally:
+        stop.set()
+        runner.join(300)
         producer.stop.set()
         producer.join(30)
-    rows = [json.loads(x) for x in (out / PIPELINE_PROGRESS_FILE).read_text().splitlines()]
-    result: dict[str, Any] = {"status": run["status"], "error": run.get("error"),
+    rows = [json.loads(x) for x in progress.read_text().splitlines()]
+    rows = [r for r in rows if (batch_end(r) or 0) >= t_produce]
+    sent_t = [t for t, _ in producer.timeline]
+
+    def lag_at(row: dict[str, Any]) -> int:
+        # Records sent by the batch's end that it had not processed (the batch's own lag
+        # field only counts what arrived while it was planned).
+        i = bisect.bisect_right(sent_t, batch_end(row) or 0)
+        sent = producer.timeline[i - 1][1] if i else 0
+        done = sum(int(v) for v in ((row.get("end_offsets") or {}).get(topic) or {}).values())
+        return max(0, sent - done)
+
+    result: dict[str, Any] = {"status": run.get("status"), "error": run.get("error"),
                               "produced": producer.sent,
                               "start_s": run.get("queries_start_s"), "queries": {}}
     for t, o in outputs(config):
-        mine = [r for r in rows if r["output"] == o]
+        mine = [{**r, "lag": {"total": lag_at(r)}} for r in rows if r["output"] == o]
         if not mine:
             result["queries"][o] = {"batches": 0}
             continue
@@ -192,7 +227,7 @@ def streaming_run(spark: Any, bootstrap: str, workload: str, rate: int, duration
         half = [(e - t_first, r["lag"]["total"]) for e, r in zip(ends, mine, strict=True)
                 if e - t_first >= (ends[-1] - t_first) / 2]
         span = ends[-1] - t_first
-        done = sum(r["input_rows"] or 0 for r in mine[1:])
+        done = sum(r["input_rows"] or 0 for r in mine[1:])  # read after the first end
         slope = _slope(half)
         q: dict[str, Any] = {
             "batches": len(mine), "records_per_s": round(done / span) if span > 0 else None,
@@ -202,7 +237,7 @@ def streaming_run(spark: Any, bootstrap: str, workload: str, rate: int, duration
         }
         if o != "ledger":
             end_col = "session_end" if o == "clicks_sessions" else "window_end"
-            lats = window_latencies(spark, output_path(out, t, o), end_col)
+            lats = window_latencies(spark, output_path(out, t, o), end_col, t_produce)
             if lats:
                 q["window_rows"] = len(lats)
                 q["e2e_latency_p50_s"] = round(statistics.median(lats), 2)
@@ -219,6 +254,8 @@ def main() -> None:
     ap.add_argument("--rates", default="1000,5000,10000")
     ap.add_argument("--workloads", default="payments,clicks")
     ap.add_argument("--duration", type=float, default=40.0)
+    ap.add_argument("--shuffle-partitions", type=int, default=2,
+                    help="partitions of the stateful queries' state (new checkpoints)")
     ap.add_argument("--skip-source", action="store_true")
     ap.add_argument("--skip-streaming", action="store_true")
     args = ap.parse_args()
@@ -237,13 +274,15 @@ def main() -> None:
     node.start()
     result: dict[str, Any] = {"records": args.records, "partitions": args.partitions,
                               "master": args.master, "cpus": os.cpu_count(),
+                              "shuffle_partitions": args.shuffle_partitions,
                               "load_before": os.getloadavg()[0]}
     spark = None
     try:
         b = node.bootstrap
         from brownout.spark.session import make_spark
 
-        spark = make_spark(args.master, "brownout-bench")
+        spark = make_spark(args.master, "brownout-bench",
+                           shuffle_partitions=args.shuffle_partitions)
         result["spark_startup_s"] = round(spark.brownout_startup_s, 2)
         if not args.skip_source:
             admin = AdminClient({"bootstrap.servers": b})

@@ -139,7 +139,7 @@ def _fault_times(run_dir: Path) -> dict[str, tuple[float, float]]:
 
 
 @pytest.mark.skipif(importlib.util.find_spec("pyspark") is None, reason="needs pyspark")
-@pytest.mark.timeout(560)
+@pytest.mark.timeout(700)
 def test_pipeline_runs_through_a_broker_kill_and_matches_the_ground_truth(
         tmp_path: Path) -> None:
     # The built-in minority-outage with the pipeline on a two-worker Spark standalone
@@ -154,7 +154,7 @@ def test_pipeline_runs_through_a_broker_kill_and_matches_the_ground_truth(
         assert master.startswith("spark://127.0.0.1:")
         run_dir = tmp_path / "run"
         result = run("minority-outage", "--pipeline-master", master, "--out", str(run_dir),
-                     "--seed", "3", timeout=540)
+                     "--seed", "3", timeout=600)
     finally:
         subprocess.run([*BROWNOUT, "spark", "down", "--dir", str(spark_dir)],
                        capture_output=True, timeout=60)

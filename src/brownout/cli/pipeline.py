@@ -27,7 +27,9 @@ def run_command(
                                       "checkpoints, progress.jsonl, pipeline.json).")],
     bootstrap: BootstrapOption = None,
     directory: DirOption = None,
-    master: Annotated[str, typer.Option(help="Spark master.")] = "local[*]",
+    master: Annotated[str, typer.Option(
+        help="Spark master: local[N], or a cluster's URL such as the spark://127.0.0.1:PORT "
+        "of `brownout spark up` (executors get this brownout package).")] = "local[*]",
     duration: Annotated[float | None, typer.Option(
         help="Seconds to run (default: until Ctrl-C).", show_default=False)] = None,
     trigger: Annotated[str, typer.Option(

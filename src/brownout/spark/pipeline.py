@@ -89,7 +89,10 @@ class PipelineConfig:
     fail_on_data_loss: bool = True
     ledger: bool = True
     drain_timeout: float = 0.0  # on stop: wait up to this long to catch up with the log
-    shuffle_partitions: int = 4
+    # Partitions of the stateful queries' state (fixed by a query's first checkpoint):
+    # every micro-batch runs a task per partition and stateful operator, so on a 2-core
+    # machine 2 (one task per core) beat 4 (two waves of tasks per batch).
+    shuffle_partitions: int = 2
     spark_conf: dict[str, str] = dataclasses.field(default_factory=dict)
 
     def window_spec(self) -> Any:
@@ -254,7 +257,10 @@ def start_queries(spark: Any, config: PipelineConfig, *, start_timeout: float = 
                     attempt == SOURCE_START_ATTEMPTS:
                 break
             log.warning("%s: its source's Python process did not connect back to Spark "
-                        "(attempt %d); starting the query again", name, attempt)
+                        "(attempt %d); starting the query again once the running queries "
+                        "ran their first batch", name, attempt)
+            # Fewer processes competing for the CPU the next attempt needs.
+            _wait_first_batches([r for r, _, _ in queries.values()], start_timeout)
         queries[name] = (q, topic, output)
     _wait_first_batches([q for q, _, _ in queries.values()], start_timeout)
     return queries
@@ -263,7 +269,9 @@ def start_queries(spark: Any, config: PipelineConfig, *, start_timeout: float = 
 SOURCE_START_TIMEOUT = 30.0
 SOURCE_START_ATTEMPTS = 5
 CONNECT_BACK = "Python worker failed to connect back"
-INITIALIZING = "Initializing sources"
+# A query's status message until its sources exist: "Initializing StreamExecution" (its
+# thread has not run yet), then "Initializing sources".
+INITIALIZING = "Initializing"
 
 
 def _wait_source_started(q: Any, timeout: float) -> bool:
@@ -271,7 +279,7 @@ def _wait_source_started(q: Any, timeout: float) -> bool:
     process did not connect back (any other failure is the query's own)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline and q.isActive and \
-            (q.status or {}).get("message") == INITIALIZING:
+            str((q.status or {}).get("message", "")).startswith(INITIALIZING):
         time.sleep(0.1)
     if q.isActive:
         return True

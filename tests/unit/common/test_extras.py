@@ -54,6 +54,8 @@ def test_zookeeper_jars_need_the_extra(without_pyspark: None) -> None:
     ["run", "minority-outage", "--zookeeper", "--repeat", "2", "--out", "OUT"],
     ["sweep", "minority-outage", "--set", "cluster.zookeepers=0,3", "--out", "OUT"],
     ["up", "--zookeeper", "--dir", "OUT"],
+    ["spark", "up", "--workers", "2", "--dir", "OUT"],
+    ["run", "minority-outage", "--pipeline-master", "spark://127.0.0.1:7077", "--out", "OUT"],
 ])
 def test_commands_that_need_pyspark_exit_2_naming_the_extra(
         without_pyspark: None, tmp_path: Path, args: list[str]) -> None:
