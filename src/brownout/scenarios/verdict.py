@@ -29,6 +29,7 @@ from ..common.rundir import (
     CHECK_FILE,
     FINAL_READ_FILE,
     HISTORY_FILE,
+    LOST_WRITES_FILE,
     NODE_CONFIG,
     NODES_DIR,
     RUN_FILE,
@@ -116,8 +117,14 @@ def check_run(run_dir: Path, record: RunRecord) -> Checked:
     # A partition the final read did not finish: what is missing there is unknown, not
     # lost (and not a million lost writes to explain one by one).
     unread = unread_partitions(run_dir)
-    whole = check_all(history, final, marks, Expectations(), unread=unread).to_dict()
+    report = check_all(history, final, marks, Expectations(), unread=unread)
+    whole = report.to_dict()
     (run_dir / CHECK_FILE).write_text(json.dumps(whole, indent=2) + "\n")
+    if report.lost_writes is not None and len(report.lost_writes):
+        # Every lost write with its reason: the report reads this instead of checking the
+        # writes again (check.json keeps only examples).
+        pq.write_table(report.lost_writes, run_dir / LOST_WRITES_FILE)
+    del report
     per = check_workloads(history, final, marks, record.producers, unread=unread)
     (run_dir / WORKLOAD_CHECKS_FILE).write_text(json.dumps(per, indent=2) + "\n")
     errors = read_history(history, ("send", "client-error"), ("process", "f", "error"))

@@ -110,3 +110,21 @@ def test_power_loss_sparing_an_isr_member_is_no_evidence():
          .fault(4.0, "power-loss", [1, 2], done=9.0))
     _, lost = explain(h, final())
     assert lost["m1"]["reason"] == "unexplained"
+
+
+def test_the_explained_lost_writes_round_trip_through_parquet(tmp_path):
+    """The scenario runner stores them as lost-writes.parquet for the report."""
+    import pyarrow.parquet as pq
+
+    from brownout.check import check_all
+    from brownout.report.data import loss_table
+
+    h = (H().observe(0.0, leader=1, epoch=1, isr=[1])
+         .send("m1", 0.0, 0.1, acks="1", offset=0).send("m2", 0.2, 0.3, acks="1", offset=1))
+    report = check_all(h.table(), final((0, 0, "m1")), {0: 1})
+    assert len(report.lost_writes) == 1
+    pq.write_table(report.lost_writes, tmp_path / "lost-writes.parquet")
+    table = loss_table(pq.read_table(tmp_path / "lost-writes.parquet"), source="file",
+                       limit=10)
+    assert table.total == 1 and table.rows[0]["msg_id"] == "m2"
+    assert table.by_reason == {"never-replicated": 1}
