@@ -1,4 +1,9 @@
-from brownout.broker.replication import can_join_isr, high_watermark, out_of_sync_replicas
+from brownout.broker.replication import (
+    can_join_isr,
+    high_watermark,
+    high_watermark_lagging,
+    out_of_sync_replicas,
+)
 
 
 def test_high_watermark_is_min_leo_over_isr_and_never_moves_back():
@@ -24,3 +29,9 @@ def test_rejoin_needs_the_high_watermark_and_the_epoch_start():
     assert can_join_isr(10, 10, 5)
     assert not can_join_isr(9, 10, 5)
     assert not can_join_isr(10, 8, 12)
+
+
+def test_a_new_leader_lags_while_its_high_watermark_is_below_its_epoch_start():
+    assert high_watermark_lagging(7, 10)
+    assert not high_watermark_lagging(10, 10)
+    assert not high_watermark_lagging(12, 10)
