@@ -592,9 +592,16 @@ class KafkaApis:
             result["error_code"] = e.error
             return result
         log_ = partition.log
+        # A client (replica id -1, not a follower or a debug request) asking a new
+        # leader whose high watermark is still below its epoch start: the latest offset
+        # would be below what the old leader acknowledged (KIP-207).
+        lagging = replica_id == -1 and partition.high_watermark_lagging
         if timestamp == EARLIEST_TIMESTAMP:
             result["offset"] = partition.log_start_offset
         elif timestamp == LATEST_TIMESTAMP:
+            if lagging:
+                result["error_code"] = ErrorCode.offset_not_available
+                return result
             # Clients see the high watermark (read_committed: the last stable offset,
             # equal to it without transactions); replicas see the log end.
             result["offset"] = (
@@ -608,6 +615,11 @@ class KafkaApis:
             found = log_.offset_for_timestamp(timestamp)
             if found is not None and (replica_id >= 0 or found[0] < partition.high_watermark):
                 result["offset"], result["timestamp"] = found
+            elif lagging:
+                # Not below the high watermark, which has yet to catch up: the answer
+                # may lie in the records the old leader had already committed.
+                result["error_code"] = ErrorCode.offset_not_available
+                return result
         else:
             result["error_code"] = ErrorCode.invalid_request
             return result

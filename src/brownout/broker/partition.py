@@ -148,6 +148,13 @@ class Partition:
             )
 
     @property
+    def high_watermark_lagging(self) -> bool:
+        """A leader whose high watermark has not reached its epoch start yet (KIP-207):
+        clients asking for offsets get OFFSET_NOT_AVAILABLE until it has."""
+        return self.is_leader and replication.high_watermark_lagging(
+            self.high_watermark, self.leader_epoch_start_offset)
+
+    @property
     def maximal_isr(self) -> tuple[int, ...]:
         if self.pending_isr is None:
             return self.isr

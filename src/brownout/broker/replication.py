@@ -92,6 +92,18 @@ def can_join_isr(follower_leo: int, high_watermark: int, leader_epoch_start: int
     return follower_leo >= high_watermark and follower_leo >= leader_epoch_start
 
 
+def high_watermark_lagging(high_watermark: int, leader_epoch_start: int) -> bool:
+    """A new leader whose high watermark is still below the start of its epoch (KIP-207).
+
+    A follower learns the high watermark only from its leader's fetch responses, so when
+    it is elected its own can be behind the old leader's: records the old leader already
+    acknowledged to acks=all producers sit between the two. Until the followers fetch
+    from the new leader and move its high watermark past the epoch start, a client asking
+    for the latest offset would see the log end move backwards and miss acknowledged
+    records; Kafka answers OFFSET_NOT_AVAILABLE (retriable) instead."""
+    return leader_epoch_start > high_watermark
+
+
 def follower_truncation_offset(
     leader_epoch: int, leader_end: int, local: tuple[int, int], log_end_offset: int
 ) -> int:

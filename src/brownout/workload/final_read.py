@@ -182,11 +182,12 @@ def _watermarks(consumer: Any, tp: Any, read: PartitionRead, request_timeout: fl
             time.sleep(0.5)
 
 
-# Errors of a metadata change in progress; librdkafka does not mark all of them retriable.
+# Errors of a metadata change in progress (OFFSET_NOT_AVAILABLE: a new leader whose high
+# watermark has not caught up yet); librdkafka does not mark all of them retriable.
 _TRANSIENT = frozenset({
     "NOT_LEADER_FOR_PARTITION", "NOT_LEADER_OR_FOLLOWER", "LEADER_NOT_AVAILABLE",
     "UNKNOWN_TOPIC_OR_PART", "REPLICA_NOT_AVAILABLE", "FENCED_LEADER_EPOCH",
-    "UNKNOWN_LEADER_EPOCH", "REQUEST_TIMED_OUT", "_TRANSPORT", "_TIMED_OUT",
+    "UNKNOWN_LEADER_EPOCH", "OFFSET_NOT_AVAILABLE", "REQUEST_TIMED_OUT", "_TRANSPORT", "_TIMED_OUT",
     "_ALL_BROKERS_DOWN", "_WAIT_COORD",
 })
 

@@ -1,9 +1,12 @@
 """The leader's bookkeeping of its followers, on a real partition log."""
 
+import types
 import uuid
 
 import pytest
+from kio.schema.errors import ErrorCode
 
+from brownout.broker.apis import KafkaApis
 from brownout.broker.partition import Partition, PartitionError, TopicPartition
 from brownout.protocol.records import build_batch
 from brownout.storage import Log, LogConfig
@@ -137,3 +140,44 @@ def test_a_pending_expansion_counts_until_newer_metadata_replaces_it(leader):
     leader.make_leader(leader_epoch=3, partition_epoch=2, replicas=(1, 2, 3), isr=(1, 2, 3),
                        now_ms=300)
     assert leader.pending_isr is None and leader.isr == (1, 2, 3)
+
+
+@pytest.fixture
+def new_leader(tmp_path):
+    """Broker 1 was a follower: it has records 0-9 but learned a high watermark of 7
+    from the old leader's last fetch response before it was elected (epoch 4)."""
+    log = Log.create(tmp_path / "t-0", LogConfig())
+    p = Partition(TopicPartition("t", 0), uuid.uuid4(), log, node_id=1)
+    p.min_insync_replicas = 2
+    p.make_follower(leader=2, leader_epoch=3, partition_epoch=0, replicas=(1, 2, 3),
+                    isr=(1, 2, 3))
+    log.append_as_follower(build_batch([(None, b"v")] * 10, timestamp_ms=0,
+                                       partition_leader_epoch=3))
+    log.update_high_watermark(7)
+    p.make_leader(leader_epoch=4, partition_epoch=1, replicas=(1, 2, 3), isr=(1, 2, 3),
+                  now_ms=0)
+    yield p
+    log.close()
+
+
+def list_offset(p: Partition, timestamp: int, replica_id: int = -1) -> dict:
+    apis = object.__new__(KafkaApis)  # _list_offset reads only the replica manager
+    apis.replica_manager = types.SimpleNamespace(partitions={p.tp: p})
+    return apis._list_offset(p.tp, timestamp, -1, replica_id)
+
+
+def test_a_new_leader_answers_offset_not_available_until_its_hw_reaches_the_epoch_start(
+        new_leader):
+    # Offsets 7-9 may have been acknowledged by the old leader: a latest offset of 7
+    # would hide them, so clients are told to retry (KIP-207).
+    assert new_leader.high_watermark_lagging
+    assert list_offset(new_leader, -1)["error_code"] == ErrorCode.offset_not_available
+    assert list_offset(new_leader, 0)["error_code"] == ErrorCode.none  # below the HW
+    assert list_offset(new_leader, -2)["offset"] == 0  # earliest is always known
+    assert list_offset(new_leader, -1, replica_id=2)["offset"] == 10  # followers: log end
+    new_leader.update_follower_fetch_state(2, 10, now_ms=100)
+    new_leader.update_follower_fetch_state(3, 10, now_ms=100)
+    new_leader.maybe_advance_high_watermark()
+    assert not new_leader.high_watermark_lagging
+    answer = list_offset(new_leader, -1)
+    assert (answer["error_code"], answer["offset"]) == (ErrorCode.none, 10)

@@ -1,4 +1,9 @@
-from brownout.broker.replication import can_join_isr, high_watermark, out_of_sync_replicas
+from brownout.broker.replication import (
+    can_join_isr,
+    high_watermark,
+    high_watermark_lagging,
+    out_of_sync_replicas,
+)
 
 
 def test_high_watermark_is_min_leo_over_isr_and_never_moves_back():
@@ -41,3 +46,9 @@ def test_an_isr_change_is_dropped_only_when_the_controller_says_it_was_not_appli
     # No answer (the controller died, perhaps after committing) or an unexpected error.
     assert r.isr_change_outcome(None) == r.ISR_CHANGE_RETRY
     assert r.isr_change_outcome(E.stale_broker_epoch) == r.ISR_CHANGE_RETRY
+
+
+def test_a_new_leader_lags_while_its_high_watermark_is_below_its_epoch_start():
+    assert high_watermark_lagging(7, 10)
+    assert not high_watermark_lagging(10, 10)
+    assert not high_watermark_lagging(12, 10)
