@@ -87,7 +87,16 @@ class Partition:
         replicas: tuple[int, ...],
         isr: tuple[int, ...],
         now_ms: int,
-    ) -> None:
+    ) -> bool:
+        """Lead with the controller's state; False (nothing changes) for a state older
+        than the partition epoch this replica knows."""
+        if partition_epoch < self.partition_epoch:
+            # Kafka's makeLeader skips it too: an AlterPartition answer comes before the
+            # metadata record that carries the same change, and the images applied
+            # meanwhile (for any change, anywhere) would put the ISR back to what it
+            # was -- the high watermark then moving without a replica the controller
+            # already counts in the ISR, and may elect.
+            return False
         new_epoch = leader_epoch != self.leader_epoch or not self.is_leader
         if new_epoch or partition_epoch > self.partition_epoch:
             # A newer committed state replaces any ISR change in flight (Kafka's
@@ -111,6 +120,7 @@ class Partition:
             self._last_fetch_ms = {}
             self._last_fetch_leader_leo = {}
         self.maybe_advance_high_watermark()
+        return True
 
     def make_follower(
         self,
@@ -119,7 +129,11 @@ class Partition:
         partition_epoch: int,
         replicas: tuple[int, ...],
         isr: tuple[int, ...],
-    ) -> None:
+    ) -> bool:
+        """Follow `leader`; False (nothing changes) for a state older than the partition
+        epoch this replica knows, as Kafka's makeFollower."""
+        if partition_epoch < self.partition_epoch:
+            return False
         self.leader = leader
         self.leader_epoch = leader_epoch
         self.partition_epoch = partition_epoch
@@ -128,6 +142,7 @@ class Partition:
         self.follower_leos = {}
         self.follower_log_starts = {}
         self.last_caught_up_ms = {}
+        return True
 
     def check_leader_epoch(self, current_leader_epoch: int, *, require_leader: bool) -> None:
         """Kafka's fencing of requests that carry a leader epoch (-1 = not checked)."""

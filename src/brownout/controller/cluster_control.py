@@ -287,10 +287,14 @@ class ClusterControl:
         ]
 
     def fence_expired(self, now_ms: int) -> list[MetadataRecord]:
-        records: list[MetadataRecord] = []
-        for broker_id in self.expired_sessions(now_ms):
-            records.extend(self.fence(broker_id))
-        return records
+        """Fence the first broker whose session expired, only one per call (Kafka's
+        maybeFenceOneStaleBroker): each fence's partition changes are computed from the
+        image, so a second broker fenced in the same batch would start from partitions
+        that do not yet show the first one's changes, and its records would undo them
+        (an ISR holding the fenced broker again, a leader outside its own ISR). The
+        caller commits these records and calls again for the next expired session."""
+        expired = self.expired_sessions(now_ms)
+        return self.fence(expired[0]) if expired else []
 
     def next_session_deadline(self) -> int | None:
         live = [t for b, t in self.last_contact_ms.items()

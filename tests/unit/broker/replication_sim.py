@@ -1,17 +1,26 @@
 """A deterministic simulator for one partition's replication, beside the Raft one.
 
 Three brokers replicate one partition (replication factor 3, min.insync.replicas 2);
-a producer writes acks=all through whichever broker the controller last named leader;
-a network delays, drops and partitions messages; brokers crash (kill -9: the log stays,
-as the page cache does) and restart; a simulated clock; everything from one seed.
+a producer writes acks=all to the broker it last learnt was leader (its view is
+refreshed now and then, so it also writes to a replaced leader); a network delays,
+drops and partitions messages; brokers crash (kill -9: the log stays, as the page cache
+does) and restart; a simulated clock; everything from one seed. Optionally (the faults
+of a soak): brokers pause (SIGSTOP: everything addressed to them waits, and they resume
+with their stale leadership, timers and AlterPartition in flight), the controller moves
+leadership back to the preferred replica, and a broker's metadata lags behind the
+controller's answers (it applies the metadata log in order, but late).
 
 The rules under test are the node's own: the controller is `ClusterControl` over a
-`MetadataImage` (sessions, fencing, clean elections, AlterPartition), the leader is
-`Partition` (high watermark, ISR shrink and expand, diverging epochs), the follower
-truncates with `replication.follower_truncation_offset`. What the simulator adds is
-only the plumbing the real shell does: heartbeats, metadata pushed to brokers, fetch
-requests and responses, the produce purgatory (acknowledge once the high watermark
-passes the record, fail if leadership moved first), and an in-memory log.
+`MetadataImage` (sessions, fencing, clean and preferred elections, AlterPartition),
+the leader is `Partition` (high watermark, ISR shrink and expand, diverging epochs, the
+metadata it applies), the follower truncates with `replication.follower_truncation_offset`,
+and an AlterPartition answer is acted on with `replication.isr_change_outcome` (a lost
+answer is sent again, as the node's send_alter_partition does). What the simulator adds
+is only the plumbing the real shell does: heartbeats, metadata applied by brokers,
+fetch requests and responses (one fetch in flight per follower, its answer used while
+the follower still follows that broker, as the node's fetcher), the produce purgatory
+(acknowledge once the high watermark passes the record, fail if leadership moved
+first), and an in-memory log.
 
 The checker raises `Violation`:
 
@@ -48,6 +57,8 @@ FETCH_MS = 30
 LAG_MS = 300
 PRODUCE_MS = 15
 MAX_FETCH = 8
+REBALANCE_MS = 300  # the controller's preferred-leader check (leader.imbalance.check...)
+ALTER_RETRY_MS = 50  # ALTER_PARTITION_RETRY_S: a refused or unanswered change is re-sent
 
 
 class Violation(AssertionError):
@@ -127,6 +138,12 @@ class MemLog:
     def last_epoch(self) -> int:
         return self.records[-1][0] if self.records else -1
 
+    @property
+    def latest_epoch(self) -> int:
+        """What the node's fetcher sends as its last fetched epoch: the epoch cache's
+        latest entry (which a former leader has even with no record in that epoch)."""
+        return self.epochs.latest_epoch
+
 
 @dataclass
 class Broker:
@@ -139,14 +156,21 @@ class Broker:
     # produce purgatory: offset -> (value, leader epoch it was appended in)
     waiting: dict[int, tuple[str, int]] = field(default_factory=dict)
     fetch_in_flight: bool = False
+    fetch_id: int = 0  # the fetch whose answer the fetcher waits for (one at a time)
+    paused_until: int = -1  # SIGSTOP: nothing runs on the broker before then
+    alter_try: int = 0  # the AlterPartition try whose answer counts
+    metadata_offset: int = -1  # the last metadata image applied
 
 
 class Sim:
     def __init__(self, seed: int, *, loss: float = 0.02, crash_rate: float = 0.002,
-                 partition_rate: float = 0.002, unclean: bool = False) -> None:
+                 partition_rate: float = 0.002, unclean: bool = False,
+                 pause_rate: float = 0.0, rebalance: bool = False,
+                 metadata_lag: float = 0.0) -> None:
         self.rng = random.Random(seed)
         self.seed = seed
         self.loss, self.crash_rate, self.partition_rate = loss, crash_rate, partition_rate
+        self.pause_rate, self.metadata_lag = pause_rate, metadata_lag
         self.now = 0
         self.queue: list[tuple[int, int, str, Any]] = []
         self.seq = 0
@@ -154,7 +178,7 @@ class Sim:
         self.brokers = {b: Broker(b, MemLog(b, self.committed)) for b in BROKERS}
         self.image = MetadataImage()
         self.control = ClusterControl(self.image, ClusterControlConfig(
-            broker_session_timeout_ms=SESSION_MS, auto_leader_rebalance_enable=False,
+            broker_session_timeout_ms=SESSION_MS, auto_leader_rebalance_enable=rebalance,
             unclean_leader_election_enable=unclean))
         self.offset = 0
         self.cut: set[frozenset[int]] = set()  # pairs that cannot talk (0 = controller)
@@ -163,6 +187,10 @@ class Sim:
         self.producing = True
         self.truncated = 0  # records followers removed on a diverging epoch
         self.trace: list[str] = []
+        # The producer's view of the leader: refreshed now and then, so it also writes
+        # to a leader that has been replaced (as a client with stale metadata does).
+        self.producer_leader = NO_LEADER
+        self.last_rebalance = 0
         for b in BROKERS:
             self._register(self.brokers[b])
         self._apply([TopicRecord(TOPIC, TOPIC_ID),
@@ -185,11 +213,17 @@ class Sim:
         self.seq += 1
         heapq.heappush(self.queue, (self.now + delay, self.seq, kind, payload))
 
-    def send(self, src: int, dst: int, kind: str, payload: Any) -> None:
+    def send(self, src: int, dst: int, kind: str, payload: Any, lag: int = 0) -> None:
         """A message between brokers (or 0, the controller): lost, delayed or cut."""
         if frozenset((src, dst)) in self.cut or self.rng.random() < self.loss:
             return
-        self.at(self.rng.randint(1, 12), kind, payload)
+        self.at(self.rng.randint(1, 12) + lag, kind, payload)
+
+    def _metadata_lag(self) -> int:
+        """How far behind the controller a broker's metadata may be: brokers fetch the
+        metadata log, and a busy one applies it late (the soak saw publishing stall for
+        most of a second), so the AlterPartition answer often comes first."""
+        return self.rng.randint(20, 250) if self.rng.random() < self.metadata_lag else 0
 
     def _apply(self, records: list[Any]) -> None:
         for r in records:
@@ -213,20 +247,37 @@ class Sim:
     def _push_metadata(self) -> None:
         reg = self._reg()
         for b in BROKERS:
-            self.send(0, b, "metadata", (b, self.brokers[b].incarnation, reg))
+            self.send(0, b, "metadata", (b, self.brokers[b].incarnation, self.offset, reg),
+                      self._metadata_lag())
 
     # -- events ---------------------------------------------------------------------
 
     def run(self, until_ms: int) -> None:
         while self.queue and self.queue[0][0] <= until_ms:
             self.now, _, kind, payload = heapq.heappop(self.queue)
+            target = _TARGET.get(kind)
+            if target is not None:
+                broker = self.brokers[target(payload)]
+                if broker.paused_until > self.now:
+                    # A stopped process: everything it would do waits, in order, until
+                    # it runs again (timers fire late, requests sit in the socket).
+                    self.seq += 1
+                    heapq.heappush(self.queue, (broker.paused_until, self.seq, kind, payload))
+                    continue
             getattr(self, f"_on_{kind}")(payload)
         self.now = until_ms
 
     def _on_controller_tick(self, _: Any) -> None:
         records = self.control.fence_expired(self.now)
+        self._apply(records)
+        if self.now - self.last_rebalance >= REBALANCE_MS:
+            # A separate controller operation, as controller_server runs it: decided on
+            # the image with the fencing above applied.
+            self.last_rebalance = self.now
+            rebalance = self.control.rebalance_leaders()
+            self._apply(rebalance)
+            records = [*records, *rebalance]
         if records:
-            self._apply(records)
             self._push_metadata()
         self.at(50, "controller_tick", None)
 
@@ -255,24 +306,27 @@ class Sim:
         else:
             # A broker keeps fetching the metadata log: a push it missed reaches it
             # with the next one (here, with every heartbeat).
-            self.send(0, b, "metadata", (b, incarnation, self._reg()))
+            self.send(0, b, "metadata", (b, incarnation, self.offset, self._reg()),
+                      self._metadata_lag())
 
-    def _on_metadata(self, payload: tuple[int, int, Any]) -> None:
-        b, incarnation, reg = payload
+    def _on_metadata(self, payload: tuple[int, int, int, Any]) -> None:
+        b, incarnation, offset, reg = payload
         broker = self.brokers[b]
         if not broker.alive or broker.incarnation != incarnation:
             return
+        if offset <= broker.metadata_offset:
+            return  # the metadata log is read in order: an overtaken push is old news
+        broker.metadata_offset = offset
         p = broker.partition
         if p is None:
             p = broker.partition = Partition(TopicPartition(TOPIC, 0), TOPIC_ID, broker.log, b)
             p.min_insync_replicas = MIN_ISR
-        if reg.leader_epoch < p.leader_epoch or (
-                reg.leader_epoch == p.leader_epoch and reg.partition_epoch <= p.partition_epoch):
-            return  # an older push overtaken by a newer one
+        # As ReplicaManager.apply_metadata: every newer image is applied to the partition,
+        # also one that does not change it, and one older than an AlterPartition answer
+        # this leader already adopted (the answer comes before the record reaches it).
         if reg.leader == b:
             p.make_leader(reg.leader_epoch, reg.partition_epoch, reg.replicas, reg.isr,
                           self.now)
-            p.pending_isr = None
         else:
             was_leader = p.is_leader
             p.make_follower(reg.leader, reg.leader_epoch, reg.partition_epoch, reg.replicas,
@@ -295,24 +349,31 @@ class Sim:
             return
         if p.leader == NO_LEADER or broker.fetch_in_flight:
             return
+        self._send_fetch(broker)
+
+    def _send_fetch(self, broker: Broker) -> None:
+        p = broker.partition
+        assert p is not None
         broker.fetch_in_flight = True
-        self.at(FETCH_MS * 3, "fetch_timeout", (b, incarnation))
-        request = (b, incarnation, p.leader, p.leader_epoch, broker.log.log_end_offset,
-                   broker.log.last_epoch)
-        self.send(b, p.leader, "fetch", request)
+        broker.fetch_id += 1
+        self.at(FETCH_MS * 3, "fetch_timeout", (broker.id, broker.incarnation, broker.fetch_id))
+        request = (broker.id, broker.incarnation, broker.fetch_id, p.leader, p.leader_epoch,
+                   broker.log.log_end_offset, broker.log.latest_epoch)
+        self.send(broker.id, p.leader, "fetch", request)
 
-    def _on_fetch_timeout(self, payload: tuple[int, int]) -> None:
-        b, incarnation = payload
-        if self.brokers[b].incarnation == incarnation:
-            self.brokers[b].fetch_in_flight = False
+    def _on_fetch_timeout(self, payload: tuple[int, int, int]) -> None:
+        b, incarnation, fetch_id = payload
+        broker = self.brokers[b]
+        if broker.incarnation == incarnation and broker.fetch_id == fetch_id:
+            broker.fetch_in_flight = False
 
-    def _on_fetch(self, request: tuple[int, int, int, int, int, int]) -> None:
-        follower, incarnation, leader_id, epoch, fetch_offset, last_epoch = request
+    def _on_fetch(self, request: tuple[int, int, int, int, int, int, int]) -> None:
+        follower, incarnation, fetch_id, leader_id, epoch, fetch_offset, last_epoch = request
         leader = self.brokers[leader_id]
         p = leader.partition
         if not leader.alive or p is None:
             return
-        head = (follower, incarnation, epoch, fetch_offset)
+        head = (follower, incarnation, fetch_id, leader_id, fetch_offset)
         try:
             p.check_leader_epoch(epoch, require_leader=True)
         except PartitionError:
@@ -332,18 +393,23 @@ class Sim:
         self.send(leader_id, follower, "fetch_response",
                   (*head, "records", records, p.high_watermark))
 
-    def _on_fetch_response(self, payload: tuple[int, int, int, int, str, Any, Any]) -> None:
-        b, incarnation, epoch, fetch_offset, kind, body, hw = payload
+    def _on_fetch_response(self, payload: tuple[int, int, int, int, int, str, Any, Any]
+                           ) -> None:
+        b, incarnation, fetch_id, leader_id, fetch_offset, kind, body, hw = payload
         broker = self.brokers[b]
-        if not broker.alive or broker.incarnation != incarnation:
-            return
-        p = broker.partition
-        # As the fetcher: an answer to a fetch from another offset or epoch is stale (it
-        # was overtaken by a retry); a response on its own connection is never reordered.
-        if p is None or p.is_leader or p.leader_epoch != epoch or \
-                fetch_offset != broker.log.log_end_offset:
-            return
+        if not broker.alive or broker.incarnation != incarnation or \
+                broker.fetch_id != fetch_id:
+            return  # the answer to a fetch that timed out: its connection is gone
         broker.fetch_in_flight = False
+        p = broker.partition
+        # As the node's fetcher (replica_fetcher._handle): the answer is used while this
+        # replica still follows the broker it fetched from, whatever epoch it is now in.
+        if p is None or p.is_leader or p.leader != leader_id:
+            return
+        if kind == "records" and body and fetch_offset != broker.log.log_end_offset:
+            # Log.append_as_follower refuses a batch that does not start at the log end
+            # (UnexpectedAppendOffsetError): the fetcher delays and fetches again.
+            return self.at(1, "fetch_tick_now", (b, incarnation))
         log = broker.log
         if kind == "diverging":
             leader_epoch, leader_end = body
@@ -365,10 +431,7 @@ class Sim:
         p = broker.partition
         if broker.alive and broker.incarnation == incarnation and p is not None \
                 and not p.is_leader and p.leader != NO_LEADER and not broker.fetch_in_flight:
-            broker.fetch_in_flight = True
-            self.at(FETCH_MS * 3, "fetch_timeout", (b, incarnation))
-            self.send(b, p.leader, "fetch", (b, incarnation, p.leader, p.leader_epoch,
-                                             broker.log.log_end_offset, broker.log.last_epoch))
+            self._send_fetch(broker)
 
     # -- ISR changes (AlterPartition) -------------------------------------------------
 
@@ -392,45 +455,83 @@ class Sim:
         p = leader.partition
         assert p is not None
         p.pending_isr = new_isr
-        change = IsrChange(TOPIC, 0, p.leader_epoch, p.partition_epoch, new_isr)
-        self.send(leader.id, 0, "alter_partition",
-                  (leader.id, leader.incarnation, leader.broker_epoch, change))
-        self.at(FETCH_MS * 10, "alter_timeout", (leader.id, leader.incarnation, change))
+        self._send_alter(leader, IsrChange(TOPIC, 0, p.leader_epoch, p.partition_epoch,
+                                           new_isr))
 
-    def _on_alter_timeout(self, payload: tuple[int, int, IsrChange]) -> None:
-        b, incarnation, change = payload
-        p = self.brokers[b].partition
-        if self.brokers[b].incarnation == incarnation and p is not None and \
-                p.pending_isr == change.new_isr and p.partition_epoch == change.partition_epoch:
+    def _send_alter(self, leader: Broker, change: IsrChange) -> None:
+        """One try of broker_parts.send_alter_partition: the request, and a timeout after
+        which an unanswered try counts as a lost answer (ControllerUnavailable)."""
+        leader.alter_try += 1
+        key = (leader.id, leader.incarnation, leader.alter_try, change)
+        self.send(leader.id, 0, "alter_partition", (*key, leader.broker_epoch))
+        self.at(FETCH_MS * 10, "alter_timeout", key)
+
+    def _alter_still_pending(self, b: int, incarnation: int, change: IsrChange) -> bool:
+        """send_alter_partition's still_pending: the same change, leader, epochs."""
+        broker = self.brokers[b]
+        p = broker.partition
+        return (broker.alive and broker.incarnation == incarnation and p is not None
+                and p.is_leader and p.pending_isr == change.new_isr
+                and p.leader_epoch == change.leader_epoch
+                and p.partition_epoch == change.partition_epoch)
+
+    def _alter_outcome(self, key: tuple[int, int, int, IsrChange], error: ErrorCode | None,
+                       result: Any) -> None:
+        b, incarnation, alter_try, change = key
+        broker = self.brokers[b]
+        if broker.alter_try != alter_try or \
+                not self._alter_still_pending(b, incarnation, change):
+            return  # an answer to an older try, or the change is no longer pending
+        outcome = replication.isr_change_outcome(error)
+        p = broker.partition
+        assert p is not None
+        if outcome == replication.ISR_CHANGE_ADOPT:
+            # ReplicaManager.isr_change_done
+            if result.leader_epoch == p.leader_epoch and \
+                    result.partition_epoch >= p.partition_epoch:
+                p.pending_isr = None
+                p.isr, p.partition_epoch = result.isr, result.partition_epoch
+                if p.maybe_advance_high_watermark():
+                    self._complete_produces(broker)
+        elif outcome == replication.ISR_CHANGE_RESET:
             p.pending_isr = None
+        elif outcome == replication.ISR_CHANGE_RETRY:
+            self.at(ALTER_RETRY_MS, "alter_retry", (b, incarnation, change))
+        # ISR_CHANGE_AWAIT_METADATA: pending until metadata replaces it (make_leader).
 
-    def _on_alter_partition(self, payload: tuple[int, int, int, IsrChange]) -> None:
-        b, incarnation, broker_epoch, change = payload
+    def _on_alter_retry(self, payload: tuple[int, int, IsrChange]) -> None:
+        b, incarnation, change = payload
+        if self._alter_still_pending(b, incarnation, change):
+            self._send_alter(self.brokers[b], change)
+
+    def _on_alter_timeout(self, key: tuple[int, int, int, IsrChange]) -> None:
+        # No answer: the change stays pending (it may have been applied) and is re-sent.
+        self._alter_outcome(key, None, None)
+
+    def _on_alter_partition(self, payload: tuple[int, int, int, IsrChange, int]) -> None:
+        b, incarnation, alter_try, change, broker_epoch = payload
         error, results, records = self.control.alter_partition(b, broker_epoch, [change])
         if records:
             self._apply(records)
             self._push_metadata()
-        if error == ErrorCode.none and results and results[0].error == ErrorCode.none:
-            self.send(0, b, "alter_response", (b, incarnation, results[0]))
+        result = results[0] if results else None
+        if error == ErrorCode.none and result is not None:
+            error = result.error
+        self.send(0, b, "alter_response", ((b, incarnation, alter_try, change), error, result))
 
-    def _on_alter_response(self, payload: tuple[int, int, Any]) -> None:
-        b, incarnation, result = payload
-        broker = self.brokers[b]
-        p = broker.partition
-        if not broker.alive or broker.incarnation != incarnation or p is None:
-            return
-        if p.is_leader and result.leader_epoch == p.leader_epoch and \
-                result.partition_epoch > p.partition_epoch:
-            p.isr, p.partition_epoch, p.pending_isr = result.isr, result.partition_epoch, None
-            if p.maybe_advance_high_watermark():
-                self._complete_produces(broker)
+    def _on_alter_response(self, payload: tuple[tuple[int, int, int, IsrChange], ErrorCode,
+                                                 Any]) -> None:
+        key, error, result = payload
+        self._alter_outcome(key, error, result)
 
     # -- the producer ---------------------------------------------------------------
 
     def _on_produce_tick(self, _: Any) -> None:
         if self.producing:
             self.at(PRODUCE_MS, "produce_tick", None)
-        leader = self._reg().leader
+        if self.producer_leader == NO_LEADER or self.rng.random() < 0.3:
+            self.producer_leader = self._reg().leader
+        leader = self.producer_leader
         if leader == NO_LEADER:
             return
         self.sent += 1
@@ -455,10 +556,11 @@ class Sim:
         p = broker.partition
         if p is None or not p.is_leader:
             return
+        # As ReplicaManager._await_replication: a leader whose high watermark passed
+        # the record acknowledges it (waiting writes fail when leadership is lost).
         for offset in sorted(o for o in broker.waiting if o < broker.log.high_watermark):
-            value, epoch = broker.waiting.pop(offset)
-            if epoch == p.leader_epoch and broker.log.records[offset] == (epoch, value):
-                self.acked[offset] = value
+            value, _epoch = broker.waiting.pop(offset)
+            self.acked[offset] = value
 
     def _fail_waiting(self, broker: Broker) -> None:
         broker.waiting.clear()
@@ -473,11 +575,17 @@ class Sim:
         broker.fetch_in_flight = False
         self.trace.append(f"t={self.now} crash {b}")
 
+    def pause(self, b: int, ms: int) -> None:
+        """SIGSTOP for `ms`, then SIGCONT: the broker resumes with the state it had."""
+        self.brokers[b].paused_until = self.now + ms
+        self.trace.append(f"t={self.now} pause {b} {ms}ms")
+
     def restart(self, b: int) -> None:
         broker = self.brokers[b]
         broker.alive = True
         broker.incarnation += 1
         broker.broker_epoch = -1
+        broker.metadata_offset = -1
         broker.log.high_watermark = min(broker.log.high_watermark, broker.log.log_end_offset)
         self.at(0, "heartbeat", (b, broker.incarnation))
         self.at(1, "fetch_tick", (b, broker.incarnation))
@@ -489,10 +597,13 @@ class Sim:
         while self.now < until_ms:
             self.run(self.now + 10)
             down = [b for b, x in self.brokers.items() if not x.alive]
+            paused = any(x.paused_until > self.now for x in self.brokers.values())
             if down and self.rng.random() < 0.02:
                 self.restart(down[0])
-            elif not down and self.rng.random() < self.crash_rate * 10:
+            elif not down and not paused and self.rng.random() < self.crash_rate * 10:
                 self.crash(self.rng.choice(BROKERS))
+            elif not down and not paused and self.rng.random() < self.pause_rate * 10:
+                self.pause(self.rng.choice(BROKERS), self.rng.randint(100, 3000))
             if self.cut and self.rng.random() < 0.03:
                 self.cut.clear()
                 self.trace.append(f"t={self.now} heal")
@@ -506,6 +617,8 @@ class Sim:
         self.cut.clear()
         self.loss = 0.0
         self.producing = False
+        for broker in self.brokers.values():
+            broker.paused_until = min(broker.paused_until, self.now)
         for b, broker in self.brokers.items():
             if not broker.alive:
                 self.restart(b)
@@ -540,5 +653,21 @@ def simulate(seed: int, duration_ms: int = 20_000, **kw: Any) -> Sim:
     sim.check_no_acked_write_lost()
     return sim
 
+
+# Which broker handles each event (None: the controller or the producer): a paused
+# broker's events wait until it resumes.
+_TARGET: dict[str, Any] = {
+    "heartbeat": lambda p: p[0],
+    "metadata": lambda p: p[0],
+    "fetch_tick": lambda p: p[0],
+    "fetch_tick_now": lambda p: p[0],
+    "fetch_timeout": lambda p: p[0],
+    "fetch": lambda p: p[3],
+    "fetch_response": lambda p: p[0],
+    "alter_timeout": lambda p: p[0],
+    "alter_retry": lambda p: p[0],
+    "alter_response": lambda p: p[0][0],
+    "produce": lambda p: p[0],
+}
 
 __all__ = ["Sim", "Violation", "simulate"]

@@ -98,6 +98,26 @@ def test_session_expiry_fences_and_moves_leadership_out_of_the_isr():
     assert (c.part(1).leader, c.part(1).isr, c.part(1).leader_epoch) == (2, (2, 3), 0)
 
 
+def test_sessions_expiring_together_are_fenced_one_operation_at_a_time():
+    # Found by the replication simulator (tests/unit/broker/replication_sim.py, seed
+    # 1144 with pauses): brokers 2 and 3 expired in one check, and broker 3's change was
+    # computed from the image before broker 2's was applied, so the committed result
+    # was leader 3 with ISR (2,): the leader outside its ISR, the fenced broker in it.
+    c = Cluster()
+    c.topic([[1, 2, 3]], isr=[[2, 3]], leaders=[2])
+    c.now = 5000
+    c.beat(1)
+    c.now = 9500  # 2 and 3 last heard at 0
+    assert c.control.expired_sessions(c.now) == [2, 3]
+    c.apply(c.control.fence_expired(c.now))
+    assert c.image.brokers[2].fenced and not c.image.brokers[3].fenced
+    assert (c.part(0).leader, c.part(0).isr) == (3, (3,))
+    c.apply(c.control.fence_expired(c.now))
+    assert c.image.brokers[3].fenced
+    assert (c.part(0).leader, c.part(0).isr) == (NO_LEADER, (3,))
+    assert c.control.fence_expired(c.now) == []
+
+
 def test_last_isr_member_stays_and_partition_goes_leaderless():
     c = Cluster()
     c.topic([[1, 2]], isr=[[1]], leaders=[1])
