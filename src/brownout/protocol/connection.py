@@ -1,6 +1,6 @@
 """A sans-I/O Kafka server connection: bytes in, requests out; responses in, bytes out.
 
-The asyncio server owns the socket and feeds this object (DESIGN.md, protocol/). Nothing
+The asyncio server owns the socket and feeds this object (docs/architecture.md). Nothing
 here touches a transport, so malformed input is tested with plain byte strings.
 
 Framing: every request is a 4-byte big-endian size followed by a request header and

@@ -660,19 +660,24 @@ def _zookeeper_mode(r: _Reader, m: dict[str, Node], kw: dict[str, Any]) -> None:
     kw["controllers"] = None
 
 
+def _replica_list(r: _Reader, node: Node, field: str, cluster: ClusterSpec) -> tuple[int, ...]:
+    """A replica list: broker ids of this cluster, each once."""
+    replicas = _ids(r, node, field)
+    twice = sorted({b for b in replicas if replicas.count(b) > 1})
+    if twice:
+        raise r.error(node, f"broker {twice[0]} is named more than once", field)
+    unknown = [b for b in replicas if b not in _broker_ids(cluster)]
+    if unknown:
+        raise r.error(node, f"no broker {unknown[0]} in this cluster (brokers: "
+                      f"{', '.join(str(b) for b in _broker_ids(cluster))})", field)
+    return replicas
+
+
 def _topic(r: _Reader, field: str, node: Node, cluster: ClusterSpec) -> TopicSpec:
     m = r.mapping(node, field, TOPIC_KEYS)
     kw = _simple(r, m, node, field, F.TOPIC)
     if "replicas" in m:
-        replicas = _ids(r, m["replicas"], f"{field}.replicas")
-        twice = sorted({b for b in replicas if replicas.count(b) > 1})
-        if twice:
-            raise r.error(m["replicas"], f"broker {twice[0]} is named more than once",
-                          f"{field}.replicas")
-        unknown = [b for b in replicas if b not in _broker_ids(cluster)]
-        if unknown:
-            raise r.error(m["replicas"], f"no broker {unknown[0]} in the cluster (brokers "
-                          f"are 1..{cluster.brokers})", f"{field}.replicas")
+        replicas = _replica_list(r, m["replicas"], f"{field}.replicas", cluster)
         if not replicas:
             raise r.error(m["replicas"], "name at least one broker", f"{field}.replicas")
         rf = kw.setdefault("replication_factor", len(replicas))
@@ -888,16 +893,7 @@ def _reassign_step(r: _Reader, m: dict[str, Node], node: Node, field: str, topic
                       "or `cancel: true`", field)
     replicas = None
     if "replicas" in m:
-        replicas = _ids(r, m["replicas"], f"{field}.replicas")
-        twice = sorted({b for b in replicas if replicas.count(b) > 1})
-        if twice:
-            raise r.error(m["replicas"], f"broker {twice[0]} is named more than once",
-                          f"{field}.replicas")
-        unknown = [b for b in replicas if b not in _broker_ids(cluster)]
-        if unknown:
-            raise r.error(m["replicas"], f"no broker {unknown[0]} in this cluster (brokers: "
-                          f"{', '.join(str(b) for b in _broker_ids(cluster))})",
-                          f"{field}.replicas")
+        replicas = _replica_list(r, m["replicas"], f"{field}.replicas", cluster)
     partitions = None
     if "partitions" in m:
         partitions = tuple(dict.fromkeys(_ids(r, m["partitions"], f"{field}.partitions")))

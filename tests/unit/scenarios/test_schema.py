@@ -335,7 +335,7 @@ def test_topic_replicas_and_workload_count():
 
 @pytest.mark.parametrize(("replicas", "message"), [
     ("[1, 1, 2]", "broker 1 is named more than once"),
-    ("[1, 4]", "no broker 4 in the cluster (brokers are 1..3)"),
+    ("[1, 4]", "no broker 4 in this cluster (brokers: 1, 2, 3)"),
     ("[1, 2]", "2 replica(s) listed but replication_factor is 3"),
 ])
 def test_bad_topic_replicas(replicas, message):
