@@ -1112,13 +1112,18 @@ class KafkaApis:
                                             "error_message": message, "resources": []})
         return self._response(request, describe_acls_response(self._acls(), f))
 
+    def _acl_change_refusal(self, ctx: ClientContext) -> tuple[ErrorCode, str | None]:
+        """Why CreateAcls/DeleteAcls are refused outright (none: they are not): no
+        authorizer configured, or no ALTER on the cluster."""
+        if self.authorizer is None:
+            return ErrorCode.security_disabled, SECURITY_DISABLED_MESSAGE
+        if not self.allowed(ctx, AclOperation.ALTER):
+            return ErrorCode.cluster_authorization_failed, None
+        return ErrorCode.none, None
+
     async def handle_create_acls(self, request: Request, ctx: ClientContext) -> Any:
         creations = request.body.creations
-        error, message = ErrorCode.none, None
-        if self.authorizer is None:
-            error, message = ErrorCode.security_disabled, SECURITY_DISABLED_MESSAGE
-        elif not self.allowed(ctx, AclOperation.ALTER):
-            error = ErrorCode.cluster_authorization_failed
+        error, message = self._acl_change_refusal(ctx)
         if error != ErrorCode.none or not creations:
             return self._response(request, {"throttle_time": 0, "results": [
                 {"error_code": error, "error_message": message} for _ in creations]})
@@ -1132,11 +1137,7 @@ class KafkaApis:
 
     async def handle_delete_acls(self, request: Request, ctx: ClientContext) -> Any:
         filters = request.body.filters
-        error, message = ErrorCode.none, None
-        if self.authorizer is None:
-            error, message = ErrorCode.security_disabled, SECURITY_DISABLED_MESSAGE
-        elif not self.allowed(ctx, AclOperation.ALTER):
-            error = ErrorCode.cluster_authorization_failed
+        error, message = self._acl_change_refusal(ctx)
         if error != ErrorCode.none or not filters:
             return self._response(request, {"throttle_time": 0, "filter_results": [
                 {"error_code": error, "error_message": message, "matching_acls": []}

@@ -1039,15 +1039,21 @@ def _expectations(r: _Reader, node: Node | None,
         if name == "workloads":
             for label, sub in r.mapping(value_node, "expectations.workloads", ()).items():
                 field = f"expectations.workloads.{label}"
-                if label not in labels:
-                    key_node = next(k for k, v in value_node.value if v is sub)
-                    raise r.error(key_node, f"no workload labelled {label!r}"
-                                  + did_you_mean(label, labels or ("(none)",)), field)
+                _check_label(r, value_node, sub, label, labels, field)
                 for sub_name, sub_node in r.mapping(sub, field, names).items():
                     one(f"{field}.{sub_name}", sub_name, sub_node, label)
         else:
             one(f"expectations.{name}", name, value_node, None)
     return tuple(out)
+
+
+def _check_label(r: _Reader, block: Node, sub: Node, label: str, labels: tuple[str, ...],
+                 field: str) -> None:
+    """An expectations block keyed by workload label names a workload of the file."""
+    if label not in labels:
+        key_node = next(k for k, v in block.value if v is sub)
+        raise r.error(key_node, f"no workload labelled {label!r}"
+                      + did_you_mean(label, labels or ("(none)",)), field)
 
 
 def _over_runs(r: _Reader, node: Node | None, labels: tuple[str, ...],
@@ -1066,10 +1072,7 @@ def _over_runs(r: _Reader, node: Node | None, labels: tuple[str, ...],
     out = []
     for label, sub in r.mapping(block, "expectations.over_runs", ()).items():
         field = f"expectations.over_runs.{label}"
-        if label not in labels:
-            key_node = next(k for k, v in block.value if v is sub)
-            raise r.error(key_node, f"no workload labelled {label!r}"
-                          + did_you_mean(label, labels or ("(none)",)), field)
+        _check_label(r, block, sub, label, labels, field)
         for name, value_node in r.mapping(sub, field, tuple(OVER_RUNS)).items():
             try:
                 expected = parse_expected(r.scalar(value_node, f"{field}.{name}").value)
