@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import dataclasses
 import logging
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -178,6 +179,18 @@ def _error_text(e: BaseException) -> str:
     return str(e) or type(e).__name__
 
 
+def _error_name(e: BaseException) -> str | None:
+    """The Kafka error name of a KafkaException (None for anything else)."""
+    arg = e.args[0] if getattr(e, "args", None) else None
+    name = getattr(arg, "name", None)
+    return name() if callable(name) else None
+
+
+# librdkafka's errors for a request whose answer was lost with its connection.
+LOST_REQUEST_ERRORS = frozenset({"_DESTROY_BROKER", "_TRANSPORT"})
+CREATE_TOPIC_ATTEMPTS = 3
+
+
 class Admin:
     """A thin, blocking facade over confluent_kafka.admin.AdminClient."""
 
@@ -229,10 +242,25 @@ class Admin:
             new = NewTopic(name, num_partitions=partitions,
                            replica_assignment=[list(replicas)] * partitions,
                            config=dict(configs))
-        futures = self.client.create_topics(
-            [new], operation_timeout=self.timeout, request_timeout=self.timeout
-        )
-        self._result(futures[name], f"cannot create topic {name}")
+        # librdkafka fails a request in flight when it drops the broker it went to (a
+        # broker the first Metadata answers did not list yet, while a new cluster's
+        # brokers unfence): the request may or may not have reached the controller.
+        # Sent again, as Java's AdminClient retries, TOPIC_ALREADY_EXISTS then means the
+        # first one did.
+        for attempt in range(CREATE_TOPIC_ATTEMPTS):
+            futures = self.client.create_topics(
+                [new], operation_timeout=self.timeout, request_timeout=self.timeout
+            )
+            try:
+                futures[name].result(timeout=self.timeout + 5)
+                return
+            except Exception as e:
+                code = _error_name(e)
+                if attempt and code == "TOPIC_ALREADY_EXISTS":
+                    return
+                if code not in LOST_REQUEST_ERRORS or attempt + 1 == CREATE_TOPIC_ATTEMPTS:
+                    raise AdminError(f"cannot create topic {name}: {_error_text(e)}") from None
+                time.sleep(0.5)
 
     def _on_any_broker(self, what: str, call: Callable[[WireClient], T]) -> T:
         """`call` with the lab's own client on the first bootstrap broker that answers;
