@@ -7,7 +7,9 @@ Runs the built-in `soak` scenario (idempotent acks=all producers with
 min.insync.replicas 2, a consumer group, one fault at a time drawn from the seed: kill
 -9, SIGTERM, pause or restart of a random broker, or kill -9 of the active controller)
 stretched to --minutes, through `brownout run`, so its verdict is the scenario's:
-nothing acknowledged lost, no duplicates, every ISR full after the heal.
+nothing acknowledged lost, no producer batch written twice by a broker (duplicates the
+client made by renumbering after an epoch bump are counted and named in duplicates.json),
+every ISR full after the heal.
 
 Meanwhile every --sample seconds it reads each node's resident set size from
 /proc/PID/status (the pids the lab records in cluster.json) into DIR/rss.csv. Faults

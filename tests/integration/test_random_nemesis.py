@@ -29,7 +29,7 @@ expectations:
   isr_recovered: true
   step_outcome: {chaos: ok}
   workloads:
-    acks-all: {acked_writes_lost: 0, duplicates: 0}
+    acks-all: {acked_writes_lost: 0, broker_duplicates: 0}
 """
 
 

@@ -20,7 +20,7 @@ from .reassign import REASSIGN_HELP, reassign_partitions_command
 from .report import report_command
 from .run import RUN_HELP, SWEEP_HELP, run_command, scenarios_app, sweep_command
 from .spark import spark_app
-from .storage import storage_app
+from .storage import DUMP_LOG_HELP, dump_log_command, storage_app
 from .topics import OFFSETS_HELP, offsets_command, topics_app
 from .watch import WATCH_HELP, watch_command
 from .workload import check_command, consume_command, produce_command
@@ -32,6 +32,7 @@ app = typer.Typer(
     add_completion=False,
 )
 app.add_typer(storage_app, name="storage")
+app.command("dump-log", help=DUMP_LOG_HELP)(dump_log_command)
 app.command("demo")(demo_command)
 app.command("up", help=UP_HELP)(up_command)
 app.command("down", help=DOWN_HELP)(down_command)

@@ -10,6 +10,7 @@ import typer
 from ..common.config import ConfigError
 from ..common.kafka_config import KafkaConfig
 from ..storage import StorageError, format_log_dirs, random_uuid
+from ..storage.dump_log import LOG_SUFFIX, describe, read_headers
 
 storage_app = typer.Typer(
     help="Format storage and generate cluster ids (like kafka-storage.sh).",
@@ -54,3 +55,29 @@ def format_command(
             typer.echo(f"Formatting {d} with metadata.version 3.9-IV0.")
         else:
             typer.echo(f"All of the log directories are already formatted: {d}")
+
+
+DUMP_LOG_HELP = ("Print the record batches of log segment files (like kafka-dump-log.sh "
+                 "--files): offsets, producer id, epoch and sequence of every batch.")
+
+
+def dump_log_command(
+    files: Annotated[
+        list[Path], typer.Option("--files", help="Segment files (*.log) to print; repeat it.")
+    ],
+) -> None:
+    for path in files:
+        if not path.is_file() or path.suffix != LOG_SUFFIX:
+            raise typer.BadParameter(f"{path} is not a log segment file (*.log)",
+                                     param_hint="--files")
+    for path in files:
+        typer.echo(f"Dumping {path}")
+        typer.echo(f"Log starting offset: {int(path.stem) if path.stem.isdigit() else 0}")
+        end = 0
+        for position, header in read_headers(path):
+            typer.echo(describe(header, position))
+            end = position + header.size
+        size = path.stat().st_size
+        if end < size:
+            typer.echo(f"Found {size - end} invalid bytes at the end of {path.name} "
+                       f"(a torn last batch)")

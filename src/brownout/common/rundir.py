@@ -15,6 +15,8 @@ here once, so a writer and its readers cannot drift apart.
     scenario.json            the scenario as it ran (defaults filled in)
     verdict.json             the expectations' outcomes and the verdict
     lost-writes.parquet      the acknowledged writes missing from the log, with reasons
+    duplicates.json          every record in the log more than once: its copies' batch
+                             headers (read from the lab's log directories) and the cause
     faults.jsonl             FaultResult values collected by hand (`brownout fault
                              ... --json`) while a run recorded; never by a scenario
     report.html              the report
@@ -45,6 +47,7 @@ WORKLOAD_CHECKS_FILE = "check-workloads.json"
 SCENARIO_FILE = "scenario.json"
 VERDICT_FILE = "verdict.json"
 LOST_WRITES_FILE = "lost-writes.parquet"
+DUPLICATES_FILE = "duplicates.json"
 FAULTS_FILE = "faults.jsonl"
 REPORT_FILE = "report.html"
 STUCK_FILE = "stuck-threads.txt"

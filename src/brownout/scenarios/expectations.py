@@ -19,6 +19,13 @@ acked_writes_lost              COMPARISON        acknowledged writes missing fro
                                                  read (writes checker ``lost``)
 duplicates                     COMPARISON        records of one send found in the log more
                                                  than once (writes checker ``duplicate``)
+broker_duplicates              COMPARISON        those duplicates the client did not cause:
+                                                 both copies under one producer id and
+                                                 epoch, which the broker must deduplicate
+                                                 (duplicates.json; a copy under a bumped
+                                                 epoch or a new producer id is the
+                                                 client's). Every duplicate counts when
+                                                 the batches cannot be read
 unacknowledged_writes          COMPARISON        sends that did not end acknowledged
                                                  (failed, indeterminate -- librdkafka's
                                                  delivery timeout is one -- or never
@@ -85,6 +92,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from ..check import duplicates as dup
 from ..check.rebalances import run_rebalances
 
 UNAVAILABLE_MIN_SECONDS = 3.0
@@ -168,6 +176,9 @@ class RunFacts:
     # step id -> a describe step's snapshot: {"topic", "error", "partitions": {p: leader
     # or None}, "offsets": {p: offset}, "offset_errors": {p: why}}
     snapshots: Mapping[str, Mapping[str, Any]] = dataclasses.field(default_factory=dict)
+    # duplicates per cause (check/duplicates.py) of the judged sends; None when the
+    # batch headers could not be read
+    duplicate_causes: Mapping[str, int] | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -268,6 +279,19 @@ def duplicates(report: Mapping[str, Any], facts: RunFacts, expected: Comparison)
         count = ((res.get("anomalies") or {}).get("duplicate") or {}).get("count", 0)
     return _compare("duplicates", expected, count,
                     "sends whose record is in the log more than once", why)
+
+
+def broker_duplicates(report: Mapping[str, Any], facts: RunFacts,
+                      expected: Comparison) -> Outcome:
+    if facts.duplicate_causes is None:
+        outcome = duplicates(report, facts, expected)
+        return dataclasses.replace(outcome, detail=(
+            outcome.detail + "; every one counted: the copies' batches could not be read"))
+    causes = dict(facts.duplicate_causes)
+    count = dup.broker_duplicates(causes)
+    shown = ", ".join(f"{cause} {n}" for cause, n in sorted(causes.items())) or "none"
+    return _compare("broker_duplicates", expected, count,
+                    f"duplicates under one producer id and epoch (by cause: {shown})")
 
 
 def check_valid(report: Mapping[str, Any], facts: RunFacts, expected: bool) -> Outcome:
@@ -539,6 +563,7 @@ Check = Callable[[Mapping[str, Any], RunFacts, Any], Outcome]
 
 VOCABULARY: dict[str, Check] = {
     "acked_writes_lost": acked_writes_lost,
+    "broker_duplicates": broker_duplicates,
     "lost_write_reasons": lost_write_reasons,
     "duplicates": duplicates,
     "unacknowledged_writes": unacknowledged_writes,
@@ -560,6 +585,7 @@ VOCABULARY: dict[str, Check] = {
 # (json_schema.py) both read this table.
 EXPECTED: dict[str, str] = {
     "acked_writes_lost": "comparison",
+    "broker_duplicates": "comparison",
     "lost_write_reasons": "reason_comparisons",
     "duplicates": "comparison",
     "unacknowledged_writes": "comparison",

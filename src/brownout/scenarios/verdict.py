@@ -21,12 +21,16 @@ from typing import Any
 import pyarrow.parquet as pq
 
 from ..check import Expectations, check_all
+from ..check.duplicates import ReadBatches, cause_counts, classify_duplicates
 from ..check.workloads import check_workloads, error_counts
 from ..common.events import read_node_events
 from ..common.kafka_config import BROKER_CONFIG
 from ..common.properties import read_properties
 from ..common.rundir import (
     CHECK_FILE,
+    CLUSTER_DIR,
+    CLUSTER_STATE_FILE,
+    DUPLICATES_FILE,
     FINAL_READ_FILE,
     HISTORY_FILE,
     LOST_WRITES_FILE,
@@ -37,6 +41,7 @@ from ..common.rundir import (
     WORKLOAD_CHECKS_FILE,
     node_dirs,
 )
+from ..storage.dump_log import batches_at
 from ..workload.history import read_history
 from ..workload.summary import unread_partitions, watermarks
 from . import expectations as ex
@@ -103,6 +108,9 @@ class Checked:
     whole: dict[str, Any]
     per_workload: dict[str, dict[str, Any]]
     errors: dict[str, dict[str, int]]  # label ("" the whole run) -> error name -> count
+    # label ("" the whole run) -> duplicates per cause (check/duplicates.py); None when
+    # the batch headers could not be read (a cluster the lab did not start)
+    duplicate_causes: dict[str, dict[str, int]] | None = None
 
 
 def check_run(run_dir: Path, record: RunRecord) -> Checked:
@@ -128,7 +136,46 @@ def check_run(run_dir: Path, record: RunRecord) -> Checked:
     per = check_workloads(history, final, marks, record.producers, unread=unread)
     (run_dir / WORKLOAD_CHECKS_FILE).write_text(json.dumps(per, indent=2) + "\n")
     errors = read_history(history, ("send", "client-error"), ("process", "f", "error"))
-    return Checked(whole, per, error_counts(errors, record.producers))
+    return Checked(whole, per, error_counts(errors, record.producers),
+                   _duplicate_causes(run_dir, final, record))
+
+
+def _duplicate_causes(run_dir: Path, final: Any,
+                      record: RunRecord) -> dict[str, dict[str, int]] | None:
+    """Why each duplicated record is there, from its copies' batch headers in the lab's
+    log directories; the rows go to duplicates.json."""
+    read = lab_batches(run_dir)
+    if read is None:
+        return None
+    rows = classify_duplicates(final, read)
+    (run_dir / DUPLICATES_FILE).write_text(json.dumps(rows, indent=2) + "\n")
+    causes = {"": cause_counts(rows)}
+    for label, producers in record.producers.items():
+        causes[label] = cause_counts(rows, set(producers))
+    return causes
+
+
+def lab_batches(run_dir: Path) -> ReadBatches | None:
+    """Reads batch headers from the log directories of the run's own cluster (any
+    replica holding the offset: below the high watermark replicas agree); None for a
+    cluster the lab did not start."""
+    state = _read_json(run_dir / CLUSTER_DIR / CLUSTER_STATE_FILE) or {}
+    dirs = [Path(n["data_dir"]) for n in state.get("nodes", []) if n.get("data_dir")]
+    if not dirs:
+        return None
+
+    def read(topic: str, partition: int, offsets: Any) -> dict[int, Any]:
+        found: dict[int, Any] = {}
+        for data_dir in dirs:
+            missing = [o for o in offsets if o not in found]
+            partition_dir = data_dir / f"{topic}-{partition}"
+            if not missing:
+                break
+            if partition_dir.is_dir():
+                found.update(batches_at(partition_dir, missing))
+        return found
+
+    return read
 
 
 def _facts(record: RunRecord, checked: Checked, label: str | None) -> ex.RunFacts:
@@ -142,7 +189,9 @@ def _facts(record: RunRecord, checked: Checked, label: str | None) -> ex.RunFact
         isr_recovered=record.isr_recovered, steps=dict(record.step_outcomes),
         group_checks=dict(record.group_checks), consumers_stopped=record.consumers_stopped,
         pipeline=record.pipeline, step_times=dict(record.step_times),
-        snapshots=dict(record.snapshots))
+        snapshots=dict(record.snapshots),
+        duplicate_causes=(None if checked.duplicate_causes is None
+                          else checked.duplicate_causes.get(label or "", {})))
 
 
 def judge(scenario: Scenario, checked: Checked, record: RunRecord) -> list[dict[str, Any]]:

@@ -194,7 +194,7 @@ def test_validate_expected():
     with pytest.raises(ex.ExpectationValueError):
         ex.validate_expected("error_seen", "not an error")
     assert set(ex.VOCABULARY) == {
-        "acked_writes_lost", "duplicates", "check_valid", "sent_gt_log",
+        "acked_writes_lost", "duplicates", "broker_duplicates", "check_valid", "sent_gt_log",
         "writes_unavailable_acks_all", "max_unavailable_seconds", "error_seen", "rebalances",
         "isr_recovered",
         "step_outcome", "group_checks_pass", "pipeline_matches_ground_truth",

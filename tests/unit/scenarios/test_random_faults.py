@@ -108,3 +108,18 @@ def test_duplicates_expectation_counts_the_writes_checkers_duplicates():
     clean = {"results": {"writes": {"numbers": {}, "anomalies": {}}}}
     assert evaluate("duplicates", clean, RunFacts(), Comparison.parse(0)).passed
     assert not evaluate("duplicates", {"results": {}}, RunFacts(), Comparison.parse(0)).passed
+
+
+def test_broker_duplicates_leave_out_copies_the_client_renumbered():
+    report = {"results": {"writes": {"numbers": {}, "anomalies": {"duplicate": {"count": 7}}}}}
+    zero = Comparison.parse(0)
+    bumped = evaluate("broker_duplicates", report,
+                      RunFacts(duplicate_causes={"epoch-bump": 7}), zero)
+    assert (bumped.passed, bumped.observed) == (True, 0)
+    assert "epoch-bump 7" in bumped.detail
+    same = evaluate("broker_duplicates", report,
+                    RunFacts(duplicate_causes={"epoch-bump": 6, "same-producer-epoch": 1}), zero)
+    assert (same.passed, same.observed) == (False, 1)
+    # Batches not readable (not the lab's cluster): every duplicate counts.
+    unread = evaluate("broker_duplicates", report, RunFacts(), zero)
+    assert (unread.passed, unread.observed) == (False, 7)
