@@ -419,11 +419,13 @@ class _Run:
         end = time.monotonic() + drain + 10.0
         for group in run.producers:
             group.join(max(0.0, end - time.monotonic()))
-        t = {"outstanding_at_stop": 0, "purged": 0}
+        t = {"outstanding_at_stop": 0, "purged": 0, "restarts": 0}
         for group in run.producers:
             for key in t:
                 t[key] += group.totals()[key]
         self.record.drain = {**t, "seconds": round(time.monotonic() - now, 1)}
+        restarted = (f"; {t['restarts']} producer(s) replaced after a fatal client error"
+                     if t["restarts"] else "")
         self.progress.say(f"  producers stopped: {t['outstanding_at_stop']} send(s) "
                           f"outstanding, drained in {self.record.drain['seconds']:g}s, "
-                          f"{t['purged']} purged")
+                          f"{t['purged']} purged{restarted}")

@@ -21,6 +21,14 @@ timeout (delivery.timeout.ms, librdkafka's message.timeout.ms) plus a margin: li
 completes or fails every message within it, so nothing is purged and no send is left
 indeterminate only because the run ended. How many sends were outstanding at the stop
 and how many had to be purged is counted (`totals()`: outstanding_at_stop, purged).
+
+A fatal client error (librdkafka's idempotent producer raises one when it can no longer
+vouch for its sequences, e.g. OUT_OF_ORDER_SEQUENCE_NUMBER on the first request in
+flight) kills the instance. It is recorded as a `client-error` whose error is the
+Kafka error's name and whose value says it was fatal, the instance's outstanding sends
+get their delivery reports, and a new instance (a new producer id, sequences from 0)
+carries on with the stream, as a supervised application would; without that the run's
+load would stop at the first fatal error. `totals()["restarts"]` counts them.
 """
 
 from __future__ import annotations
@@ -44,6 +52,8 @@ LIBRDKAFKA_DEFAULT_RETRIES = 2147483647
 # librdkafka scans for timed-out messages about once a second, and an in-flight request
 # ends only when its response or its own timeout arrives: room beyond the delivery timeout.
 DRAIN_MARGIN_S = 5.0
+# How long a producer killed by a fatal error is given to hand back its sends' reports.
+FATAL_FLUSH_S = 5.0
 ACKS = ("0", "1", "all")
 log = logging.getLogger(__name__)
 
@@ -222,6 +232,7 @@ class ProducerWorker:
         self.logger = logger
         self.error: BaseException | None = None
         self.producer: Any = None
+        self.restarts = 0
         self.thread = threading.Thread(target=self._run, name=process, daemon=True)
 
     def start(self) -> None:
@@ -251,20 +262,42 @@ class ProducerWorker:
                                 value=str(e))
 
     def _run(self) -> None:
-        if self.producer is None:
-            self.create_client()
-        producer = self.producer
-        if producer is None:
-            return
-        try:
-            self._loop(producer)
-        except Exception as e:  # recorded, then the thread ends; outstanding sends drain
-            self.error = e
-            log.exception("%s crashed", self.process)
-            self.history.record(INFO, "client-error", self.process, error=type(e).__name__,
-                                value=str(e))
-        finally:
+        while True:
+            if self.producer is None:
+                self.create_client()
+            producer = self.producer
+            if producer is None:
+                return
+            try:
+                self._loop(producer)
+            except Exception as e:  # recorded; outstanding sends drain below
+                self.error = e
+                fatal = fatal_error(e)
+                if fatal is None or self._done():
+                    log.exception("%s crashed", self.process)
+                    self.history.record(INFO, "client-error", self.process,
+                                        error=type(e).__name__, value=str(e))
+                else:
+                    self.history.record(INFO, "client-error", self.process,
+                                        error=error_name(fatal), value=f"fatal: {fatal}")
+                    log.warning("%s: fatal client error, starting a new producer: %s",
+                                self.process, fatal)
+                    self._abandon(producer)
+                    self.producer = None
+                    self.restarts += 1
+                    continue
             self._drain(producer)
+            return
+
+    def _abandon(self, producer: Any) -> None:
+        """A dead instance's queued and in-flight sends get their delivery reports
+        (librdkafka fails them with the fatal error, or purges them)."""
+        try:
+            if producer.flush(FATAL_FLUSH_S):
+                producer.purge(in_queue=True, in_flight=True, blocking=False)
+                producer.flush(FATAL_FLUSH_S)
+        except Exception as e:  # pragma: no cover - a broken client at exit
+            log.warning("%s: flush after the fatal error failed: %s", self.process, e)
 
     def _done(self) -> bool:
         if self.stop.is_set():
@@ -305,6 +338,8 @@ class ProducerWorker:
                         return
                 except KafkaException as e:
                     recorder.refused(topic, msg, error_name(e.args[0]) if e.args else str(e))
+                    if fatal_error(e) is not None:
+                        raise  # the instance is dead: _run replaces it
                     break
                 except (TypeError, ValueError) as e:
                     recorder.refused(topic, msg, type(e).__name__)
@@ -325,6 +360,13 @@ class ProducerWorker:
                 producer.flush(2.0)
         except Exception as e:  # pragma: no cover - a broken client at exit
             log.warning("%s: flush failed: %s", self.process, e)
+
+
+def fatal_error(exc: BaseException) -> Any:
+    """The KafkaError of a fatal client error raised from a librdkafka call, else None."""
+    err = exc.args[0] if getattr(exc, "args", None) else None
+    is_fatal = getattr(err, "fatal", None)
+    return err if callable(is_fatal) and is_fatal() else None
 
 
 class ProducerGroup(WorkerGroup):
@@ -354,9 +396,10 @@ class ProducerGroup(WorkerGroup):
 
     def totals(self) -> dict[str, int]:
         out = {"sent": 0, "acked": 0, "failed": 0, "info": 0, "in_flight": 0,
-               "outstanding_at_stop": 0, "purged": 0}
+               "outstanding_at_stop": 0, "purged": 0, "restarts": 0}
         for w in self.workers:
             r = w.recorder
+            out["restarts"] += w.restarts
             out["outstanding_at_stop"] += r.outstanding_at_stop
             out["purged"] += r.purged
             out["sent"] += r.invoked

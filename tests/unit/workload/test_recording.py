@@ -7,7 +7,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from confluent_kafka import KafkaError
+from confluent_kafka import KafkaError, KafkaException
 
 from brownout.workload.clientstats import MetadataRecorder, broker_list
 from brownout.workload.consumer import PollRecorder
@@ -229,3 +229,56 @@ def test_an_empty_history_converts_to_an_empty_table(tmp_path):
     (tmp_path / "e.jsonl").write_text("")
     assert jsonl_to_parquet(tmp_path / "e.jsonl", tmp_path / "e.parquet") == 0
     assert pq.read_table(tmp_path / "e.parquet").schema == SCHEMA
+
+
+class FatalAfter:
+    """A librdkafka producer stand-in that dies with a fatal error after `n` sends, from
+    produce() or from poll() as librdkafka may raise it from either."""
+
+    def __init__(self, n: int, where: str) -> None:
+        self.n, self.where, self.sent = n, where, 0
+
+    def _die(self) -> None:
+        raise KafkaException(KafkaError(KafkaError.OUT_OF_ORDER_SEQUENCE_NUMBER,
+                                        "sequence desynchronization", fatal=True))
+
+    def produce(self, topic, value, key, headers=None, on_delivery=None) -> None:
+        if self.where == "produce" and self.sent >= self.n:
+            self._die()
+        self.sent += 1
+        on_delivery(None, FakeMsg(topic, 0, self.sent))
+
+    def poll(self, timeout: float = 0) -> int:
+        if self.where == "poll" and self.sent >= self.n:
+            self._die()
+        return 0
+
+    def flush(self, timeout: float = 0) -> int:
+        return 0
+
+
+@pytest.mark.parametrize("where", ["produce", "poll"])
+def test_a_fatal_client_error_is_recorded_and_a_new_producer_carries_on(tmp_path, where):
+    import threading
+
+    from brownout.workload.producer import ProducerSettings, ProducerWorker
+
+    clients = [FatalAfter(3, where), FatalAfter(100, where)]
+
+    class Worker(ProducerWorker):
+        def create_client(self) -> None:
+            self.producer = clients.pop(0)
+
+    history = HistoryWriter(tmp_path / "h.jsonl")
+    worker = Worker(ProducerSettings("b:9092", "t", idempotent=True), history, "producer-0",
+                    run_id="run", stop=threading.Event(), rate=0, count=8, deadline=None,
+                    start_ms=0)
+    worker._run()
+    history.close()
+    seen = events(tmp_path / "h.jsonl")
+    errors = [e for e in seen if e["f"] == "client-error"]
+    assert [(e["error"], e["value"].startswith("fatal:")) for e in errors] == [
+        ("OUT_OF_ORDER_SEQUENCE_NUMBER", True)]
+    assert worker.restarts == 1 and not clients
+    acked = [e for e in seen if e["f"] == "send" and e["type"] == "ok"]
+    assert len(acked) == 8 - (1 if where == "produce" else 0)
