@@ -97,10 +97,16 @@ def package_zip(dest: Path) -> Path:
 
 def ship_package(spark: Any) -> Path:
     """addPyFile the `brownout` package, so executors on other machines (or another
-    environment) import the driver's code; it goes before their own sys.path entries."""
+    environment) import the driver's code; it goes before their own sys.path entries.
+    Spark serves the file from where it is for as long as the session lives, so the
+    directory goes when this interpreter exits."""
+    import atexit
+    import shutil
     import tempfile
 
-    path = package_zip(Path(tempfile.mkdtemp(prefix="brownout-pyfiles-")) / "brownout.zip")
+    directory = Path(tempfile.mkdtemp(prefix="brownout-pyfiles-"))
+    atexit.register(shutil.rmtree, directory, ignore_errors=True)
+    path = package_zip(directory / "brownout.zip")
     spark.sparkContext.addPyFile(str(path))
     return path
 
