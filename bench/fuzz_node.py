@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/fuzz_node.py [--frames 3000] [--seconds 180] [--seed 1]
                                         [--out DIR] [--keep-going] [--connections N]
+                                        [--sigterm-while-sending]
 
 One combined broker+controller node is formatted in a temporary directory and started.
 Its advertised listener is a small recording proxy on 127.0.0.1, so that confluent-kafka,
@@ -19,8 +20,12 @@ sending, so every connection must end answered or closed within --timeout; one t
 does neither is a bug (a handler that never finishes, or a stuck node).
 
 Every --check-every frames: the node is alive, its RSS, and confluent-kafka can still
-produce and consume. At the end: SIGTERM (the node must exit), restart on the same data
-directory (the metadata log must not brick it) and serve again.
+produce and consume. At the end: SIGTERM, after which the node must exit (status 0)
+within 30 s with its controlled shutdown approved by the controller (read from its log;
+the time to the approval and to the exit are printed: `SIGTERM: exited with status 0 in
+0.3 s; controlled shutdown approved after 0.1 s`; a node still running gets SIGUSR1 for
+a dump of its tasks, then SIGKILL, and its log tail goes to DIR), then a restart on the
+same data directory (the metadata log must not brick it) and serve again.
 
 Prints a summary table; the frame that killed the node, or made it log an internal
 error, goes to DIR (hex and binary, with the log tail), shrunk to the smallest frame
@@ -33,8 +38,10 @@ record-batch fields, damaged compressed bytes); N threads send frames back to ba
 their own connections and give each frame a verdict: the first error code of its
 answer, or the reason the node logged when it closed the connection (tied to the frame
 by the client's port). DIR gets verdicts.csv.gz (one line per frame), summary.json
-(verdict counts, frames/s, RSS before/after and every --check-every frames) and the
-node's ERROR lines. No shrinking in this mode; a death stops the run.
+(verdict counts, frames/s, RSS before/after and every --check-every frames, the SIGTERM
+outcome) and the node's ERROR lines. No shrinking in this mode; a death stops the run.
+With --sigterm-while-sending the SIGTERM comes while every connection still sends
+(the threads go on until the node is gone), instead of after they stopped.
 """
 
 from __future__ import annotations
@@ -1203,6 +1210,7 @@ class Campaign:
         self.rss: list[int] = []
         self.recent: list[Frame] = []
         self.stopped_early = ""
+        self.sigterm: SigtermOutcome | None = None
 
     # -- findings ------------------------------------------------------------------
 
@@ -1596,6 +1604,7 @@ class ScaleCampaign:
         self.records.write("frame,class,listener,api,verdict\n")
         self.in_flight: dict[int, Frame] = {}
         self.restarts_failed = 0
+        self.sigterm: SigtermOutcome | None = None  # --sigterm-while-sending
 
     def _save_bricked(self, why: str) -> None:
         dest = self.out / "bricked"
@@ -1604,7 +1613,10 @@ class ScaleCampaign:
 
     def next_frame(self) -> tuple[int, Frame] | None:
         with self.lock:
-            if self.stop.is_set() or self.index >= self.args.frames:
+            if self.stop.is_set():
+                return None
+            # With --sigterm-while-sending the threads go on until the node exits.
+            if self.index >= self.args.frames and not self.args.sigterm_while_sending:
                 return None
             self.index += 1
             frame = next(self.queue, None)
@@ -1754,6 +1766,15 @@ class ScaleCampaign:
         next_check = args.check_every
         while any(t.is_alive() for t in threads):
             time.sleep(0.5)
+            if args.sigterm_while_sending and (self.index >= args.frames
+                                               or time.monotonic() > deadline):
+                # The node must leave promptly while every connection still sends.
+                print(f"  {self.index} frames: SIGTERM while {args.connections} "
+                      "connections are sending", flush=True)
+                self.sigterm = sigterm(self.target, self.out)
+                self.stopped_early = "SIGTERM while sending"
+                self.stop.set()
+                break
             if time.monotonic() > deadline:
                 self.stopped_early = self.stopped_early or "--seconds reached"
                 self.stop.set()
@@ -1833,7 +1854,7 @@ class ScaleCampaign:
             print(f"  the node's ERROR lines and tracebacks: {self.out / 'errors.log'}")
         for p in [*self.health_failures, *problems]:
             print(f"problem: {p}")
-        if self.stopped_early and self.stopped_early != "--seconds reached":
+        if self.stopped_early not in ("", "--seconds reached", "SIGTERM while sending"):
             print(f"stopped early: {self.stopped_early}")
         print(f"\nverdict per frame: {self.out / 'verdicts.csv.gz'}")
         (self.out / "summary.json").write_text(json.dumps({
@@ -1844,6 +1865,7 @@ class ScaleCampaign:
             "rss_kib": self.rss, "deaths": self.deaths, "internal_errors": len(self.bugs),
             "unattributed_errors": self.reasons.errors[:50],
             "health_failures": self.health_failures, "problems": problems,
+            "sigterm": None if self.sigterm is None else dataclasses.asdict(self.sigterm),
         }, indent=1) + "\n")
         return not (self.deaths or self.bugs or self.reasons.errors or self.health_failures
                     or problems)
@@ -1862,30 +1884,100 @@ def _headers(seeds: list[Frame]) -> list[tuple[str, bytes]]:
     return [(listener, h) for (listener, _k, _v), h in sorted(found.items())]
 
 
-def final_restart(target: Target, witness: Witness, campaign: Campaign) -> list[str]:
-    """SIGTERM, then start again on the same data dir and serve."""
+# What the node logs when its controlled shutdown ends (approved, or given up on).
+SHUTDOWN_APPROVED = "The controller has asked us to exit controlled shutdown"
+SHUTDOWN_NOT_APPROVED = ("Timed out waiting for the controller to approve controlled shutdown",
+                         "Controlled shutdown abandoned")
+SIGTERM_WAIT_S = 30.0
+
+
+@dataclasses.dataclass
+class SigtermOutcome:
+    """How the node's SIGTERM went: exit status and time, and the controller's answer."""
+
+    exit_code: int | None  # None: still running after SIGTERM_WAIT_S (then killed)
+    seconds: float  # SIGTERM to exit (or to the kill)
+    approved_after: float | None  # SIGTERM to the approval line, when logged
+
+    def line(self) -> str:
+        if self.exit_code is None:
+            exited = f"did not exit within {SIGTERM_WAIT_S:.0f} s (killed)"
+        else:
+            exited = f"exited with status {self.exit_code} in {self.seconds:.1f} s"
+        approval = ("controlled shutdown approved after "
+                    f"{self.approved_after:.1f} s" if self.approved_after is not None
+                    else "controlled shutdown NOT approved")
+        return f"SIGTERM: {exited}; {approval}"
+
+
+def sigterm(target: Target, out: Path) -> SigtermOutcome:
+    """SIGTERM the node, wait for it to exit, and read from its log whether the
+    controller approved the controlled shutdown and when. A node still running after
+    SIGTERM_WAIT_S gets SIGUSR1 first (its tasks' stacks go to the log), then SIGKILL;
+    the log tail is saved to DIR."""
+    node = target.node
+    assert node.proc is not None
+    log_from = node.log_path.stat().st_size
+    started = time.monotonic()
+    approved_at: float | None = None
+    node.signal(15)
+    code: int | None = None
+    while time.monotonic() - started < SIGTERM_WAIT_S:
+        if approved_at is None and _logged_since(node.log_path, log_from, SHUTDOWN_APPROVED):
+            approved_at = time.monotonic() - started
+        code = node.proc.poll()
+        if code is not None:
+            break
+        time.sleep(0.05)
+    seconds = time.monotonic() - started
+    if approved_at is None and _logged_since(node.log_path, log_from, SHUTDOWN_APPROVED):
+        approved_at = seconds  # approved between the last look and the exit
+    if code is None:
+        node.signal(10)  # SIGUSR1: the node logs every task's stack
+        time.sleep(1)
+        node.kill()
+        with node.log_path.open("rb") as f:
+            f.seek(max(0, node.log_path.stat().st_size - 2_000_000))
+            (out / "sigterm-log-tail.txt").write_bytes(f.read())
+    return SigtermOutcome(code, seconds, approved_at)
+
+
+def _logged_since(path: Path, offset: int, text: str) -> bool:
+    with path.open("rb") as f:
+        f.seek(offset)
+        return text.encode() in f.read()
+
+
+def sigterm_problems(outcome: SigtermOutcome) -> list[str]:
+    problems = []
+    if outcome.exit_code is None:
+        problems.append(f"SIGTERM: node did not exit within {SIGTERM_WAIT_S:.0f} s")
+    elif outcome.exit_code != 0:
+        problems.append(f"SIGTERM: node exited with status {outcome.exit_code}")
+    if outcome.approved_after is None:
+        problems.append("SIGTERM: the controller did not approve the controlled shutdown")
+    return problems
+
+
+def final_restart(target: Target, witness: Witness, campaign: Campaign,
+                  outcome: SigtermOutcome | None = None) -> list[str]:
+    """SIGTERM (unless the caller already did, giving its outcome), then start again on
+    the same data dir and serve."""
     problems: list[str] = []
     node = target.node
-    if not node.alive:  # died during the run or the shrinking: that start counts too
+    if outcome is None and not node.alive:
+        # Died during the run or the shrinking: that start counts too.
         try:
             target.start()
         except Exception as e:
             campaign.restarts_failed += 1
             campaign._save_bricked(str(e))
             return ["restart on the same data dir failed"]
-    assert node.proc is not None
-    node.signal(15)
-    try:
-        code = node.proc.wait(30)
-        if code != 0:
-            problems.append(f"SIGTERM: node exited with status {code}")
-    except Exception:
-        # Its stacks first (faulthandler, if the node enabled it), then the log tail.
-        node.kill()
-        problems.append("SIGTERM: node did not exit within 30 s")
-        with node.log_path.open("rb") as f:
-            f.seek(max(0, node.log_path.stat().st_size - 2_000_000))
-            (campaign.out / "sigterm-log-tail.txt").write_bytes(f.read())
+    if outcome is None:
+        outcome = sigterm(target, campaign.out)
+    campaign.sigterm = outcome
+    print(outcome.line(), flush=True)
+    problems += sigterm_problems(outcome)
     try:
         target.start()
     except Exception as e:
@@ -1975,6 +2067,9 @@ def main() -> int:
                         help="fuzz at scale: this many connections at once, frames "
                         "pipelined on each, a verdict per frame (0: one frame per "
                         "connection, with shrinking)")
+    parser.add_argument("--sigterm-while-sending", action="store_true",
+                        help="with --connections: SIGTERM the node at the end while the "
+                        "connections still send, instead of after they stopped")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
     for noisy in ("kafka", "aiokafka"):
@@ -2029,7 +2124,8 @@ def main() -> int:
             print(f"fuzzing: {args.frames} frames at most, {args.seconds:.0f} s at most, "
                   f"{args.connections} connections", flush=True)
             elapsed = scale.run(witness)
-            problems = final_restart(target, witness, scale)  # type: ignore[arg-type]
+            problems = final_restart(target, witness, scale,  # type: ignore[arg-type]
+                                     scale.sigterm)
             ok = scale.summarize(elapsed, problems)
             return 0 if ok else 1
         campaign = Campaign(args, target, proxy, out)

@@ -60,6 +60,9 @@ class BrokerLifecycleManager:
         self.unfenced = asyncio.Event()
         self.shutdown_approved = asyncio.Event()
         self._shutdown_aborted = asyncio.Event()
+        # Set to heartbeat now instead of after the interval (Kafka's
+        # scheduleNextCommunicationImmediately).
+        self._wakeup = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
@@ -75,6 +78,7 @@ class BrokerLifecycleManager:
         """Ask to shut down; True once the controller approved it in time."""
         self.want_shut_down = True
         log.info("[BrokerLifecycleManager id=%d] Beginning controlled shutdown.", self.node_id)
+        self._wakeup.set()  # ask now, not up to broker.heartbeat.interval.ms later
         approved = asyncio.ensure_future(self.shutdown_approved.wait())
         aborted = asyncio.ensure_future(self._shutdown_aborted.wait())
         try:
@@ -105,7 +109,10 @@ class BrokerLifecycleManager:
             # While fenced (catching up after registering) or shutting down, heartbeat
             # quickly so the controller's decision arrives without a full interval.
             fast = self.broker_epoch < 0 or self.fenced or self.want_shut_down
-            await asyncio.sleep(0.05 if fast else self.heartbeat_interval_s)
+            self._wakeup.clear()
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(0.05 if fast else self.heartbeat_interval_s):
+                    await self._wakeup.wait()
 
     async def _register(self) -> None:
         body = build(request_class(ApiKey.BROKER_REGISTRATION, 3), {

@@ -246,8 +246,15 @@ class ClusterControl:
             if want_shut_down:
                 return HeartbeatResult(ErrorCode.none, caught_up, True, True), []
             if caught_up and not want_fence:
-                records.append(BrokerRegistrationChangeRecord(broker_id, broker_epoch,
-                                                              fenced=False))
+                # A broker that heartbeats without asking to shut down is not shutting
+                # down: a controlled shutdown it did not ask for (a BrokerHeartbeat sent
+                # in its name by anyone who reaches this listener) ends with its fencing.
+                # Kafka keeps the flag across the unfencing below, and the elections then
+                # make the broker lead again "in controlled shutdown", where nothing moves
+                # those leaderships away: its own controlled shutdown is never approved.
+                records.append(BrokerRegistrationChangeRecord(
+                    broker_id, broker_epoch, fenced=False,
+                    in_controlled_shutdown=False if reg.in_controlled_shutdown else None))
                 records.extend(self._elections_for(broker_id))
                 return HeartbeatResult(ErrorCode.none, True, False, False), records
             return HeartbeatResult(ErrorCode.none, caught_up, True, False), []

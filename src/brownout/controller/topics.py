@@ -175,6 +175,8 @@ def _create_one(
     def fail(error: ErrorCode, message: str) -> tuple[TopicResult, list[MetadataRecord]]:
         return TopicResult(t.name, error, message), []
 
+    usable_set = set(usable)
+
     if t.name == CLUSTER_METADATA_TOPIC:
         return fail(ErrorCode.invalid_request,
                     f"Creation of internal topic {CLUSTER_METADATA_TOPIC} is prohibited.")
@@ -223,6 +225,13 @@ def _create_one(
                     f"The manual partition assignment includes broker {missing[0]}, but no "
                     "broker with that id is registered.",
                 )
+        for p, replicas in enumerate(assignment):
+            if not any(r in usable_set for r in replicas):
+                return fail(
+                    ErrorCode.invalid_replica_assignment,
+                    f"All brokers specified in the manual partition assignment for "
+                    f"partition {p} are fenced or in controlled shutdown.",
+                )
     else:
         partitions = default_partitions if t.num_partitions == -1 else t.num_partitions
         rf = default_rf if t.replication_factor == -1 else t.replication_factor
@@ -247,11 +256,13 @@ def _create_one(
     for name, value in t.configs.items():
         if value is not None and name in TOPIC_CONFIG:
             records.append(ConfigRecord("topic", t.name, name, value))
-    live = {b.broker_id for b in image.live_brokers()}
     for p, replicas in enumerate(assignment):
-        isr = tuple(r for r in replicas if r in live) or tuple(replicas)
-        leader = next((r for r in replicas if r in live), replicas[0])
-        records.append(PartitionRecord(topic_id, p, tuple(replicas), isr, leader, 0, 0))
+        # As Kafka: the ISR is the replicas that are unfenced and not shutting down, the
+        # first of them leads. A broker in controlled shutdown must not gain a
+        # leadership: the controller approves its shutdown only once it leads nothing,
+        # and never moves leaderships away from it a second time.
+        isr = tuple(r for r in replicas if r in usable_set)
+        records.append(PartitionRecord(topic_id, p, tuple(replicas), isr, isr[0], 0, 0))
     return (
         TopicResult(t.name, ErrorCode.none, None, topic_id, len(assignment), rf_actual),
         records,

@@ -2,7 +2,12 @@ import uuid
 
 from kio.schema.errors import ErrorCode
 
-from brownout.controller.cluster_control import ClusterControl, ClusterControlConfig, IsrChange
+from brownout.controller.cluster_control import (
+    BrokerState,
+    ClusterControl,
+    ClusterControlConfig,
+    IsrChange,
+)
 from brownout.controller.image import NO_LEADER, MetadataImage
 from brownout.controller.records import (
     BrokerEndpoint,
@@ -176,6 +181,28 @@ def test_controlled_shutdown_of_sole_replica_keeps_it_leader_until_fenced():
     assert not c.beat(1, want_shut_down=True).should_shut_down
     assert c.part(0).leader == NO_LEADER  # no other replica can lead; it steps down
     assert c.beat(1).should_shut_down
+
+
+def test_a_shutdown_the_broker_did_not_ask_for_does_not_outlive_its_fencing():
+    # Anyone who reaches the controller listener can send BrokerHeartbeat for broker 1
+    # with its epoch (small, it is a metadata offset) and want_shut_down. The running
+    # broker's next heartbeats get it fenced, then unfenced as the leader of its
+    # partitions again; it must then be a plain unfenced broker, or its own controlled
+    # shutdown later would find it "already shutting down" with leaderships that nothing
+    # moves away, and never be approved.
+    c = Cluster(brokers=(1,))
+    c.topic([[1]])
+    c.beat(1, want_shut_down=True)  # the spoofed heartbeat
+    assert c.control.state(1) is BrokerState.CONTROLLED_SHUTDOWN
+    assert c.part(0).leader == NO_LEADER
+    assert c.beat(1).is_fenced  # the broker's own heartbeat, not shutting down
+    assert not c.beat(1).is_fenced
+    assert c.control.state(1) is BrokerState.UNFENCED
+    assert c.part(0).leader == 1
+    # Its own controlled shutdown (SIGTERM) is approved once the leadership moved.
+    assert not c.beat(1, want_shut_down=True).should_shut_down
+    assert c.part(0).leader == NO_LEADER
+    assert c.beat(1, want_shut_down=True).should_shut_down
 
 
 def test_alter_partition_rules():

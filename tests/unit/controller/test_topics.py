@@ -107,6 +107,24 @@ def test_fenced_brokers_get_no_replicas():
     assert results[0].error == ErrorCode.invalid_replication_factor
 
 
+def test_a_manual_assignment_never_makes_a_broker_in_controlled_shutdown_lead():
+    # The controller approves a controlled shutdown once the broker leads nothing; a
+    # topic created meanwhile must not hand it a leadership that nothing moves away.
+    image = image_with_brokers(1, 2, 3, fenced=(3,))
+    image.apply(BrokerRegistrationChangeRecord(1, 11, in_controlled_shutdown=True))
+    results, _ = create(image, NewTopic("t", assignments={0: [1, 2], 1: [3, 2]}))
+    assert results[0].error == ErrorCode.none
+    for reg in image.topic("t").partitions.values():
+        assert (reg.leader, reg.isr) == (2, (2,))
+    for first, second in (([2], [1]), ([2], [3]), ([2, 1], [1, 3])):
+        results, records = create(image, NewTopic("u", assignments={0: first, 1: second}))
+        assert results[0].error == ErrorCode.invalid_replica_assignment
+        assert results[0].message == ("All brokers specified in the manual partition "
+                                      "assignment for partition 1 are fenced or in "
+                                      "controlled shutdown.")
+        assert records == []
+
+
 def test_delete_topic_removes_it_and_its_configs():
     image = image_with_brokers(1)
     create(image, NewTopic("t", configs={"retention.ms": "1000"}))
