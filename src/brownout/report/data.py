@@ -33,7 +33,8 @@ Long runs: the timeline's bucket widens past an hour (`choose_bucket`: at most 3
 buckets), so a bucketed trace never has more; a per-partition heatmap widens its own
 buckets to stay under MAX_CELLS cells (`grid_timeline`); a series of samples (the
 controller's) keeps every value each bucket saw (`thin_changes`); thousands of stalls
-share bands at the bucket's resolution (`merge_spans`). Tables are not thinned (the lost
+share bands at the bucket's resolution (`merge_spans`); past a few dozen, labels are
+drawn only where they do not overlap (`spaced`). Tables are not thinned (the lost
 writes: up to loss_rows of them, with the total).
 
 Tables: the lost writes with reason and evidence, the per-partition print-hw view, and
@@ -211,6 +212,20 @@ def merge_spans(spans: Sequence[tuple[float, float]], max_bands: int,
         if len(bands) <= max_bands:
             return bands
         gap *= 2
+
+
+def spaced(xs: Sequence[float], max_labels: int, span: float) -> list[int]:
+    """Positions of the labels to draw at xs (time order): all of them up to max_labels;
+    past that, each one at least span/max_labels after the last one drawn, so that the
+    labels of a long run's hundreds of faults do not print over each other."""
+    if len(xs) <= max_labels:
+        return list(range(len(xs)))
+    gap = span / max(max_labels, 1)
+    out: list[int] = []
+    for i, x in enumerate(xs):
+        if not out or x - xs[out[-1]] >= gap:
+            out.append(i)
+    return out
 
 
 def thin_changes(times: Sequence[float], values: Sequence[Any], timeline: Timeline,
@@ -944,6 +959,7 @@ __all__ = [
     "read_json_values",
     "read_slices",
     "rebalances",
+    "spaced",
     "step_grid",
     "thin_changes",
     "timeline_for",

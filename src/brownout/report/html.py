@@ -33,6 +33,7 @@ from brownout.report.data import (
     grid_timeline,
     load_run,
     merge_spans,
+    spaced,
     step_grid,
     thin_changes,
 )
@@ -51,6 +52,7 @@ PLOTLY_CONFIG = {"displaylogo": False, "responsive": True,
                  "modeBarButtonsToRemove": ["lasso2d", "select2d"]}
 MAX_MARKERS = 300  # group-event markers drawn on the lag chart
 MAX_STALL_BANDS = 200  # stall bands per chart before near ones merge
+MAX_LABELS = 25  # fault (and stall) labels per chart before overlapping ones are left out
 
 
 def render_report(run_dir: Path, *, report: Any = None, out: Path | None = None,
@@ -151,9 +153,11 @@ def shade_faults(layers: Layers, bands: Sequence[FaultBand], timeline: Timeline,
                  labels: bool = True, outline: bool = False) -> None:
     """Fault bands as shaded rectangles behind the data, spanning the chart's height
     (`outline`: dashed frames above the data instead, for heatmaps that hide what is
-    behind them). Every fault keeps its band: the faults table lists the same."""
+    behind them). Every fault keeps its band; past MAX_LABELS faults, labels that would
+    overlap are left out (the faults table lists every one)."""
     span = max(timeline.end - timeline.start, 1.0)
-    for band in bands:
+    labelled = set(spaced([b.start for b in bands], MAX_LABELS, span)) if labels else set()
+    for i, band in enumerate(bands):
         end = timeline.end if band.end is None else band.end
         end = max(end, band.start + span / 400)  # instants stay visible
         if outline:
@@ -162,7 +166,7 @@ def shade_faults(layers: Layers, bands: Sequence[FaultBand], timeline: Timeline,
         else:
             layers.vrect(band.start, end, fillcolor=band_colour(band), opacity=0.14,
                          line={"width": 0}, layer="below")
-        if labels:
+        if i in labelled:
             layers.note(x=band.start, y=1.0, xref="x", yref="paper", xanchor="left",
                         yanchor="bottom", showarrow=False, text=esc(band.label),
                         font={"size": 10, "color": band_colour(band)})
@@ -176,26 +180,30 @@ def stall_label(stalls: Sequence[NodeStall]) -> str:
     nodes = sorted({s.node for s in stalls})
     top = max(s.lag_ms for s in stalls) / 1000
     who = f"node {nodes[0]}" if len(nodes) == 1 else "nodes " + ",".join(map(str, nodes))
-    return f"{who} stalled up to {top:.1f}s ({len(stalls)} stalls)"
+    return f"{who} stalled up to {top:.1f}s"
 
 
 def shade_stalls(layers: Layers, data: RunData, timeline: Timeline) -> None:
     """Node event-loop stalls as hatched grey bands: nothing ran on that node meanwhile.
     Those over the overload limit are labelled at the bottom, with the node. Past
-    MAX_STALL_BANDS, stalls closer than a bucket share a band (the stalls table lists
-    each one)."""
+    MAX_STALL_BANDS, stalls closer than a bucket share a band; past MAX_LABELS labels,
+    those that would overlap are left out (the stalls table lists each stall)."""
     limit = data.stall_limit_ms
     span = max(timeline.end - timeline.start, 1.0)
     shown = [s for s in data.stalls if not (s.end < timeline.start or s.start > timeline.end)]
     spans = [(s.start, max(s.end, s.start + span / 400)) for s in shown]
+    labels: list[tuple[float, list[NodeStall]]] = []
     for x0, x1, members in merge_spans(spans, MAX_STALL_BANDS, timeline.bucket):
         layers.vrect(x0, x1, fillcolor=STALL_COLOUR, opacity=0.35, line={"width": 0},
                      layer="below")
         over = [shown[i] for i in members if limit is not None and shown[i].lag_ms > limit]
         if over:
-            layers.note(x=x0, y=0.0, xref="x", yref="paper", xanchor="left",
-                        yanchor="bottom", showarrow=False, text=esc(stall_label(over)),
-                        font={"size": 10, "color": STALL_COLOUR})
+            labels.append((x0, over))
+    for i in spaced([x for x, _ in labels], MAX_LABELS // 2, span):  # longer labels
+        x0, over = labels[i]
+        layers.note(x=x0, y=0.0, xref="x", yref="paper", xanchor="left", yanchor="bottom",
+                    showarrow=False, text=esc(stall_label(over)),
+                    font={"size": 10, "color": STALL_COLOUR})
 
 
 def base_layout(fig: go.Figure, timeline: Timeline, title: str, height: int,
