@@ -199,7 +199,7 @@ def shade_stalls(layers: Layers, data: RunData, timeline: Timeline) -> None:
         over = [shown[i] for i in members if limit is not None and shown[i].lag_ms > limit]
         if over:
             labels.append((x0, over))
-    for i in spaced([x for x, _ in labels], MAX_LABELS // 2, span):  # longer labels
+    for i in spaced([x for x, _ in labels], MAX_LABELS // 3, span):  # longer labels
         x0, over = labels[i]
         layers.note(x=x0, y=0.0, xref="x", yref="paper", xanchor="left", yanchor="bottom",
                     showarrow=False, text=esc(stall_label(over)),
