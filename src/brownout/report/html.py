@@ -52,6 +52,7 @@ PLOTLY_CONFIG = {"displaylogo": False, "responsive": True,
                  "modeBarButtonsToRemove": ["lasso2d", "select2d"]}
 MAX_MARKERS = 300  # group-event markers drawn on the lag chart
 MAX_STALL_BANDS = 200  # stall bands per chart before near ones merge
+MAX_FAULT_BANDS = 600  # fault bands per chart before near ones of a colour merge
 MAX_LABELS = 25  # fault (and stall) labels per chart before overlapping ones are left out
 
 
@@ -149,27 +150,55 @@ class Layers:
         fig.layout.annotations = [*fig.layout.annotations, *self.annotations]
 
 
+def fault_marks(bands: Sequence[FaultBand], timeline: Timeline
+                ) -> list[tuple[float, float, str, str]]:
+    """(start, end, colour, label) of the bands to draw: one per fault, in the faults'
+    order; past MAX_FAULT_BANDS (a day-long run), faults of one colour less than a bucket
+    apart share a band, labelled with how many and which actions."""
+    span = max(timeline.end - timeline.start, 1.0)
+    spans = []
+    for band in bands:
+        end = timeline.end if band.end is None else band.end
+        spans.append((band.start, max(end, band.start + span / 400)))  # instants show
+    if len(bands) <= MAX_FAULT_BANDS:
+        return [(x0, x1, band_colour(b), b.label)
+                for b, (x0, x1) in zip(bands, spans, strict=True)]
+    by_colour: dict[str, list[int]] = {}
+    for i, band in enumerate(bands):
+        by_colour.setdefault(band_colour(band), []).append(i)
+    out = []
+    for colour, mine in by_colour.items():
+        quota = max(1, MAX_FAULT_BANDS * len(mine) // len(bands))
+        for x0, x1, members in merge_spans([spans[i] for i in mine], quota, timeline.bucket):
+            group = [bands[mine[m]] for m in members]
+            label = group[0].label if len(group) == 1 else (
+                f"{len(group)} faults: " + ", ".join(sorted({b.action for b in group})))
+            out.append((x0, x1, colour, label))
+    out.sort(key=lambda m: m[0])
+    return out
+
+
 def shade_faults(layers: Layers, bands: Sequence[FaultBand], timeline: Timeline, *,
                  labels: bool = True, outline: bool = False) -> None:
     """Fault bands as shaded rectangles behind the data, spanning the chart's height
     (`outline`: dashed frames above the data instead, for heatmaps that hide what is
-    behind them). Every fault keeps its band; past MAX_LABELS faults, labels that would
-    overlap are left out (the faults table lists every one)."""
+    behind them). Every fault has its band up to MAX_FAULT_BANDS (see fault_marks);
+    past MAX_LABELS, labels that would overlap are left out (the faults table lists
+    every fault)."""
     span = max(timeline.end - timeline.start, 1.0)
-    labelled = set(spaced([b.start for b in bands], MAX_LABELS, span)) if labels else set()
-    for i, band in enumerate(bands):
-        end = timeline.end if band.end is None else band.end
-        end = max(end, band.start + span / 400)  # instants stay visible
+    marks = fault_marks(bands, timeline)
+    labelled = set(spaced([m[0] for m in marks], MAX_LABELS, span)) if labels else set()
+    for i, (x0, x1, colour, label) in enumerate(marks):
         if outline:
-            layers.vrect(band.start, end, fillcolor="rgba(0,0,0,0)", layer="above",
-                         line={"color": band_colour(band), "width": 2, "dash": "dash"})
+            layers.vrect(x0, x1, fillcolor="rgba(0,0,0,0)", layer="above",
+                         line={"color": colour, "width": 2, "dash": "dash"})
         else:
-            layers.vrect(band.start, end, fillcolor=band_colour(band), opacity=0.14,
-                         line={"width": 0}, layer="below")
+            layers.vrect(x0, x1, fillcolor=colour, opacity=0.14, line={"width": 0},
+                         layer="below")
         if i in labelled:
-            layers.note(x=band.start, y=1.0, xref="x", yref="paper", xanchor="left",
-                        yanchor="bottom", showarrow=False, text=esc(band.label),
-                        font={"size": 10, "color": band_colour(band)})
+            layers.note(x=x0, y=1.0, xref="x", yref="paper", xanchor="left",
+                        yanchor="bottom", showarrow=False, text=esc(label),
+                        font={"size": 10, "color": colour})
 
 
 def stall_label(stalls: Sequence[NodeStall]) -> str:

@@ -98,3 +98,20 @@ def test_a_run_with_hundreds_of_faults_and_stalls_renders_at_once(tmp_path: Path
     texts = [a.text for a in fig.layout.annotations]
     assert 0 < sum(t.startswith("pause") for t in texts) <= html.MAX_LABELS
     assert 0 < sum("stalled up to 1.5s" in t for t in texts) <= html.MAX_LABELS
+
+
+def test_a_day_of_faults_shares_bands_per_colour_and_covers_every_fault():
+    tl = d.Timeline(0.0, 86_400.0, 24.0)
+    actions = ("kill", "pause", "restart", "isolate")
+    bands = [d.FaultBand(actions[i % 4], (1,), i * 15.0, i * 15.0, i * 15.0 + 5.0, "x", "ok")
+             for i in range(5700)]
+    marks = html.fault_marks(bands, tl)
+    assert len(marks) <= html.MAX_FAULT_BANDS + len(actions)
+    assert [m[0] for m in marks] == sorted(m[0] for m in marks)
+    for band in bands[::97]:  # every fault lies in a band of its colour
+        assert any(c == html.band_colour(band) and x0 <= band.start and band.end <= x1
+                   for x0, x1, c, _ in marks), band
+    assert any(label.endswith("faults: kill") for *_, label in marks)
+    few = bands[:3]  # one band each, as long as the fault (over 1/400 of the run)
+    assert html.fault_marks(few, d.Timeline(0.0, 100.0)) == [
+        (b.start, b.end, html.band_colour(b), b.label) for b in few]
