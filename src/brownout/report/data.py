@@ -33,9 +33,9 @@ Long runs: the timeline's bucket widens past an hour (`choose_bucket`: at most 3
 buckets), so a bucketed trace never has more; a per-partition heatmap widens its own
 buckets to stay under MAX_CELLS cells (`grid_timeline`); a series of samples (the
 controller's) keeps every value each bucket saw (`thin_changes`); thousands of stalls
-(or faults) share bands at the bucket's resolution (`merge_spans`); past a few dozen, labels are
-drawn only where they do not overlap (`spaced`). Tables are not thinned (the lost
-writes: up to loss_rows of them, with the total).
+(or faults) share bands at the bucket's resolution (`merge_spans`); past a few dozen,
+labels are drawn only where they do not overlap (`spaced`). Tables are not thinned
+(the lost writes: up to loss_rows of them, with the total).
 
 Tables: the lost writes with reason and evidence, the per-partition print-hw view, and
 the verdict (verdict.json from the scenario runner, else check.json's `valid`).

@@ -130,8 +130,8 @@ def band_colour(band: FaultBand) -> str:
 class Layers:
     """A figure's shapes and annotations, set on it in one assignment (`apply`): plotly
     validates every shape already on a figure again at each add_vrect / add_annotation,
-    so adding them one by one is quadratic (a one-hour soak's 240 fault bands and 1 300
-    stalls took more than ten minutes per chart)."""
+    so adding them one by one is quadratic (with a one-hour soak's 240 fault bands and
+    1 300 stalls, its first chart was not drawn after five minutes)."""
 
     def __init__(self) -> None:
         self.shapes: list[dict[str, Any]] = []
