@@ -29,6 +29,14 @@ Series:
     stalls            every node's event-loop stalls (its `stall` events), in history
                       time: verdict.json's node_stalls, else the kept node event files
 
+Long runs: the timeline's bucket widens past an hour (`choose_bucket`: at most 3 600
+buckets), so a bucketed trace never has more; a per-partition heatmap widens its own
+buckets to stay under MAX_CELLS cells (`grid_timeline`); a series of samples (the
+controller's) keeps every value each bucket saw (`thin_changes`); thousands of stalls
+(or faults) share bands at the bucket's resolution (`merge_spans`); past a few dozen,
+labels are drawn only where they do not overlap (`spaced`). Tables are not thinned
+(the lost writes: up to loss_rows of them, with the total).
+
 Tables: the lost writes with reason and evidence, the per-partition print-hw view, and
 the verdict (verdict.json from the scenario runner, else check.json's `valid`).
 """
@@ -39,7 +47,7 @@ import bisect
 import dataclasses
 import json
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -114,6 +122,10 @@ DURING = frozenset({"restart", "rolling-restart"})
 # Actions that only undo others.
 UNDO = frozenset({"start", "resume", "heal", "heal-all", "unpartition"})
 NETWORK = frozenset({"isolate", "partition", "loss", "bandwidth", "latency"})
+# Chart sizes: a trace drawn from samples (not buckets) keeps at most MAX_POINTS of them;
+# a per-partition heatmap at most MAX_CELLS cells.
+MAX_POINTS = 4000
+MAX_CELLS = 100_000
 
 
 
@@ -163,6 +175,87 @@ def timeline_for(times: pa.Array | pa.ChunkedArray, bucket: float | None = None)
     lo, hi = float(mm["min"]), float(mm["max"])
     start = float(min(0, math.floor(lo)))
     return Timeline(start, max(hi, start), bucket or choose_bucket(hi - start))
+
+
+def grid_timeline(timeline: Timeline, rows: int, max_cells: int = MAX_CELLS) -> Timeline:
+    """The timeline of a heatmap with `rows` rows: its buckets widened by a whole factor
+    when rows x buckets would pass max_cells (every cell carries a hover text, so a
+    hundred partitions over an hour at 1 s would make a page of tens of MB)."""
+    factor = math.ceil(max(rows, 1) * timeline.n / max_cells)
+    if factor <= 1:
+        return timeline
+    return dataclasses.replace(timeline, bucket=timeline.bucket * factor)
+
+
+# -- few enough shapes and points for a chart ------------------------------------------
+
+
+def merge_spans(spans: Sequence[tuple[float, float]], max_bands: int,
+                gap: float) -> list[tuple[float, float, list[int]]]:
+    """Spans (start, end) as bands (start, end, positions of the spans in it), in time
+    order. Up to max_bands spans each get their own band; past that, spans less than
+    `gap` apart (the timeline's bucket: finer than the charts' data) share one, and the
+    gap doubles until at most max_bands bands are left."""
+    order = sorted(range(len(spans)), key=lambda i: (spans[i][0], spans[i][1], i))
+    if len(spans) <= max_bands:
+        return [(spans[i][0], spans[i][1], [i]) for i in order]
+    gap = max(gap, 1e-3)
+    while True:
+        bands: list[tuple[float, float, list[int]]] = []
+        for i in order:
+            start, end = spans[i]
+            if bands and start - bands[-1][1] <= gap:
+                lo, hi, members = bands[-1]
+                bands[-1] = (lo, max(hi, end), [*members, i])
+            else:
+                bands.append((start, end, [i]))
+        if len(bands) <= max_bands:
+            return bands
+        gap *= 2
+
+
+def spaced(xs: Sequence[float], max_labels: int, span: float) -> list[int]:
+    """Positions of the labels to draw at xs (time order): all of them up to max_labels;
+    past that, each one at least span/max_labels after the last one drawn, so that the
+    labels of a long run's hundreds of faults do not print over each other."""
+    if len(xs) <= max_labels:
+        return list(range(len(xs)))
+    gap = span / max(max_labels, 1)
+    out: list[int] = []
+    for i, x in enumerate(xs):
+        if not out or x - xs[out[-1]] >= gap:
+            out.append(i)
+    return out
+
+
+def thin_changes(times: Sequence[float], values: Sequence[Any], timeline: Timeline,
+                 max_points: int = MAX_POINTS) -> list[int]:
+    """Positions of the samples of a change series (a value from its time on) to draw:
+    all of them up to max_points; past that, per bucket the first sample of each value
+    seen in it and the bucket's last sample (the value it ends with), widening the
+    bucket until at most max_points are left. Every value a bucket saw stays visible."""
+    if len(times) <= max_points:
+        return list(range(len(times)))
+    bucket = timeline.bucket
+    span = max(times) - min(times)
+    while True:
+        keep: list[int] = []
+        current: int | None = None  # the bucket being filled
+        seen: set[Any] = set()
+        for i, t in enumerate(times):
+            b = math.floor((t - timeline.start) / bucket)
+            if b != current:
+                if keep and keep[-1] != i - 1 and i > 0:
+                    keep.append(i - 1)  # the previous bucket's last sample
+                current, seen = b, set()
+            if values[i] not in seen:
+                seen.add(values[i])
+                keep.append(i)
+        if keep and keep[-1] != len(times) - 1:
+            keep.append(len(times) - 1)
+        if len(keep) <= max_points or bucket > span:  # one bucket: every value once
+            return keep
+        bucket *= 2
 
 
 # -- reading the history (with workload/history.py's readers) --------------------------
@@ -852,19 +945,23 @@ __all__ = [
     "evidence_text",
     "fault_bands",
     "fault_events_from_results",
+    "grid_timeline",
     "group_events",
     "group_of_process",
     "load_run",
     "load_stalls",
     "longest_unavailable",
     "loss_table",
+    "merge_spans",
     "partition_series",
     "print_hw",
     "read_history",
     "read_json_values",
     "read_slices",
     "rebalances",
+    "spaced",
     "step_grid",
+    "thin_changes",
     "timeline_for",
     "verdict_from",
     "write_rates",

@@ -30,10 +30,15 @@ from brownout.report.data import (
     FaultBand,
     RunData,
     Timeline,
+    grid_timeline,
     load_run,
+    merge_spans,
+    spaced,
     step_grid,
+    thin_changes,
 )
 from brownout.report.terminal import observed_text
+from brownout.scenarios.overload import NodeStall
 
 # Colours: one per acks level; fault bands by kind.
 ACKS_COLOURS = {"all": "#1f77b4", "1": "#2ca02c", "0": "#9467bd", "unknown": "#7f7f7f"}
@@ -46,6 +51,9 @@ STALL_COLOUR = "#555555"  # a node's event loop stood still
 PLOTLY_CONFIG = {"displaylogo": False, "responsive": True,
                  "modeBarButtonsToRemove": ["lasso2d", "select2d"]}
 MAX_MARKERS = 300  # group-event markers drawn on the lag chart
+MAX_STALL_BANDS = 200  # stall bands per chart before near ones merge
+MAX_FAULT_BANDS = 600  # fault bands per chart before near ones of a colour merge
+MAX_LABELS = 25  # fault (and stall) labels per chart before overlapping ones are left out
 
 
 def render_report(run_dir: Path, *, report: Any = None, out: Path | None = None,
@@ -119,42 +127,112 @@ def band_colour(band: FaultBand) -> str:
     return BAND_COLOURS[band.kind]
 
 
-def shade_faults(fig: go.Figure, bands: Sequence[FaultBand], timeline: Timeline, *,
+class Layers:
+    """A figure's shapes and annotations, set on it in one assignment (`apply`): plotly
+    validates every shape already on a figure again at each add_vrect / add_annotation,
+    so adding them one by one is quadratic (with a one-hour soak's 240 fault bands and
+    1 300 stalls, its first chart was not drawn after five minutes)."""
+
+    def __init__(self) -> None:
+        self.shapes: list[dict[str, Any]] = []
+        self.annotations: list[dict[str, Any]] = []
+
+    def vrect(self, x0: float, x1: float, **style: Any) -> None:
+        """A rectangle spanning the chart's height, as fig.add_vrect draws it."""
+        self.shapes.append({"type": "rect", "xref": "x", "yref": "y domain", "x0": x0,
+                            "x1": x1, "y0": 0, "y1": 1, **style})
+
+    def note(self, **annotation: Any) -> None:
+        self.annotations.append(annotation)
+
+    def apply(self, fig: go.Figure) -> None:
+        fig.layout.shapes = [*fig.layout.shapes, *self.shapes]
+        fig.layout.annotations = [*fig.layout.annotations, *self.annotations]
+
+
+def fault_marks(bands: Sequence[FaultBand], timeline: Timeline
+                ) -> list[tuple[float, float, str, str]]:
+    """(start, end, colour, label) of the bands to draw: one per fault, in the faults'
+    order; past MAX_FAULT_BANDS (a day-long run), faults of one colour less than a bucket
+    apart share a band, labelled with how many and which actions."""
+    span = max(timeline.end - timeline.start, 1.0)
+    spans = []
+    for band in bands:
+        end = timeline.end if band.end is None else band.end
+        spans.append((band.start, max(end, band.start + span / 400)))  # instants show
+    if len(bands) <= MAX_FAULT_BANDS:
+        return [(x0, x1, band_colour(b), b.label)
+                for b, (x0, x1) in zip(bands, spans, strict=True)]
+    by_colour: dict[str, list[int]] = {}
+    for i, band in enumerate(bands):
+        by_colour.setdefault(band_colour(band), []).append(i)
+    out = []
+    for colour, mine in by_colour.items():
+        quota = max(1, MAX_FAULT_BANDS * len(mine) // len(bands))
+        for x0, x1, members in merge_spans([spans[i] for i in mine], quota, timeline.bucket):
+            group = [bands[mine[m]] for m in members]
+            label = group[0].label if len(group) == 1 else (
+                f"{len(group)} faults: " + ", ".join(sorted({b.action for b in group})))
+            out.append((x0, x1, colour, label))
+    out.sort(key=lambda m: m[0])
+    return out
+
+
+def shade_faults(layers: Layers, bands: Sequence[FaultBand], timeline: Timeline, *,
                  labels: bool = True, outline: bool = False) -> None:
     """Fault bands as shaded rectangles behind the data, spanning the chart's height
     (`outline`: dashed frames above the data instead, for heatmaps that hide what is
-    behind them)."""
+    behind them). Every fault has its band up to MAX_FAULT_BANDS (see fault_marks);
+    past MAX_LABELS, labels that would overlap are left out (the faults table lists
+    every fault)."""
     span = max(timeline.end - timeline.start, 1.0)
-    for band in bands:
-        end = timeline.end if band.end is None else band.end
-        end = max(end, band.start + span / 400)  # instants stay visible
+    marks = fault_marks(bands, timeline)
+    labelled = set(spaced([m[0] for m in marks], MAX_LABELS, span)) if labels else set()
+    for i, (x0, x1, colour, label) in enumerate(marks):
         if outline:
-            fig.add_vrect(x0=band.start, x1=end, fillcolor="rgba(0,0,0,0)", layer="above",
-                          line={"color": band_colour(band), "width": 2, "dash": "dash"})
+            layers.vrect(x0, x1, fillcolor="rgba(0,0,0,0)", layer="above",
+                         line={"color": colour, "width": 2, "dash": "dash"})
         else:
-            fig.add_vrect(x0=band.start, x1=end, fillcolor=band_colour(band), opacity=0.14,
-                          line_width=0, layer="below")
-        if labels:
-            fig.add_annotation(x=band.start, y=1.0, xref="x", yref="paper", xanchor="left",
-                               yanchor="bottom", showarrow=False, text=esc(band.label),
-                               font={"size": 10, "color": band_colour(band)})
+            layers.vrect(x0, x1, fillcolor=colour, opacity=0.14, line={"width": 0},
+                         layer="below")
+        if i in labelled:
+            layers.note(x=x0, y=1.0, xref="x", yref="paper", xanchor="left",
+                        yanchor="bottom", showarrow=False, text=esc(label),
+                        font={"size": 10, "color": colour})
 
 
-def shade_stalls(fig: go.Figure, data: RunData, timeline: Timeline) -> None:
+def stall_label(stalls: Sequence[NodeStall]) -> str:
+    """The label of a band of stalls over the overload limit."""
+    if len(stalls) == 1:
+        s = stalls[0]
+        return f"node {s.node} stalled {s.lag_ms / 1000:.1f}s"
+    nodes = sorted({s.node for s in stalls})
+    top = max(s.lag_ms for s in stalls) / 1000
+    who = f"node {nodes[0]}" if len(nodes) == 1 else "nodes " + ",".join(map(str, nodes))
+    return f"{who} stalled up to {top:.1f}s"
+
+
+def shade_stalls(layers: Layers, data: RunData, timeline: Timeline) -> None:
     """Node event-loop stalls as hatched grey bands: nothing ran on that node meanwhile.
-    Those over the overload limit are labelled at the bottom, with the node."""
+    Those over the overload limit are labelled at the bottom, with the node. Past
+    MAX_STALL_BANDS, stalls closer than a bucket share a band; past MAX_LABELS labels,
+    those that would overlap are left out (the stalls table lists each stall)."""
     limit = data.stall_limit_ms
     span = max(timeline.end - timeline.start, 1.0)
-    for s in data.stalls:
-        if s.end < timeline.start or s.start > timeline.end:
-            continue
-        fig.add_vrect(x0=s.start, x1=max(s.end, s.start + span / 400),
-                      fillcolor=STALL_COLOUR, opacity=0.35, line_width=0, layer="below")
-        if limit is not None and s.lag_ms > limit:
-            fig.add_annotation(x=s.start, y=0.0, xref="x", yref="paper", xanchor="left",
-                               yanchor="bottom", showarrow=False,
-                               text=esc(f"node {s.node} stalled {s.lag_ms / 1000:.1f}s"),
-                               font={"size": 10, "color": STALL_COLOUR})
+    shown = [s for s in data.stalls if not (s.end < timeline.start or s.start > timeline.end)]
+    spans = [(s.start, max(s.end, s.start + span / 400)) for s in shown]
+    labels: list[tuple[float, list[NodeStall]]] = []
+    for x0, x1, members in merge_spans(spans, MAX_STALL_BANDS, timeline.bucket):
+        layers.vrect(x0, x1, fillcolor=STALL_COLOUR, opacity=0.35, line={"width": 0},
+                     layer="below")
+        over = [shown[i] for i in members if limit is not None and shown[i].lag_ms > limit]
+        if over:
+            labels.append((x0, over))
+    for i in spaced([x for x, _ in labels], MAX_LABELS // 3, span):  # longer labels
+        x0, over = labels[i]
+        layers.note(x=x0, y=0.0, xref="x", yref="paper", xanchor="left", yanchor="bottom",
+                    showarrow=False, text=esc(stall_label(over)),
+                    font={"size": 10, "color": STALL_COLOUR})
 
 
 def base_layout(fig: go.Figure, timeline: Timeline, title: str, height: int,
@@ -192,20 +270,22 @@ def writes_figure(data: RunData) -> go.Figure:
     # the longest window without an acknowledged write, per acks level (when it is long
     # enough to see)
     shown = 0
+    layers = Layers()
     for level, w in data.unavailable.items():
         if w.get("start") is None or not w.get("seconds") or w["seconds"] < max(
                 tl.bucket, (tl.end - tl.start) / 50):
             continue
-        fig.add_vrect(x0=w["start"], x1=w["end"], fillcolor="rgba(0,0,0,0)", layer="above",
-                      line={"color": ACKS_COLOURS.get(level, "#7f7f7f"), "width": 1,
-                            "dash": "dot"})
-        fig.add_annotation(x=(w["start"] + w["end"]) / 2, y=0.02 + 0.08 * shown, yref="paper",
-                           yanchor="bottom", showarrow=False, font={"size": 10},
-                           bgcolor="rgba(255,255,255,0.8)",
-                           text=esc(f"acks={level}: no ok write for {w['seconds']:.2f}s"))
+        layers.vrect(w["start"], w["end"], fillcolor="rgba(0,0,0,0)", layer="above",
+                     line={"color": ACKS_COLOURS.get(level, "#7f7f7f"), "width": 1,
+                           "dash": "dot"})
+        layers.note(x=(w["start"] + w["end"]) / 2, y=0.02 + 0.08 * shown, yref="paper",
+                    yanchor="bottom", showarrow=False, font={"size": 10},
+                    bgcolor="rgba(255,255,255,0.8)",
+                    text=esc(f"acks={level}: no ok write for {w['seconds']:.2f}s"))
         shown += 1
-    shade_faults(fig, data.faults, tl)
-    shade_stalls(fig, data, tl)
+    shade_faults(layers, data.faults, tl)
+    shade_stalls(layers, data, tl)
+    layers.apply(fig)
     base_layout(fig, tl, f"Writes per {tl.bucket:g} s: acknowledged vs failed", 340,
                 "writes")
     return fig
@@ -216,8 +296,8 @@ def _partition_names(data: RunData) -> list[str]:
 
 
 def leaders_figure(data: RunData) -> go.Figure:
-    tl = data.timeline
     series = list(data.partitions.values())
+    tl = grid_timeline(data.timeline, len(series))
     grids = [step_grid(s.times, s.leaders, tl, "last") for s in series]
     epochs = [step_grid(s.times, s.epochs, tl, "last") for s in series]
     seen = [s.times for s in series]
@@ -249,33 +329,40 @@ def leaders_figure(data: RunData) -> go.Figure:
         colorbar={"title": {"text": "leader"}, "tickvals": list(range(k + 1)),
                   "ticktext": ["none", *map(str, nodes)]}))
     return _partition_heatmap(
-        fig, data, "Partition leaders (at the end of each second; black: no leader)")
+        fig, data, f"Partition leaders (at the end of {_each(tl)}; black: no leader)")
 
 
 def isr_figure(data: RunData) -> go.Figure:
-    tl = data.timeline
     series = list(data.partitions.values())
+    tl = grid_timeline(data.timeline, len(series))
     z, text = [], []
     rf = max((s.replication_factor or max(s.isr_sizes, default=0) for s in series), default=1)
+    within = "this second" if tl.bucket == 1 else f"these {tl.bucket:g} s"
     for s in series:
         grid = step_grid(s.times, s.isr_sizes, tl, "min")
         isrs = step_grid(s.times, s.isrs, tl, "last")
         z.append(grid)
-        text.append([f"ISR {list(isr)} (min size {g} in this second)" if g is not None
+        text.append([f"ISR {list(isr)} (min size {g} in {within})" if g is not None
                      else "not observed yet" for g, isr in zip(grid, isrs, strict=True)])
     fig = go.Figure(go.Heatmap(
         z=z, x=[t + tl.bucket / 2 for t in tl.times], y=_partition_names(data), text=text,
         hovertemplate="%{y} @ %{x:.0f}s: %{text}<extra></extra>", zmin=0, zmax=max(rf, 1),
         colorscale=[[0, "#67000d"], [0.34, "#d62728"], [0.67, "#fdae61"], [1, "#1a9850"]],
         xgap=0, ygap=2, colorbar={"title": {"text": "ISR size"}, "dtick": 1}))
-    return _partition_heatmap(fig, data, "ISR size per partition (smallest in each second)")
+    return _partition_heatmap(fig, data, f"ISR size per partition (smallest in {_each(tl)})")
+
+
+def _each(tl: Timeline) -> str:
+    return "each second" if tl.bucket == 1 else f"each {tl.bucket:g} s"
 
 
 def _partition_heatmap(fig: go.Figure, data: RunData, title: str) -> go.Figure:
     """The layout both per-partition heatmaps share: fault bands, one row a partition."""
     tl = data.timeline
-    shade_faults(fig, data.faults, tl, outline=True)
-    shade_stalls(fig, data, tl)
+    layers = Layers()
+    shade_faults(layers, data.faults, tl, outline=True)
+    shade_stalls(layers, data, tl)
+    layers.apply(fig)
     base_layout(fig, tl, title, _heatmap_height(len(data.partitions)), "partition")
     fig.update_layout(hovermode="closest")
     fig.update_yaxes(autorange="reversed", type="category")
@@ -297,26 +384,35 @@ def controller_figure(data: RunData) -> go.Figure:
     tl = data.timeline
     c = data.controller
     fig = make_subplots(specs=[[{"secondary_y": True}]])
-    ys = [str(x) if x is not None else "none" for x in c.controllers]
     # Under KRaft, Metadata's controller id is any live broker (Kafka picks one at
-    # random), not the quorum leader: markers at each change, no line joining them.
-    fig.add_trace(go.Scatter(x=c.times, y=ys[:len(c.times)], name="controller id in Metadata",
+    # random), not the quorum leader: markers at each change, no line joining them. A
+    # long run changes it thousands of times: each bucket keeps every id it saw.
+    keep = thin_changes(c.times, c.controllers, tl)
+    fig.add_trace(go.Scatter(x=[c.times[i] for i in keep],
+                             y=[str(c.controllers[i]) if c.controllers[i] is not None
+                                else "none" for i in keep],
+                             name="controller id in Metadata",
                              mode="markers", marker={"size": 6, "color": "#1f77b4"}),
                   secondary_y=False)
-    xb, yb = _step_xy(c.times, [len(b) for b in c.brokers], tl.end)
-    hover = [", ".join(map(str, b)) for b in c.brokers]
+    keep = thin_changes(c.times, c.brokers, tl)
+    xb, yb = _step_xy([c.times[i] for i in keep], [len(c.brokers[i]) for i in keep], tl.end)
+    hover = [", ".join(map(str, c.brokers[i])) for i in keep]
     hover = [*hover, hover[-1]] if hover else []
     fig.add_trace(go.Scatter(x=xb, y=yb, name="brokers in Metadata", text=hover,
                              hovertemplate="%{y} brokers: %{text}<extra></extra>",
                              line={"shape": "hv", "color": "#2ca02c", "dash": "dot"}),
                   secondary_y=True)
-    if c.unreachable:
-        fig.add_trace(go.Scatter(x=c.unreachable, y=[0] * len(c.unreachable),
+    unreachable = [c.unreachable[i] for i in thin_changes(
+        c.unreachable, [None] * len(c.unreachable), tl)]
+    if unreachable:
+        fig.add_trace(go.Scatter(x=unreachable, y=[0] * len(unreachable),
                                  mode="markers", name="no broker answered",
                                  marker={"symbol": "x", "color": "#d62728", "size": 9}),
                       secondary_y=True)
-    shade_faults(fig, data.faults, tl)
-    shade_stalls(fig, data, tl)
+    layers = Layers()
+    shade_faults(layers, data.faults, tl)
+    shade_stalls(layers, data, tl)
+    layers.apply(fig)
     base_layout(fig, tl, "Controller id and live brokers as Metadata reports them (under KRaft "
                 "the controller id is a random live broker)", 320,
                 "controller id")
@@ -356,12 +452,14 @@ def lag_figure(data: RunData) -> go.Figure:
                 marker={"symbol": symbol, "size": 10, "color": colour},
                 text=[f"{e.group}: {e.member} {kind} {e.partitions} partition(s)"
                       for e in mine], hovertemplate="%{x:.2f}s %{text}<extra></extra>"))
+    layers = Layers()
     for r in data.rebalances:
         end = r.start + r.duration if r.duration is not None else tl.end
-        fig.add_vrect(x0=r.start, x1=max(end, r.start + 0.05), fillcolor="#ff7f0e",
-                      opacity=0.0, line={"color": "#ff7f0e", "width": 1, "dash": "dot"})
-    shade_faults(fig, data.faults, tl)
-    shade_stalls(fig, data, tl)
+        layers.vrect(r.start, max(end, r.start + 0.05), fillcolor="#ff7f0e",
+                     opacity=0.0, line={"color": "#ff7f0e", "width": 1, "dash": "dot"})
+    shade_faults(layers, data.faults, tl)
+    shade_stalls(layers, data, tl)
+    layers.apply(fig)
     base_layout(fig, tl, "Consumer lag (acknowledged end - group position, records) and "
                 "rebalances", 340, "records behind")
     return fig
@@ -374,8 +472,10 @@ def pipeline_lag_figure(data: RunData) -> go.Figure:
     for query, (xs, ys) in (p.lag if p is not None else {}).items():
         fig.add_trace(go.Scatter(x=xs, y=ys, name=query, mode="lines+markers",
                                  line={"width": 2, "shape": "hv"}, marker={"size": 4}))
-    shade_faults(fig, data.faults, tl)
-    shade_stalls(fig, data, tl)
+    layers = Layers()
+    shade_faults(layers, data.faults, tl)
+    shade_stalls(layers, data, tl)
+    layers.apply(fig)
     base_layout(fig, tl, "Spark pipeline lag per query (acknowledged end of the log - "
                 "offsets processed, records, at the end of each micro-batch)", 320,
                 "records behind")
@@ -397,7 +497,9 @@ def pipeline_rate_figure(data: RunData) -> go.Figure:
     for query, (xs, ys) in (p.latency if p is not None else {}).items():
         fig.add_trace(go.Scatter(x=xs, y=ys, name=f"{query}: latency (s)", yaxis="y2",
                                  mode="markers", marker={"size": 6, "symbol": "diamond"}))
-    shade_faults(fig, data.faults, tl)
+    layers = Layers()
+    shade_faults(layers, data.faults, tl)
+    layers.apply(fig)
     base_layout(fig, tl, "Spark pipeline throughput per query (records read per second) and "
                 "end-to-end latency of window rows (record time to its row in the sink)",
                 320, "records/s")

@@ -25,10 +25,13 @@ from __future__ import annotations
 import bisect
 import contextlib
 import dataclasses
+import functools
 import itertools
 import json
 from pathlib import Path
 from typing import Any
+
+import pyarrow.compute as pc
 
 from ..common.rundir import PIPELINE_CHECK_FILE, PIPELINE_DIR, PIPELINE_PROGRESS_FILE
 
@@ -92,17 +95,25 @@ class AckedEnds:
         self.ends: dict[tuple[str, int], tuple[list[float], list[int]]] = {}
         if acked is None or not len(acked):
             return
-        cols = acked.to_pydict()
-        per: dict[tuple[str, int], list[tuple[float, int]]] = {}
-        for t, topic, p, off in zip(cols["time"], cols["topic"], cols["partition"],
-                                    cols["offset"], strict=True):
-            if None not in (t, topic, p, off):
-                per.setdefault((topic, int(p)), []).append((float(t), int(off) + 1))
-        for key, items in per.items():
-            items.sort()
-            times = [t for t, _ in items]
-            ends = list(itertools.accumulate((e for _, e in items), max))
-            self.ends[key] = (times, ends)
+        # Arrow sorts and takes the running maximum (a run holds millions of acks): only
+        # the per-partition lists bisect needs become Python objects
+        table = acked.select(["time", "topic", "partition", "offset"])
+        valid = functools.reduce(pc.and_, [pc.is_valid(c) for c in table.columns])
+        table = table.filter(valid).sort_by([("topic", "ascending"),
+                                             ("partition", "ascending"),
+                                             ("time", "ascending")])
+        n = len(table)
+        if n == 0:
+            return
+        topic, partition = table["topic"], table["partition"]
+        changed = pc.or_(pc.not_equal(topic.slice(1), topic.slice(0, n - 1)),
+                         pc.not_equal(partition.slice(1), partition.slice(0, n - 1)))
+        starts = [0, *(i + 1 for i in pc.indices_nonzero(changed).to_pylist()), n]
+        for lo, hi in itertools.pairwise(starts):
+            part = table.slice(lo, hi - lo)
+            ends = pc.cumulative_max(pc.add(part["offset"], 1))
+            key = (part["topic"][0].as_py(), int(part["partition"][0].as_py()))
+            self.ends[key] = (part["time"].to_pylist(), ends.to_pylist())
 
     def behind(self, t: float, processed: dict[str, Any]) -> int:
         total = 0

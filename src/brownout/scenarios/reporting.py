@@ -1,5 +1,6 @@
 """What a finished scenario run leaves for people: report.html and the terminal lines.
 
+    load_report     the run as the report reads it, once for the page and the summary
     write_report    report.html (brownout.report), when the report module is installed
     print_summary   the report's terminal tables (verdict, writes, faults, rebalances)
     print_outcome   the run's last lines: the expectations table (unless the summary
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
@@ -22,7 +24,9 @@ from rich.table import Table
 from .verdict import UNKNOWN, RunOutcome
 
 
-def write_report(run_dir: Path, notes: list[str]) -> Path | None:
+def load_report(run_dir: Path, notes: list[str]) -> Any:
+    """The report's data for the run (brownout.report.RunData), read once for both the
+    page and the terminal summary; None when it cannot be read."""
     try:
         import brownout.report as report_module  # type: ignore[import-not-found]
     except ImportError:
@@ -30,20 +34,33 @@ def write_report(run_dir: Path, notes: list[str]) -> Path | None:
                      "report.html (verdict.json and check.json hold the results)")
         return None
     try:
-        return Path(report_module.render_report(run_dir))
+        return report_module.load_run(run_dir)
+    except Exception as e:
+        notes.append(f"report: reading the run failed: {type(e).__name__}: {e}")
+        return None
+
+
+def write_report(run_dir: Path, notes: list[str], data: Any) -> Path | None:
+    """report.html from load_report's data (nothing when there is none)."""
+    if data is None:
+        return None
+    try:
+        import brownout.report as report_module  # type: ignore[import-not-found]
+
+        return Path(report_module.render_report(run_dir, data=data))
     except Exception as e:
         notes.append(f"report: render_report failed: {type(e).__name__}: {e}")
         return None
 
 
-def print_summary(run_dir: Path, console: Console, notes: list[str]) -> bool:
+def print_summary(console: Console, notes: list[str], data: Any) -> bool:
     """The report's terminal summary; False when it could not be printed."""
-    try:
-        import brownout.report as report_module  # type: ignore[import-not-found]
-    except ImportError:
+    if data is None:
         return False
     try:
-        report_module.print_summary(run_dir, console)
+        import brownout.report as report_module  # type: ignore[import-not-found]
+
+        report_module.print_summary(data, console)
         return True
     except Exception as e:
         notes.append(f"report: terminal summary failed: {type(e).__name__}: {e}")

@@ -65,7 +65,7 @@ from .external_stage import (
 )
 from .pipeline_stage import PIPELINE_BUDGET, PipelineStage
 from .progress import LineProgress, LiveProgress, Progress
-from .reporting import print_outcome, print_summary, write_report
+from .reporting import load_report, print_outcome, print_summary, write_report
 from .schedule import schedule_end
 from .schedule_stage import ScheduleStage
 from .schema import Scenario, ScenarioError
@@ -287,10 +287,12 @@ class _Run:
         report: Path | None = None
         summary_printed = False
         if (self.out / CHECK_FILE).exists():
-            report = write_report(self.out, self.record.notes)
+            data = load_report(self.out, self.record.notes)
+            report = write_report(self.out, self.record.notes, data)
             if self.full_summary:
-                summary_printed = print_summary(self.out, self.progress.console,
-                                                self.record.notes)
+                summary_printed = print_summary(self.progress.console, self.record.notes,
+                                                data)
+            del data  # the run's series: not kept past the report
         outcome = RunOutcome(self.scenario.name, self.out, word == PASS, EXIT_CODES[word],
                              expectations, elapsed, error, report, self.record.notes, word,
                              reason, self.seed)

@@ -139,3 +139,26 @@ def test_acknowledged_next_to_the_high_watermark():
     assert re.search(r"acks=all[\s│]+801679[\s│]+acksall-10p:0:801683[\s│]+-4", text), text
     assert "idle" not in text  # nothing sent there
     assert hw_table([]) is None
+
+
+def test_the_runner_reads_the_run_once_for_the_page_and_the_summary(
+        run_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    import brownout.report as report_module
+    from brownout.scenarios import reporting
+
+    loads = []
+    real = report_module.load_run
+    monkeypatch.setattr(report_module, "load_run", lambda d: loads.append(d) or real(d))
+    notes: list[str] = []
+    data = reporting.load_report(run_dir, notes)
+    assert reporting.write_report(run_dir, notes, data) == run_dir / REPORT_FILE
+    console = Console(record=True, width=140)
+    assert reporting.print_summary(console, notes, data) is True
+    assert "kill-leader-acks-all" in console.export_text()
+    assert loads == [run_dir] and notes == []
+    # a run the report cannot read: a note, no page, no summary
+    monkeypatch.setattr(report_module, "load_run", lambda d: 1 / 0)
+    assert reporting.load_report(tmp_path, notes) is None
+    assert reporting.write_report(tmp_path, notes, None) is None
+    assert reporting.print_summary(console, notes, None) is False
+    assert notes == ["report: reading the run failed: ZeroDivisionError: division by zero"]

@@ -134,3 +134,19 @@ def test_the_report_shows_throughput_and_latency(tmp_path: Path):
     assert "t.pages 250" in text and "max 4.0 s" in text
     section = html._pipeline_section(Data())  # type: ignore[arg-type]
     assert "spark://127.0.0.1:7077" in section and "t.pages 250" in section
+
+
+def test_acked_ends_are_running_maxima_per_partition_in_time_order():
+    import pyarrow as pa
+
+    from brownout.report.pipeline import AckedEnds
+
+    acked = pa.table({"time": [3.0, 1.0, 2.0, None, 1.5, 2.5],
+                      "topic": ["t", "t", "t", "t", "u", None],
+                      "partition": pa.array([0, 0, 0, 0, 0, 0], pa.int32()),
+                      "offset": [1, 4, 2, 9, 0, 7]})
+    ends = AckedEnds(acked)
+    # t-0 in time order: offsets 4, 2, 1 -> ends 5, 5, 5; rows with a null are left out
+    assert ends.ends == {("t", 0): ([1.0, 2.0, 3.0], [5, 5, 5]), ("u", 0): ([1.5], [1])}
+    assert ends.behind(1.2, {"t": {"0": 3}}) == 2
+    assert ends.behind(2.0, {"t": {"0": 3}, "u": {"0": 0}}) == 3
