@@ -94,6 +94,9 @@ from brownout.raft.state import (
 )
 
 OK = ErrorCode.none
+# Epochs are int32 on the wire. A request naming the largest one is refused: the next
+# election could not be numbered, and a node that followed it would have no way on.
+MAX_ADOPTABLE_EPOCH = 2**31 - 2
 
 
 class _Pending(NamedTuple):
@@ -542,7 +545,8 @@ class RaftNode(ReplicationMixin):
             case VoteRequest():
                 if m.candidate_epoch < self._epoch:
                     self._reply_vote(m, False, ErrorCode.fenced_leader_epoch)
-                elif m.last_offset < 0 or not 0 <= m.last_offset_epoch < m.candidate_epoch:
+                elif (m.last_offset < 0 or not 0 <= m.last_offset_epoch < m.candidate_epoch
+                      or m.candidate_epoch > MAX_ADOPTABLE_EPOCH):
                     self._reply_vote(m, False, ErrorCode.invalid_request)
                 elif not self.is_voter or m.candidate_id not in self.voters:
                     self._reply_vote(m, False, ErrorCode.inconsistent_voter_set)
@@ -581,7 +585,7 @@ class RaftNode(ReplicationMixin):
     def _validate_voter_only(self, leader_id: int, epoch: int) -> ErrorCode | None:
         if epoch < self._epoch:
             return ErrorCode.fenced_leader_epoch
-        if leader_id < 0:
+        if leader_id < 0 or epoch > MAX_ADOPTABLE_EPOCH:
             return ErrorCode.invalid_request
         if not self.is_voter or leader_id not in self.voters:
             return ErrorCode.inconsistent_voter_set

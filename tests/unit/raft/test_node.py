@@ -118,6 +118,20 @@ def test_vote_needs_a_log_at_least_as_up_to_date() -> None:
         assert n.epoch == 5 and n.role is (Role.VOTED if granted else Role.UNATTACHED)
 
 
+def test_the_largest_epoch_is_refused_since_no_election_could_follow_it() -> None:
+    n = make(1, persisted=PersistentState(5, None, 2))
+    drain(n)
+    top = 2**31 - 1
+    n.step(vote(1, 3, epoch=top), 10)
+    n.step(vote(1, 1, epoch=top), 10)  # the node itself named as candidate
+    n.step(BeginQuorumEpochRequest(3, 1, 8, 3, top), 10)
+    rd = drain(n)
+    assert [m.error_code for m in rd.messages] == [ErrorCode.invalid_request] * 3
+    assert n.epoch == 5
+    n.step(vote(1, 3, epoch=top - 1, last_epoch=0), 10)  # one below is still an epoch
+    assert n.epoch == top - 1
+
+
 def test_lower_epochs_are_fenced() -> None:
     n = make(1, persisted=PersistentState(5, None, 2))
     drain(n)
