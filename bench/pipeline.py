@@ -3,6 +3,7 @@
     .venv/bin/python bench/pipeline.py [--records 100000] [--partitions 4]
         [--rates 1000,5000,10000] [--workloads payments,clicks] [--duration 40]
         [--master local[*]] [--shuffle-partitions 2] [--skip-source] [--skip-streaming]
+        [--trigger "1 second"] [--conf spark.key=value ...] [--keep]
 
 Prints one JSON object:
 
@@ -25,7 +26,14 @@ Prints one JSON object:
                       its rows
                       (the wall time its Parquet file was committed minus the window's
                       end, i.e. the event time of the last record it could hold), p50
-                      and max; start_s: from starting the queries until all ran a batch
+                      and max; start_s: from starting the queries until all ran a batch;
+                      batch_ms: the median of each part of Spark's durationMs over those
+                      batches (latestOffset, getBatch, queryPlanning, addBatch,
+                      walCommit, commitOffsets, triggerExecution), and state_commit_ms
+                      (median time committing the state stores, stateful queries)
+
+--conf passes Spark settings to the session (to compare them); --keep leaves the run's
+directory (node, progress.jsonl of every pipeline) in place and prints its path.
 
 Numbers depend on the machine's load: note it (load_before / load_after).
 """
@@ -161,8 +169,26 @@ def window_latencies(spark: Any, path: Path, end_col: str, since: float) -> list
     return [r["lat"] for r in df.collect()]
 
 
+def batch_breakdown(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Medians over micro-batches of each part of Spark's durationMs, and of the time the
+    batch spent committing state stores (summed over its stateful operators)."""
+    parts: dict[str, list[float]] = {}
+    commits: list[float] = []
+    for r in rows:
+        for k, v in (r.get("durations_ms") or {}).items():
+            parts.setdefault(k, []).append(float(v))
+        if r.get("state"):
+            commits.append(sum(float(op.get("commit_ms") or 0) for op in r["state"]))
+    out: dict[str, Any] = {"batch_ms": {k: round(statistics.median(v))
+                                        for k, v in sorted(parts.items())}}
+    if commits:
+        out["state_commit_ms"] = round(statistics.median(commits))
+    return out
+
+
 def streaming_run(spark: Any, bootstrap: str, workload: str, rate: int, duration: float,
-                  partitions: int, base: Path) -> dict[str, Any]:
+                  partitions: int, base: Path, trigger: str = BENCH_TRIGGER,
+                  ) -> dict[str, Any]:
     from confluent_kafka.admin import AdminClient, NewTopic
 
     from brownout.common.rundir import PIPELINE_PROGRESS_FILE
@@ -174,7 +200,7 @@ def streaming_run(spark: Any, bootstrap: str, workload: str, rate: int, duration
     admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(10)
     out = base / f"stream-{topic}"
     config = PipelineConfig(bootstrap=bootstrap, topics={topic: workload}, out=out,
-                            master=spark.sparkContext.master, trigger=BENCH_TRIGGER,
+                            master=spark.sparkContext.master, trigger=trigger,
                             window=BENCH_WINDOW, watermark=BENCH_WATERMARK,
                             session_gap=BENCH_WINDOW, starting_offsets="earliest")
     # The producer starts once every query ran its first batch: what is measured is the
@@ -234,6 +260,8 @@ def streaming_run(spark: Any, bootstrap: str, workload: str, rate: int, duration
             "lag_start": mine[0]["lag"]["total"], "lag_end": mine[-1]["lag"]["total"],
             "lag_slope_per_s": round(slope, 1),
             "keeps_up": slope < 0.05 * rate and mine[-1]["lag"]["total"] < 5 * rate,
+            "input_rows_p50": round(statistics.median(r["input_rows"] or 0 for r in mine)),
+            **batch_breakdown(mine),
         }
         if o != "ledger":
             end_col = "session_end" if o == "clicks_sessions" else "window_end"
@@ -244,6 +272,13 @@ def streaming_run(spark: Any, bootstrap: str, workload: str, rate: int, duration
                 q["e2e_latency_max_s"] = round(max(lats), 2)
         result["queries"][o] = q
     return result
+
+
+def parse_conf(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise SystemExit(f"--conf wants KEY=VALUE, got {text!r}")
+    return key.strip(), value.strip()
 
 
 def main() -> None:
@@ -258,7 +293,14 @@ def main() -> None:
                     help="partitions of the stateful queries' state (new checkpoints)")
     ap.add_argument("--skip-source", action="store_true")
     ap.add_argument("--skip-streaming", action="store_true")
+    ap.add_argument("--trigger", default=BENCH_TRIGGER,
+                    help="the pipelines' processing-time trigger")
+    ap.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                    help="a Spark setting for the session (repeatable)")
+    ap.add_argument("--keep", action="store_true",
+                    help="keep the run directory (progress.jsonl of every pipeline)")
     args = ap.parse_args()
+    conf = dict(parse_conf(c) for c in args.conf)
 
     from confluent_kafka.admin import AdminClient, NewTopic
 
@@ -275,13 +317,14 @@ def main() -> None:
     result: dict[str, Any] = {"records": args.records, "partitions": args.partitions,
                               "master": args.master, "cpus": os.cpu_count(),
                               "shuffle_partitions": args.shuffle_partitions,
+                              "trigger": args.trigger, "conf": conf,
                               "load_before": os.getloadavg()[0]}
     spark = None
     try:
         b = node.bootstrap
         from brownout.spark.session import make_spark
 
-        spark = make_spark(args.master, "brownout-bench",
+        spark = make_spark(args.master, "brownout-bench", conf,
                            shuffle_partitions=args.shuffle_partitions)
         result["spark_startup_s"] = round(spark.brownout_startup_s, 2)
         if not args.skip_source:
@@ -295,7 +338,7 @@ def main() -> None:
             for workload in args.workloads.split(","):
                 for rate in (int(r) for r in args.rates.split(",")):
                     r = streaming_run(spark, b, workload, rate, args.duration,
-                                      args.partitions, base)
+                                      args.partitions, base, args.trigger)
                     result["streaming"][f"{workload}@{rate}"] = r
                     print(json.dumps({f"{workload}@{rate}": r}), file=sys.stderr)
     finally:
@@ -303,7 +346,10 @@ def main() -> None:
             spark.stop()
         node.stop()
         result["load_after"] = os.getloadavg()[0]
-        shutil.rmtree(base, ignore_errors=True)
+        if args.keep:
+            result["kept"] = str(base)
+        else:
+            shutil.rmtree(base, ignore_errors=True)
     print(json.dumps(result, indent=2))
 
 

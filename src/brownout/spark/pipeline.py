@@ -15,11 +15,14 @@ Output directory (`out`):
     _checkpoints/<topic>/<output>/ Spark checkpoints (offsets, commits, state)
 
 progress.jsonl fields: time (wall clock, s), query, topic, output, batch_id, input_rows,
-input_rows_per_s, processed_rows_per_s, duration_ms (triggerExecution), start_offsets,
-end_offsets, latest_offsets ({"topic": {"partition": offset}}), lag (latest - end, per
-partition, and total), watermark (ISO time), event_time_max (the newest event time the
-batch read, ISO), sink_rows (rows it wrote, -1 if unknown), timestamp (the batch's
-start, ISO).
+input_rows_per_s, processed_rows_per_s, duration_ms (triggerExecution), durations_ms
+(Spark's breakdown of the batch: latestOffset, getBatch, queryPlanning, addBatch,
+walCommit, commitOffsets, triggerExecution, ...), state (per stateful operator: rows
+held, updated, removed, and commit_ms, the time spent committing its state stores),
+start_offsets, end_offsets, latest_offsets ({"topic": {"partition": offset}}), lag
+(latest - end, per partition, and total), watermark (ISO time), event_time_max (the
+newest event time the batch read, ISO), sink_rows (rows it wrote, -1 if unknown),
+timestamp (the batch's start, ISO).
 
 Run it from the CLI (`brownout pipeline run`), in-process (`run_pipeline(config)`, which
 returns when `duration` elapses or `stop` is set), or in a background process that a
@@ -171,6 +174,8 @@ def progress_row(name: str, topic: str, output: str, p: dict[str, Any]) -> dict[
         "input_rows_per_s": p.get("inputRowsPerSecond"),
         "processed_rows_per_s": p.get("processedRowsPerSecond"),
         "duration_ms": (p.get("durationMs") or {}).get("triggerExecution"),
+        "durations_ms": dict(p.get("durationMs") or {}),
+        "state": [_state_operator(op) for op in p.get("stateOperators") or []],
         "start_offsets": start, "end_offsets": end, "latest_offsets": latest,
         "lag": _lag(latest, end),
         "watermark": (p.get("eventTime") or {}).get("watermark"),
@@ -178,6 +183,12 @@ def progress_row(name: str, topic: str, output: str, p: dict[str, Any]) -> dict[
         "sink_rows": (p.get("sink") or {}).get("numOutputRows"),
         "timestamp": p.get("timestamp"),
     }
+
+
+def _state_operator(op: dict[str, Any]) -> dict[str, Any]:
+    return {"operator": op.get("operatorName"), "rows": op.get("numRowsTotal"),
+            "updated": op.get("numRowsUpdated"), "removed": op.get("numRowsRemoved"),
+            "commit_ms": op.get("commitTimeMs"), "partitions": op.get("numShufflePartitions")}
 
 
 class ProgressRecorder:
