@@ -241,7 +241,8 @@ def streaming_run(spark: Any, bootstrap: str, workload: str, rate: int, duration
 
     result: dict[str, Any] = {"status": run.get("status"), "error": run.get("error"),
                               "produced": producer.sent,
-                              "start_s": run.get("queries_start_s"), "queries": {}}
+                              "start_s": run.get("queries_start_s"),
+                              "progress_poll_s": run.get("progress_poll_s"), "queries": {}}
     for t, o in outputs(config):
         mine = [{**r, "lag": {"total": lag_at(r)}} for r in rows if r["output"] == o]
         if not mine:
