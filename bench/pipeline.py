@@ -30,7 +30,10 @@ Prints one JSON object:
                       batch_ms: the median of each part of Spark's durationMs over those
                       batches (latestOffset, getBatch, queryPlanning, addBatch,
                       walCommit, commitOffsets, triggerExecution), and state_commit_ms
-                      (median time committing the state stores, stateful queries)
+                      (median time committing the state stores, stateful queries);
+                      spark_cpu_s: CPU seconds Spark's JVM and its Python workers used
+                      while the producer ran (less sensitive to other load than times),
+                      driver_cpu_s: the same for this process (the producer included)
 
 --conf passes Spark settings to the session (to compare them); --keep leaves the run's
 directory (node, progress.jsonl of every pipeline) in place and prints its path.
@@ -169,6 +172,39 @@ def window_latencies(spark: Any, path: Path, end_col: str, since: float) -> list
     return [r["lat"] for r in df.collect()]
 
 
+def tree_cpu_seconds(pid: int) -> float:
+    """CPU seconds (user + system) of a process and its descendants, with the children
+    they have reaped (Spark's JVM, its Python daemons and their forked workers)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    children: dict[int, list[int]] = {}
+    stats: dict[int, list[str]] = {}
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        stats[int(d)] = fields
+        children.setdefault(int(fields[1]), []).append(int(d))
+    total, todo = 0.0, [pid]
+    while todo:
+        p = todo.pop()
+        if p in stats:
+            f = stats[p]  # after the name: state ppid ... utime(11) stime(12) cutime cstime
+            total += sum(int(x) for x in f[11:15]) / tick
+        todo.extend(children.get(p, []))
+    return total
+
+
+def spark_cpu_seconds(spark: Any) -> float | None:
+    try:
+        return tree_cpu_seconds(spark.sparkContext._gateway.proc.pid)
+    except Exception:
+        return None
+
+
 def batch_breakdown(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """Medians over micro-batches of each part of Spark's durationMs, and of the time the
     batch spent committing state stores (summed over its stateful operators)."""
@@ -219,12 +255,14 @@ def streaming_run(spark: Any, bootstrap: str, workload: str, rate: int, duration
             break
         time.sleep(0.5)
     producer = PacedProducer(bootstrap, topic, workload, rate)
+    cpu0, own0 = spark_cpu_seconds(spark), time.process_time()
     t_produce = time.time()
     producer.start()
     try:
         stop.wait(duration)
     finally:
         stop.set()
+        cpu1, own1 = spark_cpu_seconds(spark), time.process_time()
         runner.join(300)
         producer.stop.set()
         producer.join(30)
@@ -243,7 +281,10 @@ def streaming_run(spark: Any, bootstrap: str, workload: str, rate: int, duration
     result: dict[str, Any] = {"status": run.get("status"), "error": run.get("error"),
                               "produced": producer.sent,
                               "start_s": run.get("queries_start_s"),
-                              "progress_poll_s": run.get("progress_poll_s"), "queries": {}}
+                              "progress_poll_s": run.get("progress_poll_s"),
+                              "spark_cpu_s": None if cpu0 is None or cpu1 is None
+                              else round(cpu1 - cpu0, 1),
+                              "driver_cpu_s": round(own1 - own0, 1), "queries": {}}
     for t, o in outputs(config):
         mine = [{**r, "lag": {"total": lag_at(r)}} for r in rows if r["output"] == o]
         if not mine:
