@@ -224,7 +224,7 @@ def batch_breakdown(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 def streaming_run(spark: Any, bootstrap: str, workload: str, rate: int, duration: float,
                   partitions: int, base: Path, trigger: str = BENCH_TRIGGER,
-                  max_partitions_per_batch: int | None = None) -> dict[str, Any]:
+                  ) -> dict[str, Any]:
     from confluent_kafka.admin import AdminClient, NewTopic
 
     from brownout.common.rundir import PIPELINE_PROGRESS_FILE
@@ -238,8 +238,7 @@ def streaming_run(spark: Any, bootstrap: str, workload: str, rate: int, duration
     config = PipelineConfig(bootstrap=bootstrap, topics={topic: workload}, out=out,
                             master=spark.sparkContext.master, trigger=trigger,
                             window=BENCH_WINDOW, watermark=BENCH_WATERMARK,
-                            session_gap=BENCH_WINDOW, starting_offsets="earliest",
-                            max_partitions_per_batch=max_partitions_per_batch)
+                            session_gap=BENCH_WINDOW, starting_offsets="earliest")
     # The producer starts once every query ran its first batch: what is measured is the
     # steady state at the rate, not the catching up after Spark's start.
     run: dict[str, Any] = {}
@@ -338,8 +337,6 @@ def main() -> None:
     ap.add_argument("--skip-streaming", action="store_true")
     ap.add_argument("--trigger", default=BENCH_TRIGGER,
                     help="the pipelines' processing-time trigger")
-    ap.add_argument("--max-partitions-per-batch", type=int, default=None,
-                    help="brownout-kafka's maxPartitionsPerBatch for the pipelines")
     ap.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
                     help="a Spark setting for the session (repeatable)")
     ap.add_argument("--keep", action="store_true",
@@ -363,7 +360,6 @@ def main() -> None:
                               "master": args.master, "cpus": os.cpu_count(),
                               "shuffle_partitions": args.shuffle_partitions,
                               "trigger": args.trigger, "conf": conf,
-                              "max_partitions_per_batch": args.max_partitions_per_batch,
                               "load_before": os.getloadavg()[0]}
     spark = None
     try:
@@ -384,8 +380,7 @@ def main() -> None:
             for workload in args.workloads.split(","):
                 for rate in (int(r) for r in args.rates.split(",")):
                     r = streaming_run(spark, b, workload, rate, args.duration,
-                                      args.partitions, base, args.trigger,
-                                      args.max_partitions_per_batch)
+                                      args.partitions, base, args.trigger)
                     result["streaming"][f"{workload}@{rate}"] = r
                     print(json.dumps({f"{workload}@{rate}": r}), file=sys.stderr)
     finally:

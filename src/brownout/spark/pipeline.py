@@ -96,9 +96,6 @@ class PipelineConfig:
     # every micro-batch runs a task per partition and stateful operator, so on a 2-core
     # machine 2 (one task per core) beat 4 (two waves of tasks per batch).
     shuffle_partitions: int = 2
-    # brownout-kafka's maxPartitionsPerBatch: at most this many read tasks per
-    # micro-batch (None: one per Kafka partition).
-    max_partitions_per_batch: int | None = None
     spark_conf: dict[str, str] = dataclasses.field(default_factory=dict)
 
     def window_spec(self) -> Any:
@@ -276,9 +273,6 @@ def start_queries(spark: Any, config: PipelineConfig, *, start_timeout: float = 
         reader = spark.readStream.format(fmt).options(**config.source_options())
         if fmt == "kafka":
             reader = reader.option("includeHeaders", "true")  # on by default in ours
-        elif config.max_partitions_per_batch:
-            reader = reader.option("maxPartitionsPerBatch",
-                                   str(config.max_partitions_per_batch))
         source = reader.option("subscribe", topic).load()
         parsed = parse(source, config.topics[topic])
         df = ledger(parsed) if output == LEDGER else aggregate(parsed, output, spec)

@@ -22,10 +22,6 @@ Options (names and meaning as in Spark's Kafka source):
     maxOffsetsPerTrigger      streaming: at most this many offsets per micro-batch, split
                               over partitions in proportion to their backlog
     failOnDataLoss            true (default) | false
-    maxPartitionsPerBatch     streaming (Brownout's own): at most this many Spark tasks
-                              per micro-batch; the ranges of several Kafka partitions
-                              then go to one task, which reads them one after the other
-                              (default: one task per Kafka partition, as Spark's source)
     kafka.<librdkafka key>    passed to the consumers (e.g. kafka.fetch.max.bytes)
     kafkaConsumer.pollTimeoutMs  how long read() waits without progress (default 120000)
 
@@ -153,7 +149,6 @@ class SourceOptions:
     fail_on_data_loss: bool
     poll_timeout_ms: int
     client_config: tuple[tuple[str, str], ...]
-    max_partitions_per_batch: int | None = None
 
     @classmethod
     def parse(cls, options: Mapping[str, str], *, streaming: bool) -> SourceOptions:
@@ -180,12 +175,6 @@ class SourceOptions:
         max_offsets = int(max_per) if max_per else None
         if max_offsets is not None and max_offsets <= 0:
             raise ValueError(f"{NAME}: maxOffsetsPerTrigger must be positive")
-        max_parts = lower.get("maxpartitionsperbatch")
-        max_partitions = int(max_parts) if max_parts else None
-        if max_partitions is not None and max_partitions <= 0:
-            raise ValueError(f"{NAME}: maxPartitionsPerBatch must be positive")
-        if not streaming and max_partitions is not None:
-            raise ValueError(f"{NAME}: maxPartitionsPerBatch is for streaming queries only")
         client = tuple(sorted((k[len("kafka."):], v) for k, v in opts.items()
                               if k.lower().startswith("kafka.")
                               and k.lower() != "kafka.bootstrap.servers"))
@@ -195,7 +184,7 @@ class SourceOptions:
             fail_on_data_loss=_bool(lower.get("failondataloss"), True),
             poll_timeout_ms=int(lower.get("kafkaconsumer.polltimeoutms",
                                           DEFAULT_POLL_TIMEOUT_MS)),
-            client_config=client, max_partitions_per_batch=max_partitions,
+            client_config=client,
         )
 
 
@@ -357,47 +346,6 @@ class RangePartition(InputPartition):
         self.start = start  # first offset to read
         self.end = end  # one past the last offset to read
         self.opts = opts
-
-
-class RangesPartition(InputPartition):
-    """Several [start, end) ranges read one after the other in one Spark task."""
-
-    def __init__(self, ranges: Sequence[RangePartition]) -> None:
-        super().__init__(tuple(r.value for r in ranges))
-        self.ranges = list(ranges)
-
-
-def group_ranges(ranges: Sequence[RangePartition], tasks: int | None,
-                 ) -> list[RangePartition | RangesPartition]:
-    """`ranges` as at most `tasks` Spark partitions of about equal record counts: the
-    largest range first into the group holding the fewest records. A range is never
-    split, so each is still read exactly as planned. Every Python task costs a round
-    trip through a Python worker and the consumer's set-up however few records it
-    reads, which for small micro-batches costs more than reading them."""
-    if tasks is None or len(ranges) <= tasks:
-        return list(ranges)
-    groups: list[list[RangePartition]] = [[] for _ in range(tasks)]
-    sizes = [0] * tasks
-    by_size = sorted(ranges, key=lambda r: (-(r.end - r.start), r.topic, r.partition))
-    for r in by_size:
-        i = min(range(tasks), key=lambda k: (sizes[k], k))
-        groups[i].append(r)
-        sizes[i] += r.end - r.start
-    out: list[RangePartition | RangesPartition] = []
-    for g in groups:
-        g.sort(key=lambda r: (r.topic, r.partition))
-        out.append(g[0] if len(g) == 1 else RangesPartition(g))
-    return sorted(out, key=lambda p: (p.topic, p.partition) if isinstance(p, RangePartition)
-                  else (p.ranges[0].topic, p.ranges[0].partition))
-
-
-def read_partition(partition: InputPartition) -> Iterator[Any]:
-    if isinstance(partition, RangesPartition):
-        for r in partition.ranges:
-            yield from read_range(r)
-        return
-    assert isinstance(partition, RangePartition)
-    yield from read_range(partition)
 
 
 def _arrow_schema() -> Any:
@@ -706,7 +654,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
         begin, finish = offsets_map(start), offsets_map(end)
-        parts: list[RangePartition] = []
+        parts: list[InputPartition] = []
         for tp in sorted(finish):
             s = begin.get(tp, 0)
             if tp not in begin and s == 0:
@@ -716,7 +664,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             e = finish[tp]
             if e > s:
                 parts.append(RangePartition(tp[0], tp[1], s, e, self.opts))
-        return group_ranges(parts, self.opts.max_partitions_per_batch)
+        return parts
 
     def _low(self, tp: tuple[str, int]) -> int:
         try:
@@ -725,7 +673,8 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             return 0
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
-        yield from read_partition(partition)
+        assert isinstance(partition, RangePartition)
+        yield from read_range(partition)
 
     def commit(self, end: dict) -> None:
         # Nothing to do: offsets live in Spark's checkpoint, never in Kafka.

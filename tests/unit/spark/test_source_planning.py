@@ -128,29 +128,3 @@ def test_new_partition_starting_late_is_data_loss():
     marks = {("a", 0): (0, 10), ("a", 1): (5, 10)}
     with pytest.raises(DataLossError, match=r"a-1: new partition starts at offset 5"):
         reader(marks).latestOffset({"a": {"0": 10}}, ReadAllAvailable())
-
-
-def test_max_partitions_per_batch_groups_ranges_without_splitting_them():
-    from brownout.spark.source import RangePartition, RangesPartition, group_ranges
-
-    marks = {("a", p): (0, 100) for p in range(4)}
-    r = reader(marks, maxPartitionsPerBatch="2")
-    start = {"a": {"0": 0, "1": 90, "2": 60, "3": 95}}
-    end = r.latestOffset(start, ReadAllAvailable())
-    parts = r.partitions(start, end)
-    assert len(parts) == 2
-    spans = [[(x.topic, x.partition, x.start, x.end) for x in
-              (p.ranges if isinstance(p, RangesPartition) else [p])] for p in parts]
-    # 100 records of a-0 alone; the 10 + 40 + 5 of the others together.
-    assert spans == [[("a", 0, 0, 100)], [("a", 1, 90, 100), ("a", 2, 60, 100),
-                                          ("a", 3, 95, 100)]]
-    o = opts()
-    ranges = [RangePartition("a", p, 0, 10, o) for p in range(3)]
-    assert group_ranges(ranges, None) == ranges and group_ranges(ranges, 3) == ranges
-    assert [len(g.ranges) if isinstance(g, RangesPartition) else 1
-            for g in group_ranges(ranges, 2)] == [2, 1]
-    with pytest.raises(ValueError, match="maxPartitionsPerBatch must be positive"):
-        opts(maxPartitionsPerBatch="0")
-    with pytest.raises(ValueError, match="for streaming queries only"):
-        SourceOptions.parse({"kafka.bootstrap.servers": "x", "subscribe": "a",
-                             "maxPartitionsPerBatch": "2"}, streaming=False)
