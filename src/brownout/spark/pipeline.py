@@ -42,6 +42,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -261,8 +262,10 @@ def _trigger(writer: Any, trigger: str) -> Any:
 
 
 def start_queries(spark: Any, config: PipelineConfig, *, start_timeout: float = 120.0,
+                  starters: dict[str, Callable[[], Any]] | None = None,
                   ) -> dict[str, tuple[Any, str, str]]:
-    """Start one streaming query per (topic, output); returns {name: (query, topic, output)}."""
+    """Start one streaming query per (topic, output); returns {name: (query, topic, output)}.
+    `starters`, if given, gets per query name a function that starts it again."""
     from .session import source_format
     from .transforms import aggregate, ledger, parse
 
@@ -287,8 +290,13 @@ def start_queries(spark: Any, config: PipelineConfig, *, start_timeout: float = 
         # (a fixed limit in Spark), which several starting at once on a loaded 2-core
         # machine miss. A query whose source process missed it is started again (it
         # has read nothing: its checkpoint holds no batch of this start).
+        def start(writer: Any = writer) -> Any:
+            return _trigger(writer, config.trigger).start()
+
+        if starters is not None:
+            starters[name] = start
         for attempt in range(1, SOURCE_START_ATTEMPTS + 1):
-            q = _trigger(writer, config.trigger).start()
+            q = start()
             if fmt == "kafka" or _wait_source_started(q, SOURCE_START_TIMEOUT) or \
                     attempt == SOURCE_START_ATTEMPTS:
                 break
@@ -319,8 +327,22 @@ def _wait_source_started(q: Any, timeout: float) -> bool:
         time.sleep(0.1)
     if q.isActive:
         return True
-    e = q.exception()
-    return e is None or CONNECT_BACK not in str(getattr(e, "desc", None) or e)
+    return not _failed_to_connect_back(q.exception())
+
+
+def _failed_to_connect_back(e: Any) -> bool:
+    return e is not None and CONNECT_BACK in str(getattr(e, "desc", None) or e)
+
+
+def queries_to_restart(failed: list[tuple[str, Any]], restarts: dict[str, int],
+                       limit: int = SOURCE_START_ATTEMPTS) -> list[str]:
+    """The failed queries to start again: those that failed because a Python worker of
+    theirs (the source's planner, a read task's worker) did not connect back to the JVM
+    within Spark's fixed 10 s, which happens on a loaded machine at any batch, not only
+    while the source starts, at most `limit` times each. Starting a query again from its
+    checkpoint is what a driver restart does: the batch it was running is run again
+    with the same offsets and written once."""
+    return [n for n, e in failed if _failed_to_connect_back(e) and restarts.get(n, 0) < limit]
 
 
 def _wait_first_batches(qs: list[Any], timeout: float) -> None:
@@ -384,7 +406,10 @@ def run_pipeline(config: PipelineConfig, *, stop: threading.Event | None = None,
     error: str | None = None
     try:
         t1 = time.monotonic()
-        queries = start_queries(spark, config)
+        starters: dict[str, Callable[[], Any]] = {}
+        restarts: dict[str, int] = {}
+        run["query_restarts"] = restarts
+        queries = start_queries(spark, config, starters=starters)
         run["queries_start_s"] = round(time.monotonic() - t1, 3)
         run["status"] = "running"
         run["queries"] = sorted(queries)
@@ -396,6 +421,15 @@ def run_pipeline(config: PipelineConfig, *, stop: threading.Event | None = None,
             recorder.poll(queries)
             failed = [(n, q.exception()) for n, (q, _, _) in queries.items()
                       if not q.isActive and q.exception() is not None]
+            again = queries_to_restart(failed, restarts)
+            for n in again:
+                restarts[n] = restarts.get(n, 0) + 1
+                log.warning("%s: a Python worker did not connect back to Spark; starting "
+                            "the query again from its checkpoint (restart %d)", n,
+                            restarts[n])
+                _, topic, output = queries[n]
+                queries[n] = (starters[n](), topic, output)
+            failed = [(n, e) for n, e in failed if n not in again]
             if failed:
                 error = "; ".join(f"{n}: {_short(e)}" for n, e in failed)
                 break
