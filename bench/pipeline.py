@@ -31,8 +31,9 @@ Prints one JSON object:
                       batches (latestOffset, getBatch, queryPlanning, addBatch,
                       walCommit, commitOffsets, triggerExecution), and state_commit_ms
                       (median time committing the state stores, stateful queries);
-                      spark_cpu_s: CPU seconds Spark's JVM and its Python workers used
-                      while the producer ran (less sensitive to other load than times),
+                      spark_cpu_s: CPU seconds Spark's JVM and its live Python workers
+                      used while the producer ran (less sensitive to other load than
+                      times; workers that exit meanwhile are not counted),
                       driver_cpu_s: the same for this process (the producer included)
 
 --conf passes Spark settings to the session (to compare them); --keep leaves the run's
@@ -173,8 +174,9 @@ def window_latencies(spark: Any, path: Path, end_col: str, since: float) -> list
 
 
 def tree_cpu_seconds(pid: int) -> float:
-    """CPU seconds (user + system) of a process and its descendants, with the children
-    they have reaped (Spark's JVM, its Python daemons and their forked workers)."""
+    """CPU seconds (user + system) of a process and its live descendants (Spark's JVM,
+    its Python daemons and workers). Not the children they reaped: a reaped child adds
+    its whole life's CPU at once, most of it from before the interval measured."""
     tick = os.sysconf("SC_CLK_TCK")
     children: dict[int, list[int]] = {}
     stats: dict[int, list[str]] = {}
@@ -192,8 +194,8 @@ def tree_cpu_seconds(pid: int) -> float:
     while todo:
         p = todo.pop()
         if p in stats:
-            f = stats[p]  # after the name: state ppid ... utime(11) stime(12) cutime cstime
-            total += sum(int(x) for x in f[11:15]) / tick
+            f = stats[p]  # after the name: state ppid ... utime (11), stime (12)
+            total += (int(f[11]) + int(f[12])) / tick
         todo.extend(children.get(p, []))
     return total
 
