@@ -3,6 +3,7 @@
     .venv/bin/python bench/pipeline.py [--records 100000] [--partitions 4]
         [--rates 1000,5000,10000] [--workloads payments,clicks] [--duration 40]
         [--master local[*]] [--shuffle-partitions 2] [--skip-source] [--skip-streaming]
+        [--trigger "1 second"] [--conf spark.key=value ...] [--keep]
 
 Prints one JSON object:
 
@@ -25,7 +26,18 @@ Prints one JSON object:
                       its rows
                       (the wall time its Parquet file was committed minus the window's
                       end, i.e. the event time of the last record it could hold), p50
-                      and max; start_s: from starting the queries until all ran a batch
+                      and max; start_s: from starting the queries until all ran a batch;
+                      batch_ms: the median of each part of Spark's durationMs over those
+                      batches (latestOffset, getBatch, queryPlanning, addBatch,
+                      walCommit, commitOffsets, triggerExecution), and state_commit_ms
+                      (median time committing the state stores, stateful queries);
+                      spark_cpu_s: CPU seconds Spark's JVM and its live Python workers
+                      used while the producer ran (less sensitive to other load than
+                      times; workers that exit meanwhile are not counted),
+                      driver_cpu_s: the same for this process (the producer included)
+
+--conf passes Spark settings to the session (to compare them); --keep leaves the run's
+directory (node, progress.jsonl of every pipeline) in place and prints its path.
 
 Numbers depend on the machine's load: note it (load_before / load_after).
 """
@@ -161,8 +173,60 @@ def window_latencies(spark: Any, path: Path, end_col: str, since: float) -> list
     return [r["lat"] for r in df.collect()]
 
 
+def tree_cpu_seconds(pid: int) -> float:
+    """CPU seconds (user + system) of a process and its live descendants (Spark's JVM,
+    its Python daemons and workers). Not the children they reaped: a reaped child adds
+    its whole life's CPU at once, most of it from before the interval measured."""
+    tick = os.sysconf("SC_CLK_TCK")
+    children: dict[int, list[int]] = {}
+    stats: dict[int, list[str]] = {}
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        stats[int(d)] = fields
+        children.setdefault(int(fields[1]), []).append(int(d))
+    total, todo = 0.0, [pid]
+    while todo:
+        p = todo.pop()
+        if p in stats:
+            f = stats[p]  # after the name: state ppid ... utime (11), stime (12)
+            total += (int(f[11]) + int(f[12])) / tick
+        todo.extend(children.get(p, []))
+    return total
+
+
+def spark_cpu_seconds(spark: Any) -> float | None:
+    try:
+        return tree_cpu_seconds(spark.sparkContext._gateway.proc.pid)
+    except Exception:
+        return None
+
+
+def batch_breakdown(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Medians over micro-batches of each part of Spark's durationMs, and of the time the
+    batch spent committing state stores (summed over its stateful operators)."""
+    parts: dict[str, list[float]] = {}
+    commits: list[float] = []
+    for r in rows:
+        for k, v in (r.get("durations_ms") or {}).items():
+            parts.setdefault(k, []).append(float(v))
+        if r.get("state"):
+            commits.append(sum(float(op.get("commit_ms") or 0) for op in r["state"]))
+    out: dict[str, Any] = {"batch_ms": {k: round(statistics.median(v))
+                                        for k, v in sorted(parts.items())}}
+    if commits:
+        out["state_commit_ms"] = round(statistics.median(commits))
+    return out
+
+
 def streaming_run(spark: Any, bootstrap: str, workload: str, rate: int, duration: float,
-                  partitions: int, base: Path) -> dict[str, Any]:
+                  partitions: int, base: Path, trigger: str = BENCH_TRIGGER,
+                  ) -> dict[str, Any]:
     from confluent_kafka.admin import AdminClient, NewTopic
 
     from brownout.common.rundir import PIPELINE_PROGRESS_FILE
@@ -174,7 +238,7 @@ def streaming_run(spark: Any, bootstrap: str, workload: str, rate: int, duration
     admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(10)
     out = base / f"stream-{topic}"
     config = PipelineConfig(bootstrap=bootstrap, topics={topic: workload}, out=out,
-                            master=spark.sparkContext.master, trigger=BENCH_TRIGGER,
+                            master=spark.sparkContext.master, trigger=trigger,
                             window=BENCH_WINDOW, watermark=BENCH_WATERMARK,
                             session_gap=BENCH_WINDOW, starting_offsets="earliest")
     # The producer starts once every query ran its first batch: what is measured is the
@@ -192,12 +256,14 @@ def streaming_run(spark: Any, bootstrap: str, workload: str, rate: int, duration
             break
         time.sleep(0.5)
     producer = PacedProducer(bootstrap, topic, workload, rate)
+    cpu0, own0 = spark_cpu_seconds(spark), time.process_time()
     t_produce = time.time()
     producer.start()
     try:
         stop.wait(duration)
     finally:
         stop.set()
+        cpu1, own1 = spark_cpu_seconds(spark), time.process_time()
         runner.join(300)
         producer.stop.set()
         producer.join(30)
@@ -215,7 +281,11 @@ def streaming_run(spark: Any, bootstrap: str, workload: str, rate: int, duration
 
     result: dict[str, Any] = {"status": run.get("status"), "error": run.get("error"),
                               "produced": producer.sent,
-                              "start_s": run.get("queries_start_s"), "queries": {}}
+                              "start_s": run.get("queries_start_s"),
+                              "progress_poll_s": run.get("progress_poll_s"),
+                              "spark_cpu_s": None if cpu0 is None or cpu1 is None
+                              else round(cpu1 - cpu0, 1),
+                              "driver_cpu_s": round(own1 - own0, 1), "queries": {}}
     for t, o in outputs(config):
         mine = [{**r, "lag": {"total": lag_at(r)}} for r in rows if r["output"] == o]
         if not mine:
@@ -234,6 +304,8 @@ def streaming_run(spark: Any, bootstrap: str, workload: str, rate: int, duration
             "lag_start": mine[0]["lag"]["total"], "lag_end": mine[-1]["lag"]["total"],
             "lag_slope_per_s": round(slope, 1),
             "keeps_up": slope < 0.05 * rate and mine[-1]["lag"]["total"] < 5 * rate,
+            "input_rows_p50": round(statistics.median(r["input_rows"] or 0 for r in mine)),
+            **batch_breakdown(mine),
         }
         if o != "ledger":
             end_col = "session_end" if o == "clicks_sessions" else "window_end"
@@ -244,6 +316,13 @@ def streaming_run(spark: Any, bootstrap: str, workload: str, rate: int, duration
                 q["e2e_latency_max_s"] = round(max(lats), 2)
         result["queries"][o] = q
     return result
+
+
+def parse_conf(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise SystemExit(f"--conf wants KEY=VALUE, got {text!r}")
+    return key.strip(), value.strip()
 
 
 def main() -> None:
@@ -258,7 +337,14 @@ def main() -> None:
                     help="partitions of the stateful queries' state (new checkpoints)")
     ap.add_argument("--skip-source", action="store_true")
     ap.add_argument("--skip-streaming", action="store_true")
+    ap.add_argument("--trigger", default=BENCH_TRIGGER,
+                    help="the pipelines' processing-time trigger")
+    ap.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                    help="a Spark setting for the session (repeatable)")
+    ap.add_argument("--keep", action="store_true",
+                    help="keep the run directory (progress.jsonl of every pipeline)")
     args = ap.parse_args()
+    conf = dict(parse_conf(c) for c in args.conf)
 
     from confluent_kafka.admin import AdminClient, NewTopic
 
@@ -275,13 +361,14 @@ def main() -> None:
     result: dict[str, Any] = {"records": args.records, "partitions": args.partitions,
                               "master": args.master, "cpus": os.cpu_count(),
                               "shuffle_partitions": args.shuffle_partitions,
+                              "trigger": args.trigger, "conf": conf,
                               "load_before": os.getloadavg()[0]}
     spark = None
     try:
         b = node.bootstrap
         from brownout.spark.session import make_spark
 
-        spark = make_spark(args.master, "brownout-bench",
+        spark = make_spark(args.master, "brownout-bench", conf,
                            shuffle_partitions=args.shuffle_partitions)
         result["spark_startup_s"] = round(spark.brownout_startup_s, 2)
         if not args.skip_source:
@@ -295,7 +382,7 @@ def main() -> None:
             for workload in args.workloads.split(","):
                 for rate in (int(r) for r in args.rates.split(",")):
                     r = streaming_run(spark, b, workload, rate, args.duration,
-                                      args.partitions, base)
+                                      args.partitions, base, args.trigger)
                     result["streaming"][f"{workload}@{rate}"] = r
                     print(json.dumps({f"{workload}@{rate}": r}), file=sys.stderr)
     finally:
@@ -303,7 +390,10 @@ def main() -> None:
             spark.stop()
         node.stop()
         result["load_after"] = os.getloadavg()[0]
-        shutil.rmtree(base, ignore_errors=True)
+        if args.keep:
+            result["kept"] = str(base)
+        else:
+            shutil.rmtree(base, ignore_errors=True)
     print(json.dumps(result, indent=2))
 
 

@@ -15,11 +15,14 @@ Output directory (`out`):
     _checkpoints/<topic>/<output>/ Spark checkpoints (offsets, commits, state)
 
 progress.jsonl fields: time (wall clock, s), query, topic, output, batch_id, input_rows,
-input_rows_per_s, processed_rows_per_s, duration_ms (triggerExecution), start_offsets,
-end_offsets, latest_offsets ({"topic": {"partition": offset}}), lag (latest - end, per
-partition, and total), watermark (ISO time), event_time_max (the newest event time the
-batch read, ISO), sink_rows (rows it wrote, -1 if unknown), timestamp (the batch's
-start, ISO).
+input_rows_per_s, processed_rows_per_s, duration_ms (triggerExecution), durations_ms
+(Spark's breakdown of the batch: latestOffset, getBatch, queryPlanning, addBatch,
+walCommit, commitOffsets, triggerExecution, ...), state (per stateful operator: rows
+held, updated, removed, and commit_ms, the time spent committing its state stores),
+start_offsets, end_offsets, latest_offsets ({"topic": {"partition": offset}}), lag
+(latest - end, per partition, and total), watermark (ISO time), event_time_max (the
+newest event time the batch read, ISO), sink_rows (rows it wrote, -1 if unknown),
+timestamp (the batch's start, ISO).
 
 Run it from the CLI (`brownout pipeline run`), in-process (`run_pipeline(config)`, which
 returns when `duration` elapses or `stop` is set), or in a background process that a
@@ -39,6 +42,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -171,6 +175,8 @@ def progress_row(name: str, topic: str, output: str, p: dict[str, Any]) -> dict[
         "input_rows_per_s": p.get("inputRowsPerSecond"),
         "processed_rows_per_s": p.get("processedRowsPerSecond"),
         "duration_ms": (p.get("durationMs") or {}).get("triggerExecution"),
+        "durations_ms": dict(p.get("durationMs") or {}),
+        "state": [_state_operator(op) for op in p.get("stateOperators") or []],
         "start_offsets": start, "end_offsets": end, "latest_offsets": latest,
         "lag": _lag(latest, end),
         "watermark": (p.get("eventTime") or {}).get("watermark"),
@@ -180,27 +186,57 @@ def progress_row(name: str, topic: str, output: str, p: dict[str, Any]) -> dict[
     }
 
 
+def _state_operator(op: dict[str, Any]) -> dict[str, Any]:
+    return {"operator": op.get("operatorName"), "rows": op.get("numRowsTotal"),
+            "updated": op.get("numRowsUpdated"), "removed": op.get("numRowsRemoved"),
+            "commit_ms": op.get("commitTimeMs"), "partitions": op.get("numShufflePartitions")}
+
+
 class ProgressRecorder:
-    """Polls every query's recentProgress and appends the new batches to progress.jsonl."""
+    """Appends every query's new progress updates to progress.jsonl.
+
+    A poll asks each query for its last update only, and for the list Spark keeps
+    (recentProgress: up to 100 updates, each rendered as JSON in the JVM, fetched over
+    py4j and parsed on its own) only when updates were missed since the previous poll
+    (a query's first poll, a batch id that jumped by more than one). Fetching the whole
+    list of every query twice a second costs the driver's JVM and Python a rendering,
+    a py4j call and a parse per update kept, up to 100 per query."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self.seen: set[tuple[str, str, int, str]] = set()  # query, run id, batch, timestamp
         self.last: dict[str, dict[str, Any]] = {}
+        self.newest: dict[str, tuple[str, int]] = {}  # query -> (run id, batch id)
+        self.poll_s = 0.0  # wall time spent polling
+
+    def updates(self, name: str, q: Any) -> list[Any]:
+        """The progress updates of `q` that may be new since the previous poll."""
+        last = q.lastProgress
+        if last is None:
+            return []
+        run, batch = str(last.get("runId")), int(last.get("batchId", -1))
+        have = self.newest.get(name)
+        if have is not None and have[0] == run and batch <= have[1] + 1:
+            return [last]
+        return list(q.recentProgress)
 
     def poll(self, queries: dict[str, tuple[Any, str, str]]) -> None:
+        t0 = time.monotonic()
         lines = []
         for name, (q, topic, output) in queries.items():
             try:
-                recent = q.recentProgress
+                recent = self.updates(name, q)
             except Exception:  # the query is stopping
                 continue
             for p in recent:
-                key = (name, str(p.get("runId")), int(p.get("batchId", -1)),
-                       str(p.get("timestamp")))
+                run, batch = str(p.get("runId")), int(p.get("batchId", -1))
+                key = (name, run, batch, str(p.get("timestamp")))
                 if key in self.seen:
                     continue
                 self.seen.add(key)
+                have = self.newest.get(name)
+                if have is None or have[0] != run or batch > have[1]:
+                    self.newest[name] = (run, batch)
                 row = progress_row(name, topic, output, p)
                 self.last[name] = row
                 lines.append(row)
@@ -208,6 +244,7 @@ class ProgressRecorder:
             with open(self.path, "a", encoding="utf-8") as f:
                 for row in lines:
                     f.write(json.dumps(row) + "\n")
+        self.poll_s += time.monotonic() - t0
 
 
 # -- running ---------------------------------------------------------------------------
@@ -225,8 +262,10 @@ def _trigger(writer: Any, trigger: str) -> Any:
 
 
 def start_queries(spark: Any, config: PipelineConfig, *, start_timeout: float = 120.0,
+                  starters: dict[str, Callable[[], Any]] | None = None,
                   ) -> dict[str, tuple[Any, str, str]]:
-    """Start one streaming query per (topic, output); returns {name: (query, topic, output)}."""
+    """Start one streaming query per (topic, output); returns {name: (query, topic, output)}.
+    `starters`, if given, gets per query name a function that starts it again."""
     from .session import source_format
     from .transforms import aggregate, ledger, parse
 
@@ -251,8 +290,13 @@ def start_queries(spark: Any, config: PipelineConfig, *, start_timeout: float = 
         # (a fixed limit in Spark), which several starting at once on a loaded 2-core
         # machine miss. A query whose source process missed it is started again (it
         # has read nothing: its checkpoint holds no batch of this start).
+        def start(writer: Any = writer) -> Any:
+            return _trigger(writer, config.trigger).start()
+
+        if starters is not None:
+            starters[name] = start
         for attempt in range(1, SOURCE_START_ATTEMPTS + 1):
-            q = _trigger(writer, config.trigger).start()
+            q = start()
             if fmt == "kafka" or _wait_source_started(q, SOURCE_START_TIMEOUT) or \
                     attempt == SOURCE_START_ATTEMPTS:
                 break
@@ -283,13 +327,27 @@ def _wait_source_started(q: Any, timeout: float) -> bool:
         time.sleep(0.1)
     if q.isActive:
         return True
-    e = q.exception()
-    return e is None or CONNECT_BACK not in str(getattr(e, "desc", None) or e)
+    return not _failed_to_connect_back(q.exception())
+
+
+def _failed_to_connect_back(e: Any) -> bool:
+    return e is not None and CONNECT_BACK in str(getattr(e, "desc", None) or e)
+
+
+def queries_to_restart(failed: list[tuple[str, Any]], restarts: dict[str, int],
+                       limit: int = SOURCE_START_ATTEMPTS) -> list[str]:
+    """The failed queries to start again: those that failed because a Python worker of
+    theirs (the source's planner, a read task's worker) did not connect back to the JVM
+    within Spark's fixed 10 s, which happens on a loaded machine at any batch, not only
+    while the source starts, at most `limit` times each. Starting a query again from its
+    checkpoint is what a driver restart does: the batch it was running is run again
+    with the same offsets and written once."""
+    return [n for n, e in failed if _failed_to_connect_back(e) and restarts.get(n, 0) < limit]
 
 
 def _wait_first_batches(qs: list[Any], timeout: float) -> None:
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline and any(q.isActive and not q.recentProgress
+    while time.monotonic() < deadline and any(q.isActive and q.lastProgress is None
                                               for q in qs):
         time.sleep(0.2)
 
@@ -348,7 +406,10 @@ def run_pipeline(config: PipelineConfig, *, stop: threading.Event | None = None,
     error: str | None = None
     try:
         t1 = time.monotonic()
-        queries = start_queries(spark, config)
+        starters: dict[str, Callable[[], Any]] = {}
+        restarts: dict[str, int] = {}
+        run["query_restarts"] = restarts
+        queries = start_queries(spark, config, starters=starters)
         run["queries_start_s"] = round(time.monotonic() - t1, 3)
         run["status"] = "running"
         run["queries"] = sorted(queries)
@@ -360,6 +421,15 @@ def run_pipeline(config: PipelineConfig, *, stop: threading.Event | None = None,
             recorder.poll(queries)
             failed = [(n, q.exception()) for n, (q, _, _) in queries.items()
                       if not q.isActive and q.exception() is not None]
+            again = queries_to_restart(failed, restarts)
+            for n in again:
+                restarts[n] = restarts.get(n, 0) + 1
+                log.warning("%s: a Python worker did not connect back to Spark; starting "
+                            "the query again from its checkpoint (restart %d)", n,
+                            restarts[n])
+                _, topic, output = queries[n]
+                queries[n] = (starters[n](), topic, output)
+            failed = [(n, e) for n, e in failed if n not in again]
             if failed:
                 error = "; ".join(f"{n}: {_short(e)}" for n, e in failed)
                 break
@@ -380,6 +450,7 @@ def run_pipeline(config: PipelineConfig, *, stop: threading.Event | None = None,
         run["stopped"] = time.time()
         run["status"] = "failed" if error else "stopped"
         run["error"] = error
+        run["progress_poll_s"] = round(recorder.poll_s, 3)
         run["final"] = {n: {k: row.get(k) for k in ("batch_id", "end_offsets", "watermark")}
                         for n, row in recorder.last.items()}
         _save_state(config.out, state)

@@ -52,3 +52,15 @@ def test_any_other_failure_is_the_querys_own():
     q = FakeQuery(["Initializing sources", "Terminated with exception"], active=False,
                   error="brownout-kafka: possible data loss: ...")
     assert _wait_source_started(q, timeout=5) is True
+
+
+def test_a_query_whose_worker_did_not_connect_back_is_restarted_a_few_times():
+    from brownout.spark.pipeline import queries_to_restart
+
+    back = RuntimeError("org.apache.spark.SparkException: Python worker failed to connect "
+                        "back.")
+    loss = RuntimeError("brownout-kafka: possible data loss: ...")
+    failed = [("t.ledger", back), ("t.pages", loss), ("t.sessions", back)]
+    assert queries_to_restart(failed, {}) == ["t.ledger", "t.sessions"]
+    assert queries_to_restart(failed, {"t.ledger": 5}, limit=5) == ["t.sessions"]
+    assert queries_to_restart([("t.pages", loss)], {}) == []
