@@ -15,12 +15,15 @@ import asyncio
 import contextlib
 import os
 import signal
+import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import TypeVar
 
 import pytest
 from kazoo.client import KazooClient
+from kazoo.exceptions import ConnectionLoss
+from kazoo.handlers.threading import KazooTimeoutError
 
 from brownout.broker.zk_client import KafkaZkClient
 from brownout.cluster import lab
@@ -98,8 +101,23 @@ async def eventually(probe: Callable[[], Awaitable[T | None]], timeout: float, w
 
 def kill_session(connect: str, credentials: tuple[int, bytes]) -> None:
     """Expire a client's session the way ZooKeeper's own tests do: a second client
-    joins the session and closes it."""
-    thief = KazooClient(hosts=connect, client_id=credentials, timeout=10.0)
-    thief.start(timeout=10.0)
-    thief.stop()
-    thief.close()
+    joins the session and closes it.
+
+    Joining takes the session's connection from its owner, which reconnects at once and
+    may take it back before the close is sent: the second client then sees its
+    connection dropped (ConnectionLoss) and joins again. It connects without the chroot,
+    so that it sends nothing but the close (with a chroot, kazoo first checks that the
+    root exists, a request the owner's reconnect could cut off)."""
+    hosts = connect.split("/", 1)[0]
+    deadline = time.monotonic() + 30.0
+    while True:
+        thief = KazooClient(hosts=hosts, client_id=credentials, timeout=10.0)
+        try:
+            thief.start(timeout=10.0)
+            thief.stop()
+            return
+        except (ConnectionLoss, KazooTimeoutError):
+            if time.monotonic() > deadline:
+                raise
+        finally:
+            thief.close()
