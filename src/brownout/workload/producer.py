@@ -293,9 +293,7 @@ class ProducerWorker:
         """A dead instance's queued and in-flight sends get their delivery reports
         (librdkafka fails them with the fatal error, or purges them)."""
         try:
-            if producer.flush(FATAL_FLUSH_S):
-                producer.purge(in_queue=True, in_flight=True, blocking=False)
-                producer.flush(FATAL_FLUSH_S)
+            flush_or_purge(producer, FATAL_FLUSH_S, FATAL_FLUSH_S)
         except Exception as e:  # pragma: no cover - a broken client at exit
             log.warning("%s: flush after the fatal error failed: %s", self.process, e)
 
@@ -351,15 +349,24 @@ class ProducerWorker:
         each gets its (indeterminate) delivery report instead of no completion at all."""
         self.recorder.outstanding_at_stop = self.recorder.in_flight
         try:
-            remaining = producer.flush(self.settings.drain_timeout)
+            remaining = flush_or_purge(producer, self.settings.drain_timeout, 2.0)
             if remaining:
                 self.recorder.purged = remaining
                 log.warning("%s: %d send(s) still outstanding after %.0fs; purged",
                             self.process, remaining, self.settings.drain_timeout)
-                producer.purge(in_queue=True, in_flight=True, blocking=False)
-                producer.flush(2.0)
         except Exception as e:  # pragma: no cover - a broken client at exit
             log.warning("%s: flush failed: %s", self.process, e)
+
+
+def flush_or_purge(producer: Any, timeout: float, after_purge: float) -> int:
+    """Flush for up to `timeout` s, then purge what is still outstanding (each purged
+    send gets its _PURGE_* delivery report within `after_purge` s); returns how many
+    sends the flush left."""
+    remaining = producer.flush(timeout)
+    if remaining:
+        producer.purge(in_queue=True, in_flight=True, blocking=False)
+        producer.flush(after_purge)
+    return remaining
 
 
 def fatal_error(exc: BaseException) -> Any:
