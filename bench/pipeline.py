@@ -3,6 +3,7 @@
     .venv/bin/python bench/pipeline.py [--records 100000] [--partitions 4]
         [--rates 1000,5000,10000] [--workloads payments,clicks] [--duration 40]
         [--master local[*]] [--shuffle-partitions 2] [--skip-source] [--skip-streaming]
+        [--no-mock]
         [--trigger "1 second"] [--conf spark.key=value ...] [--keep]
 
 Prints one JSON object:
@@ -13,7 +14,11 @@ Prints one JSON object:
                       counts): through format("brownout-kafka") and from a Parquet file
                       of exactly those rows (written from the first read); the
                       records/s of both and kafka_vs_parquet (Parquet time / Kafka time:
-                      1.0 = as fast as Parquet)
+                      1.0 = as fast as Parquet); with 4 partitions (the mock's),
+                      also the same read from a one-broker librdkafka mock cluster
+                      holding the same records (brownout_kafka_from_mock) and
+                      node_vs_mock (mock time / node time: 1.0 = the Brownout node
+                      costs the read nothing; --no-mock skips it)
     streaming         per workload and rate: the workload's pipeline queries start
                       (trigger 1 s, 5 s windows, 2 s watermark); once each ran a batch, a
                       producer writes generator records at a fixed rate (event time =
@@ -46,6 +51,7 @@ from __future__ import annotations
 
 import argparse
 import bisect
+import contextlib
 import json
 import os
 import shutil
@@ -58,6 +64,8 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+
+from benchkit import MOCK_PARTITIONS, mock_cluster
 
 BENCH_WINDOW = "5 seconds"
 BENCH_WATERMARK = "2 seconds"
@@ -120,23 +128,26 @@ class PacedProducer(threading.Thread):
         producer.flush(30)
 
 
-def source_read(spark: Any, bootstrap: str, topic: str, base: Path) -> dict[str, Any]:
+def source_read(spark: Any, bootstrap: str, topic: str, base: Path,
+                mock_bootstrap: str | None = None) -> dict[str, Any]:
     from pyspark.sql import functions as F
 
     def touch(df: Any) -> Any:
         return df.agg(F.count(F.lit(1)).alias("n"), F.sum(F.length("value")),
                       F.sum("offset"), F.sum(F.size("headers"))).collect()[0]
 
-    def kafka() -> Any:
-        return (spark.read.format("brownout-kafka").option("kafka.bootstrap.servers",
-                                                           bootstrap)
+    def kafka(servers: str) -> Any:
+        return (spark.read.format("brownout-kafka").option("kafka.bootstrap.servers", servers)
                 .option("subscribe", topic).load())
 
     parquet = base / "same-rows.parquet"
-    kafka().write.parquet(str(parquet))  # also warms the JVM and the Python workers
+    kafka(bootstrap).write.parquet(str(parquet))  # also warms the JVM and the Python workers
+    reads = [("brownout_kafka", lambda: kafka(bootstrap)),
+             ("parquet", lambda: spark.read.parquet(str(parquet)))]
+    if mock_bootstrap:
+        reads.append(("brownout_kafka_from_mock", lambda: kafka(mock_bootstrap)))
     out: dict[str, Any] = {}
-    for name, make in (("brownout_kafka", kafka),
-                       ("parquet", lambda: spark.read.parquet(str(parquet)))):
+    for name, make in reads:
         best = None
         for _ in range(2):
             t0 = time.monotonic()
@@ -146,6 +157,9 @@ def source_read(spark: Any, bootstrap: str, topic: str, base: Path) -> dict[str,
         out[name] = {"rows": row["n"], "seconds": round(best, 3),
                      "records_per_s": round(row["n"] / best)}
     out["kafka_vs_parquet"] = round(out["parquet"]["seconds"]
+                                    / out["brownout_kafka"]["seconds"], 3)
+    if mock_bootstrap:
+        out["node_vs_mock"] = round(out["brownout_kafka_from_mock"]["seconds"]
                                     / out["brownout_kafka"]["seconds"], 3)
     return out
 
@@ -337,6 +351,8 @@ def main() -> None:
                     help="partitions of the stateful queries' state (new checkpoints)")
     ap.add_argument("--skip-source", action="store_true")
     ap.add_argument("--skip-streaming", action="store_true")
+    ap.add_argument("--no-mock", action="store_true",
+                    help="skip the source read from librdkafka's mock cluster")
     ap.add_argument("--trigger", default=BENCH_TRIGGER,
                     help="the pipelines' processing-time trigger")
     ap.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
@@ -375,7 +391,12 @@ def main() -> None:
             admin = AdminClient({"bootstrap.servers": b})
             admin.create_topics([NewTopic("payments", args.partitions, 1)])["payments"].result(10)
             result["produce_s"] = round(produce_all(b, "payments", "payments", args.records), 2)
-            result["source_read"] = source_read(spark, b, "payments", base)
+            with contextlib.ExitStack() as mock:
+                mock_b = None
+                if args.partitions == MOCK_PARTITIONS and not args.no_mock:
+                    mock_b = mock.enter_context(mock_cluster(brokers=1)).bootstrap
+                    produce_all(mock_b, "payments", "payments", args.records)
+                result["source_read"] = source_read(spark, b, "payments", base, mock_b)
             print(json.dumps(result["source_read"]), file=sys.stderr)
         if not args.skip_streaming:
             result["streaming"] = {}
