@@ -7,19 +7,13 @@ Nothing here opens a segment for writing or repairs it; a torn tail ends the lis
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from brownout.protocol.records import (
-    BATCH_HEADER_SIZE,
-    LOG_OVERHEAD,
-    BatchHeader,
-    CorruptRecordError,
-    read_header,
-)
+from brownout.protocol.records import BatchHeader, CorruptRecordError
 from brownout.storage.producer_state import last_sequence
-
-LOG_SUFFIX = ".log"
+from brownout.storage.segment import LOG_SUFFIX, walk_headers
 
 
 def segment_files(partition_dir: Path) -> list[Path]:
@@ -31,19 +25,11 @@ def read_headers(segment: Path) -> Iterator[tuple[int, BatchHeader]]:
     """(position, header) of every whole batch of one segment file; stops at a torn
     tail (a batch whose header or body runs past the end of the file)."""
     with segment.open("rb") as f:
-        size = f.seek(0, 2)
-        pos = 0
-        while pos + BATCH_HEADER_SIZE <= size:
-            f.seek(pos)
-            try:
-                header = read_header(f.read(BATCH_HEADER_SIZE))
-            except CorruptRecordError:
-                return
-            if header.batch_length < BATCH_HEADER_SIZE - LOG_OVERHEAD or \
-                    pos + header.size > size:
-                return
-            yield pos, header
-            pos += header.size
+        try:
+            yield from walk_headers(lambda n, pos: os.pread(f.fileno(), n, pos),
+                                    f.seek(0, 2), 0, segment)
+        except CorruptRecordError:
+            return
 
 
 def batches_at(partition_dir: Path, offsets: Iterable[int]) -> dict[int, BatchHeader]:

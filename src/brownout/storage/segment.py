@@ -33,6 +33,25 @@ def segment_file_name(base_offset: int, suffix: str) -> str:
     return f"{base_offset:020d}{suffix}"
 
 
+def walk_headers(pread: Callable[[int, int], bytes], size: int, start: int, name: object,
+                 ) -> Iterator[tuple[int, BatchHeader]]:
+    """(position, header) of each batch of a segment file of ``size`` bytes, from
+    ``start``; raises CorruptRecordError at a torn header or an impossible length.
+    ``pread(n, position)`` reads the file, so an open segment and a read-only dump walk
+    it by the same rules."""
+    pos = start
+    while pos < size:
+        raw = pread(BATCH_HEADER_SIZE, pos)
+        if len(raw) < BATCH_HEADER_SIZE:
+            raise CorruptRecordError(f"{name}: torn batch header at position {pos}")
+        header = read_header(raw)
+        if header.batch_length < BATCH_HEADER_SIZE - LOG_OVERHEAD or pos + header.size > size:
+            raise CorruptRecordError(
+                f"{name}: batch at position {pos} has impossible length {header.batch_length}")
+        yield pos, header
+        pos += header.size
+
+
 class LogSegment:
     def __init__(self, directory: Path, base_offset: int, index_interval_bytes: int,
                  created_ms: int = 0) -> None:
@@ -194,21 +213,8 @@ class LogSegment:
 
     def iter_headers(self, start_pos: int = 0) -> Iterator[tuple[int, BatchHeader]]:
         """Headers from ``start_pos`` to the end; raises CorruptRecordError on a torn tail."""
-        pos = start_pos
-        while pos < self.size:
-            raw = os.pread(self._fd, BATCH_HEADER_SIZE, pos)
-            if len(raw) < BATCH_HEADER_SIZE:
-                raise CorruptRecordError(f"{self.log_path}: torn batch header at position {pos}")
-            header = read_header(raw)
-            if header.batch_length < BATCH_HEADER_SIZE - LOG_OVERHEAD or (
-                pos + header.size > self.size
-            ):
-                raise CorruptRecordError(
-                    f"{self.log_path}: batch at position {pos} has impossible length "
-                    f"{header.batch_length}"
-                )
-            yield pos, header
-            pos += header.size
+        return walk_headers(lambda n, pos: os.pread(self._fd, n, pos), self.size, start_pos,
+                            self.log_path)
 
     def find_batch(self, offset: int) -> tuple[int, BatchHeader] | None:
         """(position, header) of the first batch whose last offset >= ``offset``."""
