@@ -386,7 +386,7 @@ def run_pipeline(config: PipelineConfig, *, stop: threading.Event | None = None,
     """Run the pipeline until `duration` elapses, `stop` is set, a query fails, or (with
     trigger availableNow) every query has caught up; then stop every query. Returns this
     run's entry of pipeline.json (also written there)."""
-    from .session import make_spark
+    from .session import make_spark, quiet_cancellation
 
     stop = stop or threading.Event()
     config.out.mkdir(parents=True, exist_ok=True)
@@ -442,9 +442,10 @@ def run_pipeline(config: PipelineConfig, *, stop: threading.Event | None = None,
         error = _short(e)
         raise
     finally:
-        for _name, (q, _, _) in queries.items():
-            with contextlib.suppress(Exception):
-                q.stop()
+        with quiet_cancellation(spark):
+            for _name, (q, _, _) in queries.items():
+                with contextlib.suppress(Exception):
+                    q.stop()
         with contextlib.suppress(Exception):
             recorder.poll(queries)
         run["stopped"] = time.time()

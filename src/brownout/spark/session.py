@@ -7,9 +7,11 @@ UI, uses this interpreter for its Python workers, and keeps the session time zon
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +57,33 @@ def make_spark(master: str = "local[*]", app: str = "brownout",
     register(spark)
     spark.brownout_startup_s = time.monotonic() - t0  # type: ignore[attr-defined]
     return spark
+
+
+# Loggers that report the batch a stopped query was running as errors with stack traces
+# (FileFormatWriter: "Aborting job", Utils: "Aborting task"), though stopping is what
+# cancelled it.
+CANCELLATION_LOGGERS = ("org.apache.spark.sql.execution.datasources.FileFormatWriter",
+                        "org.apache.spark.util.Utils")
+
+
+@contextlib.contextmanager
+def quiet_cancellation(spark: Any) -> Iterator[None]:
+    """CANCELLATION_LOGGERS off while queries are stopped on purpose, then back as they
+    were (a failing query's own error is reported by the query, not by these)."""
+    before: dict[str, Any] = {}
+    try:
+        log4j = spark._jvm.org.apache.logging.log4j
+        for name in CANCELLATION_LOGGERS:
+            before[name] = log4j.LogManager.getLogger(name).getLevel()
+            log4j.core.config.Configurator.setLevel(name, log4j.Level.OFF)
+    except Exception:  # no JVM (a stopped session): nothing to quiet
+        pass
+    try:
+        yield
+    finally:
+        for name, level in before.items():
+            with contextlib.suppress(Exception):
+                log4j.core.config.Configurator.setLevel(name, level)
 
 
 # Settings for a small machine: no Hive catalog to probe for, and no adaptive query
