@@ -67,7 +67,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from benchkit import MOCK_PARTITIONS, mock_cluster
+from benchkit import MOCK_PARTITIONS, QUIET, mock_cluster
 
 BENCH_WINDOW = "5 seconds"
 BENCH_WATERMARK = "2 seconds"
@@ -80,7 +80,7 @@ def produce_all(bootstrap: str, topic: str, workload: str, n: int) -> float:
 
     from brownout.workload.generators import make_stream
 
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20})
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, **QUIET})
     t0 = time.monotonic()
     stream = make_stream(workload, seed=1, run="bench", producer="producer-0", rate=0)
     for _ in range(n):
@@ -110,7 +110,7 @@ class PacedProducer(threading.Thread):
 
         from brownout.workload.generators import make_stream
 
-        producer = Producer({"bootstrap.servers": self.bootstrap, "linger.ms": 5})
+        producer = Producer({"bootstrap.servers": self.bootstrap, "linger.ms": 5, **QUIET})
         stream = make_stream(self.workload, seed=2, run="bench", producer="paced",
                              start_ms=int(time.time() * 1000), rate=self.rate)
         t0 = time.monotonic()
@@ -252,7 +252,7 @@ def streaming_run(spark: Any, bootstrap: str, workload: str, rate: int, duration
     from brownout.spark.pipeline import PipelineConfig, output_path, outputs, run_pipeline
 
     topic = f"{workload}-{rate}"
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin = AdminClient({"bootstrap.servers": bootstrap, **QUIET})
     admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(10)
     out = base / f"stream-{topic}"
     config = PipelineConfig(bootstrap=bootstrap, topics={topic: workload}, out=out,
@@ -392,7 +392,7 @@ def main() -> None:
                            shuffle_partitions=args.shuffle_partitions)
         result["spark_startup_s"] = round(spark.brownout_startup_s, 2)
         if not args.skip_source:
-            admin = AdminClient({"bootstrap.servers": b})
+            admin = AdminClient({"bootstrap.servers": b, **QUIET})
             admin.create_topics([NewTopic("payments", args.partitions, 1)])["payments"].result(10)
             result["produce_s"] = round(produce_all(b, "payments", "payments", args.records), 2)
             with contextlib.ExitStack() as mock:
