@@ -378,8 +378,8 @@ def arrow_batch(msgs: Sequence[Any], schema: Any) -> Any:
         ts_type: Any = pa.repeat(pa.scalar(_ts_type(kinds.pop()), pa.int32()), n)
     else:
         ts_type = pa.array([_ts_type(kind) for kind, _ in stamps], pa.int32())
-    # A record without headers gets an empty list, as in Spark's own source.
-    headers = pa.array([m.headers() or () for m in msgs], schema.field("headers").type)
+    # A record without headers gets null, not an empty list, as in Spark's own source.
+    headers = pa.array([m.headers() for m in msgs], schema.field("headers").type)
     topic = msgs[0].topic() if n else ""
     partition = msgs[0].partition() if n else 0
     columns = [

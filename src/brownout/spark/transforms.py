@@ -88,7 +88,10 @@ class WindowSpec:
 
 
 def _header(name: str) -> Column:
-    return F.element_at(F.filter("headers", lambda h: h["key"] == F.lit(name)), 1)["value"]
+    # try_: with ANSI SQL on (Spark 4's default) element_at fails the whole batch on a
+    # record without this header; the record's value still has what parse needs.
+    return F.try_element_at(F.filter("headers", lambda h: h["key"] == F.lit(name)),
+                            F.lit(1))["value"]
 
 
 def parse(df: DataFrame, workload: str) -> DataFrame:

@@ -63,6 +63,16 @@ def pay(ts, merchant, account, amount, status):
             "amount": amount, "currency": "EUR", "status": status, "ts": T + ts}
 
 
+def test_records_without_the_msg_id_header_take_it_from_the_value(spark):
+    # No headers (null, as Spark's Kafka source gives), an empty list, another header:
+    # a record produced by any client is parsed, not a reason to fail the batch.
+    rows = [(*row[:7], headers) for row, headers in zip(
+        kafka_rows("payments", [pay(1_000, "m1", "A", 1.0, "created")] * 3),
+        [None, [], [("trace", b"t")]], strict=True)]
+    parsed = parse(spark.createDataFrame(rows, SCHEMA), "payments")
+    assert sorted(r["msg_id"] for r in parsed.collect()) == ["r-p-0", "r-p-1", "r-p-2"]
+
+
 def test_payments(spark):
     parsed = frame(spark, "payments", [
         pay(1_000, "m1", "A", 10.0, "created"),
