@@ -89,9 +89,17 @@ async def zk_client(connect: str) -> AsyncIterator[KafkaZkClient]:
 
 
 async def eventually(probe: Callable[[], Awaitable[T | None]], timeout: float, what: str) -> T:
+    """The probe's first true value within `timeout` seconds. The deadline also bounds
+    each probe: a ZooKeeper request waits for a connection as long as it takes (as
+    Kafka's does), so a client that never reconnects would otherwise hang the test."""
     deadline = asyncio.get_running_loop().time() + timeout
     while True:
-        value = await probe()
+        try:
+            async with asyncio.timeout_at(deadline):
+                value = await probe()
+        except TimeoutError:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what} (the last "
+                                 "probe did not return)") from None
         if value:
             return value
         if asyncio.get_running_loop().time() > deadline:
