@@ -44,6 +44,8 @@ DEFAULT_PROTOCOL_MAP = (
 )
 
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+# compression.type of a broker or a topic: a codec, or "producer" (keep the batch's own).
+COMPRESSION_TYPES = ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")
 
 BROKER_CONFIG = ConfigDef(
     [
@@ -150,8 +152,7 @@ BROKER_CONFIG = ConfigDef(
         ConfigKey("log.cleaner.max.compaction.lag.ms", L, LONG_MAX),
         ConfigKey("log.cleaner.min.cleanable.ratio", D, 0.5),
         ConfigKey("message.max.bytes", INT, 1048588, "", at_least(0)),
-        ConfigKey("compression.type", S, "producer",
-                  "", one_of("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")),
+        ConfigKey("compression.type", S, "producer", "", one_of(*COMPRESSION_TYPES)),
         ConfigKey("num.recovery.threads.per.data.dir", INT, 2),
         # Replication
         ConfigKey("unclean.leader.election.enable", B, False),
@@ -252,7 +253,8 @@ TOPIC_CONFIG = ConfigDef(
     [
         ConfigKey("cleanup.policy", LIST, ["delete"], "", one_of("delete", "compact"),
                   "log.cleanup.policy"),
-        ConfigKey("compression.type", S, "producer", "", None, "compression.type"),
+        ConfigKey("compression.type", S, "producer", "", one_of(*COMPRESSION_TYPES),
+                  "compression.type"),
         ConfigKey("delete.retention.ms", L, 86400000, "", at_least(0),
                   "log.cleaner.delete.retention.ms"),
         ConfigKey("file.delete.delay.ms", L, 60000, "", at_least(0),

@@ -81,6 +81,10 @@ def test_topic_overrides_are_validated():
     assert parse_topic_configs({"min.insync.replicas": "2"}) == {"min.insync.replicas": 2}
     with pytest.raises(ConfigError, match="Unknown topic config"):
         parse_topic_configs({"bogus": "1"})
+    # A codec the log cannot write would fail every later produce to the topic.
+    assert parse_topic_configs({"compression.type": "lz4"}) == {"compression.type": "lz4"}
+    with pytest.raises(ConfigError, match=r"compression\.type.*one of"):
+        parse_topic_configs({"compression.type": "prkducer"})
 
 
 ZOOKEEPER = {
