@@ -181,9 +181,11 @@ def test_admin_create_errors(node, topic):
     assert create(NewTopic("bad/name", 1, 1)).code() == KafkaError.TOPIC_EXCEPTION
     bad_config = NewTopic(f"{topic}-cfg", 1, 1, config={"no.such.config": "x"})
     assert create(bad_config).code() == KafkaError.INVALID_CONFIG
+    bad_codec = NewTopic(f"{topic}-codec", 1, 1, config={"compression.type": "prkducer"})
+    assert create(bad_codec).code() == KafkaError.INVALID_CONFIG
     # Nothing was created by the failed requests.
     names = set(admin.list_topics(timeout=5).topics)
-    assert not {f"{topic}-rf3", f"{topic}-p0", f"{topic}-cfg"} & names
+    assert not {f"{topic}-rf3", f"{topic}-p0", f"{topic}-cfg", f"{topic}-codec"} & names
 
 
 def test_delete_unknown_topic(node, topic):
