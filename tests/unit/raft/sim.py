@@ -152,8 +152,11 @@ class Cluster:
         duplicate: float = 0.0,
         crash_in_write: float = 0.0,
         refused: bool = False,
+        node_class: type[RaftNode] = RaftNode,
     ) -> None:
         self.rng = random.Random(seed)
+        # The core every node runs: the checker's own tests plant bugs in a subclass.
+        self.node_class = node_class
         self.config = config or RaftConfig()
         self.voter_ids = frozenset(range(1, voters + 1))
         ids = list(range(1, voters + observers + 1))
@@ -184,7 +187,7 @@ class Cluster:
         self.checker.restarted(i)
         rng = random.Random(self.rng.getrandbits(64))
         log = RaftLog(list(sn.disk.entries))
-        sn.raft = RaftNode(i, self.voter_ids, self.config, rng, sn.disk.state, log, self.now)
+        sn.raft = self.node_class(i, self.voter_ids, self.config, rng, sn.disk.state, log, self.now)
         self.after_input(sn)
 
     def crash(self, i: int) -> None:

@@ -10,7 +10,7 @@ import random
 
 import pytest
 
-from brownout.raft import RaftConfig
+from brownout.raft import RaftConfig, RaftNode
 
 from .sim import Cluster
 
@@ -21,7 +21,7 @@ STEPS = int(os.environ.get("RAFT_SIM_STEPS", "150"))
 SHAPES = {"3v": (3, 1), "5v": (5, 1)}
 
 
-def random_cluster(shape: str, seed: int) -> Cluster:
+def random_cluster(shape: str, seed: int, node_class: type[RaftNode] = RaftNode) -> Cluster:
     voters, observers = SHAPES[shape]
     knobs = random.Random(seed * 7919 + voters)
     return Cluster(
@@ -36,6 +36,7 @@ def random_cluster(shape: str, seed: int) -> Cluster:
         # Small fetch batches make followers hold partial prefixes more often.
         config=RaftConfig(fetch_max_entries=knobs.choice([1, 4, 256])),
         refused=knobs.choice([False, True]),
+        node_class=node_class,
     )
 
 
