@@ -161,10 +161,15 @@ def resealed(raw: bytes, records: bytes, *, attributes: int = 0) -> bytes:
 def test_validate_records_accepts_what_clients_send():
     import gzip
 
-    raw = build_batch([(b"k", b"v" * 300), (None, None), (b"", b"")], timestamp_ms=TS)
-    validate_records(raw, validate_batch(raw))
+    records = [(b"k", b"v" * 300), (None, None), (b"", b"")]
+    raw = build_batch(records, timestamp_ms=TS)
     packed = compress_batch(raw, 1, gzip.compress)
-    validate_records(packed, validate_batch(packed))
+    for batch, codec in ((raw, 0), (packed, 1)):
+        header = validate_batch(batch)
+        # Three records to walk, compressed or not: accepting them is not vacuous.
+        assert (header.records_count, header.compression) == (3, codec)
+        assert validate_records(batch, header) is None
+        assert decode_records(batch) == [(i, TS, k, v) for i, (k, v) in enumerate(records)]
 
 
 @pytest.mark.parametrize(

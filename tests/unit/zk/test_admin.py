@@ -7,7 +7,7 @@ import random
 import pytest
 from kio.schema.errors import ErrorCode
 
-from brownout.controller.topics import NewTopic
+from brownout.controller.topics import NewTopic, validate_topic_name
 from brownout.zk import admin
 from brownout.zk import data as zd
 from brownout.zk.admin import AdminError
@@ -49,7 +49,12 @@ def test_counts_and_assignments_together_are_refused(partitions: int, rf: int) -
 
 
 def test_assignments_alone_are_fine() -> None:
-    admin.check_request_fields(NewTopic("t", assignments={0: [1]}, configs={"a": "b"}))
+    # With the counts left at -1, the request passes and its assignments are placed as
+    # they are.
+    t = NewTopic("t", assignments={0: [1]}, configs={"a": "b"})
+    assert (t.num_partitions, t.replication_factor) == (-1, -1)
+    assert admin.check_request_fields(t) is None
+    assert resolve(t) == {0: [1]}
 
 
 # ------------------------------------------------------------------------ placement
@@ -118,8 +123,11 @@ def test_illegal_names(name: str) -> None:
 
 
 def test_legal_names() -> None:
+    # Every legal character, and the longest legal name (one more is refused above).
     for name in ("a", "a.b_c-D9", "x" * 249):
-        admin.check_topic_name(name)
+        assert validate_topic_name(name) is None
+        assert admin.check_topic_name(name) is None
+    assert refused(admin.check_topic_name, "x" * 250)[0] == ErrorCode.invalid_topic_exception
 
 
 def test_colliding_names() -> None:
