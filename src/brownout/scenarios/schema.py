@@ -87,16 +87,18 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import re
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypeVar
 
 import yaml
 from yaml.constructor import ConstructorError, SafeConstructor
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from ..cluster.topology import DEFAULT_ZOOKEEPERS
+from ..cluster.topology import CONTROLLER_ID_BASE, DEFAULT_ZOOKEEPERS
 from ..faults.nemesis import ACTIONS as FAULT_ACTIONS
 from ..faults.nemesis import FROM_GROUPS, FROM_ZOOKEEPER_KRAFT
+from ..faults.targets import KEYWORDS as TARGET_KEYWORDS
 from ..faults.targets import Target, TargetError, check_ensemble, check_mode
 from ..faults.targets import parse as parse_target
 from . import fields as F
@@ -131,7 +133,11 @@ STEP_KEYS = tuple(F.STEP)
 
 
 class ScenarioError(ValueError):
-    """A scenario file that cannot be used; str() is ``file:line: field: message``."""
+    """A scenario file that cannot be used; str() is ``file:line: field: message``.
+
+    A file with several mistakes raises one ScenarioError carrying them all (`errors`,
+    in line order): its message, line and field are the first's, and str() lists every
+    one, a line each, so one round of editing fixes them all."""
 
     def __init__(self, message: str, *, source: str = "<scenario>", line: int | None = None,
                  field: str | None = None) -> None:
@@ -139,8 +145,31 @@ class ScenarioError(ValueError):
         self.source = source
         self.line = line  # 1-based
         self.field = field
+        self.errors: tuple[ScenarioError, ...] = (self,)
         where = source if line is None else f"{source}:{line}"
         super().__init__(f"{where}: {field + ': ' if field else ''}{message}")
+
+    @classmethod
+    def of(cls, errors: Sequence[ScenarioError]) -> ScenarioError:
+        """One error for all of `errors` (at least one): itself when alone."""
+        unique = list(dict.fromkeys(errors))  # the same mistake reached twice says once
+        unique = list({str(e): e for e in unique}.values())
+        unique.sort(key=lambda e: e.line or 0)
+        if len(unique) == 1:
+            return unique[0]
+        first = unique[0]
+        error = cls(first.message, source=first.source, line=first.line, field=first.field)
+        error.errors = tuple(unique)
+        error.args = (f"{first.source}: {len(unique)} errors:\n"
+                      + "\n".join(f"  {e}" for e in unique),)
+        return error
+
+
+class _Abandon(Exception):
+    """A part of the file whose mistakes are already recorded: its caller skips it."""
+
+
+_T = TypeVar("_T")
 
 
 # -- YAML with line numbers ------------------------------------------------------------
@@ -164,6 +193,29 @@ class _Reader:
     def __init__(self, source: str) -> None:
         self.source = source
         self._constructor = SafeConstructor()
+        # Every mistake found so far: a part of the file that has one is skipped (with
+        # `attempt`) and the rest still checked, so one run reports them all.
+        self.errors: list[ScenarioError] = []
+        # The cluster the file builds, for checking targets: each topic and its
+        # partition count (None: not known before the run, e.g. a topic with an error).
+        self.partitions: dict[str, int | None] = {}
+        # Workload labels and step ids of parts skipped for an error, so that naming
+        # them elsewhere is not reported as a second mistake.
+        self.skipped_labels: set[str] = set()
+        self.skipped_ids: set[str] = set()
+
+    def report(self, error: ScenarioError) -> None:
+        self.errors.append(error)
+
+    def attempt(self, read: Callable[[], _T], default: _T) -> _T:
+        """`read()`, or `default` with its error recorded."""
+        try:
+            return read()
+        except ScenarioError as e:
+            self.errors.extend(e.errors)
+            return default
+        except _Abandon:
+            return default
 
     def error(self, at: _Value | Node | None, message: str,
               field: str | None = None) -> ScenarioError:
@@ -193,9 +245,12 @@ class _Reader:
             name = str(key)
             where = f"{field}.{name}" if field else name
             if name in out:
-                raise self.error(key_node, "repeated key", where)
+                self.report(self.error(key_node, "repeated key", where))
+                continue
             if known and name not in known:
-                raise self.error(key_node, "unknown key" + did_you_mean(name, known), where)
+                self.report(self.error(key_node, "unknown key" + did_you_mean(name, known),
+                                       where))
+                continue
             out[name] = value_node
         return out
 
@@ -325,18 +380,33 @@ def _read(r: _Reader, node: Node, field: str, spec: Field) -> Any:
 
 
 def _simple(r: _Reader, m: dict[str, Node], node: Node, field: str,
-            table: dict[str, Field]) -> dict[str, Any]:
+            table: dict[str, Field], *, complete: bool = True) -> dict[str, Any]:
     """Every key of mapping `m` whose kind `_read` knows, after checking that the
-    table's required keys are there."""
+    table's required keys are there. A key with a wrong value is recorded and left out;
+    when a required one is missing or wrong, _Abandon (unless not `complete`: the
+    caller copes with what is there)."""
+    broken = False
     for key in F.required(table):
         if key not in m:
-            raise r.error(node, f"missing required key {key!r}", field)
+            r.report(r.error(node, f"missing required key {key!r}", field))
+            broken = True
     out = {}
     for key, value_node in m.items():
         spec = table[key]
         if spec.kind in _READ_KINDS:
-            out[key] = _read(r, value_node, f"{field}.{key}" if field else key, spec)
+            where = f"{field}.{key}" if field else key
+            value = r.attempt(lambda n=value_node, w=where, s=spec: _read(r, n, w, s),
+                              _MISSING)
+            if value is _MISSING:
+                broken = broken or spec.required
+            else:
+                out[key] = value
+    if broken and complete:
+        raise _Abandon
     return out
+
+
+_MISSING: Any = object()
 
 
 _READ_KINDS = ("config", "int", "number", "bool", "duration", "choice", "text")
@@ -527,59 +597,94 @@ def loads(text: str, source: str = "<scenario>") -> Scenario:
     if root is None:
         raise ScenarioError("empty scenario file", source=source, line=1)
     top = r.mapping(root, "", TOP_KEYS)
-    plain = _simple(r, top, root, "", F.TOP)
-    name = plain["name"]
+    plain = _simple(r, top, root, "", F.TOP, complete=False)
+    name = plain.get("name", "")
     description = " ".join(plain.get("description", "").split())
 
-    cluster = _cluster(r, top.get("cluster"))
-    topics = tuple(_topic(r, f, n, cluster)
-                   for f, n in r.sequence(top["topics"], "topics")) \
-        if "topics" in top else ()
-    seen: dict[str, int] = {}
-    for t, (f, n) in zip(topics, r.sequence(top["topics"], "topics") if topics else [],
-                         strict=True):
-        if t.name in seen:
-            raise r.error(n, f"topic {t.name!r} declared twice", f)
-        seen[t.name] = 1
-        if t.replication_factor > cluster.brokers:
-            raise r.error(n, f"replication_factor {t.replication_factor} needs at least that "
-                          f"many brokers (cluster.brokers is {cluster.brokers})",
-                          f + ".replication_factor")
-    topic_names = tuple(t.name for t in topics)
+    cluster = r.attempt(lambda: _cluster(r, top.get("cluster")), ClusterSpec())
+    topics = _topics(r, top.get("topics"), cluster)
+    topic_names = tuple(r.partitions)
 
     workloads: list[WorkloadSpec] = []
-    if "workloads" in top:
-        for f, n in r.sequence(top["workloads"], "workloads"):
-            w = _workload(r, f, n, topic_names)
-            if any(o.label == w.label for o in workloads):
-                raise r.error(n, f"label {w.label!r} used twice: give each workload its own "
-                              "`label`", f + ".label")
+    for f, n in r.attempt(lambda: r.sequence(top["workloads"], "workloads"), []) \
+            if "workloads" in top else ():
+        w = r.attempt(lambda f=f, n=n: _workload(r, f, n, topic_names), None)
+        if w is None:
+            r.skipped_labels.add(_raw_text(n, "label") or f"acks-{_raw_text(n, 'acks') or 'all'}")
+        elif any(o.label == w.label for o in workloads):
+            r.report(r.error(n, f"label {w.label!r} used twice: give each workload its own "
+                             "`label`", f + ".label"))
+        else:
             workloads.append(w)
-    consumers = tuple(_consumer(r, f, n, topic_names)
-                      for f, n in r.sequence(top["consumers"], "consumers")) \
-        if "consumers" in top else ()
-    pipeline, pipeline_master = _pipeline(r, top.get("pipeline"))
-    schedule = _schedule(r, top.get("schedule"), topic_names, cluster)
-    duration = plain["duration"]
+    consumers = tuple(c for f, n in (
+        r.attempt(lambda: r.sequence(top["consumers"], "consumers"), [])
+        if "consumers" in top else ())
+        if (c := r.attempt(lambda f=f, n=n: _consumer(r, f, n, topic_names), None)))
+    pipeline_read = r.attempt(lambda: _pipeline(r, top.get("pipeline")), None)
+    pipeline, pipeline_master = pipeline_read or (False, None)
+    schedule = r.attempt(lambda: _schedule(r, top.get("schedule"), topic_names, cluster), ())
+    duration = plain.get("duration", 1.0)
     if duration <= 0:
-        raise r.error(top["duration"], "must be longer than 0s", "duration")
-    heal = _heal(r, top.get("heal"))
-    labels = tuple(w.label for w in workloads)
-    expectations = _expectations(r, top.get("expectations"), labels)
-    over_runs = _over_runs(r, top.get("expectations"), labels, expectations)
+        r.report(r.error(top["duration"], "must be longer than 0s", "duration"))
+    heal = r.attempt(lambda: _heal(r, top.get("heal")), HealSpec())
+    labels = (*(w.label for w in workloads), *r.skipped_labels)
+    expectations = r.attempt(lambda: _expectations(r, top.get("expectations"), labels), ())
+    over_runs = r.attempt(
+        lambda: _over_runs(r, top.get("expectations"), labels, expectations), ())
     _check_step_ids(r, top.get("expectations"), expectations, schedule)
     wants = [e for e in expectations if e.name == PIPELINE_EXPECTATION]
-    if wants and "pipeline" in top and not pipeline:
-        raise r.error(top["pipeline"], f"expectation {PIPELINE_EXPECTATION} needs the "
-                      "pipeline: remove `pipeline: off`", "pipeline")
+    if wants and pipeline_read is not None and "pipeline" in top and not pipeline:
+        r.report(r.error(top["pipeline"], f"expectation {PIPELINE_EXPECTATION} needs the "
+                         "pipeline: remove `pipeline: off`", "pipeline"))
     pipeline = pipeline or bool(wants)
-    if pipeline and not workloads:
-        raise r.error(top.get("pipeline") or root, "the pipeline reads the workloads' "
-                      "topics: add a workload", "pipeline")
-    matrix = _matrix(r, top["matrix"], text) if "matrix" in top else None
+    if pipeline and not workloads and not r.skipped_labels:
+        r.report(r.error(top.get("pipeline") or root, "the pipeline reads the workloads' "
+                         "topics: add a workload", "pipeline"))
+    matrix = None
+    if "matrix" in top and not r.errors:  # its cells are this file, changed: fix it first
+        matrix = r.attempt(lambda: _matrix(r, top["matrix"], text), None)
+    if r.errors:
+        raise ScenarioError.of(r.errors)
     return Scenario(name, description, cluster, topics, tuple(workloads), consumers,
                     schedule, duration, heal, expectations, pipeline, source, matrix,
                     over_runs, pipeline_master)
+
+
+def _raw_text(node: Node, key: str) -> str | None:
+    """The text under `key` of a mapping node, read without checking anything: what a
+    part of the file that has an error still declares (a topic's name, a label)."""
+    if not isinstance(node, MappingNode):
+        return None
+    for k, v in node.value:
+        if isinstance(k, ScalarNode) and k.value == key and isinstance(v, ScalarNode):
+            return str(v.value) or None
+    return None
+
+
+def _topics(r: _Reader, node: Node | None, cluster: ClusterSpec) -> tuple[TopicSpec, ...]:
+    """The topics, each checked on its own; records every topic's partition count in
+    `r.partitions` (a topic with an error by name only, so it is not reported again
+    where it is named)."""
+    if node is None:
+        return ()
+    out: list[TopicSpec] = []
+    for f, n in r.attempt(lambda: r.sequence(node, "topics"), []):
+        t = r.attempt(lambda f=f, n=n: _topic(r, f, n, cluster), None)
+        if t is None:
+            name = _raw_text(n, "name")
+            if name is not None:
+                r.partitions.setdefault(name, None)
+            continue
+        if t.name in r.partitions:
+            r.report(r.error(n, f"topic {t.name!r} declared twice", f))
+            continue
+        r.partitions[t.name] = t.partitions
+        if t.replication_factor > cluster.brokers:
+            r.report(r.error(n, f"replication_factor {t.replication_factor} needs at least "
+                             f"that many brokers (cluster.brokers is {cluster.brokers})",
+                             f + ".replication_factor"))
+        out.append(t)
+    return tuple(out)
 
 
 def _pipeline(r: _Reader, node: Node | None) -> tuple[bool, str | None]:
@@ -609,18 +714,22 @@ def _matrix(r: _Reader, node: Node, text: str) -> Matrix:
 
 def sweep_cells(document: dict[str, Any], matrix: Matrix,
                 source: str) -> list[tuple[Any, Scenario]]:
-    """Each cell of `matrix` over the scenario `document`, as a checked scenario; a cell
-    that is not a valid scenario raises SweepError naming the cell."""
+    """Each cell of `matrix` over the scenario `document`, as a checked scenario; cells
+    that are not valid scenarios raise SweepError naming each such cell and every one of
+    its errors."""
     out = []
+    bad = []
     for cell in cells(matrix):
         where = f"{source} [{cell.directory}: {cell.label(short=False)}]"
         text = yaml.safe_dump(apply(document, cell.values), sort_keys=False)
         try:
             out.append((cell, loads(text, where)))
         except ScenarioError as e:
-            raise SweepError(f"{cell.directory} ({cell.label(short=False)}) is not a "
-                             f"valid scenario: {e.field + ': ' if e.field else ''}"
-                             f"{e.message}", "matrix") from None
+            bad += [f"{cell.directory} ({cell.label(short=False)}) is not a valid scenario: "
+                    f"{one.field + ': ' if one.field else ''}{one.message}"
+                    for one in e.errors]
+    if bad:
+        raise SweepError("\n  ".join(bad), "matrix")
     return out
 
 
@@ -722,18 +831,28 @@ def _schedule(r: _Reader, node: Node | None, topics: tuple[str, ...],
     # A topic a create-topic step made may be named by the steps after it.
     known = list(topics)
     for field, item in r.sequence(node, "schedule"):
-        step = _step(r, field, item, tuple(known), cluster)
+        step = r.attempt(lambda f=field, i=item: _step(r, f, i, tuple(known), cluster), None)
+        if step is None:  # recorded; its id is still a step's
+            if (sid := _raw_text(item, "id")) is not None:
+                r.skipped_ids.add(sid)
+            continue
         if known and step.action == "create-topic" and step.target not in known:
             known.append(str(step.target))
+        if step.action == "create-topic" and step.target is not None:
+            r.partitions.setdefault(step.target, step.params.get("partitions"))
+        if step.action == "create-partitions":  # later steps may name the new ones
+            spec = step.params["spec"]
+            if r.partitions.get(spec.topic) is not None:
+                r.partitions[spec.topic] = max(r.partitions[spec.topic] or 0, spec.count)
         if step.id is not None:
             if step.id in ids:
-                raise r.error(item, f"step id {step.id!r} used twice", field + ".id")
+                r.report(r.error(item, f"step id {step.id!r} used twice", field + ".id"))
             ids.add(step.id)
         if step.at is not None:
             if last_at is not None and step.at < last_at[0]:
-                raise r.error(item, f"at {step.at:g}s is before the earlier step at "
-                              f"{last_at[0]:g}s (line {last_at[1]}); steps run in order",
-                              field + ".at")
+                r.report(r.error(item, f"at {step.at:g}s is before the earlier step at "
+                                 f"{last_at[0]:g}s (line {last_at[1]}); steps run in order",
+                                 field + ".at"))
             last_at = (step.at, step.line)
         steps.append(step)
     return tuple(steps)
@@ -741,6 +860,7 @@ def _schedule(r: _Reader, node: Node | None, topics: tuple[str, ...],
 
 def _step(r: _Reader, field: str, node: Node, topics: tuple[str, ...],
           cluster: ClusterSpec) -> Step:
+    errors_before = len(r.errors)
     all_params = sorted({p for ps in ACTION_PARAMS.values() for p in ps})
     m = r.mapping(node, field, (*STEP_KEYS, *STEP_ACTIONS, *all_params))
     actions = [k for k in m if k in STEP_ACTIONS]
@@ -755,13 +875,12 @@ def _step(r: _Reader, field: str, node: Node, topics: tuple[str, ...],
     afield = f"{field}.{action}"
     kw: dict[str, Any] = {"action": action, "line": node.start_mark.line + 1}
     if ("at" in m) == ("after" in m):
-        raise r.error(node, "a step has exactly one of `at: <time>` or `after: previous`",
-                      field)
+        r.report(r.error(node, "a step has exactly one of `at: <time>` or `after: previous`",
+                         field))
     kw.update(_simple(r, {k: m[k] for k in STEP_KEYS if k in m}, node, field, F.STEP))
     params = {}
-    for key, value_node in m.items():
-        if key in STEP_KEYS or key == action:
-            continue
+
+    def param(key: str, value_node: Node) -> None:
         if key not in ACTION_PARAMS[action]:
             allowed = ", ".join(ACTION_PARAMS[action]) or "none"
             raise r.error(value_node, f"not a parameter of {action} (its parameters: "
@@ -772,6 +891,10 @@ def _step(r: _Reader, field: str, node: Node, topics: tuple[str, ...],
             _check_target(r, pv, params[key], topics, cluster)
         if key == "from" and params[key] == "zookeeper" and not cluster.zookeeper:
             raise r.error(pv, FROM_ZOOKEEPER_KRAFT)
+
+    for key, value_node in m.items():
+        if key not in STEP_KEYS and key != action:
+            r.attempt(lambda k=key, n=value_node: param(k, n), None)
     kw["params"] = params
 
     value_node = m[action]
@@ -810,11 +933,13 @@ def _step(r: _Reader, field: str, node: Node, topics: tuple[str, ...],
             target = _as_str(v, r)
             kw["target"] = target
             if action != "partition":
-                _check_target(r, v, target, topics, cluster)
+                r.attempt(lambda: _check_target(r, v, target, topics, cluster), None)
         if action in ("isolate", "partition", "loss", "bandwidth", "latency", "heal") and \
                 cluster.network != "netns":
             raise r.error(value_node, f"{action} is a network fault: it needs "
                           "`cluster: {network: netns}` (root)", afield)
+    if len(r.errors) > errors_before:
+        raise _Abandon  # a mistake inside the step: it is not one the run could take
     return Step(**kw)
 
 
@@ -963,12 +1088,68 @@ def _check_target(r: _Reader, v: _Value, spec: str, topics: tuple[str, ...],
         check_ensemble(target, cluster.zookeeper_ids, "`zookeepers: 3` under `cluster`")
         check_mode(target, cluster.zookeeper)
     except TargetError as e:
-        raise r.error(v, str(e)) from None
+        text = str(e)
+        close = difflib.get_close_matches(spec.strip(), sorted(TARGET_KEYWORDS), n=1)
+        if close:  # before the list of every target, where it is seen
+            head, sep, tail = text.partition(";")
+            text = f"{head} (did you mean {close[0]!r}?){sep}{tail}"
+        raise r.error(v, text) from None
     if target.inner is not None:  # host:leader:T-0 names a topic too
         target = target.inner
     if target.kind == "leader" and topics and target.topic not in topics:
         raise r.error(v, f"no topic {target.topic!r} in `topics`"
                       + did_you_mean(str(target.topic), topics))
+    problem = _target_problem(spec, target, cluster, r.partitions)
+    if problem is not None:
+        raise r.error(v, problem)
+
+
+def _node_roles(cluster: ClusterSpec) -> dict[int, tuple[str, ...]]:
+    """The nodes the cluster builds, by id, and their roles (as cluster/topology.py lays
+    them out: brokers 1..N; dedicated controllers 3001..3000+M; combined nodes are both;
+    ZooKeeper mode has brokers only)."""
+    roles: dict[int, tuple[str, ...]] = {}
+    voters = 0 if cluster.zookeeper else (
+        cluster.controllers if cluster.controllers is not None
+        else (cluster.brokers if cluster.combined else 1))
+    for i in range(1, cluster.brokers + 1):
+        roles[i] = ("broker", "controller") if cluster.combined and i <= voters else ("broker",)
+    if not cluster.combined:
+        for i in range(1, voters + 1):
+            roles[CONTROLLER_ID_BASE + i] = ("controller",)
+    return roles
+
+
+def _target_problem(spec: str, target: Target, cluster: ClusterSpec,
+                    partitions: dict[str, int | None]) -> str | None:
+    """What a target names that the file's cluster does not have (a node id, a role, a
+    partition), else None. Only what the file fixes is checked: a topic whose partition
+    count is known, nodes by id."""
+    if target.kind == "leader":
+        count = partitions.get(str(target.topic))
+        if count is not None and target.partition is not None and target.partition >= count:
+            return (f"topic {target.topic!r} has {count} partition(s) "
+                    f"({target.topic}-0..{target.topic}-{count - 1}): no partition "
+                    f"{target.partition}")
+        return None
+    if target.kind != "ids":
+        return None
+    roles = _node_roles(cluster)
+    known = ", ".join(map(str, roles))
+    inner = spec.strip().removeprefix("host:")
+    for part in (p.strip() for p in inner.split(",") if p.strip()):
+        role = next((r for r in ("broker", "controller") if part.startswith(r + "-")), None)
+        try:
+            node = int(part.removeprefix("node-").removeprefix(f"{role}-"))
+        except ValueError:
+            return None  # parse() accepted it: nothing more to say
+        if node not in roles:
+            return f"no node {node} in this cluster (nodes: {known})"
+        if role is not None and role not in roles[node]:
+            having = ", ".join(str(n) for n, rs in roles.items() if role in rs) or "none"
+            return (f"{part!r}: node {node} is a {' and '.join(roles[node])}, not a {role} "
+                    f"({role}s: {having})")
+    return None
 
 
 # Expectations judged on one schedule step (by its id), and the action it must have.
@@ -988,14 +1169,14 @@ def _check_step_ids(r: _Reader, node: Node | None, expectations: tuple[Expectati
         for sid in e.expected:
             step = steps.get(sid)
             field = f"expectations.{e.name}.{sid}"
-            if step is None:
-                raise ScenarioError(f"no schedule step with id {sid!r}"
-                                    + did_you_mean(sid, tuple(steps) or ("(none)",)),
-                                    source=r.source, line=e.line, field=field)
-            if action is not None and step.action != action:
-                raise ScenarioError(f"step {sid!r} (line {step.line}) is a {step.action} "
-                                    f"step; {e.name} judges a `{action}:` step",
-                                    source=r.source, line=e.line, field=field)
+            if step is None and sid not in r.skipped_ids:
+                r.report(ScenarioError(f"no schedule step with id {sid!r}"
+                                       + did_you_mean(sid, tuple(steps) or ("(none)",)),
+                                       source=r.source, line=e.line, field=field))
+            elif step is not None and action is not None and step.action != action:
+                r.report(ScenarioError(f"step {sid!r} (line {step.line}) is a {step.action} "
+                                       f"step; {e.name} judges a `{action}:` step",
+                                       source=r.source, line=e.line, field=field))
 
 
 def _heal(r: _Reader, node: Node | None) -> HealSpec:
@@ -1032,25 +1213,31 @@ def _expectations(r: _Reader, node: Node | None,
             raise r.error(value_node, str(e), key_field) from None
         out.append(ExpectationSpec(name, expected, label, value_node.start_mark.line + 1))
 
+    def block(value_node: Node, label: str, sub: Node) -> None:
+        field = f"expectations.workloads.{label}"
+        _check_label(r, value_node, sub, label, labels, field)
+        for sub_name, sub_node in r.mapping(sub, field, names).items():
+            r.attempt(lambda f=f"{field}.{sub_name}", s=sub_name, n=sub_node:
+                      one(f, s, n, label), None)
+
     top = r.mapping(node, "expectations", (*names, "workloads", "over_runs"))
     for name, value_node in top.items():
         if name == "over_runs":
             continue  # _over_runs
         if name == "workloads":
-            for label, sub in r.mapping(value_node, "expectations.workloads", ()).items():
-                field = f"expectations.workloads.{label}"
-                _check_label(r, value_node, sub, label, labels, field)
-                for sub_name, sub_node in r.mapping(sub, field, names).items():
-                    one(f"{field}.{sub_name}", sub_name, sub_node, label)
+            for label, sub in r.attempt(
+                    lambda n=value_node: r.mapping(n, "expectations.workloads", ()),
+                    {}).items():
+                r.attempt(lambda n=value_node, lb=label, s=sub: block(n, lb, s), None)
         else:
-            one(f"expectations.{name}", name, value_node, None)
+            r.attempt(lambda n=name, v=value_node: one(f"expectations.{n}", n, v, None), None)
     return tuple(out)
 
 
 def _check_label(r: _Reader, block: Node, sub: Node, label: str, labels: tuple[str, ...],
                  field: str) -> None:
     """An expectations block keyed by workload label names a workload of the file."""
-    if label not in labels:
+    if label not in labels and label not in r.skipped_labels:
         key_node = next(k for k, v in block.value if v is sub)
         raise r.error(key_node, f"no workload labelled {label!r}"
                       + did_you_mean(label, labels or ("(none)",)), field)
@@ -1070,21 +1257,27 @@ def _over_runs(r: _Reader, node: Node | None, labels: tuple[str, ...],
         return ()
     block = top["over_runs"]
     out = []
+
+    def one(label: str, field: str, name: str, value_node: Node) -> None:
+        try:
+            expected = parse_expected(r.scalar(value_node, f"{field}.{name}").value)
+        except ExpectationValueError as e:
+            raise r.error(value_node, str(e), f"{field}.{name}") from None
+        spec = OverRunsSpec(name, label, expected)
+        if not any(e.key == spec.per_run for e in expectations):
+            raise r.error(value_node, f"{name} counts the runs' {OVER_RUNS[name]}: add "
+                          f"`{OVER_RUNS[name]}: any` under expectations.workloads."
+                          f"{label} (it records the value without asserting it)",
+                          f"{field}.{name}")
+        out.append(spec)
+
     for label, sub in r.mapping(block, "expectations.over_runs", ()).items():
         field = f"expectations.over_runs.{label}"
-        _check_label(r, block, sub, label, labels, field)
-        for name, value_node in r.mapping(sub, field, tuple(OVER_RUNS)).items():
-            try:
-                expected = parse_expected(r.scalar(value_node, f"{field}.{name}").value)
-            except ExpectationValueError as e:
-                raise r.error(value_node, str(e), f"{field}.{name}") from None
-            spec = OverRunsSpec(name, label, expected)
-            if not any(e.key == spec.per_run for e in expectations):
-                raise r.error(value_node, f"{name} counts the runs' {OVER_RUNS[name]}: add "
-                              f"`{OVER_RUNS[name]}: any` under expectations.workloads."
-                              f"{label} (it records the value without asserting it)",
-                              f"{field}.{name}")
-            out.append(spec)
+        if r.attempt(lambda lb=label, s=sub, f=field:
+                     _check_label(r, block, s, lb, labels, f) or True, False):
+            for name, value_node in r.mapping(sub, field, tuple(OVER_RUNS)).items():
+                r.attempt(lambda lb=label, f=field, n=name, v=value_node: one(lb, f, n, v),
+                          None)
     return tuple(out)
 
 
