@@ -203,6 +203,12 @@ class _Reader:
         # them elsewhere is not reported as a second mistake.
         self.skipped_labels: set[str] = set()
         self.skipped_ids: set[str] = set()
+        # Per mapping node (by id), the keys its unknown keys were taken for: that one
+        # is then not also reported missing (`duraton: 20s` is one mistake, not two).
+        self.misspelt: dict[int, set[str]] = {}
+
+    def misspelt_in(self, node: Node) -> set[str]:
+        return self.misspelt.get(id(node), set())
 
     def report(self, error: ScenarioError) -> None:
         self.errors.append(error)
@@ -250,6 +256,8 @@ class _Reader:
             if known and name not in known:
                 self.report(self.error(key_node, "unknown key" + did_you_mean(name, known),
                                        where))
+                self.misspelt.setdefault(id(node), set()).update(
+                    difflib.get_close_matches(name, list(known), n=1, cutoff=0.6))
                 continue
             out[name] = value_node
         return out
@@ -382,13 +390,14 @@ def _read(r: _Reader, node: Node, field: str, spec: Field) -> Any:
 def _simple(r: _Reader, m: dict[str, Node], node: Node, field: str,
             table: dict[str, Field], *, complete: bool = True) -> dict[str, Any]:
     """Every key of mapping `m` whose kind `_read` knows, after checking that the
-    table's required keys are there. A key with a wrong value is recorded and left out;
-    when a required one is missing or wrong, _Abandon (unless not `complete`: the
-    caller copes with what is there)."""
+    table's required keys are there. Every key is read and each mistake recorded; then,
+    if there was one, _Abandon (unless not `complete`: the caller makes do with the keys
+    that were right)."""
     broken = False
     for key in F.required(table):
         if key not in m:
-            r.report(r.error(node, f"missing required key {key!r}", field))
+            if key not in r.misspelt_in(node):
+                r.report(r.error(node, f"missing required key {key!r}", field))
             broken = True
     out = {}
     for key, value_node in m.items():
@@ -398,7 +407,7 @@ def _simple(r: _Reader, m: dict[str, Node], node: Node, field: str,
             value = r.attempt(lambda n=value_node, w=where, s=spec: _read(r, n, w, s),
                               _MISSING)
             if value is _MISSING:
-                broken = broken or spec.required
+                broken = True
             else:
                 out[key] = value
     if broken and complete:
@@ -746,7 +755,7 @@ def _cluster(r: _Reader, node: Node | None) -> ClusterSpec:
     if node is None:
         return ClusterSpec()
     m = r.mapping(node, "cluster", CLUSTER_KEYS)
-    kw = _simple(r, m, node, "cluster", F.CLUSTER)
+    kw = _simple(r, m, node, "cluster", F.CLUSTER, complete=False)
     if kw.get("combined") and "controllers" not in m:
         kw["controllers"] = None
     if kw.pop("zookeeper", False):
@@ -867,6 +876,8 @@ def _step(r: _Reader, field: str, node: Node, topics: tuple[str, ...],
     if len(actions) > 1:  # `latency` is an action and a parameter of bandwidth
         actions = [a for a in actions
                    if not any(a in ACTION_PARAMS[other] for other in actions)]
+    if not actions and r.misspelt_in(node) & set(STEP_ACTIONS):
+        raise _Abandon  # its action is misspelt: said already
     if len(actions) != 1:
         what = "no action" if not actions else f"several actions ({', '.join(actions)})"
         raise r.error(node, f"{what}: a step has exactly one of "
@@ -1035,6 +1046,8 @@ def _random(r: _Reader, field: str, node: Node, topics: tuple[str, ...],
     m = r.mapping(node, field, RANDOM_KEYS)
     for required in F.required(F.RANDOM):
         if required not in m:
+            if required in r.misspelt_in(node):
+                raise _Abandon
             raise r.error(node, f"missing {required!r} (random: faults, interval, "
                           "heal_after, for; targets optional)", field)
 
@@ -1090,7 +1103,8 @@ def _check_target(r: _Reader, v: _Value, spec: str, topics: tuple[str, ...],
     except TargetError as e:
         text = str(e)
         close = difflib.get_close_matches(spec.strip(), sorted(TARGET_KEYWORDS), n=1)
-        if close:  # before the list of every target, where it is seen
+        # The hint goes before the list of every target, where it is seen.
+        if close and text.startswith("unknown target"):
             head, sep, tail = text.partition(";")
             text = f"{head} (did you mean {close[0]!r}?){sep}{tail}"
         raise r.error(v, text) from None
