@@ -35,7 +35,13 @@ from ..scenarios.json_schema import scenario_schema
 from ..scenarios.junit import write_junit
 from ..scenarios.repeat import plan, run_repeated
 from ..scenarios.runner import ScenarioRefused, run_scenario
-from ..scenarios.schema import Scenario, in_zookeeper_mode, sweep_cells, with_distribution
+from ..scenarios.schema import (
+    Scenario,
+    in_zookeeper_mode,
+    plain,
+    sweep_cells,
+    with_distribution,
+)
 from ..scenarios.sweep import Matrix, SweepError, cells, parse_set_option
 from ..scenarios.sweep_run import cell_seed, run_sweep
 from ._common import UsageError
@@ -141,7 +147,7 @@ def run_command(
                              zookeeper=zookeeper, distribution=distribution,
                              keep_cluster=keep_cluster)
     try:
-        loaded = resolve(scenario)
+        loaded = resolve(scenario, lab_cluster=external is None)
         if zookeeper:
             loaded = in_zookeeper_mode(loaded)
         if distribution is not None:
@@ -241,7 +247,7 @@ def _print_plan(console: Console, s: Scenario) -> None:
         console.print(escape(f"  {when}: {step.describe()}"))
     for e in s.expectations:
         label = f"[{e.label}]" if e.label else ""
-        console.print(escape(f"  expect {e.name}{label}: {expected_text(e.expected)}"))
+        console.print(escape(f"  expect {e.name}{label}: {plain(expected_text(e.expected))}"))
     if s.matrix is not None:
         console.print(f"  matrix: {len(cells(s.matrix))} cell(s) x {s.matrix.repeat} "
                       "run(s) (`brownout sweep`)")

@@ -25,24 +25,25 @@ def builtin_names() -> list[str]:
     return sorted(p.stem for p in builtin_dir().glob("*.yaml"))
 
 
-def builtin(name: str) -> Scenario:
+def builtin(name: str, *, lab_cluster: bool = True) -> Scenario:
     path = builtin_dir() / f"{name}.yaml"
     if not path.exists():
         raise ScenarioError(f"no built-in scenario {name!r}"
                             + did_you_mean(name, builtin_names()), source=name)
-    return load(path)
+    return load(path, lab_cluster=lab_cluster)
 
 
 def builtins() -> list[Scenario]:
     return [builtin(n) for n in builtin_names()]
 
 
-def resolve(name_or_file: str) -> Scenario:
-    """A built-in by name, or a scenario file (a path, or anything ending in .yaml/.yml)."""
+def resolve(name_or_file: str, *, lab_cluster: bool = True) -> Scenario:
+    """A built-in by name, or a scenario file (a path, or anything ending in .yaml/.yml).
+    `lab_cluster`: False when it runs on an external cluster (see `loads`)."""
     path = Path(name_or_file)
     if path.suffix in (".yaml", ".yml") or path.exists() or "/" in name_or_file:
-        return load(path)
-    return builtin(name_or_file)
+        return load(path, lab_cluster=lab_cluster)
+    return builtin(name_or_file, lab_cluster=lab_cluster)
 
 
 def resolve_document(name_or_file: str) -> tuple[Scenario, dict[str, object]]:

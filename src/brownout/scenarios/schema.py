@@ -87,7 +87,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 
@@ -206,6 +206,7 @@ class _Reader:
         # Per mapping node (by id), the keys its unknown keys were taken for: that one
         # is then not also reported missing (`duraton: 20s` is one mistake, not two).
         self.misspelt: dict[int, set[str]] = {}
+        self.lab_cluster = True  # node ids are the lab's layout (see loads)
 
     def misspelt_in(self, node: Node) -> set[str]:
         return self.misspelt.get(id(node), set())
@@ -520,10 +521,28 @@ class Step:
             timeout = self.params.get("timeout")
             what += f" timeout={timeout}" if timeout is not None else ""
         elif self.params:
-            what += " " + " ".join(f"{k}={v}" for k, v in self.params.items())
+            what += " " + " ".join(f"{k}={plain(v)}" for k, v in self.params.items())
         if self.repeat > 1:
             what += f" x{self.repeat}"
         return what
+
+
+def plain(value: Any, nested: bool = False) -> str:
+    """`value` as the YAML of a scenario file shows it, not as Python does: true, null,
+    `kill: ok, restart: fail`, `E1, E2` (what --validate prints)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return "null"
+    if isinstance(value, float):
+        return f"{value:g}"
+    if isinstance(value, Mapping):
+        text = ", ".join(f"{k}: {plain(v, True)}" for k, v in value.items())
+        return f"{{{text}}}" if nested else text
+    if isinstance(value, list | tuple):
+        text = ", ".join(plain(v, True) for v in value)
+        return f"[{text}]" if nested else text
+    return str(value)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -594,9 +613,13 @@ HEAL_KEYS = tuple(F.HEAL)
 PIPELINE_EXPECTATION = "pipeline_matches_ground_truth"
 
 
-def loads(text: str, source: str = "<scenario>") -> Scenario:
-    """Parse and validate a scenario; ScenarioError names file, line and field."""
+def loads(text: str, source: str = "<scenario>", *, lab_cluster: bool = True) -> Scenario:
+    """Parse and validate a scenario; ScenarioError names file, line and field of every
+    mistake. `lab_cluster`: targets' node ids and roles are checked against the cluster
+    the file builds; False for a run on an external cluster, whose nodes file says which
+    nodes exist (check_external)."""
     r = _Reader(source)
+    r.lab_cluster = lab_cluster
     try:
         root = yaml.compose(text)
     except yaml.MarkedYAMLError as e:
@@ -742,13 +765,13 @@ def sweep_cells(document: dict[str, Any], matrix: Matrix,
     return out
 
 
-def load(path: Path | str) -> Scenario:
+def load(path: Path | str, *, lab_cluster: bool = True) -> Scenario:
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as e:
         raise ScenarioError(f"cannot read: {e.strerror or e}", source=str(path)) from None
-    return loads(text, str(path))
+    return loads(text, str(path), lab_cluster=lab_cluster)
 
 
 def _cluster(r: _Reader, node: Node | None) -> ClusterSpec:
@@ -1113,7 +1136,8 @@ def _check_target(r: _Reader, v: _Value, spec: str, topics: tuple[str, ...],
     if target.kind == "leader" and topics and target.topic not in topics:
         raise r.error(v, f"no topic {target.topic!r} in `topics`"
                       + did_you_mean(str(target.topic), topics))
-    problem = _target_problem(spec, target, cluster, r.partitions)
+    problem = _target_problem(spec, target, cluster if r.lab_cluster else None,
+                              r.partitions)
     if problem is not None:
         raise r.error(v, problem)
 
@@ -1134,11 +1158,11 @@ def _node_roles(cluster: ClusterSpec) -> dict[int, tuple[str, ...]]:
     return roles
 
 
-def _target_problem(spec: str, target: Target, cluster: ClusterSpec,
+def _target_problem(spec: str, target: Target, cluster: ClusterSpec | None,
                     partitions: dict[str, int | None]) -> str | None:
     """What a target names that the file's cluster does not have (a node id, a role, a
     partition), else None. Only what the file fixes is checked: a topic whose partition
-    count is known, nodes by id."""
+    count is known, nodes by id (not when `cluster` is None: an external cluster's)."""
     if target.kind == "leader":
         count = partitions.get(str(target.topic))
         if count is not None and target.partition is not None and target.partition >= count:
@@ -1146,7 +1170,7 @@ def _target_problem(spec: str, target: Target, cluster: ClusterSpec,
                     f"({target.topic}-0..{target.topic}-{count - 1}): no partition "
                     f"{target.partition}")
         return None
-    if target.kind != "ids":
+    if target.kind != "ids" or cluster is None:
         return None
     roles = _node_roles(cluster)
     known = ", ".join(map(str, roles))

@@ -32,7 +32,7 @@ duration: 5s
 
 
 def _scenario(steps: str, rf: int = 2, net: str = "loopback"):  # type: ignore[no-untyped-def]
-    return loads(BASE % {"steps": steps, "rf": rf, "net": net}, "s.yaml")
+    return loads(BASE % {"steps": steps, "rf": rf, "net": net}, "s.yaml", lab_cluster=False)
 
 
 def test_process_faults_pass_and_the_cluster_block_is_noted() -> None:
