@@ -534,8 +534,6 @@ def plain(value: Any, nested: bool = False) -> str:
         return "true" if value else "false"
     if value is None:
         return "null"
-    if isinstance(value, float):
-        return f"{value:g}"
     if isinstance(value, Mapping):
         text = ", ".join(f"{k}: {plain(v, True)}" for k, v in value.items())
         return f"{{{text}}}" if nested else text
