@@ -37,6 +37,7 @@ from .cluster import lab
 from .cluster.admin import Admin, AdminError, DescribedTopic
 from .cluster.supervisor import Supervisor
 from .cluster.topology import Overrides, TopologyRequest
+from .common.documents import STATUS_DOCUMENT, versioned
 from .common.rundir import (
     CHECK_FILE,
     CLUSTER_DIR,
@@ -137,7 +138,7 @@ class Cluster:
 
     def status(self) -> dict[str, Any]:
         """What `brownout status --json` prints: nodes, quorum or ZooKeeper controller."""
-        return lab.status(self.directory / "cluster")
+        return versioned(STATUS_DOCUMENT, lab.status(self.directory / "cluster"))
 
     # -- topics ---------------------------------------------------------------------
 

@@ -22,6 +22,7 @@ from ..cluster.topology import (
     profile_table,
     unknown_key_warnings,
 )
+from ..common.documents import STATUS_DOCUMENT, versioned
 from ..common.extras import pyspark_home
 from ._common import BootstrapOption, DirOption, UsageError, handle_errors
 
@@ -389,7 +390,7 @@ def status_command(
     else:
         data = lab.status(resolve_dir(directory), timeout)
     if as_json:
-        typer.echo(json.dumps(data, indent=2))
+        typer.echo(json.dumps(versioned(STATUS_DOCUMENT, data), indent=2))
         return
     console = _console()
     title = f"cluster {data.get('cluster_id') or '?'}"

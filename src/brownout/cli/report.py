@@ -23,13 +23,17 @@ def report_command(
     """Render RUN_DIR/report.html from the run's files (history, final read, check.json,
     verdict.json) and print its path. The page is one file with plotly.js inlined: no
     network access is needed to view it."""
+    from ..common.documents import DocumentVersionError
     from ..report.data import RUN_FILE, load_run
     from ..report.html import render_report
     from ..report.terminal import print_summary
 
     if not (run_dir / RUN_FILE).exists():
         raise fail(f"{run_dir} is not a run directory (no {RUN_FILE})", 2)
-    data = load_run(run_dir)
+    try:
+        data = load_run(run_dir)
+    except DocumentVersionError as e:
+        raise fail(str(e), 2) from None
     path = render_report(run_dir, data=data)
     if summary:
         print_summary(data, Console(stderr=True, highlight=False))

@@ -58,6 +58,7 @@ import pyarrow.parquet as pq
 from brownout.check.availability import check_availability
 from brownout.check.events import Fault, node_id, parse_faults
 from brownout.check.load import SMALL_COLUMNS, parse_value
+from brownout.common.documents import read_document
 from brownout.common.events import read_node_events
 from brownout.common.rundir import (
     CHECK_FILE,
@@ -839,10 +840,10 @@ def load_run(run_dir: Path, *, report: Any = None, bucket: float | None = None,
     notes: list[str] = []
     info = read_json(run_dir / RUN_FILE) or {}
     check = (report.to_dict() if report is not None and hasattr(report, "to_dict")
-             else read_json(run_dir / CHECK_FILE))
+             else read_document(run_dir / CHECK_FILE, CHECK_FILE))
     if check is None:
         notes.append("no check.json: run `brownout check` for the verdict and lost writes")
-    verdict_json = read_json(run_dir / VERDICT_FILE)
+    verdict_json = read_document(run_dir / VERDICT_FILE, VERDICT_FILE)
     history = run_dir / HISTORY_FILE
     if not history.exists():
         notes.append("no history.parquet: the run did not finish recording")

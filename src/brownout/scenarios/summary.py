@@ -30,6 +30,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..check.rebalances import run_rebalances
+from ..common.documents import versioned
 from ..common.rundir import CHECK_FILE, SUMMARY_FILE, VERDICT_FILE
 from .over_runs import OverRunsSpec
 from .over_runs import judge as judge_over_runs
@@ -205,7 +206,7 @@ def exit_code(counts: Mapping[str, int]) -> int:
 
 def write_summary(out: Path, summary: Mapping[str, Any]) -> Path:
     path = out / SUMMARY_FILE
-    path.write_text(json.dumps(summary, indent=2) + "\n")
+    path.write_text(json.dumps(versioned(SUMMARY_FILE, summary), indent=2) + "\n")
     return path
 
 

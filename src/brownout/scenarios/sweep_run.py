@@ -23,6 +23,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from ..common.documents import versioned
 from ..common.rundir import SWEEP_FILE
 from ..report.sweep_page import render_sweep_page
 from .repeat import plan, run_repeated
@@ -112,7 +113,8 @@ def summarise_sweep(out: Path) -> dict[str, Any]:
     for c in cells:
         for word, n in c["verdicts"].items():
             counts[word] += n
-    sweep = {k: plan_json[k] for k in ("scenario", "seed", "repeat", "parameters", "exclude")}
+    sweep = versioned(SWEEP_FILE, {k: plan_json[k] for k in
+                                   ("scenario", "seed", "repeat", "parameters", "exclude")})
     sweep.update({"verdicts": counts, "exit_code": exit_code(counts), "cells": cells})
     (out / SWEEP_FILE).write_text(json.dumps(sweep, indent=2) + "\n")
     return sweep

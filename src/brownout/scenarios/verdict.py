@@ -23,6 +23,7 @@ import pyarrow.parquet as pq
 from ..check import Expectations, check_all
 from ..check.duplicates import ReadBatches, cause_counts, classify_duplicates
 from ..check.workloads import check_workloads, error_counts
+from ..common.documents import versioned
 from ..common.events import read_node_events
 from ..common.kafka_config import BROKER_CONFIG
 from ..common.properties import read_properties
@@ -127,7 +128,8 @@ def check_run(run_dir: Path, record: RunRecord) -> Checked:
     unread = unread_partitions(run_dir)
     report = check_all(history, final, marks, Expectations(), unread=unread)
     whole = report.to_dict()
-    (run_dir / CHECK_FILE).write_text(json.dumps(whole, indent=2) + "\n")
+    (run_dir / CHECK_FILE).write_text(json.dumps(versioned(CHECK_FILE, whole), indent=2)
+                                      + "\n")
     if report.lost_writes is not None and len(report.lost_writes):
         # Every lost write with its reason: the report reads this instead of checking the
         # writes again (check.json keeps only examples).
@@ -288,5 +290,6 @@ def write_verdict(run_dir: Path, scenario: Scenario, record: RunRecord,
         "pipeline": record.pipeline,
         "notes": record.notes,
     }
-    (run_dir / VERDICT_FILE).write_text(json.dumps(verdict, indent=2, default=str) + "\n")
+    (run_dir / VERDICT_FILE).write_text(
+        json.dumps(versioned(VERDICT_FILE, verdict), indent=2, default=str) + "\n")
     return word, reason

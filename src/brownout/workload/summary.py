@@ -18,6 +18,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..common.documents import versioned
 from ..common.rundir import CHECK_FILE, HISTORY_FILE, RUN_FILE
 from .final_read import FINAL_READ_FILE, WATERMARKS_FILE, load_final_read
 from .history import read_history
@@ -59,7 +60,8 @@ def check_run(run_dir: Path) -> Any | None:
                        watermarks(run_dir), expectations_for(run_dir, module),
                        unread=unread_partitions(run_dir))
     if hasattr(report, "to_dict"):
-        (run_dir / CHECK_FILE).write_text(json.dumps(report.to_dict(), indent=2) + "\n")
+        (run_dir / CHECK_FILE).write_text(
+            json.dumps(versioned(CHECK_FILE, report.to_dict()), indent=2) + "\n")
     return report
 
 
