@@ -128,6 +128,7 @@ def test_single_node_lifecycle(tmp_path: Path):
         assert_clean_error(missing, 1, "no-such-topic")
 
         s = status(tmp_path / "lab")
+        assert s["schema_version"] == 1
         [node] = s["nodes"]
         assert node["id"] == 1 and node["roles"] == ["broker", "controller"]
         assert node["state"] == "running" and node["alive"] is True

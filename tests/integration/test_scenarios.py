@@ -78,6 +78,8 @@ def test_minority_outage_passes_end_to_end(tmp_path: Path) -> None:
         assert (run_dir / "report.html").exists()
     verdict = json.loads((run_dir / "verdict.json").read_text())
     assert verdict["passed"] is True
+    assert verdict["schema_version"] == 1
+    assert json.loads((run_dir / "check.json").read_text())["schema_version"] == 1
     names = {e["name"] for e in verdict["expectations"]}
     assert "acked_writes_lost[acks-all]" in names
     assert all(e["passed"] for e in verdict["expectations"])

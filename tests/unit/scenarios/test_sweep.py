@@ -185,8 +185,9 @@ def sweep_dir(tmp_path):
 
 
 def test_the_summary_has_each_cells_rates_and_measures(sweep_dir):
-    sweep = summarise_sweep(sweep_dir)
+    sweep = summarise_sweep(sweep_dir)  # its runs' documents have no schema_version
     assert json.loads((sweep_dir / "sweep.json").read_text()) == sweep
+    assert next(iter(sweep)) == "schema_version" and sweep["schema_version"] == 1
     assert sweep["verdicts"] == {"pass": 3, "fail": 1, "unknown": 0}
     assert sweep["exit_code"] == 1
     first, second = sweep["cells"]
