@@ -207,6 +207,7 @@ class _Reader:
         # is then not also reported missing (`duraton: 20s` is one mistake, not two).
         self.misspelt: dict[int, set[str]] = {}
         self.lab_cluster = True  # node ids are the lab's layout (see loads)
+        self.cluster_known = True  # the cluster block had no mistake
 
     def misspelt_in(self, node: Node) -> set[str]:
         return self.misspelt.get(id(node), set())
@@ -631,7 +632,11 @@ def loads(text: str, source: str = "<scenario>", *, lab_cluster: bool = True) ->
     name = plain.get("name", "")
     description = " ".join(plain.get("description", "").split())
 
+    before = len(r.errors)
     cluster = r.attempt(lambda: _cluster(r, top.get("cluster")), ClusterSpec())
+    # A cluster with a mistake is not the one meant: what would be checked against it
+    # (node ids, replication factors) would only repeat that mistake.
+    r.cluster_known = len(r.errors) == before
     topics = _topics(r, top.get("topics"), cluster)
     topic_names = tuple(r.partitions)
 
@@ -709,7 +714,7 @@ def _topics(r: _Reader, node: Node | None, cluster: ClusterSpec) -> tuple[TopicS
             r.report(r.error(n, f"topic {t.name!r} declared twice", f))
             continue
         r.partitions[t.name] = t.partitions
-        if t.replication_factor > cluster.brokers:
+        if r.cluster_known and t.replication_factor > cluster.brokers:
             r.report(r.error(n, f"replication_factor {t.replication_factor} needs at least "
                              f"that many brokers (cluster.brokers is {cluster.brokers})",
                              f + ".replication_factor"))
@@ -790,11 +795,11 @@ def _zookeeper_mode(r: _Reader, m: dict[str, Node], kw: dict[str, Any]) -> None:
     if kw.get("combined"):  # `combined: false` says nothing against ZooKeeper mode
         kraft_only.append("combined")
     for key in kraft_only:
-        raise r.error(m[key], f"`zookeeper: true` has no controller nodes (a broker is "
-                      f"elected controller): remove `{key}`", f"cluster.{key}")
+        r.report(r.error(m[key], f"`zookeeper: true` has no controller nodes (a broker is "
+                         f"elected controller): remove `{key}`", f"cluster.{key}"))
     if kw.setdefault("zookeepers", DEFAULT_ZOOKEEPERS) < 1:
-        raise r.error(m["zookeepers"], "`zookeeper: true` needs a ZooKeeper ensemble: "
-                      "zookeepers must be at least 1", "cluster.zookeepers")
+        r.report(r.error(m["zookeepers"], "`zookeeper: true` needs a ZooKeeper ensemble: "
+                         "zookeepers must be at least 1", "cluster.zookeepers"))
     kw["zookeeper"] = True
     kw["controllers"] = None
 
@@ -1134,7 +1139,8 @@ def _check_target(r: _Reader, v: _Value, spec: str, topics: tuple[str, ...],
     if target.kind == "leader" and topics and target.topic not in topics:
         raise r.error(v, f"no topic {target.topic!r} in `topics`"
                       + did_you_mean(str(target.topic), topics))
-    problem = _target_problem(spec, target, cluster if r.lab_cluster else None,
+    problem = _target_problem(spec, target,
+                              cluster if r.lab_cluster and r.cluster_known else None,
                               r.partitions)
     if problem is not None:
         raise r.error(v, problem)

@@ -213,3 +213,23 @@ def test_validate_prints_every_error_and_plain_values(tmp_path) -> None:  # type
     assert "expect isr_recovered: true\n" in result.output
     assert "expect step_outcome: k: ok\n" in result.output
     assert "{'" not in result.output and "True" not in result.output
+
+
+def test_a_cluster_with_a_mistake_is_not_checked_against() -> None:
+    # brokers: 5x is the mistake; node 5 and a replication factor of 5 are not more.
+    [e] = errors_of("""\
+        name: n
+        cluster: {brokers: 5x}
+        topics: [{name: t, replication_factor: 5}]
+        schedule: [{at: 1s, kill: 5}]
+        duration: 10s
+        """)
+    assert e.field == "cluster.brokers"
+    errors = errors_of("""\
+        name: n
+        cluster: {zookeeper: true, controllers: 1, combined: true}
+        schedule: [{at: 1s, kill: all-controllers}]
+        duration: 10s
+        """)
+    assert [e.field for e in errors] == ["cluster.controllers", "cluster.combined",
+                                         "schedule[0].kill"]
