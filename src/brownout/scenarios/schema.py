@@ -25,6 +25,10 @@ a schedule of faults, how long it lasts, how it heals, and what must be observed
       workloads:
         acks-all: {acked_writes_lost: 0, max_unavailable_seconds: "<= 10"}
 
+Every mistake of a file is reported at once (one ScenarioError carrying them all, each
+with its line and field), and targets are checked against the cluster the file builds:
+node ids, roles (broker-N, controller-N) and partitions.
+
 Keys (unknown keys are errors, with a "did you mean" hint):
 
 * ``cluster``: brokers, controllers, combined, profile (kafka | fast), network
