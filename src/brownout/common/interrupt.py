@@ -9,6 +9,9 @@ pipeline behind. (SIGKILL stops it at once; `brownout clean` then removes what i
 
 A teardown runs inside `deferred()`: a first signal that arrives there is held until the
 teardown is done, and `pending()` then hands it over, as if it had come a moment later.
+Starting a process and recording its pid runs inside `atomic()`, which holds a first
+signal the same way and raises it right after: an interrupt between the two would leave
+a process that nothing knows of.
 
 A signal that is ignored when `interruptible()` begins stays ignored: a process started
 with SIGINT ignored (`nohup`, the children of `run --repeat --jobs`) asked for exactly
@@ -85,9 +88,11 @@ class Interrupts:
             return
         self.signum = signum
         if self.deferring:
-            self.note(f"{name}: stopping once the teardown under way is done")
+            self.note(f"{name}: stopping as soon as the step under way is done")
             return
         self.raised = True
+        self.note(f"{name}: stopping what was started and keeping what was recorded "
+                  "(a second signal does not cut that short)")
         raise Interrupted(signum)
 
 
@@ -117,11 +122,16 @@ def interruptible(note: Callable[[str], None] | None = None) -> Iterator[Interru
             signal.signal(s, handler)
 
 
+def _main_thread() -> bool:
+    return threading.current_thread() is threading.main_thread()
+
+
 @contextlib.contextmanager
 def deferred() -> Iterator[None]:
-    """Hold a first signal until the body (a teardown) is done; `pending()` gives it."""
+    """Hold a first signal until the body (a teardown) is done; `pending()` gives it.
+    Only the main thread takes signals: elsewhere this does nothing."""
     state = _installed
-    if state is None:
+    if state is None or not _main_thread():
         yield
         return
     state.deferring += 1
@@ -135,7 +145,20 @@ def pending() -> Interrupted | None:
     """The signal held by `deferred()` and not raised yet, as the exception to raise (it
     counts as raised from now on); None when there is none."""
     state = _installed
-    if state is None or state.signum is None or state.raised or state.deferring:
+    if (state is None or state.signum is None or state.raised or state.deferring
+            or not _main_thread()):
         return None
     state.raised = True
     return Interrupted(state.signum)
+
+
+@contextlib.contextmanager
+def atomic() -> Iterator[None]:
+    """Hold a first signal while the body runs (a process started and its pid
+    recorded), then raise it: the body is never cut in half, the interrupt still
+    comes. Inside a teardown's `deferred()` the teardown keeps it."""
+    with deferred():
+        yield
+    stop = pending()
+    if stop is not None:
+        raise stop

@@ -31,6 +31,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ..common import interrupt
 from ..common.rundir import (
     PIPELINE_AUDIT_LOG,
     PIPELINE_CHECK_FILE,
@@ -195,10 +196,12 @@ class PipelineStage:
 
     def _launch(self, proc: Any) -> Any:
         """Start a PipelineProcess; running.json names it (its config file)."""
-        proc.start()
-        if proc.proc is not None:
-            self.track(PIPELINE_PROCESS, proc.proc.pid,
-                       [str(self.run_dir / PIPELINE_DIR / PIPELINE_CONFIG)])
+        with interrupt.atomic():  # never started and unrecorded
+            proc.start()
+            self._proc = proc
+            if proc.proc is not None:
+                self.track(PIPELINE_PROCESS, proc.proc.pid,
+                           [str(self.run_dir / PIPELINE_DIR / PIPELINE_CONFIG)])
         return proc
 
     def audit(self) -> None:
@@ -212,17 +215,20 @@ class PipelineStage:
         log_path = Path(info["out"]) / PIPELINE_AUDIT_LOG
         try:
             with open(log_path, "ab") as logf:
-                proc = subprocess.Popen(
-                    [sys.executable, "-c", code, str(self.run_dir), info["out"]],
-                    stdout=logf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                    start_new_session=True)
-                self.track(AUDIT_PROCESS, proc.pid, [str(self.run_dir), info["out"]])
+                proc: subprocess.Popen[bytes] | None = None
                 try:
+                    with interrupt.atomic():  # never started and unrecorded
+                        proc = subprocess.Popen(
+                            [sys.executable, "-c", code, str(self.run_dir), info["out"]],
+                            stdout=logf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                            start_new_session=True)
+                        self.track(AUDIT_PROCESS, proc.pid, [str(self.run_dir), info["out"]])
                     rc = proc.wait(PIPELINE_AUDIT_TIMEOUT)
                 except BaseException:
-                    with contextlib.suppress(ProcessLookupError):
-                        os.killpg(proc.pid, signal.SIGKILL)
-                    proc.wait(30)
+                    if proc is not None:
+                        with contextlib.suppress(ProcessLookupError):
+                            os.killpg(proc.pid, signal.SIGKILL)
+                        proc.wait(30)
                     raise
                 finally:
                     self.track(AUDIT_PROCESS, None, [])

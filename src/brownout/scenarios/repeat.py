@@ -147,8 +147,9 @@ def _run_children(scenario: Scenario, out: Path, runs: list[tuple[str, int]], jo
                     console.print(f"{name}: seed {run_seed}, directory {out / name}")
                     child = context.Process(target=_child, name=name, args=(
                         scenario, out / name, run_seed, pipeline, name, os.getpid()))
-                    child.start()
-                    running[name] = child
+                    with interrupt.atomic():  # a started child is always stopped
+                        child.start()
+                        running[name] = child
                 time.sleep(0.2)
                 for name, child in list(running.items()):
                     if not child.is_alive():

@@ -342,11 +342,7 @@ class _Run:
             self.progress.say(f"interrupted ({interrupt.signal_name(interrupt.signum_of(stop))}"
                               f" during {self.phase}): stopping the run; its history is "
                               "kept", style="yellow")
-        self._cancel()
-        if self.schedule is not None and not self.schedule.join(SCHEDULE_STOP_TIMEOUT):
-            self.record.notes.append(f"teardown: the schedule's step still ran after "
-                                     f"{SCHEDULE_STOP_TIMEOUT:g}s; the cluster was stopped "
-                                     "under it")
+        self._stop_schedule()
         if stop is not None:
             self._read_back()
         if self.pipeline is not None:
@@ -389,6 +385,10 @@ class _Run:
         mark_interrupted(self.out, how)
         write_verdict(self.out, self.scenario, self.record, expectations, elapsed,
                       "interrupted")
+        if started is None:
+            self.progress.console.print(f"[yellow]{interrupted_text(how)}, before the "
+                                        "workload started: nothing was recorded[/yellow]")
+            return
         self.progress.console.print(
             f"[yellow]{interrupted_text(how)}; what was recorded is in {self.out}: "
             f"`brownout check {self.out}` and `brownout report {self.out}` read it"
@@ -398,9 +398,16 @@ class _Run:
         self.phase = name
         self.progress.phase(name)
 
-    def _cancel(self) -> None:
-        if self.schedule is not None:
-            self.schedule.cancel.set()
+    def _stop_schedule(self) -> None:
+        """Cancel the schedule and wait for a step under way (bounded)."""
+        schedule = self.schedule
+        if schedule is None or not schedule.alive():
+            return
+        schedule.cancel.set()
+        if not schedule.join(SCHEDULE_STOP_TIMEOUT):
+            self.record.notes.append(f"the schedule's step under way still ran after "
+                                     f"{SCHEDULE_STOP_TIMEOUT:g}s; the run went on without "
+                                     "it")
 
     def _stages(self) -> list[dict[str, Any]]:
         progress, record = self.progress, self.record
@@ -418,35 +425,42 @@ class _Run:
                   "source": self.scenario.source, "directory": str(self.cluster.directory)}
         with WorkloadRun(self.out, bootstrap=bootstrap, command="scenario",
                          params=params) as run:
-            assert run.history is not None
-            self._history = run.history
-            self._add_workloads(run, bootstrap)
-            self._phase("workload")
-            run.start()
-            t0 = time.monotonic()
-            progress.watch(run, t0)
-            self.schedule = ScheduleStage(self.scenario, nemesis, bootstrap, run.history,
-                                          record, progress, seed=self.seed,
-                                          run_dir=self.out)
-            self.schedule.start(t0)
-            while (time.monotonic() - t0 < self.scenario.duration or self.schedule.alive()
-                   or _counting(run)):
-                time.sleep(0.2)
-                if self.pipeline is not None:
-                    self.pipeline.watch()
-            if self.schedule.error is not None:
-                raise self.schedule.error
-            self._phase("heal")
-            record.heal_start = run.history.now()
-            self._stop_producers(run)
-            self.cluster.heal(nemesis)
-            record.isr_recovered = self.cluster.isr_recovered
-            if run.consumers:
-                time.sleep(CONSUMER_GRACE)
-            record.consumers_stopped = run.history.now()
-            progress.watch(None)
-            self._history = None
-            sent = run.totals().get("sent", 0)
+            try:
+                assert run.history is not None
+                self._history = run.history
+                self._add_workloads(run, bootstrap)
+                self._phase("workload")
+                run.start()
+                t0 = time.monotonic()
+                progress.watch(run, t0)
+                self.schedule = ScheduleStage(self.scenario, nemesis, bootstrap, run.history,
+                                              record, progress, seed=self.seed,
+                                              run_dir=self.out)
+                self.schedule.start(t0)
+                while (time.monotonic() - t0 < self.scenario.duration or self.schedule.alive()
+                       or _counting(run)):
+                    time.sleep(0.2)
+                    if self.pipeline is not None:
+                        self.pipeline.watch()
+                if self.schedule.error is not None:
+                    raise self.schedule.error
+                self._phase("heal")
+                record.heal_start = run.history.now()
+                self._stop_producers(run)
+                self.cluster.heal(nemesis)
+                record.isr_recovered = self.cluster.isr_recovered
+                if run.consumers:
+                    time.sleep(CONSUMER_GRACE)
+                record.consumers_stopped = run.history.now()
+                progress.watch(None)
+                sent = run.totals().get("sent", 0)
+            except BaseException:
+                # Interrupted or failed: the schedule stops before the history closes,
+                # so that a fault step under way still records its outcome.
+                self._stop_schedule()
+                raise
+            finally:
+                self._history = None
         if self.pipeline is not None and self.pipeline.running:
             self._phase("pipeline drain")
             self.pipeline.stop()

@@ -9,7 +9,14 @@ import signal
 import pytest
 
 from brownout.common import interrupt
-from brownout.common.interrupt import Interrupted, deferred, exit_status, interruptible, pending
+from brownout.common.interrupt import (
+    Interrupted,
+    atomic,
+    deferred,
+    exit_status,
+    interruptible,
+    pending,
+)
 
 
 def test_the_first_signal_raises_interrupted_with_its_number() -> None:
@@ -20,7 +27,7 @@ def test_the_first_signal_raises_interrupted_with_its_number() -> None:
     assert isinstance(caught.value, KeyboardInterrupt)
     assert exit_status(caught.value) == 143
     assert exit_status(KeyboardInterrupt()) == 130
-    assert notes == []
+    assert len(notes) == 1 and notes[0].startswith("SIGTERM: stopping")
 
 
 def test_later_signals_are_only_noted_while_the_command_stops() -> None:
@@ -35,7 +42,7 @@ def test_later_signals_are_only_noted_while_the_command_stops() -> None:
             teardown_done = True
     assert teardown_done
     assert caught.value.signum == signal.SIGINT
-    assert len(notes) == 2 and all("already stopping" in n for n in notes)
+    assert len(notes) == 3 and all("already stopping" in n for n in notes[1:])
 
 
 def test_a_teardown_holds_the_first_signal_until_it_is_done() -> None:
@@ -52,7 +59,7 @@ def test_a_teardown_holds_the_first_signal_until_it_is_done() -> None:
     assert steps == ["teardown finished", "after"]
     assert held is not None and held.signum == signal.SIGTERM
     assert state.signum == signal.SIGTERM
-    assert notes and "once the teardown" in notes[0]
+    assert notes and "as soon as the step under way is done" in notes[0]
 
 
 def test_pending_is_none_without_a_signal_or_outside_a_teardown() -> None:
@@ -83,3 +90,42 @@ def test_handlers_are_restored_and_an_ignored_signal_stays_ignored() -> None:
         assert interrupt._installed is None
     finally:
         signal.signal(signal.SIGINT, before_int)
+
+
+def test_atomic_finishes_its_body_then_raises() -> None:
+    recorded = []
+    with pytest.raises(Interrupted) as caught, interruptible(lambda _: None):
+        with atomic():
+            signal.raise_signal(signal.SIGINT)  # between the start and the record
+            recorded.append("pid")
+        recorded.append("not reached")
+    assert recorded == ["pid"] and caught.value.signum == signal.SIGINT
+
+
+def test_atomic_inside_a_teardown_leaves_the_signal_to_the_teardown() -> None:
+    steps = []
+    with interruptible(lambda _: None), deferred():
+        with atomic():
+            signal.raise_signal(signal.SIGTERM)
+        steps.append("teardown goes on")
+    assert steps == ["teardown goes on"]
+
+
+def test_other_threads_are_never_interrupted() -> None:
+    import threading
+
+    results: list[object] = []
+    with interruptible(lambda _: None) as state:
+        assert state is not None
+        state.signum = signal.SIGTERM  # a signal the main thread has not raised yet
+
+        def worker() -> None:
+            with atomic():
+                pass
+            results.append(pending())
+
+        t = threading.Thread(target=worker)
+        t.start()
+        t.join()
+        state.signum = None
+    assert results == [None]
