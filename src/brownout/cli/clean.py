@@ -28,7 +28,7 @@ CLEAN_HELP = "\n\n".join([
     "prefix), unmounts a disk-full fault's tmpfs (files copied back) and lifts a "
     "read-only fault's immutable flags, and marks the run interrupted, so that `brownout "
     "check RUN` and `brownout report RUN` read what it recorded. Runs still running, and "
-    "clusters of `brownout up`, are left alone; nothing is deleted.",
+    "clusters of `brownout up`, are left alone; the runs' files are kept.",
 ])
 
 

@@ -56,7 +56,10 @@ RUN_HELP = (
     "derived from --seed), --jobs at a time, then OUT/summary.json and a table: per "
     "expectation the pass count, per measured quantity mean/median/min/max, per rate a "
     "95% Wilson interval; exit status 0 every run passed, 1 one failed, 3 none failed "
-    "but some were unknown."
+    "but some were unknown. Ctrl-C or SIGTERM stops the run(s), tears down everything "
+    "they started and keeps what they recorded (run.json and verdict.json say they were "
+    "interrupted; `brownout check` and `brownout report` read them): exit status 130 "
+    "(SIGINT) or 143 (SIGTERM). After a kill -9, `brownout clean` removes what was left."
 )
 
 
@@ -348,7 +351,9 @@ SWEEP_HELP = (
     "cluster.broker_set.<server config key>, consumers.*.config.<client config key>; "
     "in a list, * is every item, a number one item, a name the item with that label, "
     "name, group or id. Exit status: 0 every run passed, 1 one failed, 2 bad input, "
-    "3 none failed but some were unknown (the lab was overloaded)."
+    "3 none failed but some were unknown (the lab was overloaded), 130 or 143 "
+    "interrupted by SIGINT or SIGTERM (the run under way is torn down and kept, no "
+    "further cell starts)."
 )
 
 

@@ -209,6 +209,8 @@ class PipelineStage:
         info = self.info
         if info is None or info.get("stop_s") is None:  # it never ran: nothing to audit
             return
+        from ..spark.pipeline import scratch_env
+
         t0 = time.monotonic()
         code = ("import sys; from pathlib import Path; from brownout.spark.audit import "
                 "audit; audit(Path(sys.argv[1]), Path(sys.argv[2]))")
@@ -221,7 +223,7 @@ class PipelineStage:
                         proc = subprocess.Popen(
                             [sys.executable, "-c", code, str(self.run_dir), info["out"]],
                             stdout=logf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                            start_new_session=True)
+                            start_new_session=True, env=scratch_env(Path(info["out"])))
                         self.track(AUDIT_PROCESS, proc.pid, [str(self.run_dir), info["out"]])
                     rc = proc.wait(PIPELINE_AUDIT_TIMEOUT)
                 except BaseException:
