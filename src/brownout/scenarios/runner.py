@@ -146,6 +146,7 @@ def _counting(run: WorkloadRun) -> bool:
                and w.recorder.invoked < w.count
                for group in run.producers for w in group.workers)
 
+
 def _read_json(path: Path) -> dict[str, Any]:
     with contextlib.suppress(OSError, ValueError):
         value = json.loads(path.read_text())
@@ -326,7 +327,7 @@ class _Run:
         return outcome
 
     def _note(self, text: str) -> None:
-        """What the signal handler says about a signal it does not raise."""
+        """What the signal handler has to say, on the run's display."""
         self.progress.say(text, style="yellow")
 
     def _track(self, name: str, pid: int | None, match: list[str]) -> None:
