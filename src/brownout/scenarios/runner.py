@@ -19,12 +19,14 @@
     report      node logs and configs copied to <run>/nodes/, report.html, the terminal
                 summary                                            reporting.py
 
-Ctrl-C and SIGTERM (common/interrupt.py) stop a run wherever it is: the workload's
-threads stop and its history is written (WorkloadRun), the schedule is cancelled and a
-fault step under way allowed to end, the log is read back for up to
-INTERRUPTED_READ_TIMEOUT while the cluster still runs (unhealed: a partition it cannot
-read is recorded as unread, and what is missing there counts as unknown, not lost), then
-the pipeline and the cluster are stopped; no further signal cuts that teardown short.
+Ctrl-C and SIGTERM (common/interrupt.py) stop a run wherever it is: the schedule is
+cancelled and a fault step under way allowed to end (it records its outcome), the
+workload's threads stop (a producer waits at most INTERRUPTED_DRAIN_TIMEOUT for its
+outstanding sends, then purges them) and its history is written (WorkloadRun), the log
+is read back for up to INTERRUPTED_READ_TIMEOUT while the cluster still runs (unhealed:
+a partition it cannot read is recorded as unread, and what is missing there counts as
+unknown, not lost), then the pipeline and the cluster are stopped; no further signal
+cuts that teardown short.
 run.json and verdict.json then say the run was interrupted (by which signal, in which
 phase), and `brownout check` and `brownout report` work on the directory. While the run
 runs, <run>/running.json names its process and what it started besides its cluster, so
@@ -119,7 +121,10 @@ COUNT_FLOOR_RATE = 2_000.0
 # second on two cores shared with other test runs).
 FINAL_READ_TIMEOUT = 60.0
 FINAL_READ_FLOOR_RATE = 5_000.0
-# An interrupted run reads the log back for at most this long before its cluster goes.
+# An interrupted run's producers wait at most this long for their outstanding sends (then
+# purge them: indeterminate), and it reads the log back for at most INTERRUPTED_READ_TIMEOUT
+# before its cluster goes.
+INTERRUPTED_DRAIN_TIMEOUT = 5.0
 INTERRUPTED_READ_TIMEOUT = 10.0
 # How long the teardown waits for a fault step under way (a node's start is the longest)
 # before it stops the cluster under it.
@@ -455,9 +460,13 @@ class _Run:
                 record.consumers_stopped = run.history.now()
                 progress.watch(None)
                 sent = run.totals().get("sent", 0)
+            except KeyboardInterrupt:
+                # The schedule stops before the history closes, so that a fault step
+                # under way still records its outcome; the producers stop promptly.
+                run.hurry(INTERRUPTED_DRAIN_TIMEOUT)
+                self._stop_schedule()
+                raise
             except BaseException:
-                # Interrupted or failed: the schedule stops before the history closes,
-                # so that a fault step under way still records its outcome.
                 self._stop_schedule()
                 raise
             finally:

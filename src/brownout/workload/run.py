@@ -235,12 +235,22 @@ class WorkloadRun:
 
     # -- the end ---------------------------------------------------------------------
 
+    def hurry(self, drain_timeout: float) -> None:
+        """Producers that stop from now on wait at most `drain_timeout` seconds for their
+        outstanding sends, then purge them (indeterminate): an interrupted run stops
+        promptly even when the cluster cannot answer (its delivery timeout may be
+        minutes)."""
+        for group in self.producers:
+            for w in group.workers:
+                w.drain_timeout = min(w.drain_timeout, drain_timeout)
+
     def close(self, join_timeout: float | None = None) -> None:
         """Stop everything and write the Parquet history. Safe to call twice."""
         if self.history is None:
             return
         self.stop.set()
-        flush = max((g.settings.drain_timeout for g in self.producers), default=0.0)
+        flush = max((w.drain_timeout for g in self.producers for w in g.workers),
+                    default=0.0)
         timeout = join_timeout if join_timeout is not None else flush + 15.0
         end = time.monotonic() + timeout
         try:
