@@ -225,10 +225,14 @@ def assert_checked_and_reported(run_dir: Path, says: str) -> None:
 def test_ctrl_c_twice_stops_the_run_and_keeps_its_history(
         tmp_path: Path, commands: list[Command]) -> None:
     run_dir = tmp_path / "run"
-    command = Command(["run", str(scenario(tmp_path / "s.yaml")), "--out", str(run_dir)],
-                      tmp_path / "out.txt")
+    # As root the cluster runs in network namespaces, which must go too.
+    network = "netns" if netns.is_root() else "loopback"
+    command = Command(["run", str(scenario(tmp_path / "s.yaml", network=network)),
+                       "--out", str(run_dir)], tmp_path / "out.txt")
     commands.append(command)
     nodes = wait_for_workload(command, run_dir)
+    if network == "netns":
+        assert netns.leftovers(netns.lab_prefix(run_dir / "cluster"))["namespaces"]
     command.ctrl_c()
     # A second Ctrl-C while the run tears down must not cut the teardown short.
     command.wait_for("the teardown", lambda: "stopping the run" in command.output())

@@ -5,6 +5,7 @@ While a scenario run runs, its directory holds running.json:
     owner       the process running it: pid and start time (clock ticks after boot,
                 from /proc/<pid>/stat), so a recycled pid is never taken for it
     cluster     its cluster directory (null on a cluster the lab did not start)
+    keep_cluster  true with --keep-cluster: the cluster is left running, also by clean
     processes   what it started besides the cluster's nodes and ZooKeeper servers (those
                 are in cluster.json): the Spark pipeline and its audit, each with pid,
                 process group, start time and arguments its command line holds
@@ -87,12 +88,14 @@ def is_recorded_process(entry: Mapping[str, Any]) -> bool:
 class Running:
     """running.json of one run while it runs (see the module docstring)."""
 
-    def __init__(self, run_dir: Path, cluster_dir: Path | None) -> None:
+    def __init__(self, run_dir: Path, cluster_dir: Path | None,
+                 keep_cluster: bool = False) -> None:
         self.path = run_dir / RUNNING_FILE
         pid = os.getpid()
         self.data: dict[str, Any] = {
             "owner": {"pid": pid, "start": start_ticks(pid), "argv": list(sys.argv)},
             "cluster": None if cluster_dir is None else str(cluster_dir),
+            "keep_cluster": keep_cluster,
             "processes": {},
         }
         self._save()
@@ -189,7 +192,11 @@ def clean_run(run_dir: Path) -> list[str]:
             done.append(f"{name}: killed process group {entry.get('pgid') or pid}")
     cluster = record.get("cluster")
     if cluster and (Path(cluster) / CLUSTER_STATE_FILE).exists():
-        done += _clean_cluster(Path(cluster), run_dir)
+        if record.get("keep_cluster"):
+            done.append(f"cluster: left running (--keep-cluster); stop it with `brownout "
+                        f"down --dir {cluster}`")
+        else:
+            done += _clean_cluster(Path(cluster), run_dir)
     with contextlib.suppress(OSError):
         if (run_dir / STUCK_FILE).stat().st_size == 0:  # the watchdog's file, unused
             (run_dir / STUCK_FILE).unlink()

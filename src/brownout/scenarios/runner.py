@@ -267,6 +267,7 @@ class _Run:
         self.record = RunRecord(seed=seed)
         self.record.notes.extend(notes or [])
         self.external = external
+        self.keep_cluster = keep_cluster
         self.cluster = (ExternalClusterStage(scenario, out, progress, self.record.notes,
                                              external) if external is not None else
                         ClusterStage(scenario, out, progress, self.record.notes,
@@ -296,8 +297,9 @@ class _Run:
         with _stuck_thread_dump(self.out / STUCK_FILE, budget), \
                 interrupt.interruptible(self._note):
             try:
-                self.running = Running(self.out, None if self.external is not None
-                                       else self.cluster.directory)
+                self.running = Running(
+                    self.out, None if self.external is not None else self.cluster.directory,
+                    keep_cluster=self.keep_cluster)
                 with self.progress.showing():
                     expectations = self._stages()
             except KeyboardInterrupt as e:

@@ -156,3 +156,17 @@ def test_a_killed_run_is_marked_and_its_history_made_checkable(tmp_path: Path,
     assert writes["numbers"]["acknowledged_unread"] == 1
     assert writes["anomalies"].get("lost-write", {}).get("count", 0) == 0
     assert report["results"]["consumers"]["valid"] is True
+
+
+def test_a_kept_cluster_is_left_running(tmp_path: Path, sleepers: list) -> None:
+    run_dir = tmp_path / "run"
+    write_running(run_dir, dead_owner(sleepers))
+    record = json.loads((run_dir / "running.json").read_text())
+    cluster = run_dir / "cluster"
+    cluster.mkdir()
+    (cluster / "cluster.json").write_text("{}")  # not even read: nothing is stopped
+    record.update(cluster=str(cluster), keep_cluster=True)
+    (run_dir / "running.json").write_text(json.dumps(record))
+    assert clean_run(run_dir) == [
+        f"cluster: left running (--keep-cluster); stop it with `brownout down --dir "
+        f"{cluster}`"]
