@@ -19,7 +19,7 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -97,9 +97,10 @@ class Command:
         """What a terminal does on Ctrl-C: SIGINT to the whole foreground group."""
         os.killpg(self.proc.pid, signal.SIGINT)
 
-    def wait_for(self, what: str, check: object, timeout: float = PROGRESS_TIMEOUT) -> None:
+    def wait_for(self, what: str, check: Callable[[], object],
+                 timeout: float = PROGRESS_TIMEOUT) -> None:
         deadline = time.monotonic() + timeout
-        while not check():  # type: ignore[operator]
+        while not check():
             if self.proc.poll() is not None:
                 pytest.fail(f"brownout exited {self.proc.returncode} before {what}:\n"
                             f"{self.output()[-3000:]}")
