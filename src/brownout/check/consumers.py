@@ -4,7 +4,9 @@ Input: poll events (f="poll", type="ok", one record each: topic, partition, offs
 msg_id). A consumer's group comes from its assign/revoke events (value JSON "group");
 a process that never reported one is its own group.
 
-    consumed-then-missing  a delivered msg_id that the final log does not hold
+    consumed-then-missing  a delivered msg_id that the final log does not hold (not
+                           counted in a partition the final read could not read, e.g.
+                           of an interrupted run: there the log is unknown)
     poll-skip              one member delivered offsets n and then n+k (k > 1) of a
                            partition, and some record between them that is in the final
                            log was never delivered to any member of its group. Rebalances
@@ -15,6 +17,7 @@ a process that never reported one is its own group.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -51,7 +54,9 @@ def with_groups(polls: pa.Table, groups: pa.Table) -> pa.Table:
 
 
 def check_consumers(history: HistoryInput | Slices, final_read: pa.Table | str | Path,
-                    expectations: r.Expectations | None = None) -> r.CheckResult:
+                    expectations: r.Expectations | None = None,
+                    unread: Iterable[tuple[str, int]] = ()) -> r.CheckResult:
+    """`unread`: partitions the final read could not read (check_all's)."""
     exp = expectations or r.Expectations()
     slices, final = load_inputs(history, final_read)
     limit = exp.max_examples
@@ -62,6 +67,12 @@ def check_consumers(history: HistoryInput | Slices, final_read: pa.Table | str |
     delivered = polls.filter(pc.is_valid(polls["msg_id"]))
     gone = delivered.join(final.select(["msg_id"]).filter(pc.is_valid(final["msg_id"])),
                           "msg_id", join_type="left anti")
+    unread_keys = sorted({f"{t}\x00{int(p)}" for t, p in unread})
+    if unread_keys and len(gone):
+        where = pc.binary_join_element_wise(
+            gone["topic"], pc.cast(gone["partition"], pa.string()), "\x00")
+        gone = gone.filter(pc.invert(truthy(pc.is_in(
+            where, value_set=pa.array(unread_keys, pa.string())))))
     gone_ids = pc.count_distinct(gone["msg_id"]).as_py() if len(gone) else 0
     if len(gone):
         gone = gone.sort_by([("msg_id", "ascending"), ("index", "ascending")])

@@ -100,7 +100,8 @@ def check_all(history: HistoryInput | Slices, final_read: pa.Table | str | Path,
         results["availability"] = r.guarded("availability", check_availability, slices,
                                             sends, exp)
         sends = None
-    results["consumers"] = r.guarded("consumers", check_consumers, slices, final, exp)
+    results["consumers"] = r.guarded("consumers", check_consumers, slices, final, exp,
+                                     unread)
     results["rebalances"] = r.guarded("rebalances", check_rebalances, slices)
     results = {name: results[name] for name in CHECKERS if name in results}
     return r.Report(r.compose(results.values()), results, exp, numbers, lost_writes=lost)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import typer
 
+from .clean import CLEAN_HELP, clean_command
 from .cluster import DOWN_HELP, STATUS_HELP, UP_HELP, down_command, status_command, up_command
 from .configs import CONFIGS_HELP, configs_command
 from .demo import demo_command
@@ -36,6 +37,7 @@ app.command("dump-log", help=DUMP_LOG_HELP)(dump_log_command)
 app.command("demo")(demo_command)
 app.command("up", help=UP_HELP)(up_command)
 app.command("down", help=DOWN_HELP)(down_command)
+app.command("clean", help=CLEAN_HELP)(clean_command)
 app.command("status", help=STATUS_HELP)(status_command)
 app.command("watch", help=WATCH_HELP)(watch_command)
 app.add_typer(topics_app, name="topics")

@@ -16,6 +16,7 @@ from ..cluster.lab import LabError, bootstrap_servers
 from ..cluster.state import DIR_ENV, StateError, resolve_dir
 from ..cluster.supervisor import SupervisorError
 from ..cluster.topology import TopologyError
+from ..common import interrupt
 from ..common.config import ConfigError
 from ..common.extras import MissingExtra
 
@@ -71,8 +72,8 @@ def handle_errors(func: F) -> F:
             raise fail(str(e), 2) from None
         except (LabError, StateError, SupervisorError, AdminError, ConfigError) as e:
             raise fail(str(e), 1) from None
-        except KeyboardInterrupt:
-            raise fail("interrupted", 130) from None
+        except KeyboardInterrupt as e:
+            raise fail("interrupted", interrupt.exit_status(e)) from None
         except OSError as e:
             raise fail(f"{e.strerror or e}{f': {e.filename}' if e.filename else ''}", 1) from None
 
@@ -94,3 +95,30 @@ def parse_key_values(items: list[str] | None, option: str) -> dict[str, str]:
             raise UsageError(f"{option} expects KEY=VALUE, got {item!r}")
         result[key.strip()] = value.strip()
     return result
+
+
+def refuse_unfinished(run_dir: Path) -> None:
+    """A scenario run still running, or killed with what it started left behind (its
+    running.json), cannot be checked or reported yet: say what to do. Nor can a run
+    interrupted before its workload started: nothing was recorded."""
+    import json
+
+    from ..common.rundir import RUN_FILE, VERDICT_FILE
+    from ..scenarios.leftovers import run_state
+
+    if not (run_dir / RUN_FILE).exists() and (run_dir / VERDICT_FILE).exists():
+        try:
+            how = json.loads((run_dir / VERDICT_FILE).read_text()).get("interrupted")
+        except (OSError, ValueError, AttributeError):
+            how = None
+        if isinstance(how, dict):
+            raise fail(f"the run in {run_dir} was interrupted by {how.get('by')} during "
+                       f"{how.get('phase')}, before its workload started: it recorded "
+                       "nothing to check or report", 1)
+    state = run_state(run_dir)
+    if state == "running":
+        raise fail(f"{run_dir} is still running; check it once it ended", 1)
+    if state == "killed":
+        raise fail(f"the process of the run in {run_dir} was killed and left what it "
+                   f"started behind: `brownout clean {run_dir}` stops that and marks the "
+                   "run interrupted; then check or report it", 1)

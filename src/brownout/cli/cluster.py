@@ -73,6 +73,11 @@ DOWN_HELP = "\n\n".join(
         "SIGTERM to each node's process group (brokers first, then controllers; a paused node "
         "is resumed so it can act on it), SIGKILL after --timeout. Nothing is deleted unless "
         "--purge.",
+        "Only recorded processes are signalled: a pid of cluster.json whose command line "
+        "still names the node's (or ZooKeeper server's) config file. In netns mode the "
+        "namespaces, links and rules named with the directory's prefix go too, also what a "
+        "killed command left. A scenario run's cluster is RUN/cluster (`brownout clean` "
+        "finds the runs whose process was killed, and also stops their pipeline).",
     ]
 )
 

@@ -16,6 +16,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from ..common import interrupt
 from ..common.rundir import VERDICT_FILE
 from ..scenarios import builtin
 from ..scenarios.runner import RunOutcome, ScenarioRefused, run_scenario
@@ -52,4 +53,11 @@ def demo_command(
     seed: Annotated[int, typer.Option("--seed", help="Seed of workloads and faults.")] = 0,
 ) -> None:
     """Run the minority-outage and majority-outage scenarios and show their reports."""
-    raise typer.Exit(run_demo(out, seed))
+    try:
+        with interrupt.interruptible():
+            code = run_demo(out, seed)
+    except KeyboardInterrupt as e:  # the run under way was torn down and kept
+        typer.echo(f"interrupted ({interrupt.signal_name(interrupt.signum_of(e))})",
+                   err=True)
+        raise typer.Exit(interrupt.exit_status(e)) from None
+    raise typer.Exit(code)

@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from ._common import fail, handle_errors
+from ._common import fail, handle_errors, refuse_unfinished
 
 
 @handle_errors
@@ -28,12 +28,15 @@ def report_command(
     from ..report.html import render_report
     from ..report.terminal import print_summary
 
+    refuse_unfinished(run_dir)
     if not (run_dir / RUN_FILE).exists():
         raise fail(f"{run_dir} is not a run directory (no {RUN_FILE})", 2)
     try:
         data = load_run(run_dir)
     except DocumentVersionError as e:
         raise fail(str(e), 2) from None
+    if data.interrupted:
+        typer.echo(f"this run was {data.interrupted}", err=True)
     path = render_report(run_dir, data=data)
     if summary:
         print_summary(data, Console(stderr=True, highlight=False))

@@ -3,8 +3,10 @@
 Exit status of `run`: 0 every expectation held, 1 one did not (or the run could not
 complete: the verdict says why), 2 bad input (unknown scenario, invalid file, a scenario
 that needs root), 3 unknown (the lab was overloaded: a node's event loop stalled for more
-than a third of broker.session.timeout.ms before the first fault), 130 interrupted. With
---repeat: 0 every run passed, 1 one failed, 3 none failed and some were unknown.
+than a third of broker.session.timeout.ms before the first fault). With --repeat: 0
+every run passed, 1 one failed, 3 none failed and some were unknown. `run` and `sweep`
+interrupted by SIGINT (Ctrl-C) or SIGTERM stop everything they started, keep what was
+recorded, and exit with 130 or 143 (128 + the signal; common/interrupt.py).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..cluster.launcher import DistributionError, check_distribution
+from ..common import interrupt
 from ..scenarios import (
     ScenarioError,
     builtin,
@@ -59,7 +62,10 @@ RUN_HELP = (
     "derived from --seed), --jobs at a time, then OUT/summary.json and a table: per "
     "expectation the pass count, per measured quantity mean/median/min/max, per rate a "
     "95% Wilson interval; exit status 0 every run passed, 1 one failed, 3 none failed "
-    "but some were unknown."
+    "but some were unknown. Ctrl-C or SIGTERM stops the run(s), tears down everything "
+    "they started and keeps what they recorded (run.json and verdict.json say they were "
+    "interrupted; `brownout check` and `brownout report` read them): exit status 130 "
+    "(SIGINT) or 143 (SIGTERM). After a kill -9, `brownout clean` removes what was left."
 )
 
 
@@ -179,22 +185,28 @@ def run_command(
     console.print(f"run directory: {run_dir}")
     if repeat is not None:
         code = _repeat(loaded, run_dir, repeat, seed, jobs, pipeline, console)
-        if junit is not None and code not in (2, 130):
+        if junit is not None and code in (0, 1, 3):  # not refused, not interrupted
             _junit(console, junit, [(name, run_dir / name) for name, _ in plan(repeat, seed)],
                    loaded.name)
         raise typer.Exit(code)
     try:
-        outcome = run_scenario(loaded, run_dir, seed, keep_cluster=keep_cluster,
-                               pipeline=pipeline, console=console, external=external)
+        with interrupt.interruptible():
+            outcome = run_scenario(loaded, run_dir, seed, keep_cluster=keep_cluster,
+                                   pipeline=pipeline, console=console, external=external)
     except ScenarioRefused as e:
         typer.echo(f"Error: {e}", err=True)
         raise typer.Exit(2) from None
-    except KeyboardInterrupt:
-        typer.echo("interrupted", err=True)
-        raise typer.Exit(130) from None
+    except KeyboardInterrupt as e:
+        raise typer.Exit(_interrupted(e)) from None
     if junit is not None:
         _junit(console, junit, [("", run_dir)], loaded.name)
     raise typer.Exit(outcome.exit_code)
+
+
+def _interrupted(e: KeyboardInterrupt) -> int:
+    """The exit status of a command that SIGINT or SIGTERM stopped: 128 + the signal."""
+    typer.echo(f"interrupted ({interrupt.signal_name(interrupt.signum_of(e))})", err=True)
+    return interrupt.exit_status(e)
 
 
 def _external(nodes: Path | None, bootstrap_server: str | None, reuse_topics: bool,
@@ -229,14 +241,14 @@ def _repeat(loaded: Scenario, out: Path, repeat: int, seed: int, jobs: int,
             pipeline: bool, console: Console) -> int:
     console.print(f"{repeat} run(s), {jobs} at a time")
     try:
-        return run_repeated(loaded, out, repeat, seed, jobs=jobs, pipeline=pipeline,
-                            console=console).exit_code
+        with interrupt.interruptible():
+            return run_repeated(loaded, out, repeat, seed, jobs=jobs, pipeline=pipeline,
+                                console=console).exit_code
     except ScenarioRefused as e:
         typer.echo(f"Error: {e}", err=True)
         return 2
-    except KeyboardInterrupt:
-        typer.echo("interrupted", err=True)
-        return 130
+    except KeyboardInterrupt as e:
+        return _interrupted(e)
 
 
 def _print_plan(console: Console, s: Scenario) -> None:
@@ -345,7 +357,9 @@ SWEEP_HELP = (
     "cluster.broker_set.<server config key>, consumers.*.config.<client config key>; "
     "in a list, * is every item, a number one item, a name the item with that label, "
     "name, group or id. Exit status: 0 every run passed, 1 one failed, 2 bad input, "
-    "3 none failed but some were unknown (the lab was overloaded)."
+    "3 none failed but some were unknown (the lab was overloaded), 130 or 143 "
+    "interrupted by SIGINT or SIGTERM (the run under way is torn down and kept, no "
+    "further cell starts)."
 )
 
 
@@ -401,14 +415,14 @@ def sweep_command(
         raise typer.Exit(0)
     sweep_dir = out or Path("runs") / f"{time.strftime('%Y%m%d-%H%M%S')}-{loaded.name}-sweep"
     try:
-        outcome = run_sweep(loaded, document, matrix, sweep_dir, seed, jobs=jobs,
-                            pipeline=pipeline, console=console)
+        with interrupt.interruptible():
+            outcome = run_sweep(loaded, document, matrix, sweep_dir, seed, jobs=jobs,
+                                pipeline=pipeline, console=console)
     except ScenarioRefused as e:
         typer.echo(f"Error: {e}", err=True)
         raise typer.Exit(2) from None
-    except KeyboardInterrupt:
-        typer.echo("interrupted", err=True)
-        raise typer.Exit(130) from None
+    except KeyboardInterrupt as e:
+        raise typer.Exit(_interrupted(e)) from None
     if junit is not None:
         runs = [(f"{cell.directory}/{name}", sweep_dir / cell.directory / name)
                 for cell, _ in pairs

@@ -20,12 +20,13 @@ from rich.table import Table
 from rich.text import Text
 
 from ..cluster.admin import Admin
-from ..common.rundir import HISTORY_FILE
+from ..common.rundir import HISTORY_FILE, HISTORY_JSONL
 from ..workload.consumer import ConsumerSettings
 from ..workload.final_read import load_final_read
 from ..workload.generators import WORKLOADS
+from ..workload.history import ensure_parquet
 from ..workload.producer import ACKS, ProducerSettings
-from ..workload.run import RunError, WorkloadRun, do_final_read, load_run
+from ..workload.run import RunError, WorkloadRun, do_final_read, interrupted_text, load_run
 from ..workload.summary import CHECK_FILE, check_run, counts
 from ._common import (
     BootstrapOption,
@@ -34,6 +35,7 @@ from ._common import (
     fail,
     handle_errors,
     parse_key_values,
+    refuse_unfinished,
     resolve_bootstrap,
 )
 
@@ -327,7 +329,15 @@ def check_command(
     then check the history against the log (or print the counts when no checker is
     installed)."""
     console = Console(highlight=False)
+    refuse_unfinished(run_dir)
     info = load_run(run_dir)
+    if info.get("interrupted"):
+        console.print(f"[yellow]this run was {interrupted_text(info['interrupted'])}: what "
+                      "it recorded is checked; where the log was not read back, what is "
+                      "missing counts as unknown, not lost[/yellow]")
+    if ensure_parquet(run_dir / HISTORY_JSONL, run_dir / HISTORY_FILE):
+        console.print(f"{HISTORY_FILE} was missing (the recording process was killed?): "
+                      f"converted from {HISTORY_JSONL}")
     if reread or load_final_read(run_dir) is None:
         servers = (resolve_bootstrap(bootstrap, directory) if bootstrap or directory
                    else info["bootstrap"])

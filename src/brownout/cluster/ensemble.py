@@ -28,6 +28,7 @@ import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from ..common import interrupt
 from ..common.java import JavaError, require_java
 from ..common.properties import format_properties
 from . import zookeeper as zk
@@ -175,10 +176,11 @@ class Ensemble:
             from .netns import exec_prefix, lab_prefix
 
             argv = [*exec_prefix(lab_prefix(self.state.directory), spec.host_id), *argv]
-        pid = launch(argv, spec.log_path, spec.directory, self.env)
-        server.pid = server.pgid = pid  # the JVM leads its own process group
-        server.started_at = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
-        self.state.save()
+        with interrupt.atomic():  # an interrupt never falls between start and record
+            pid = launch(argv, spec.log_path, spec.directory, self.env)
+            server.pid = server.pgid = pid  # the JVM leads its own process group
+            server.started_at = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+            self.state.save()
         return pid
 
     def start_all(self, timeout: float = DEFAULT_START_TIMEOUT) -> None:

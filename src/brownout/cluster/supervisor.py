@@ -27,6 +27,7 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 
+from ..common import interrupt
 from ..common.config import ConfigError
 from ..common.kafka_config import KafkaConfig
 from ..common.properties import format_properties
@@ -300,11 +301,12 @@ class Supervisor:
             from .netns import exec_prefix, lab_prefix
 
             argv = [*exec_prefix(lab_prefix(self.state.directory), node_id), *argv]
-        pid = launch(argv, spec.log_path, spec.directory, env)
-        node.pid = pid
-        node.pgid = pid  # start_new_session: the node leads its own process group
-        node.started_at = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
-        self.state.save()
+        with interrupt.atomic():  # an interrupt never falls between start and record
+            pid = launch(argv, spec.log_path, spec.directory, env)
+            node.pid = pid
+            node.pgid = pid  # start_new_session: the node leads its own process group
+            node.started_at = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+            self.state.save()
         return pid
 
     def start_all(self, timeout: float = DEFAULT_START_TIMEOUT) -> None:

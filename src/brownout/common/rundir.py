@@ -21,6 +21,9 @@ here once, so a writer and its readers cannot drift apart.
                              ... --json`) while a run recorded; never by a scenario
     report.html              the report
     stuck-threads.txt        every thread's stack, only when a run outlived its budget
+    running.json             while a run runs: its process and what it started besides
+                             its cluster (scenarios/leftovers.py); left behind only by
+                             a run whose process was killed (`brownout clean`)
     cluster/                 the run's cluster (removed nodes' files kept in nodes/)
     cluster.json             the cluster's state, copied after the teardown
     nodes/node-N/            node.log, server.properties, events.jsonl of each node
@@ -51,6 +54,7 @@ DUPLICATES_FILE = "duplicates.json"
 FAULTS_FILE = "faults.jsonl"
 REPORT_FILE = "report.html"
 STUCK_FILE = "stuck-threads.txt"
+RUNNING_FILE = "running.json"
 # A run on a cluster the lab did not start: what it talked to (no cluster.json, no nodes/)
 EXTERNAL_FILE = "external.json"
 CLUSTER_DIR = "cluster"

@@ -19,6 +19,7 @@ loop devices:
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -150,23 +151,72 @@ def small_disk(data_dir: Path, free_bytes: int) -> Iterator[int]:
     used = sum(-(-p.stat().st_size // 4096) * 4096
                for p in data_dir.rglob("*") if p.is_file())
     size_bytes = used + free_bytes
-    saved = Path(tempfile.mkdtemp(prefix="brownout-disk-full-", dir=data_dir.parent))
+    saved = Path(tempfile.mkdtemp(prefix=DISK_FULL_COPY, dir=data_dir.parent))
     shutil.copytree(data_dir, saved, dirs_exist_ok=True)
     _run("mount", "-t", "tmpfs", "-o", f"size={size_bytes}", "tmpfs", str(data_dir))
     try:
         shutil.copytree(saved, data_dir, dirs_exist_ok=True)
         yield size_bytes
     finally:
-        shutil.rmtree(saved, ignore_errors=True)
-        saved.mkdir()
-        shutil.copytree(data_dir, saved, dirs_exist_ok=True)
-        umount = subprocess.run(["umount", str(data_dir)], capture_output=True, check=False)
-        if umount.returncode != 0:
-            subprocess.run(["umount", "-l", str(data_dir)], capture_output=True, check=False)
-        for child in data_dir.iterdir():  # the files from before the mount: stale now
-            if child.is_dir():
-                shutil.rmtree(child)
-            else:
-                child.unlink()
-        shutil.copytree(saved, data_dir, dirs_exist_ok=True)
-        shutil.rmtree(saved, ignore_errors=True)
+        _unmount_copying_back(data_dir, saved)
+
+
+DISK_FULL_COPY = "brownout-disk-full-"  # small_disk's copy, beside the log dir
+
+
+def _unmount_copying_back(data_dir: Path, saved: Path) -> None:
+    """The files on the tmpfs over `data_dir`, as the node left them, copied back under
+    it; the tmpfs unmounted; `saved` (a scratch directory) removed."""
+    shutil.rmtree(saved, ignore_errors=True)
+    saved.mkdir()
+    shutil.copytree(data_dir, saved, dirs_exist_ok=True)
+    umount = subprocess.run(["umount", str(data_dir)], capture_output=True, check=False)
+    if umount.returncode != 0:
+        subprocess.run(["umount", "-l", str(data_dir)], capture_output=True, check=False)
+    for child in data_dir.iterdir():  # the files from before the mount: stale now
+        if child.is_dir():
+            shutil.rmtree(child)
+        else:
+            child.unlink()
+    shutil.copytree(saved, data_dir, dirs_exist_ok=True)
+    shutil.rmtree(saved, ignore_errors=True)
+
+
+def tmpfs_mounted(path: Path, mountinfo: str | None = None) -> bool:
+    """True when a tmpfs is mounted exactly at `path` (/proc/self/mountinfo: the mount
+    point is the 5th field, octal-escaped; the type follows " - ")."""
+    if mountinfo is None:
+        try:
+            mountinfo = Path("/proc/self/mountinfo").read_text()
+        except OSError:
+            return False
+    target = str(Path(path).absolute())
+    for line in mountinfo.splitlines():
+        fields, _, rest = line.partition(" - ")
+        parts = fields.split()
+        if len(parts) < 5 or not rest:
+            continue
+        point = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), parts[4])
+        if point == target and rest.split()[0] == "tmpfs":
+            return True
+    return False
+
+
+def undo_leftovers(data_dir: Path) -> list[str]:
+    """Undo what a storage fault whose process was killed left on a log dir (the node is
+    stopped): a disk-full tmpfs over it (its files copied back, then unmounted), the
+    copy made beside it, and (as root) a read-only fault's immutable flags. Returns what
+    it did, a line each."""
+    data_dir = Path(data_dir)
+    done = []
+    if tmpfs_mounted(data_dir):
+        scratch = Path(tempfile.mkdtemp(prefix=DISK_FULL_COPY, dir=data_dir.parent))
+        _unmount_copying_back(data_dir, scratch)
+        done.append(f"disk-full: the tmpfs over {data_dir} unmounted, its files copied back")
+    for stale in data_dir.parent.glob(DISK_FULL_COPY + "*"):
+        if stale.is_dir():
+            shutil.rmtree(stale, ignore_errors=True)
+            done.append(f"disk-full: removed {stale}")
+    if os.geteuid() == 0 and data_dir.exists():
+        clear_read_only(data_dir)
+    return done

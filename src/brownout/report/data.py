@@ -104,6 +104,7 @@ from brownout.workload.history import (
     history_batches,
     read_history,
 )
+from brownout.workload.run import interrupted_text
 
 SEND_COLUMNS = ("time", "type", "acks", "topic", "partition", "offset")
 POLL_COLUMNS = ("time", "process", "topic", "partition", "offset")
@@ -779,6 +780,8 @@ class RunData:
     # a stall longer than this (a third of broker.session.timeout.ms) before the first
     # fault makes the verdict unknown; None when the run did not record it
     stall_limit_ms: float | None = None
+    # how the run ended early (run.json's "interrupted"), None when it did not
+    interrupted: str | None = None
 
 
 def _lost_writes(run_dir: Path, check: Mapping[str, Any] | None, report: Any,
@@ -899,6 +902,12 @@ def load_run(run_dir: Path, *, report: Any = None, bucket: float | None = None,
         topology = describe_external(external)
     vj = verdict_json if isinstance(verdict_json, dict) else {}
     notes.extend(str(n) for n in vj.get("notes") or [] if not str(n).startswith("report:"))
+    how = info.get("interrupted")
+    interrupted = interrupted_text(how) if isinstance(how, dict) else None
+    if interrupted:
+        notes.insert(0, f"this run was {interrupted}: everything shown is what it recorded "
+                        "until then; where the log was not read back, what is missing "
+                        "counts as unknown")
     started = info.get("started")
     header = Header(
         run_id=str(info.get("run_id") or run_dir.name),
@@ -908,7 +917,7 @@ def load_run(run_dir: Path, *, report: Any = None, bucket: float | None = None,
         topology=topology, nodes=nodes, bootstrap=str(info.get("bootstrap") or ""),
         topics=list(info.get("topics") or []), workload=workload_lines(info),
         description=str(vj.get("description") or scenario.get("description") or ""),
-        error=vj.get("error"))
+        error=interrupted or vj.get("error"))
     watermarks = read_json(run_dir / WATERMARKS_FILE)
     stalls, limit = load_stalls(run_dir, verdict_json,
                                 float(started) if started is not None else None)
@@ -922,7 +931,7 @@ def load_run(run_dir: Path, *, report: Any = None, bucket: float | None = None,
         verdict=verdict_from(verdict_json, check),
         unavailable=longest_unavailable(check, history), check=check,
         logs=node_logs(run_dir, nodes, cluster_dir), notes=notes,
-        pipeline=pipeline, stalls=stalls, stall_limit_ms=limit)
+        pipeline=pipeline, stalls=stalls, stall_limit_ms=limit, interrupted=interrupted)
 
 
 __all__ = [

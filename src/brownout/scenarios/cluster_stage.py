@@ -123,13 +123,17 @@ class ClusterStage:
             self.progress.console.print(f"[red]teardown: {type(e).__name__}: {e}[/red]")
 
     def _keep_node_files(self) -> None:
-        with contextlib.suppress(OSError):
-            shutil.copy2(self.directory / CLUSTER_STATE_FILE,
-                         self.run_dir / CLUSTER_STATE_FILE)
-        target = self.run_dir / NODES_DIR
-        for node_dir in node_dirs(self.directory).values():
-            dest = target / node_dir.name
-            dest.mkdir(parents=True, exist_ok=True)
-            for name in NODE_FILES:
-                with contextlib.suppress(OSError):
-                    shutil.copy2(node_dir / name, dest / name)
+        keep_node_files(self.directory, self.run_dir)
+
+
+def keep_node_files(cluster_dir: Path, run_dir: Path) -> None:
+    """cluster.json and each node's log, config and events into the run directory."""
+    with contextlib.suppress(OSError):
+        shutil.copy2(cluster_dir / CLUSTER_STATE_FILE, run_dir / CLUSTER_STATE_FILE)
+    target = run_dir / NODES_DIR
+    for node_dir in node_dirs(cluster_dir).values():
+        dest = target / node_dir.name
+        dest.mkdir(parents=True, exist_ok=True)
+        for name in NODE_FILES:
+            with contextlib.suppress(OSError):
+                shutil.copy2(node_dir / name, dest / name)

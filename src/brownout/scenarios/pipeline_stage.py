@@ -27,9 +27,11 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ..common import interrupt
 from ..common.rundir import (
     PIPELINE_AUDIT_LOG,
     PIPELINE_CHECK_FILE,
@@ -40,6 +42,8 @@ from ..common.rundir import (
 from .progress import Progress
 from .schema import Scenario
 
+PIPELINE_PROCESS, AUDIT_PROCESS = "pipeline", "pipeline-audit"  # names in running.json
+PIPELINE_CONFIG = "pipeline-config.json"  # PipelineProcess writes it into the output dir
 PIPELINE_START_TIMEOUT = 300.0  # Spark's start is slow on a loaded machine
 PIPELINE_DRAIN_TIMEOUT = 90.0
 PIPELINE_AUDIT_TIMEOUT = 900.0
@@ -52,17 +56,21 @@ PIPELINE_LOCAL_MASTER = "local[2,4]"
 PIPELINE_WINDOW = "5 seconds"
 PIPELINE_WATERMARK = "15 seconds"
 PIPELINE_SESSION_GAP = "5 seconds"
+# (name, pid or None once gone, arguments its command line holds)
+Track = Callable[[str, int | None, list[str]], None]
 # What the pipeline adds to a run's time budget (the stuck-thread watchdog).
 PIPELINE_BUDGET = PIPELINE_START_TIMEOUT + PIPELINE_DRAIN_TIMEOUT + PIPELINE_AUDIT_TIMEOUT
 
 
 class PipelineStage:
     def __init__(self, scenario: Scenario, run_dir: Path, progress: Progress,
-                 notes: list[str]) -> None:
+                 notes: list[str], track: Track | None = None) -> None:
         self.scenario = scenario
         self.run_dir = run_dir
         self.progress = progress
         self.notes = notes
+        # told of every process started (pid) and gone (None): running.json
+        self.track: Track = track or (lambda name, pid, match: None)
         self.info: dict[str, Any] | None = None
         self._proc: Any = None  # a brownout.spark.pipeline.PipelineProcess
         self._config: Any = None
@@ -102,7 +110,7 @@ class PipelineStage:
             info["restarts"] = 0
             info["failures"] = []
             self._config = config
-            self._proc = PipelineProcess(config).start()
+            self._proc = self._launch(PipelineProcess(config))
             running = self._proc.wait_running(PIPELINE_START_TIMEOUT)
         except Exception as e:
             running = False
@@ -139,7 +147,7 @@ class PipelineStage:
         info["restarts"] += 1
         self.progress.say(f"  pipeline failed ({why[:200]}); restart {info['restarts']} "
                           "from its checkpoints", style="red")
-        self._proc = PipelineProcess(self._config).start()
+        self._proc = self._launch(PipelineProcess(self._config))
         if wait and not self._proc.wait_running(PIPELINE_START_TIMEOUT):
             self.progress.say("  pipeline restart: not running in time", style="red")
 
@@ -149,10 +157,12 @@ class PipelineStage:
         proc, info = self._proc, self.info
         if proc is None or info is None:
             return
-        self._proc = None
         t0 = time.monotonic()
         died = not proc.alive()
+        # Forgotten only once stopped: an interrupt during the drain leaves it to kill().
         code = proc.stop(timeout=PIPELINE_DRAIN_TIMEOUT + 120.0)
+        self._proc = None
+        self.track(PIPELINE_PROCESS, None, [])
         info["stop_s"] = round(time.monotonic() - t0, 1)
         info["exit_code"] = code
         run = _last_pipeline_run(Path(info["out"]))
@@ -182,29 +192,48 @@ class PipelineStage:
         if proc is not None:
             with contextlib.suppress(Exception):
                 proc.kill()
+            self.track(PIPELINE_PROCESS, None, [])
+
+    def _launch(self, proc: Any) -> Any:
+        """Start a PipelineProcess; running.json names it (its config file)."""
+        with interrupt.atomic():  # never started and unrecorded
+            proc.start()
+            self._proc = proc
+            if proc.proc is not None:
+                self.track(PIPELINE_PROCESS, proc.proc.pid,
+                           [str(self.run_dir / PIPELINE_DIR / PIPELINE_CONFIG)])
+        return proc
 
     def audit(self) -> None:
         """The audit (pipeline-check.json) in a child process: its own JVM, a time limit."""
         info = self.info
         if info is None or info.get("stop_s") is None:  # it never ran: nothing to audit
             return
+        from ..spark.pipeline import scratch_env
+
         t0 = time.monotonic()
         code = ("import sys; from pathlib import Path; from brownout.spark.audit import "
                 "audit; audit(Path(sys.argv[1]), Path(sys.argv[2]))")
         log_path = Path(info["out"]) / PIPELINE_AUDIT_LOG
         try:
             with open(log_path, "ab") as logf:
-                proc = subprocess.Popen(
-                    [sys.executable, "-c", code, str(self.run_dir), info["out"]],
-                    stdout=logf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                    start_new_session=True)
+                proc: subprocess.Popen[bytes] | None = None
                 try:
+                    with interrupt.atomic():  # never started and unrecorded
+                        proc = subprocess.Popen(
+                            [sys.executable, "-c", code, str(self.run_dir), info["out"]],
+                            stdout=logf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                            start_new_session=True, env=scratch_env(Path(info["out"])))
+                        self.track(AUDIT_PROCESS, proc.pid, [str(self.run_dir), info["out"]])
                     rc = proc.wait(PIPELINE_AUDIT_TIMEOUT)
                 except BaseException:
-                    with contextlib.suppress(ProcessLookupError):
-                        os.killpg(proc.pid, signal.SIGKILL)
-                    proc.wait(30)
+                    if proc is not None:
+                        with contextlib.suppress(ProcessLookupError):
+                            os.killpg(proc.pid, signal.SIGKILL)
+                        proc.wait(30)
                     raise
+                finally:
+                    self.track(AUDIT_PROCESS, None, [])
         except subprocess.TimeoutExpired:
             info["audit_error"] = f"the audit did not finish in {PIPELINE_AUDIT_TIMEOUT:g}s"
             rc = None

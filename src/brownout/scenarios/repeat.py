@@ -8,11 +8,13 @@ Then OUT/summary.json and a terminal table (summary.py).
               a single run
     jobs J>1  J runs at a time, each in a child process of its own (spawned, not forked:
               client libraries keep threads). A process per run because a run owns what
-              a process has once: the SIGTERM handler, faulthandler's watchdog, the
+              a process has once: the signal handlers, faulthandler's watchdog, the
               client libraries' global state. Their lines are prefixed with the run's
               name. Ctrl-C or SIGTERM stops the children with SIGTERM (each tears its
               cluster down; they ignore the terminal's SIGINT so that they get exactly
-              one signal), waits for them, and re-raises.
+              one signal), waits for them, and re-raises. A child also gets SIGTERM
+              when the parent dies without doing so (killed: Linux's parent-death
+              signal), so no run outlives the command.
 
 Exit status (`RepeatOutcome.exit_code`): 0 every run passed, 1 one failed, 3 none failed
 and some were unknown (the lab was overloaded).
@@ -20,9 +22,11 @@ and some were unknown (the lab was overloaded).
 
 from __future__ import annotations
 
+import ctypes
 import dataclasses
 import multiprocessing
 import multiprocessing.process
+import os
 import signal
 import time
 from pathlib import Path
@@ -30,7 +34,8 @@ from typing import Any
 
 from rich.console import Console
 
-from .runner import _sigterm_as_interrupt, preflight, run_scenario
+from ..common import interrupt
+from .runner import preflight, run_scenario
 from .schema import Scenario
 from .stats import derive_seed
 from .summary import (
@@ -70,8 +75,8 @@ def run_repeated(scenario: Scenario, out: Path, repeat: int, seed: int = 0, *,
                  jobs: int = 1, pipeline: bool = False,
                  console: Console | None = None) -> RepeatOutcome:
     """Run `scenario` `repeat` times into out/run-NNN, `jobs` at a time, and summarise.
-    Raises ScenarioRefused before any run when it cannot run here; KeyboardInterrupt
-    after every started run has torn down."""
+    Raises ScenarioRefused before any run when it cannot run here; Interrupted (a
+    KeyboardInterrupt) after every started run has torn down."""
     if jobs < 1:
         raise ValueError(f"jobs must be at least 1, got {jobs}")
     runs = plan(repeat, seed)
@@ -95,16 +100,35 @@ def run_repeated(scenario: Scenario, out: Path, repeat: int, seed: int = 0, *,
     return RepeatOutcome(out, summary)
 
 
-def _child(scenario: Scenario, run_dir: Path, seed: int, pipeline: bool, tag: str) -> None:
-    """A run in a child process; its exit status is the run's."""
+PR_SET_PDEATHSIG = 1  # prctl(2)
+
+
+def _die_with_parent(parent: int) -> None:
+    """SIGTERM this process when its parent dies (Linux's parent-death signal), so a
+    killed `--repeat` leaves no run behind; nothing where prctl is not there."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent:  # the parent died before the signal was asked for
+        os.kill(os.getpid(), signal.SIGTERM)
+
+
+def _child(scenario: Scenario, run_dir: Path, seed: int, pipeline: bool, tag: str,
+           parent: int) -> None:
+    """A run in a child process; its exit status is the run's (128 + the signal when
+    interrupted)."""
     # Only the parent's SIGTERM stops a child: a second signal (the terminal's SIGINT to
     # the whole process group) would land in the middle of its teardown.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
-        outcome = run_scenario(scenario, run_dir, seed, pipeline=pipeline, live=False,
-                               tag=tag)
-    except KeyboardInterrupt:
-        raise SystemExit(130) from None
+        with interrupt.interruptible():
+            _die_with_parent(parent)
+            outcome = run_scenario(scenario, run_dir, seed, pipeline=pipeline, live=False,
+                                   tag=tag)
+    except KeyboardInterrupt as e:
+        raise SystemExit(interrupt.exit_status(e)) from None
     raise SystemExit(outcome.exit_code)
 
 
@@ -115,32 +139,41 @@ def _run_children(scenario: Scenario, out: Path, runs: list[tuple[str, int]], jo
     pending = list(runs)
     running: dict[str, multiprocessing.process.BaseProcess] = {}
     codes: dict[str, int | None] = {}
-    try:
-        with _sigterm_as_interrupt():
+    with interrupt.interruptible():
+        try:
             while pending or running:
                 while pending and len(running) < jobs:
                     name, run_seed = pending.pop(0)
                     console.print(f"{name}: seed {run_seed}, directory {out / name}")
                     child = context.Process(target=_child, name=name, args=(
-                        scenario, out / name, run_seed, pipeline, name))
-                    child.start()
-                    running[name] = child
+                        scenario, out / name, run_seed, pipeline, name, os.getpid()))
+                    with interrupt.atomic():  # a started child is always stopped
+                        child.start()
+                        running[name] = child
                 time.sleep(0.2)
                 for name, child in list(running.items()):
                     if not child.is_alive():
                         child.join()
                         codes[name] = child.exitcode
                         del running[name]
-    except BaseException:
-        console.print(f"[yellow]interrupted: stopping {len(running)} run(s)[/yellow]")
-        for child in running.values():
-            if child.is_alive():
-                child.terminate()  # SIGTERM: the run tears its cluster down
-        deadline = time.monotonic() + CHILD_STOP_TIMEOUT
-        for child in running.values():
-            child.join(max(0.0, deadline - time.monotonic()))
-            if child.is_alive():
-                child.kill()
-                child.join(5.0)
-        raise
+        except BaseException:
+            with interrupt.deferred():
+                _stop_children(running, console)
+            raise
     return codes
+
+
+def _stop_children(running: dict[str, multiprocessing.process.BaseProcess],
+                   console: Console) -> None:
+    """SIGTERM every child (each tears its run down) and wait; SIGKILL what is left
+    after CHILD_STOP_TIMEOUT."""
+    console.print(f"[yellow]interrupted: stopping {len(running)} run(s)[/yellow]")
+    for child in running.values():
+        if child.is_alive():
+            child.terminate()  # SIGTERM: the run tears its cluster down
+    deadline = time.monotonic() + CHILD_STOP_TIMEOUT
+    for child in running.values():
+        child.join(max(0.0, deadline - time.monotonic()))
+        if child.is_alive():
+            child.kill()
+            child.join(5.0)

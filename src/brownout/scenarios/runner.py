@@ -1,8 +1,7 @@
 """Run one scenario end to end and judge it: `run_scenario(scenario, out_dir, seed)`.
 
     cluster     a fresh cluster in <run>/cluster, its ports from the lab's allocator
-                (always torn down in `finally`, also on Ctrl-C and SIGTERM, unless
-                keep_cluster)                                       cluster_stage.py
+                (always torn down in `finally`, unless keep_cluster)  cluster_stage.py
     topics      created, then every ISR full before anything starts
     pipeline    with --pipeline (or `pipeline: on`): the Spark pipeline in its own
                 process, waited for until it runs                  pipeline_stage.py
@@ -20,16 +19,30 @@
     report      node logs and configs copied to <run>/nodes/, report.html, the terminal
                 summary                                            reporting.py
 
+Ctrl-C and SIGTERM (common/interrupt.py) stop a run wherever it is: the schedule is
+cancelled and a fault step under way allowed to end (it records its outcome), the
+workload's threads stop (a producer waits at most INTERRUPTED_DRAIN_TIMEOUT for its
+outstanding sends, then purges them) and its history is written (WorkloadRun), the log
+is read back for up to INTERRUPTED_READ_TIMEOUT while the cluster still runs (unhealed:
+a partition it cannot read is recorded as unread, and what is missing there counts as
+unknown, not lost), then the pipeline and the cluster are stopped; no further signal
+cuts that teardown short.
+run.json and verdict.json then say the run was interrupted (by which signal, in which
+phase), and `brownout check` and `brownout report` work on the directory. While the run
+runs, <run>/running.json names its process and what it started besides its cluster, so
+that `brownout clean` can stop what a killed run left (leftovers.py).
+
 What the terminal shows goes through a Progress (progress.py): a live panel for a run in
 the foreground, prefixed lines for runs side by side. A run keeps all its state in its
 own objects and its own directory, so a repetition or a sweep calls run_scenario as
 often as it likes (one run at a time per process: faulthandler's watchdog and the
-SIGTERM handler are the process's).
+signal handlers are the process's).
 
 Exit status (`RunOutcome.exit_code`): 0 every expectation holds, 1 one does not (or the
 run could not complete: verdict.json says why), 2 bad input (ScenarioRefused), 3 unknown:
 a node's event loop stalled for more than a third of broker.session.timeout.ms before
 the first fault (scenarios/overload.py), so the run measured the machine, not Kafka.
+An interrupted run raises its Interrupted (the command exits with 128 + the signal).
 """
 
 from __future__ import annotations
@@ -38,8 +51,6 @@ import contextlib
 import dataclasses
 import faulthandler
 import json
-import signal
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -49,13 +60,28 @@ from rich.console import Console
 
 from ..cluster.admin import AdminError
 from ..cluster.netns import is_root
+from ..common import interrupt
 from ..common.extras import MissingExtra, pyspark_home
-from ..common.rundir import CHECK_FILE, SCENARIO_FILE, STUCK_FILE
+from ..common.rundir import (
+    CHECK_FILE,
+    FINAL_READ_FILE,
+    HISTORY_FILE,
+    RUN_FILE,
+    SCENARIO_FILE,
+    STUCK_FILE,
+)
 from ..workload.consumer import ConsumerSettings
+from ..workload.final_read import not_read, write_final_read
 from ..workload.history import HistoryWriter
 from ..workload.producer import ProducerSettings
-from ..workload.run import WorkloadRun, do_final_read
-from .cluster_stage import ClusterStage
+from ..workload.run import (
+    WorkloadRun,
+    do_final_read,
+    interrupted_text,
+    mark_interrupted,
+    touched_partitions,
+)
+from .cluster_stage import START_TIMEOUT, ClusterStage
 from .external_stage import (
     External,
     ExternalClusterStage,
@@ -63,6 +89,7 @@ from .external_stage import (
     check_external,
     existing_topics,
 )
+from .leftovers import Running
 from .pipeline_stage import PIPELINE_BUDGET, PipelineStage
 from .progress import LineProgress, LiveProgress, Progress
 from .reporting import load_report, print_outcome, print_summary, write_report
@@ -94,7 +121,14 @@ COUNT_FLOOR_RATE = 2_000.0
 # second on two cores shared with other test runs).
 FINAL_READ_TIMEOUT = 60.0
 FINAL_READ_FLOOR_RATE = 5_000.0
-
+# An interrupted run's producers wait at most this long for their outstanding sends (then
+# purge them: indeterminate), and it reads the log back for at most INTERRUPTED_READ_TIMEOUT
+# before its cluster goes.
+INTERRUPTED_DRAIN_TIMEOUT = 5.0
+INTERRUPTED_READ_TIMEOUT = 10.0
+# How long the teardown waits for a fault step under way (a node's start is the longest)
+# before it stops the cluster under it.
+SCHEDULE_STOP_TIMEOUT = START_TIMEOUT + 15.0
 
 
 def final_read_timeout(sent: int) -> float:
@@ -116,6 +150,15 @@ def _counting(run: WorkloadRun) -> bool:
     return any(w.thread.is_alive() and w.count is not None
                and w.recorder.invoked < w.count
                for group in run.producers for w in group.workers)
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    with contextlib.suppress(OSError, ValueError):
+        value = json.loads(path.read_text())
+        if isinstance(value, dict):
+            return value
+    return {}
+
 
 class ScenarioRefused(RuntimeError):
     """The scenario cannot run here (bad input or missing privileges): exit status 2."""
@@ -171,23 +214,6 @@ def _preflight_external(scenario: Scenario, pipeline: bool, external: External) 
 
 
 @contextlib.contextmanager
-def _sigterm_as_interrupt() -> Iterator[None]:
-    """SIGTERM raises KeyboardInterrupt in the main thread, so `finally` tears down."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def handler(signum: int, frame: Any) -> None:
-        raise KeyboardInterrupt(f"signal {signum}")
-
-    previous = signal.signal(signal.SIGTERM, handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
-@contextlib.contextmanager
 def _stuck_thread_dump(path: Path, budget: float) -> Iterator[None]:
     """Every thread's stack into `path` when the run outlives `budget` seconds; the file
     goes again when nothing was written. A hung client library can hold the GIL (no
@@ -213,8 +239,9 @@ def run_scenario(scenario: Scenario, out_dir: Path, seed: int = 0, *,
     live=False prints plain lines, each prefixed with `tag`, and only the verdict's last
     lines at the end (for runs side by side) instead of the live panel and the report's
     tables. Raises ScenarioRefused before building anything when it cannot run here;
-    KeyboardInterrupt after tearing down when interrupted. With `external` the run uses
-    that cluster instead of building one (external_stage.py)."""
+    Interrupted (a KeyboardInterrupt) after tearing down when SIGINT or SIGTERM came.
+    With `external` the run uses that cluster instead of building one
+    (external_stage.py)."""
     notes = preflight(scenario, pipeline, external)
     console = console or Console(highlight=False)
     if pipeline or scenario.pipeline:
@@ -239,15 +266,21 @@ class _Run:
         self.full_summary = full_summary
         self.record = RunRecord(seed=seed)
         self.record.notes.extend(notes or [])
+        self.external = external
+        self.keep_cluster = keep_cluster
         self.cluster = (ExternalClusterStage(scenario, out, progress, self.record.notes,
                                              external) if external is not None else
                         ClusterStage(scenario, out, progress, self.record.notes,
                                      keep=keep_cluster))
-        self.pipeline = (PipelineStage(scenario, out, progress, self.record.notes)
+        self.running: Running | None = None
+        self.pipeline = (PipelineStage(scenario, out, progress, self.record.notes,
+                                       track=self._track)
                          if scenario.pipeline else None)
         self.schedule: ScheduleStage | None = None
         # The history faults are recorded into: only while the workload run is open.
         self._history: HistoryWriter | None = None
+        self.phase = "start"
+        self._stopped_at: float | None = None  # wall clock of the interrupt
 
     def run(self) -> RunOutcome:
         self.out.mkdir(parents=True, exist_ok=True)
@@ -260,27 +293,27 @@ class _Run:
                   + BUDGET_SLACK + count_budget(self.scenario))
         if self.pipeline is not None:
             budget += PIPELINE_BUDGET
-        with _stuck_thread_dump(self.out / STUCK_FILE, budget):
+        stop: KeyboardInterrupt | None = None
+        with _stuck_thread_dump(self.out / STUCK_FILE, budget), \
+                interrupt.interruptible(self._note):
             try:
-                with _sigterm_as_interrupt(), self.progress.showing():
+                self.running = Running(
+                    self.out, None if self.external is not None else self.cluster.directory,
+                    keep_cluster=self.keep_cluster)
+                with self.progress.showing():
                     expectations = self._stages()
-            except KeyboardInterrupt:
-                self._cancel()
-                self.progress.console.print(
-                    "[yellow]interrupted: tearing the cluster down[/yellow]")
-                error = "interrupted"
-                raise
+            except KeyboardInterrupt as e:
+                stop = e
+                self._stopped_at = time.time()
             except Exception as e:
                 error = f"{type(e).__name__}: {e}"
             finally:
-                self._cancel()
-                if self.pipeline is not None:
-                    self.pipeline.kill()
-                    self.record.pipeline = self.pipeline.info
-                self.cluster.down()
-                if error == "interrupted":
-                    write_verdict(self.out, self.scenario, self.record, expectations,
-                                  time.monotonic() - started, error)
+                with interrupt.deferred():  # a signal now waits until everything stopped
+                    self._teardown(stop)
+            stop = stop or interrupt.pending()
+            if stop is not None:
+                self._interrupted(stop, expectations, time.monotonic() - started)
+                raise stop
         elapsed = time.monotonic() - started
         word, reason = write_verdict(self.out, self.scenario, self.record, expectations,
                                      elapsed, error)
@@ -300,59 +333,150 @@ class _Run:
                       table=self.full_summary and not summary_printed)
         return outcome
 
-    def _cancel(self) -> None:
-        if self.schedule is not None:
-            self.schedule.cancel.set()
+    def _note(self, text: str) -> None:
+        """What the signal handler has to say, on the run's display."""
+        self.progress.say(text, style="yellow")
+
+    def _track(self, name: str, pid: int | None, match: list[str]) -> None:
+        if self.running is not None:
+            self.running.track(name, pid, match)
+
+    def _teardown(self, stop: KeyboardInterrupt | None) -> None:
+        """Stop everything the run started (the cluster unless kept), in this order: the
+        schedule (a fault step under way ends first: a node it starts must not outlive
+        the cluster's stop), the log read back (when interrupted), the pipeline, the
+        cluster. Runs once, whatever happened before."""
+        if stop is not None:
+            self.progress.say(f"interrupted ({interrupt.signal_name(interrupt.signum_of(stop))}"
+                              f" during {self.phase}): stopping the run; its history is "
+                              "kept", style="yellow")
+        self._stop_schedule()
+        if stop is not None:
+            self._read_back()
+        if self.pipeline is not None:
+            self.pipeline.kill()
+            self.record.pipeline = self.pipeline.info
+        self.cluster.down()
+        if self.running is not None:
+            self.running.done()
+
+    def _read_back(self) -> None:
+        """An interrupted run's final read, when the workload ran and the log was not
+        read yet: at most INTERRUPTED_READ_TIMEOUT, of the cluster as it is (faults
+        are not healed); a partition it cannot read is recorded as unread."""
+        if not (self.out / RUN_FILE).exists() or (self.out / FINAL_READ_FILE).exists():
+            return
+        self.progress.say(f"  reading the log back (at most {INTERRUPTED_READ_TIMEOUT:g}s, "
+                          "faults not healed)")
+        try:
+            result = do_final_read(self.out, timeout=INTERRUPTED_READ_TIMEOUT)
+        except Exception as e:  # no broker answers: nothing was read back
+            write_final_read(self.out, not_read(touched_partitions(self.out / HISTORY_FILE)))
+            self.record.notes.append(f"interrupted: the log could not be read back "
+                                     f"({type(e).__name__}: {e})")
+            return
+        unread = [f"{p.topic}:{p.partition}" for p in result.partitions if not p.complete]
+        self.progress.say(f"  read back {result.table.num_rows} record(s)"
+                          + (f"; not read: {', '.join(unread)}" if unread else ""))
+        if unread:
+            self.record.notes.append("interrupted: final read incomplete (faults not "
+                                     f"healed): {', '.join(unread)}")
+
+    def _interrupted(self, stop: KeyboardInterrupt, expectations: list[dict[str, Any]],
+                     elapsed: float) -> None:
+        """Say in run.json and verdict.json that the run was interrupted, and how."""
+        at = self._stopped_at or time.time()
+        started = _read_json(self.out / RUN_FILE).get("started")
+        how = {"by": interrupt.signal_name(interrupt.signum_of(stop)), "phase": self.phase,
+               "at": at, "history_time": None if started is None else round(at - started, 3)}
+        self.record.interrupted = how
+        mark_interrupted(self.out, how)
+        write_verdict(self.out, self.scenario, self.record, expectations, elapsed,
+                      "interrupted")
+        if started is None:
+            self.progress.console.print(f"[yellow]{interrupted_text(how)}, before the "
+                                        "workload started: nothing was recorded[/yellow]")
+            return
+        self.progress.console.print(
+            f"[yellow]{interrupted_text(how)}; what was recorded is in {self.out}: "
+            f"`brownout check {self.out}` and `brownout report {self.out}` read it"
+            "[/yellow]")
+
+    def _phase(self, name: str) -> None:
+        self.phase = name
+        self.progress.phase(name)
+
+    def _stop_schedule(self) -> None:
+        """Cancel the schedule and wait for a step under way (bounded)."""
+        schedule = self.schedule
+        if schedule is None or not schedule.alive():
+            return
+        schedule.cancel.set()
+        if not schedule.join(SCHEDULE_STOP_TIMEOUT):
+            self.record.notes.append(f"the schedule's step under way still ran after "
+                                     f"{SCHEDULE_STOP_TIMEOUT:g}s; the run went on without "
+                                     "it")
 
     def _stages(self) -> list[dict[str, Any]]:
         progress, record = self.progress, self.record
-        progress.phase("cluster")
+        self._phase("cluster")
         self.cluster.up()
         bootstrap = self.cluster.bootstrap
         nemesis = self.cluster.nemesis(self.seed, on_event=self._record_fault)
-        progress.phase("topics")
+        self._phase("topics")
         self.cluster.create_topics(bootstrap, nemesis)
         if self.pipeline is not None:
-            progress.phase("pipeline start")
+            self._phase("pipeline start")
             self.pipeline.start(bootstrap)
             record.pipeline = self.pipeline.info
         params = {"scenario": self.scenario.name, "seed": self.seed,
                   "source": self.scenario.source, "directory": str(self.cluster.directory)}
         with WorkloadRun(self.out, bootstrap=bootstrap, command="scenario",
                          params=params) as run:
-            assert run.history is not None
-            self._history = run.history
-            self._add_workloads(run, bootstrap)
-            progress.phase("workload")
-            run.start()
-            t0 = time.monotonic()
-            progress.watch(run, t0)
-            self.schedule = ScheduleStage(self.scenario, nemesis, bootstrap, run.history,
-                                          record, progress, seed=self.seed,
-                                          run_dir=self.out)
-            self.schedule.start(t0)
-            while (time.monotonic() - t0 < self.scenario.duration or self.schedule.alive()
-                   or _counting(run)):
-                time.sleep(0.2)
-                if self.pipeline is not None:
-                    self.pipeline.watch()
-            if self.schedule.error is not None:
-                raise self.schedule.error
-            progress.phase("heal")
-            record.heal_start = run.history.now()
-            self._stop_producers(run)
-            self.cluster.heal(nemesis)
-            record.isr_recovered = self.cluster.isr_recovered
-            if run.consumers:
-                time.sleep(CONSUMER_GRACE)
-            record.consumers_stopped = run.history.now()
-            progress.watch(None)
-            self._history = None
-            sent = run.totals().get("sent", 0)
+            try:
+                assert run.history is not None
+                self._history = run.history
+                self._add_workloads(run, bootstrap)
+                self._phase("workload")
+                run.start()
+                t0 = time.monotonic()
+                progress.watch(run, t0)
+                self.schedule = ScheduleStage(self.scenario, nemesis, bootstrap, run.history,
+                                              record, progress, seed=self.seed,
+                                              run_dir=self.out)
+                self.schedule.start(t0)
+                while (time.monotonic() - t0 < self.scenario.duration or self.schedule.alive()
+                       or _counting(run)):
+                    time.sleep(0.2)
+                    if self.pipeline is not None:
+                        self.pipeline.watch()
+                if self.schedule.error is not None:
+                    raise self.schedule.error
+                self._phase("heal")
+                record.heal_start = run.history.now()
+                self._stop_producers(run)
+                self.cluster.heal(nemesis)
+                record.isr_recovered = self.cluster.isr_recovered
+                if run.consumers:
+                    time.sleep(CONSUMER_GRACE)
+                record.consumers_stopped = run.history.now()
+                progress.watch(None)
+                sent = run.totals().get("sent", 0)
+            except KeyboardInterrupt:
+                # The schedule stops before the history closes, so that a fault step
+                # under way still records its outcome; the producers stop promptly.
+                run.hurry(INTERRUPTED_DRAIN_TIMEOUT)
+                self._stop_schedule()
+                raise
+            except BaseException:
+                self._stop_schedule()
+                raise
+            finally:
+                self._history = None
         if self.pipeline is not None and self.pipeline.running:
-            progress.phase("pipeline drain")
+            self._phase("pipeline drain")
             self.pipeline.stop()
-        progress.phase("final read")
+        self._phase("final read")
         result = do_final_read(self.out, bootstrap=bootstrap,
                                timeout=final_read_timeout(sent))
         if not result.complete:
@@ -360,9 +484,9 @@ class _Run:
                 f"{p.topic}:{p.partition} {p.error}" for p in result.partitions
                 if not p.complete))
         if self.pipeline is not None and self.pipeline.info is not None:
-            progress.phase("pipeline audit")
+            self._phase("pipeline audit")
             self.pipeline.audit()
-        progress.phase("check")
+        self._phase("check")
         checked = check_run(self.out, record)
         return judge(self.scenario, checked, record)
 

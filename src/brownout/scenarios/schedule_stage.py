@@ -107,6 +107,13 @@ class ScheduleStage:
     def alive(self) -> bool:
         return self._thread is not None and self._thread.is_alive()
 
+    def join(self, timeout: float) -> bool:
+        """Wait up to `timeout` for the schedule's thread (cancel it first); True once it
+        ended."""
+        if self._thread is not None:
+            self._thread.join(timeout)
+        return not self.alive()
+
     def _run(self, t0: float) -> None:
         previous_end = 0.0
         try:

@@ -76,6 +76,8 @@ class RunRecord:
     drain: dict[str, Any] | None = None
     pipeline: dict[str, Any] | None = None
     notes: list[str] = dataclasses.field(default_factory=list)
+    # how the run was interrupted: {"by": "SIGINT", "phase", "at", "history_time"}
+    interrupted: dict[str, Any] | None = None
 
     @property
     def producers(self) -> dict[str, list[str]]:
@@ -272,6 +274,7 @@ def write_verdict(run_dir: Path, scenario: Scenario, record: RunRecord,
         },
         "seed": record.seed,
         "error": error,
+        "interrupted": record.interrupted,
         "elapsed_seconds": round(elapsed, 1),
         "expectations": expectations,
         "workloads": record.labels,

@@ -505,6 +505,19 @@ def _short(e: BaseException | Any) -> str:
 # -- background process ----------------------------------------------------------------
 
 
+SCRATCH_DIR = "tmp"
+
+
+def scratch_env(out: Path) -> dict[str, str]:
+    """The environment of a process that runs Spark for the pipeline: its temporary
+    files (Python's, and Spark's local dirs: shuffle and block files, the package zip
+    shipped to executors) under out/tmp rather than /tmp, so that a process killed
+    before it could remove them leaves them in its run directory only."""
+    scratch = out / SCRATCH_DIR
+    scratch.mkdir(parents=True, exist_ok=True)
+    return {**os.environ, "TMPDIR": str(scratch), "SPARK_LOCAL_DIRS": str(scratch)}
+
+
 class PipelineProcess:
     """The pipeline in its own process (a JVM must not be forked): start() returns at
     once, stop() sends SIGTERM and waits; the child stops its queries cleanly (after
@@ -523,7 +536,7 @@ class PipelineProcess:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "brownout.spark.pipeline", str(cfg)],
                 stdout=logf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                start_new_session=True)
+                start_new_session=True, env=scratch_env(self.config.out))
         return self
 
     def alive(self) -> bool:

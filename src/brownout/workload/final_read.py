@@ -207,6 +207,17 @@ def _quiet_logger() -> Any:
     return logger
 
 
+NOT_READ = "NOT_READ_BACK"  # a partition's error when the log was never read back
+
+
+def not_read(partitions: list[tuple[str, int]]) -> FinalRead:
+    """The final read of a run whose log could not be read back (it was interrupted or
+    killed and its cluster is gone): no record, every partition incomplete, so what is
+    missing there is unknown, not lost."""
+    return FinalRead(_Columns().table(),
+                     [PartitionRead(t, p, error=NOT_READ) for t, p in sorted(partitions)])
+
+
 def write_final_read(run_dir: Path, result: FinalRead) -> None:
     pq.write_table(result.table, run_dir / FINAL_READ_FILE)
     (run_dir / WATERMARKS_FILE).write_text(json.dumps(result.watermarks_json(), indent=2)

@@ -28,6 +28,7 @@ Fields (absent ones are null):
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -168,13 +169,32 @@ def jsonl_to_parquet(source: Path, target: Path, *, batch_rows: int = 200_000) -
     block (about four times faster than json.loads per line: a million sends are two
     million events, and this conversion was most of the time between the producers'
     stop and the check); a torn last line (the writer crashed) or a line Arrow refuses
-    falls back to reading line by line, which skips what does not parse."""
-    if _complete_lines(source):
-        try:
-            return _arrow_jsonl_to_parquet(source, target)
-        except (pa.ArrowInvalid, pa.ArrowTypeError):
-            pass
-    return _python_jsonl_to_parquet(source, target, batch_rows=batch_rows)
+    falls back to reading line by line, which skips what does not parse.
+
+    The Parquet file is written beside `target` and renamed over it when complete, so
+    a conversion cut short (the process interrupted or killed) leaves no half file that
+    readers would take for the history."""
+    partial = target.with_name(f".{target.name}.partial")
+    try:
+        rows = -1
+        if _complete_lines(source):
+            with contextlib.suppress(pa.ArrowInvalid, pa.ArrowTypeError):
+                rows = _arrow_jsonl_to_parquet(source, partial)
+        if rows < 0:
+            rows = _python_jsonl_to_parquet(source, partial, batch_rows=batch_rows)
+        os.replace(partial, target)
+    finally:
+        partial.unlink(missing_ok=True)
+    return rows
+
+
+def ensure_parquet(source: Path, target: Path) -> bool:
+    """Convert the JSON-lines history when its Parquet file is missing (the recording
+    process was killed before it could); True when it converted."""
+    if target.exists() or not source.exists():
+        return False
+    jsonl_to_parquet(source, target)
+    return True
 
 
 def _complete_lines(path: Path) -> bool:

@@ -224,6 +224,9 @@ class ProducerWorker:
         self.rate = rate
         self.count = count
         self.deadline = deadline  # time.monotonic() value, shared by all producers
+        # how long the drain at the end waits before it purges (WorkloadRun.hurry
+        # shortens it when the run is interrupted)
+        self.drain_timeout = settings.drain_timeout
         self.stream: Iterator[Message] = make_stream(
             settings.workload, seed=settings.seed, run=run_id, producer=process,
             start_ms=start_ms, rate=rate or 1000.0, size=settings.size)
@@ -349,11 +352,11 @@ class ProducerWorker:
         each gets its (indeterminate) delivery report instead of no completion at all."""
         self.recorder.outstanding_at_stop = self.recorder.in_flight
         try:
-            remaining = flush_or_purge(producer, self.settings.drain_timeout, 2.0)
+            remaining = flush_or_purge(producer, self.drain_timeout, 2.0)
             if remaining:
                 self.recorder.purged = remaining
                 log.warning("%s: %d send(s) still outstanding after %.0fs; purged",
-                            self.process, remaining, self.settings.drain_timeout)
+                            self.process, remaining, self.drain_timeout)
         except Exception as e:  # pragma: no cover - a broken client at exit
             log.warning("%s: flush failed: %s", self.process, e)
 

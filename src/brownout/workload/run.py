@@ -34,8 +34,8 @@ from typing import Any
 from ..common.rundir import HISTORY_FILE, HISTORY_JSONL, RUN_FILE
 from .consumer import ConsumerSettings
 from .consumer_group import ConsumerGroup
-from .final_read import FinalRead, final_read, write_final_read
-from .history import HistoryWriter, jsonl_to_parquet, read_jsonl
+from .final_read import FinalRead, final_read, load_final_read, not_read, write_final_read
+from .history import HistoryWriter, ensure_parquet, jsonl_to_parquet, read_history, read_jsonl
 from .observer import Observer
 from .producer import ProducerGroup, ProducerSettings
 
@@ -235,12 +235,22 @@ class WorkloadRun:
 
     # -- the end ---------------------------------------------------------------------
 
+    def hurry(self, drain_timeout: float) -> None:
+        """Producers that stop from now on wait at most `drain_timeout` seconds for their
+        outstanding sends, then purge them (indeterminate): an interrupted run stops
+        promptly even when the cluster cannot answer (its delivery timeout may be
+        minutes)."""
+        for group in self.producers:
+            for w in group.workers:
+                w.drain_timeout = min(w.drain_timeout, drain_timeout)
+
     def close(self, join_timeout: float | None = None) -> None:
         """Stop everything and write the Parquet history. Safe to call twice."""
         if self.history is None:
             return
         self.stop.set()
-        flush = max((g.settings.drain_timeout for g in self.producers), default=0.0)
+        flush = max((w.drain_timeout for g in self.producers for w in g.workers),
+                    default=0.0)
         timeout = join_timeout if join_timeout is not None else flush + 15.0
         end = time.monotonic() + timeout
         try:
@@ -281,3 +291,43 @@ def do_final_read(run_dir: Path, *, bootstrap: str | None = None,
                               "rows": result.table.num_rows, "complete": result.complete}
         _write_json(run_dir / RUN_FILE, info)
     return result
+
+
+def mark_interrupted(run_dir: Path, how: dict[str, Any]) -> list[str]:
+    """Record in run.json (key "interrupted") that the run was interrupted or its process
+    killed: `how` says by what, when and where. What was recorded stays readable: the
+    history is converted to Parquet when only its JSON lines are there (a process killed
+    while recording), and when the log was never read back a final read says so (every
+    partition the history wrote to or read from incomplete, error NOT_READ_BACK), so
+    `brownout check` counts what is missing there as unknown, not lost. Returns what it
+    did, a line each. Nothing to do without run.json (the workload never started)."""
+    if not (run_dir / RUN_FILE).exists():
+        return []
+    done = []
+    info = load_run(run_dir)
+    info["interrupted"] = how
+    _write_json(run_dir / RUN_FILE, info)
+    if ensure_parquet(run_dir / HISTORY_JSONL, run_dir / HISTORY_FILE):
+        done.append(f"history: {HISTORY_JSONL} converted to {HISTORY_FILE}")
+    if load_final_read(run_dir) is None:
+        partitions = touched_partitions(run_dir / HISTORY_FILE)
+        write_final_read(run_dir, not_read(partitions))
+        done.append(f"final read: not read back ({len(partitions)} partition(s) unknown)")
+    return done
+
+
+def interrupted_text(how: dict[str, Any]) -> str:
+    """One line on how a run ended early (run.json's "interrupted")."""
+    if how.get("by") == "killed":
+        return (f"killed (its process, pid {how.get('pid')}, ended without its teardown; "
+                f"{how.get('found_by') or 'a later command'} stopped what it left)")
+    at = how.get("history_time")
+    return (f"interrupted by {how.get('by')} during {how.get('phase') or 'the run'}"
+            + (f" (t={at:.1f}s)" if isinstance(at, int | float) else ""))
+
+
+def touched_partitions(history: Path) -> list[tuple[str, int]]:
+    """Every (topic, partition) the history sent to or polled from."""
+    table = read_history(history, ("send", "poll"), ("topic", "partition"), missing_ok=True)
+    pairs = zip(table["topic"].to_pylist(), table["partition"].to_pylist(), strict=True)
+    return sorted({(t, int(p)) for t, p in pairs if t is not None and p is not None})

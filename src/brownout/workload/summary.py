@@ -73,7 +73,10 @@ def expectations_for(run_dir: Path, check: Any) -> Any:
         commands = json.loads((run_dir / RUN_FILE).read_text()).get("commands", [])
     except (OSError, ValueError):
         return expectations
+    # `brownout produce` records its settings as the command's params; a scenario run
+    # (several producer groups in one command) under "producers"
     produced = [c.get("params", {}) for c in commands if c.get("params", {}).get("acks")]
+    produced += [p for c in commands for p in c.get("producers") or [] if p.get("acks")]
     if any(not p.get("idempotent") for p in produced):
         allowed = frozenset(expectations.allowed | {"duplicate"})
         expectations = dataclasses.replace(expectations, allowed=allowed)
