@@ -10,9 +10,13 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from ..cluster import lab, launcher
+from ..cluster import lab
 from ..cluster.state import resolve_dir
-from ..cluster.supervisor import DEFAULT_START_TIMEOUT, DEFAULT_STOP_TIMEOUT
+from ..cluster.supervisor import (
+    DEFAULT_START_TIMEOUT,
+    DEFAULT_STOP_TIMEOUT,
+    KAFKA_START_TIMEOUT,
+)
 from ..cluster.topology import (
     CONTROLLER_ID_BASE,
     DEFAULT_ZOOKEEPERS,
@@ -23,7 +27,14 @@ from ..cluster.topology import (
     unknown_key_warnings,
 )
 from ..common.extras import pyspark_home
-from ._common import BootstrapOption, DirOption, UsageError, handle_errors
+from ._common import (
+    DISTRIBUTION_HELP,
+    ENGINE_HELP,
+    BootstrapOption,
+    DirOption,
+    handle_errors,
+    resolve_engine,
+)
 
 _FAST_TABLE = "\n".join(
     f"  {key:<42} {fast!s:>5}   (Kafka: {default})" for key, default, fast in profile_table()
@@ -203,19 +214,15 @@ def up_command(
             show_default=False,
         ),
     ] = None,
+    engine: Annotated[
+        str | None,
+        typer.Option("--engine", metavar="node|kafka[:VERSION]", help=ENGINE_HELP,
+                     show_default=False),
+    ] = None,
     distribution: Annotated[
         Path | None,
-        typer.Option(
-            "--distribution",
-            metavar="KAFKA_HOME",
-            help="Run the nodes with an Apache Kafka installation instead of Brownout's "
-            "node: each node is KAFKA_HOME/bin/kafka-server-start.sh with the same generated "
-            "server.properties, its storage formatted with bin/kafka-storage.sh. Faults, "
-            "workloads, checks and reports work the same (Kafka nodes write no events.jsonl, "
-            "so their event-loop stalls are not measured). Needs Java 17 and a Kafka "
-            "download (kafka_2.13-3.9.x for --zookeeper).",
-            show_default=False,
-        ),
+        typer.Option("--distribution", metavar="KAFKA_HOME", help=DISTRIBUTION_HELP,
+                     show_default=False),
     ] = None,
     security: Annotated[
         str | None,
@@ -246,13 +253,15 @@ def up_command(
         ),
     ] = False,
     timeout: Annotated[
-        float,
+        float | None,
         typer.Option(
             "--timeout",
-            help="Seconds to wait for every node to be ready.",
+            help=f"Seconds to wait for every node to be ready. Default "
+            f"{DEFAULT_START_TIMEOUT:.0f} (Apache Kafka's JVMs: {KAFKA_START_TIMEOUT:.0f}).",
             min=1,
+            show_default=False,
         ),
-    ] = DEFAULT_START_TIMEOUT,
+    ] = None,
 ) -> None:
     given = {
         name
@@ -265,7 +274,7 @@ def up_command(
             ("subnet", subnet),
             ("zookeeper_mode", zookeeper),
             ("zookeepers", zookeepers),
-            ("distribution", distribution),
+            ("distribution", distribution if engine is None else engine),
             ("security", security),
         )
         if value is not None
@@ -283,7 +292,7 @@ def up_command(
         subnet=subnet,
         zookeepers=zookeepers,
         zookeeper_mode=zookeeper_mode,
-        distribution=_distribution(distribution),
+        distribution=resolve_engine(engine, distribution),
         security=security,
     )
     if zookeepers and not no_start:  # before anything is written for a cluster it cannot start
@@ -320,15 +329,6 @@ def up_command(
         for key, value in settings.items():
             _console().print(f"  {key}={value}", highlight=False)
     typer.echo(topology.bootstrap_servers)
-
-
-def _distribution(home: Path | None) -> str | None:
-    if home is None:
-        return None
-    try:
-        return str(launcher.check_distribution(home))
-    except launcher.DistributionError as e:
-        raise UsageError(str(e)) from None
 
 
 @handle_errors
