@@ -31,6 +31,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import IO
 
@@ -118,13 +119,15 @@ def kafka_argv(java: Path | str, libs: Path, node_dir: Path, log_property: str,
 
 
 def format_argv(java: Path | str, libs: Path, log_property: str, log_path: Path,
-                cluster_id: str, config_path: Path) -> list[str]:
-    """Kafka's `kafka-storage.sh format -t ID -c server.properties --ignore-formatted`."""
+                cluster_id: str, config_path: Path, scram: Sequence[str] = ()) -> list[str]:
+    """Kafka's `kafka-storage.sh format -t ID -c server.properties --ignore-formatted`,
+    with `--add-scram CREDENTIAL` for each of `scram` (SCRAM users live in the metadata
+    log, which the format seeds)."""
     return [
         str(java), *TOOL_JVM_OPTIONS, log_option(log_property, log_path),
         "-cp", str(libs / "*"),
         STORAGE_TOOL_MAIN, "format", "-t", cluster_id, "-c", str(config_path),
-        "--ignore-formatted",
+        "--ignore-formatted", *(a for c in scram for a in ("--add-scram", c)),
     ]
 
 
@@ -172,7 +175,7 @@ def node_env(distribution: Distribution | None, node_dir: Path) -> dict[str, str
 
 
 def format_storage(distribution: Distribution, java: Path, cluster_id: str,
-                   config_paths: list[Path]) -> None:
+                   config_paths: list[Path], scram: Sequence[str] = ()) -> None:
     """Format the nodes' log directories with Kafka's own storage tool, one JVM per node,
     all at once (each spends seconds starting; together they take little more than one).
     DistributionError naming the node whose format failed."""
@@ -183,7 +186,7 @@ def format_storage(distribution: Distribution, java: Path, cluster_id: str,
                 node_dir = config_path.parent
                 prop, log_path = write_log_config(distribution, node_dir)
                 argv = format_argv(java, distribution.libs, prop, log_path, cluster_id,
-                                   config_path)
+                                   config_path, scram)
                 output = stack.enter_context(tempfile.TemporaryFile())
                 proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=output,
                                         stderr=subprocess.STDOUT, cwd=node_dir)

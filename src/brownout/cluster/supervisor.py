@@ -41,7 +41,7 @@ from ..storage import StorageError, format_log_dirs
 from . import launcher
 from .distribution import Distribution, DistributionError, open_home
 from .state import ClusterState, NodeState, atomic_write_text
-from .topology import HOST, NodeSpec, Topology, TopologyRequest
+from .topology import HOST, NodeSpec, Topology, TopologyRequest, scram_credentials
 from .wire import WireError, fetch_metadata
 
 READY_LINE = "Kafka Server started"  # a KRaft node (KafkaRaftServer)
@@ -279,7 +279,7 @@ class Supervisor:
         if kafka_nodes and distribution is not None:
             try:
                 launcher.format_storage(distribution, self.java(), self.state.cluster_id,
-                                        kafka_nodes)
+                                        kafka_nodes, scram_credentials(self.topology.request))
             except DistributionError as e:
                 raise SupervisorError(str(e)) from None
 

@@ -852,6 +852,18 @@ def jaas_config(module: str, users: Mapping[str, str]) -> str:
     return f"{module} required {options};"
 
 
+def scram_credentials(request: TopologyRequest) -> list[str]:
+    """The lab's SCRAM users as Kafka's storage tool takes them (``--add-scram
+    'SCRAM-SHA-256=[name=alice,password=alice-secret]'``): Apache Kafka keeps SCRAM
+    credentials in its metadata log, never in a JAAS config. Empty without --security
+    sasl."""
+    if request.security != "sasl":
+        return []
+    return [f"{mechanism}=[name={user},password={password}]"
+            for mechanism in SASL_MECHANISMS if mechanism.startswith("SCRAM-")
+            for user, password in LAB_USERS.items()]
+
+
 def security_properties(request: TopologyRequest, skel: NodeSpec) -> dict[str, object]:
     """A broker's keys for its --security listener (none without --security)."""
     if request.security == "sasl":

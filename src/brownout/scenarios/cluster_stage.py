@@ -62,7 +62,7 @@ class ClusterStage:
             distribution=c.distribution)
         self.up_result = lab.up(self.directory, request, fresh=True,
                                 timeout=self.start_timeout)
-        self.progress.say(f"cluster: {request.describe()}; bootstrap "
+        self.progress.say(f"cluster: {self.up_result.topology.request.describe()}; bootstrap "
                           f"{self.up_result.topology.bootstrap_servers}")
         return self.up_result
 

@@ -39,6 +39,7 @@ from brownout.cluster.topology import (
     Overrides,
     TopologyError,
     TopologyRequest,
+    scram_credentials,
     unknown_key_warnings,
     validate,
 )
@@ -244,6 +245,18 @@ def test_storage_tool_formats_and_keeps_what_is_formatted():
     assert argv[main + 1:] == ["format", "-t", "ID123", "-c", "/lab/node-1/server.properties",
                                "--ignore-formatted"]
     assert "-Dlog4j.configuration=file:/lab/node-1/log4j.properties" in argv
+
+
+def test_sasl_users_are_added_to_kafkas_metadata_at_format():
+    assert scram_credentials(TopologyRequest()) == []
+    assert scram_credentials(TopologyRequest(security="ssl")) == []
+    creds = scram_credentials(TopologyRequest(security="sasl"))
+    assert "SCRAM-SHA-256=[name=alice,password=alice-secret]" in creds
+    assert "SCRAM-SHA-512=[name=admin,password=admin-secret]" in creds
+    assert len(creds) == 4  # two mechanisms x two users; PLAIN stays in the JAAS config
+    argv = launcher.format_argv("java", Path("/k/libs"), "log4j.configuration",
+                                Path("/l.properties"), "ID", Path("/s.properties"), creds[:2])
+    assert argv[-4:] == ["--add-scram", creds[0], "--add-scram", creds[1]]
 
 
 def test_log_config_follows_the_logging_kafka_ships():
