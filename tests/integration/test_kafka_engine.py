@@ -16,7 +16,6 @@ from pathlib import Path
 
 import pytest
 from _cluster import LabCluster, assert_exactly_acked, consume_all, full_isr, send, wait_until
-from conftest import run_brownout
 
 from brownout.cluster import kafka_install, lab
 from brownout.cluster.admin import Admin
@@ -109,25 +108,3 @@ def test_real_kafka_kraft_cluster_keeps_every_acknowledged_write(tmp_path: Path,
         left = processes_under(directory)
         assert not left, [" ".join(cmdline(p)) for p in left if os.path.exists(f"/proc/{p}")]
 
-
-def refused(*args: str, text: str) -> None:
-    """`brownout ARGS` fails with exit status 2 and one clear line naming `text`."""
-    result = run_brownout(*args, check=False)
-    assert result.returncode == 2, (result.stdout, result.stderr)
-    assert "Traceback" not in result.stdout + result.stderr
-    assert result.stderr.startswith("Error: ") and text in result.stderr, result.stderr
-
-
-def test_engine_options_that_cannot_run_are_usage_errors(tmp_path: Path, kafka_home: str):
-    directory = tmp_path / "lab"
-    at = ("--dir", str(directory))
-    refused("up", "--engine", "kafka:9.9.9", *at, text="kafka install 9.9.9")
-    refused("up", "--engine", "zookeeper", *at, text="expected node, kafka or kafka:VERSION")
-    refused("up", "--engine", "kafka", "--distribution", kafka_home, *at, text="give one")
-    refused("up", "--distribution", str(tmp_path / "nope"), *at, text="no such directory")
-    refused("up", "--engine", "kafka", "--zookeeper", *at, text="has no ZooKeeper mode")
-    assert not directory.exists()  # nothing was built for a cluster that cannot start
-    refused("run", "power-loss", "--engine", "kafka", "--validate",
-            text="storage fault, which needs Brownout's own nodes")
-    listed = run_brownout("kafka", "list", "--cache", str(Path(kafka_home).parent))
-    assert DEFAULT_KAFKA_4 in listed.stdout and kafka_home in listed.stdout

@@ -36,6 +36,8 @@ KAFKA_ENGINE = "kafka"
 CACHE_ENV = "BROWNOUT_KAFKA_CACHE"
 MARKER = "installed.json"
 LIBS = "libs"
+# The version's class-data sharing archive (cluster/kafka_cds.py), beside libs/.
+CDS_ARCHIVE = "kafka.jsa"
 
 # A release (3.9.2), a release candidate or a snapshot (4.1.0-rc2, 4.2.0-SNAPSHOT).
 _VERSION_RE = re.compile(r"^\d+\.\d+\.\d+(?:-[A-Za-z0-9.]+)?$")
@@ -55,10 +57,17 @@ class Distribution:
 
     home: Path
     version: str
+    use_cds: bool = True  # start its JVMs from its class-data archive when it has one
 
     @property
     def libs(self) -> Path:
         return self.home / LIBS
+
+    @property
+    def cds_archive(self) -> Path | None:
+        """The class-data archive its JVMs start from (None: none, or not to be used)."""
+        path = self.home / CDS_ARCHIVE
+        return path if self.use_cds and path.is_file() else None
 
     @property
     def major(self) -> int:

@@ -37,7 +37,9 @@ from pathlib import Path
 from xml.sax.saxutils import escape
 
 from ..common.java import JavaError, require_java
+from . import kafka_cds
 from .distribution import (
+    CDS_ARCHIVE,
     LIBS,
     MARKER,
     Distribution,
@@ -83,6 +85,8 @@ class InstallResult:
     distribution: Distribution
     resolved: bool  # False: it was already in the cache
     jars: int
+    # What became of its class-data archive (kafka_cds): "made", "there", "not made: ..."
+    archive: str = "not made"
 
 
 def kafka_coordinates(version: str) -> list[Coordinate]:
@@ -198,29 +202,42 @@ def _install_lock(cache: Path, version: str) -> Iterator[None]:
             fcntl.flock(f, fcntl.LOCK_UN)
 
 
-def install(version: str, cache: Path, *, force: bool = False,
+def install(version: str, cache: Path, *, force: bool = False, cds: bool = True,
             env: Mapping[str, str] | None = None) -> InstallResult:
-    """Install `version` into `cache` (nothing to do when it is there, unless `force`)."""
+    """Install `version` into `cache` (nothing to do when it is there, unless `force`),
+    and, with `cds`, its class-data archive when it has none yet. Failing to make the
+    archive only costs speed: `InstallResult.archive` says why."""
     check_version(version)
     if not force:
         found = installed(version, cache)
-        if found is not None:
-            return InstallResult(found, False, _jar_count(found.libs))
+        if found is not None and (not cds or found.cds_archive is not None):
+            return InstallResult(found, False, _jar_count(found.libs),
+                                 "there" if found.cds_archive else "not made")
     try:
-        require_java(f"Apache Kafka {version}", env=env)
+        java = require_java(f"Apache Kafka {version}", env=env)
     except JavaError as e:
         raise InstallUsageError(str(e)) from None
-    mvn = require_maven(env)
     try:
         with _install_lock(cache, version):
             found = None if force else installed(version, cache)
-            if found is not None:  # another process installed it while we waited
-                return InstallResult(found, False, _jar_count(found.libs))
-            return InstallResult(_resolve(version, cache / version, mvn, env), True,
-                                 _jar_count(cache / version / LIBS))
+            resolved = found is None
+            if found is None:
+                found = _resolve(version, cache / version, require_maven(env), env)
+            archive = "there" if found.cds_archive else "not made"
+            if cds and (resolved or found.cds_archive is None):
+                archive = _archive(found, java)
+            return InstallResult(found, resolved, _jar_count(found.libs), archive)
     except OSError as e:
         raise InstallError(f"cannot install into {cache}: {e.strerror or e}"
                            f"{f': {e.filename}' if e.filename else ''}") from None
+
+
+def _archive(distribution: Distribution, java: Path) -> str:
+    try:
+        kafka_cds.make_archive(distribution, java)
+    except DistributionError as e:
+        return f"not made: {e}"
+    return "made"
 
 
 def _jar_count(libs: Path) -> int:
@@ -245,6 +262,9 @@ def _resolve(version: str, home: Path, mvn: str, env: Mapping[str, str] | None) 
             raise InstallError(f"Maven copied no jar for Apache Kafka {version}")
         libs = home / LIBS
         shutil.rmtree(libs, ignore_errors=True)
+        with contextlib.suppress(FileNotFoundError):
+            (home / CDS_ARCHIVE).unlink()  # made from the jars being replaced
+        staging.chmod(0o755)  # mkdtemp's 0700 would hide the jars from other users
         os.replace(staging, libs)
     finally:
         shutil.rmtree(staging, ignore_errors=True)

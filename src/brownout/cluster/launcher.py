@@ -106,11 +106,17 @@ def log_option(property_name: str, path: Path) -> str:
     return f"-D{property_name}={value}"
 
 
+def cds_options(archive: Path | None) -> list[str]:
+    """Start from the version's class-data archive (`kafka_cds`); -Xshare:auto, the
+    default, makes an archive the JVM cannot use a warning rather than an error."""
+    return ["-Xshare:auto", f"-XX:SharedArchiveFile={archive}"] if archive else []
+
+
 def kafka_argv(java: Path | str, libs: Path, node_dir: Path, log_property: str,
-               log_path: Path, config_path: Path) -> list[str]:
+               log_path: Path, config_path: Path, cds_archive: Path | None = None) -> list[str]:
     """One Kafka node's JVM, in the foreground."""
     return [
-        str(java), *JVM_HEAP, *JVM_OPTIONS,
+        str(java), *JVM_HEAP, *JVM_OPTIONS, *cds_options(cds_archive),
         f"-Xlog:gc*:file={node_dir / GC_LOG}:time,tags:filecount=10,filesize=100M",
         log_option(log_property, log_path),
         "-cp", str(libs / "*"),
@@ -119,12 +125,14 @@ def kafka_argv(java: Path | str, libs: Path, node_dir: Path, log_property: str,
 
 
 def format_argv(java: Path | str, libs: Path, log_property: str, log_path: Path,
-                cluster_id: str, config_path: Path, scram: Sequence[str] = ()) -> list[str]:
+                cluster_id: str, config_path: Path, scram: Sequence[str] = (),
+                cds_archive: Path | None = None) -> list[str]:
     """Kafka's `kafka-storage.sh format -t ID -c server.properties --ignore-formatted`,
     with `--add-scram CREDENTIAL` for each of `scram` (SCRAM users live in the metadata
     log, which the format seeds)."""
     return [
-        str(java), *TOOL_JVM_OPTIONS, log_option(log_property, log_path),
+        str(java), *TOOL_JVM_OPTIONS, *cds_options(cds_archive),
+        log_option(log_property, log_path),
         "-cp", str(libs / "*"),
         STORAGE_TOOL_MAIN, "format", "-t", cluster_id, "-c", str(config_path),
         "--ignore-formatted", *(a for c in scram for a in ("--add-scram", c)),
@@ -155,7 +163,8 @@ def node_argv(distribution: Distribution | None, java: Path | None, config_path:
     assert java is not None
     node_dir = config_path.parent
     prop, log_path = write_log_config(distribution, node_dir)
-    return kafka_argv(java, distribution.libs, node_dir, prop, log_path, config_path)
+    return kafka_argv(java, distribution.libs, node_dir, prop, log_path, config_path,
+                      distribution.cds_archive)
 
 
 DURABILITY_ENV = "BROWNOUT_DURABILITY_JOURNAL"
@@ -186,7 +195,7 @@ def format_storage(distribution: Distribution, java: Path, cluster_id: str,
                 node_dir = config_path.parent
                 prop, log_path = write_log_config(distribution, node_dir)
                 argv = format_argv(java, distribution.libs, prop, log_path, cluster_id,
-                                   config_path, scram)
+                                   config_path, scram, distribution.cds_archive)
                 output = stack.enter_context(tempfile.TemporaryFile())
                 proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=output,
                                         stderr=subprocess.STDOUT, cwd=node_dir)

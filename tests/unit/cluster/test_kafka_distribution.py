@@ -236,6 +236,23 @@ def test_node_is_kafkas_jvm_with_heap_gc_log_and_log_config():
     assert argv.index("kafka.Kafka") == len(argv) - 2
 
 
+def test_jvms_start_from_the_versions_class_data_archive_when_it_has_one(tmp_path: Path):
+    home = fake_version(tmp_path, "4.1.0", ["kafka_2.13-4.1.0.jar"])
+    assert Distribution(home, "4.1.0").cds_archive is None
+    (home / "kafka.jsa").write_bytes(b"archive")
+    assert Distribution(home, "4.1.0").cds_archive == home / "kafka.jsa"
+    assert Distribution(home, "4.1.0", use_cds=False).cds_archive is None
+    node = tmp_path / "node-1"
+    argv = launcher.node_argv(Distribution(home, "4.1.0"), Path("java"),
+                              node / "server.properties", node / "events.jsonl")
+    assert f"-XX:SharedArchiveFile={home / 'kafka.jsa'}" in argv
+    assert "-Xshare:auto" in argv  # an archive the JVM cannot use is only a warning
+    assert (node / "log4j.properties").exists()  # no log4j-core among these jars
+    argv = launcher.node_argv(Distribution(home, "4.1.0", use_cds=False), Path("java"),
+                              node / "server.properties", node / "events.jsonl")
+    assert not any("SharedArchiveFile" in a for a in argv)
+
+
 def test_storage_tool_formats_and_keeps_what_is_formatted():
     argv = launcher.format_argv("java", Path("/k/libs"), "log4j.configuration",
                                 Path("/lab/node-1/log4j.properties"), "ID123",

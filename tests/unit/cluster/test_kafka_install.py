@@ -73,7 +73,7 @@ def calls(bin_dir: Path) -> list[str]:
 def test_install_copies_kafka_and_a_backend_then_writes_the_marker(tmp_path: Path, maven):
     env, bin_dir = maven
     cache = tmp_path / "cache"
-    result = install("4.1.0", cache, env=env)
+    result = install("4.1.0", cache, cds=False, env=env)
     assert result.resolved
     libs = cache / "4.1.0" / "libs"
     assert result.distribution.libs == libs
@@ -89,11 +89,11 @@ def test_install_copies_kafka_and_a_backend_then_writes_the_marker(tmp_path: Pat
     assert len(calls(bin_dir)) == 2  # Kafka's jars, then the backend
     assert [c.version for c in list_cached(cache)] == ["4.1.0"]
     # installed: Maven is not asked again (offline works)
-    again = install("4.1.0", cache, env=env)
+    again = install("4.1.0", cache, cds=False, env=env)
     assert not again.resolved and again.jars == len(names)
     assert len(calls(bin_dir)) == 2
     # --force resolves again
-    assert install("4.1.0", cache, force=True, env=env).resolved
+    assert install("4.1.0", cache, force=True, cds=False, env=env).resolved
     assert len(calls(bin_dir)) == 4
 
 
@@ -109,7 +109,7 @@ def test_an_interrupted_install_has_no_marker_and_is_redone(tmp_path: Path, mave
     assert list_cached(cache) == []
     assert not any(p.name.startswith(".libs-") for p in (cache / "4.1.0").iterdir())
     (bin_dir / "MODE").write_text("ok")
-    assert install("4.1.0", cache, env=env).resolved
+    assert install("4.1.0", cache, cds=False, env=env).resolved
     assert installed("4.1.0", cache) is not None
 
 
@@ -134,3 +134,18 @@ def test_missing_maven_or_a_bad_version_says_what_to_do(tmp_path: Path, maven):
     no_java = {**env, "JAVA_HOME": str(tmp_path / "no-java")}
     with pytest.raises(InstallUsageError, match="needs Java 17"):
         install("4.1.0", tmp_path / "cache", env=no_java)
+
+
+def test_an_archive_that_cannot_be_made_costs_only_speed(tmp_path: Path, maven):
+    env, bin_dir = maven
+    cache = tmp_path / "cache"
+    # the stand-in's jars hold no classes: the archive's throwaway node cannot start
+    result = install("4.1.0", cache, env=env)
+    assert result.resolved and installed("4.1.0", cache) is not None
+    assert result.archive.startswith("not made: ") and "storage tool" in result.archive
+    assert result.distribution.cds_archive is None
+    assert not (cache / "4.1.0" / ".kafka.jsa.partial").exists()
+    # installed without an archive: the next install tries the archive only
+    again = install("4.1.0", cache, env=env)
+    assert not again.resolved and again.archive.startswith("not made: ")
+    assert len(calls(bin_dir)) == 2
