@@ -320,6 +320,8 @@ def up_command(
             str(spec.node_id), ",".join(spec.roles), str(node.pid or "-"), " ".join(spec.listeners)
         )
     _console().print(table)
+    if topology.request.distribution:
+        _console().print(f"engine: {topology.request.engine}")
     if topology.zookeepers:
         _console().print(f"zookeeper.connect: {topology.zookeeper_connect}")
     settings = topology.client_settings()

@@ -35,6 +35,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO
 
+from ..common.rundir import NODE_GC_LOG
 from .distribution import Distribution, DistributionError
 
 # What a node's command line contains besides its config path (one of these).
@@ -42,7 +43,7 @@ KAFKA_MAIN = "kafka.Kafka"
 NODE_MAIN = ("brownout.node", KAFKA_MAIN)
 STORAGE_TOOL_MAIN = "kafka.tools.StorageTool"
 FORMAT_TIMEOUT_S = 180.0
-GC_LOG = "gc.log"
+GC_LOG = NODE_GC_LOG
 LOG4J2_CONFIG = "log4j2.properties"
 LOG4J_CONFIG = "log4j.properties"
 
