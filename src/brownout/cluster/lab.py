@@ -107,7 +107,7 @@ def _merge_request(stored: TopologyRequest, asked: TopologyRequest, given: set[s
     if "zookeepers" in given and asked.zookeepers != stored.zookeepers:
         conflicts.append(f"--zookeepers {asked.zookeepers} (built with {stored.zookeepers})")
     if "distribution" in given and asked.distribution != stored.distribution:
-        conflicts.append(f"{asked.engine} (built with {stored.engine})")
+        conflicts.append(f"engine {asked.engine} (built with {stored.engine})")
     if "security" in given and asked.security != stored.security:
         conflicts.append(f"--security {asked.security} (built with "
                          f"{stored.security or 'PLAINTEXT only'})")
