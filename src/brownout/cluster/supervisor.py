@@ -54,19 +54,19 @@ def ready_lines(node_id: int) -> tuple[bytes, ...]:
 
 
 DEFAULT_START_TIMEOUT = 60.0
-# Apache Kafka's JVMs: several start at once on the lab's two cores, each loading some
-# ten thousand classes and compiling them.
+# Apache Kafka's JVMs: several start at once on the lab's two cores, each loading and
+# compiling several thousand classes (20-60 s each on a busy machine was measured).
 KAFKA_START_TIMEOUT = 180.0
+DEFAULT_STOP_TIMEOUT = 30.0
+LOG_TAIL_LINES = 20
+# How long a process that is already exiting may take to release its sockets.
+EXIT_GRACE = 5.0
 
 
 def start_timeout(request: TopologyRequest) -> float:
     """How long a node of this cluster may take to serve, by what runs it."""
     return KAFKA_START_TIMEOUT if request.distribution else DEFAULT_START_TIMEOUT
 
-DEFAULT_STOP_TIMEOUT = 30.0
-LOG_TAIL_LINES = 20
-# How long a process that is already exiting may take to release its sockets.
-EXIT_GRACE = 5.0
 
 # Popen objects of nodes this process started, so their exit status gets reaped.
 _children: dict[int, subprocess.Popen[bytes]] = {}
