@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 # Debian packages the lab uses; installed with apt-get when missing (CI runs as root).
 SYSTEM_PACKAGES := kcat iptables chromium
 
-.PHONY: demo test lint bench bench-quick bench-pipeline venv sysdeps clean
+.PHONY: demo test lint bench bench-quick bench-pipeline venv sysdeps kafka clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -24,13 +24,19 @@ sysdeps:
 	  else echo "note: missing system packages:$$missing (install them with apt-get as root)"; fi; \
 	fi
 
+# Apache Kafka's default versions (`brownout kafka install`: from Maven Central with
+# Maven, into ~/.cache/brownout/kafka or $BROWNOUT_KAFKA_CACHE; a few minutes the first
+# time, nothing once cached), for `--engine kafka` and its tests. Needs Java 17 and mvn.
+kafka: $(STAMP)
+	$(BIN)/brownout kafka install
+
 # Two built-in scenarios end to end (about a minute each; docs/fidelity.md says what Kafka
 # behaviour each reproduces). Each run directory under $(DEMO_OUT) holds verdict.json,
 # check.json and report.html.
 DEMO_OUT := runs/demo
 DEMO_SCENARIOS := minority-outage majority-outage
 
-demo: $(STAMP) sysdeps
+demo: $(STAMP) sysdeps kafka
 	@rm -rf $(DEMO_OUT); status=0; \
 	for s in $(DEMO_SCENARIOS); do \
 	  $(BIN)/brownout run $$s --out $(DEMO_OUT)/$$s || status=1; \
@@ -46,7 +52,7 @@ demo: $(STAMP) sysdeps
 # timeouts, so two at a time halve the suite's wall time. One worker takes a whole file
 # (its module-scoped nodes are started once). Each lab has its own ports, directories and
 # namespaces, so the workers never share a node.
-test: $(STAMP) sysdeps
+test: $(STAMP) sysdeps kafka
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -q -n 2 --dist loadfile --durations=15
 

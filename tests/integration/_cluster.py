@@ -65,8 +65,10 @@ class LabCluster:
         controller_set: dict[str, object] | None = None,
         start_timeout: float = 60.0,
         zookeeper: bool = False,
+        distribution: str | None = None,
     ) -> None:
-        """`zookeeper`: ZooKeeper mode, with an ensemble of three servers."""
+        """`zookeeper`: ZooKeeper mode, with an ensemble of three servers.
+        `distribution`: an Apache Kafka (a folder with libs/) whose JVMs run the nodes."""
         self.directory = directory
         self.request = TopologyRequest(
             brokers=brokers,
@@ -76,6 +78,7 @@ class LabCluster:
             overrides=Overrides(_props(set_all), _props(broker_set), _props(controller_set)),
             zookeepers=3 if zookeeper else 0,
             zookeeper_mode=zookeeper,
+            distribution=distribution,
         )
         self.start_timeout = start_timeout
         self.sup: Supervisor | None = None

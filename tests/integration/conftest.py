@@ -12,12 +12,12 @@ Fixtures:
   extra server properties, for tests that stop, kill or restart it.
 - ``topic``: a unique topic name for the test.
 
-Every module also runs under a leak guard (``_leak_guard``): a node process (or a
-ZooKeeper server JVM) started under this session's temporary directory, or a lab network
-namespace created meanwhile,
-that is still there once the module's tests and fixtures are done is killed (removed)
-and reported as an error of that module, so one test can never leave a cluster running
-for the next test or for a `make demo` that follows `make test`.
+Every module also runs under a leak guard (``_leak_guard``): a node process (Brownout's
+node or Apache Kafka's JVM, or a ZooKeeper server JVM) started under this session's
+temporary directory, or a lab network namespace created meanwhile, that is still there
+once the module's tests and fixtures are done is killed (removed) and reported as an
+error of that module, so one test can never leave a cluster running for the next test
+or for a `make demo` that follows `make test`.
 """
 
 from __future__ import annotations
@@ -345,7 +345,8 @@ def topic(request: pytest.FixtureRequest) -> str:
 _LAB_NETNS = re.compile(r"^(bo[0-9a-f]{6})-n\d+$")
 
 
-_LAB_PROCESSES = ("brownout.node", "org.apache.zookeeper.server.quorum.QuorumPeerMain")
+_LAB_PROCESSES = ("brownout.node", "org.apache.zookeeper.server.quorum.QuorumPeerMain",
+                  "kafka.Kafka")
 
 
 def _node_processes(under: str) -> dict[int, str]:

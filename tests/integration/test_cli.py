@@ -13,7 +13,6 @@ import re
 import signal
 import socket
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -328,57 +327,5 @@ def test_three_brokers_leaderless_partition(tmp_path: Path):
             "running",
             "running",
         ]
-    finally:
-        force_stop(lab)
-
-
-def stand_in_kafka_home(home: Path) -> Path:
-    """A KAFKA_HOME whose two scripts log their calls and run Brownout's node and storage
-    tool with the same arguments: `up --distribution` must drive them as it would drive
-    Apache Kafka's (whose download this machine cannot reach)."""
-    (home / "bin").mkdir(parents=True)
-    calls = home / "calls.log"
-    scripts = {
-        "kafka-server-start.sh": f'exec "{sys.executable}" -m brownout.node "$@"',
-        "kafka-storage.sh": f'exec "{sys.executable}" -m brownout.cli storage "$@"',
-    }
-    for name, command in scripts.items():
-        script = home / "bin" / name
-        script.write_text(f'#!/bin/sh\necho "{name} $*" >> "{calls}"\n{command}\n')
-        script.chmod(0o755)
-    return home
-
-
-def test_up_with_a_kafka_distribution_runs_its_scripts(tmp_path: Path):
-    home = stand_in_kafka_home(tmp_path / "kafka")
-    lab = tmp_path / "lab"
-    missing = run("up", "--distribution", str(tmp_path / "nope"), "--dir", str(lab),
-                  check=False)
-    assert_clean_error(missing, 2, "no such directory")
-    assert not lab.exists()
-    try:
-        bootstrap = run("up", "--distribution", str(home), "--brokers", "2", "--profile",
-                        "fast", "--dir", str(lab)).stdout.splitlines()[-1]
-        recorded = json.loads((lab / "cluster.json").read_text())["topology"]
-        assert recorded["distribution"] == str(home)
-        calls = (home / "calls.log").read_text().splitlines()
-        formats = sorted(c.split(" -c ")[1].split()[0] for c in calls
-                         if c.startswith("kafka-storage.sh format -t "))
-        starts = sorted(c.split()[1] for c in calls if c.startswith("kafka-server-start.sh"))
-        configs = sorted(str(lab / f"node-{i}" / "server.properties") for i in (1, 2, 3001))
-        assert formats == starts == configs
-        assert all("--ignore-formatted" in c for c in calls if "format" in c)
-        run("topics", "create", TOPIC, "--partitions", "2", "--replication-factor", "2",
-            "--dir", str(lab))
-        produce(bootstrap, TOPIC, 4)
-        # faults reach the script's node: its pid is the node's (the script execs)
-        run("fault", "kill", "1", "--dir", str(lab))
-        assert status(lab)["nodes"][0]["state"] == "stopped"
-        run("fault", "start", "1", "--dir", str(lab))
-        assert status(lab)["nodes"][0]["state"] == "running"
-        restarted = (home / "calls.log").read_text().splitlines()[len(calls):]
-        assert restarted == [f"kafka-server-start.sh {lab / 'node-1' / 'server.properties'}"]
-        refused = run("up", "--dir", str(lab), "--distribution", str(tmp_path), check=False)
-        assert refused.returncode != 0
     finally:
         force_stop(lab)

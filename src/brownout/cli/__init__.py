@@ -15,6 +15,7 @@ from .groups import (
     consumer_groups_command,
     leader_election_command,
 )
+from .kafka import kafka_app
 from .pipeline import pipeline_app
 from .quorum import quorum_app
 from .reassign import REASSIGN_HELP, reassign_partitions_command
@@ -53,6 +54,7 @@ app.command("consume")(consume_command)
 app.command("check")(check_command)
 app.add_typer(pipeline_app, name="pipeline")
 app.add_typer(spark_app, name="spark")
+app.add_typer(kafka_app, name="kafka")
 app.command("report")(report_command)
 app.command("run", help=RUN_HELP)(run_command)
 app.command("sweep", help=SWEEP_HELP)(sweep_command)

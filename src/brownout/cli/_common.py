@@ -12,6 +12,14 @@ from typing import Annotated, Any, TypeVar
 import typer
 
 from ..cluster.admin import AdminError
+from ..cluster.distribution import (
+    DEFAULT_KAFKA_4,
+    DistributionError,
+    cache_root,
+    open_home,
+    parse_engine,
+    require_installed,
+)
 from ..cluster.lab import LabError, bootstrap_servers
 from ..cluster.state import DIR_ENV, StateError, resolve_dir
 from ..cluster.supervisor import SupervisorError
@@ -52,6 +60,33 @@ TimeoutOption = Annotated[
 
 class UsageError(Exception):
     """Bad arguments detected by our own checks (exit status 2)."""
+
+
+ENGINE_HELP = (
+    "What runs the nodes: node (Brownout's own node, the default), kafka (Apache Kafka "
+    f"{DEFAULT_KAFKA_4}, real JVMs) or kafka:VERSION, a version installed with `brownout "
+    "kafka install VERSION`. Kafka's nodes get the same server.properties, ports, log "
+    "dirs and signals; their storage is formatted by Kafka's own storage tool.")
+DISTRIBUTION_HELP = (
+    "Run the nodes with your own Apache Kafka download (the folder with libs/), as "
+    "--engine kafka does with an installed version. Needs Java 17.")
+
+
+def resolve_engine(engine: str | None, distribution: Path | None) -> str | None:
+    """The Apache Kafka folder (with libs/) that --engine or --distribution name; None
+    for Brownout's node. UsageError when it is not there."""
+    if engine is not None and distribution is not None:
+        raise UsageError("--engine and --distribution both say what runs the nodes; give "
+                         "one (--distribution KAFKA_HOME for a download of your own)")
+    try:
+        if distribution is not None:
+            return str(open_home(distribution).home)
+        version = parse_engine(engine)
+        if version is None:
+            return None
+        return str(require_installed(version, cache_root()).home)
+    except DistributionError as e:
+        raise UsageError(str(e)) from None
 
 
 def fail(message: str, code: int = 1) -> typer.Exit:

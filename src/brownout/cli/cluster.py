@@ -10,9 +10,13 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from ..cluster import lab, launcher
+from ..cluster import lab
 from ..cluster.state import resolve_dir
-from ..cluster.supervisor import DEFAULT_START_TIMEOUT, DEFAULT_STOP_TIMEOUT
+from ..cluster.supervisor import (
+    DEFAULT_START_TIMEOUT,
+    DEFAULT_STOP_TIMEOUT,
+    KAFKA_START_TIMEOUT,
+)
 from ..cluster.topology import (
     CONTROLLER_ID_BASE,
     DEFAULT_ZOOKEEPERS,
@@ -24,7 +28,14 @@ from ..cluster.topology import (
 )
 from ..common.documents import STATUS_DOCUMENT, versioned
 from ..common.extras import pyspark_home
-from ._common import BootstrapOption, DirOption, UsageError, handle_errors
+from ._common import (
+    DISTRIBUTION_HELP,
+    ENGINE_HELP,
+    BootstrapOption,
+    DirOption,
+    handle_errors,
+    resolve_engine,
+)
 
 _FAST_TABLE = "\n".join(
     f"  {key:<42} {fast!s:>5}   (Kafka: {default})" for key, default, fast in profile_table()
@@ -209,19 +220,15 @@ def up_command(
             show_default=False,
         ),
     ] = None,
+    engine: Annotated[
+        str | None,
+        typer.Option("--engine", metavar="node|kafka[:VERSION]", help=ENGINE_HELP,
+                     show_default=False),
+    ] = None,
     distribution: Annotated[
         Path | None,
-        typer.Option(
-            "--distribution",
-            metavar="KAFKA_HOME",
-            help="Run the nodes with an Apache Kafka installation instead of Brownout's "
-            "node: each node is KAFKA_HOME/bin/kafka-server-start.sh with the same generated "
-            "server.properties, its storage formatted with bin/kafka-storage.sh. Faults, "
-            "workloads, checks and reports work the same (Kafka nodes write no events.jsonl, "
-            "so their event-loop stalls are not measured). Needs Java 17 and a Kafka "
-            "download (kafka_2.13-3.9.x for --zookeeper).",
-            show_default=False,
-        ),
+        typer.Option("--distribution", metavar="KAFKA_HOME", help=DISTRIBUTION_HELP,
+                     show_default=False),
     ] = None,
     security: Annotated[
         str | None,
@@ -252,13 +259,15 @@ def up_command(
         ),
     ] = False,
     timeout: Annotated[
-        float,
+        float | None,
         typer.Option(
             "--timeout",
-            help="Seconds to wait for every node to be ready.",
+            help=f"Seconds to wait for every node to be ready. Default "
+            f"{DEFAULT_START_TIMEOUT:.0f} (Apache Kafka's JVMs: {KAFKA_START_TIMEOUT:.0f}).",
             min=1,
+            show_default=False,
         ),
-    ] = DEFAULT_START_TIMEOUT,
+    ] = None,
 ) -> None:
     given = {
         name
@@ -271,7 +280,7 @@ def up_command(
             ("subnet", subnet),
             ("zookeeper_mode", zookeeper),
             ("zookeepers", zookeepers),
-            ("distribution", distribution),
+            ("distribution", distribution if engine is None else engine),
             ("security", security),
         )
         if value is not None
@@ -289,7 +298,7 @@ def up_command(
         subnet=subnet,
         zookeepers=zookeepers,
         zookeeper_mode=zookeeper_mode,
-        distribution=_distribution(distribution),
+        distribution=resolve_engine(engine, distribution),
         security=security,
     )
     if zookeepers and not no_start:  # before anything is written for a cluster it cannot start
@@ -317,6 +326,8 @@ def up_command(
             str(spec.node_id), ",".join(spec.roles), str(node.pid or "-"), " ".join(spec.listeners)
         )
     _console().print(table)
+    if topology.request.distribution:
+        _console().print(f"engine: {topology.request.engine}")
     if topology.zookeepers:
         _console().print(f"zookeeper.connect: {topology.zookeeper_connect}")
     settings = topology.client_settings()
@@ -326,15 +337,6 @@ def up_command(
         for key, value in settings.items():
             _console().print(f"  {key}={value}", highlight=False)
     typer.echo(topology.bootstrap_servers)
-
-
-def _distribution(home: Path | None) -> str | None:
-    if home is None:
-        return None
-    try:
-        return str(launcher.check_distribution(home))
-    except launcher.DistributionError as e:
-        raise UsageError(str(e)) from None
 
 
 @handle_errors

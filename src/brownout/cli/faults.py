@@ -19,6 +19,7 @@ from typing import Annotated, Any
 import typer
 
 from ..cluster.state import ClusterState, locked, resolve_dir
+from ..cluster.supervisor import DEFAULT_START_TIMEOUT, KAFKA_START_TIMEOUT, start_timeout
 from ..faults.external import ExternalControl
 from ..faults.nemesis import EXTERNAL_NETWORK, NETWORK_ACTIONS, Fault, FaultResult, Nemesis
 from ..faults.nodes_file import NodesFile, NodesFileError
@@ -61,12 +62,14 @@ DownOption = Annotated[
     ),
 ]
 RejoinOption = Annotated[
-    float,
+    float | None,
     typer.Option(
         "--rejoin-timeout",
         help="Seconds to wait for a started node to serve again (and, in a rolling restart, "
-        "for every ISR to be full again).",
+        f"for every ISR to be full again). Default {DEFAULT_START_TIMEOUT:.0f} "
+        f"(Apache Kafka's JVMs: {KAFKA_START_TIMEOUT:.0f}).",
         min=1,
+        show_default=False,
     ),
 ]
 FromOption = Annotated[
@@ -165,7 +168,7 @@ def _run(
     seed: int | None,
     as_json: bool,
     terminate_timeout: float = 30.0,
-    rejoin_timeout: float = 60.0,
+    rejoin_timeout: float | None = None,
     *,
     bootstrap_server: str | None = None,
     nodes: Path | None = None,
@@ -179,11 +182,12 @@ def _run(
             directory,
             seed,
             terminate_timeout,
-            rejoin_timeout,
+            rejoin_timeout or DEFAULT_START_TIMEOUT,
         )
     else:
         target_dir = resolve_dir(directory)
         state = ClusterState.require(target_dir)
+        rejoin_timeout = rejoin_timeout or start_timeout(state.request)
         with locked(target_dir):
             nemesis = Nemesis(
                 state,
@@ -305,7 +309,7 @@ def resume_command(
 @handle_errors
 def start_command(
     target: OptionalTargetArg = None,
-    rejoin_timeout: RejoinOption = 60.0,
+    rejoin_timeout: RejoinOption = None,
     directory: DirOption = None,
     bootstrap_server: BootstrapServerOption = None,
     nodes: NodesOption = None,
@@ -335,7 +339,7 @@ def restart_command(
     target: TargetArg,
     timeout: TimeoutOption = 30.0,
     down: DownOption = 0.0,
-    rejoin_timeout: RejoinOption = 60.0,
+    rejoin_timeout: RejoinOption = None,
     directory: DirOption = None,
     bootstrap_server: BootstrapServerOption = None,
     nodes: NodesOption = None,
@@ -367,7 +371,7 @@ def rolling_restart_command(
     target: OptionalTargetArg = None,
     timeout: TimeoutOption = 30.0,
     down: DownOption = 0.0,
-    rejoin_timeout: RejoinOption = 60.0,
+    rejoin_timeout: RejoinOption = None,
     directory: DirOption = None,
     bootstrap_server: BootstrapServerOption = None,
     nodes: NodesOption = None,

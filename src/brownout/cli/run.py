@@ -22,7 +22,6 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from ..cluster.launcher import DistributionError, check_distribution
 from ..common import interrupt
 from ..scenarios import (
     ScenarioError,
@@ -47,7 +46,7 @@ from ..scenarios.schema import (
 )
 from ..scenarios.sweep import Matrix, SweepError, cells, parse_set_option
 from ..scenarios.sweep_run import cell_seed, run_sweep
-from ._common import UsageError
+from ._common import DISTRIBUTION_HELP, ENGINE_HELP, UsageError, resolve_engine
 from .faults import external_cluster
 
 RUN_HELP = (
@@ -103,11 +102,13 @@ def run_command(
         "KRaft controllers, everything else unchanged, to compare the two modes. "
         "Refused for scenarios that name controller nodes or combine them with "
         "brokers.")] = False,
+    engine: Annotated[str | None, typer.Option(
+        "--engine", metavar="node|kafka[:VERSION]", help=ENGINE_HELP + " Everything else "
+        "is unchanged; Kafka's nodes write no events, so their stalls are not measured, "
+        "and storage faults (which need Brownout's nodes) are refused.",
+        show_default=False)] = None,
     distribution: Annotated[Path | None, typer.Option(
-        "--distribution", metavar="KAFKA_HOME", help="Run the scenario's nodes with an "
-        "Apache Kafka installation (bin/kafka-server-start.sh, bin/kafka-storage.sh) "
-        "instead of Brownout's node, as `brownout up --distribution` does; everything "
-        "else unchanged. Kafka nodes write no events, so their stalls are not measured.",
+        "--distribution", metavar="KAFKA_HOME", help=DISTRIBUTION_HELP,
         show_default=False)] = None,
     jobs: Annotated[int, typer.Option(
         "--jobs", "-j", help="With --repeat: how many runs at a time, each in its own "
@@ -150,15 +151,16 @@ def run_command(
     external = None
     if bootstrap_server or nodes is not None or reuse_topics:
         external = _external(nodes, bootstrap_server, reuse_topics, repeat=repeat,
-                             zookeeper=zookeeper, distribution=distribution,
+                             zookeeper=zookeeper, engine=engine, distribution=distribution,
                              keep_cluster=keep_cluster)
     try:
         loaded = resolve(scenario, lab_cluster=external is None)
         if zookeeper:
             loaded = in_zookeeper_mode(loaded)
-        if distribution is not None:
-            loaded = with_distribution(loaded, str(check_distribution(distribution)))
-    except DistributionError as e:
+        home = resolve_engine(engine, distribution)
+        if home is not None:
+            loaded = with_distribution(loaded, home)
+    except UsageError as e:
         typer.echo(f"Error: {e}", err=True)
         raise typer.Exit(2) from None
     except ScenarioError as e:
@@ -387,6 +389,12 @@ def sweep_command(
     junit: Annotated[Path | None, typer.Option(
         "--junit", help="Also write JUnit XML here: a suite per run of every cell, a test "
         "case per expectation.", show_default=False)] = None,
+    engine: Annotated[str | None, typer.Option(
+        "--engine", metavar="node|kafka[:VERSION]", help=ENGINE_HELP + " Every run of "
+        "every cell runs on it.", show_default=False)] = None,
+    distribution: Annotated[Path | None, typer.Option(
+        "--distribution", metavar="KAFKA_HOME", help=DISTRIBUTION_HELP,
+        show_default=False)] = None,
 ) -> None:
     console = Console(highlight=False)
     try:
@@ -404,7 +412,10 @@ def sweep_command(
         if repeat is not None:
             matrix = dataclasses.replace(matrix, repeat=repeat)
         pairs = sweep_cells(document, matrix, loaded.source)
-    except (ScenarioError, SweepError) as e:
+        home = resolve_engine(engine, distribution)
+        if home is not None:
+            pairs = [(cell, with_distribution(s, home)) for cell, s in pairs]
+    except (ScenarioError, SweepError, UsageError) as e:
         typer.echo(f"Error: {e}", err=True)
         raise typer.Exit(2) from None
     console.print(f"sweep of [bold]{loaded.name}[/bold]: {len(pairs)} cell(s) x "
@@ -417,7 +428,7 @@ def sweep_command(
     try:
         with interrupt.interruptible():
             outcome = run_sweep(loaded, document, matrix, sweep_dir, seed, jobs=jobs,
-                                pipeline=pipeline, console=console)
+                                pipeline=pipeline, console=console, distribution=home)
     except ScenarioRefused as e:
         typer.echo(f"Error: {e}", err=True)
         raise typer.Exit(2) from None

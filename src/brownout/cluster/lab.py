@@ -42,19 +42,21 @@ from typing import Any
 
 from ..broker.loop_monitor import RECENT_WINDOW_S, stalls_from_events, worst_stall
 from ..common.events import read_events
+from ..common.java import JavaError, require_java
 from ..common.rundir import CLUSTER_STATE_FILE, node_dir_name, node_dirs
 from ..security import certs
 from ..storage import random_uuid
-from . import launcher, netns, znodes
+from . import netns, znodes
 from . import zookeeper as zk
+from .distribution import DistributionError, open_home
 from .ensemble import Ensemble, zookeeper_process_state
 from .ports import PortAllocator
 from .state import LOCK_FILE, ClusterState, StateError, locked
 from .supervisor import (
-    DEFAULT_START_TIMEOUT,
     DEFAULT_STOP_TIMEOUT,
     Supervisor,
     node_process_state,
+    start_timeout,
 )
 from .topology import (
     BROKER_LISTENER,
@@ -105,8 +107,7 @@ def _merge_request(stored: TopologyRequest, asked: TopologyRequest, given: set[s
     if "zookeepers" in given and asked.zookeepers != stored.zookeepers:
         conflicts.append(f"--zookeepers {asked.zookeepers} (built with {stored.zookeepers})")
     if "distribution" in given and asked.distribution != stored.distribution:
-        conflicts.append(f"--distribution {asked.distribution} (built with "
-                         f"{stored.distribution or 'Brownout nodes'})")
+        conflicts.append(f"engine {asked.engine} (built with {stored.engine})")
     if "security" in given and asked.security != stored.security:
         conflicts.append(f"--security {asked.security} (built with "
                          f"{stored.security or 'PLAINTEXT only'})")
@@ -152,23 +153,21 @@ def up(
     *,
     fresh: bool = False,
     start: bool = True,
-    timeout: float = DEFAULT_START_TIMEOUT,
+    timeout: float | None = None,
 ) -> UpResult:
     """Start the cluster in `directory` (see module docstring). `given` names the
     options the user passed explicitly (checked against a stopped cluster's). With
     start=False the cluster is prepared (state, configs, formatted storage) but no node
-    is started."""
+    is started. `timeout`: how long the nodes may take to serve (default: by engine,
+    `supervisor.start_timeout`)."""
     # Nodes run with their own folder as working directory: every path must be absolute.
     directory = Path(directory).absolute()
     given = set(given or ())
+    if request.distribution:
+        request = with_distribution(request)
     validate(request)  # TopologyError: bad arguments
     if request.netns:
         _require_netns()
-    if request.distribution:
-        try:
-            launcher.check_distribution(request.distribution)
-        except launcher.DistributionError as e:
-            raise LabError(str(e)) from None
     with locked(directory):
         state = ClusterState.load(directory)
         if state is not None:
@@ -196,8 +195,12 @@ def up(
         else:
             topology = state.topology()
             created = False
+            if topology.request.distribution:
+                with_distribution(topology.request)  # still there, and Java too
         sup = Supervisor(state, topology)
         ensemble = Ensemble(state, topology)
+        if timeout is None:
+            timeout = start_timeout(topology.request)
         if created:
             sup.write_configs()
             ensemble.write_configs()
@@ -234,6 +237,22 @@ def up(
                     _remove_namespaces(directory)
                 raise
         return UpResult(state, topology, created, list(topology.warnings))
+
+
+def with_distribution(request: TopologyRequest) -> TopologyRequest:
+    """`request` with its Apache Kafka checked (a folder with Kafka's libs/, and a Java
+    to run it) and its version recorded; LabError saying what is missing."""
+    assert request.distribution
+    try:
+        found = open_home(request.distribution)
+        require_java(found.describe())
+    except (DistributionError, JavaError) as e:
+        hint = ""
+        if request.kafka_version:
+            hint = f" (reinstall it with `brownout kafka install {request.kafka_version}`)"
+        raise LabError(f"{e}{hint}") from None
+    return dataclasses.replace(request, distribution=str(found.home),
+                               kafka_version=found.version)
 
 
 def _make_certificates(topology: Topology) -> None:

@@ -1,11 +1,22 @@
-"""How a node is formatted and started: Brownout's own node, or Apache Kafka's scripts.
+"""How a node is formatted and started: Brownout's own node, or Apache Kafka's JVM.
 
-With `brownout up --distribution KAFKA_HOME` the lab writes the same server.properties
-and drives the same topologies, but each node is `KAFKA_HOME/bin/kafka-server-start.sh
-server.properties` and its storage is formatted with `kafka-storage.sh format`, as an
-operator would do by hand. Kafka's scripts exec the JVM in place, so the recorded pid is
-the node's and every fault (kill, SIGTERM, pause) reaches it; its command line names the
-config file and Kafka's main class, which is how a recorded pid is recognised.
+With an Apache Kafka distribution (`cluster.distribution`: a folder with libs/, a user's
+KAFKA_HOME or a version `brownout kafka install` put in the cache) the lab writes the
+same server.properties and drives the same topologies, but each node is Kafka's own
+broker/controller, run the way Kafka's scripts run it, without the scripts:
+
+* storage is formatted by Kafka's storage tool,
+  ``java -cp 'libs/*' kafka.tools.StorageTool format -t ID -c server.properties
+  --ignore-formatted``;
+* each node is one JVM, ``java <heap> <GC> <GC log> <log config> -cp 'libs/*'
+  kafka.Kafka server.properties``, launched directly, so the recorded pid is the JVM's
+  and kill -9, SIGTERM (Kafka's controlled shutdown) and SIGSTOP reach the broker itself.
+  Its command line names Kafka's main class and the config file, which is how a recorded
+  pid is recognised;
+* its log goes to stdout, which the supervisor appends to the node's node.log (as for
+  Brownout's node): a log config the lab writes into the node's folder sends every
+  logger there with Kafka's own pattern (log4j2 from Kafka 4.0, reload4j before), and
+  the GC log goes to ``gc.log`` beside it.
 
 A Kafka node does not write Brownout's structured events (events.jsonl): event-loop
 stalls are not measured there, the rest of a run (workloads, checks, report) only needs
@@ -14,63 +25,158 @@ the wire and the node logs.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
+import tempfile
+import time
+from collections.abc import Sequence
 from pathlib import Path
+from typing import IO
 
-from ..common.java import JavaError, require_java
+from ..common.rundir import NODE_GC_LOG
+from .distribution import Distribution, DistributionError
 
 # What a node's command line contains besides its config path (one of these).
-NODE_MAIN = ("brownout.node", "kafka.Kafka")
-SERVER_START = "bin/kafka-server-start.sh"
-STORAGE_TOOL = "bin/kafka-storage.sh"
-FORMAT_TIMEOUT_S = 120.0
+KAFKA_MAIN = "kafka.Kafka"
+NODE_MAIN = ("brownout.node", KAFKA_MAIN)
+STORAGE_TOOL_MAIN = "kafka.tools.StorageTool"
+FORMAT_TIMEOUT_S = 180.0
+GC_LOG = NODE_GC_LOG
+LOG4J2_CONFIG = "log4j2.properties"
+LOG4J_CONFIG = "log4j.properties"
+
+# Four nodes fit a 2-core, 24 GiB machine with room for the clients: Kafka's scripts
+# give a broker -Xmx1G -Xms1G; a lab broker starts at 256 MiB and may grow to that.
+JVM_HEAP = ("-Xms256m", "-Xmx1g")
+# Kafka's own KAFKA_JVM_PERFORMANCE_OPTS (bin/kafka-run-class.sh), plus -UsePerfData:
+# no /tmp/hsperfdata_<user>/<pid> file, which a SIGKILLed JVM would leave behind. The JIT
+# keeps all its tiers: a broker under load needs C2's code, so no TieredStopAtLevel.
+JVM_OPTIONS = (
+    "-XX:+UseG1GC",
+    "-XX:MaxGCPauseMillis=20",
+    "-XX:InitiatingHeapOccupancyPercent=35",
+    "-XX:+ExplicitGCInvokesConcurrent",
+    "-XX:-UsePerfData",
+    "-Djava.awt.headless=true",
+)
+# What the storage tool needs: it runs for a few seconds, on its own.
+TOOL_JVM_OPTIONS = ("-Xmx512m", "-XX:+UseSerialGC", "-XX:-UsePerfData",
+                    "-Djava.awt.headless=true")
+
+# Kafka's log pattern (its config/log4j2.yaml and config/log4j.properties), every logger
+# to stdout (node.log); the request logger at WARN as Kafka ships it.
+LOG4J2_PROPERTIES = """\
+# Written by brownout: Apache Kafka's log to stdout, which goes to node.log.
+status = warn
+appender.stdout.type = Console
+appender.stdout.name = STDOUT
+appender.stdout.layout.type = PatternLayout
+appender.stdout.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = INFO
+rootLogger.appenderRef.stdout.ref = STDOUT
+logger.request.name = kafka.request.logger
+logger.request.level = WARN
+"""
+LOG4J_PROPERTIES = """\
+# Written by brownout: Apache Kafka's log to stdout, which goes to node.log.
+log4j.rootLogger=INFO, stdout
+log4j.appender.stdout=org.apache.log4j.ConsoleAppender
+log4j.appender.stdout.layout=org.apache.log4j.PatternLayout
+log4j.appender.stdout.layout.ConversionPattern=[%d] %p %m (%c)%n
+log4j.logger.kafka.request.logger=WARN
+"""
 
 
-class DistributionError(RuntimeError):
-    """A Kafka installation that cannot run the lab's nodes (the message says why)."""
+def uses_log4j2(jar_names: list[str]) -> bool:
+    """Kafka 4.0 moved to log4j2 (log4j-core in libs/); before, reload4j."""
+    return any(n.startswith("log4j-core-") for n in jar_names)
 
 
-def check_distribution(home: str | Path) -> Path:
-    """KAFKA_HOME as an absolute path, once it has the scripts the lab runs."""
-    path = Path(home).expanduser().absolute()
-    if not path.is_dir():
-        raise DistributionError(f"--distribution {home}: no such directory (it should be an "
-                                "unpacked Apache Kafka, e.g. kafka_2.13-3.9.0)")
-    for script in (SERVER_START, STORAGE_TOOL):
-        if not os.access(path / script, os.X_OK):
-            raise DistributionError(
-                f"--distribution {home}: {script} is missing or not executable; is this the "
-                "top directory of an unpacked Apache Kafka (bin/, config/, libs/)?")
-    if any((path / "libs").glob("kafka_*.jar")):  # the real thing runs on a JVM
-        try:
-            require_java(f"Apache Kafka in {path}")
-        except JavaError as e:
-            raise DistributionError(str(e)) from None
-    return path
+def log_config(jar_names: list[str]) -> tuple[str, str, str]:
+    """(file name, text, name of the system property that points at it)."""
+    if uses_log4j2(jar_names):
+        return LOG4J2_CONFIG, LOG4J2_PROPERTIES, "log4j2.configurationFile"
+    return LOG4J_CONFIG, LOG4J_PROPERTIES, "log4j.configuration"
 
 
-def node_argv(distribution: str | None, config_path: Path, events_path: Path) -> list[str]:
-    """The command that runs one node in the foreground."""
-    if distribution:
-        return [str(Path(distribution) / SERVER_START), str(config_path)]
+def log_option(property_name: str, path: Path) -> str:
+    # log4j 1 (reload4j) takes a URL, log4j2 a path.
+    value = f"file:{path}" if property_name == "log4j.configuration" else str(path)
+    return f"-D{property_name}={value}"
+
+
+def cds_options(archive: Path | None) -> list[str]:
+    """Start from the version's class-data archive (`kafka_cds`); -Xshare:auto, the
+    default, makes an archive the JVM cannot use a warning rather than an error."""
+    return ["-Xshare:auto", f"-XX:SharedArchiveFile={archive}"] if archive else []
+
+
+def kafka_argv(java: Path | str, libs: Path, node_dir: Path, log_property: str,
+               log_path: Path, config_path: Path, cds_archive: Path | None = None) -> list[str]:
+    """One Kafka node's JVM, in the foreground."""
+    return [
+        str(java), *JVM_HEAP, *JVM_OPTIONS, *cds_options(cds_archive),
+        f"-Xlog:gc*:file={node_dir / GC_LOG}:time,tags:filecount=10,filesize=100M",
+        log_option(log_property, log_path),
+        "-cp", str(libs / "*"),
+        KAFKA_MAIN, str(config_path),
+    ]
+
+
+def format_argv(java: Path | str, libs: Path, log_property: str, log_path: Path,
+                cluster_id: str, config_path: Path, scram: Sequence[str] = (),
+                cds_archive: Path | None = None) -> list[str]:
+    """Kafka's `kafka-storage.sh format -t ID -c server.properties --ignore-formatted`,
+    with `--add-scram CREDENTIAL` for each of `scram` (SCRAM users live in the metadata
+    log, which the format seeds)."""
+    return [
+        str(java), *TOOL_JVM_OPTIONS, *cds_options(cds_archive),
+        log_option(log_property, log_path),
+        "-cp", str(libs / "*"),
+        STORAGE_TOOL_MAIN, "format", "-t", cluster_id, "-c", str(config_path),
+        "--ignore-formatted", *(a for c in scram for a in ("--add-scram", c)),
+    ]
+
+
+def brownout_node_argv(config_path: Path, events_path: Path) -> list[str]:
     return [sys.executable, "-m", "brownout.node", str(config_path),
             "--events", str(events_path)]
+
+
+def write_log_config(distribution: Distribution, node_dir: Path) -> tuple[str, Path]:
+    """The node's log config (kept when there: a hand edit, e.g. a DEBUG logger,
+    survives restarts); returns (system property, path)."""
+    name, text, prop = log_config([p.name for p in distribution.libs.glob("*.jar")])
+    path = node_dir / name
+    if not path.exists():
+        node_dir.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    return prop, path
+
+
+def node_argv(distribution: Distribution | None, java: Path | None, config_path: Path,
+              events_path: Path) -> list[str]:
+    """The command that runs one node in the foreground (its log config written)."""
+    if distribution is None:
+        return brownout_node_argv(config_path, events_path)
+    assert java is not None
+    node_dir = config_path.parent
+    prop, log_path = write_log_config(distribution, node_dir)
+    return kafka_argv(java, distribution.libs, node_dir, prop, log_path, config_path,
+                      distribution.cds_archive)
 
 
 DURABILITY_ENV = "BROWNOUT_DURABILITY_JOURNAL"
 DURABILITY_JOURNAL = "durability.journal"
 
 
-def node_env(distribution: str | None, node_dir: Path) -> dict[str, str]:
-    """The node's environment: the caller's, plus where Kafka's scripts put their own
-    log files (the node's folder rather than KAFKA_HOME/logs, which several nodes would
-    share) and allocator settings for Brownout's node."""
+def node_env(distribution: Distribution | None, node_dir: Path) -> dict[str, str]:
+    """The node's environment: the caller's, plus, for Brownout's node, where it records
+    what it made durable and its allocator settings."""
     env = dict(os.environ)
-    if distribution:
-        env["LOG_DIR"] = str(node_dir / "kafka-logs")
-    else:
+    if distribution is None:
         # What the node makes durable, for the power-loss fault (storage.durability).
         env[DURABILITY_ENV] = str(node_dir / DURABILITY_JOURNAL)
         env.setdefault("MALLOC_MMAP_THRESHOLD_", "4194304")
@@ -78,18 +184,44 @@ def node_env(distribution: str | None, node_dir: Path) -> dict[str, str]:
     return env
 
 
-def format_storage(distribution: str, cluster_id: str, config_path: Path,
-                   node_dir: Path) -> None:
-    """`kafka-storage.sh format -t ID -c server.properties --ignore-formatted`."""
-    argv = [str(Path(distribution) / STORAGE_TOOL), "format", "-t", cluster_id,
-            "-c", str(config_path), "--ignore-formatted"]
-    try:
-        done = subprocess.run(argv, capture_output=True, text=True, cwd=node_dir,
-                              env=node_env(distribution, node_dir), timeout=FORMAT_TIMEOUT_S,
-                              check=False)
-    except (OSError, subprocess.TimeoutExpired) as e:
-        raise DistributionError(f"{' '.join(argv)}: {e}") from None
-    if done.returncode != 0:
-        output = (done.stderr or done.stdout).strip().splitlines()[-10:]
-        raise DistributionError(f"{' '.join(argv)} exited with status {done.returncode}:\n"
-                                + "\n".join(output))
+def format_storage(distribution: Distribution, java: Path, cluster_id: str,
+                   config_paths: list[Path], scram: Sequence[str] = ()) -> None:
+    """Format the nodes' log directories with Kafka's own storage tool, one JVM per node,
+    all at once (each spends seconds starting; together they take little more than one).
+    DistributionError naming the node whose format failed."""
+    running: list[tuple[Path, IO[bytes], subprocess.Popen[bytes]]] = []
+    with contextlib.ExitStack() as stack:
+        try:
+            for config_path in config_paths:
+                node_dir = config_path.parent
+                prop, log_path = write_log_config(distribution, node_dir)
+                argv = format_argv(java, distribution.libs, prop, log_path, cluster_id,
+                                   config_path, scram, distribution.cds_archive)
+                output = stack.enter_context(tempfile.TemporaryFile())
+                proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=output,
+                                        stderr=subprocess.STDOUT, cwd=node_dir)
+                stack.callback(_reap_tool, proc)
+                running.append((config_path, output, proc))
+        except OSError as e:
+            raise DistributionError(f"cannot run Kafka's storage tool: {e}") from None
+        deadline = time.monotonic() + FORMAT_TIMEOUT_S
+        for config_path, output, proc in running:
+            try:
+                status = proc.wait(max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                raise DistributionError(
+                    f"{config_path}: Kafka's storage tool did not finish within "
+                    f"{FORMAT_TIMEOUT_S:.0f}s") from None
+            if status != 0:
+                output.seek(0)
+                tail = output.read().decode(errors="replace").strip().splitlines()[-10:]
+                raise DistributionError(
+                    f"{config_path}: Kafka's storage tool ({distribution.describe()}) exited "
+                    f"with status {status}:\n" + "\n".join(tail))
+
+
+def _reap_tool(proc: subprocess.Popen[bytes]) -> None:
+    """A storage tool left running (another node's format failed) is killed."""
+    if proc.poll() is None:
+        proc.kill()
+        proc.wait()

@@ -6,9 +6,15 @@ to `node-<id>/node.log`. The pid (= process group id) is recorded in `cluster.js
 every signal is sent only after checking that the pid still is that node (its command
 line names the node's server.properties), so a recycled pid is never hit.
 
+A node is Brownout's node (``python -m brownout.node server.properties``) or, for a
+cluster built with an Apache Kafka distribution, Kafka's own JVM (``java ... kafka.Kafka
+server.properties``, see `cluster.launcher`); either way the process the supervisor
+starts is the node itself. Both log "Kafka Server started" once they serve.
+
 In netns mode (`--network netns`) a node is launched as ``ip netns exec <ns> python -m
-brownout.node ...``: `ip` enters the node's namespace and execs Python in place, so the
-recorded pid is still the node's own pid and signals reach it directly.
+brownout.node ...`` (or ``... java ...``): `ip` enters the node's namespace and execs
+the node in place, so the recorded pid is still the node's own pid and signals reach it
+directly.
 
 The fault layer uses `start_node`, `stop_node`, `terminate`, `kill_node`, `pause` and
 `resume`. The process helpers (`launch`, `runs`, `wait_gone`) also run the ZooKeeper
@@ -29,12 +35,14 @@ from pathlib import Path
 
 from ..common import interrupt
 from ..common.config import ConfigError
+from ..common.java import JavaError, require_java
 from ..common.kafka_config import KafkaConfig
 from ..common.properties import format_properties
 from ..storage import StorageError, format_log_dirs
 from . import launcher
+from .distribution import Distribution, DistributionError, open_home
 from .state import ClusterState, NodeState, atomic_write_text
-from .topology import HOST, NodeSpec, Topology
+from .topology import HOST, NodeSpec, Topology, TopologyRequest, scram_credentials
 from .wire import WireError, fetch_metadata
 
 READY_LINE = "Kafka Server started"  # a KRaft node (KafkaRaftServer)
@@ -47,10 +55,19 @@ def ready_lines(node_id: int) -> tuple[bytes, ...]:
 
 
 DEFAULT_START_TIMEOUT = 60.0
+# Apache Kafka's JVMs: several start at once on the lab's two cores, each loading and
+# compiling several thousand classes (20-60 s each on a busy machine was measured).
+KAFKA_START_TIMEOUT = 180.0
 DEFAULT_STOP_TIMEOUT = 30.0
 LOG_TAIL_LINES = 20
 # How long a process that is already exiting may take to release its sockets.
 EXIT_GRACE = 5.0
+
+
+def start_timeout(request: TopologyRequest) -> float:
+    """How long a node of this cluster may take to serve, by what runs it."""
+    return KAFKA_START_TIMEOUT if request.distribution else DEFAULT_START_TIMEOUT
+
 
 # Popen objects of nodes this process started, so their exit status gets reaped.
 _children: dict[int, subprocess.Popen[bytes]] = {}
@@ -228,6 +245,8 @@ class Supervisor:
         self.state = state
         self.topology = topology or state.topology()
         self._log_offsets: dict[int, int] = {}
+        self._distribution: Distribution | None = None
+        self._java: Path | None = None
 
     # -- preparing -----------------------------------------------------------------
 
@@ -244,20 +263,52 @@ class Supervisor:
         """Like `kafka-storage format -t CLUSTER_ID -c server.properties --ignore-formatted`.
         A ZooKeeper-mode broker is left alone: it writes its own meta.properties (v0) on
         first start, with the cluster id it finds in ZooKeeper."""
-        distribution = self.topology.request.distribution
+        kafka_nodes = []
         for spec in self.topology.nodes:
             try:
                 config = KafkaConfig.from_file(spec.config_path)
                 if config.is_zookeeper_mode:
                     continue
-                if distribution:
-                    launcher.format_storage(distribution, self.state.cluster_id,
-                                            spec.config_path, spec.directory)
+                if self.topology.request.distribution:
+                    kafka_nodes.append(spec.config_path)
                     continue
                 dirs = list(dict.fromkeys([*config.log_dirs, config.metadata_log_dir]))
                 format_log_dirs(dirs, self.state.cluster_id, config.node_id, ignore_formatted=True)
-            except (ConfigError, StorageError, ValueError, launcher.DistributionError) as e:
+            except (ConfigError, StorageError, ValueError) as e:
                 raise SupervisorError(f"node {spec.node_id}: {spec.config_path}: {e}") from None
+        distribution = self.distribution()
+        if kafka_nodes and distribution is not None:
+            try:
+                launcher.format_storage(distribution, self.java(), self.state.cluster_id,
+                                        kafka_nodes, scram_credentials(self.topology.request))
+            except DistributionError as e:
+                raise SupervisorError(str(e)) from None
+
+    # -- what runs the nodes -------------------------------------------------------
+
+    def distribution(self) -> Distribution | None:
+        """The Apache Kafka that runs the nodes (None: Brownout's node)."""
+        home = self.topology.request.distribution
+        if not home:
+            return None
+        if self._distribution is None:
+            try:
+                self._distribution = open_home(home)
+            except DistributionError as e:
+                raise SupervisorError(
+                    f"the cluster's Apache Kafka is gone: {e} (reinstall it with `brownout "
+                    f"kafka install {self.topology.request.kafka_version or 'VERSION'}`)"
+                ) from None
+        return self._distribution
+
+    def java(self) -> Path:
+        """The java that runs Kafka's nodes and tools (looked up once)."""
+        if self._java is None:
+            try:
+                self._java = require_java("Apache Kafka's nodes")
+            except JavaError as e:
+                raise SupervisorError(str(e)) from None
+        return self._java
 
     # -- queries -------------------------------------------------------------------
 
@@ -294,9 +345,10 @@ class Supervisor:
             raise SupervisorError(f"node {node_id} is already running (pid {node.pid})")
         spec.directory.mkdir(parents=True, exist_ok=True)
         self._log_offsets[node_id] = spec.log_path.stat().st_size if spec.log_path.exists() else 0
-        distribution = self.topology.request.distribution
+        distribution = self.distribution()
         env = launcher.node_env(distribution, spec.directory)
-        argv = launcher.node_argv(distribution, spec.config_path, spec.events_path)
+        java = self.java() if distribution is not None else None
+        argv = launcher.node_argv(distribution, java, spec.config_path, spec.events_path)
         if self.topology.request.netns:
             from .netns import exec_prefix, lab_prefix
 

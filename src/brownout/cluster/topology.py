@@ -2,8 +2,8 @@
 
 Pure: no sockets, no files. Ports come from a `ports` mapping (what the state file
 recorded) and, for ports not recorded yet, from an `allocate` callable. The generated
-`server.properties` use Apache Kafka's own keys, so the same topology could start a real
-Kafka distribution.
+`server.properties` use Apache Kafka's own keys, so the same topology starts real Kafka
+nodes too (`cluster.launcher`).
 
 Node ids
 --------
@@ -253,11 +253,14 @@ class TopologyRequest:
     # Brokers run in ZooKeeper mode (metadata in the ensemble, a broker is the
     # controller) instead of KRaft; needs zookeepers >= 1 and no controller nodes.
     zookeeper_mode: bool = False
-    # An Apache Kafka installation (KAFKA_HOME) whose scripts run the nodes instead of
-    # Brownout's own node (cluster/launcher.py); None: Brownout's node.
+    # An Apache Kafka whose JVMs run the nodes instead of Brownout's own node: a folder
+    # with libs/, KAFKA_HOME or a version in the cache (cluster/distribution.py,
+    # cluster/launcher.py); None: Brownout's node.
     distribution: str | None = None
     # "sasl" or "ssl": brokers get a SASL_PLAINTEXT or SSL listener (None: PLAINTEXT only).
     security: str | None = None
+    # The version of `distribution` (read from its broker jar when the cluster was built).
+    kafka_version: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -276,6 +279,8 @@ class TopologyRequest:
             data["zookeeper_mode"] = True
         if self.distribution:
             data["distribution"] = self.distribution
+        if self.kafka_version:
+            data["kafka_version"] = self.kafka_version
         if self.security:
             data["security"] = self.security
         return data
@@ -294,6 +299,7 @@ class TopologyRequest:
             bool(data.get("zookeeper_mode", False)),
             data.get("distribution"),
             data.get("security"),
+            data.get("kafka_version"),
         )
 
     def describe(self) -> str:
@@ -315,10 +321,27 @@ class TopologyRequest:
             if self.subnet:
                 text += f" --subnet {self.subnet}"
         if self.distribution:
-            text += f", --distribution {self.distribution}"
+            text += f", {self.engine}"
         if self.security:
             text += f", --security {self.security}"
         return text
+
+    @property
+    def engine(self) -> str:
+        """What runs the nodes, for messages: "Brownout nodes" or "Apache Kafka
+        VERSION (HOME)"."""
+        if not self.distribution:
+            return "Brownout nodes"
+        return f"Apache Kafka {self.kafka_version or '(version unknown)'} ({self.distribution})"
+
+    @property
+    def kafka_major(self) -> int | None:
+        """The major version of the Apache Kafka that runs the nodes (None: Brownout's
+        node, or not known)."""
+        if not self.distribution or not self.kafka_version:
+            return None
+        head = self.kafka_version.split(".")[0]
+        return int(head) if head.isdigit() else None
 
     @property
     def netns(self) -> bool:
@@ -558,6 +581,11 @@ def validate(request: TopologyRequest) -> None:
         )
     if request.zookeeper_mode:
         validate_zookeeper_mode(request)
+        if (request.kafka_major or 0) >= 4:
+            raise TopologyError(
+                f"--zookeeper: Apache Kafka {request.kafka_version} has no ZooKeeper mode "
+                "(Kafka 4.0 removed it); use a 3.x version (e.g. --engine kafka:3.9.2) or "
+                "KRaft")
     if request.controllers is not None and request.controllers < 1:
         raise TopologyError(f"--controllers must be at least 1, got {request.controllers}")
     if request.combined and request.voter_count > request.brokers:
@@ -612,6 +640,13 @@ def validate_zookeeper_mode(request: TopologyRequest) -> None:
         )
 
 
+# Keys of Brownout's node that are not Kafka's (common/kafka_config.py): Apache Kafka
+# logs them as unknown and ignores them.
+NODE_ONLY_KEYS = frozenset(
+    {"event.loop.lag.check.interval.ms", "event.loop.stall.threshold.ms",
+     "brownout.api.versions"})
+
+
 def unknown_key_warnings(request: TopologyRequest) -> list[str]:
     warnings = []
     for option, values in (
@@ -620,7 +655,11 @@ def unknown_key_warnings(request: TopologyRequest) -> list[str]:
         ("--controller-set", request.overrides.controller),
     ):
         for key in values:
-            if key not in BROKER_CONFIG:
+            if request.distribution and key in NODE_ONLY_KEYS:
+                warnings.append(
+                    f"{option} {key}: a key of Brownout's node, not of Apache Kafka, which "
+                    "ignores it (with a warning in the node's log)")
+            elif key not in BROKER_CONFIG:
                 warnings.append(
                     f"{option} {key}: not a known Kafka broker config; it is written to "
                     "server.properties anyway (nodes keep unknown keys)"
@@ -811,6 +850,18 @@ def jaas_config(module: str, users: Mapping[str, str]) -> str:
     """A sasl.jaas.config value naming `users` as user_<name>="<password>" options."""
     options = " ".join(f'user_{u}="{p}"' for u, p in users.items())
     return f"{module} required {options};"
+
+
+def scram_credentials(request: TopologyRequest) -> list[str]:
+    """The lab's SCRAM users as Kafka's storage tool takes them (``--add-scram
+    'SCRAM-SHA-256=[name=alice,password=alice-secret]'``): Apache Kafka keeps SCRAM
+    credentials in its metadata log, never in a JAAS config. Empty without --security
+    sasl."""
+    if request.security != "sasl":
+        return []
+    return [f"{mechanism}=[name={user},password={password}]"
+            for mechanism in SASL_MECHANISMS if mechanism.startswith("SCRAM-")
+            for user, password in LAB_USERS.items()]
 
 
 def security_properties(request: TopologyRequest, skel: NodeSpec) -> dict[str, object]:

@@ -27,7 +27,8 @@ here once, so a writer and its readers cannot drift apart.
     cluster/                 the run's cluster (removed nodes' files kept in nodes/)
     cluster.json             the cluster's state, copied after the teardown
     nodes/node-N/            node.log, server.properties, events.jsonl of each node
-                             (as in the cluster directory's node-N/)
+                             (as in the cluster directory's node-N/; gc.log too for
+                             Apache Kafka's nodes)
     pipeline/                the Spark pipeline: pipeline.json, pipeline.log,
                              progress.jsonl, audit.log, outputs and checkpoints
     pipeline-check.json      the pipeline audit
@@ -63,7 +64,8 @@ NODES_DIR = "nodes"
 NODE_LOG = "node.log"
 NODE_CONFIG = "server.properties"
 NODE_EVENTS = "events.jsonl"
-NODE_FILES = (NODE_LOG, NODE_CONFIG, NODE_EVENTS)
+NODE_GC_LOG = "gc.log"  # Apache Kafka's nodes (cluster/launcher.py)
+NODE_FILES = (NODE_LOG, NODE_CONFIG, NODE_EVENTS, NODE_GC_LOG)
 PIPELINE_DIR = "pipeline"
 PIPELINE_FILE = "pipeline.json"
 PIPELINE_LOG = "pipeline.log"

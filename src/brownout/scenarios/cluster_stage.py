@@ -15,6 +15,7 @@ from pathlib import Path
 
 from ..cluster import lab
 from ..cluster.admin import Admin
+from ..cluster.supervisor import KAFKA_START_TIMEOUT
 from ..cluster.topology import Overrides, TopologyRequest
 from ..common.rundir import CLUSTER_DIR, CLUSTER_STATE_FILE, NODE_FILES, NODES_DIR, node_dirs
 from ..faults import Nemesis
@@ -44,6 +45,13 @@ class ClusterStage:
         assert self.up_result is not None
         return self.up_result.topology.bootstrap_servers
 
+    @property
+    def start_timeout(self) -> float:
+        """How long a node may take to serve: Apache Kafka's JVMs get longer."""
+        if self.scenario.cluster.distribution:
+            return KAFKA_START_TIMEOUT
+        return START_TIMEOUT
+
     def up(self) -> lab.UpResult:
         c = self.scenario.cluster
         request = TopologyRequest(
@@ -52,8 +60,9 @@ class ClusterStage:
                                                    dict(c.controller_set)),
             network=c.network, zookeepers=c.zookeepers, zookeeper_mode=c.zookeeper,
             distribution=c.distribution)
-        self.up_result = lab.up(self.directory, request, fresh=True, timeout=START_TIMEOUT)
-        self.progress.say(f"cluster: {request.describe()}; bootstrap "
+        self.up_result = lab.up(self.directory, request, fresh=True,
+                                timeout=self.start_timeout)
+        self.progress.say(f"cluster: {self.up_result.topology.request.describe()}; bootstrap "
                           f"{self.up_result.topology.bootstrap_servers}")
         return self.up_result
 
@@ -61,8 +70,8 @@ class ClusterStage:
         """The run's nemesis over the cluster built by `up`, set up."""
         assert self.up_result is not None
         nemesis = Nemesis(self.up_result.state, seed=seed, on_event=on_event,
-                          terminate_timeout=20.0, start_timeout=START_TIMEOUT,
-                          rejoin_timeout=START_TIMEOUT)
+                          terminate_timeout=20.0, start_timeout=self.start_timeout,
+                          rejoin_timeout=self.start_timeout)
         nemesis.setup()
         return nemesis
 

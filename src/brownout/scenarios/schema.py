@@ -102,6 +102,7 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 from ..cluster.topology import CONTROLLER_ID_BASE, DEFAULT_ZOOKEEPERS
 from ..faults.nemesis import ACTIONS as FAULT_ACTIONS
 from ..faults.nemesis import FROM_GROUPS, FROM_ZOOKEEPER_KRAFT
+from ..faults.nemesis import STORAGE_ACTIONS as STORAGE_FAULT_ACTIONS
 from ..faults.targets import KEYWORDS as TARGET_KEYWORDS
 from ..faults.targets import Target, TargetError, check_ensemble, check_mode
 from ..faults.targets import parse as parse_target
@@ -442,8 +443,9 @@ class ClusterSpec:
     controller_set: dict[str, str] = dataclasses.field(default_factory=dict)
     zookeepers: int = 0  # servers of a ZooKeeper ensemble beside the nodes
     zookeeper: bool = False  # brokers in ZooKeeper mode (controllers is then None)
-    # KAFKA_HOME whose scripts run the nodes (`brownout run --distribution`; not a key of
-    # the file, which should not name a path of one machine); None: Brownout's node
+    # The Apache Kafka (a folder with libs/) whose JVMs run the nodes (`brownout run
+    # --engine kafka` or `--distribution`; not a key of the file, which should not name
+    # a path of one machine); None: Brownout's node
     distribution: str | None = None
 
     @property
@@ -1328,7 +1330,17 @@ def _over_runs(r: _Reader, node: Node | None, labels: tuple[str, ...],
 
 
 def with_distribution(scenario: Scenario, home: str) -> Scenario:
-    """`scenario` with its nodes run by the Apache Kafka installation in `home`."""
+    """`scenario` with its nodes run by the Apache Kafka in `home` (a folder with libs/:
+    `brownout run --engine kafka` or `--distribution`). ScenarioError (file, line,
+    field) when the scenario needs Brownout's own nodes: a storage fault, which acts on
+    the files and durability journal only Brownout's node keeps."""
+    for i, step in enumerate(scenario.schedule):
+        if step.action in STORAGE_FAULT_ACTIONS:
+            raise ScenarioError(
+                f"cannot run on Apache Kafka: {step.action} is a storage fault, which needs "
+                "Brownout's own nodes (it cuts files to what the node's durability journal "
+                "says was synced); run it with --engine node", source=scenario.source,
+                line=step.line, field=f"schedule[{i}]")
     return dataclasses.replace(
         scenario, cluster=dataclasses.replace(scenario.cluster, distribution=home))
 

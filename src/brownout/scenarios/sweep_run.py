@@ -28,7 +28,7 @@ from ..common.rundir import SWEEP_FILE
 from ..report.sweep_page import render_sweep_page
 from .repeat import plan, run_repeated
 from .runner import preflight
-from .schema import Scenario, sweep_cells
+from .schema import Scenario, sweep_cells, with_distribution
 from .stats import derive_seed
 from .summary import (
     SUMMARY_FILE,
@@ -58,10 +58,14 @@ def cell_seed(seed: int, cell: Cell) -> int:
 
 def run_sweep(scenario: Scenario, document: Mapping[str, Any], matrix: Matrix, out: Path,
               seed: int = 0, *, jobs: int = 1, pipeline: bool = False,
-              console: Console | None = None) -> SweepOutcome:
-    """Run every cell of `matrix` over the scenario `document` into `out`."""
+              console: Console | None = None,
+              distribution: str | None = None) -> SweepOutcome:
+    """Run every cell of `matrix` over the scenario `document` into `out`, with its
+    nodes run by the Apache Kafka in `distribution` when given."""
     console = console or Console(highlight=False)
     pairs = sweep_cells(dict(document), matrix, scenario.source)
+    if distribution is not None:
+        pairs = [(cell, with_distribution(s, distribution)) for cell, s in pairs]
     for _cell, cell_scenario in pairs:  # refuse before anything runs
         preflight(cell_scenario, pipeline)
     out = Path(out).absolute()

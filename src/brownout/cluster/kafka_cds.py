@@ -1,0 +1,106 @@
+"""A class-data sharing archive per installed Kafka version, so its JVMs start on less CPU.
+
+A Kafka node spends most of its start loading and verifying several thousand classes
+from some ninety jars; on the lab's two cores, with four nodes starting at once, that
+is what a cluster waits for. The JDK can map classes it loaded once from an archive
+instead (AppCDS, JDK 13+): `brownout kafka install` runs one throwaway combined node of
+the version with ``-XX:ArchiveClassesAtExit`` (the classes of a start, dumped when the
+JVM exits after SIGTERM), and every node and storage tool of that version then starts
+with ``-XX:SharedArchiveFile`` (`launcher`). The class path must be the one the archive
+was made with, which it is: the version's own libs/. An archive the JVM cannot use (a
+new JDK, a changed libs/) is ignored by the JVM with a warning line, never an error, so
+the archive is only ever a speed-up.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+from . import launcher
+from .distribution import CDS_ARCHIVE, Distribution, DistributionError
+from .ports import PortAllocator
+
+READY = b"Kafka Server started"
+ARCHIVE_TIMEOUT_S = 240.0
+# A throwaway cluster id (22 characters of base64, as `kafka-storage random-uuid` prints).
+CLUSTER_ID = "YnJvd25vdXQtY2RzLWFyYw"
+
+
+def archive_properties(data_dir: Path, port: int, controller_port: int) -> str:
+    """One combined node on loopback: enough of Kafka to load what a node loads."""
+    return "\n".join([
+        "process.roles=broker,controller",
+        "node.id=1",
+        f"controller.quorum.voters=1@127.0.0.1:{controller_port}",
+        "controller.listener.names=CONTROLLER",
+        f"listeners=PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller_port}",
+        f"advertised.listeners=PLAINTEXT://127.0.0.1:{port}",
+        "listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+        f"log.dirs={data_dir}",
+        "offsets.topic.replication.factor=1",
+        "transaction.state.log.replication.factor=1",
+        "transaction.state.log.min.isr=1",
+        "",
+    ])
+
+
+def make_archive(distribution: Distribution, java: Path,
+                 timeout: float = ARCHIVE_TIMEOUT_S) -> Path:
+    """Make `distribution`'s archive (replacing any); DistributionError saying why not."""
+    target = distribution.home / CDS_ARCHIVE
+    partial = distribution.home / f".{CDS_ARCHIVE}.partial"
+    with contextlib.suppress(FileNotFoundError):
+        partial.unlink()
+    with tempfile.TemporaryDirectory(prefix="brownout-kafka-cds-") as tmp:
+        node_dir = Path(tmp)
+        config = node_dir / "server.properties"
+        with PortAllocator() as allocate:
+            port, controller_port = allocate(), allocate()
+        config.write_text(archive_properties(node_dir / "data", port, controller_port))
+        without = Distribution(distribution.home, distribution.version, use_cds=False)
+        launcher.format_storage(without, java, CLUSTER_ID, [config])
+        argv = launcher.node_argv(without, java, config, node_dir / "events.jsonl")
+        argv.insert(1, f"-XX:ArchiveClassesAtExit={partial}")
+        log_path = node_dir / "node.log"
+        with log_path.open("wb") as log:
+            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log,
+                                    stderr=subprocess.STDOUT, cwd=node_dir,
+                                    start_new_session=True)
+        try:
+            _wait_ready(proc, log_path, timeout)
+            os.killpg(proc.pid, signal.SIGTERM)  # the dump happens as the JVM exits
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            raise DistributionError(
+                f"the class-data archive's node did not exit within {timeout:.0f}s") from None
+        finally:
+            if proc.poll() is None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+        if not partial.is_file() or partial.stat().st_size == 0:
+            with contextlib.suppress(FileNotFoundError):
+                partial.unlink()
+            tail = log_path.read_text(errors="replace").splitlines()[-5:]
+            raise DistributionError("the JVM wrote no class-data archive:\n" + "\n".join(tail))
+    os.replace(partial, target)
+    return target
+
+
+def _wait_ready(proc: subprocess.Popen[bytes], log_path: Path, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while READY not in log_path.read_bytes():
+        if proc.poll() is not None:
+            tail = log_path.read_text(errors="replace").splitlines()[-10:]
+            raise DistributionError(f"the class-data archive's node exited with status "
+                                    f"{proc.returncode}:\n" + "\n".join(tail))
+        if time.monotonic() > deadline:
+            raise DistributionError(
+                f"the class-data archive's node was not ready within {timeout:.0f}s")
+        time.sleep(0.1)
