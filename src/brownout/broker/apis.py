@@ -31,6 +31,12 @@ from ..controller.topics import (
 from ..protocol.apis import BROKER_APIS, ApiKey, advertised_versions, response_class
 from ..protocol.build import build, millis
 from ..protocol.connection import Request, ServerConnection
+from ..protocol.errors import (
+    CorruptRecordError,
+    InvalidRecordError,
+    UnsupportedCompressionTypeError,
+)
+from ..protocol.records import check_produce_records
 from ..security.authorizer import AclOperation, ResourceType
 from . import describe_topic_partitions as dtp
 from .acl_apis import (
@@ -381,6 +387,7 @@ class KafkaApis:
 
     async def handle_produce(self, request: Request, ctx: ClientContext) -> Any | None:
         body = request.body
+        version = request.header.api_version
         acks = int(body.acks)
         timeout_ms = millis(body.timeout)
         entries: dict[TopicPartition, bytes] = {}
@@ -392,14 +399,14 @@ class KafkaApis:
                     errors[tp] = ErrorCode.invalid_required_acks
                 elif not self.topic_allowed(ctx, AclOperation.WRITE, topic.name):
                     errors[tp] = ErrorCode.topic_authorization_failed
-                elif topic.name in INTERNAL_TOPICS:
-                    errors[tp] = ErrorCode.invalid_topic_exception
                 elif topic.name == CLUSTER_METADATA_TOPIC:
                     # The Raft log is no partition of this broker's (Kafka: not in the
                     # metadata cache); a write here must never reach its files.
                     errors[tp] = ErrorCode.unknown_topic_or_partition
-                elif p.records is None or len(p.records) == 0:
-                    errors[tp] = ErrorCode.invalid_record
+                elif (problem := _produce_records_problem(version, p.records)) is not None:
+                    errors[tp] = problem
+                elif topic.name in INTERNAL_TOPICS:
+                    errors[tp] = ErrorCode.invalid_topic_exception
                 else:
                     entries[tp] = p.records
         results = await self.replica_manager.append_records(
@@ -422,7 +429,10 @@ class KafkaApis:
                     "base_offset": r.base_offset if r else -1,
                     "log_append_time": r.log_append_time if r else -1,
                     "log_start_offset": r.log_start_offset if r else -1,
-                    "record_errors": [],
+                    "record_errors": [
+                        {"batch_index": index, "batch_index_error_message": message}
+                        for index, message in (r.record_errors if r else ())
+                    ],
                     "error_message": r.message if r else None,
                 }
                 by_topic.setdefault(topic.name, []).append(entry)
@@ -1272,3 +1282,13 @@ def _volume_bytes(path: str) -> tuple[int, int]:
     except OSError:
         return -1, -1
     return st.f_blocks * st.f_frsize, st.f_bavail * st.f_frsize
+
+
+def _produce_records_problem(version: int, records: bytes | None) -> ErrorCode | None:
+    """Kafka's check of a partition's records in a Produce request (before anything is
+    authorized further or appended): its error, answered without a message, or None."""
+    try:
+        check_produce_records(version, records or b"")
+    except (CorruptRecordError, InvalidRecordError, UnsupportedCompressionTypeError) as e:
+        return ErrorCode[e.kafka_error.lower()]
+    return None
