@@ -16,6 +16,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from ..common.group_config import group_broker_settings
 from ..common.kafka_config import KafkaConfig
 from ..controller.configs import AlterableConfig, ConfigResource, ConfigResult
 from ..controller.elections import PREFERRED, TopicElections
@@ -53,6 +54,7 @@ from .configs import (
     DynamicLayers,
     broker_config_entries,
     effective_config,
+    group_config_entries,
     topic_config_entries,
 )
 from .controller_channel import ControllerUnavailable, RemoteControllerChannel
@@ -77,6 +79,7 @@ CLUSTER_AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
 RESOURCE_TOPIC = 2
 RESOURCE_BROKER = 4
 RESOURCE_BROKER_LOGGER = 8
+RESOURCE_GROUP = 32
 LATEST_TIMESTAMP = -1
 EARLIEST_TIMESTAMP = -2
 MAX_TIMESTAMP = -3
@@ -858,6 +861,20 @@ class KafkaApis:
             elif rtype in (RESOURCE_BROKER, RESOURCE_BROKER_LOGGER) and not self.allowed(
                     ctx, AclOperation.DESCRIBE_CONFIGS):
                 error = ErrorCode.cluster_authorization_failed
+            elif rtype == RESOURCE_GROUP and not self.group_allowed(
+                    ctx, AclOperation.DESCRIBE_CONFIGS, name):
+                error = ErrorCode.group_authorization_failed
+                message = "Group authorization failed."
+            elif rtype == RESOURCE_GROUP:
+                overrides = self.metadata.group_config(name) if name else None
+                if not name:
+                    error = ErrorCode.invalid_request
+                    message = "Group name must not be empty"
+                elif overrides is None:
+                    error = ErrorCode.invalid_request
+                    message = "Config type groups is only supported on KRaft clusters"
+                else:
+                    entries = group_config_entries(self._group_broker_settings(), overrides)
             elif rtype == RESOURCE_TOPIC:
                 if not self.metadata.contains(name):
                     error = ErrorCode.unknown_topic_or_partition
@@ -909,6 +926,11 @@ class KafkaApis:
                 }
             )
         return self._response(request, {"throttle_time": 0, "results": results})
+
+    def _group_broker_settings(self) -> dict[str, int]:
+        """The group.* broker settings group configs default to, as this broker has
+        them (dynamic broker configs included)."""
+        return group_broker_settings(self._dynamic()[1])
 
     def _dynamic(self) -> tuple[DynamicLayers, KafkaConfig]:
         """This broker's dynamic config layers and its config with them applied."""
@@ -1022,13 +1044,17 @@ class KafkaApis:
     def _configs_denied(self, ctx: ClientContext, resources: list[tuple[ConfigResource, Any]],
                         early: list[ConfigResult | None]) -> list[ConfigResult | None]:
         """`early` with the resources ctx may not alter answered: ALTER_CONFIGS on the
-        topic (else TOPIC_AUTHORIZATION_FAILED) or on the cluster for broker resources
-        (else CLUSTER_AUTHORIZATION_FAILED). Those are not forwarded; the rest are."""
+        topic (else TOPIC_AUTHORIZATION_FAILED), on the group (else
+        GROUP_AUTHORIZATION_FAILED) or on the cluster for broker resources (else
+        CLUSTER_AUTHORIZATION_FAILED). Those are not forwarded; the rest are."""
         out = list(early)
         for i, (res, _) in enumerate(resources):
             if res.type == RESOURCE_TOPIC:
                 if not self.topic_allowed(ctx, AclOperation.ALTER_CONFIGS, res.name):
                     out[i] = ConfigResult(ErrorCode.topic_authorization_failed, None)
+            elif res.type == RESOURCE_GROUP:
+                if not self.group_allowed(ctx, AclOperation.ALTER_CONFIGS, res.name):
+                    out[i] = ConfigResult(ErrorCode.group_authorization_failed, None)
             elif not self.allowed(ctx, AclOperation.ALTER_CONFIGS):
                 out[i] = ConfigResult(ErrorCode.cluster_authorization_failed, None)
         return out

@@ -25,6 +25,7 @@ from .config import (
     convert,
     one_of,
 )
+from .group_config import GROUP_BROKER_DEFAULTS
 from .properties import read_properties
 
 B, S, INT, L, D, LIST = (
@@ -206,6 +207,10 @@ BROKER_CONFIG = ConfigDef(
         ConfigKey("group.max.session.timeout.ms", INT, 1800000),
         ConfigKey("group.max.size", INT, INT_MAX, "", at_least(1)),
         ConfigKey("group.coordinator.rebalance.protocols", LIST, ["classic", "consumer"]),
+        # KIP-848/932 groups: the defaults and bounds of the group configs
+        # (common/group_config.py); this node runs classic groups only.
+        *(ConfigKey(name, INT, default, "", at_least(1))
+          for name, default in GROUP_BROKER_DEFAULTS.items()),
         ConfigKey("transaction.state.log.replication.factor", SHORT, 3, "", at_least(1)),
         ConfigKey("transaction.state.log.min.isr", INT, 2, "", at_least(1)),
         ConfigKey("transaction.state.log.num.partitions", INT, 50, "", at_least(1)),
