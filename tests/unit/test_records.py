@@ -3,18 +3,28 @@ import struct
 import pytest
 from kio.records.readers import read_batch
 
+from brownout.protocol.errors import UnsupportedCompressionTypeError
 from brownout.protocol.records import (
     BATCH_HEADER_SIZE,
+    TIMESTAMP_CREATE_TIME,
+    TIMESTAMP_LOG_APPEND_TIME,
     CorruptRecordError,
     InvalidRecordError,
+    RecordFacts,
+    RecordScan,
     assign_offsets,
     build_batch,
+    check_produce_records,
+    complete_batches,
     decode_records,
     iter_batches,
     read_header,
     read_varint,
+    recompress,
+    record_facts,
+    scan_records,
+    set_max_timestamp,
     validate_batch,
-    validate_records,
     write_varint,
 )
 
@@ -158,7 +168,27 @@ def resealed(raw: bytes, records: bytes, *, attributes: int = 0) -> bytes:
     return compress_batch(raw, attributes, lambda _body: records)
 
 
-def test_validate_records_accepts_what_clients_send():
+def record(offset_delta: int, ts_delta: int = 0, key: bytes | None = b"k",
+           value: bytes | None = b"v", headers: list[tuple[bytes | None, bytes | None]] = (),
+           ) -> bytes:  # type: ignore[assignment]
+    """One v2 record, as a client encodes it (a null header key is allowed here)."""
+    body = bytearray(b"\x00")  # attributes
+    write_varint(body, ts_delta)
+    write_varint(body, offset_delta)
+    for field in (key, value):
+        write_varint(body, -1 if field is None else len(field))
+        body += field or b""
+    write_varint(body, len(headers))
+    for name, data in headers:
+        for field in (name, data):
+            write_varint(body, -1 if field is None else len(field))
+            body += field or b""
+    out = bytearray()
+    write_varint(out, len(body))
+    return bytes(out + body)
+
+
+def test_scan_records_summarises_what_clients_send():
     import gzip
 
     records = [(b"k", b"v" * 300), (None, None), (b"", b"")]
@@ -168,47 +198,116 @@ def test_validate_records_accepts_what_clients_send():
         header = validate_batch(batch)
         # Three records to walk, compressed or not: accepting them is not vacuous.
         assert (header.records_count, header.compression) == (3, codec)
-        assert validate_records(batch, header) is None
+        assert scan_records(batch, header) == RecordScan(1, 0, 0, True)
         assert decode_records(batch) == [(i, TS, k, v) for i, (k, v) in enumerate(records)]
+
+
+def test_scan_records_finds_the_timestamp_range_and_out_of_order_offsets():
+    raw = build_batch([(b"k", b"v")] * 3, timestamp_ms=TS)
+    batch = resealed(raw, record(0, 5) + record(2, -7, key=None) + record(1, 9,
+                                                                        headers=[(b"h", None)]))
+    assert scan_records(batch, validate_batch(batch)) == RecordScan(1, -7, 9, False)
 
 
 @pytest.mark.parametrize(
     ("records", "reason"),
     [
-        (b"\xff" * 40, "bad length|longer than 10 bytes"),  # a varint that never ends
-        (b"\x7f" + b"\0" * 10, "bad length"),  # record length -64
-        (b"\x10\x00\x00\x00\x01k\x02vv\x00" + b"\0" * 4, "bad value length|ends at"),
+        (b"\xff" * 40, "invalid record"),  # a varint that never ends
+        (b"\x7f" + b"\0" * 10, "invalid record size"),  # record length -64
+        (b"\x10\x00\x00\x00\x01k\x02vv\x00" + b"\0" * 4, "invalid record"),
+        (record(0, headers=[(None, b"v")]), "negative header key size -1"),
+        (b"\x10\x00\x00\x00\x02k\x02v\x64", "invalid number of record headers 50"),
+        (record(0) + b"\0\0", "records still remaining"),
     ],
 )
-def test_validate_records_refuses_records_that_do_not_decode(records: bytes, reason: str):
+def test_scan_records_refuses_records_that_do_not_decode(records: bytes, reason: str):
     raw = build_batch([(b"k", b"v")], timestamp_ms=TS)
     batch = resealed(raw, records)
     header = validate_batch(batch)  # the CRC is fine: only the records are wrong
-    with pytest.raises(CorruptRecordError, match=reason):
-        validate_records(batch, header)
+    with pytest.raises(InvalidRecordError, match=reason):
+        scan_records(batch, header)
 
 
-def test_validate_records_refuses_an_unknown_codec():
+def test_scan_records_refuses_an_unknown_codec():
     raw = build_batch([(b"k", b"v")], timestamp_ms=TS)
     batch = resealed(raw, raw[61:], attributes=7)
     with pytest.raises(CorruptRecordError, match="unknown compression codec 7"):
-        validate_records(batch, validate_batch(batch))
+        scan_records(batch, validate_batch(batch))
 
 
-def test_validate_records_refuses_fewer_records_than_the_header_counts():
+def test_scan_records_refuses_fewer_records_than_the_header_counts():
     one = build_batch([(b"k", b"v")], timestamp_ms=TS)
     two = build_batch([(b"k", b"v"), (b"k", b"v")], timestamp_ms=TS)
     batch = resealed(two, one[61:])
-    with pytest.raises(CorruptRecordError):
-        validate_records(batch, validate_batch(batch))
+    with pytest.raises(InvalidRecordError, match="premature EOF"):
+        scan_records(batch, validate_batch(batch))
 
 
-def test_validate_records_refuses_offset_deltas_out_of_order():
-    raw = build_batch([(b"a", b"1"), (b"b", b"2")], timestamp_ms=TS)
-    body = bytearray(raw[61:])
-    # Each record is: length, attributes, timestamp delta, offset delta (zigzag 0, 2).
-    first_len = body[0] >> 1
-    body[3], body[first_len + 1 + 3] = 2, 0
-    batch = resealed(raw, bytes(body))
-    with pytest.raises(InvalidRecordError, match="offset delta"):
-        validate_records(batch, validate_batch(batch))
+def test_record_facts_names_sizes_and_deltas():
+    raw = build_batch([(b"k", b"v")] * 2, timestamp_ms=TS)
+    batch = resealed(raw, record(0, 3, key=None, value=b"abc") + record(1, -1, key=b"kk"))
+    assert record_facts(batch, validate_batch(batch)) == [
+        RecordFacts(0, 3, -1, 3), RecordFacts(1, -1, 2, 1)]
+
+
+def test_recompress_can_renumber_inner_offsets():
+    import gzip
+
+    raw = build_batch([(b"k", b"v")] * 3, timestamp_ms=TS)
+    batch = resealed(raw, record(0, 1) + record(7, 2) + record(300, 3, key=b"long"))
+    packed = recompress(batch, 1, renumber=True)
+    assert read_header(packed).compression == 1
+    assert [(o, ts) for o, ts, _k, _v in decode_records(packed)] == [
+        (0, TS + 1), (1, TS + 2), (2, TS + 3)]
+    assert gzip.decompress(packed[61:]) == record(0, 1) + record(1, 2) + record(2, 3, key=b"long")
+
+
+def test_set_max_timestamp_rewrites_type_and_crc_only_when_they_change():
+    buf = bytearray(build_batch([(b"k", b"v")], timestamp_ms=TS))
+    assert not set_max_timestamp(buf, 0, TIMESTAMP_CREATE_TIME, TS)
+    assert set_max_timestamp(buf, 0, TIMESTAMP_LOG_APPEND_TIME, TS + 5)
+    header = validate_batch(buf)  # the CRC was recomputed
+    assert (header.timestamp_type, header.max_timestamp) == (TIMESTAMP_LOG_APPEND_TIME, TS + 5)
+    assert set_max_timestamp(buf, 0, TIMESTAMP_CREATE_TIME, TS)
+    assert validate_batch(buf).timestamp_type == TIMESTAMP_CREATE_TIME
+
+
+# -- a Produce request's records (Kafka's ProduceRequest.validateRecords) ------------------
+
+
+def test_complete_batches_ignores_a_torn_tail_and_refuses_bad_sizes_and_magic():
+    one = build_batch([(b"k", b"v")], timestamp_ms=TS)
+    assert complete_batches(one + one) == [(0, len(one), 2), (len(one), len(one), 2)]
+    assert complete_batches(one + one[:30]) == [(0, len(one), 2)]
+    assert complete_batches(one + one[:5]) == [(0, len(one), 2)]
+    small = bytearray(one)
+    struct.pack_into(">i", small, 8, 13)
+    with pytest.raises(CorruptRecordError, match="less than the minimum record overhead"):
+        complete_batches(bytes(small))
+    bad_magic = bytearray(one)
+    bad_magic[16] = 3
+    with pytest.raises(CorruptRecordError, match="Invalid magic found in record: 3"):
+        complete_batches(bytes(bad_magic))
+
+
+def test_check_produce_records_wants_exactly_one_v2_batch():
+    one = build_batch([(b"k", b"v")], timestamp_ms=TS)
+    check_produce_records(3, one)
+    check_produce_records(9, one + one[:20])  # a torn tail is not a batch
+    with pytest.raises(InvalidRecordError, match="at least one record batch"):
+        check_produce_records(9, b"")
+    with pytest.raises(InvalidRecordError, match="at least one record batch"):
+        check_produce_records(9, one[:-1])
+    with pytest.raises(InvalidRecordError, match="exactly one record batch"):
+        check_produce_records(9, one + one)
+    old = bytearray(one)
+    old[16] = 1
+    with pytest.raises(InvalidRecordError, match="magic version 2"):
+        check_produce_records(9, bytes(old))
+
+
+def test_check_produce_records_refuses_zstd_below_v7():
+    zstd = resealed(build_batch([(b"k", b"v")], timestamp_ms=TS), b"", attributes=4)
+    check_produce_records(7, zstd)
+    with pytest.raises(UnsupportedCompressionTypeError, match="version 6"):
+        check_produce_records(6, zstd)

@@ -16,6 +16,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from ..common.group_config import group_broker_settings
 from ..common.kafka_config import KafkaConfig
 from ..controller.configs import AlterableConfig, ConfigResource, ConfigResult
 from ..controller.elections import PREFERRED, TopicElections
@@ -31,6 +32,12 @@ from ..controller.topics import (
 from ..protocol.apis import BROKER_APIS, ApiKey, advertised_versions, response_class
 from ..protocol.build import build, millis
 from ..protocol.connection import Request, ServerConnection
+from ..protocol.errors import (
+    CorruptRecordError,
+    InvalidRecordError,
+    UnsupportedCompressionTypeError,
+)
+from ..protocol.records import check_produce_records
 from ..security.authorizer import AclOperation, ResourceType
 from . import describe_topic_partitions as dtp
 from .acl_apis import (
@@ -47,6 +54,7 @@ from .configs import (
     DynamicLayers,
     broker_config_entries,
     effective_config,
+    group_config_entries,
     topic_config_entries,
 )
 from .controller_channel import ControllerUnavailable, RemoteControllerChannel
@@ -71,6 +79,7 @@ CLUSTER_AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
 RESOURCE_TOPIC = 2
 RESOURCE_BROKER = 4
 RESOURCE_BROKER_LOGGER = 8
+RESOURCE_GROUP = 32
 LATEST_TIMESTAMP = -1
 EARLIEST_TIMESTAMP = -2
 MAX_TIMESTAMP = -3
@@ -381,6 +390,7 @@ class KafkaApis:
 
     async def handle_produce(self, request: Request, ctx: ClientContext) -> Any | None:
         body = request.body
+        version = request.header.api_version
         acks = int(body.acks)
         timeout_ms = millis(body.timeout)
         entries: dict[TopicPartition, bytes] = {}
@@ -392,14 +402,14 @@ class KafkaApis:
                     errors[tp] = ErrorCode.invalid_required_acks
                 elif not self.topic_allowed(ctx, AclOperation.WRITE, topic.name):
                     errors[tp] = ErrorCode.topic_authorization_failed
-                elif topic.name in INTERNAL_TOPICS:
-                    errors[tp] = ErrorCode.invalid_topic_exception
                 elif topic.name == CLUSTER_METADATA_TOPIC:
                     # The Raft log is no partition of this broker's (Kafka: not in the
                     # metadata cache); a write here must never reach its files.
                     errors[tp] = ErrorCode.unknown_topic_or_partition
-                elif p.records is None or len(p.records) == 0:
-                    errors[tp] = ErrorCode.invalid_record
+                elif (problem := _produce_records_problem(version, p.records)) is not None:
+                    errors[tp] = problem
+                elif topic.name in INTERNAL_TOPICS:
+                    errors[tp] = ErrorCode.invalid_topic_exception
                 else:
                     entries[tp] = p.records
         results = await self.replica_manager.append_records(
@@ -422,7 +432,10 @@ class KafkaApis:
                     "base_offset": r.base_offset if r else -1,
                     "log_append_time": r.log_append_time if r else -1,
                     "log_start_offset": r.log_start_offset if r else -1,
-                    "record_errors": [],
+                    "record_errors": [
+                        {"batch_index": index, "batch_index_error_message": message}
+                        for index, message in (r.record_errors if r else ())
+                    ],
                     "error_message": r.message if r else None,
                 }
                 by_topic.setdefault(topic.name, []).append(entry)
@@ -848,6 +861,20 @@ class KafkaApis:
             elif rtype in (RESOURCE_BROKER, RESOURCE_BROKER_LOGGER) and not self.allowed(
                     ctx, AclOperation.DESCRIBE_CONFIGS):
                 error = ErrorCode.cluster_authorization_failed
+            elif rtype == RESOURCE_GROUP and not self.group_allowed(
+                    ctx, AclOperation.DESCRIBE_CONFIGS, name):
+                error = ErrorCode.group_authorization_failed
+                message = "Group authorization failed."
+            elif rtype == RESOURCE_GROUP:
+                overrides = self.metadata.group_config(name) if name else None
+                if not name:
+                    error = ErrorCode.invalid_request
+                    message = "Group name must not be empty"
+                elif overrides is None:
+                    error = ErrorCode.invalid_request
+                    message = "Config type groups is only supported on KRaft clusters"
+                else:
+                    entries = group_config_entries(self._group_broker_settings(), overrides)
             elif rtype == RESOURCE_TOPIC:
                 if not self.metadata.contains(name):
                     error = ErrorCode.unknown_topic_or_partition
@@ -899,6 +926,11 @@ class KafkaApis:
                 }
             )
         return self._response(request, {"throttle_time": 0, "results": results})
+
+    def _group_broker_settings(self) -> dict[str, int]:
+        """The group.* broker settings group configs default to, as this broker has
+        them (dynamic broker configs included)."""
+        return group_broker_settings(self._dynamic()[1])
 
     def _dynamic(self) -> tuple[DynamicLayers, KafkaConfig]:
         """This broker's dynamic config layers and its config with them applied."""
@@ -1012,13 +1044,17 @@ class KafkaApis:
     def _configs_denied(self, ctx: ClientContext, resources: list[tuple[ConfigResource, Any]],
                         early: list[ConfigResult | None]) -> list[ConfigResult | None]:
         """`early` with the resources ctx may not alter answered: ALTER_CONFIGS on the
-        topic (else TOPIC_AUTHORIZATION_FAILED) or on the cluster for broker resources
-        (else CLUSTER_AUTHORIZATION_FAILED). Those are not forwarded; the rest are."""
+        topic (else TOPIC_AUTHORIZATION_FAILED), on the group (else
+        GROUP_AUTHORIZATION_FAILED) or on the cluster for broker resources (else
+        CLUSTER_AUTHORIZATION_FAILED). Those are not forwarded; the rest are."""
         out = list(early)
         for i, (res, _) in enumerate(resources):
             if res.type == RESOURCE_TOPIC:
                 if not self.topic_allowed(ctx, AclOperation.ALTER_CONFIGS, res.name):
                     out[i] = ConfigResult(ErrorCode.topic_authorization_failed, None)
+            elif res.type == RESOURCE_GROUP:
+                if not self.group_allowed(ctx, AclOperation.ALTER_CONFIGS, res.name):
+                    out[i] = ConfigResult(ErrorCode.group_authorization_failed, None)
             elif not self.allowed(ctx, AclOperation.ALTER_CONFIGS):
                 out[i] = ConfigResult(ErrorCode.cluster_authorization_failed, None)
         return out
@@ -1272,3 +1308,13 @@ def _volume_bytes(path: str) -> tuple[int, int]:
     except OSError:
         return -1, -1
     return st.f_blocks * st.f_frsize, st.f_bavail * st.f_frsize
+
+
+def _produce_records_problem(version: int, records: bytes | None) -> ErrorCode | None:
+    """Kafka's check of a partition's records in a Produce request (before anything is
+    authorized further or appended): its error, answered without a message, or None."""
+    try:
+        check_produce_records(version, records or b"")
+    except (CorruptRecordError, InvalidRecordError, UnsupportedCompressionTypeError) as e:
+        return ErrorCode[e.kafka_error.lower()]
+    return None

@@ -7,7 +7,7 @@ must be "" (the cluster-wide default) or this broker's own id, and the broker's 
 after the change must be one Kafka could apply at run time. Kafka refuses a read-only
 key ("Cannot update these configs dynamically") and a bad value with INVALID_REQUEST,
 not INVALID_CONFIG (KAFKA-13609), and accepts keys it does not know (custom configs);
-so does this. TOPIC resources are left to the controller. A resource that passes gets
+so does this. TOPIC and GROUP resources are left to the controller. A resource that passes gets
 None and goes to the controller. Pure code, no I/O.
 """
 
@@ -24,6 +24,7 @@ from ..common.kafka_config import BROKER_CONFIG, DYNAMIC_BROKER_CONFIGS
 from ..controller.configs import (
     RESOURCE_BROKER,
     RESOURCE_BROKER_LOGGER,
+    RESOURCE_GROUP,
     RESOURCE_TOPIC,
     AlterableConfig,
     ConfigRefused,
@@ -107,7 +108,7 @@ def preprocess_incremental(
                 validate_broker_configs({k: v for k, v in after.items() if v is not None})
             elif resource.type == RESOURCE_BROKER_LOGGER:
                 raise _Refused("BROKER_LOGGER resources are not supported by this node")
-            elif resource.type != RESOURCE_TOPIC:
+            elif resource.type not in (RESOURCE_TOPIC, RESOURCE_GROUP):
                 raise _Refused(f"Unknown resource type {resource.type}")
         except _Refused as e:
             out.append(ConfigResult(e.error, e.message))
@@ -138,7 +139,7 @@ def preprocess_legacy(
                 if resource.name:
                     _check_node_id(resource.name, node_id)
                 validate_broker_configs({k: v for k, v in configs if v is not None})
-            elif resource.type != RESOURCE_TOPIC:
+            elif resource.type not in (RESOURCE_TOPIC, RESOURCE_GROUP):
                 # Legacy AlterConfigs has no BROKER_LOGGER either.
                 raise _Refused(f"Unknown resource type {resource.type}")
         except _Refused as e:

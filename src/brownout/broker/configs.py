@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..common.config import ConfigError, ConfigKey, ConfigType, convert, render
+from ..common.group_config import GROUP_CONFIG, group_defaults
 from ..common.kafka_config import (
     BROKER_CONFIG,
     DYNAMIC_BROKER_CONFIGS,
@@ -24,6 +25,7 @@ class ConfigSource(enum.IntEnum):
     DYNAMIC_DEFAULT_BROKER_CONFIG = 3
     STATIC_BROKER_CONFIG = 4
     DEFAULT_CONFIG = 5
+    GROUP_CONFIG = 8
 
 
 # DescribeConfigs v3+ config types.
@@ -187,4 +189,22 @@ def broker_config_entries(
         source = synonyms[0][2] if synonyms else ConfigSource.DEFAULT_CONFIG
         entries.append(_entry(key, value, source, synonyms=tuple(synonyms),
                               read_only=key.name not in DYNAMIC_BROKER_CONFIGS))
+    return entries
+
+
+def group_config_entries(broker: Mapping[str, int], overrides: Mapping[str, str]
+                         ) -> list[ConfigEntry]:
+    """Every group config of one group (Kafka's createGroupConfigEntry): its override
+    (source GROUP_CONFIG), else the broker's group.* setting or Kafka's default, which
+    Kafka reports as DEFAULT_CONFIG either way; the only synonym is the entry itself."""
+    defaults = group_defaults(broker)
+    entries = []
+    for key in GROUP_CONFIG.keys.values():
+        if key.name in overrides:
+            value: object = overrides[key.name]
+            source = ConfigSource.GROUP_CONFIG
+        else:
+            value, source = defaults[key.name], ConfigSource.DEFAULT_CONFIG
+        synonym = (key.name, render(key, value), source)
+        entries.append(_entry(key, value, source, synonyms=(synonym,)))
     return entries

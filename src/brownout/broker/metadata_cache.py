@@ -103,6 +103,11 @@ class MetadataCache(Protocol):
         """Dynamic broker configs by resource name ("": the cluster-wide default)."""
         ...
 
+    def group_config(self, group: str) -> Mapping[str, str] | None:
+        """The group's config overrides; None where group configs do not exist (a
+        ZooKeeper-mode broker)."""
+        ...
+
     def controller_id(self) -> CachedControllerId | None: ...
 
     def partition_metadata(
@@ -175,6 +180,9 @@ class KRaftMetadataCache:
 
     def broker_configs(self) -> Mapping[str, Mapping[str, str]]:
         return self.image.broker_configs
+
+    def group_config(self, group: str) -> Mapping[str, str] | None:
+        return self.image.group_configs.get(group, {})
 
     def controller_id(self) -> CachedControllerId | None:
         return KRaftCachedControllerId()

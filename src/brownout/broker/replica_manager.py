@@ -24,7 +24,7 @@ from ..common.kafka_config import replica_throttled
 from ..controller.image import MetadataImage
 from ..controller.topics import INTERNAL_TOPICS
 from ..protocol.records import CorruptRecordError, InvalidRecordError
-from ..storage import LogConfig, OffsetOutOfRangeError, StorageError
+from ..storage import LogConfig, OffsetOutOfRangeError, RecordValidationError, StorageError
 from ..storage.log import write_partition_metadata
 from ..zk.leader_and_isr import EPOCH_DURING_DELETE, NO_EPOCH
 from ..zk.messages import (
@@ -46,6 +46,14 @@ state_change_log = logging.getLogger("state.change.logger")
 # KafkaController.InitialControllerEpoch: what a broker knows before any request.
 INITIAL_CONTROLLER_EPOCH = 0
 
+# Append failures Kafka's ReplicaManager expects (appendToLocalLog): answered without a
+# message or log start offset, and not logged.
+_KNOWN_APPEND_ERRORS = frozenset({
+    ErrorCode.unknown_topic_or_partition, ErrorCode.not_leader_or_follower,
+    ErrorCode.message_too_large, ErrorCode.record_list_too_large,
+    ErrorCode.corrupt_message, ErrorCode.kafka_storage_error,
+})
+
 
 def now_ms() -> int:
     return int(time.time() * 1000)
@@ -59,6 +67,8 @@ class ProduceResult:
     log_append_time: int = -1
     log_start_offset: int = -1
     message: str | None = None
+    # The records a rule refused (KIP-467): (index in the batch, message).
+    record_errors: list[tuple[int, str]] = dataclasses.field(default_factory=list)
 
 
 @dataclasses.dataclass(slots=True)
@@ -539,10 +549,19 @@ class ReplicaManager:
             partition.check_enough_replicas(acks)
             info = partition.log.append_as_leader(records, partition.leader_epoch, self._clock())
         except PartitionError as e:
-            return ProduceResult(e.error, message=str(e) if e.error != ErrorCode.none else None)
+            if e.error in _KNOWN_APPEND_ERRORS:
+                return ProduceResult(e.error)
+            return self._failed_append(tp, e.error, e)
+        except RecordValidationError as e:
+            # The only failure whose message reaches the client, with the records named.
+            return self._failed_append(tp, ErrorCode[e.kafka_error.lower()], e,
+                                       message=str(e), record_errors=e.record_errors)
         except (CorruptRecordError, InvalidRecordError, StorageError) as e:
             # Errors from the log and the batch view name their Kafka error.
-            return ProduceResult(ErrorCode[e.kafka_error.lower()], message=str(e))
+            error = ErrorCode[e.kafka_error.lower()]
+            if error in _KNOWN_APPEND_ERRORS:
+                return ProduceResult(error)
+            return self._failed_append(tp, error, e)
         partition.maybe_advance_high_watermark()
         return ProduceResult(
             ErrorCode.none,
@@ -551,6 +570,19 @@ class ReplicaManager:
             info.log_append_time,
             partition.log_start_offset,
         )
+
+    def _failed_append(self, tp: TopicPartition, error: ErrorCode, cause: Exception, *,
+                       message: str | None = None,
+                       record_errors: list[tuple[int, str]] | None = None) -> ProduceResult:
+        """Kafka's answer to an append that failed for a reason other than the expected
+        ones: logged, with the partition's log start offset (-1 if not hosted); the
+        message only for record errors (Kafka's hasCustomErrorMessage). Kafka logs these
+        at ERROR; here ERROR means a fault of the node, and these are the client's."""
+        log.info("Error processing append operation on partition %s: %s", tp, cause)
+        partition = self.partitions.get(tp)
+        return ProduceResult(error, log_start_offset=-1 if partition is None
+                             else partition.log_start_offset, message=message,
+                             record_errors=record_errors or [])
 
     async def _await_replication(
         self, results: dict[TopicPartition, ProduceResult], timeout_ms: int

@@ -44,6 +44,7 @@ from kio.schema.errors import ErrorCode
 
 from ..controller.configs import (
     RESOURCE_BROKER,
+    RESOURCE_GROUP,
     AlterableConfig,
     ConfigRefused,
     ConfigResource,
@@ -411,6 +412,9 @@ class ZkAdminManager:
         change notification, which the controller and every broker follow."""
         if resource.type == RESOURCE_BROKER:
             return ConfigResult(ErrorCode.invalid_request, BROKER_CONFIGS_UNSUPPORTED)
+        if resource.type == RESOURCE_GROUP:  # KRaft's alone (KIP-848)
+            return ConfigResult(ErrorCode.invalid_request, "AlterConfigs is only supported "
+                                "for topics and brokers, but resource type is GROUP")
         deadline = asyncio.get_running_loop().time() + self.request_timeout_ms / 1000
         try:
             if resource.name and not self.metadata_cache.contains(resource.name):

@@ -243,6 +243,9 @@ class ZkMetadataCache:
         # node does not read: brokers run with server.properties alone.
         return {}
 
+    def group_config(self, group: str) -> Mapping[str, str] | None:
+        return None  # group configs are KRaft's (KIP-848)
+
     def controller_id(self) -> CachedControllerId | None:
         return self._controller_id
 

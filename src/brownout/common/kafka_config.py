@@ -25,6 +25,7 @@ from .config import (
     convert,
     one_of,
 )
+from .group_config import GROUP_BROKER_DEFAULTS
 from .properties import read_properties
 
 B, S, INT, L, D, LIST = (
@@ -145,6 +146,9 @@ BROKER_CONFIG = ConfigDef(
         ConfigKey("log.cleanup.policy", LIST, ["delete"], "", one_of("delete", "compact")),
         ConfigKey("log.message.timestamp.type", S, "CreateTime",
                   "", one_of("CreateTime", "LogAppendTime")),
+        ConfigKey("log.message.timestamp.before.max.ms", L, LONG_MAX, "", at_least(0)),
+        ConfigKey("log.message.timestamp.after.max.ms", L, LONG_MAX, "", at_least(0)),
+        ConfigKey("log.message.timestamp.difference.max.ms", L, LONG_MAX, "", at_least(0)),
         ConfigKey("log.segment.delete.delay.ms", L, 60000),
         ConfigKey("log.cleaner.enable", B, True),
         ConfigKey("log.cleaner.delete.retention.ms", L, 86400000),
@@ -203,6 +207,10 @@ BROKER_CONFIG = ConfigDef(
         ConfigKey("group.max.session.timeout.ms", INT, 1800000),
         ConfigKey("group.max.size", INT, INT_MAX, "", at_least(1)),
         ConfigKey("group.coordinator.rebalance.protocols", LIST, ["classic", "consumer"]),
+        # KIP-848/932 groups: the defaults and bounds of the group configs
+        # (common/group_config.py); this node runs classic groups only.
+        *(ConfigKey(name, INT, default, "", at_least(1))
+          for name, default in GROUP_BROKER_DEFAULTS.items()),
         ConfigKey("transaction.state.log.replication.factor", SHORT, 3, "", at_least(1)),
         ConfigKey("transaction.state.log.min.isr", INT, 2, "", at_least(1)),
         ConfigKey("transaction.state.log.num.partitions", INT, 50, "", at_least(1)),
@@ -265,6 +273,16 @@ TOPIC_CONFIG = ConfigDef(
         ConfigKey("max.compaction.lag.ms", L, LONG_MAX, "", at_least(1),
                   "log.cleaner.max.compaction.lag.ms"),
         ConfigKey("max.message.bytes", INT, 1048588, "", at_least(0), "message.max.bytes"),
+        ConfigKey("message.timestamp.after.max.ms", L, LONG_MAX,
+                  "How far after the broker's clock a CreateTime record may be",
+                  at_least(0), "log.message.timestamp.after.max.ms"),
+        ConfigKey("message.timestamp.before.max.ms", L, LONG_MAX,
+                  "How far before the broker's clock a CreateTime record may be",
+                  at_least(0), "log.message.timestamp.before.max.ms"),
+        # Deprecated since Kafka 3.6 (KIP-937), gone in 4.0: either bound left at its
+        # default takes this value.
+        ConfigKey("message.timestamp.difference.max.ms", L, LONG_MAX, "", at_least(0),
+                  "log.message.timestamp.difference.max.ms"),
         ConfigKey("message.timestamp.type", S, "CreateTime", "",
                   one_of("CreateTime", "LogAppendTime"), "log.message.timestamp.type"),
         ConfigKey("min.cleanable.dirty.ratio", D, 0.5, "", between(0, 1),

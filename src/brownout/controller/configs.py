@@ -1,13 +1,15 @@
 """Pure decisions for AlterConfigs and IncrementalAlterConfigs on the controller.
 
 Like KRaft's ConfigurationControlManager, every change becomes ConfigRecords (value None
-removes an override) for TOPIC and BROKER resources, checked against the whole set the
-resource would end up with: a topic config must be known and valid (INVALID_CONFIG with
-Kafka's message), a topic must exist, a broker name must be "" (the cluster-wide
-default) or a registered node id. The legacy AlterConfigs replaces a resource's whole
-set, so the keys it leaves out are removed. What only a broker checks before
-forwarding (duplicates, read-only broker configs, values of broker configs) is in
-`broker/config_admin.py`. Nothing here does I/O.
+removes an override) for TOPIC, BROKER and GROUP resources, checked against the whole set
+the resource would end up with: a topic or group config must be known and valid
+(INVALID_CONFIG with Kafka's message; a group's within the broker's group.* bounds), a
+topic must exist, a broker name must be "" (the cluster-wide default) or a registered
+node id, a group name must not be empty (any group may have configs, existing or not).
+The legacy AlterConfigs replaces a resource's whole set, so the keys it leaves out are
+removed. What only a broker checks before forwarding (duplicates, read-only broker
+configs, values of broker configs) is in `broker/config_admin.py`. Nothing here does
+I/O.
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ from collections.abc import Mapping, Sequence
 
 from kio.schema.errors import ErrorCode
 
-from ..common.config import ConfigError, ConfigType, render
+from ..common.config import ConfigDef, ConfigError, ConfigType, render
+from ..common.group_config import GROUP_BROKER_DEFAULTS, GROUP_CONFIG, validate_group_configs
 from ..common.kafka_config import BROKER_CONFIG, TOPIC_CONFIG, parse_topic_configs
 from .image import MetadataImage
 from .records import ConfigRecord, MetadataRecord
@@ -28,7 +31,8 @@ from .topics import EXCESSIVE_BATCH, MAX_RECORDS_PER_USER_OP, validate_topic_nam
 RESOURCE_TOPIC = 2
 RESOURCE_BROKER = 4
 RESOURCE_BROKER_LOGGER = 8
-_KINDS = {RESOURCE_TOPIC: "topic", RESOURCE_BROKER: "broker"}
+RESOURCE_GROUP = 32
+_KINDS = {RESOURCE_TOPIC: "topic", RESOURCE_BROKER: "broker", RESOURCE_GROUP: "group"}
 _INTEGER = re.compile(r"[-+]?[0-9]{1,10}")
 
 
@@ -75,18 +79,23 @@ class ConfigRefused(Exception):
 def current_configs(image: MetadataImage, resource: ConfigResource) -> Mapping[str, str]:
     if resource.type == RESOURCE_TOPIC:
         return image.topic_configs.get(resource.name, {})
+    if resource.type == RESOURCE_GROUP:
+        return image.group_configs.get(resource.name, {})
     return image.broker_configs.get(resource.name, {})
 
 
+def _definition(resource: ConfigResource) -> ConfigDef:
+    return {RESOURCE_TOPIC: TOPIC_CONFIG, RESOURCE_GROUP: GROUP_CONFIG}.get(
+        resource.type, BROKER_CONFIG)
+
+
 def _is_list(resource: ConfigResource, name: str) -> bool:
-    definition = TOPIC_CONFIG if resource.type == RESOURCE_TOPIC else BROKER_CONFIG
-    key = definition.keys.get(name)
+    key = _definition(resource).keys.get(name)
     return key is not None and key.type is ConfigType.LIST
 
 
 def _default(resource: ConfigResource, name: str) -> str | None:
-    definition = TOPIC_CONFIG if resource.type == RESOURCE_TOPIC else BROKER_CONFIG
-    key = definition.keys.get(name)
+    key = _definition(resource).keys.get(name)
     return None if key is None else render(key, key.default)
 
 
@@ -148,19 +157,29 @@ def check_resource(image: MetadataImage, resource: ConfigResource) -> None:
         if broker_id not in image.brokers:
             raise ConfigRefused(ErrorCode.broker_id_not_registered,
                            f"No node with id {broker_id} found.")
+    elif resource.type == RESOURCE_GROUP:
+        if not resource.name:
+            raise ConfigRefused(ErrorCode.invalid_request,
+                                "Default group resources are not allowed.")
     else:
         raise ConfigRefused(ErrorCode.invalid_request, f"Unknown resource type {resource.type}")
 
 
-def _validate(resource: ConfigResource, configs: Mapping[str, str | None]) -> None:
-    if resource.type != RESOURCE_TOPIC:
+def _validate(resource: ConfigResource, configs: Mapping[str, str | None],
+              group_broker: Mapping[str, int]) -> None:
+    if resource.type not in (RESOURCE_TOPIC, RESOURCE_GROUP):
         return  # broker values were checked by the broker that forwarded the request
     nulls = [k for k, v in configs.items() if v is None]
     if nulls:
         raise ConfigRefused(ErrorCode.invalid_config,
-                       "Null value not supported for topic configs: " + ",".join(nulls))
+                            f"Null value not supported for {_KINDS[resource.type]} configs: "
+                            + ",".join(nulls))
     try:
-        parse_topic_configs(configs)
+        if resource.type == RESOURCE_TOPIC:
+            parse_topic_configs(configs)
+        else:
+            validate_group_configs({k: v for k, v in configs.items() if v is not None},
+                                   group_broker)
     except ConfigError as e:
         raise ConfigRefused(ErrorCode.invalid_config, str(e)) from None
 
@@ -173,7 +192,7 @@ def _records(
         ConfigRecord(kind, resource.name, name, value)
         for name, value in changed.items()
         # Broker records are written even when unchanged, as Kafka does, so that every
-        # broker reloads; an unchanged topic config needs no record.
+        # broker reloads; an unchanged topic or group config needs no record.
         if resource.type == RESOURCE_BROKER or current.get(name) != value
     ]
 
@@ -183,9 +202,11 @@ def incremental_alter_configs(
     resources: Sequence[tuple[ConfigResource, Sequence[AlterableConfig]]],
     *,
     validate_only: bool = False,
+    group_broker: Mapping[str, int] = GROUP_BROKER_DEFAULTS,
 ) -> tuple[list[ConfigResult], list[MetadataRecord]]:
     """One result per resource, in request order, and the records (none when
-    validate_only); a refused resource changes nothing, the others still apply."""
+    validate_only); a refused resource changes nothing, the others still apply.
+    `group_broker`: this controller's group.* settings, which bound group configs."""
     results: list[ConfigResult] = []
     records: list[MetadataRecord] = []
     for resource, ops in resources:
@@ -194,7 +215,8 @@ def incremental_alter_configs(
             current = current_configs(image, resource)
             changed = incremental_values(resource, current, ops)
             after = {**current, **changed}
-            _validate(resource, {k: v for k, v in after.items() if v is not None})
+            _validate(resource, {k: v for k, v in after.items() if v is not None},
+                      group_broker)
             new_records = _records(resource, current, changed)
         except ConfigRefused as e:
             results.append(ConfigResult(e.error, e.message))
@@ -209,6 +231,7 @@ def legacy_alter_configs(
     resources: Sequence[tuple[ConfigResource, Mapping[str, str]]],
     *,
     validate_only: bool = False,
+    group_broker: Mapping[str, int] = GROUP_BROKER_DEFAULTS,
 ) -> tuple[list[ConfigResult], list[MetadataRecord]]:
     """AlterConfigs: each resource's overrides become exactly the given set."""
     results: list[ConfigResult] = []
@@ -217,7 +240,7 @@ def legacy_alter_configs(
         try:
             check_resource(image, resource)
             current = current_configs(image, resource)
-            _validate(resource, wanted)
+            _validate(resource, wanted, group_broker)
             changed: dict[str, str | None] = dict(wanted)
             changed.update({k: None for k in current if k not in wanted})
             new_records = _records(resource, current, changed)

@@ -111,6 +111,8 @@ class MetadataImage:
     # per-broker overrides of node N (Kafka's DYNAMIC_DEFAULT_BROKER_CONFIG and
     # DYNAMIC_BROKER_CONFIG).
     broker_configs: dict[str, dict[str, str]] = dataclasses.field(default_factory=dict)
+    # Group config overrides by group id (resource type GROUP, KIP-848).
+    group_configs: dict[str, dict[str, str]] = dataclasses.field(default_factory=dict)
     next_producer_id: int = 0
     # ACL bindings by the id of the record that created them.
     acls: dict[str, AclBinding] = dataclasses.field(default_factory=dict)
@@ -178,7 +180,8 @@ class MetadataImage:
                 del self.topic_ids[topic.name]
                 self.topic_configs.pop(topic.name, None)
             case ConfigRecord(resource_type=kind, resource_name=name, name=key, value=value):
-                by_name = self.topic_configs if kind == "topic" else self.broker_configs
+                by_name = {"topic": self.topic_configs,
+                           "group": self.group_configs}.get(kind, self.broker_configs)
                 configs = by_name.setdefault(name, {})
                 if value is None:
                     configs.pop(key, None)
@@ -332,7 +335,7 @@ def _misfit(record: MetadataRecord, view: _View) -> str | None:
             if not view.has_broker(broker_id):
                 return f"registration change of unknown broker {broker_id}"
         case ConfigRecord(resource_type=kind):
-            if kind not in ("topic", "broker"):
+            if kind not in ("topic", "broker", "group"):
                 return f"config of unknown resource type {kind!r}"
         case AccessControlEntryRecord(id=acl_id):
             if view.has_acl(acl_id):

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from kio.schema.errors import ErrorCode
 
+from ..common.group_config import GROUP_BROKER_DEFAULTS
 from ..security.authorizer import AclBinding, AclBindingFilter
 from .acls import AclCreationResult, AclDeletionResult, create_acls, delete_acls
 from .cluster_control import (
@@ -55,8 +56,11 @@ class QuorumController:
         default_replication_factor: int,
         cluster_config: ClusterControlConfig,
         rng: random.Random,
+        group_broker: Mapping[str, int] = GROUP_BROKER_DEFAULTS,
     ) -> None:
         self.image = image
+        # This controller's group.* settings, the bounds of group configs.
+        self.group_broker = dict(group_broker)
         self.cluster_id = cluster_id
         self.default_partitions = default_partitions
         self.default_replication_factor = default_replication_factor
@@ -165,7 +169,8 @@ class QuorumController:
         *,
         validate_only: bool = False,
     ) -> tuple[list[ConfigResult], list[MetadataRecord]]:
-        return incremental_alter_configs(self.image, resources, validate_only=validate_only)
+        return incremental_alter_configs(self.image, resources, validate_only=validate_only,
+                                         group_broker=self.group_broker)
 
     def legacy_alter_configs(
         self,
@@ -173,7 +178,8 @@ class QuorumController:
         *,
         validate_only: bool = False,
     ) -> tuple[list[ConfigResult], list[MetadataRecord]]:
-        return legacy_alter_configs(self.image, resources, validate_only=validate_only)
+        return legacy_alter_configs(self.image, resources, validate_only=validate_only,
+                                    group_broker=self.group_broker)
 
     def delete_topics(self, names: Sequence[str]) -> tuple[list[TopicResult], list[MetadataRecord]]:
         return delete_topics(self.image, names)

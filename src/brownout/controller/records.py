@@ -110,7 +110,8 @@ class RemoveTopicRecord:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class ConfigRecord:
-    """A config override; value None removes it. resource_type: "topic" or "broker"."""
+    """A config override; value None removes it. resource_type: "topic", "broker" or
+    "group"."""
 
     TYPE: ClassVar[str] = "Config"
     resource_type: str

@@ -13,6 +13,7 @@ __all__ = [
     "InvalidRecordError",
     "InvalidRequestError",
     "ProtocolError",
+    "UnsupportedCompressionTypeError",
 ]
 
 
@@ -38,3 +39,9 @@ class InvalidRecordError(ValueError):
     """The batch is well formed but breaks a rule the broker enforces."""
 
     kafka_error: ClassVar[str] = "INVALID_RECORD"
+
+
+class UnsupportedCompressionTypeError(ValueError):
+    """A codec the request's version may not carry (zstd below Produce v7)."""
+
+    kafka_error: ClassVar[str] = "UNSUPPORTED_COMPRESSION_TYPE"

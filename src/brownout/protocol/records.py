@@ -1,10 +1,13 @@
 """A zero-copy view of Kafka RecordBatch v2 (magic 2) and a small writer.
 
-Theory of operation: the broker treats record batches as opaque bytes. On produce it only
-reads the fixed 61-byte batch header, checks the CRC-32C and patches the two fields that
-sit *before* the CRC-covered region (baseOffset and partitionLeaderEpoch), so patching
-never invalidates the checksum. Records inside a batch are never decoded on the hot path;
-`decode_records` exists for internal topics (e.g. ``__consumer_offsets``) and tests.
+Theory of operation: the broker treats record batches as opaque bytes. On produce it
+reads the fixed 61-byte batch header, checks the CRC-32C, walks the records once
+(`scan_records`: do they decode, which lack a key, the range of their timestamps, as
+Kafka's LogValidator iterates them) and patches the two fields that sit *before* the
+CRC-covered region (baseOffset and partitionLeaderEpoch), so patching never invalidates
+the checksum. Records are never copied or rebuilt unless the topic's compression.type
+asks for another codec. `decode_records` exists for internal topics (e.g.
+``__consumer_offsets``), timestamp lookups and tests; fetch never decodes.
 
 Batch header layout (big-endian), offsets in bytes::
 
@@ -29,7 +32,7 @@ from dataclasses import dataclass
 import crc32c
 
 from .compression import compress, decompress
-from .errors import CorruptRecordError, InvalidRecordError
+from .errors import CorruptRecordError, InvalidRecordError, UnsupportedCompressionTypeError
 
 BATCH_HEADER_SIZE = 61
 # baseOffset + batchLength: the part of the header not counted by batchLength.
@@ -145,6 +148,71 @@ def iter_batches(buf: bytes | bytearray | memoryview) -> Iterator[tuple[int, Bat
         pos += header.size
 
 
+# The smallest batchLength any message format has (a v0 message), and the bytes up to
+# and including the magic byte, which sits at the same place in every format.
+MIN_RECORD_OVERHEAD = 14
+MAGIC_OFFSET = 16
+HEADER_SIZE_UP_TO_MAGIC = MAGIC_OFFSET + 1
+ZSTD_CODEC = 4
+ZSTD_MIN_PRODUCE_VERSION = 7
+
+
+def complete_batches(buf: bytes | bytearray | memoryview) -> list[tuple[int, int, int]]:
+    """(position, size, magic) of each whole batch, read as Kafka reads the records of
+    a request (ByteBufferLogInputStream): a batchLength below any format's minimum or a
+    magic byte outside 0-2 is corrupt; a batch cut short ends the list, so trailing
+    bytes that make no whole batch are ignored rather than refused."""
+    out: list[tuple[int, int, int]] = []
+    pos, end = 0, len(buf)
+    while end - pos >= LOG_OVERHEAD:
+        (length,) = _EPOCH.unpack_from(buf, pos + 8)
+        if length < MIN_RECORD_OVERHEAD:
+            raise CorruptRecordError(
+                f"Record size {length} is less than the minimum record overhead "
+                f"({MIN_RECORD_OVERHEAD})")
+        if end - pos < HEADER_SIZE_UP_TO_MAGIC:
+            break
+        magic = _signed_byte(buf[pos + MAGIC_OFFSET])
+        if not 0 <= magic <= MAGIC_V2:
+            raise CorruptRecordError(f"Invalid magic found in record: {magic}")
+        if end - pos < length + LOG_OVERHEAD:
+            break
+        out.append((pos, length + LOG_OVERHEAD, magic))
+        pos += length + LOG_OVERHEAD
+    return out
+
+
+def _signed_byte(value: int) -> int:
+    return value - 256 if value > 127 else value
+
+
+def check_produce_records(version: int, buf: bytes | bytearray | memoryview) -> None:
+    """Kafka's check of one partition's records in a Produce request (v3 and later,
+    the only ones this node serves), before anything else looks at them: exactly one
+    whole batch, of magic 2, and no zstd below Produce v7. Raises InvalidRecordError
+    (INVALID_RECORD), CorruptRecordError (CORRUPT_MESSAGE) or
+    UnsupportedCompressionTypeError (UNSUPPORTED_COMPRESSION_TYPE)."""
+    batches = complete_batches(buf)
+    if not batches:
+        raise InvalidRecordError(
+            f"Produce requests with version {version} must have at least one record batch "
+            "per partition")
+    pos, _size, magic = batches[0]
+    if magic != MAGIC_V2:
+        raise InvalidRecordError(
+            f"Produce requests with version {version} are only allowed to contain record "
+            "batches with magic version 2")
+    codec = buf[pos + CRC_START + 1] & _ATTR_COMPRESSION_MASK  # attributes' low byte
+    if version < ZSTD_MIN_PRODUCE_VERSION and codec == ZSTD_CODEC:
+        raise UnsupportedCompressionTypeError(
+            f"Produce requests with version {version} are not allowed to use ZStandard "
+            "compression")
+    if len(batches) > 1:
+        raise InvalidRecordError(
+            f"Produce requests with version {version} are only allowed to contain exactly "
+            "one record batch per partition")
+
+
 def validate_batch(view: bytes | bytearray | memoryview) -> BatchHeader:
     """Check one complete batch (exactly ``view``) and return its header."""
     if len(view) < BATCH_HEADER_SIZE:
@@ -194,16 +262,19 @@ def assign_offsets(
     _EPOCH.pack_into(buf, pos + 12, partition_leader_epoch)
 
 
-def recompress(batch: bytes | memoryview, codec: int) -> bytes:
+def recompress(batch: bytes | memoryview, codec: int, *, renumber: bool = False) -> bytes:
     """The same batch with its records section in `codec` (topic compression.type).
 
     The records themselves do not change, so only the attributes' codec bits, the batch
-    length and the CRC are rewritten.
+    length and the CRC are rewritten; with `renumber` the records' offset deltas become
+    0, 1, 2, ... as Kafka's rebuilt batches have them.
     """
     header = read_header(batch)
     body = bytes(memoryview(batch)[BATCH_HEADER_SIZE:])
     if header.compression != COMPRESSION_NONE:
         body = decompress(header.compression, body)
+    if renumber:
+        body = _renumbered(body, header.records_count)
     out = bytearray(memoryview(batch)[:BATCH_HEADER_SIZE]) + compress(codec, body)
     struct.pack_into(">i", out, 8, len(out) - LOG_OVERHEAD)
     struct.pack_into(">h", out, CRC_START,
@@ -212,14 +283,41 @@ def recompress(batch: bytes | memoryview, codec: int) -> bytes:
     return bytes(out)
 
 
-def set_log_append_time(buf: bytearray, pos: int, now_ms: int) -> None:
-    """Stamp the batch at `pos` with LogAppendTime: the timestamp-type attribute and the
-    max timestamp are set, and the CRC (which covers both) recomputed."""
+def _renumbered(body: bytes, count: int) -> bytes:
+    """Uncompressed records with their offset deltas rewritten to 0, 1, 2, ...; the
+    records were checked by `scan_records`."""
+    out = bytearray()
+    pos = 0
+    for index in range(count):
+        length, pos = read_varint(body, pos)
+        end = pos + length
+        _, after_ts = read_varint(body, pos + 1)
+        _, after_delta = read_varint(body, after_ts)
+        record = bytearray(body[pos:after_ts])  # attributes and timestamp delta
+        write_varint(record, index)
+        record += body[after_delta:end]
+        write_varint(out, len(record))
+        out += record
+        pos = end
+    return bytes(out)
+
+
+def set_max_timestamp(buf: bytearray, pos: int, timestamp_type: int, max_timestamp: int
+                      ) -> bool:
+    """Give the batch at `pos` this timestamp type and max timestamp, as a leader does
+    after validating it (Kafka's setMaxTimestamp): both are covered by the CRC, which is
+    recomputed. False, and nothing written, when the batch has them already."""
     header = read_header(buf, pos)
-    struct.pack_into(">h", buf, pos + CRC_START, header.attributes | _ATTR_TIMESTAMP_TYPE)
-    struct.pack_into(">q", buf, pos + 35, now_ms)
+    attributes = header.attributes & ~_ATTR_TIMESTAMP_TYPE
+    if timestamp_type == TIMESTAMP_LOG_APPEND_TIME:
+        attributes |= _ATTR_TIMESTAMP_TYPE
+    if attributes == header.attributes and max_timestamp == header.max_timestamp:
+        return False
+    struct.pack_into(">h", buf, pos + CRC_START, attributes)
+    struct.pack_into(">q", buf, pos + 35, max_timestamp)
     end = pos + header.size
     struct.pack_into(">I", buf, pos + 17, crc32c.crc32c(bytes(buf[pos + CRC_START : end])))
+    return True
 
 
 # --- varints (zigzag, as in protobuf and Kafka's record format) ---------------------------
@@ -334,14 +432,27 @@ def decode_records(
     return out
 
 
-def validate_records(batch: bytes | bytearray | memoryview, header: BatchHeader) -> None:
-    """Check that every record of a CRC-valid batch decodes, as Kafka's LogValidator does
-    before a leader appends a client's batch: a known codec, records that fill the batch
-    exactly, `records_count` of them, offset deltas 0, 1, 2, ...
+@dataclass(frozen=True, slots=True)
+class RecordScan:
+    """What one pass over a batch's records learned, for the rules that need more than
+    the header: how many records lack a key, the range of their timestamp deltas, and
+    whether their offset deltas run 0, 1, 2, ..."""
 
-    Raises CorruptRecordError for bytes that do not decode, InvalidRecordError for
-    records that decode but break a rule. This runs on every produce, so it is one
-    tight loop over the varints rather than `_records`, which builds views.
+    keyless: int
+    min_timestamp_delta: int
+    max_timestamp_delta: int
+    consecutive: bool
+
+
+def scan_records(batch: bytes | bytearray | memoryview, header: BatchHeader) -> RecordScan:
+    """Walk every record of a CRC-valid batch, as Kafka's LogValidator iterates a
+    client's batch before a leader appends it (decompressing it first when needed).
+
+    Records that do not decode raise InvalidRecordError (Kafka's InvalidRecordException:
+    INVALID_RECORD); a payload that does not decompress raises CorruptRecordError. A
+    negative key or value length is a null one, as Kafka reads it. This runs on every
+    produce, so it is one tight loop over the varints rather than `_records`, which
+    builds views.
     """
     buf: bytes | bytearray | memoryview = batch
     pos = BATCH_HEADER_SIZE
@@ -350,44 +461,87 @@ def validate_records(batch: bytes | bytearray | memoryview, header: BatchHeader)
         pos = 0
     size = len(buf)
     where = f"batch at offset {header.base_offset}"
-    for expected in range(header.records_count):
-        length, pos = _varint(buf, pos)
-        end = pos + length
-        if length < 2 or end > size:  # attributes and at least one varint
-            raise CorruptRecordError(f"{where}: record {expected} has bad length {length}")
-        pos += 1  # attributes
-        _ts_delta, pos = _varint(buf, pos)
-        offset_delta, pos = _varint(buf, pos)
-        if offset_delta != expected:
-            raise InvalidRecordError(
-                f"{where}: record {expected} has offset delta {offset_delta}; inner "
-                "offsets must be consecutive from 0"
-            )
-        for field in ("key", "value"):
-            n, pos = _varint(buf, pos)
-            if n >= 0:
+    keyless = 0
+    low = high = 0
+    consecutive = True
+    try:
+        for index in range(header.records_count):
+            if pos >= size:
+                raise InvalidRecordError(
+                    f"{where}: incorrect declared batch size, premature EOF reached at "
+                    f"record {index} of {header.records_count}")
+            length, pos = _varint(buf, pos)
+            end = pos + length
+            if length < 1 or end > size:
+                raise InvalidRecordError(
+                    f"{where}: invalid record size: expected {length} bytes in record "
+                    f"payload, but instead the buffer has only {size - pos} remaining bytes")
+            pos += 1  # attributes
+            ts_delta, pos = _varint(buf, pos)
+            if index == 0:
+                low = high = ts_delta
+            elif ts_delta < low:
+                low = ts_delta
+            elif ts_delta > high:
+                high = ts_delta
+            offset_delta, pos = _varint(buf, pos)
+            if offset_delta != index:
+                consecutive = False
+            n, pos = _varint(buf, pos)  # key
+            if n > 0:
                 pos += n
-            if n < -1 or pos > end:
-                raise CorruptRecordError(f"{where}: record {expected} has a bad {field} length")
-        n_headers, pos = _varint(buf, pos)
-        if n_headers < 0 or n_headers > end - pos:
-            raise CorruptRecordError(f"{where}: record {expected} claims {n_headers} headers")
-        for _ in range(n_headers):
-            n, pos = _varint(buf, pos)
-            if n < 0:
-                raise CorruptRecordError(f"{where}: record {expected} has a header without key")
-            pos += n
-            n, pos = _varint(buf, pos)
-            if n >= 0:
+            elif n < 0:
+                keyless += 1
+            n, pos = _varint(buf, pos)  # value
+            if n > 0:
                 pos += n
-            if n < -1 or pos > end:
-                raise CorruptRecordError(f"{where}: record {expected} has a bad header")
-        if pos != end:
-            raise CorruptRecordError(
-                f"{where}: record {expected} ends at {pos}, its length says {end}"
-            )
+            n_headers, pos = _varint(buf, pos)
+            if n_headers < 0 or n_headers > end - pos:
+                raise InvalidRecordError(
+                    f"{where}: found invalid number of record headers {n_headers} in "
+                    f"record {index}")
+            for _ in range(n_headers):
+                n, pos = _varint(buf, pos)
+                if n < 0:
+                    raise InvalidRecordError(
+                        f"{where}: invalid negative header key size {n} in record {index}")
+                pos += n
+                n, pos = _varint(buf, pos)
+                if n > 0:
+                    pos += n
+            if pos != end:
+                raise InvalidRecordError(
+                    f"{where}: invalid record size: expected to read {length} bytes in "
+                    f"record payload of record {index}, but instead read "
+                    f"{length + pos - end}")
+    except CorruptRecordError as e:  # a varint past the end of the records
+        raise InvalidRecordError(f"{where}: found invalid record structure ({e})") from None
     if pos != size:
-        raise CorruptRecordError(f"{where}: {size - pos} bytes after the last record")
+        raise InvalidRecordError(
+            f"{where}: incorrect declared batch size, records still remaining in file "
+            f"({size - pos} bytes after record {header.records_count - 1})")
+    return RecordScan(keyless, low, high, consecutive)
+
+
+@dataclass(frozen=True, slots=True)
+class RecordFacts:
+    """One record, as the rules about keys and timestamps see it (sizes -1: null)."""
+
+    offset_delta: int
+    timestamp_delta: int
+    key_size: int
+    value_size: int
+
+
+def record_facts(batch: bytes | bytearray | memoryview,
+                 header: BatchHeader) -> list[RecordFacts]:
+    """Every record's facts; for the rare batch that breaks a rule, after
+    `scan_records` accepted its structure."""
+    return [
+        RecordFacts(offset_delta, ts_delta, -1 if key is None else len(key),
+                    -1 if value is None else len(value))
+        for offset_delta, ts_delta, key, value in _records(batch, header)
+    ]
 
 
 def _varint(buf: bytes | bytearray | memoryview, pos: int) -> tuple[int, int]:

@@ -7,6 +7,7 @@ import random
 
 from ..broker.controller_server import ControllerApis, ControllerRuntime
 from ..broker.socket_server import SocketServer
+from ..common.group_config import group_broker_settings
 from ..controller.cluster_control import ClusterControlConfig
 from ..controller.image import MetadataImage
 from ..controller.quorum_controller import QuorumController
@@ -36,6 +37,7 @@ class ControllerServer:
                 ],
             ),
             rng=random.Random(),
+            group_broker=group_broker_settings(config),
         )
         self.runtime = ControllerRuntime(
             self.quorum_controller, shared.raft,

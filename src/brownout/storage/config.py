@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 
 LONG_MAX = 2**63 - 1
@@ -20,6 +20,10 @@ _TOPIC_KEYS = {
     "max.message.bytes": "max_message_bytes",
     "compression.type": "compression_type",
     "message.timestamp.type": "message_timestamp_type",
+    "message.timestamp.before.max.ms": "message_timestamp_before_max_ms",
+    "message.timestamp.after.max.ms": "message_timestamp_after_max_ms",
+    "message.timestamp.difference.max.ms": "message_timestamp_difference_max_ms",
+    "cleanup.policy": "compact",
 }
 _STRING_FIELDS = frozenset({"compression_type", "message_timestamp_type"})
 
@@ -36,6 +40,9 @@ _BROKER_KEYS = {
     "log.flush.interval.messages": ("flush_interval_messages", 1),
     "log.flush.interval.ms": ("flush_interval_ms", 1),
     "message.max.bytes": ("max_message_bytes", 1),
+    "log.message.timestamp.before.max.ms": ("message_timestamp_before_max_ms", 1),
+    "log.message.timestamp.after.max.ms": ("message_timestamp_after_max_ms", 1),
+    "log.message.timestamp.difference.max.ms": ("message_timestamp_difference_max_ms", 1),
 }
 # Kafka lets the finer-grained broker key win (log.retention.ms over .minutes over .hours).
 _BROKER_PRECEDENCE = {
@@ -57,6 +64,27 @@ class LogConfig:
     # "producer" keeps the producer's codec; any other codec is applied on append.
     compression_type: str = "producer"
     message_timestamp_type: str = "CreateTime"
+    # How far before and after the leader's clock a CreateTime record may be (KIP-937);
+    # the deprecated difference applies to either side not set away from its default.
+    message_timestamp_before_max_ms: int = LONG_MAX
+    message_timestamp_after_max_ms: int = LONG_MAX
+    message_timestamp_difference_max_ms: int = LONG_MAX
+    # cleanup.policy includes compact: every record needs a key.
+    compact: bool = False
+
+    @property
+    def timestamp_before_max_ms(self) -> int:
+        """Kafka 3.6-3.9's rule for the deprecated message.timestamp.difference.max.ms:
+        it stands in for a bound left at its default."""
+        if self.message_timestamp_before_max_ms != LONG_MAX:
+            return self.message_timestamp_before_max_ms
+        return self.message_timestamp_difference_max_ms
+
+    @property
+    def timestamp_after_max_ms(self) -> int:
+        if self.message_timestamp_after_max_ms != LONG_MAX:
+            return self.message_timestamp_after_max_ms
+        return self.message_timestamp_difference_max_ms
 
     @classmethod
     def from_properties(cls, props: Mapping[str, str | int], base: LogConfig | None = None
@@ -66,10 +94,12 @@ class LogConfig:
         Keys that are not log settings (``cleanup.policy``, ``min.insync.replicas``, ...)
         belong to other layers and are ignored here.
         """
-        changes: dict[str, int | str] = {}
+        changes: dict[str, int | str | bool] = {}
         for key, value in props.items():
             name = _TOPIC_KEYS.get(key)
-            if name is not None:
+            if name == "compact":
+                changes[name] = "compact" in _policies(value)
+            elif name is not None:
                 changes[name] = str(value) if name in _STRING_FIELDS else _to_int(key, value)
         return replace(base or cls(), **changes)
 
@@ -96,3 +126,9 @@ def _to_int(key: str, value: str | int) -> int:
         return int(value)
     except (TypeError, ValueError):
         raise ValueError(f"config {key}={value!r} is not an integer") from None
+
+
+def _policies(value: str | int | Iterable[str]) -> list[str]:
+    """cleanup.policy as parsed (a list) or as written ("compact,delete")."""
+    items = str(value).split(",") if isinstance(value, (str, int)) else value
+    return [item.strip() for item in items]

@@ -22,6 +22,31 @@ class RecordTooLargeError(StorageError):
     kafka_error: ClassVar[str] = "MESSAGE_TOO_LARGE"
 
 
+class RecordBatchTooLargeError(StorageError):
+    """An append larger than segment.bytes: it could never fit in a segment."""
+
+    kafka_error: ClassVar[str] = "RECORD_LIST_TOO_LARGE"
+
+
+class RecordValidationError(StorageError):
+    """Records of a leader append that break a rule of Kafka's LogValidator. Each is
+    named in `record_errors` ((index in the batch, message)); the client sees them in
+    the Produce response, with this error's message."""
+
+    kafka_error: ClassVar[str] = "INVALID_RECORD"
+
+    def __init__(self, message: str, record_errors: list[tuple[int, str]]) -> None:
+        super().__init__(message)
+        self.record_errors = record_errors
+
+
+class InvalidTimestampError(RecordValidationError):
+    """At least one record's timestamp is outside message.timestamp.before/after.max.ms
+    (or carries LogAppendTime from a producer)."""
+
+    kafka_error: ClassVar[str] = "INVALID_TIMESTAMP"
+
+
 class UnexpectedAppendOffsetError(StorageError):
     """A follower append did not start at the log end offset."""
 

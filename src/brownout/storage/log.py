@@ -5,9 +5,11 @@ Theory of operation.
 * Offsets: ``log_start_offset`` is the first offset still readable, ``log_end_offset``
   (LEO) the next offset to assign. The high watermark is owned by replication but stored
   here (clamped to [log_start, LEO]) because retention must not delete past it.
-* Appends: a leader append validates every batch first (CRC, sizes, producer state), so a
-  bad batch leaves the log untouched. Offsets and the leader epoch are patched into the
-  header bytes before the CRC-covered region, so the CRC the client computed stays valid.
+* Appends: a leader append is one batch, validated first as Kafka's leader does
+  (storage.log_validator: sizes, CRC, header, every record, keys and timestamps; then
+  producer state), so a bad batch leaves the log untouched. Offsets and the leader epoch
+  are patched into the header bytes before the CRC-covered region, so the CRC the client
+  computed stays valid unless the timestamps or the codec must change.
   The whole append goes into one segment; a new segment is rolled first when the active
   one would exceed ``segment.bytes``, is older than ``segment.ms`` or relative offsets
   would overflow int32.
@@ -39,6 +41,8 @@ from pathlib import Path
 from brownout.protocol.compression import CODEC_IDS
 from brownout.protocol.records import (
     BATCH_HEADER_SIZE,
+    TIMESTAMP_CREATE_TIME,
+    TIMESTAMP_LOG_APPEND_TIME,
     BatchHeader,
     CorruptRecordError,
     InvalidRecordError,
@@ -47,9 +51,8 @@ from brownout.protocol.records import (
     iter_batches,
     read_header,
     recompress,
-    set_log_append_time,
+    set_max_timestamp,
     validate_batch,
-    validate_records,
 )
 from brownout.storage.checkpoint import (
     LEADER_EPOCH_CHECKPOINT,
@@ -62,10 +65,17 @@ from brownout.storage.errors import (
     CorruptCheckpointError,
     KafkaStorageError,
     OffsetOutOfRangeError,
+    RecordBatchTooLargeError,
     RecordTooLargeError,
     UnexpectedAppendOffsetError,
 )
 from brownout.storage.leader_epoch import LeaderEpochCache
+from brownout.storage.log_validator import (
+    analyze_client_records,
+    max_timestamp,
+    needs_rebuild,
+    validate_client_batch,
+)
 from brownout.storage.meta import topic_id_from_str, topic_id_to_str
 from brownout.storage.producer_state import ProducerStateManager
 from brownout.storage.segment import INDEX_SUFFIX, LOG_SUFFIX, LogSegment
@@ -83,7 +93,9 @@ class AppendInfo:
     first_offset: int
     last_offset: int
     max_timestamp: int
-    log_append_time: int  # -1: CreateTime (the only timestamp type we write)
+    # LogAppendTime: the time given; -1 for CreateTime, except that a duplicate gets its
+    # original batch's max timestamp (Kafka answers a retried batch so).
+    log_append_time: int
     num_batches: int
     duplicate: bool = False
 
@@ -128,7 +140,7 @@ class Log:
         self._last_flush_ms = _now_ms()
         self._dir_dirty = False
         self._epochs = LeaderEpochCache(self.dir, sync)
-        self._producers = ProducerStateManager()
+        self._producers = ProducerStateManager(f"{self.topic}-{self.partition}")
         self._lock = threading.RLock()
         self._closed = False
         # Told (log dir, message, error) when an I/O error takes this log's dir offline
@@ -310,7 +322,9 @@ class Log:
 
     # ------------------------------------------------------------------ appends
 
-    def _validate(self, records: memoryview, *, from_client: bool) -> list[tuple[int, BatchHeader]]:
+    def _validate_replica(self, records: memoryview) -> list[tuple[int, BatchHeader]]:
+        """A follower's append: whole, CRC-valid batches within max.message.bytes; what
+        the leader checked of the records is not checked again."""
         headers: list[tuple[int, BatchHeader]] = []
         try:
             for pos, header in iter_batches(records):
@@ -320,56 +334,56 @@ class Log:
             raise type(exc)(f"{self.topic}-{self.partition}: batch {len(headers)}: {exc}") from None
         if not headers:
             raise InvalidRecordError(f"{self.topic}-{self.partition}: append with no batches")
-        for i, (pos, header) in enumerate(headers):
+        for i, (_, header) in enumerate(headers):
             if header.size > self.config.max_message_bytes:
                 raise RecordTooLargeError(
                     f"{self.topic}-{self.partition}: batch {i} is {header.size} bytes, larger "
                     f"than max.message.bytes {self.config.max_message_bytes}")
-            if from_client:
-                # Kafka's LogValidator checks: the offset range and the record count agree,
-                # and clients cannot write control (transaction marker) batches.
-                count = header.records_count
-                if count <= 0 or count != header.last_offset_delta + 1:
-                    raise InvalidRecordError(
-                        f"{self.topic}-{self.partition}: batch {i}: record count "
-                        f"{header.records_count} does not match lastOffsetDelta "
-                        f"{header.last_offset_delta}")
-                if header.is_control:
-                    raise InvalidRecordError(
-                        f"{self.topic}-{self.partition}: batch {i}: clients may not write "
-                        "control batches")
-                try:
-                    validate_records(records[pos:pos + header.size], header)
-                except (CorruptRecordError, InvalidRecordError) as exc:
-                    raise type(exc)(f"{self.topic}-{self.partition}: batch {i}: {exc}") from None
-        if len(records) > self.config.segment_bytes:
-            raise RecordTooLargeError(
-                f"{self.topic}-{self.partition}: append of {len(records)} bytes is larger "
-                f"than segment.bytes {self.config.segment_bytes}")
+        self._check_segment_size(len(records))
         return headers
+
+    def _check_segment_size(self, size: int) -> None:
+        if size > self.config.segment_bytes:
+            raise RecordBatchTooLargeError(
+                f"Message batch size is {size} bytes in append to partition "
+                f"{self.topic}-{self.partition}, which exceeds the maximum configured segment "
+                f"size of {self.config.segment_bytes}.")
 
     def append_as_leader(self, records: bytes | bytearray | memoryview, leader_epoch: int,
                          now_ms: int) -> AppendInfo:
+        """Validate a client's (or a coordinator's) batch as Kafka's leader does
+        (storage.log_validator), then give it offsets, this leader's epoch, the topic's
+        codec and timestamps, and append it unless it repeats an idempotent producer's
+        last batches."""
         with self._lock:
             self._check_open()
-            headers = self._validate(memoryview(records), from_client=True)
-            records, headers = self._apply_topic_compression(records, headers)
-            buf = bytearray(records)
-            append_time = self.config.message_timestamp_type == "LogAppendTime"
-            next_offset = self.log_end_offset
-            assigned: list[tuple[int, BatchHeader]] = []
-            for pos, header in headers:
-                assign_offsets(buf, pos, next_offset, leader_epoch)
-                if append_time:
-                    set_log_append_time(buf, pos, now_ms)
-                header = replace(header, base_offset=next_offset,
-                                 partition_leader_epoch=leader_epoch)
-                assigned.append((pos, header))
-                next_offset = header.next_offset
-            pending = self._producers.prepare([h for _, h in assigned])
+            cfg = self.config
+            tp = f"{self.topic}-{self.partition}"
+            batch, header = analyze_client_records(memoryview(records), cfg.max_message_bytes,
+                                                   tp)
+            codec = (header.compression if cfg.compression_type == "producer"
+                     else CODEC_IDS[cfg.compression_type])
+            scan = validate_client_batch(batch, header, cfg, now_ms, tp, target_codec=codec)
+            if needs_rebuild(header, scan, codec):
+                buf = bytearray(recompress(batch, codec, renumber=not scan.consecutive))
+                if len(buf) > cfg.max_message_bytes:
+                    raise RecordTooLargeError(
+                        f"Message batch size is {len(buf)} bytes in append to partition {tp} "
+                        f"which exceeds the maximum configured size of {cfg.max_message_bytes}.")
+            else:
+                buf = bytearray(batch)
+            append_time = cfg.message_timestamp_type == "LogAppendTime"
+            if append_time:
+                set_max_timestamp(buf, 0, TIMESTAMP_LOG_APPEND_TIME, now_ms)
+            else:
+                set_max_timestamp(buf, 0, TIMESTAMP_CREATE_TIME, max_timestamp(header, scan))
+            self._check_segment_size(len(buf))
+            assign_offsets(buf, 0, self.log_end_offset, leader_epoch)
+            assigned = [(0, read_header(buf))]
+            pending = self._producers.prepare([assigned[0][1]])
             if pending.duplicate is not None:
                 return AppendInfo(pending.duplicate.first_offset, pending.duplicate.last_offset,
-                                  -1, -1, len(assigned), duplicate=True)
+                                  -1, pending.duplicate.timestamp, 1, duplicate=True)
             with self._io("appending records to"):
                 if leader_epoch >= 0:
                     self._epochs.assign(leader_epoch, assigned[0][1].base_offset)
@@ -377,30 +391,12 @@ class Log:
             self._producers.commit(pending)
             return replace(info, log_append_time=now_ms) if append_time else info
 
-    def _apply_topic_compression(
-        self, records: bytes | bytearray | memoryview, headers: list[tuple[int, BatchHeader]]
-    ) -> tuple[bytes | bytearray | memoryview, list[tuple[int, BatchHeader]]]:
-        """Recompress batches whose codec differs from the topic's compression.type."""
-        wanted = self.config.compression_type
-        if wanted == "producer":
-            return records, headers
-        codec = CODEC_IDS[wanted]
-        if all(h.compression == codec for _, h in headers):
-            return records, headers
-        view = memoryview(records)
-        rebuilt = b"".join(
-            recompress(view[pos:pos + h.size], codec) if h.compression != codec
-            else bytes(view[pos:pos + h.size])
-            for pos, h in headers
-        )
-        return rebuilt, list(iter_batches(rebuilt))
-
     def append_as_follower(self, records: bytes | bytearray | memoryview,
                            now_ms: int | None = None) -> AppendInfo:
         with self._lock:
             self._check_open()
             view = memoryview(records)
-            headers = self._validate(view, from_client=False)
+            headers = self._validate_replica(view)
             expected = self.log_end_offset
             if headers[0][1].base_offset != expected:
                 raise UnexpectedAppendOffsetError(

@@ -4,17 +4,18 @@ transactions).
 Theory of operation. For every producer id the log remembers the producer epoch and the
 sequence/offset ranges of its last five batches (a producer has at most five requests in
 flight per partition, so a retry can only repeat one of those). A leader append is
-checked against that state before anything is written:
+checked against that state, after the batch itself passed validation and before
+anything is written, as Kafka 4's ProducerAppendInfo does:
 
 * epoch lower than the known one  -> INVALID_PRODUCER_EPOCH (a zombie producer);
 * same epoch, same (first_seq, last_seq) as a cached batch -> duplicate: answer with the
-  original offsets and write nothing;
-* same epoch, first_seq != last_seq + 1 (wrapping after Int32.MAX to 0)
-  -> OUT_OF_ORDER_SEQUENCE_NUMBER;
+  original offsets (and its timestamp as the log append time) and write nothing;
+* same epoch, first_seq != last_seq + 1 (wrapping after Int32.MAX to 0; 0 when the
+  epoch has no batch yet) -> OUT_OF_ORDER_SEQUENCE_NUMBER;
 * higher epoch -> the sequence must restart at 0, else OUT_OF_ORDER_SEQUENCE_NUMBER;
-* producer unknown to this log -> any sequence is accepted. Since KIP-360 Kafka no longer
-  answers UNKNOWN_PRODUCER_ID here: the producer's state may simply have been removed
-  by retention, and the producer cannot tell.
+* producer unknown to this log (or known without an epoch) -> any sequence is accepted.
+  Since KIP-360 Kafka no longer answers UNKNOWN_PRODUCER_ID here: the producer's state
+  may simply have been removed by retention, and the producer cannot tell.
 
 Batches without a producer id (-1) are not tracked. Followers apply state without checks.
 The state is derived from batch headers, so it is rebuilt by scanning the log on open and
@@ -32,6 +33,7 @@ from brownout.storage.errors import InvalidProducerEpochError, OutOfOrderSequenc
 
 NUM_BATCHES_TO_RETAIN = 5
 INT32_MAX = 2**31 - 1
+NO_PRODUCER_EPOCH = -1
 
 
 def last_sequence(header: BatchHeader) -> int:
@@ -50,12 +52,14 @@ class BatchMetadata:
     last_seq: int
     first_offset: int
     last_offset: int
+    timestamp: int = -1  # the batch's max timestamp
 
 
 @dataclass(frozen=True, slots=True)
 class Duplicate:
     first_offset: int
     last_offset: int
+    timestamp: int = -1
 
 
 @dataclass(slots=True)
@@ -86,7 +90,7 @@ class ProducerStateEntry:
         last_seq = last_sequence(header)
         for b in self.batches:
             if b.first_seq == header.base_sequence and b.last_seq == last_seq:
-                return Duplicate(b.first_offset, b.last_offset)
+                return Duplicate(b.first_offset, b.last_offset, b.timestamp)
         return None
 
     def apply(self, header: BatchHeader) -> None:
@@ -98,7 +102,7 @@ class ProducerStateEntry:
             return  # markers carry no sequence
         self.batches.append(
             BatchMetadata(header.base_sequence, last_sequence(header),
-                          header.base_offset, header.last_offset)
+                          header.base_offset, header.last_offset, header.max_timestamp)
         )
 
 
@@ -112,8 +116,9 @@ class PendingAppend:
 
 
 class ProducerStateManager:
-    def __init__(self) -> None:
+    def __init__(self, topic_partition: str = "") -> None:
         self._entries: dict[int, ProducerStateEntry] = {}
+        self._tp = topic_partition  # for messages
 
     def entry(self, producer_id: int) -> ProducerStateEntry | None:
         return self._entries.get(producer_id)
@@ -135,28 +140,28 @@ class ProducerStateManager:
         entry = (staged or {}).get(header.producer_id) or self._entries.get(header.producer_id)
         if entry is None:
             return None
-        pid = header.producer_id
-        if header.producer_epoch < entry.epoch:
+        pid, epoch, seq = header.producer_id, header.producer_epoch, header.base_sequence
+        if epoch < entry.epoch:
             raise InvalidProducerEpochError(
-                f"producer {pid}: epoch {header.producer_epoch} is older than the current "
-                f"epoch {entry.epoch}"
-            )
+                f"Epoch of producer {pid} {self._at(header)} is {epoch}, which is smaller "
+                f"than the last seen epoch {entry.epoch}")
         duplicate = entry.find_duplicate(header)
         if duplicate is not None:
             return duplicate
-        if header.producer_epoch > entry.epoch:
-            if header.base_sequence != 0:
+        if epoch != entry.epoch:
+            if seq != 0 and entry.epoch != NO_PRODUCER_EPOCH:
                 raise OutOfOrderSequenceError(
-                    f"producer {pid}: invalid sequence {header.base_sequence} for new epoch "
-                    f"{header.producer_epoch} (current epoch {entry.epoch}); expected 0"
-                )
-            return None
-        if entry.batches and not in_sequence(entry.batches[-1].last_seq, header.base_sequence):
+                    f"Invalid sequence number for new epoch of producer {pid} "
+                    f"{self._at(header)}: {epoch} (request epoch), {seq} (seq. number), "
+                    f"{entry.epoch} (current producer epoch)")
+        elif entry.epoch != NO_PRODUCER_EPOCH and not in_sequence(entry.last_seq, seq):
             raise OutOfOrderSequenceError(
-                f"producer {pid} epoch {header.producer_epoch}: out of order sequence "
-                f"{header.base_sequence}, expected {entry.batches[-1].last_seq + 1 & INT32_MAX}"
-            )
+                f"Out of order sequence number for producer {pid} {self._at(header)}: {seq} "
+                f"(incoming seq. number), {entry.last_seq} (current end sequence number)")
         return None
+
+    def _at(self, header: BatchHeader) -> str:
+        return f"at offset {header.base_offset} in partition {self._tp}"
 
     def prepare(self, headers: Sequence[BatchHeader]) -> PendingAppend:
         """Check a leader append batch by batch; headers carry their final offsets.

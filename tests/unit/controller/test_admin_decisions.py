@@ -215,7 +215,8 @@ def test_broker_config_records_go_to_the_image_and_back_out():
                                     "1": {"log.retention.ms": "5"}}
     image.apply(ConfigRecord("broker", "", "min.insync.replicas", None))
     assert "" not in image.broker_configs
-    assert image.misfit(ConfigRecord("group", "g", "a", "b")) is not None
+    assert image.misfit(ConfigRecord("group", "g", "a", "b")) is None  # KIP-848 groups
+    assert image.misfit(ConfigRecord("client-metrics", "m", "a", "b")) is not None
 
 
 def test_unclean_election_once_the_topic_allows_it():

@@ -45,18 +45,25 @@ def test_leader_append_assigns_offsets_and_epoch(open_log):
     assert [o for o, *_ in decode_records(data[: hs[0].size])] == [0, 1, 2]
 
 
-def test_multi_batch_append_and_bad_batch_writes_nothing(open_log):
+def test_one_batch_per_append_and_a_bad_batch_writes_nothing(open_log):
     log = open_log()
-    info = log.append_as_leader(make_batch(2) + make_batch(3), 0, TS)
-    assert (info.first_offset, info.last_offset, info.num_batches) == (0, 4, 2)
+    info = log.append_as_leader(make_batch(2), 0, TS)
+    assert (info.first_offset, info.last_offset, info.num_batches) == (0, 1, 1)
+    size_before = log.size_in_bytes
+    # Kafka's LogValidator: a v2 append is exactly one batch.
+    with pytest.raises(InvalidRecordError, match="more than one batch"):
+        log.append_as_leader(make_batch(1) + make_batch(3), 0, TS)
     bad = bytearray(make_batch(1))
     bad[-1] ^= 0xFF
-    size_before = log.size_in_bytes
-    with pytest.raises(CorruptRecordError, match="batch 1"):
-        log.append_as_leader(make_batch(1) + bytes(bad), 0, TS)
-    with pytest.raises(CorruptRecordError):
+    with pytest.raises(CorruptRecordError, match="Record is corrupt"):
+        log.append_as_leader(bytes(bad), 0, TS)
+    # Bytes after the last whole batch are dropped, as Kafka trims them; a batch cut
+    # short is no batch at all.
+    assert log.append_as_leader(make_batch(1) + make_batch(1)[:-5], 0, TS).last_offset == 2
+    with pytest.raises(InvalidRecordError, match="no batches"):
         log.append_as_leader(make_batch(1)[:-5], 0, TS)
-    assert log.size_in_bytes == size_before and log.log_end_offset == 5
+    assert log.log_end_offset == 3
+    assert log.size_in_bytes == size_before + len(make_batch(1))
 
 
 def test_too_large_and_inconsistent_count(open_log):

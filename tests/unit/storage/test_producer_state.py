@@ -1,9 +1,9 @@
 import pytest
 from conftest import TS, make_batch
 
-from brownout.protocol.records import read_header
+from brownout.protocol.records import BatchHeader, read_header
 from brownout.storage import InvalidProducerEpochError, OutOfOrderSequenceError
-from brownout.storage.producer_state import INT32_MAX, last_sequence
+from brownout.storage.producer_state import INT32_MAX, ProducerStateManager, last_sequence
 
 
 def idem(n: int, seq: int, epoch: int = 0, pid: int = 1000) -> bytes:
@@ -76,12 +76,12 @@ def test_sequence_wraps_at_int32_max(open_log):
     assert last_sequence(read_header(idem(3, INT32_MAX - 1))) == 0
 
 
-def test_multiple_batches_of_one_producer_in_one_append(open_log):
+def test_batches_of_one_producer_follow_each_other(open_log):
     log = open_log()
-    info = log.append_as_leader(idem(2, 0) + idem(2, 2), 0, TS)
-    assert info.last_offset == 3
-    with pytest.raises(OutOfOrderSequenceError):
-        log.append_as_leader(idem(1, 4) + idem(1, 9), 0, TS)
+    log.append_as_leader(idem(2, 0), 0, TS)
+    assert log.append_as_leader(idem(2, 2), 0, TS).last_offset == 3
+    with pytest.raises(OutOfOrderSequenceError, match=r"9 \(incoming seq. number\), 3 \(current"):
+        log.append_as_leader(idem(1, 9), 0, TS)
     assert log.log_end_offset == 4
 
 
@@ -115,3 +115,39 @@ def test_active_producers_report_last_sequence_and_timestamp_as_describe_produce
     log = open_log(clean=False)
     assert [(p.producer_id, p.last_seq, p.last_timestamp)
             for p in log.producer_state.active_producers()] == [(3, 1, TS + 9), (7, 3, TS + 20)]
+
+
+def test_a_duplicate_is_answered_with_its_batch_timestamp(open_log):
+    # Kafka answers a retried batch with the original's max timestamp as log append time.
+    log = open_log()
+    log.append_as_leader(make_batch(2, ts=TS - 9, producer_id=1, producer_epoch=0,
+                                    base_sequence=0), 0, TS)
+    dup = log.append_as_leader(make_batch(2, ts=TS - 9, producer_id=1, producer_epoch=0,
+                                          base_sequence=0), 0, TS)
+    assert dup.duplicate and dup.log_append_time == TS - 9
+
+
+def header(pid: int, epoch: int, seq: int, *, control: bool = False, offset: int = 0
+           ) -> BatchHeader:
+    return BatchHeader(base_offset=offset, batch_length=0, partition_leader_epoch=0, magic=2,
+                       crc=0, attributes=0x20 if control else 0, last_offset_delta=0,
+                       base_timestamp=TS, max_timestamp=TS, producer_id=pid,
+                       producer_epoch=epoch, base_sequence=seq, records_count=1)
+
+
+def test_an_epoch_without_batches_starts_at_sequence_0():
+    # A transaction marker bumps a producer's epoch and leaves no batch of it: the next
+    # batch of that epoch must start the sequence, as Kafka's checkSequence has it.
+    state = ProducerStateManager("t-0")
+    state.update(header(1000, 2, -1, control=True))
+    with pytest.raises(OutOfOrderSequenceError,
+                       match=r"producer 1000 at offset 7 in partition t-0: 5 \(incoming"):
+        state.check(header(1000, 2, 5, offset=7))
+    assert state.check(header(1000, 2, 0)) is None
+
+
+def test_a_producer_without_an_epoch_may_use_any_sequence():
+    state = ProducerStateManager("t-0")
+    state.update(header(1000, -1, 3))
+    assert state.check(header(1000, -1, 40)) is None  # not 4: still accepted
+    assert state.check(header(1000, 0, 9)) is None  # a first epoch may start anywhere
