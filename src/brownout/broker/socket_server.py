@@ -171,6 +171,14 @@ class SocketServer:
                 if response is not None:
                     writer.write(conn.encode_response(request.header, response))
                     await writer.drain()
+                # One request per connection per loop turn. A client may pipeline
+                # hundreds of requests (librdkafka's default in-flight limit is unbounded
+                # for acks=0 and acks=1) and none of them suspends this task, so without
+                # this yield its whole burst ran in one step of the loop while heartbeats,
+                # Raft fetches and every other connection waited. Kafka's network and
+                # handler threads are interleaved by the OS; here the connections take
+                # turns.
+                await asyncio.sleep(0)
         except (ConnectionError, asyncio.IncompleteReadError):
             return
         finally:

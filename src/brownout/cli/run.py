@@ -189,7 +189,7 @@ def run_command(
         code = _repeat(loaded, run_dir, repeat, seed, jobs, pipeline, console)
         if junit is not None and code in (0, 1, 3):  # not refused, not interrupted
             _junit(console, junit, [(name, run_dir / name) for name, _ in plan(repeat, seed)],
-                   loaded.name)
+                   loaded.name, run_dir)
         raise typer.Exit(code)
     try:
         with interrupt.interruptible():
@@ -235,8 +235,9 @@ def _external(nodes: Path | None, bootstrap_server: str | None, reuse_topics: bo
     return External(nodes_file, bootstrap, reuse_topics)
 
 
-def _junit(console: Console, path: Path, runs: list[tuple[str, Path]], scenario: str) -> None:
-    console.print(f"junit: {write_junit(path, runs, scenario)}")
+def _junit(console: Console, path: Path, runs: list[tuple[str, Path]], scenario: str,
+           summary_dir: Path | None = None) -> None:
+    console.print(f"junit: {write_junit(path, runs, scenario, summary_dir)}")
 
 
 def _repeat(loaded: Scenario, out: Path, repeat: int, seed: int, jobs: int,

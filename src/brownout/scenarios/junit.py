@@ -5,7 +5,9 @@ it, e.g. ``acked_writes_lost[acks-all]``), classname ``brownout.<scenario>`` plu
 run's name in a repeat or a sweep cell. An expectation that did not hold is a
 <failure> with its detail, expected and observed values. A run that could not judge
 (an error, or unknown: the lab was overloaded) gets one <testcase name="verdict"> with
-an <error>: a CI job must neither pass nor quietly skip it.
+an <error>: a CI job must neither pass nor quietly skip it. With --repeat, the
+expectations over runs (summary.json `over_runs`) make one more <testsuite>: one that was
+not met is a <failure>, one that is unknown (no run judged) an <error>.
 
 Pure: verdicts (as loaded from verdict.json) in, XML text out.
 """
@@ -18,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..common.rundir import VERDICT_FILE
+from ..common.rundir import SUMMARY_FILE, VERDICT_FILE
 
 
 def _text(value: Any) -> str:
@@ -64,16 +66,49 @@ def testsuite(verdict: Mapping[str, Any] | None, *, name: str, classname: str) -
     return suite
 
 
-def junit_xml(runs: Sequence[tuple[str, Path]], scenario: str) -> str:
+def over_runs_testsuite(over_runs: Sequence[Mapping[str, Any]], *, name: str,
+                        classname: str) -> ET.Element:
+    """The <testsuite> of the expectations over runs (summary.json `over_runs`)."""
+    suite = ET.Element("testsuite", name=name)
+    failures = errors = 0
+    for x in over_runs:
+        case = ET.SubElement(suite, "testcase", classname=classname, name=str(x.get("name")),
+                             time="0.000")
+        counted = f"{x.get('count')} of {x.get('runs')} judged run(s)"
+        if x.get("passed") is False:
+            failures += 1
+            failure = ET.SubElement(case, "failure", type="expectation over runs",
+                                    message=f"expected {x.get('expected')}, observed {counted}")
+            failure.text = failure.get("message")
+        elif x.get("passed") is not True:
+            errors += 1
+            message = f"unknown: {x.get('reason') or 'no run judged'}"
+            error = ET.SubElement(case, "error", type="expectation over runs", message=message)
+            error.text = message
+    for key, value in (("tests", len(over_runs)), ("failures", failures), ("errors", errors),
+                       ("skipped", 0)):
+        suite.set(key, str(value))
+    suite.set("time", "0.000")
+    return suite
+
+
+def junit_xml(runs: Sequence[tuple[str, Path]], scenario: str,
+              over_runs: Sequence[Mapping[str, Any]] = ()) -> str:
     """The document for `runs` = [(name, run directory)]: the name is "" for a single run,
-    else the run's place (run-001, cell-02/run-003)."""
+    else the run's place (run-001, cell-02/run-003); then `over_runs`, the summary's
+    expectations over runs, if any."""
     root = ET.Element("testsuites", name=f"brownout {scenario}")
     totals = {"tests": 0, "failures": 0, "errors": 0}
+    suites = []
     for name, run_dir in runs:
         verdict = _read(Path(run_dir) / VERDICT_FILE)
         classname = f"brownout.{scenario}" + (f".{name}" if name else "")
-        suite = testsuite(verdict, name=f"{scenario}{' ' + name if name else ''}",
-                          classname=classname)
+        suites.append(testsuite(verdict, name=f"{scenario}{' ' + name if name else ''}",
+                                classname=classname))
+    if over_runs:
+        suites.append(over_runs_testsuite(over_runs, name=f"{scenario} over runs",
+                                          classname=f"brownout.{scenario}.over_runs"))
+    for suite in suites:
         for key in totals:
             totals[key] += int(suite.get(key) or 0)
         root.append(suite)
@@ -83,10 +118,15 @@ def junit_xml(runs: Sequence[tuple[str, Path]], scenario: str) -> str:
     return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, "unicode") + "\n"
 
 
-def write_junit(path: Path, runs: Sequence[tuple[str, Path]], scenario: str) -> Path:
+def write_junit(path: Path, runs: Sequence[tuple[str, Path]], scenario: str,
+                summary_dir: Path | None = None) -> Path:
+    """Write the document; `summary_dir` (the --repeat directory) adds the expectations
+    over runs of its summary.json."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(junit_xml(runs, scenario), encoding="utf-8")
+    summary = _read(Path(summary_dir) / SUMMARY_FILE) if summary_dir is not None else None
+    over_runs = (summary or {}).get("over_runs") or []
+    path.write_text(junit_xml(runs, scenario, over_runs), encoding="utf-8")
     return path
 
 

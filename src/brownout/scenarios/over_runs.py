@@ -23,8 +23,11 @@ The expected value is ``all``, ``most`` (more than half), ``none``, ``any`` (rec
 not asserted) or a comparison of the fraction of runs, ``">= 0.8"``. The per-run
 expectation it reads must be in the scenario (``acked_writes_lost: any`` records the
 count without asserting it). Runs that were unknown (the lab was overloaded) are left
-out, as they are of every rate; with no run judged the expectation fails. A single run
-(no ``--repeat``) does not judge these.
+out, as they are of every rate. Like a checker's result (check/result.py), the outcome is
+true, false or "unknown": with no run judged there is nothing to count, so the
+expectation is neither met nor failed but unknown, with the reason; the summary then
+exits 3, as for unknown runs, unless something failed. A single run (no ``--repeat``)
+does not judge these.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..check.result import UNKNOWN, Valid
 from .expectations import Comparison, ExpectationValueError
 from .stats import Rate
 
@@ -73,12 +77,13 @@ def parse_expected(raw: Any) -> str | Comparison:
     return comparison
 
 
-def holds(expected: str | Comparison, count: int, runs: int) -> bool:
-    """Whether `count` of `runs` judged runs meets `expected` (no run judged: never)."""
+def holds(expected: str | Comparison, count: int, runs: int) -> Valid:
+    """Whether `count` of `runs` judged runs meets `expected`: True, False, or "unknown"
+    with no run judged (even for `any`: nothing was recorded)."""
+    if runs == 0:
+        return UNKNOWN
     if expected == "any":
         return True
-    if runs == 0:
-        return False
     if expected == "all":
         return count == runs
     if expected == "none":
@@ -103,17 +108,39 @@ def observed_values(verdicts: Sequence[Mapping[str, Any] | None],
     return out
 
 
+def unknown_reason(spec: OverRunsSpec, judged_runs: int) -> str:
+    """Why `spec` counted no run, `judged_runs` being how many runs were not unknown."""
+    if judged_runs == 0:
+        return "no run judged: every run was unknown (the lab was overloaded)"
+    return f"none of the {judged_runs} judged run(s) recorded {spec.per_run}"
+
+
 def judge(specs: Sequence[OverRunsSpec],
           verdicts: Sequence[Mapping[str, Any] | None]) -> list[dict[str, Any]]:
     """Each spec judged over the verdicts of the judged runs (unknown ones left out by
-    the caller): count, runs, rate with its 95% interval, passed."""
+    the caller): count, runs, rate with its 95% interval, passed (True, False or
+    "unknown"), and with "unknown" a `reason`."""
     out = []
     for spec in specs:
         values = observed_values(verdicts, spec.per_run)
         count = sum(v > 0 for v in values)
         rate = Rate(count, len(values)).to_dict()
-        out.append({"name": spec.key, "expected": str(spec.expected), "count": count,
-                    "runs": len(values), "rate": rate["rate"],
-                    "interval95": rate["interval95"],
-                    "passed": holds(spec.expected, count, len(values))})
+        passed = holds(spec.expected, count, len(values))
+        entry = {"name": spec.key, "expected": str(spec.expected), "count": count,
+                 "runs": len(values), "rate": rate["rate"],
+                 "interval95": rate["interval95"], "passed": passed}
+        if passed == UNKNOWN:
+            entry["reason"] = unknown_reason(spec, len(verdicts))
+        out.append(entry)
     return out
+
+
+def outcome(judged: Sequence[Mapping[str, Any]]) -> Valid:
+    """The expectations over runs together, as Jepsen composes results: False if one
+    was not met, else "unknown" if one is unknown, else True (also with none)."""
+    passed = [x.get("passed") for x in judged]
+    if any(p is False for p in passed):
+        return False
+    if any(p == UNKNOWN for p in passed):
+        return UNKNOWN
+    return True

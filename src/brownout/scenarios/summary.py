@@ -30,10 +30,12 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..check.rebalances import run_rebalances
+from ..check.result import Valid
 from ..common.documents import versioned
 from ..common.rundir import CHECK_FILE, SUMMARY_FILE, VERDICT_FILE
 from .over_runs import OverRunsSpec
 from .over_runs import judge as judge_over_runs
+from .over_runs import outcome as over_runs_outcome
 from .stats import Rate, Spread
 from .verdict import EXIT_CODES, FAIL, PASS, UNKNOWN
 
@@ -173,8 +175,7 @@ def build_summary(scenario: str, entries: Sequence[RunEntry], *, seed: int,
         "seed": seed,
         "jobs": jobs,
         "verdicts": counts,
-        "exit_code": (EXIT_CODES[FAIL] if any(not x["passed"] for x in across)
-                      else exit_code(counts)),
+        "exit_code": exit_code(counts, over_runs_outcome(across)),
         "over_runs": across,
         "expectations": [{"name": name, "passed": passed[name], "runs": present[name],
                           **{k: v for k, v in Rate(passed[name], present[name]).to_dict()
@@ -195,11 +196,13 @@ def build_summary(scenario: str, entries: Sequence[RunEntry], *, seed: int,
     }
 
 
-def exit_code(counts: Mapping[str, int]) -> int:
-    """0 every run passed; 1 one failed; 3 none failed, some unknown (lab overloaded)."""
-    if counts.get(FAIL, 0):
+def exit_code(counts: Mapping[str, int], over_runs: Valid = True) -> int:
+    """0 every run passed; 1 one failed or an expectation over runs was not met; 3
+    none failed, but some run or expectation over runs (`over_runs`, their composed
+    outcome: True, False or "unknown") was unknown."""
+    if counts.get(FAIL, 0) or over_runs is False:
         return EXIT_CODES[FAIL]
-    if counts.get(UNKNOWN, 0):
+    if counts.get(UNKNOWN, 0) or over_runs == UNKNOWN:
         return EXIT_CODES[UNKNOWN]
     return EXIT_CODES[PASS]
 
@@ -219,6 +222,15 @@ def _num(value: float) -> str:
     if float(value).is_integer():
         return f"{value:.0f}"
     return f"{value:.1f}" if abs(value) >= 100 else f"{value:.3g}"
+
+
+def _over_runs_outcome(entry: Mapping[str, Any]) -> str:
+    passed = entry["passed"]
+    if passed is True:
+        return "[green]met[/green]"
+    if passed is False:
+        return "[red]not met[/red]"
+    return f"[yellow]unknown[/yellow]: {escape(str(entry.get('reason') or 'no run judged'))}"
 
 
 def print_summary_tables(summary: Mapping[str, Any], console: Console) -> None:
@@ -254,7 +266,7 @@ def print_summary_tables(summary: Mapping[str, Any], console: Console) -> None:
             table.add_row(escape(x["name"]), escape(x["expected"]),
                           f"{x['count']}/{x['runs']}",
                           "" if x["rate"] is None else f"{x['rate']:.2f}", _interval(x),
-                          "[green]met[/green]" if x["passed"] else "[red]not met[/red]")
+                          _over_runs_outcome(x))
         console.print(table)
     if summary["measures"]:
         table = Table(title="measures", title_justify="left")

@@ -62,3 +62,43 @@ def test_a_single_run_and_the_file(tmp_path):
     root = ET.parse(path).getroot()
     [case] = root.iter("testcase")
     assert case.get("classname") == "brownout.soak" and root.get("failures") == "0"
+
+
+def over(name, passed, count, runs, expected="none", reason=None):
+    entry = {"name": name, "expected": expected, "count": count, "runs": runs,
+             "passed": passed}
+    return entry if reason is None else {**entry, "reason": reason}
+
+
+def test_expectations_over_runs_are_a_suite_unknown_an_error(tmp_path):
+    d = run_dir(tmp_path, "run-001", {"verdict": "unknown", "error": None,
+                                      "unknown_reason": "lab overloaded: node 1",
+                                      "elapsed_seconds": 30, "expectations": []})
+    root = ET.fromstring(junit_xml([("run-001", d)], "acks-matrix", [
+        over("runs_losing_acked_writes[acks1-10p]", True, 3, 5, "most"),
+        over("runs_losing_acked_writes[acksall-10p]", False, 1, 5),
+        over("runs_losing_acked_writes[acks0-1p]", "unknown", 0, 0, "any",
+             "no run judged: every run was unknown (the lab was overloaded)")]))
+    assert (root.get("tests"), root.get("failures"), root.get("errors")) == ("4", "1", "2")
+    suite = root.findall("testsuite")[1]
+    assert suite.get("name") == "acks-matrix over runs"
+    met, missed, unknown = suite.findall("testcase")
+    assert met.get("classname") == "brownout.acks-matrix.over_runs"
+    assert list(met) == []
+    [failure] = missed.iter("failure")
+    assert failure.get("message") == "expected none, observed 1 of 5 judged run(s)"
+    [error] = unknown.iter("error")
+    assert error.get("message") == ("unknown: no run judged: every run was unknown (the lab "
+                                    "was overloaded)")
+
+
+def test_the_file_of_a_repeat_reads_the_summary(tmp_path):
+    d = run_dir(tmp_path, "run-001", {"verdict": "pass", "error": None, "elapsed_seconds": 1,
+                                      "expectations": []})
+    (tmp_path / "summary.json").write_text(json.dumps({"over_runs": [
+        over("runs_losing_acked_writes[acksall-10p]", True, 0, 1)]}))
+    root = ET.parse(write_junit(tmp_path / "junit.xml", [("run-001", d)], "acks-matrix",
+                                tmp_path)).getroot()
+    assert [s.get("name") for s in root.findall("testsuite")] == [
+        "acks-matrix run-001", "acks-matrix over runs"]
+    assert (root.get("tests"), root.get("failures"), root.get("errors")) == ("1", "0", "0")
