@@ -37,6 +37,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from _time_scale import scaled
 
 from brownout.cluster.ports import free_port
 
@@ -92,16 +93,32 @@ def _random_cluster_id() -> str:
     ).stdout.strip()
 
 
-START_TIMEOUT = 15.0
-STOP_TIMEOUT = 15.0
+# A node starts in 1-2 s on a quiet machine; a busy one takes several times that just to
+# import the package (one start saw no log line at all within 15 s).
+START_TIMEOUT = scaled(20.0)
+STOP_TIMEOUT = scaled(15.0)
 READY_LINE = "Kafka Server started"
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     here = Path(__file__).parent
+    default_timeout = float(config.getoption("timeout", None) or config.getini("timeout") or 0)
     for item in items:
         if here in Path(str(item.fspath)).parents:
             item.add_marker(pytest.mark.integration)
+            _scale_hang_guard(item, default_timeout)
+
+
+def _scale_hang_guard(item: pytest.Item, default: float) -> None:
+    """pytest-timeout's limit (the closest `timeout` mark, else the ini value) times the
+    suite's time scale: the limit is a hang guard over waits that are scaled themselves,
+    and must stay above their sum."""
+    marker = item.get_closest_marker("timeout")
+    seconds = default
+    if marker is not None:
+        seconds = float(marker.args[0] if marker.args else marker.kwargs.get("timeout", default))
+    if seconds > 0:
+        item.add_marker(pytest.mark.timeout(scaled(seconds)), append=False)
 
 
 class NodeError(AssertionError):
