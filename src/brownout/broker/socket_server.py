@@ -171,6 +171,12 @@ class SocketServer:
                 if response is not None:
                     writer.write(conn.encode_response(request.header, response))
                     await writer.drain()
+                # Neither a request answered from memory nor a drain into a socket that
+                # still has room suspends this task: a client that pipelines thousands
+                # of requests would hold the loop (heartbeats, Raft, a SIGTERM) until
+                # its backlog is done. Yield once per request, like Kafka's processors
+                # taking turns among their connections.
+                await asyncio.sleep(0)
         except (ConnectionError, asyncio.IncompleteReadError):
             return
         finally:
