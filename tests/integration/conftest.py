@@ -53,12 +53,13 @@ BROWNOUT = (
 def run_brownout(*args: str, check: bool = True,
                  timeout: float = 60) -> subprocess.CompletedProcess[str]:
     """`brownout ARGS` as a user types it (no BROWNOUT_DIR from the environment, wide
-    tables); with `check`, a non-zero exit fails the test with both outputs."""
+    tables); with `check`, a non-zero exit fails the test with both outputs. `timeout`
+    is scaled by the suite's time scale."""
     env = dict(os.environ)
     env.pop("BROWNOUT_DIR", None)
     env["COLUMNS"] = "200"
     result = subprocess.run(
-        [*BROWNOUT, *args], capture_output=True, text=True, timeout=timeout, env=env
+        [*BROWNOUT, *args], capture_output=True, text=True, timeout=scaled(timeout), env=env
     )
     if check and result.returncode != 0:
         raise AssertionError(
@@ -89,8 +90,44 @@ def _random_cluster_id() -> str:
         check=True,
         capture_output=True,
         text=True,
-        timeout=30,
+        timeout=scaled(30),
     ).stdout.strip()
+
+
+_formats_from_cli = 0
+
+
+def _format_storage(cluster_id: str, config_path: Path) -> None:
+    """`brownout storage format -t ID -c CONFIG`.
+
+    As with cluster ids, the first format of the run is the command itself; the rest call
+    the command's function in-process: a `brownout` process costs about 2 s of CPU to
+    import, which a busy machine pays several times over for every node a test starts.
+    """
+    global _formats_from_cli
+    if _formats_from_cli:
+        import io
+
+        import typer
+
+        from brownout.cli.storage import format_command
+
+        out = io.StringIO()
+        try:
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+                format_command(cluster_id, config_path)
+        except (typer.Exit, typer.BadParameter) as e:
+            raise NodeError(f"storage format failed ({e!r}):\n{out.getvalue()}") from None
+        return
+    _formats_from_cli += 1
+    result = subprocess.run(
+        [*BROWNOUT, "storage", "format", "-t", cluster_id, "-c", str(config_path)],
+        capture_output=True,
+        text=True,
+        timeout=scaled(30),
+    )
+    if result.returncode != 0:
+        raise NodeError(f"storage format failed:\n{result.stdout}\n{result.stderr}")
 
 
 # A node starts in 1-2 s on a quiet machine; a busy one takes several times that just to
@@ -169,14 +206,7 @@ class Node:
 
     def _format(self) -> None:
         cluster_id = _random_cluster_id()
-        result = subprocess.run(
-            [*BROWNOUT, "storage", "format", "-t", cluster_id, "-c", str(self.config_path)],
-            capture_output=True,
-            text=True,
-            timeout=30,
-        )
-        if result.returncode != 0:
-            raise NodeError(f"storage format failed:\n{result.stdout}\n{result.stderr}")
+        _format_storage(cluster_id, self.config_path)
         self.cluster_id = cluster_id
 
     def start(self) -> None:
