@@ -445,6 +445,19 @@ def _kill_group(pid: int) -> None:
         os.kill(pid, signal.SIGKILL)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _lab_processes_without_hypothesis() -> Iterator[None]:
+    """Nodes and `brownout` commands started by the tests import as they would where
+    Brownout is installed without its dev extra: without hypothesis (a stub module first
+    on their PYTHONPATH refuses to import), which kio would otherwise load and hook into
+    every schema class, about 0.25 s of CPU per process and hundreds of processes per run.
+    The tests' own process keeps it (the property tests use it)."""
+    stub = str(Path(__file__).parent / "_without_hypothesis")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("PYTHONPATH", os.pathsep.join(filter(None, [stub, os.environ.get("PYTHONPATH")])))
+        yield
+
+
 @pytest.fixture(scope="module", autouse=True)
 def _leak_guard(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """Fail the module loudly (and clean up) when it leaves a node or a netns behind."""
