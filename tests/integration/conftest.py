@@ -12,6 +12,11 @@ Fixtures:
   extra server properties, for tests that stop, kill or restart it.
 - ``topic``: a unique topic name for the test.
 
+Every bound a test waits up to (a node's start, a wait_until, a consumer's read, a
+`brownout` command, pytest-timeout's hang guard) is a quiet machine's bound times the
+suite's time scale (tests/_time_scale.py, BROWNOUT_TEST_TIME_SCALE), so that the suite
+passes on a busy machine; `make busy-test` runs it beside a CPU loop.
+
 Every module also runs under a leak guard (``_leak_guard``): a node process (or a
 ZooKeeper server JVM) started under this session's temporary directory, or a lab network
 namespace created meanwhile,
