@@ -7,8 +7,10 @@ process hogging one core of two, a second pytest worker) everything takes severa
 longer, so each bound is `scaled(seconds)`. Raising the scale costs nothing while the
 tests pass; a test that hangs still fails, only later.
 
-BROWNOUT_TEST_TIME_SCALE sets it (a number > 0; default 3, measured to let a busy 2-core
-machine pass). Lower it to see which bounds are tight, raise it on a slower machine.
+BROWNOUT_TEST_TIME_SCALE sets it (a number > 0; default 3). On a 2-core machine at a load
+average of 10-25, a node that starts in 1-2 s when quiet took up to 40 s (the former
+fixed 15 s bound failed most of test_restart.py there; 20 s times 3 passed every time).
+Lower it to see which bounds are tight; raise it on a slower machine.
 Bounds that are the system under test's own settings (a request timeout a test expects
 to expire) are not scaled: those are behaviour, not patience.
 """
