@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 # Debian packages the lab uses; installed with apt-get when missing (CI runs as root).
 SYSTEM_PACKAGES := kcat iptables chromium
 
-.PHONY: demo test lint bench bench-quick bench-pipeline venv sysdeps kafka clean
+.PHONY: demo test busy-test lint bench bench-quick bench-pipeline venv sysdeps kafka clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -46,6 +46,13 @@ demo: $(STAMP) sysdeps kafka
 test: $(STAMP) sysdeps kafka
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -q -n 2 --dist loadfile --durations=15
+
+# The suite (or TESTS=...) while another process keeps one core busy (tests/busy.py): the
+# condition a shared CI machine or a developer's laptop with a build running imposes.
+TESTS ?= tests
+busy-test: $(STAMP) sysdeps kafka
+	$(BIN)/python tests/busy.py --hogs 1 -- \
+	  $(BIN)/python -m pytest -q -n 2 --dist loadfile --durations=15 $(TESTS)
 
 # The benchmark suite (bench/suite.py): one table, each figure beside librdkafka's mock
 # cluster measured in the same run. About 10 minutes (5 of them the mixed load);

@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+from _time_scale import scaled
+
 from brownout.cluster import lab
 from brownout.cluster.admin import Admin, DescribedPartition, DescribedTopic
 from brownout.cluster.ensemble import is_zookeeper_process
@@ -30,7 +32,9 @@ T = TypeVar("T")
 
 def wait_until(probe: Callable[[], T], timeout: float, what: str, interval: float = 0.2) -> T:
     """Call `probe` until it returns something truthy; AssertionError after `timeout`
-    (with the last value, or the last exception, in the message)."""
+    (a quiet machine's bound: scaled by the suite's time scale), with the last value, or
+    the last exception, in the message."""
+    timeout = scaled(timeout)
     deadline = time.monotonic() + timeout
     last: Any = None
     while True:
@@ -88,7 +92,7 @@ class LabCluster:
 
     def __enter__(self) -> LabCluster:
         try:
-            result = lab.up(self.directory, self.request, timeout=self.start_timeout)
+            result = lab.up(self.directory, self.request, timeout=scaled(self.start_timeout))
             self.sup = Supervisor(result.state, result.topology)
         except BaseException:
             self.close()
@@ -187,10 +191,10 @@ class LabCluster:
         assert self.supervisor.kill_node(node_id), f"node {node_id} was not running"
 
     def start(self, node_id: int, wait: bool = True, timeout: float = 60.0) -> None:
-        self.supervisor.start_node(node_id, timeout=timeout, wait=wait)
+        self.supervisor.start_node(node_id, timeout=scaled(timeout), wait=wait)
 
     def wait_ready(self, node_ids: Iterable[int], timeout: float = 60.0) -> None:
-        self.supervisor.wait_ready(list(node_ids), timeout, whole_cluster=False)
+        self.supervisor.wait_ready(list(node_ids), scaled(timeout), whole_cluster=False)
 
     def sigterm(self, node_id: int) -> None:
         """SIGTERM without waiting (what `kill PID` does)."""
@@ -316,7 +320,7 @@ class LabCluster:
     ) -> None:
         """Create a topic and wait until every partition is led with a full ISR, as seen
         by every running broker (everywhere=False: by any one broker)."""
-        Admin(self.bootstrap, timeout=timeout).create_topic(
+        Admin(self.bootstrap, timeout=scaled(timeout)).create_topic(
             name, partitions, replication_factor, configs or {}
         )
         if not everywhere:
@@ -416,8 +420,10 @@ def send(
                 on_delivery=report,
             )
         p.poll(0)
-    left = p.flush(flush_timeout)
-    assert left == 0, f"{left} messages without a delivery report after {flush_timeout}s"
+    left = p.flush(scaled(flush_timeout))
+    assert left == 0, (
+        f"{left} messages without a delivery report after {scaled(flush_timeout):.0f}s"
+    )
     return sent
 
 
@@ -497,7 +503,8 @@ def consume_all(
     bootstrap: str, topic: str, end_offsets: dict[int, int], timeout: float = 30.0
 ) -> dict[int, list[tuple[int, bytes]]]:
     """Read every partition from offset 0 up to `end_offsets[p]` (assign, no group);
-    returns (offset, value) per partition. Reads on briefly so duplicates would show."""
+    returns (offset, value) per partition. Reads on briefly so duplicates would show.
+    `timeout` is scaled by the suite's time scale."""
     from confluent_kafka import Consumer, TopicPartition
 
     consumer = Consumer(
@@ -513,7 +520,7 @@ def consume_all(
     got: dict[int, list[tuple[int, bytes]]] = {p: [] for p in end_offsets}
     try:
         consumer.assign([TopicPartition(topic, p, 0) for p in end_offsets])
-        deadline = time.monotonic() + timeout
+        deadline = time.monotonic() + scaled(timeout)
         done_at: float | None = None
         while time.monotonic() < deadline:
             for msg in consumer.consume(500, 0.2):
@@ -529,7 +536,10 @@ def consume_all(
     finally:
         consumer.close()
     short = {p: (len(got[p]), end) for p, end in end_offsets.items() if len(got[p]) < end}
-    assert not short, f"consumer read fewer messages than the end offsets: {short}"
+    assert not short, (
+        f"consumer timed out after {scaled(timeout):.0f}s short of the end offsets "
+        f"(partition: (read, end)): {short}"
+    )
     return got
 
 

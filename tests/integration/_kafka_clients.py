@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import time
 import uuid
+from typing import Any
+
+from _time_scale import scaled
 
 CLIENT_TIMEOUT_MS = 5000
 
@@ -25,25 +28,30 @@ def create_topic(
         operation_timeout=10,
         request_timeout=10,
     )
-    futures[name].result(timeout=15)
+    futures[name].result(timeout=scaled(15))
     wait_for_topic(bootstrap, name, partitions)
 
 
 def wait_for_topic(bootstrap: str, name: str, partitions: int, timeout: float = 10) -> None:
     admin = admin_for(bootstrap)
+    timeout = scaled(timeout)
     deadline = time.monotonic() + timeout
+    t: Any = None
     while True:
-        md = admin.list_topics(topic=name, timeout=5)
-        t = md.topics.get(name)
+        try:
+            t = admin.list_topics(topic=name, timeout=5).topics.get(name)
+        except Exception as e:  # a metadata request that timed out: ask again
+            t = e
         if (
             t is not None
+            and not isinstance(t, Exception)
             and t.error is None
             and len(t.partitions) == partitions
             and all(p.leader >= 0 for p in t.partitions.values())
         ):
             return
         if time.monotonic() > deadline:
-            raise AssertionError(f"topic {name} has no leaders after {timeout}s: {t}")
+            raise AssertionError(f"topic {name} has no leaders after {timeout:.0f}s: {t!r}")
         time.sleep(0.1)
 
 
@@ -75,7 +83,7 @@ def produce_confluent(
             topic, value=value, key=key, partition=partition, headers=headers, on_delivery=report
         )
         producer.poll(0)
-    remaining = producer.flush(15)
+    remaining = producer.flush(scaled(15))
     assert remaining == 0, f"{remaining} messages still in flight"
     assert not failed, f"deliveries failed: {failed[:5]}"
     return delivered
@@ -87,6 +95,8 @@ def consume_confluent(
     """Read exactly `partitions[p]` messages from offset 0 of each partition with assign().
 
     Keeps reading briefly after the counts are reached, so duplicates would show.
+    AssertionError when the counts are not reached within `timeout` (scaled), saying
+    what was read: a short read is a timeout, not a hole.
     """
     from confluent_kafka import Consumer, TopicPartition
 
@@ -103,7 +113,7 @@ def consume_confluent(
     got: dict[int, list] = {p: [] for p in partitions}
     try:
         consumer.assign([TopicPartition(topic, p, 0) for p in partitions])
-        deadline = time.monotonic() + timeout
+        deadline = time.monotonic() + scaled(timeout)
         done_at: float | None = None
         while time.monotonic() < deadline:
             msg = consumer.poll(0.2)
@@ -117,4 +127,20 @@ def consume_confluent(
                 break
     finally:
         consumer.close()
+    short = {p: n for p, n in partitions.items() if len(got[p]) < n}
+    if short:
+        raise AssertionError(
+            f"consumer timed out after {scaled(timeout):.0f}s on {topic}: "
+            + "; ".join(
+                f"p{p} read {len(got[p])} of {n}{_offset_span(got[p])}"
+                for p, n in sorted(short.items())
+            )
+        )
     return got
+
+
+def _offset_span(messages: list) -> str:
+    if not messages:
+        return ""
+    offsets = [m.offset() for m in messages]
+    return f" (offsets {min(offsets)}..{max(offsets)})"

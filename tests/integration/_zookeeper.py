@@ -21,6 +21,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import TypeVar
 
 import pytest
+from _time_scale import scaled
 from kazoo.client import KazooClient
 from kazoo.exceptions import ConnectionLoss
 from kazoo.handlers.threading import KazooTimeoutError
@@ -30,7 +31,7 @@ from brownout.cluster import lab
 from brownout.cluster.ensemble import Ensemble, is_zookeeper_process
 from brownout.cluster.topology import TopologyRequest
 
-START_TIMEOUT = 30.0
+START_TIMEOUT = scaled(30.0)
 # Short sessions: a killed session is noticed in seconds (ZooKeeper's minimum is 2
 # ticks, 4 s with the lab's tickTime).
 SESSION_TIMEOUT_MS = 6000
@@ -91,19 +92,21 @@ async def zk_client(connect: str) -> AsyncIterator[KafkaZkClient]:
 async def eventually(probe: Callable[[], Awaitable[T | None]], timeout: float, what: str) -> T:
     """The probe's first true value within `timeout` seconds. The deadline also bounds
     each probe: a ZooKeeper request waits for a connection as long as it takes (as
-    Kafka's does), so a client that never reconnects would otherwise hang the test."""
+    Kafka's does), so a client that never reconnects would otherwise hang the test.
+    `timeout` is scaled by the suite's time scale."""
+    timeout = scaled(timeout)
     deadline = asyncio.get_running_loop().time() + timeout
     while True:
         try:
             async with asyncio.timeout_at(deadline):
                 value = await probe()
         except TimeoutError:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what} (the last "
+            raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what} (the last "
                                  "probe did not return)") from None
         if value:
             return value
         if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+            raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
         await asyncio.sleep(0.05)
 
 

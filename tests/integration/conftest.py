@@ -12,6 +12,11 @@ Fixtures:
   extra server properties, for tests that stop, kill or restart it.
 - ``topic``: a unique topic name for the test.
 
+Every bound a test waits up to (a node's start, a wait_until, a consumer's read, a
+`brownout` command, pytest-timeout's hang guard) is a quiet machine's bound times the
+suite's time scale (tests/_time_scale.py, BROWNOUT_TEST_TIME_SCALE), so that the suite
+passes on a busy machine; `make busy-test` runs it beside a CPU loop.
+
 Every module also runs under a leak guard (``_leak_guard``): a node process (Brownout's
 node or Apache Kafka's JVM, or a ZooKeeper server JVM) started under this session's
 temporary directory, or a lab network namespace created meanwhile, that is still there
@@ -37,6 +42,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from _time_scale import scaled
 
 from brownout.cluster.ports import free_port
 
@@ -52,12 +58,13 @@ BROWNOUT = (
 def run_brownout(*args: str, check: bool = True,
                  timeout: float = 60) -> subprocess.CompletedProcess[str]:
     """`brownout ARGS` as a user types it (no BROWNOUT_DIR from the environment, wide
-    tables); with `check`, a non-zero exit fails the test with both outputs."""
+    tables); with `check`, a non-zero exit fails the test with both outputs. `timeout`
+    is scaled by the suite's time scale."""
     env = dict(os.environ)
     env.pop("BROWNOUT_DIR", None)
     env["COLUMNS"] = "200"
     result = subprocess.run(
-        [*BROWNOUT, *args], capture_output=True, text=True, timeout=timeout, env=env
+        [*BROWNOUT, *args], capture_output=True, text=True, timeout=scaled(timeout), env=env
     )
     if check and result.returncode != 0:
         raise AssertionError(
@@ -88,20 +95,72 @@ def _random_cluster_id() -> str:
         check=True,
         capture_output=True,
         text=True,
-        timeout=30,
+        timeout=scaled(30),
     ).stdout.strip()
 
 
-START_TIMEOUT = 15.0
-STOP_TIMEOUT = 15.0
+_formats_from_cli = 0
+
+
+def _format_storage(cluster_id: str, config_path: Path) -> None:
+    """`brownout storage format -t ID -c CONFIG`.
+
+    As with cluster ids, the first format of the run is the command itself; the rest call
+    the command's function in-process: a `brownout` process costs about 2 s of CPU to
+    import, which a busy machine pays several times over for every node a test starts.
+    """
+    global _formats_from_cli
+    if _formats_from_cli:
+        import io
+
+        import typer
+
+        from brownout.cli.storage import format_command
+
+        out = io.StringIO()
+        try:
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+                format_command(cluster_id, config_path)
+        except (typer.Exit, typer.BadParameter) as e:
+            raise NodeError(f"storage format failed ({e!r}):\n{out.getvalue()}") from None
+        return
+    _formats_from_cli += 1
+    result = subprocess.run(
+        [*BROWNOUT, "storage", "format", "-t", cluster_id, "-c", str(config_path)],
+        capture_output=True,
+        text=True,
+        timeout=scaled(30),
+    )
+    if result.returncode != 0:
+        raise NodeError(f"storage format failed:\n{result.stdout}\n{result.stderr}")
+
+
+# A node starts in 1-2 s on a quiet machine; a busy one takes several times that just to
+# import the package (one start saw no log line at all within 15 s).
+START_TIMEOUT = scaled(20.0)
+STOP_TIMEOUT = scaled(15.0)
 READY_LINE = "Kafka Server started"
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     here = Path(__file__).parent
+    default_timeout = float(config.getoption("timeout", None) or config.getini("timeout") or 0)
     for item in items:
         if here in Path(str(item.fspath)).parents:
             item.add_marker(pytest.mark.integration)
+            _scale_hang_guard(item, default_timeout)
+
+
+def _scale_hang_guard(item: pytest.Item, default: float) -> None:
+    """pytest-timeout's limit (the closest `timeout` mark, else the ini value) times the
+    suite's time scale: the limit is a hang guard over waits that are scaled themselves,
+    and must stay above their sum."""
+    marker = item.get_closest_marker("timeout")
+    seconds = default
+    if marker is not None:
+        seconds = float(marker.args[0] if marker.args else marker.kwargs.get("timeout", default))
+    if seconds > 0:
+        item.add_marker(pytest.mark.timeout(scaled(seconds)), append=False)
 
 
 class NodeError(AssertionError):
@@ -152,14 +211,7 @@ class Node:
 
     def _format(self) -> None:
         cluster_id = _random_cluster_id()
-        result = subprocess.run(
-            [*BROWNOUT, "storage", "format", "-t", cluster_id, "-c", str(self.config_path)],
-            capture_output=True,
-            text=True,
-            timeout=30,
-        )
-        if result.returncode != 0:
-            raise NodeError(f"storage format failed:\n{result.stdout}\n{result.stderr}")
+        _format_storage(cluster_id, self.config_path)
         self.cluster_id = cluster_id
 
     def start(self) -> None:
@@ -397,6 +449,19 @@ def _kill_group(pid: int) -> None:
         os.killpg(os.getpgid(pid), signal.SIGKILL)
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.kill(pid, signal.SIGKILL)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _lab_processes_without_hypothesis() -> Iterator[None]:
+    """Nodes and `brownout` commands started by the tests import as they would where
+    Brownout is installed without its dev extra: without hypothesis (a stub module first
+    on their PYTHONPATH refuses to import), which kio would otherwise load and hook into
+    every schema class, about 0.25 s of CPU per process and hundreds of processes per run.
+    The tests' own process keeps it (the property tests use it)."""
+    stub = str(Path(__file__).parent / "_without_hypothesis")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("PYTHONPATH", os.pathsep.join(filter(None, [stub, os.environ.get("PYTHONPATH")])))
+        yield
 
 
 @pytest.fixture(scope="module", autouse=True)

@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from _time_scale import scaled
 from conftest import BROWNOUT
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
@@ -30,7 +31,7 @@ def brownout(*args: str, timeout: float = 90) -> subprocess.CompletedProcess[str
     env = {**os.environ, "COLUMNS": "200"}
     env.pop("BROWNOUT_DIR", None)
     return subprocess.run([*BROWNOUT, *args], capture_output=True, text=True,
-                          timeout=timeout, env=env)
+                          timeout=scaled(timeout), env=env)
 
 
 def _kill_left_nodes(directory: Path) -> None:

@@ -10,6 +10,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from _cluster import wait_until
+from _time_scale import scaled
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
@@ -26,7 +28,7 @@ def start_node(directory: Path) -> NodeProcess:
     props = combined_node_properties(1, free_port(), free_port(), directory / "data")
     node = NodeProcess(directory, props, cluster_id=random_uuid())
     node.format()
-    node.start()
+    node.start(timeout=scaled(20))
     return node
 
 
@@ -51,7 +53,7 @@ def own_node(tmp_path: Path) -> Iterator[NodeProcess]:
 def create_topic(bootstrap: str, partitions: int) -> str:
     name = f"g-{uuid.uuid4().hex[:8]}"
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    admin.create_topics([NewTopic(name, partitions, 1)])[name].result(10)
+    admin.create_topics([NewTopic(name, partitions, 1)])[name].result(scaled(10))
     return name
 
 
@@ -80,7 +82,7 @@ class Member:
 
 
 def poll_until(members: list[Member], condition, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + scaled(timeout)
     while time.monotonic() < deadline:
         for m in members:
             m.poll()
@@ -156,12 +158,12 @@ def test_committed_offsets_survive_restart_and_kill(own_node):
     group = "durable-group"
     expected = {0: 11, 1: 22, 2: 33}
     assert commit_and_read(own_node.bootstrap, group, topic, expected) == expected
-    own_node.restart()
+    own_node.restart(timeout=scaled(20))
     assert commit_and_read(own_node.bootstrap, group, topic) == expected
     expected[1] = 44
     commit_and_read(own_node.bootstrap, group, topic, {1: 44})
     own_node.kill()
-    own_node.start()
+    own_node.start(timeout=scaled(20))
     assert commit_and_read(own_node.bootstrap, group, topic) == expected
 
 
@@ -212,7 +214,7 @@ def test_heartbeat_during_rebalance_and_batch_leave(shared_node):
         # The first FindCoordinator creates __consumer_offsets: COORDINATOR_NOT_AVAILABLE
         # until it has a leader, as in Kafka; clients retry.
         body = {"key": group, "key_type": 0}
-        deadline = time.monotonic() + 15
+        deadline = time.monotonic() + scaled(15)
         while (code := finder.request(ApiKey.FIND_COORDINATOR, 3, body).error_code.name) \
                 != "none" and time.monotonic() < deadline:
             assert code == "coordinator_not_available"
@@ -233,13 +235,20 @@ def test_heartbeat_during_rebalance_and_batch_leave(shared_node):
         second: dict[str, object] = {}
         joiner = threading.Thread(target=lambda: second.update(r=join(c2, group, m2)))
         joiner.start()
-        time.sleep(0.5)  # m2's join is parked; the group is rebalancing
+
+        def state() -> str:
+            return c1.request(ApiKey.DESCRIBE_GROUPS, 5, {
+                "groups": [group], "include_authorized_operations": False}).groups[0].group_state
+
+        # m2's join is parked until m1 rejoins: the group is rebalancing
+        wait_until(lambda: state() == "PreparingRebalance", 10, "m2's join starts a rebalance")
         beat = {
             "group_id": group, "generation_id": 1, "member_id": m1, "group_instance_id": None,
         }
         assert c1.request(ApiKey.HEARTBEAT, 4, beat).error_code.name == "rebalance_in_progress"
         rejoined = join(c1, group, m1)
-        joiner.join(10)
+        joiner.join(scaled(10))
+        assert not joiner.is_alive(), "m2's join was never answered"
         assert rejoined.generation_id == 2 and second["r"].generation_id == 2
 
         leave = {

@@ -27,9 +27,11 @@ from _cluster import (
     send,
     wait_until,
 )
+from _time_scale import scaled
 from conftest import run_brownout
 
 from brownout.cluster.admin import DescribedTopic
+from brownout.cluster.topology import PROFILES
 
 pytestmark = pytest.mark.integration
 
@@ -38,10 +40,28 @@ TOPIC = "user-events"
 PARTITIONS = 8
 TOPIC_CONFIGS = {"min.insync.replicas": "2", "unclean.leader.election.enable": "false"}
 
+APPROVED = "The controller has asked us to exit controlled shutdown"
+
 # librdkafka / Kafka error codes
 NOT_ENOUGH_REPLICAS = 19
 REQUEST_TIMED_OUT = 7
 TIMEOUT_CODES = {REQUEST_TIMED_OUT, -185}  # and librdkafka's local _TIMED_OUT
+
+# The lab's fast profile, which every cluster here runs: the bounds below are derived from
+# it (and scaled, as every bound is, by the suite's time scale).
+def _fast_s(key: str) -> float:
+    return float(str(PROFILES["fast"][key])) / 1000
+
+
+SESSION_S = _fast_s("broker.session.timeout.ms")
+QUORUM_FETCH_S = _fast_s("controller.quorum.fetch.timeout.ms")
+ELECTION_S = _fast_s("controller.quorum.election.timeout.ms")
+# A killed broker's session expires, the controller fences it and drops it from every
+# ISR, and the brokers replay that: the session timeout and a few seconds.
+FENCED_BOUND_S = SESSION_S + 7
+# Observers notice the leader is gone after a fetch timeout; a voter is elected within
+# one or two (randomised) election timeouts: a few seconds in all.
+ELECTED_BOUND_S = QUORUM_FETCH_S + 2 * ELECTION_S + 3
 
 # Producers that must never lose or duplicate anything.
 SAFE = {"enable_idempotence": True, "message_timeout_ms": 60000}
@@ -179,9 +199,9 @@ def test_a1_to_a4_broker_failures_and_recovery(tmp_path: Path):
         with BackgroundProducer(c.bootstrap, TOPIC, PARTITIONS, prefix="a2", **SAFE) as bg:
             wait_until(lambda: bg.acked_count() >= 4 * PARTITIONS, 15, "producer under way")
             c.kill(1)
-            killed_at = time.monotonic()
-            d = c.wait_everywhere(TOPIC, lacks({1}), 12, "broker 1 gone from every ISR and leader")
-            shrunk_after = time.monotonic() - killed_at
+            d = c.wait_everywhere(
+                TOPIC, lacks({1}), FENCED_BOUND_S, "broker 1 gone from every ISR and leader"
+            )
             assert all(set(p.isr) == set(p.replicas) - {1} for p in d.partitions), isr_summary(d)
             at_shrink = bg.acked_count()
             wait_until(
@@ -191,7 +211,6 @@ def test_a1_to_a4_broker_failures_and_recovery(tmp_path: Path):
             )
             sent = bg.stop()
         assert not sent.errors, f"delivery errors: {sent.errors[:5]}"
-        assert shrunk_after < 10, shrunk_after
         acked += sent.acked
         end = c.end_offsets(TOPIC)
         assert_exactly_acked(consume_all(c.bootstrap, TOPIC, end), acked)
@@ -199,7 +218,9 @@ def test_a1_to_a4_broker_failures_and_recovery(tmp_path: Path):
         # A3: kill -9 broker 2 as well. Once the ISR is down to broker 3 alone, acks=all
         # fails with NOT_ENOUGH_REPLICAS; acks=1 keeps writing to the survivor.
         c.kill(2)
-        d = c.wait_everywhere(TOPIC, lacks({1, 2}), 12, "only broker 3 left in every ISR")
+        d = c.wait_everywhere(
+            TOPIC, lacks({1, 2}), FENCED_BOUND_S, "only broker 3 left in every ISR"
+        )
         assert all(p.isr == (3,) and p.leader == 3 for p in d.partitions), isr_summary(d)
         refused = send(c.bootstrap, TOPIC, range(PARTITIONS), 1, acks="all", **NO_RETRY)
         assert not refused.acked, refused.acked
@@ -211,23 +232,20 @@ def test_a1_to_a4_broker_failures_and_recovery(tmp_path: Path):
         assert len(single.acked) == 3 * PARTITIONS
         acked += single.acked
 
-        # A4: both brokers return. They catch up and rejoin every ISR within ~15 s and
-        # never lead a partition whose ISR they are not in; with auto.leader.rebalance
-        # (default true, check every 2 s) the preferred replicas lead again.
+        # A4: both brokers return. They catch up and rejoin every ISR (within seconds: the
+        # waits' bounds) and never lead a partition whose ISR they are not in; with
+        # auto.leader.rebalance (default true, check every 2 s) the preferred replicas
+        # lead again.
         with Sampler(c, TOPIC) as sampler:
             restarted_at = time.monotonic()
             c.start(1, wait=False)
             c.start(2, wait=False)
             c.wait_ready([1, 2], timeout=30)
             wait_until(lambda: whole(c.describe(TOPIC)), 20, "every ISR back to 3 members")
-            rejoined_after = time.monotonic() - restarted_at
             c.wait_everywhere(TOPIC, whole, 10, "every broker sees every ISR whole")
             c.wait_everywhere(
                 TOPIC, preferred_lead, 15, "leadership back on the preferred replicas"
             )
-            rebalanced_after = time.monotonic() - restarted_at
-        assert rejoined_after < 15, f"ISR full only after {rejoined_after:.1f}s"
-        assert rebalanced_after < rejoined_after + 10, rebalanced_after
         assert len(sampler.samples) >= 3, (len(sampler.samples), sampler.errors[:3])
         for at, sample in sampler.samples:
             for p in sample.partitions:
@@ -302,27 +320,31 @@ def test_a5_to_a7_controller_down(tmp_path: Path):
         # see test_find_coordinator_without_controller for a consumer's first start)
         consume_all(c.bootstrap, TOPIC, {p: 2 for p in range(PARTITIONS)})
         c.kill(controller)
-        time.sleep(1)  # let the brokers notice (heartbeats every 500 ms)
-        ok = send(c.bootstrap, TOPIC, range(PARTITIONS), 3, client=idempotent)
+        killed_at = time.monotonic()
+        # Writes go on, one round after another, for longer than a broker session: the
+        # brokers' heartbeats fail all along and nothing fences them, as in Kafka.
+        rounds = []
+        while not rounds or time.monotonic() - killed_at < SESSION_S + 1:
+            rounds.append(send(c.bootstrap, TOPIC, range(PARTITIONS), 1, client=idempotent))
+            time.sleep(0.2)  # pace: a round every ~0.2 s is plenty
         plain = send(c.bootstrap, TOPIC, range(PARTITIONS), 2, enable_idempotence=False)
-        assert not ok.errors and not plain.errors, (ok.errors + plain.errors)[:3]
-        acked = early.acked + ok.acked + plain.acked
-        end = {p: 7 for p in range(PARTITIONS)}
+        ok = [m for r in rounds for m in r.acked]
+        errors = [e for r in [*rounds, plain] for e in r.errors]
+        assert not errors, errors[:3]
+        acked = early.acked + ok + plain.acked
+        end = {p: 2 + len(rounds) + 2 for p in range(PARTITIONS)}
         assert_exactly_acked(consume_all(c.bootstrap, TOPIC, end), acked)
         from confluent_kafka import KafkaException
         from confluent_kafka.admin import NewTopic
 
         admin = c.admin()
-        started = time.monotonic()
         futures = admin.client.create_topics(
             [NewTopic("needs-controller", 1, 3)], operation_timeout=3, request_timeout=3
         )
-        with pytest.raises(KafkaException) as failed:
-            futures["needs-controller"].result(timeout=20)
-        took = time.monotonic() - started
+        with pytest.raises(KafkaException) as failed:  # not a hang: the request's 3 s
+            futures["needs-controller"].result(timeout=scaled(20))
         error = failed.value.args[0]
         assert error.code() in TIMEOUT_CODES, error
-        assert took < 20, took
 
         # A6: kill -9 broker 3 with no controller: nobody can shrink the ISRs, so acks=all
         # writes to partitions whose surviving leader waits for broker 3 time out on the
@@ -352,18 +374,22 @@ def test_a5_to_a7_controller_down(tmp_path: Path):
 
         # A6: SIGTERM broker 2: it waits for the controller to approve controlled
         # shutdown, and so does not exit.
+        # A negative check, so time must pass: twice the broker's session timeout and
+        # more, far beyond every timeout of its own (heartbeat request 1.5 s, session 3 s)
+        # that could wrongly end the wait; Kafka's broker waits up to 5 minutes.
         mark = c.log_size(2)
         c.sigterm(2)
-        time.sleep(8)
+        wait_until(lambda: "Beginning controlled shutdown" in c.log_since(2, mark), 10,
+                   "broker 2 asks for a controlled shutdown")
+        time.sleep(2 * SESSION_S + 2)
         assert c.running(2), f"broker 2 exited without a controller:\n{c.log_tail(2)}"
-        assert "Beginning controlled shutdown" in c.log_since(2, mark), c.log_tail(2)
 
         # A7: the controller returns: broker 2 finishes shutting down; with every broker
         # back, writes and reads resume.
         c.start(controller)
-        back_at = time.monotonic()
         wait_until(lambda: not c.running(2), 15, "broker 2 exits once the controller is back")
-        assert time.monotonic() - back_at < 15
+        # ... because the controller approved, not because its wait ran out
+        assert APPROVED in c.log_since(2, mark), c.log_tail(2)
         c.start(2, wait=False)
         c.start(3, wait=False)
         c.wait_ready([2, 3], timeout=30)
@@ -398,7 +424,6 @@ def test_controller_quorum_leader_failover(tmp_path: Path):
         with BackgroundProducer(c.bootstrap, topic, 4, prefix="q", **SAFE) as bg:
             wait_until(lambda: bg.acked_count() >= 20, 15, "producer under way")
             c.kill(old_leader)
-            killed_at = time.monotonic()
             quorum = wait_until(
                 lambda: (
                     (q := c.quorum())
@@ -406,13 +431,11 @@ def test_controller_quorum_leader_failover(tmp_path: Path):
                     and q["leader"] not in (-1, old_leader)
                     and q
                 ),
-                10,
+                ELECTED_BOUND_S,
                 "a new quorum leader",
             )
-            elected_after = time.monotonic() - killed_at
             assert quorum["epoch"] > old_epoch, quorum
             assert quorum["leader"] in c.controller_ids
-            assert elected_after < 5, f"new quorum leader only after {elected_after:.1f}s"
 
             # Every broker (an observer of the quorum) must find the new leader: one that
             # does not cannot heartbeat, gets fenced and keeps stale metadata.

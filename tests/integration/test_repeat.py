@@ -14,6 +14,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from _time_scale import scaled
 from conftest import BROWNOUT
 from test_scenarios import kill_cluster, no_node_left
 
@@ -26,7 +27,7 @@ def test_repeat_twice_writes_two_runs_and_a_summary(tmp_path: Path) -> None:
         result = subprocess.run(
             [*BROWNOUT, "run", "group-correctness", "--repeat", "2", "--jobs", "1",
              "--seed", "3", "--out", str(out)],
-            capture_output=True, text=True, timeout=380,
+            capture_output=True, text=True, timeout=scaled(380),
             env={**__import__("os").environ, "COLUMNS": "200"})
     finally:
         for k in (1, 2):
@@ -73,7 +74,7 @@ def test_repeat_and_jobs_below_one_are_refused(tmp_path: Path) -> None:
         result = subprocess.run(
             [*BROWNOUT, "run", "group-correctness", "--repeat", "2", option, "0",
              "--out", str(tmp_path / "never")],
-            capture_output=True, text=True, timeout=60)
+            capture_output=True, text=True, timeout=scaled(60))
         assert result.returncode == 2
         assert f"{option} must be at least 1 (got 0)" in result.stderr
     assert not (tmp_path / "never").exists()
@@ -105,7 +106,7 @@ def test_sweep_runs_every_cell_and_summarises_them(tmp_path: Path) -> None:
         result = subprocess.run(
             [*BROWNOUT, "sweep", str(scenario), "--out", str(out),
              "--junit", str(tmp_path / "junit.xml")],
-            capture_output=True, text=True, timeout=300,
+            capture_output=True, text=True, timeout=scaled(300),
             env={**__import__("os").environ, "COLUMNS": "200"})
     finally:
         for cell in ("cell-01", "cell-02"):

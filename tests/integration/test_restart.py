@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 
 import pytest
+from _cluster import wait_until
 from _kafka_clients import (
     CLIENT_TIMEOUT_MS,
     admin_for,
@@ -18,12 +19,15 @@ from _kafka_clients import (
     produce_confluent,
     wait_for_topic,
 )
+from _time_scale import scaled
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import ConfigResource
 
 from brownout.protocol.records import iter_batches
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
+# A hang guard (scaled like every bound): above the sum of one test's own bounds, which
+# are reached only when something is wrong (two node starts, a flush, a read).
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(150)]
 
 PARTITIONS = 3
 PER_PARTITION = 100
@@ -264,7 +268,8 @@ def test_kill9_while_producing(node_factory, topic, idempotent):
             "acks": "all",
             "linger.ms": 2,
             "enable.idempotence": idempotent,
-            "message.timeout.ms": 20000,
+            # Patience, not behaviour: every message is to be delivered across the restart.
+            "message.timeout.ms": int(scaled(20) * 1000),
             "socket.timeout.ms": CLIENT_TIMEOUT_MS,
             "reconnect.backoff.max.ms": 200,
             "retry.backoff.max.ms": 200,
@@ -274,12 +279,19 @@ def test_kill9_while_producing(node_factory, topic, idempotent):
     sent: list[tuple[int, bytes]] = []
     stop = threading.Event()
 
+    acks: list[bytes] = []  # appended by the producer thread, read by this one
+
     def report(err, msg):  # type: ignore[no-untyped-def]
         reports[msg.value()] = (err, msg.partition(), msg.offset())
+        if err is None:
+            acks.append(msg.value())
 
     def run() -> None:
         i = 0
         while not stop.is_set():
+            if len(producer) >= 2000:  # a bounded backlog while the node is down
+                producer.poll(0.05)
+                continue
             value = b"m-%06d" % i
             producer.produce(topic, value, partition=i % 2, on_delivery=report)
             sent.append((i % 2, value))
@@ -288,17 +300,26 @@ def test_kill9_while_producing(node_factory, topic, idempotent):
             if i % 20 == 0:
                 time.sleep(0.01)
 
+    def acked_count() -> int:
+        return len(acks)
+
     thread = threading.Thread(target=run, daemon=True)
     thread.start()
     try:
-        time.sleep(0.8)
+        # kill -9 in the middle of the stream: once writes are being acknowledged, and
+        # stop only once writes are acknowledged again by the restarted node.
+        wait_until(lambda: acked_count() >= 150, 20, "acks=all writes before the kill")
         node.kill()
+        before_restart = acked_count()
         node.restart()
-        time.sleep(0.8)
+        wait_until(
+            lambda: acked_count() >= before_restart + 150, 30, "writes acknowledged after restart"
+        )
     finally:
         stop.set()
-        thread.join(5)
-    assert producer.flush(25) == 0
+        thread.join(scaled(5))
+    assert not thread.is_alive(), "the producing thread did not stop"
+    assert producer.flush(scaled(25)) == 0
 
     acked = {v: (p, o) for v, (err, p, o) in reports.items() if err is None}
     assert len(reports) == len(sent)

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+from _time_scale import scaled
 from conftest import BROWNOUT
 
 from brownout.scenarios import builtin_dir
@@ -27,7 +28,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(170)]
 def run(*args: str, timeout: float = 160) -> subprocess.CompletedProcess[str]:
     try:
         return subprocess.run([*BROWNOUT, "run", *args], capture_output=True, text=True,
-                              timeout=timeout, env={**__import__("os").environ,
+                              timeout=scaled(timeout), env={**__import__("os").environ,
                                                     "COLUMNS": "200"})
     finally:
         # A timeout kills only the CLI: its nodes run in their own sessions and would
@@ -149,7 +150,7 @@ def test_pipeline_runs_through_a_broker_kill_and_matches_the_ground_truth(
     # the workers' executors.
     spark_dir = tmp_path / "spark"
     up = subprocess.run([*BROWNOUT, "spark", "up", "--workers", "2", "--dir", str(spark_dir)],
-                        capture_output=True, text=True, timeout=150)
+                        capture_output=True, text=True, timeout=scaled(150))
     try:
         assert up.returncode == 0, up.stdout + up.stderr
         master = json.loads(up.stdout)["master"]
@@ -159,7 +160,7 @@ def test_pipeline_runs_through_a_broker_kill_and_matches_the_ground_truth(
                      "--seed", "3", timeout=600)
     finally:
         subprocess.run([*BROWNOUT, "spark", "down", "--dir", str(spark_dir)],
-                       capture_output=True, timeout=60)
+                       capture_output=True, timeout=scaled(60))
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
     verdict = json.loads((run_dir / "verdict.json").read_text())
     assert verdict["pipeline"]["master"] == master

@@ -14,13 +14,19 @@ import time
 from pathlib import Path
 
 import pytest
+from _cluster import wait_until
 from test_cli import force_stop, run, status
 
+from brownout.cluster.wire import WireClient
 from brownout.common.events import read_events
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
 PAUSE_S = 1.5
+# How far two processes' readings of the one wall clock, taken a moment apart, may
+# disagree about the same instant.
+SLACK_S = 0.05
+INTERVAL_MS = 50  # event.loop.lag.check.interval.ms, the node's default
 
 
 def test_a_paused_node_reports_the_stall_and_status_shows_it(tmp_path: Path) -> None:
@@ -28,38 +34,49 @@ def test_a_paused_node_reports_the_stall_and_status_shows_it(tmp_path: Path) -> 
     try:
         run("up", "--brokers", "1", "--combined", "--profile", "fast", "--dir", str(d))
         node = status(d)["nodes"][0]
-        before = node["worst_stall"]
-        # whatever the start cost, it was far shorter than the pause to come
-        assert before is None or before["lag_ms"] < PAUSE_S * 1000 * 0.8, before
-
-        os.kill(node["pid"], signal.SIGSTOP)
-        time.sleep(PAUSE_S)
-        os.kill(node["pid"], signal.SIGCONT)
-
         events_path = d / "node-1" / "events.jsonl"
-        deadline = time.monotonic() + 10
-        stalls: list[dict] = []
-        while time.monotonic() < deadline and not any(
-                s["lag_ms"] >= PAUSE_S * 1000 * 0.8 for s in stalls):
-            time.sleep(0.2)
-            stalls = [e for e in read_events(events_path) if e["event"] == "stall"]
-        long_ones = [s for s in stalls if s["lag_ms"] >= PAUSE_S * 1000 * 0.8]
-        assert long_ones, stalls
-        # the measured lag is the pause, not some multiple of it
-        assert long_ones[-1]["lag_ms"] < PAUSE_S * 1000 + 2000, long_ones
-        assert long_ones[-1]["threshold_ms"] == 100
+
+        # The pause is told apart from whatever else stalled the loop (a busy machine
+        # does) by when it happened: the stall that covers it began before the SIGSTOP
+        # (or within one check interval after it) and ended after the SIGCONT. Its
+        # length is the pause, not some multiple: it began no earlier than a moment the
+        # loop is known to have run (it answered a Metadata request just before).
+        alive = time.time()
+        with WireClient(node["broker_listener"], 10) as client:
+            client.topic_metadata([])
+        stopped = time.time()
+        os.kill(node["pid"], signal.SIGSTOP)
+        time.sleep(PAUSE_S)  # the event under test: the process does not run
+        os.kill(node["pid"], signal.SIGCONT)
+        continued = time.time()
+
+        def covering() -> list[dict]:
+            return [
+                e for e in read_events(events_path)
+                if e["event"] == "stall"
+                and e["time"] - e["lag_ms"] / 1000 <= stopped + INTERVAL_MS / 1000 + SLACK_S
+                and e["time"] >= continued - SLACK_S
+            ]
+
+        [pause] = wait_until(covering, 10, "a stall event covering the pause")
+        assert pause["lag_ms"] >= (continued - stopped - SLACK_S) * 1000 - 2 * INTERVAL_MS, pause
+        assert pause["time"] - pause["lag_ms"] / 1000 >= alive - SLACK_S, (pause, alive)
+        assert pause["threshold_ms"] == 100
 
         log = (d / "node-1" / "node.log").read_text()
         assert "WARN" in log and "[EventLoopMonitor nodeId=1] The event loop stalled" in log
 
+        # `status` shows the worst recent stall: the pause, or one even longer.
+        stalls = [e for e in read_events(events_path) if e["event"] == "stall"]
+        worst = max(s["lag_ms"] for s in stalls)
         after = status(d)["nodes"][0]
         assert after["state"] == "running"
-        assert after["worst_stall"]["lag_ms"] == long_ones[-1]["lag_ms"]
-        assert after["worst_stall"]["ago_s"] < 30
+        assert after["worst_stall"]["lag_ms"] == worst >= pause["lag_ms"]
+        assert after["worst_stall"]["ago_s"] < 600  # the window "recent" reaches back
 
         table = run("status", "--dir", str(d)).stdout
         assert "worst stall" in table
-        assert f"{long_ones[-1]['lag_ms']:.0f} ms" in table, table
+        assert f"{worst:.0f} ms" in table, table
     finally:
         force_stop(d)
 

@@ -104,14 +104,15 @@ def test_sigterm_moves_leaderships_at_once_kill_only_after_the_session(
     # SIGTERM a broker that leads something and is not the controller.
     stopped = next(b for b in set(leaders.values()) if b != controller)
     moved_away = [p for p, b in leaders.items() if b == stopped]
-    start = time.monotonic()
     cluster.sigterm(stopped)
     wait_until(lambda: not cluster.running(stopped), 30, f"broker {stopped} to exit")
+    # At once, by the controlled shutdown, not once a session expired: the controller
+    # wrote the new leaders to ZooKeeper before it let the broker go.
+    states = {p: _znode(zk, f"/brokers/topics/{TOPIC}/partitions/{p}/state") for p in moved_away}
+    assert all(state["leader"] not in (stopped, -1) for state in states.values()), states
     cluster.wait_everywhere(
         TOPIC, lambda v: all(_leaders(v)[p] not in (stopped, None) for p in moved_away),
-        SESSION_S / 2, "leaders moved by the controlled shutdown")
-    took = time.monotonic() - start
-    assert took < SESSION_S, f"controlled shutdown took {took:.1f}s"
+        SESSION_S / 2, "every broker sees the leaders moved by the controlled shutdown")
     log = cluster.log_path(stopped).read_text()
     assert "Controlled shutdown request returned successfully" in log
     assert cluster.supervisor.state.nodes[stopped].pid is not None
@@ -122,7 +123,8 @@ def test_sigterm_moves_leaderships_at_once_kill_only_after_the_session(
     led = [p for p, b in _leaders(cluster.describe(TOPIC)).items() if b == victim]
     start = time.monotonic()
     cluster.kill(victim)
-    time.sleep(2.0)
+    # Still there once the process is gone (a kill closes no session); how long they
+    # stay is judged below, by when /controller moves.
     assert _znode(zk, "/controller")["brokerid"] == victim
     assert str(victim) in zk.get_children("/brokers/ids")
 

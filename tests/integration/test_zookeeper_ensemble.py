@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from _cluster import wait_until
+from _time_scale import scaled
 from _zookeeper import kazoo
 from conftest import BROWNOUT
 
@@ -26,7 +27,7 @@ from brownout.cluster.topology import TopologyRequest
 
 pytestmark = pytest.mark.integration
 
-START_TIMEOUT = 30.0
+START_TIMEOUT = scaled(30.0)
 
 
 def _kill_recorded(state: ClusterState) -> None:

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from _cluster import wait_until
+from _time_scale import scaled
 
 from brownout.cluster import lab, netns
 from brownout.cluster import zookeeper as zk
@@ -26,7 +27,7 @@ from brownout.faults.targets import zookeeper_host, zookeeper_server
 
 pytestmark = pytest.mark.integration
 
-START_TIMEOUT = 45.0
+START_TIMEOUT = scaled(45.0)
 # A server notices a silent (SIGSTOP'd) peer after syncLimit * tickTime = 10 s; an
 # election follows within a few seconds.
 SILENCE_TIMEOUT = 25.0

@@ -122,9 +122,11 @@ def test_commits_during_creation_are_applied_newest_image_once(tmp_path: Path) -
         c.create_topic("second", 5)
         c.publisher.publish()
         assert c.hosted("second") == set()
+        made.clear()
         go_on.set()
-        await asyncio.sleep(0.05)
-        go_on.set()  # the round for "second"
+        # The worker took that one: the round for "second" has made its logs and waits
+        await asyncio.to_thread(made.wait, 10)
+        go_on.set()
         await settle(c)
         assert c.hosted("second") == set(range(5))
         assert c.hosted("doomed") == set()
