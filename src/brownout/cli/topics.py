@@ -137,7 +137,8 @@ DESCRIBE_HELP = "\n\n".join(
     [
         "Describe topics exactly like `kafka-topics.sh --describe`.",
         "Tab separated: a header line with TopicId, PartitionCount, ReplicationFactor and the "
-        "topic's overridden Configs (source DYNAMIC_TOPIC_CONFIG), then one line per partition "
+        "topic's Configs that are not defaults (set on the topic or the brokers), in the order "
+        "Kafka's tool prints them, then one line per partition "
         "with Leader ('none' when there is no leader), Replicas, Isr, Elr and LastKnownElr.",
         "The replication reports (--under-replicated-partitions, --under-min-isr-partitions, "
         "--at-min-isr-partitions, --unavailable-partitions; several may be given) print no "
