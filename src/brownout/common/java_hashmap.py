@@ -41,12 +41,20 @@ def _rehash(bins: list[list[str]], capacity: int) -> list[list[str]]:
     return grown
 
 
-def hashmap_order(keys: Iterable[str]) -> list[str]:
-    """The iteration order of a `new HashMap<>()` after `put(key, ...)` of each key in turn
-    (a key put again keeps its place). Trees in buckets of 9+ keys, which Java iterates in
-    a different order, are not modelled: with Kafka's few dozen config names they do not
-    occur."""
-    capacity = _INITIAL_CAPACITY
+def table_size_for(capacity: int) -> int:
+    """The table a `new HashMap<>(capacity)` starts with: the next power of two."""
+    size = 1
+    while size < capacity:
+        size *= 2
+    return size
+
+
+def hashmap_order(keys: Iterable[str], initial_capacity: int = _INITIAL_CAPACITY) -> list[str]:
+    """The iteration order of a `new HashMap<>(initial_capacity)` after `put(key, ...)` of
+    each key in turn (a key put again keeps its place). Trees in buckets of 9+ keys, which
+    Java iterates in a different order, are not modelled: with Kafka's few dozen config or
+    topic names they do not occur."""
+    capacity = table_size_for(initial_capacity)
     bins: list[list[str]] = [[] for _ in range(capacity)]
     seen: set[str] = set()
     for key in keys:
