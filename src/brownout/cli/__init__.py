@@ -16,6 +16,7 @@ from .groups import (
     leader_election_command,
 )
 from .kafka import kafka_app
+from .kafka_tool import tool_command  # noqa: F401  (registers `brownout kafka tool`)
 from .pipeline import pipeline_app
 from .quorum import quorum_app
 from .reassign import REASSIGN_HELP, reassign_partitions_command

@@ -12,12 +12,14 @@ import typer
 
 from ..cluster.admin import (
     Admin,
+    DescribedTopic,
     PartitionFilters,
     format_describe,
     format_filtered,
     format_offsets,
 )
 from ..cluster.groups import GroupAdmin
+from ..common.java_hashmap import hashmap_order
 from ._common import (
     BootstrapOption,
     DirOption,
@@ -137,7 +139,8 @@ DESCRIBE_HELP = "\n\n".join(
     [
         "Describe topics exactly like `kafka-topics.sh --describe`.",
         "Tab separated: a header line with TopicId, PartitionCount, ReplicationFactor and the "
-        "topic's overridden Configs (source DYNAMIC_TOPIC_CONFIG), then one line per partition "
+        "topic's Configs that are not defaults (set on the topic or the brokers), in the order "
+        "Kafka's tool prints them, then one line per partition "
         "with Leader ('none' when there is no leader), Replicas, Isr, Elr and LastKnownElr.",
         "The replication reports (--under-replicated-partitions, --under-min-isr-partitions, "
         "--at-min-isr-partitions, --unavailable-partitions; several may be given) print no "
@@ -191,7 +194,7 @@ def describe_command(
 ) -> None:
     filters = PartitionFilters(under_replicated, under_min_isr, at_min_isr, unavailable)
     admin = Admin(resolve_bootstrap(bootstrap, directory), timeout)
-    topics = admin.describe(names or None, exclude_internal=exclude_internal)
+    topics = tool_order(admin.describe(names or None, exclude_internal=exclude_internal))
     if not filters.any():
         for topic in topics:
             for line in format_describe(topic):
@@ -201,6 +204,15 @@ def describe_command(
     for topic in topics:
         for line in format_filtered(topic, min_isr[topic.name], live, filters):
             typer.echo(line)
+
+
+def tool_order(topics: list[DescribedTopic]) -> list[DescribedTopic]:
+    """The topics in the order kafka-topics.sh (4.x) prints them: it puts the sorted names
+    into a `HashMap<>(n)` of futures (KafkaAdminClient's describeTopics), copies that into
+    another (DescribeTopicsResult.allTopicNames) and prints that map's values."""
+    by_name = {t.name: t for t in topics}
+    n = len(by_name)
+    return [by_name[name] for name in hashmap_order(hashmap_order(sorted(by_name), n), n)]
 
 
 @handle_errors

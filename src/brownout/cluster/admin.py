@@ -49,7 +49,7 @@ class DescribedTopic:
     name: str
     topic_id: str  # Kafka's base64url form; the all-zero id is not printed
     partitions: tuple[DescribedPartition, ...]
-    configs: Mapping[str, str] = dataclasses.field(default_factory=dict)  # overrides only
+    configs: Mapping[str, str] = dataclasses.field(default_factory=dict)  # non-defaults
     is_internal: bool = False
 
 
@@ -61,13 +61,14 @@ def format_describe(topic: DescribedTopic) -> list[str]:
     """The lines `kafka-topics.sh --describe` prints for one topic (no trailing newline).
 
     Header (tab separated): ``Topic: T  TopicId: ID  PartitionCount: P
-    ReplicationFactor: R  Configs: k=v,...`` (configs sorted by name); then one line per
+    ReplicationFactor: R  Configs: k=v,...`` (configs in the order given: Kafka's tool
+    prints them as its AdminClient's HashMap iterates them); then one line per
     partition, sorted, starting with a tab: ``Topic: T  Partition: p  Leader: L
     Replicas: ...  Isr: ...  Elr: ...  LastKnownElr: ...``
     """
     partitions = sorted(topic.partitions, key=lambda p: p.partition)
     rf = len(partitions[0].replicas) if partitions else 0
-    configs = ",".join(f"{k}={v}" for k, v in sorted(topic.configs.items()))
+    configs = ",".join(f"{k}={v}" for k, v in topic.configs.items())
     header = f"Topic: {topic.name}"
     if topic.topic_id and topic.topic_id != ZERO_TOPIC_ID:
         header += f"\tTopicId: {topic.topic_id}"

@@ -20,12 +20,14 @@ from typing import Any
 
 from kio.serial import entity_writer
 
+from ..common.java_hashmap import hashmap_order
 from ..protocol.apis import ApiKey, request_class, response_class
 from ..protocol.build import build
 from ..protocol.framecheck import MalformedFrameError, decode_entity
 
 TOPIC_RESOURCE = 2
 DYNAMIC_TOPIC_CONFIG = 1  # DescribeConfigs config_source
+DEFAULT_CONFIG = 5
 METADATA_TOPIC = "__cluster_metadata"
 
 # Highest versions this client knows how to build (and kio can encode).
@@ -353,8 +355,9 @@ class WireClient:
         )
 
     def topic_overrides(self, topics: list[str]) -> dict[str, dict[str, str]]:
-        """DescribeConfigs for topics: per topic, the configs whose source is
-        DYNAMIC_TOPIC_CONFIG (set on the topic), as kafka-topics.sh --describe shows them."""
+        """DescribeConfigs for topics: per topic, the configs kafka-topics.sh --describe
+        shows: every one whose source is not DEFAULT_CONFIG (set on the topic, or on the
+        brokers), in the order its AdminClient's HashMap of all the entries iterates."""
         version = self.pick_version(ApiKey.DESCRIBE_CONFIGS)
         resources = [{"resource_type": TOPIC_RESOURCE, "resource_name": name,
                       "configuration_keys": None} for name in topics]
@@ -367,10 +370,12 @@ class WireClient:
             if code != 0:
                 message = res.error_message or _error_name(code)
                 raise ResourceError(f"{res.resource_name}: {_error_name(code)}: {message}")
+            values = {str(c.name): "" if c.value is None else str(c.value)
+                      for c in res.configs if int(c.config_source) != DEFAULT_CONFIG}
             result[str(res.resource_name)] = {
-                str(c.name): "" if c.value is None else str(c.value)
-                for c in res.configs
-                if int(c.config_source) == DYNAMIC_TOPIC_CONFIG
+                name: values[name]
+                for name in hashmap_order(str(c.name) for c in res.configs)
+                if name in values
             }
         return result
 

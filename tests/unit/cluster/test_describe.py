@@ -17,7 +17,7 @@ def test_fidelity_example():
         "user-events",
         "kT0KhZz8QpWxHxQ6s3Lz0A",
         (DescribedPartition(0, 1, (1, 2, 3), (1, 2, 3)),),
-        {"unclean.leader.election.enable": "false", "min.insync.replicas": "2"},
+        {"min.insync.replicas": "2", "unclean.leader.election.enable": "false"},
     )
     assert format_describe(topic) == [
         "Topic: user-events\tTopicId: kT0KhZz8QpWxHxQ6s3Lz0A\tPartitionCount: 1\t"
