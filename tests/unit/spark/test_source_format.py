@@ -52,3 +52,15 @@ def test_the_package_joins_a_users_packages_once():
     assert with_package(conf, pkg) == {
         "spark.jars.packages": f"io.delta:delta-spark_2.13:4.0.0,{pkg}", "x": "1"}
     assert with_package(with_package(conf, pkg), pkg) == with_package(conf, pkg)
+
+
+def test_the_install_advice_names_the_package_the_cause_and_the_way_out():
+    from brownout.spark.session import install_advice
+
+    text = install_advice("org.apache.spark:spark-sql-kafka-0-10_2.13:9.9.9",
+                          RuntimeError("Java gateway exited\n:: UNRESOLVED DEPENDENCIES ::\n"
+                                       "org.apache.spark#spark-sql-kafka-0-10_2.13;9.9.9: "
+                                       "not found"))
+    assert "spark-sql-kafka-0-10_2.13:9.9.9 through spark.jars.packages" in text
+    assert "(:: UNRESOLVED DEPENDENCIES ::)" in text
+    assert "Maven Central" in text and "--source brownout-kafka" in text
