@@ -3,7 +3,7 @@
     .venv/bin/python bench/pipeline.py [--records 100000] [--partitions 4]
         [--rates 1000,5000,10000] [--workloads payments,clicks] [--duration 40]
         [--master local[*]] [--shuffle-partitions 2] [--skip-source] [--skip-streaming]
-        [--source kafka|brownout-kafka]
+        [--source kafka|brownout-kafka] [--kafka-option KEY=VALUE ...]
         [--no-mock]
         [--trigger "1 second"] [--conf spark.key=value ...] [--keep]
 
@@ -137,7 +137,8 @@ class PacedProducer(threading.Thread):
 
 
 def source_read(spark: Any, bootstrap: str, topic: str, base: Path,
-                mock_bootstrap: str | None = None) -> dict[str, Any]:
+                mock_bootstrap: str | None = None,
+                spark_options: dict[str, str] | None = None) -> dict[str, Any]:
     from pyspark.sql import functions as F
 
     from brownout.spark.session import kafka_reader
@@ -147,7 +148,10 @@ def source_read(spark: Any, bootstrap: str, topic: str, base: Path,
                       F.sum("offset"), F.sum(F.size("headers"))).collect()[0]
 
     def kafka(fmt: str, servers: str) -> Any:
-        return (kafka_reader(spark.read, fmt).option("kafka.bootstrap.servers", servers)
+        reader = kafka_reader(spark.read, fmt)
+        if fmt == "kafka":
+            reader = reader.options(**(spark_options or {}))
+        return (reader.option("kafka.bootstrap.servers", servers)
                 .option("subscribe", topic).load())
 
     parquet = base / "same-rows.parquet"
@@ -370,6 +374,10 @@ def main() -> None:
     ap.add_argument("--shuffle-partitions", type=int, default=2,
                     help="partitions of the stateful queries' state (new checkpoints)")
     ap.add_argument("--skip-source", action="store_true")
+    ap.add_argument("--kafka-option", action="append", default=[], metavar="KEY=VALUE",
+                    help="an option of Spark's Kafka source in the source read (e.g. "
+                    "kafka.max.partition.fetch.bytes=16777216, to fetch as much per "
+                    "request as brownout-kafka does)")
     ap.add_argument("--source", default="kafka", choices=("kafka", "brownout-kafka"),
                     help="the streaming runs' Kafka source (Spark's, or Brownout's)")
     ap.add_argument("--skip-streaming", action="store_true")
@@ -383,6 +391,7 @@ def main() -> None:
                     help="keep the run directory (progress.jsonl of every pipeline)")
     args = ap.parse_args()
     conf = dict(parse_conf(c) for c in args.conf)
+    spark_options = dict(parse_conf(c) for c in args.kafka_option)
 
     from confluent_kafka.admin import AdminClient, NewTopic
 
@@ -418,7 +427,8 @@ def main() -> None:
                 if args.partitions == MOCK_PARTITIONS and not args.no_mock:
                     mock_b = mock.enter_context(mock_cluster(brokers=1)).bootstrap
                     produce_all(mock_b, "payments", "payments", args.records)
-                result["source_read"] = source_read(spark, b, "payments", base, mock_b)
+                result["source_read"] = source_read(spark, b, "payments", base, mock_b,
+                                                    spark_options)
             print(json.dumps(result["source_read"]), file=sys.stderr)
         if not args.skip_streaming:
             result["streaming"] = {}
