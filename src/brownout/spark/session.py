@@ -236,6 +236,8 @@ def install_advice(package: str, cause: Any) -> str:
     text = str(getattr(cause, "desc", None) or cause).strip()
     first = next((x.strip() for x in text.splitlines() if "unresolved" in x.lower()
                   or "not found" in x.lower()), text.splitlines()[0] if text else "")
+    if "JAVA_GATEWAY_EXITED" in text:
+        first = "Spark exited while resolving it: Ivy's messages above say what is missing"
     return (f"cannot resolve Spark's Kafka source {package} through spark.jars.packages "
             f"({first[:400]}). It comes from Maven Central "
             "(https://repo1.maven.org/maven2) into the Ivy cache: allow this machine to "
