@@ -39,6 +39,20 @@ DEMO_OUT := runs/demo
 demo: $(STAMP) sysdeps kafka
 	$(BIN)/brownout demo --kafka --out $(DEMO_OUT)
 
+# Spark's Kafka source (spark-sql-kafka-0-10 at PySpark's version), which the pipeline
+# reads with: fetched once from Maven Central into the Ivy cache (sessions then resolve
+# it offline), so no test or demo run waits on a download.
+SPARK_KAFKA := $(VENV)/.spark-kafka
+
+$(SPARK_KAFKA): $(STAMP)
+	$(BIN)/brownout spark install
+	touch $(SPARK_KAFKA)
+
+.PHONY: spark-kafka
+spark-kafka: $(SPARK_KAFKA)
+
+test demo: $(SPARK_KAFKA)
+
 # Two pytest workers: most of the integration tests' time is spent waiting on
 # timeouts, so two at a time halve the suite's wall time. One worker takes a whole file
 # (its module-scoped nodes are started once). Each lab has its own ports, directories and

@@ -1,7 +1,8 @@
-"""format("brownout-kafka") and the pipeline against a real single node: offset planning
-(maxOffsetsPerTrigger), restart from a checkpoint without gaps or repeats, data loss,
-and one end-to-end pipeline run checked by the audit. One node and one SparkSession for
-the module."""
+"""Both Kafka sources and the pipeline against a real single node: Spark's format("kafka")
+and format("brownout-kafka") read the same rows; brownout-kafka's offset planning
+(maxOffsetsPerTrigger), restart from a checkpoint without gaps or repeats, data loss;
+and one end-to-end pipeline run on Spark's source checked by the audit. One node and one
+SparkSession (with Spark's Kafka source) for the module."""
 
 from __future__ import annotations
 
@@ -94,6 +95,29 @@ def test_batch_read_has_kafka_columns(node, spark):
     assert r["timestampType"] == 0 and r["headers"][0]["key"] == "msg-id"
 
 
+def test_sparks_source_reads_what_brownouts_reads(node, spark):
+    from brownout.spark.session import kafka_reader
+
+    topic = create_topic(node.bootstrap, 3)
+    produce(node.bootstrap, topic, 90)
+
+    def rows(fmt: str) -> list[tuple]:
+        df = (kafka_reader(spark.read, fmt).option("kafka.bootstrap.servers", node.bootstrap)
+              .option("subscribe", topic).option("startingOffsets", "earliest")
+              .option("endingOffsets", "latest").load())
+        assert [f.name for f in df.schema.fields] == [
+            "key", "value", "topic", "partition", "offset", "timestamp", "timestampType",
+            "headers"]
+        return sorted((r["partition"], r["offset"], bytes(r["key"]), bytes(r["value"]),
+                       r["timestamp"], r["timestampType"],
+                       tuple((h["key"], bytes(h["value"])) for h in r["headers"]))
+                      for r in df.collect())
+
+    spark_rows = rows("kafka")
+    assert len(spark_rows) == 90
+    assert spark_rows == rows("brownout-kafka")
+
+
 def test_max_offsets_per_trigger_and_restart_from_checkpoint(node, spark, tmp_path):
     topic = create_topic(node.bootstrap, 3)
     produce(node.bootstrap, topic, 100)
@@ -163,6 +187,7 @@ def test_pipeline_end_to_end_and_audit(node, spark, tmp_path):
     config = PipelineConfig(bootstrap=node.bootstrap, topics={topic: "payments"}, out=out,
                             trigger="availableNow", window="500 milliseconds",
                             watermark="200 milliseconds", flag_threshold=0)
+    assert config.source == "kafka"  # Spark's own source is the pipeline's default
     result = run_pipeline(config, spark=spark)
     assert result["status"] == "stopped", result
     progress = [json.loads(x) for x in (out / PIPELINE_PROGRESS_FILE).read_text().splitlines()]

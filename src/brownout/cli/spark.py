@@ -1,6 +1,7 @@
 """`brownout spark up | down | status`: a Spark standalone cluster on this machine, from
 PySpark's own jars, loopback only (brownout.spark.standalone), to run the pipeline on
-(`brownout pipeline run --master spark://...`, `pipeline: {master: ...}`)."""
+(`brownout pipeline run --master spark://...`, `pipeline: {master: ...}`); and
+`brownout spark install`: fetch Spark's Kafka source (the pipeline's) once."""
 
 from __future__ import annotations
 
@@ -10,10 +11,11 @@ from typing import Annotated
 
 import typer
 
+from ..common.extras import pyspark_home
 from ._common import UsageError, handle_errors
 
 spark_app = typer.Typer(help="A Spark standalone cluster on this machine (loopback) for the "
-                        "pipeline.", no_args_is_help=True)
+                        "pipeline, and Spark's Kafka source.", no_args_is_help=True)
 
 StateDir = Annotated[Path | None, typer.Option(
     "--dir", help="State directory (pid files, logs, cluster.json); default "
@@ -45,6 +47,21 @@ def up_command(
     typer.echo(json.dumps({k: state[k] for k in ("master", "webui", "workers", "pids")}))
     typer.echo(f"run the pipeline on it: brownout pipeline run --master {state['master']} ...",
                err=True)
+
+
+@spark_app.command("install")
+@handle_errors
+def install_command() -> None:
+    """Fetch Spark's Kafka source (spark-sql-kafka-0-10 at this PySpark's version) from
+    Maven Central into the Ivy cache, so the pipeline starts offline afterwards."""
+    pyspark_home("brownout spark install")
+    from ..spark.session import KafkaSourceMissing, install_kafka_package
+
+    try:
+        done = install_kafka_package()
+    except KafkaSourceMissing as e:
+        raise UsageError(str(e)) from None
+    typer.echo(json.dumps(done))
 
 
 @spark_app.command("down")

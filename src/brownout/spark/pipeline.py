@@ -98,6 +98,9 @@ class PipelineConfig:
     # machine 2 (one task per core) beat 4 (two waves of tasks per batch).
     shuffle_partitions: int = 2
     spark_conf: dict[str, str] = dataclasses.field(default_factory=dict)
+    # Spark's own Kafka source ("kafka", spark-sql-kafka-0-10) or Brownout's Python data
+    # source ("brownout-kafka"): same options, same columns.
+    source: str = "kafka"
 
     def window_spec(self) -> Any:
         from .transforms import WindowSpec
@@ -266,16 +269,14 @@ def start_queries(spark: Any, config: PipelineConfig, *, start_timeout: float = 
                   ) -> dict[str, tuple[Any, str, str]]:
     """Start one streaming query per (topic, output); returns {name: (query, topic, output)}.
     `starters`, if given, gets per query name a function that starts it again."""
-    from .session import source_format
+    from .session import kafka_reader, source_format
     from .transforms import aggregate, ledger, parse
 
     spec = config.window_spec()
     queries: dict[str, tuple[Any, str, str]] = {}
-    fmt = source_format(spark)
+    fmt = source_format(spark, config.source)
     for topic, output in outputs(config):
-        reader = spark.readStream.format(fmt).options(**config.source_options())
-        if fmt == "kafka":
-            reader = reader.option("includeHeaders", "true")  # on by default in ours
+        reader = kafka_reader(spark.readStream, fmt).options(**config.source_options())
         source = reader.option("subscribe", topic).load()
         parsed = parse(source, config.topics[topic])
         df = ledger(parsed) if output == LEDGER else aggregate(parsed, output, spec)
@@ -399,7 +400,8 @@ def run_pipeline(config: PipelineConfig, *, stop: threading.Event | None = None,
     t0 = time.monotonic()
     if own_spark:
         spark = make_spark(config.master, "brownout-pipeline", config.spark_conf,
-                           shuffle_partitions=config.shuffle_partitions)
+                           shuffle_partitions=config.shuffle_partitions,
+                           kafka=config.source == "kafka")
     run["spark_startup_s"] = round(time.monotonic() - t0, 3)
     recorder = ProgressRecorder(config.out / PIPELINE_PROGRESS_FILE)
     queries: dict[str, tuple[Any, str, str]] = {}
@@ -497,7 +499,7 @@ def _trigger_seconds(trigger: str) -> float:
 def _short(e: BaseException | Any) -> str:
     text = str(getattr(e, "desc", None) or e)
     for line in text.splitlines():
-        if "DataLossError" in line or "brownout-kafka" in line:
+        if any(m in line for m in ("DataLossError", "brownout-kafka", "KAFKA_DATA_LOSS")):
             return line.strip()[:2000]
     return text.strip().splitlines()[0][:2000] if text.strip() else type(e).__name__
 

@@ -1,8 +1,13 @@
-"""A local SparkSession that stays on loopback, with format("brownout-kafka") registered.
+"""A local SparkSession that stays on loopback, with Spark's Kafka source (the
+spark-sql-kafka-0-10 package, through spark.jars.packages) and format("brownout-kafka")
+registered.
 
 Spark binds only to 127.0.0.1 (driver host, bind address, SPARK_LOCAL_IP), has no web
 UI, uses this interpreter for its Python workers, and keeps the session time zone UTC
 (event-time windows are then the same on every machine).
+
+Spark resolves the Kafka package with Ivy from Maven Central the first time and from its
+Ivy cache after that (`brownout spark install` does the first time ahead of a run).
 """
 
 from __future__ import annotations
@@ -27,13 +32,18 @@ def spark_env() -> None:
 
 
 def make_spark(master: str = "local[*]", app: str = "brownout",
-               conf: dict[str, Any] | None = None, *, shuffle_partitions: int = 4) -> Any:
-    """getOrCreate a session; returns it with `brownout_startup_s` set (seconds spent)."""
+               conf: dict[str, Any] | None = None, *, shuffle_partitions: int = 4,
+               kafka: bool = True) -> Any:
+    """getOrCreate a session (with Spark's Kafka source unless `kafka` is false); returns
+    it with `brownout_startup_s` set (seconds spent)."""
     spark_env()
     from pyspark.sql import SparkSession
 
     from .source import register
 
+    conf = dict(conf or {})
+    if kafka:
+        conf = with_package(conf, kafka_package())
     t0 = time.monotonic()
     builder = (
         SparkSession.builder.master(master).appName(app)
@@ -48,7 +58,7 @@ def make_spark(master: str = "local[*]", app: str = "brownout",
         .config("spark.eventLog.enabled", "false")
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
     )
-    for k, v in {**LOCAL_TUNING, **(cluster_conf(master)), **(conf or {})}.items():
+    for k, v in {**LOCAL_TUNING, **(cluster_conf(master)), **conf}.items():
         builder = builder.config(k, str(v))
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(os.environ.get("BROWNOUT_SPARK_LOG_LEVEL", "ERROR"))
@@ -141,16 +151,96 @@ def ship_package(spark: Any) -> Path:
 
 
 KAFKA_PROVIDER = "org.apache.spark.sql.kafka010.KafkaSourceProvider"
+KAFKA_ARTIFACT = "org.apache.spark:spark-sql-kafka-0-10_2.13"
+# Spark's own Kafka source, and Brownout's (a Python data source, source.py).
+SPARK_SOURCE = "kafka"
+PYTHON_SOURCE = "brownout-kafka"
+SOURCES = (SPARK_SOURCE, PYTHON_SOURCE)
 
 
-def source_format(spark: Any, wanted: str = "auto") -> str:
-    """The streaming source to read Kafka with: Spark's own `kafka` when this Spark has
-    the spark-sql-kafka jars (a user's cluster may), else Brownout's `brownout-kafka`.
-    Both take the same options and give the same columns."""
-    if wanted != "auto":
-        return wanted
+def kafka_package(version: str | None = None) -> str:
+    """Maven coordinates of Spark's Kafka source at this PySpark's version (the connector
+    must match the Spark it runs in)."""
+    if version is None:
+        import pyspark
+
+        version = pyspark.__version__
+    return f"{KAFKA_ARTIFACT}:{version}"
+
+
+def with_package(conf: dict[str, Any], package: str) -> dict[str, Any]:
+    """`conf` with `package` added to spark.jars.packages (a user's packages kept)."""
+    have = [p.strip() for p in str(conf.get("spark.jars.packages", "")).split(",")
+            if p.strip()]
+    if package not in have:
+        have.append(package)
+    return {**conf, "spark.jars.packages": ",".join(have)}
+
+
+class KafkaSourceMissing(RuntimeError):
+    """Spark's Kafka source is not in this session."""
+
+
+def has_kafka_source(spark: Any) -> bool:
+    """Looked up the way Spark finds a source: with its own class loader, which holds the
+    jars of spark.jars.packages (the JVM's system class loader does not)."""
     try:
-        spark._jvm.java.lang.Class.forName(KAFKA_PROVIDER)
+        spark._jvm.org.apache.spark.util.Utils.classForName(KAFKA_PROVIDER, True, False)
     except Exception:  # py4j raises its own error types for a missing class
-        return "brownout-kafka"
-    return "kafka"
+        return False
+    return True
+
+
+def source_format(spark: Any, wanted: str = SPARK_SOURCE) -> str:
+    """The streaming source to read Kafka with: Spark's own `kafka` (the default) or
+    Brownout's `brownout-kafka`. Both take the same options and give the same columns.
+    Raises KafkaSourceMissing if Spark's is wanted and this session lacks its jars."""
+    if wanted not in SOURCES:
+        raise ValueError(f"source {wanted!r} is not one of {', '.join(SOURCES)}")
+    if wanted == SPARK_SOURCE and not has_kafka_source(spark):
+        raise KafkaSourceMissing(
+            f"this Spark session has no Kafka source ({KAFKA_PROVIDER}): start it with "
+            f"spark.jars.packages={kafka_package()} (`brownout spark install` fetches it "
+            f"once), or read with the source {PYTHON_SOURCE}")
+    return wanted
+
+
+def kafka_reader(reader: Any, fmt: str) -> Any:
+    """spark.read or spark.readStream on source `fmt`, with the records' headers (which
+    Spark's source leaves out unless asked; Brownout's always has them)."""
+    reader = reader.format(fmt)
+    return reader.option("includeHeaders", "true") if fmt == SPARK_SOURCE else reader
+
+
+def install_kafka_package(ivy_dir: str | None = None) -> dict[str, Any]:
+    """Resolve Spark's Kafka source into the Ivy cache by starting a local session with
+    spark.jars.packages once (later sessions resolve it from the cache, offline). Returns
+    the package and the seconds spent; raises KafkaSourceMissing saying what to do."""
+    package = kafka_package()
+    conf = {"spark.jars.ivy": ivy_dir} if ivy_dir else {}
+    t0 = time.monotonic()
+    try:
+        spark = make_spark("local[1]", "brownout-install", conf, shuffle_partitions=1)
+    except Exception as e:
+        raise KafkaSourceMissing(install_advice(package, e)) from None
+    try:
+        if not has_kafka_source(spark):
+            raise KafkaSourceMissing(install_advice(package, "resolved, but the class "
+                                                    f"{KAFKA_PROVIDER} is not loaded"))
+    finally:
+        spark.stop()
+    return {"package": package, "seconds": round(time.monotonic() - t0, 1)}
+
+
+def install_advice(package: str, cause: Any) -> str:
+    text = str(getattr(cause, "desc", None) or cause).strip()
+    first = next((x.strip() for x in text.splitlines() if "unresolved" in x.lower()
+                  or "not found" in x.lower()), text.splitlines()[0] if text else "")
+    if "JAVA_GATEWAY_EXITED" in text:
+        first = "Spark exited while resolving it: Ivy's messages above say what is missing"
+    return (f"cannot resolve Spark's Kafka source {package} through spark.jars.packages "
+            f"({first[:400]}). It comes from Maven Central "
+            "(https://repo1.maven.org/maven2) into the Ivy cache: allow this machine to "
+            "reach it (or put the jars in ~/.m2/repository), and install a PySpark whose "
+            "version has a published connector (the `spark` extra pins one); "
+            f"meanwhile the pipeline can read with --source {PYTHON_SOURCE}")

@@ -1,25 +1,66 @@
 from types import SimpleNamespace
 
-from brownout.spark.session import KAFKA_PROVIDER, source_format
+import pytest
+
+from brownout.spark.session import (
+    KAFKA_PROVIDER,
+    KafkaSourceMissing,
+    kafka_package,
+    source_format,
+    with_package,
+)
 
 
 def fake_spark(has_kafka: bool):  # type: ignore[no-untyped-def]
-    def for_name(name: str) -> object:
-        if has_kafka and name == KAFKA_PROVIDER:
+    def class_for_name(name: str, initialize: bool, no_spark_loader: bool) -> object:
+        if has_kafka and name == KAFKA_PROVIDER and not no_spark_loader:
             return object()
         raise RuntimeError(f"java.lang.ClassNotFoundException: {name}")
 
-    lang = SimpleNamespace(Class=SimpleNamespace(forName=for_name))
-    return SimpleNamespace(_jvm=SimpleNamespace(java=SimpleNamespace(lang=lang)))
+    utils = SimpleNamespace(Utils=SimpleNamespace(classForName=class_for_name))
+    org = SimpleNamespace(apache=SimpleNamespace(spark=SimpleNamespace(util=utils)))
+    return SimpleNamespace(_jvm=SimpleNamespace(org=org))
 
 
-def test_spark_with_the_kafka_jars_uses_its_own_source():
+def test_sparks_own_source_is_the_default():
     assert source_format(fake_spark(True)) == "kafka"
 
 
-def test_spark_without_them_uses_brownouts_source():
-    assert source_format(fake_spark(False)) == "brownout-kafka"
+def test_a_session_without_its_jars_is_an_error_that_says_what_to_do():
+    with pytest.raises(KafkaSourceMissing, match=r"spark.jars.packages=org\.apache\.spark:"
+                       r"spark-sql-kafka-0-10_2\.13:.*brownout spark install.*brownout-kafka"):
+        source_format(fake_spark(False))
 
 
-def test_an_explicit_choice_wins():
-    assert source_format(fake_spark(True), "brownout-kafka") == "brownout-kafka"
+def test_brownouts_source_needs_no_jars():
+    assert source_format(fake_spark(False), "brownout-kafka") == "brownout-kafka"
+
+
+def test_an_unknown_source_is_refused():
+    with pytest.raises(ValueError, match="'kafka-0-8' is not one of kafka, brownout-kafka"):
+        source_format(fake_spark(True), "kafka-0-8")
+
+
+def test_the_package_is_at_the_given_spark_version():
+    assert kafka_package("4.2.0") == "org.apache.spark:spark-sql-kafka-0-10_2.13:4.2.0"
+
+
+def test_the_package_joins_a_users_packages_once():
+    pkg = kafka_package("4.2.0")
+    assert with_package({}, pkg) == {"spark.jars.packages": pkg}
+    conf = {"spark.jars.packages": "io.delta:delta-spark_2.13:4.0.0", "x": "1"}
+    assert with_package(conf, pkg) == {
+        "spark.jars.packages": f"io.delta:delta-spark_2.13:4.0.0,{pkg}", "x": "1"}
+    assert with_package(with_package(conf, pkg), pkg) == with_package(conf, pkg)
+
+
+def test_the_install_advice_names_the_package_the_cause_and_the_way_out():
+    from brownout.spark.session import install_advice
+
+    text = install_advice("org.apache.spark:spark-sql-kafka-0-10_2.13:9.9.9",
+                          RuntimeError("Java gateway exited\n:: UNRESOLVED DEPENDENCIES ::\n"
+                                       "org.apache.spark#spark-sql-kafka-0-10_2.13;9.9.9: "
+                                       "not found"))
+    assert "spark-sql-kafka-0-10_2.13:9.9.9 through spark.jars.packages" in text
+    assert "(:: UNRESOLVED DEPENDENCIES ::)" in text
+    assert "Maven Central" in text and "--source brownout-kafka" in text
