@@ -507,3 +507,26 @@ def test_client_requests_go_to_the_active_controller_only() -> None:
         assert r.error == ErrorCode.none
 
     run(scenario)
+
+
+def test_group_configs_are_kraft_only() -> None:
+    # Kafka 3.9's ZkAdminManager alters TOPIC and BROKER configs only.
+    from brownout.controller.configs import (
+        RESOURCE_GROUP,
+        AlterableConfig,
+        ConfigResource,
+    )
+
+    async def scenario() -> None:
+        zk, cache = setup()
+        admin = manager(zk, cache)
+        [result] = await admin.incremental_alter_configs(
+            [(ConfigResource(RESOURCE_GROUP, "g"),
+              [AlterableConfig("consumer.session.timeout.ms", 0, "50000")])],
+            validate_only=False)
+        assert (result.error, result.message) == (
+            ErrorCode.invalid_request,
+            "AlterConfigs is only supported for topics and brokers, but resource type is GROUP")
+        assert not any("/config/topics/g" in path for path in zk.znodes)
+
+    run(scenario)
