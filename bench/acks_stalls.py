@@ -13,7 +13,9 @@ Per run it prints the verdict (unknown: a node stalled for more than a third of
 broker.session.timeout.ms before the fault), the load average, and each node's longest
 `stall` event (broker/loop_monitor.py), before the kill and over the whole run.
 `--busy-core` keeps one core busy with a spinning process meanwhile, as a second pytest
-worker does during `make test`.
+worker does during `make test`. For the longest stall it also prints how long the loop
+thread ran and how long it waited for a CPU meanwhile: mostly waiting means the machine
+was short of CPU, mostly running means the node's own work held the loop.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from benchkit import loadavg
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
+from brownout.broker.loop_monitor import stalls_from_events
 from brownout.common.events import read_events
 from brownout.scenarios import builtin
 from brownout.scenarios.overload import node_stalls
@@ -64,9 +67,12 @@ def run_once(scenario: Path, out: Path, seed: int) -> dict[str, Any]:
         mine = [s for s in stalls if s.node == node]
         before = [s.lag_ms for s in mine if fault is None or s.start < fault]
         worst[node] = (max(before, default=0.0), max((s.lag_ms for s in mine), default=0.0))
+    # How the longest stall's loop thread spent it (the stall events carry it on Linux).
+    raw = [(node, e) for node, evs in events.items() for e in stalls_from_events(evs)]
+    split = max(raw, key=lambda ne: ne[1].lag_ms, default=None)
     return {"exit": result.returncode, "verdict": verdict.get("verdict"),
             "seconds": round(time.monotonic() - started), "load": loadavg(),
-            "fault": fault, "worst": worst}
+            "fault": fault, "worst": worst, "longest": split}
 
 
 def main() -> None:
@@ -93,6 +99,11 @@ def main() -> None:
             print(f"run {i + 1}: {row['verdict']} (exit {row['exit']}, {row['seconds']} s, "
                   f"load {row['load']}); longest stall ms before the kill/overall: {nodes}",
                   flush=True)
+            if row["longest"] is not None and row["longest"][1].ran_ms is not None:
+                node, stall = row["longest"]
+                print(f"  the longest, node {node}'s {stall.lag_ms:.0f} ms: its loop thread "
+                      f"ran {stall.ran_ms:.0f} ms and waited {stall.runqueue_ms:.0f} ms for a "
+                      "CPU", flush=True)
     finally:
         if spinner is not None:
             spinner.kill()

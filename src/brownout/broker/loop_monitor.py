@@ -14,7 +14,14 @@ a stall, the worst recent one); `run_loop_monitor` is the task around it.
 A stall's length alone does not say what to fix. `StallSampler` is a thread that looks at
 the loop's thread whenever the monitor has not woken for longer than the threshold and
 records its Python stack; the stall event then names where the loop was (the stacks seen
-most often while it was stuck), so a stall in a lab run is its own profile.
+most often while it was stuck), so a stall in a lab run is its own profile. The thread
+can only look when the loop thread lets go of the interpreter, so the stacks lean towards
+system calls (a socket send, a file write) even when the loop was busy in Python code
+around them. What settles "busy or starved" is how the loop thread spent the stall: on
+Linux the monitor reads the thread's scheduler statistics, and the stall carries how long
+the thread ran on a CPU (`ran_ms`) and how long it was ready to run but waited for a CPU
+(`runqueue_ms`). A long stall that is mostly runqueue wait is the machine's load, not the
+node's work.
 """
 
 from __future__ import annotations
@@ -40,10 +47,14 @@ RECENT_WINDOW_S = 600.0
 @dataclasses.dataclass(frozen=True, slots=True)
 class Stall:
     """The loop woke `lag_ms` late at wall-clock time `at` (seconds); it was blocked from
-    `at - lag_ms / 1000` until `at`."""
+    `at - lag_ms / 1000` until `at`. Over the monitor's interval that held the stall, the
+    loop thread ran on a CPU for `ran_ms` and waited for one for `runqueue_ms` (None where
+    the system does not say)."""
 
     at: float
     lag_ms: float
+    ran_ms: float | None = None
+    runqueue_ms: float | None = None
 
     @property
     def began(self) -> float:
@@ -89,21 +100,56 @@ def stalls_from_events(events: Iterable[Mapping[str, Any]]) -> list[Stall]:
         if e.get("event") != STALL_EVENT:
             continue
         try:
-            out.append(Stall(float(e["time"]), float(e["lag_ms"])))
+            out.append(Stall(float(e["time"]), float(e["lag_ms"]),
+                             _optional_ms(e.get("ran_ms")), _optional_ms(e.get("runqueue_ms"))))
         except (KeyError, TypeError, ValueError):
             continue  # a line from another writer: not ours to judge
     return out
+
+
+def _optional_ms(value: Any) -> float | None:
+    return None if value is None else float(value)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class CpuTimes:
+    """A thread's cumulative time on a CPU and waiting for one (ms), as Linux counts them
+    in /proc/<pid>/task/<tid>/schedstat."""
+
+    ran_ms: float
+    runqueue_ms: float
+
+    @classmethod
+    def parse(cls, text: str) -> CpuTimes:
+        """From schedstat's text: ns on a CPU, ns waiting on a runqueue, timeslices."""
+        ran_ns, waited_ns, *_ = text.split()
+        return cls(int(ran_ns) / 1e6, int(waited_ns) / 1e6)
+
+    def since(self, earlier: CpuTimes) -> CpuTimes:
+        return CpuTimes(self.ran_ms - earlier.ran_ms, self.runqueue_ms - earlier.runqueue_ms)
+
+
+def thread_cpu_times() -> CpuTimes | None:
+    """The calling thread's CpuTimes; None where the kernel does not provide them."""
+    try:
+        with open("/proc/thread-self/schedstat") as f:
+            return CpuTimes.parse(f.read())
+    except (OSError, ValueError):
+        return None
 
 
 def log_stall(
     node_id: int, stall: Stall, tracker: StallTracker, stacks: list[tuple[str, int]] = (),
 ) -> None:
     worst = tracker.worst(stall.at) or stall
+    split = "" if stall.ran_ms is None or stall.runqueue_ms is None else (
+        f" (its thread ran {stall.ran_ms:.0f} ms on a CPU and waited "
+        f"{stall.runqueue_ms:.0f} ms for one; the rest it slept, blocked or was stopped)")
     log.warning(
         "[EventLoopMonitor nodeId=%d] The event loop stalled for %d ms (above "
-        "event.loop.stall.threshold.ms=%d): no request, heartbeat or fetch ran meanwhile; "
-        "the worst in the last %d s was %d ms",
-        node_id, stall.lag_ms, tracker.threshold_ms, tracker.window_s, worst.lag_ms)
+        "event.loop.stall.threshold.ms=%d)%s: no request, heartbeat or fetch ran "
+        "meanwhile; the worst in the last %d s was %d ms",
+        node_id, stall.lag_ms, tracker.threshold_ms, split, tracker.window_s, worst.lag_ms)
     for stack, count in stacks:
         log.info("[EventLoopMonitor nodeId=%d] stalled in (%d samples): %s",
                  node_id, count, stack)
@@ -184,12 +230,14 @@ async def run_loop_monitor(
     *,
     clock: Callable[[], float] = time.time,
     sample: bool = True,
+    cpu_times: Callable[[], CpuTimes | None] = thread_cpu_times,
 ) -> None:
     """Sleep `interval_s`, measure how late the loop woke, report stalls; until cancelled.
 
     The lag is measured on the loop's own monotonic clock (a wall-clock step is not a
     stall); the stall is stamped with `clock` so it lines up with the other events.
     `on_stall` gets the stall and, with `sample`, the loop's stacks seen meanwhile.
+    `cpu_times` reads the loop thread's CpuTimes (this task runs on that thread).
     """
     loop = asyncio.get_running_loop()
     sampler = None
@@ -198,16 +246,23 @@ async def run_loop_monitor(
         sampler = StallSampler(threading.get_ident(), stalled_after_s, interval_s)
         sampler.start()
     try:
+        before = cpu_times()
         while True:
             due = loop.time() + interval_s
             await asyncio.sleep(interval_s)
             lag_ms = max(0.0, (loop.time() - due) * 1000.0)
             if sampler is not None:
                 sampler.beat()
+            after = cpu_times()
             stall = tracker.observe(lag_ms, clock())
             stacks = sampler.take() if sampler is not None else []
             if stall is not None:
+                if before is not None and after is not None:
+                    spent = after.since(before)
+                    stall = dataclasses.replace(
+                        stall, ran_ms=spent.ran_ms, runqueue_ms=spent.runqueue_ms)
                 on_stall(stall, stacks)
+            before = after
     finally:
         if sampler is not None:
             sampler.stop()

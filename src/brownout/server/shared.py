@@ -85,8 +85,10 @@ class SharedServer:
 
     def _on_stall(self, stall: Stall, stacks: list[tuple[str, int]]) -> None:
         threshold = self.stalls.threshold_ms
+        split = {} if stall.ran_ms is None or stall.runqueue_ms is None else {
+            "ran_ms": round(stall.ran_ms, 1), "runqueue_ms": round(stall.runqueue_ms, 1)}
         self.events.emit(STALL_EVENT, lag_ms=round(stall.lag_ms, 1), threshold_ms=threshold,
-                         stacks=[{"stack": s, "samples": n} for s, n in stacks])
+                         **split, stacks=[{"stack": s, "samples": n} for s, n in stacks])
         log_stall(self.node_id, stall, self.stalls, stacks)
 
     def create_raft(

@@ -5,10 +5,12 @@ from __future__ import annotations
 import asyncio
 
 from brownout.broker.loop_monitor import (
+    CpuTimes,
     Stall,
     StallTracker,
     run_loop_monitor,
     stalls_from_events,
+    thread_cpu_times,
     worst_stall,
 )
 
@@ -58,6 +60,52 @@ def test_stalls_from_events_reads_only_well_formed_stall_events() -> None:
         {"time": 3.0, "node": 1, "event": "stall"},  # torn by another writer: skipped
     ]
     assert stalls_from_events(events) == [Stall(2.0, 250.5)]
+
+
+def test_stalls_from_events_read_how_the_loop_thread_spent_the_stall() -> None:
+    events = [{"time": 2.0, "event": "stall", "lag_ms": 900.0, "ran_ms": 40.0,
+               "runqueue_ms": 870.5}]
+    assert stalls_from_events(events) == [Stall(2.0, 900.0, 40.0, 870.5)]
+
+
+def test_cpu_times_parse_schedstat_nanoseconds() -> None:
+    # /proc/<pid>/task/<tid>/schedstat: ns on a CPU, ns waiting on a runqueue, slices
+    before = CpuTimes.parse("1500000000 250000000 1200\n")
+    after = CpuTimes.parse("1540000000 1120000000 1260\n")
+    assert before == CpuTimes(1500.0, 250.0)
+    assert after.since(before) == CpuTimes(40.0, 870.0)
+
+
+def test_this_threads_cpu_times_count_the_cpu_it_burns() -> None:
+    import time
+
+    before = thread_cpu_times()
+    assert before is not None, "no /proc/thread-self/schedstat on this Linux"
+    start = time.thread_time()
+    while time.thread_time() - start < 0.05:
+        pass
+    after = thread_cpu_times()
+    assert after is not None and after.since(before).ran_ms >= 40
+
+
+def test_a_stall_says_how_long_the_loop_thread_ran_and_waited_for_a_cpu() -> None:
+    # A starved loop: the thread was ready to run but got a CPU for only 30 ms of it.
+    now = [CpuTimes(1000.0, 500.0)]
+
+    async def scenario() -> list[Stall]:
+        found: list[Stall] = []
+        task = asyncio.create_task(run_loop_monitor(
+            StallTracker(threshold_ms=100), 0.01, lambda s, _st: found.append(s),
+            sample=False, cpu_times=lambda: now[0]))
+        await asyncio.sleep(0.05)
+        now[0] = CpuTimes(1030.0, 1270.0)  # what the thread's counters say after the stall
+        _block_the_loop_for(0.3)
+        await asyncio.sleep(0.05)
+        task.cancel()
+        return found
+
+    [stall] = asyncio.run(scenario())
+    assert (stall.ran_ms, stall.runqueue_ms) == (30.0, 770.0)
 
 
 def _block_the_loop_for(seconds: float) -> None:
