@@ -29,7 +29,7 @@ from ..cluster.distribution import (
     require_installed,
 )
 from ..cluster.launcher import cds_options, log_option, uses_log4j2
-from ..common.java import JavaError, require_java
+from ..common.java import JavaError, log4j2_console, require_java
 from .kafka import CacheOption, kafka_app
 
 # Each tool's main class, (Kafka 4.x, Kafka 3.x), from the `exec kafka-run-class.sh CLASS`
@@ -65,16 +65,7 @@ TOOL_JVM_OPTIONS = ("-Xmx256m", "-XX:+UseSerialGC", "-XX:-UsePerfData",
 
 # Kafka's config/tools-log4j2.yaml (4.x) and config/tools-log4j.properties (3.x): WARN and
 # above, to stderr, so a tool's stdout is only its output.
-TOOLS_LOG4J2_PROPERTIES = """\
-status = warn
-appender.stderr.type = Console
-appender.stderr.name = STDERR
-appender.stderr.target = SYSTEM_ERR
-appender.stderr.layout.type = PatternLayout
-appender.stderr.layout.pattern = [%d] %p %m (%c)%n
-rootLogger.level = WARN
-rootLogger.appenderRef.stderr.ref = STDERR
-"""
+TOOLS_LOG4J2_PROPERTIES = log4j2_console("", "WARN", stderr=True)
 TOOLS_LOG4J_PROPERTIES = """\
 log4j.rootLogger=WARN, stderr
 log4j.appender.stderr=org.apache.log4j.ConsoleAppender

@@ -35,6 +35,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO
 
+from ..common.java import log4j2_console
 from ..common.rundir import NODE_GC_LOG
 from .distribution import Distribution, DistributionError
 
@@ -67,18 +68,9 @@ TOOL_JVM_OPTIONS = ("-Xmx512m", "-XX:+UseSerialGC", "-XX:-UsePerfData",
 
 # Kafka's log pattern (its config/log4j2.yaml and config/log4j.properties), every logger
 # to stdout (node.log); the request logger at WARN as Kafka ships it.
-LOG4J2_PROPERTIES = """\
-# Written by brownout: Apache Kafka's log to stdout, which goes to node.log.
-status = warn
-appender.stdout.type = Console
-appender.stdout.name = STDOUT
-appender.stdout.layout.type = PatternLayout
-appender.stdout.layout.pattern = [%d] %p %m (%c)%n
-rootLogger.level = INFO
-rootLogger.appenderRef.stdout.ref = STDOUT
-logger.request.name = kafka.request.logger
-logger.request.level = WARN
-"""
+LOG4J2_PROPERTIES = log4j2_console(
+    "Written by brownout: Apache Kafka's log to stdout, which goes to node.log.", "INFO",
+    loggers={"request": ("kafka.request.logger", "WARN")})
 LOG4J_PROPERTIES = """\
 # Written by brownout: Apache Kafka's log to stdout, which goes to node.log.
 log4j.rootLogger=INFO, stdout

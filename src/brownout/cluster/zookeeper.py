@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from ..common.extras import pyspark_home
+from ..common.java import log4j2_console
 
 MAIN_CLASS = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
 CLIENT, PEER, ELECTION = "client", "peer", "election"
@@ -72,16 +73,9 @@ JVM_OPTIONS = (
 )
 
 # Kafka's log pattern (config/log4j.properties), so server logs read like a broker's.
-LOG4J2_PROPERTIES = """\
-# ZooKeeper logs through slf4j to log4j2; without a config it prints almost nothing.
-status = warn
-appender.stdout.type = Console
-appender.stdout.name = STDOUT
-appender.stdout.layout.type = PatternLayout
-appender.stdout.layout.pattern = [%d] %p %m (%c)%n
-rootLogger.level = INFO
-rootLogger.appenderRef.stdout.ref = STDOUT
-"""
+LOG4J2_PROPERTIES = log4j2_console(
+    "ZooKeeper logs through slf4j to log4j2; without a config it prints almost nothing.",
+    "INFO")
 
 
 class ZooKeeperError(RuntimeError):

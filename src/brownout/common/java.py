@@ -85,3 +85,22 @@ def require_java(
             f"{purpose} needs Java {minimum} or newer, but {java} is Java {version}; {INSTALL_HINT}"
         )
     return java
+
+
+def log4j2_console(comment: str, level: str, *, stderr: bool = False,
+                   loggers: Mapping[str, tuple[str, str]] | None = None) -> str:
+    """A log4j2 properties file: every logger at `level` to the console (stdout, or
+    stderr) in Kafka's log pattern, with `loggers` (key -> (logger name, level)) set
+    apart. One text
+    for the lab's Kafka nodes, its ZooKeeper servers and Kafka's tools."""
+    name = "stderr" if stderr else "stdout"
+    lines = [*(f"# {c}" for c in comment.splitlines()), "status = warn",
+             f"appender.{name}.type = Console", f"appender.{name}.name = {name.upper()}"]
+    if stderr:
+        lines.append(f"appender.{name}.target = SYSTEM_ERR")
+    lines += [f"appender.{name}.layout.type = PatternLayout",
+              f"appender.{name}.layout.pattern = [%d] %p %m (%c)%n",
+              f"rootLogger.level = {level}", f"rootLogger.appenderRef.{name}.ref = {name.upper()}"]
+    for key, (logger, logger_level) in (loggers or {}).items():
+        lines += [f"logger.{key}.name = {logger}", f"logger.{key}.level = {logger_level}"]
+    return "\n".join(lines) + "\n"
