@@ -6,6 +6,7 @@ import typer
 
 from .clean import CLEAN_HELP, clean_command
 from .cluster import DOWN_HELP, STATUS_HELP, UP_HELP, down_command, status_command, up_command
+from .compare import COMPARE_HELP, compare_command
 from .configs import CONFIGS_HELP, configs_command
 from .demo import demo_command
 from .faults import fault_app
@@ -59,6 +60,7 @@ app.add_typer(kafka_app, name="kafka")
 app.command("report")(report_command)
 app.command("run", help=RUN_HELP)(run_command)
 app.command("sweep", help=SWEEP_HELP)(sweep_command)
+app.command("compare", help=COMPARE_HELP)(compare_command)
 app.add_typer(scenarios_app, name="scenarios")
 
 

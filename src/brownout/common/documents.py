@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from .rundir import CHECK_FILE, SUMMARY_FILE, SWEEP_FILE, VERDICT_FILE
+from .rundir import CHECK_FILE, COMPARE_FILE, SUMMARY_FILE, SWEEP_FILE, VERDICT_FILE
 
 SCHEMA_VERSION = "schema_version"
 # `brownout status --json` (and the Python API's status()): printed, not a file.
@@ -25,6 +25,7 @@ VERSIONS: dict[str, int] = {
     CHECK_FILE: 1,
     SUMMARY_FILE: 1,
     SWEEP_FILE: 1,
+    COMPARE_FILE: 1,
     STATUS_DOCUMENT: 1,
 }
 

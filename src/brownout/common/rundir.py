@@ -33,8 +33,9 @@ here once, so a writer and its readers cannot drift apart.
                              progress.jsonl, audit.log, outputs and checkpoints
     pipeline-check.json      the pipeline audit
 
-Beside runs, `--repeat` writes summary.json over its run directories and a sweep
-sweep.json and sweep.html over its cells.
+Beside runs, `--repeat` writes summary.json over its run directories, a sweep
+sweep.json and sweep.html over its cells, and a comparison of engines compare.json and
+compare.html over its engines' runs.
 """
 
 from __future__ import annotations
@@ -75,6 +76,8 @@ PIPELINE_CHECK_FILE = "pipeline-check.json"
 SUMMARY_FILE = "summary.json"
 SWEEP_FILE = "sweep.json"
 SWEEP_PAGE = "sweep.html"
+COMPARE_FILE = "compare.json"
+COMPARE_PAGE = "compare.html"
 
 _NODE_DIR_PREFIX = "node-"
 

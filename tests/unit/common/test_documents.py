@@ -24,7 +24,7 @@ from brownout.scenarios.summary import RunEntry, build_summary, write_summary
 
 def test_every_document_starts_at_version_1() -> None:
     assert set(VERSIONS) == {"verdict.json", "check.json", "summary.json", "sweep.json",
-                             "status"}
+                             "compare.json", "status"}
     assert set(VERSIONS.values()) == {1}
 
 
