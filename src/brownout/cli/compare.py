@@ -66,6 +66,9 @@ def compare_command(
     jobs: Annotated[int, typer.Option(
         "--jobs", "-j", help="Runs of an engine at a time, each in its own process (the "
         "engines themselves run one after another).")] = 1,
+    dry_run: Annotated[bool, typer.Option(
+        "--dry-run", help="Only check the scenario (with --set) for every engine and "
+        "say what would run; run nothing.")] = False,
 ) -> None:
     console = Console(highlight=False)
     try:
@@ -82,6 +85,10 @@ def compare_command(
     console.print(f"scenario [bold]{loaded.name}[/bold]: {loaded.description}")
     console.print(f"engines: {', '.join(e.label for e in chosen)}; {repeat} run(s) each, "
                   f"seed {seed}")
+    if settings:
+        console.print("set: " + ", ".join(f"{k}={v}" for k, v in settings.items()))
+    if dry_run:
+        raise typer.Exit(0)
     out = out or Path("runs") / f"{time.strftime('%Y%m%d-%H%M%S')}-{loaded.name}-compare"
     console.print(f"comparison directory: {out}")
     try:

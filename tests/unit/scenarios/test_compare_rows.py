@@ -365,3 +365,35 @@ def test_an_unknown_scenario_exits_2(tmp_path: Path) -> None:
                                       "brownout,kafka:0.0.1", "--out", str(tmp_path / "x")])
     assert result.exit_code == 2
     assert "minority-outag" in result.output and "not installed" not in result.output
+
+
+def fake_kafka(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every kafka engine resolves to a folder (whether one is installed is not the
+    point here)."""
+    import brownout.cli.compare as command
+
+    monkeypatch.setattr(command, "resolve_engine",
+                        lambda option, _: None if option is None else "/opt/kafka")
+
+
+def test_dry_run_checks_the_scenario_with_its_settings_and_runs_nothing(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fake_kafka(monkeypatch)
+    out = tmp_path / "never"
+    result = CliRunner().invoke(app, [
+        "compare", "minority-outage", "--engines", "brownout,kafka,kafka:3.9.2",
+        "--set", "workloads.acks-all.rate=50", "--dry-run", "--out", str(out)],
+        env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    assert f"engines: brownout, {KAFKA}, kafka:3.9.2; 1 run(s) each" in result.output
+    assert "set: workloads.acks-all.rate=50" in result.output
+    assert not out.exists()
+
+
+def test_a_scenario_only_brownouts_node_can_run_is_refused(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fake_kafka(monkeypatch)
+    result = CliRunner().invoke(app, ["compare", "storage-faults", "--dry-run"],
+                                env={"COLUMNS": "200"})
+    assert result.exit_code == 2
+    assert "cannot run on Apache Kafka: corrupt-log is a storage fault" in result.output
