@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ..common.rundir import COMPARE_PAGE
-from ..scenarios.compare import NOT_OBSERVED, VERDICTS, cell_text
+from ..scenarios.compare import NOT_OBSERVED, VERDICTS, cell_text, run_note
 from .html import CSS, esc
 
 PAGE_CSS = """
@@ -68,9 +68,11 @@ def _rows_table(comparison: Mapping[str, Any]) -> str:
 def _engines_table(comparison: Mapping[str, Any]) -> str:
     rows = []
     for e in comparison["engines"]:
-        links = " ".join(f'<a href="{esc(r["report"])}">{esc(r["run"])}</a> '
-                         f'<span class="{_cls(r["verdict"])}">{esc(r["verdict"])}</span>'
-                         for r in e["runs"])
+        links = "<br>".join(
+            f'<a href="{esc(r["report"])}">{esc(r["run"])}</a> '
+            f'<span class="{_cls(r["verdict"])}">{esc(r["verdict"])}</span>'
+            + (f' <span class="note">{esc(run_note(r))}</span>' if run_note(r) else "")
+            for r in e["runs"])
         what = (f"Apache Kafka {e['kafka_version']}" if e.get("kafka_version")
                 else "Brownout's node")
         rows.append(f"<tr><td>{esc(e['engine'])}</td><td>{esc(what)}</td>"
@@ -97,10 +99,12 @@ def build_compare_html(comparison: Mapping[str, Any]) -> str:
         "<h2>Measures</h2>",
         '<p class="note">Rates: runs where the count was above zero, with its 95% Wilson '
         "interval, then the count's median (min-max); durations and quantities: median "
-        "(min-max). A row is marked where two engines' intervals (for durations and "
-        'quantities, their ranges) do not overlap. "not observed": the engine\'s runs did '
-        "not measure it (it is not 0). Unknown runs (an overloaded lab) are left out of "
-        "every measure.</p>",
+        "(min-max). A row is marked where two engines' 95% intervals do not overlap; for "
+        "durations and quantities, where their ranges do not, once both have enough runs "
+        "(4 each, or 3 and 5) that ranges of one and the same distribution would be apart "
+        'less than 5% of the time. "not observed": the engine\'s runs did not measure it '
+        "(it is not 0). Unknown runs (an overloaded lab) are left out of every measure."
+        "</p>",
         _rows_table(comparison),
         "<h2>Runs</h2>",
         _engines_table(comparison),

@@ -208,6 +208,23 @@ def run_values(run: RunDocuments) -> RunValues:
     return RunValues({k: v for k, v in values.items() if v is not None}, frozenset(families))
 
 
+def why(run: RunDocuments) -> dict[str, Any]:
+    """What a run that did not pass says about it: the expectations that failed, its
+    error, why it is unknown."""
+    verdict = run.verdict
+    if verdict is None:
+        return {"failed": [], "error": "no verdict.json", "unknown_reason": None}
+    return {"failed": [str(x.get("name")) for x in verdict.get("expectations") or []
+                       if x.get("passed") is False],
+            "error": verdict.get("error"), "unknown_reason": verdict.get("unknown_reason")}
+
+
+def run_note(entry: Mapping[str, Any]) -> str:
+    """One run's `why` as text ("" for nothing to say)."""
+    return "; ".join(x for x in (", ".join(entry.get("failed") or []), entry.get("error"),
+                                 entry.get("unknown_reason")) if x)
+
+
 # -- the rows -------------------------------------------------------------------------
 
 # key -> (label, kind, unit) of the measures every comparison shows (each engine's cell

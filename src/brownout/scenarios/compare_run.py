@@ -50,6 +50,8 @@ from .compare import (
     cell_text,
     comparison_rows,
     exit_code,
+    run_note,
+    why,
 )
 from .repeat import plan, run_repeated
 from .runner import preflight
@@ -148,7 +150,7 @@ def summarise_compare(out: Path, engines: Sequence[Engine], repeat: int, seed: i
             "directory": engine.directory,
             "summary": f"{engine.directory}/{SUMMARY_FILE}",
             "exit_code": codes if isinstance(codes, int) else 1,
-            "runs": [{"run": r.name, "seed": run_seed, "verdict": r.word,
+            "runs": [{"run": r.name, "seed": run_seed, "verdict": r.word, **why(r),
                       "report": f"{engine.directory}/{r.name}/{REPORT_FILE}"}
                      for r, (_, run_seed) in zip(runs, plan(repeat, seed), strict=True)],
         })
@@ -189,6 +191,10 @@ def print_comparison(comparison: Mapping[str, Any], console: Console) -> None:
         console.print(f"{escape(e['engine'])}: [green]{v['pass']} passed[/green], "
                       f"[red]{v['fail']} failed[/red], "
                       f"[yellow]{v['unknown']} unknown[/yellow] ({escape(e['directory'])})")
+        for r in e["runs"]:
+            note = run_note(r)
+            if note:
+                console.print(f"  {escape(r['run'])} {escape(r['verdict'])}: {escape(note)}")
     table = Table(title=f"{comparison['scenario']}: engines compared (rates: runs above "
                   "0 with their 95% interval; median (min-max); unknown runs left out)",
                   title_justify="left")

@@ -29,6 +29,7 @@ from brownout.scenarios.compare import (
     parse_engines,
     ranges_apart_by_chance,
     run_values,
+    why,
 )
 from brownout.scenarios.compare_run import print_comparison, summarise_compare
 
@@ -71,6 +72,10 @@ def check(lost: int = 0, info: int = 0, fail: int = 0, duplicates: int = 0,
 
 def verdict(word: str = "pass", stalls: list[float] | None = None) -> dict[str, Any]:
     return {"verdict": word, "fault_window": [5.0, 20.0], "consumers_stopped": 30.0,
+            "error": None, "unknown_reason": "node 1 stalled" if word == "unknown" else None,
+            "expectations": [{"name": "isr_recovered", "passed": True},
+                             {"name": "acked_writes_lost[acks-all]",
+                              "passed": word != "fail"}],
             "node_stalls": {"limit_ms": 2000,
                             "stalls": [{"node": 1, "start": 1.0, "end": 2.0, "lag_ms": ms}
                                        for ms in stalls or []]}}
@@ -153,6 +158,8 @@ def test_what_a_run_did_not_measure_is_absent_not_zero() -> None:
 
 def test_a_run_without_a_verdict_failed() -> None:
     assert RunDocuments("run-001", None, None).word == "fail"
+    assert why(RunDocuments("run-001", None, None))["error"] == "no verdict.json"
+    assert why(run("run-001", "unknown"))["unknown_reason"] == "node 1 stalled"
     assert RunDocuments("run-001", {"verdict": "odd"}, None).word == "fail"
     assert run("run-001", "unknown").word == "unknown"
 
@@ -306,6 +313,8 @@ def test_the_comparison_is_written_from_each_engines_run_directories(tmp_path: P
         f"kafka-{DEFAULT_KAFKA_4}/run-001/report.html",
         f"kafka-{DEFAULT_KAFKA_4}/run-002/report.html"]
     assert written["engines"][0]["runs"][0]["seed"] == kafka["runs"][0]["seed"]
+    assert kafka["runs"][1]["failed"] == ["acked_writes_lost[acks-all]"]
+    assert kafka["runs"][0]["failed"] == [] and kafka["runs"][0]["error"] is None
     by = {r["measure"]: r for r in written["rows"]}
     assert by["acked_writes_lost"]["cells"][KAFKA]["count"] == 1
     # no history in these directories: client errors were not observed
@@ -317,12 +326,15 @@ def test_the_comparison_is_written_from_each_engines_run_directories(tmp_path: P
     assert "brownout: 2 passed, 0 failed, 0 unknown" in text
     assert f"{KAFKA}: 1 passed, 1 failed, 0 unknown" in text
     assert "not observed" in text and "1/2 runs [0.09-0.91], median 1.5 (0-3)" in text
+    assert "run-002 fail: acked_writes_lost[acks-all]" in text
+    assert "run-001 pass" not in text  # nothing to say about a run that passed
 
     page = build_compare_html(comparison)
     assert f"<h1>s: brownout vs {KAFKA}</h1>" in page
     assert '<td class="not-observed">not observed</td>' in page
     assert f'href="kafka-{DEFAULT_KAFKA_4}/run-002/report.html"' in page
     assert "cluster.brokers=3" in page
+    assert '<span class="note">acked_writes_lost[acks-all]</span>' in page
 
 
 def test_a_row_that_differs_is_marked_on_the_page() -> None:
