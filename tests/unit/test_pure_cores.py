@@ -19,6 +19,7 @@ PURE = [
     SRC / "security" / "jaas.py",
     SRC / "security" / "mechanisms.py",
     SRC / "security" / "sasl.py",
+    SRC / "scenarios" / "compare.py",
 ]
 FORBIDDEN_MODULES = {"asyncio", "socket", "selectors", "time", "threading", "subprocess", "os"}
 FORBIDDEN_CALLS = {"open"}
