@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+import yaml
 from rich.console import Console
 
 from ..common import interrupt
@@ -20,8 +21,8 @@ from ..scenarios import ScenarioError, resolve, resolve_document
 from ..scenarios.compare import CompareError, Engine, parse_engines
 from ..scenarios.compare_run import run_compare
 from ..scenarios.runner import ScenarioRefused
-from ..scenarios.schema import Scenario, sweep_cells, with_distribution
-from ..scenarios.sweep import Matrix, SweepError, parse_set_option
+from ..scenarios.schema import Scenario, loads, with_distribution
+from ..scenarios.sweep import SweepError, apply, parse_set_option
 from ._common import UsageError, resolve_engine
 
 COMPARE_HELP = (
@@ -116,8 +117,10 @@ def _scenario(name: str, items: list[str]) -> tuple[Scenario, dict[str, Any]]:
         if len(values) != 1:
             raise UsageError(f"--set {item}: compare sets one value per parameter; "
                              "`brownout sweep` runs several")
-    [(_, applied)] = sweep_cells(document, Matrix(tuple(parameters)), loaded.source)
-    return applied, {name: values[0] for name, values in parameters}
+    settings = {name: values[0] for name, values in parameters}
+    text = yaml.safe_dump(apply(document, settings.items()), sort_keys=False)
+    where = f"{loaded.source} [--set {' '.join(f'{k}={v}' for k, v in settings.items())}]"
+    return loads(text, where), settings
 
 
 def _on(engine: Engine, scenario: Scenario) -> Scenario:
