@@ -409,3 +409,12 @@ def test_a_scenario_only_brownouts_node_can_run_is_refused(
                                 env={"COLUMNS": "200"})
     assert result.exit_code == 2
     assert "cannot run on Apache Kafka: corrupt-log is a storage fault" in result.output
+
+
+def test_the_table_says_which_pairs_differ_among_three_engines() -> None:
+    from brownout.scenarios.compare_run import differ_text
+
+    row = {"differ": [["brownout", KAFKA], ["brownout", "kafka:3.9.2"]]}
+    assert differ_text(row, 3) == f"brownout vs {KAFKA}, brownout vs kafka:3.9.2"
+    assert differ_text({"differ": [["brownout", KAFKA]]}, 2) == "yes"
+    assert differ_text({"differ": []}, 2) == ""
