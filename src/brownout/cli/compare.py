@@ -117,7 +117,7 @@ def _scenario(name: str, items: list[str]) -> tuple[Scenario, dict[str, Any]]:
         if len(values) != 1:
             raise UsageError(f"--set {item}: compare sets one value per parameter; "
                              "`brownout sweep` runs several")
-    settings = {name: values[0] for name, values in parameters}
+    settings = {key: values[0] for key, values in parameters}
     text = yaml.safe_dump(apply(document, settings.items()), sort_keys=False)
     where = f"{loaded.source} [--set {' '.join(f'{k}={v}' for k, v in settings.items())}]"
     return loads(text, where), settings
