@@ -13,7 +13,7 @@ from rich.console import Console
 from typer.testing import CliRunner
 
 from brownout.cli import app
-from brownout.cluster.distribution import DEFAULT_KAFKA_4
+from brownout.cluster.distribution import DEFAULT_KAFKA_3, DEFAULT_KAFKA_4, MARKER
 from brownout.report.compare_page import build_compare_html
 from brownout.scenarios.compare import (
     NOT_OBSERVED,
@@ -379,35 +379,44 @@ def test_an_unknown_scenario_exits_2(tmp_path: Path) -> None:
     assert "minority-outag" in result.output and "not installed" not in result.output
 
 
-def fake_kafka(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every kafka engine resolves to a folder (whether one is installed is not the
-    point here)."""
-    import brownout.cli.compare as command
-
-    monkeypatch.setattr(command, "resolve_engine",
-                        lambda option, _: None if option is None else "/opt/kafka")
+@pytest.fixture
+def kafka_cache(tmp_path: Path) -> dict[str, str]:
+    """The environment of a stand-in cache holding the default 4.x and 3.x versions
+    (only their jar names are read before anything runs)."""
+    for version in (DEFAULT_KAFKA_4, DEFAULT_KAFKA_3):
+        jars = [f"kafka_2.13-{version}.jar", f"kafka-clients-{version}.jar"]
+        home = tmp_path / "cache" / version
+        (home / "libs").mkdir(parents=True)
+        for name in jars:
+            (home / "libs" / name).write_bytes(b"jar")
+        (home / MARKER).write_text(json.dumps({"version": version, "jars": jars}))
+    return {"BROWNOUT_KAFKA_CACHE": str(tmp_path / "cache"), "COLUMNS": "200"}
 
 
 def test_dry_run_checks_the_scenario_with_its_settings_and_runs_nothing(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    fake_kafka(monkeypatch)
+        tmp_path: Path, kafka_cache: dict[str, str]) -> None:
     out = tmp_path / "never"
     result = CliRunner().invoke(app, [
-        "compare", "minority-outage", "--engines", "brownout,kafka,kafka:3.9.2",
+        "compare", "minority-outage", "--engines", f"brownout,kafka,kafka:{DEFAULT_KAFKA_3}",
         "--set", "workloads.acks-all.rate=50", "--dry-run", "--out", str(out)],
-        env={"COLUMNS": "200"})
+        env=kafka_cache)
     assert result.exit_code == 0, result.output
-    assert f"engines: brownout, {KAFKA}, kafka:3.9.2; 1 run(s) each" in result.output
+    assert (f"engines: brownout, {KAFKA}, kafka:{DEFAULT_KAFKA_3}; 1 run(s) each"
+            in result.output)
     assert "set: workloads.acks-all.rate=50" in result.output
     assert not out.exists()
 
 
 def test_a_scenario_only_brownouts_node_can_run_is_refused(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    fake_kafka(monkeypatch)
+        kafka_cache: dict[str, str]) -> None:
     result = CliRunner().invoke(app, ["compare", "storage-faults", "--dry-run"],
-                                env={"COLUMNS": "200"})
+                                env=kafka_cache)
     assert result.exit_code == 2
+    uninstalled = CliRunner().invoke(
+        app, ["compare", "minority-outage", "--engines", "brownout,kafka:4.0.0", "--dry-run"],
+        env=kafka_cache)
+    assert uninstalled.exit_code == 2
+    assert "brownout kafka install 4.0.0" in uninstalled.output
     assert "cannot run on Apache Kafka: corrupt-log is a storage fault" in result.output
 
 
