@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/soak.py [--minutes 60] [--seed 1] [--rate 200] [--out DIR]
                                    [--sample 10] [--growth-limit-mib 64]
+                                   [--engine node|kafka[:VERSION]]
 
 Runs the built-in `soak` scenario (idempotent acks=all producers with
 min.insync.replicas 2, a consumer group, one fault at a time drawn from the seed: kill
@@ -17,6 +18,11 @@ restart the processes they hit every minute or so, and a restarted node loads it
 and state again, so memory is judged per node across its restarts: the median RSS of
 its last ten minutes against its ten minutes after a five-minute warm-up. "Flat" means
 no node grew by more than --growth-limit-mib.
+
+With --engine kafka the same scenario and seed run on Apache Kafka (`brownout run
+--engine`): the same faults in the same order, the RSS of each node's JVM sampled the same
+way (a JVM's resident set follows its heap, which grows to -Xmx before it is collected,
+so its growth is a figure to read beside the node's, not a leak test).
 
 Prints the run's figures and the memory table; exits 0 only if the scenario passed and
 memory stayed flat.
@@ -92,6 +98,8 @@ def main() -> int:
     parser.add_argument("--sample", type=float, default=10.0, help="seconds between samples")
     parser.add_argument("--growth-limit-mib", type=float, default=64.0)
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--engine", default="node",
+                        help="node (Brownout's node, default) or kafka[:VERSION]")
     args = parser.parse_args()
     if args.minutes < 2:
         parser.error("--minutes must be at least 2")
@@ -102,7 +110,7 @@ def main() -> int:
     scenario_file.write_text(yaml.safe_dump(soak_scenario(args.minutes, args.rate)))
     run_dir = out / "run"
     command = [sys.executable, "-m", "brownout.cli", "run", str(scenario_file),
-               "--out", str(run_dir), "--seed", str(args.seed)]
+               "--out", str(run_dir), "--seed", str(args.seed), "--engine", args.engine]
     print("running:", " ".join(command), flush=True)
 
     samples: dict[int, list[tuple[float, int]]] = {}
