@@ -28,7 +28,7 @@ import time
 from typing import Any
 
 from .clientstats import DEFAULT_STATS_INTERVAL_MS, MetadataRecorder, error_name
-from .generators import read_identity
+from .generators import read_identity, value_identity
 from .history import FAIL, INFO, INVOKE, OK, HistoryWriter
 
 log = logging.getLogger(__name__)
@@ -109,9 +109,12 @@ class PollRecorder:
     """Turns consumed records into f="poll" events (separate from the thread so unit
     tests can drive it with fake messages)."""
 
-    def __init__(self, history: HistoryWriter, process: str) -> None:
+    def __init__(self, history: HistoryWriter, process: str, run: str | None = None) -> None:
         self.history = history
         self.process = process
+        # The run's id: records without headers (Kafka's VerifiableProducer's) are known
+        # by their value (generators.value_identity); None: by their headers only.
+        self.run = run
         self.polled = 0
         self.errors = 0
         self.positions: dict[tuple[str, int], int] = {}  # next offset to commit
@@ -127,6 +130,8 @@ class PollRecorder:
                                 else None, value=str(err))
             return
         msg_id, producer, seq = read_identity(msg.headers())
+        if msg_id is None and self.run is not None:
+            msg_id, producer, seq = value_identity(msg.value(), self.run)
         key = msg.key()
         topic, partition, offset = msg.topic(), msg.partition(), msg.offset()
         self.history.record(OK, "poll", self.process, topic=topic, partition=partition,
@@ -143,13 +148,13 @@ class MemberBase:
     ok / fail / info events around the client's own commit call, `_commit_offsets`)."""
 
     def __init__(self, settings: ConsumerSettings, history: HistoryWriter, process: str, *,
-                 stop: threading.Event, deadline: float | None) -> None:
+                 stop: threading.Event, deadline: float | None, run: str | None = None) -> None:
         self.settings = settings
         self.history = history
         self.process = process
         self.stop = stop
         self.deadline = deadline
-        self.recorder = PollRecorder(history, process)
+        self.recorder = PollRecorder(history, process, run)
         self.assigned: set[tuple[str, int]] = set()
         self.rebalances = 0
         self.commits = 0
@@ -264,8 +269,8 @@ class ConsumerWorker(MemberBase):
 
     def __init__(self, settings: ConsumerSettings, history: HistoryWriter, process: str, *,
                  stop: threading.Event, deadline: float | None,
-                 logger: logging.Logger | None = None) -> None:
-        super().__init__(settings, history, process, stop=stop, deadline=deadline)
+                 logger: logging.Logger | None = None, run: str | None = None) -> None:
+        super().__init__(settings, history, process, stop=stop, deadline=deadline, run=run)
         self.logger = logger
 
     # -- callbacks (run inside poll/consume/close, on this thread) ----------------------

@@ -284,7 +284,7 @@ def do_final_read(run_dir: Path, *, bootstrap: str | None = None,
     directory. Bootstrap servers and topics default to those in run.json."""
     info = load_run(run_dir)
     result = final_read(bootstrap or info["bootstrap"], topics or list(info.get("topics", [])),
-                        timeout=timeout)
+                        timeout=timeout, run=info.get("run_id"))
     write_final_read(run_dir, result)
     with contextlib.suppress(OSError):
         info["final_read"] = {"at": time.time(), "bootstrap": bootstrap or info["bootstrap"],
