@@ -515,7 +515,7 @@ class _Run:
                 # wait for every outstanding send's real outcome: a purge would turn
                 # sends the cluster may still complete into indeterminate ones
                 flush_timeout=None,
-                config=dict(w.config))
+                config=dict(w.config), client=w.client)
             group = run.add_producers(settings)
             self.record.labels[w.label] = {"acks": w.acks, "topic": w.topic,
                                            "producers": [x.process for x in group.workers]}

@@ -33,7 +33,9 @@ from .history import FAIL, INFO, INVOKE, OK, HistoryWriter
 
 log = logging.getLogger(__name__)
 
-CLIENTS = ("confluent", "kafka-python")
+# confluent: librdkafka (here); kafka-python (kp_consumer.py); java: Kafka's
+# VerifiableConsumer (java_clients.py)
+CLIENTS = ("confluent", "kafka-python", "java")
 
 # Commit errors where the coordinator refused the commit: nothing was stored.
 DEFINITE_COMMIT_ERRORS = frozenset({
@@ -59,7 +61,7 @@ class ConsumerSettings:
     isolation_level: str = "read_committed"  # Kafka's consumer default
     stats_interval_ms: int = DEFAULT_STATS_INTERVAL_MS
     config: dict[str, Any] = dataclasses.field(default_factory=dict)
-    client: str = "confluent"  # or "kafka-python" (kp_consumer.py)
+    client: str = "confluent"  # or "kafka-python" (kp_consumer.py), "java" (java_clients.py)
 
     def validate(self) -> None:
         if not self.group and not self.assignment:
@@ -67,8 +69,11 @@ class ConsumerSettings:
         if self.client not in CLIENTS:
             raise ValueError(f"unknown consumer client {self.client!r} "
                              f"(one of {', '.join(CLIENTS)})")
-        if self.client == "kafka-python" and not self.group:
-            raise ValueError("the kafka-python consumer subscribes: it needs a group")
+        if self.client in ("kafka-python", "java") and not self.group:
+            raise ValueError(f"the {self.client} consumer subscribes: it needs a group")
+        if self.client == "java" and len(self.topics) != 1:
+            raise ValueError("the java consumer (Kafka's VerifiableConsumer) subscribes to "
+                             "one topic")
         if self.consumers < 1:
             raise ValueError("consumers must be at least 1")
 
