@@ -73,6 +73,7 @@ from ..common.rundir import (
 from ..workload.consumer import ConsumerSettings
 from ..workload.final_read import not_read, write_final_read
 from ..workload.history import HistoryWriter
+from ..workload.java_clients import JavaClientError, java_runtime
 from ..workload.producer import ProducerSettings
 from ..workload.run import (
     WorkloadRun,
@@ -169,6 +170,7 @@ def preflight(scenario: Scenario, pipeline: bool = False,
     """Refuse what cannot work here, before building anything (`pipeline`: --pipeline);
     on an external cluster, also what the scenario cannot do there and topics that are
     in the way. Returns notes for the verdict."""
+    _preflight_java_clients(scenario)
     if external is not None:
         return _preflight_external(scenario, pipeline, external)
     needs = [what for what, needed in (
@@ -191,6 +193,16 @@ def preflight(scenario: Scenario, pipeline: bool = False,
             "(a network namespace per node), which needs root. Run it as root (sudo), or "
             "pick a scenario with process faults only (`brownout scenarios`).")
     return []
+
+
+def _preflight_java_clients(scenario: Scenario) -> None:
+    """`client: java` needs Java and the Kafka whose clients it runs, installed."""
+    if not any(x.client == "java" for x in (*scenario.workloads, *scenario.consumers)):
+        return
+    try:
+        java_runtime()
+    except JavaClientError as e:
+        raise ScenarioRefused(f"scenario {scenario.name}: {e}") from None
 
 
 def _preflight_external(scenario: Scenario, pipeline: bool, external: External) -> list[str]:
