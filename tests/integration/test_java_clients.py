@@ -1,6 +1,7 @@
 """`client: java`: Apache Kafka's own producer and consumer (Kafka's VerifiableProducer and
 VerifiableConsumer, from the cache's default 4.x version), one JVM per member, against a
-lab cluster of Brownout's node, recording the history the lab's other clients record.
+lab cluster of Brownout's node, recording the history the lab's other clients record;
+and the built-in rolling-restart with Java consumers, end to end.
 
 Every JVM takes seconds to start on a busy two-core machine: the test waits on what the
 history and the clients' counters show, each wait with a generous (scaled) bound.
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,10 +19,14 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 from _cluster import LabCluster, full_isr, wait_until
+from _time_scale import scaled
+from conftest import BROWNOUT
+from test_scenarios import kill_cluster, no_node_left
 
 from brownout.check.suite import check_all
 from brownout.cluster import kafka_install
 from brownout.cluster.distribution import DEFAULT_KAFKA_4, cache_root
+from brownout.scenarios import builtin_dir
 from brownout.workload.consumer import ConsumerSettings
 from brownout.workload.final_read import load_final_read
 from brownout.workload.producer import ProducerSettings
@@ -132,3 +138,43 @@ def test_java_producer_and_consumer_group_record_what_the_checkers_read(
             writes.numbers["lost"]) == (MESSAGES, MESSAGES, 0)
     consumers = report.results["consumers"]
     assert consumers.valid is True, consumers.to_dict()
+
+
+def test_rolling_restart_with_java_consumers_passes(tmp_path: Path,
+                                                    kafka_installed: str) -> None:
+    """The built-in rolling-restart (two brokers, acks=all writes, a group of two), its
+    consumers Kafka's own, one rolling restart with each broker down 5 s."""
+    text = (builtin_dir() / "rolling-restart.yaml").read_text()
+    for old, new in (("client: kafka-python", "client: java"), ("repeat: 5", "repeat: 1"),
+                     ("down: 12s", "down: 5s"), ("name: rolling-restart",
+                                                 "name: rolling-restart-java")):
+        assert old in text, old
+        text = text.replace(old, new)
+    scenario = tmp_path / "rolling-restart-java.yaml"
+    scenario.write_text(text)
+    run_dir = tmp_path / "run"
+    try:
+        result = subprocess.run([*BROWNOUT, "run", str(scenario), "--out", str(run_dir),
+                                 "--seed", "1"], capture_output=True, text=True,
+                                timeout=scaled(300), env={**os.environ, "COLUMNS": "200"})
+    finally:
+        kill_cluster(run_dir / "cluster")
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
+    verdict = json.loads((run_dir / "verdict.json").read_text())
+    assert verdict["passed"] is True
+    assert [s["outcome"] for s in verdict["steps"]] == ["ok"]
+    no_node_left(run_dir)
+    assert processes_naming(str(run_dir)) == []  # no JVM client left either
+
+    history = rows(run_dir)
+    members = {"consumer-readers-0", "consumer-readers-1"}
+    assigns = [json.loads(e["value"]) for e in history if e["f"] == "assign"]
+    assert {a["member"] for a in assigns} == members
+    assert {p for a in assigns for p in a["partitions"]["events"]} == {0, 1, 2, 3}
+    polls = [e for e in history if e["f"] == "poll"]
+    assert {e["process"] for e in polls} == members
+    assert all(e["msg_id"] is not None for e in polls)  # generated values carry theirs
+    check = json.loads((run_dir / "check.json").read_text())
+    assert check["results"]["consumers"]["valid"] is True, check["results"]["consumers"]
+    assert check["results"]["rebalances"]["valid"] is not False
+    assert (run_dir / "java-clients" / "consumer-readers-0.log").exists()

@@ -388,3 +388,13 @@ def test_scenarios_refuse_clients_they_do_not_have(producer_client: str, extra: 
     with pytest.raises(ScenarioError) as e:
         loads(SCENARIO % (producer_client, extra, consumer_client))
     assert message in str(e.value)
+
+
+def test_a_scenario_with_java_clients_is_refused_without_kafka(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from brownout.scenarios.runner import ScenarioRefused, preflight
+
+    monkeypatch.setenv("BROWNOUT_KAFKA_CACHE", str(tmp_path))
+    with pytest.raises(ScenarioRefused, match=r"scenario j: .*brownout kafka install"):
+        preflight(loads(SCENARIO % ("confluent", "", "java")))
+    assert preflight(loads(SCENARIO % ("confluent", "", "kafka-python"))) == []
