@@ -221,6 +221,8 @@ class WorkloadRun:
         if self.observer is not None:
             self.observer.start()
         for group in [*self.consumers, *self.producers]:
+            group.prepare()  # Java clients: every JVM starts at once
+        for group in [*self.consumers, *self.producers]:
             group.start()
 
     def running(self) -> bool:
