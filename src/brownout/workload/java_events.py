@@ -189,7 +189,7 @@ def parse_line(line: bytes | str) -> dict[str, Any] | None:
     return event if isinstance(event, dict) and isinstance(event.get("name"), str) else None
 
 
-def java_error_name(exception: str | None, message: str | None = None) -> str:
+def java_error_name(exception: str | None) -> str:
     """The lab's error name for a Java exception as VerifiableProducer prints it ("class
     org.apache.kafka.common.errors.NotEnoughReplicasException")."""
     simple = (exception or "").split()[-1].rsplit(".", 1)[-1] if exception else "Unknown"
@@ -230,6 +230,9 @@ class ProducerEvents:
         self.outstanding_at_stop = 0
         self.purged = 0
         self.tool_sent: int | None = None
+        # Sends below `low` all completed; `completed` holds the ones above it (few: a
+        # send completes out of order only while an earlier one waits on another partition).
+        self.low = 0
         self.completed: set[int] = set()
         self.highest = -1
         self.stopping = False  # set when the JVM was asked to stop
@@ -270,6 +273,9 @@ class ProducerEvents:
         self.invoked += 1
         if seq is not None:
             self.completed.add(seq)
+            while self.low in self.completed:
+                self.completed.discard(self.low)
+                self.low += 1
             self.highest = max(self.highest, seq)
         if self.stopping:
             self.outstanding_at_stop += 1
@@ -282,7 +288,7 @@ class ProducerEvents:
             self.acked += 1
             self.history.record(OK, "send", self.process, time=at, **fields)
             return
-        error = java_error_name(event.get("exception"), event.get("message"))
+        error = java_error_name(event.get("exception"))
         kind = classify(error, retries=self.retries)
         if kind == FAIL:
             self.failed += 1
@@ -299,7 +305,7 @@ class ProducerEvents:
         made = self.highest + 1
         if self.tool_sent is not None:
             made = max(made, self.tool_sent)
-        missing = [s for s in range(made) if s not in self.completed]
+        missing = [s for s in range(self.low, made) if s not in self.completed]
         prefix = java_value_prefix(self.run, self.process)
         for seq in missing:
             msg_id, producer, _ = value_identity(f"{prefix}.{seq}", self.run)
