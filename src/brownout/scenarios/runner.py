@@ -170,7 +170,7 @@ def preflight(scenario: Scenario, pipeline: bool = False,
     """Refuse what cannot work here, before building anything (`pipeline`: --pipeline);
     on an external cluster, also what the scenario cannot do there and topics that are
     in the way. Returns notes for the verdict."""
-    _preflight_java_clients(scenario)
+    _preflight_java_clients(scenario, pipeline)
     if external is not None:
         return _preflight_external(scenario, pipeline, external)
     needs = [what for what, needed in (
@@ -195,10 +195,18 @@ def preflight(scenario: Scenario, pipeline: bool = False,
     return []
 
 
-def _preflight_java_clients(scenario: Scenario) -> None:
-    """`client: java` needs Java and the Kafka whose clients it runs, installed."""
+def _preflight_java_clients(scenario: Scenario, pipeline: bool) -> None:
+    """`client: java` needs Java and the Kafka whose clients it runs, installed; the Spark
+    pipeline reads the generated workloads' JSON values, which Java producers do not send."""
     if not any(x.client == "java" for x in (*scenario.workloads, *scenario.consumers)):
         return
+    java_workloads = [w.label for w in scenario.workloads if w.client == "java"]
+    if java_workloads and (pipeline or scenario.pipeline):
+        raise ScenarioRefused(
+            f"scenario {scenario.name}: the Spark pipeline reads the workloads' generated "
+            f"JSON values, and workload(s) {', '.join(java_workloads)} with client: java "
+            "send Kafka's VerifiableProducer's values (P.N) instead; run it without the "
+            "pipeline or with client: confluent")
     try:
         java_runtime()
     except JavaClientError as e:

@@ -398,3 +398,10 @@ def test_a_scenario_with_java_clients_is_refused_without_kafka(
     with pytest.raises(ScenarioRefused, match=r"scenario j: .*brownout kafka install"):
         preflight(loads(SCENARIO % ("confluent", "", "java")))
     assert preflight(loads(SCENARIO % ("confluent", "", "kafka-python"))) == []
+
+
+def test_the_pipeline_does_not_read_java_producers_values() -> None:
+    from brownout.scenarios.runner import ScenarioRefused, preflight
+
+    with pytest.raises(ScenarioRefused, match="Spark pipeline reads"):
+        preflight(loads(SCENARIO % ("java", "", "confluent")), pipeline=True)
