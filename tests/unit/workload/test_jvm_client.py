@@ -10,7 +10,7 @@ from pathlib import Path
 
 from brownout.workload.java_clients import JvmClient
 
-# Prints startup_complete and a notice, then waits; on SIGTERM prints shutdown_complete
+# Prints a notice, a warning and startup_complete, then waits; on SIGTERM prints shutdown_complete
 # and exits 143 as a JVM does (or ignores it when told to).
 STAND_IN = r"""
 import json, signal, sys, time
@@ -20,9 +20,9 @@ def term(*_):
     out("shutdown_complete")
     sys.exit(143)
 signal.signal(signal.SIGTERM, signal.SIG_IGN if sys.argv[1] == "stubborn" else term)
-out("startup_complete")
 print("Option --producer.config has been deprecated", flush=True)
 print("a warning", file=sys.stderr, flush=True)
+out("startup_complete")  # last: once it is seen, the lines above are in the log
 if sys.argv[1] == "crash":
     sys.exit(3)
 while True:
