@@ -263,8 +263,8 @@ class _JavaWorker:
 
     def create_client(self) -> None:
         """Write the JVM's config and start it (before the clock starts: a JVM takes
-        seconds to start)."""
-        if self.client is not None:
+        seconds to start); once: a JVM that could not start is not tried again."""
+        if self.client is not None or self.error is not None:
             return
         self.work_dir.mkdir(parents=True, exist_ok=True)
         dist = self.runtime.distribution
