@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import threading
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -29,7 +30,8 @@ from brownout.cluster.distribution import DEFAULT_KAFKA_4, cache_root
 from brownout.scenarios import builtin_dir
 from brownout.workload.consumer import ConsumerSettings
 from brownout.workload.final_read import load_final_read
-from brownout.workload.producer import ProducerSettings
+from brownout.workload.history import HistoryWriter, read_jsonl
+from brownout.workload.producer import ProducerGroup, ProducerSettings
 from brownout.workload.run import WorkloadRun, do_final_read
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
@@ -178,3 +180,21 @@ def test_rolling_restart_with_java_consumers_passes(tmp_path: Path,
     assert check["results"]["consumers"]["valid"] is True, check["results"]["consumers"]
     assert check["results"]["rebalances"]["valid"] is not False
     assert (run_dir / "java-clients" / "consumer-readers-0.log").exists()
+
+
+def test_a_config_the_java_client_refuses_is_a_client_error_with_its_reason(
+        kafka_installed: str, tmp_path: Path) -> None:
+    """No cluster needed: Kafka's producer refuses the config before it connects."""
+    history = HistoryWriter(tmp_path / "history.jsonl")
+    settings = ProducerSettings("127.0.0.1:1", "t", client="java", duration=None,
+                                config={"delivery.timeout.ms": "100"})
+    group = ProducerGroup(settings, history, ["producer-0"], run_id="abcd1234",
+                          stop=threading.Event(), work_dir=tmp_path / "java-clients")
+    group.start()  # the JVM exits instead of printing startup_complete
+    group.join(scaled(120))
+    history.close()
+    assert not group.alive()
+    [error] = list(read_jsonl(tmp_path / "history.jsonl"))
+    assert (error["f"], error["error"]) == ("client-error", "JVM_EXIT")
+    assert "delivery.timeout.ms should be equal to or larger than" in error["value"]
+    assert "ConfigException" in (tmp_path / "java-clients" / "producer-0.log").read_text()
