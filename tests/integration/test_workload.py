@@ -142,7 +142,7 @@ def test_kafka_python_consumer_group_records_the_same_history(node, tmp_path):
     [metadata] = [json.loads(e["value"]) for e in history if e["f"] == "metadata"]
     assert metadata["learned"] == [1] and metadata["client"] == "consumer-kp-0"
     with pytest.raises(ValueError, match="unknown consumer client"):
-        ConsumerSettings(node.bootstrap, [topic], group="kp", client="java").validate()
+        ConsumerSettings(node.bootstrap, [topic], group="kp", client="jvm").validate()
 
 
 def test_cli_produce_then_check_prints_the_counts(node, tmp_path):

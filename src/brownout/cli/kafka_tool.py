@@ -28,8 +28,8 @@ from ..cluster.distribution import (
     check_version,
     require_installed,
 )
-from ..cluster.launcher import cds_options, log_option, uses_log4j2
-from ..common.java import JavaError, log4j2_console, require_java
+from ..cluster.kafka_tools import class_argv, tool_log_config
+from ..common.java import JavaError, require_java
 from .kafka import CacheOption, kafka_app
 
 # Each tool's main class, (Kafka 4.x, Kafka 3.x), from the `exec kafka-run-class.sh CLASS`
@@ -58,23 +58,6 @@ TOOLS: dict[str, tuple[str, str]] = {
     "kafka-get-offsets": ("org.apache.kafka.tools.GetOffsetShell",) * 2,
 }
 
-# bin/kafka-run-class.sh gives every tool -Xmx256M (KAFKA_HEAP_OPTS' default); the serial
-# GC and no hsperfdata file suit a JVM that runs for seconds beside a busy lab.
-TOOL_JVM_OPTIONS = ("-Xmx256m", "-XX:+UseSerialGC", "-XX:-UsePerfData",
-                    "-Djava.awt.headless=true")
-
-# Kafka's config/tools-log4j2.yaml (4.x) and config/tools-log4j.properties (3.x): WARN and
-# above, to stderr, so a tool's stdout is only its output.
-TOOLS_LOG4J2_PROPERTIES = log4j2_console("", "WARN", stderr=True)
-TOOLS_LOG4J_PROPERTIES = """\
-log4j.rootLogger=WARN, stderr
-log4j.appender.stderr=org.apache.log4j.ConsoleAppender
-log4j.appender.stderr.layout=org.apache.log4j.PatternLayout
-log4j.appender.stderr.layout.ConversionPattern=[%d] %p %m (%c)%n
-log4j.appender.stderr.Target=System.err
-"""
-
-
 class ToolUsageError(ValueError):
     """An unknown tool name (the message lists the known ones)."""
 
@@ -87,23 +70,11 @@ def main_class(name: str, major: int) -> str:
     return classes[0] if major >= 4 else classes[1]
 
 
-def tool_log_config(jar_names: Sequence[str]) -> tuple[str, str, str]:
-    """(file name, text, system property naming it) for the version's logging backend:
-    log4j2 from Kafka 4.0, reload4j before."""
-    if uses_log4j2(list(jar_names)):
-        return "tools-log4j2.properties", TOOLS_LOG4J2_PROPERTIES, "log4j2.configurationFile"
-    return "tools-log4j.properties", TOOLS_LOG4J_PROPERTIES, "log4j.configuration"
-
-
 def tool_argv(java: Path | str, distribution: Distribution, name: str, args: Sequence[str],
               log_property: str, log_path: Path) -> list[str]:
     """The JVM command that runs Kafka's tool `name` with `args`, as its bin script would."""
-    return [
-        str(java), *TOOL_JVM_OPTIONS, *cds_options(distribution.cds_archive),
-        log_option(log_property, log_path),
-        "-cp", str(distribution.libs / "*"),
-        main_class(name, distribution.major), *args,
-    ]
+    return class_argv(java, distribution, main_class(name, distribution.major), args,
+                      log_property, log_path)
 
 
 def exit_status(returncode: int) -> int:

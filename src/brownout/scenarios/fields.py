@@ -48,7 +48,10 @@ WORKLOAD_KINDS = ("clicks", "payments", "logs")
 ACKS_LEVELS = ("0", "1", "all")
 PROFILES = ("kafka", "fast")
 NETWORKS = ("loopback", "netns")
-CONSUMER_CLIENTS = ("confluent", "kafka-python")
+# confluent: librdkafka; kafka-python; java: Apache Kafka's own client, run as Kafka's
+# VerifiableConsumer / VerifiableProducer (workload/java_clients.py)
+CONSUMER_CLIENTS = ("confluent", "kafka-python", "java")
+PRODUCER_CLIENTS = ("confluent", "java")
 GROUP_CHECKS = ("E1", "E2", "E3", "E4", "E5")
 NAME_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._-]*"
 LABEL_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._=-]*"
@@ -107,6 +110,7 @@ WORKLOAD: dict[str, Field] = {
     "linger_ms": Field("number", minimum=0),
     "size": Field("int", minimum=0),
     "config": Field("config"),
+    "client": Field("choice", choices=PRODUCER_CLIENTS),
 }
 
 CONSUMER: dict[str, Field] = {

@@ -73,6 +73,7 @@ from ..common.rundir import (
 from ..workload.consumer import ConsumerSettings
 from ..workload.final_read import not_read, write_final_read
 from ..workload.history import HistoryWriter
+from ..workload.java_clients import JavaClientError, java_runtime
 from ..workload.producer import ProducerSettings
 from ..workload.run import (
     WorkloadRun,
@@ -169,6 +170,7 @@ def preflight(scenario: Scenario, pipeline: bool = False,
     """Refuse what cannot work here, before building anything (`pipeline`: --pipeline);
     on an external cluster, also what the scenario cannot do there and topics that are
     in the way. Returns notes for the verdict."""
+    _preflight_java_clients(scenario, pipeline)
     if external is not None:
         return _preflight_external(scenario, pipeline, external)
     needs = [what for what, needed in (
@@ -191,6 +193,24 @@ def preflight(scenario: Scenario, pipeline: bool = False,
             "(a network namespace per node), which needs root. Run it as root (sudo), or "
             "pick a scenario with process faults only (`brownout scenarios`).")
     return []
+
+
+def _preflight_java_clients(scenario: Scenario, pipeline: bool) -> None:
+    """`client: java` needs Java and the Kafka whose clients it runs, installed; the Spark
+    pipeline reads the generated workloads' JSON values, which Java producers do not send."""
+    if not any(x.client == "java" for x in (*scenario.workloads, *scenario.consumers)):
+        return
+    java_workloads = [w.label for w in scenario.workloads if w.client == "java"]
+    if java_workloads and (pipeline or scenario.pipeline):
+        raise ScenarioRefused(
+            f"scenario {scenario.name}: the Spark pipeline reads the workloads' generated "
+            f"JSON values, and workload(s) {', '.join(java_workloads)} with client: java "
+            "send Kafka's VerifiableProducer's values (P.N) instead; run it without the "
+            "pipeline or with client: confluent")
+    try:
+        java_runtime()
+    except JavaClientError as e:
+        raise ScenarioRefused(f"scenario {scenario.name}: {e}") from None
 
 
 def _preflight_external(scenario: Scenario, pipeline: bool, external: External) -> list[str]:
@@ -515,7 +535,7 @@ class _Run:
                 # wait for every outstanding send's real outcome: a purge would turn
                 # sends the cluster may still complete into indeterminate ones
                 flush_timeout=None,
-                config=dict(w.config))
+                config=dict(w.config), client=w.client)
             group = run.add_producers(settings)
             self.record.labels[w.label] = {"acks": w.acks, "topic": w.topic,
                                            "producers": [x.process for x in group.workers]}

@@ -42,12 +42,19 @@ Keys (unknown keys are errors, with a "did you mean" hint):
 * ``topics``: name, partitions, replication_factor, configs.
 * ``workloads``: label, workload (clicks | payments | logs), topic, acks (0 | 1 | all),
   producers, rate (messages/s over the workload's producers), idempotent, retries,
-  message_timeout_ms, request_timeout_ms, linger_ms, size, config (librdkafka keys).
+  message_timeout_ms, request_timeout_ms, linger_ms, size, config (librdkafka keys), client
+  (confluent -- librdkafka, the default -- or java: Apache Kafka's own producer, one JVM
+  per producer running Kafka's VerifiableProducer, which sends its own values "P.N"
+  without keys, so ``workload`` and ``size`` do not apply; config keys are then the Java
+  client's; needs `brownout kafka install`).
   The label names the workload in expectations and in the verdict (default
   ``acks-<acks>``; labels must be unique).
 * ``consumers``: group, topic, members, session_timeout_ms, heartbeat_interval_ms,
   metadata_max_age_ms, commit_interval, config, client (confluent -- librdkafka, the
-  default -- or kafka-python, which like Java clients before 3.8 never re-bootstraps).
+  default --, kafka-python, which like Java clients before 3.8 never re-bootstraps, or
+  java: Apache Kafka's own consumer, one JVM per member running Kafka's
+  VerifiableConsumer, which commits after every poll, so commit_interval does not apply;
+  needs `brownout kafka install`).
 * ``pipeline``: on | off, or a mapping (on unless ``enabled: false``) with ``master``,
   the Spark master it runs on (default a local Spark; e.g. ``spark://127.0.0.1:7077``
   from ``brownout spark up``). On: the Spark pipeline (brownout.spark.pipeline) reads the
@@ -480,6 +487,7 @@ class WorkloadSpec:
     linger_ms: float = 5.0
     size: int = 0
     config: dict[str, str] = dataclasses.field(default_factory=dict)
+    client: str = "confluent"  # confluent (librdkafka) | java (Kafka's VerifiableProducer)
     line: int = 0
 
 
@@ -493,7 +501,7 @@ class ConsumerSpec:
     metadata_max_age_ms: int | None = None
     commit_interval: float = 1.0
     config: dict[str, str] = dataclasses.field(default_factory=dict)
-    client: str = "confluent"  # confluent (librdkafka) | kafka-python
+    client: str = "confluent"  # confluent (librdkafka) | kafka-python | java
 
 
 @dataclasses.dataclass(frozen=True)
@@ -851,6 +859,12 @@ def _workload(r: _Reader, field: str, node: Node, topics: tuple[str, ...]) -> Wo
     kw["topic"] = _known_topic(r, r.scalar(m["topic"], f"{field}.topic"), topics)
     if kw.get("idempotent") and kw.get("acks", "all") != "all":
         raise r.error(m["idempotent"], "idempotence requires acks: all", f"{field}.idempotent")
+    if kw.get("client") == "java":
+        for key in ("workload", "size"):
+            if key in m:
+                raise r.error(m[key], f"{key} does not apply to client: java (Kafka's "
+                              "VerifiableProducer sends its own values, \"P.N\", without "
+                              "keys)", f"{field}.{key}")
     kw.setdefault("label", f"acks-{kw.get('acks', 'all')}")
     return WorkloadSpec(line=node.start_mark.line + 1, **kw)
 

@@ -28,12 +28,14 @@ import time
 from typing import Any
 
 from .clientstats import DEFAULT_STATS_INTERVAL_MS, MetadataRecorder, error_name
-from .generators import read_identity
+from .generators import read_identity, value_identity
 from .history import FAIL, INFO, INVOKE, OK, HistoryWriter
 
 log = logging.getLogger(__name__)
 
-CLIENTS = ("confluent", "kafka-python")
+# confluent: librdkafka (here); kafka-python (kp_consumer.py); java: Kafka's
+# VerifiableConsumer (java_clients.py)
+CLIENTS = ("confluent", "kafka-python", "java")
 
 # Commit errors where the coordinator refused the commit: nothing was stored.
 DEFINITE_COMMIT_ERRORS = frozenset({
@@ -59,7 +61,7 @@ class ConsumerSettings:
     isolation_level: str = "read_committed"  # Kafka's consumer default
     stats_interval_ms: int = DEFAULT_STATS_INTERVAL_MS
     config: dict[str, Any] = dataclasses.field(default_factory=dict)
-    client: str = "confluent"  # or "kafka-python" (kp_consumer.py)
+    client: str = "confluent"  # or "kafka-python" (kp_consumer.py), "java" (java_clients.py)
 
     def validate(self) -> None:
         if not self.group and not self.assignment:
@@ -67,8 +69,11 @@ class ConsumerSettings:
         if self.client not in CLIENTS:
             raise ValueError(f"unknown consumer client {self.client!r} "
                              f"(one of {', '.join(CLIENTS)})")
-        if self.client == "kafka-python" and not self.group:
-            raise ValueError("the kafka-python consumer subscribes: it needs a group")
+        if self.client in ("kafka-python", "java") and not self.group:
+            raise ValueError(f"the {self.client} consumer subscribes: it needs a group")
+        if self.client == "java" and len(self.topics) != 1:
+            raise ValueError("the java consumer (Kafka's VerifiableConsumer) subscribes to "
+                             "one topic")
         if self.consumers < 1:
             raise ValueError("consumers must be at least 1")
 
@@ -109,9 +114,12 @@ class PollRecorder:
     """Turns consumed records into f="poll" events (separate from the thread so unit
     tests can drive it with fake messages)."""
 
-    def __init__(self, history: HistoryWriter, process: str) -> None:
+    def __init__(self, history: HistoryWriter, process: str, run: str | None = None) -> None:
         self.history = history
         self.process = process
+        # The run's id: records without headers (Kafka's VerifiableProducer's) are known
+        # by their value (generators.value_identity); None: by their headers only.
+        self.run = run
         self.polled = 0
         self.errors = 0
         self.positions: dict[tuple[str, int], int] = {}  # next offset to commit
@@ -127,6 +135,8 @@ class PollRecorder:
                                 else None, value=str(err))
             return
         msg_id, producer, seq = read_identity(msg.headers())
+        if msg_id is None and self.run is not None:
+            msg_id, producer, seq = value_identity(msg.value(), self.run)
         key = msg.key()
         topic, partition, offset = msg.topic(), msg.partition(), msg.offset()
         self.history.record(OK, "poll", self.process, topic=topic, partition=partition,
@@ -143,13 +153,13 @@ class MemberBase:
     ok / fail / info events around the client's own commit call, `_commit_offsets`)."""
 
     def __init__(self, settings: ConsumerSettings, history: HistoryWriter, process: str, *,
-                 stop: threading.Event, deadline: float | None) -> None:
+                 stop: threading.Event, deadline: float | None, run: str | None = None) -> None:
         self.settings = settings
         self.history = history
         self.process = process
         self.stop = stop
         self.deadline = deadline
-        self.recorder = PollRecorder(history, process)
+        self.recorder = PollRecorder(history, process, run)
         self.assigned: set[tuple[str, int]] = set()
         self.rebalances = 0
         self.commits = 0
@@ -264,8 +274,8 @@ class ConsumerWorker(MemberBase):
 
     def __init__(self, settings: ConsumerSettings, history: HistoryWriter, process: str, *,
                  stop: threading.Event, deadline: float | None,
-                 logger: logging.Logger | None = None) -> None:
-        super().__init__(settings, history, process, stop=stop, deadline=deadline)
+                 logger: logging.Logger | None = None, run: str | None = None) -> None:
+        super().__init__(settings, history, process, stop=stop, deadline=deadline, run=run)
         self.logger = logger
 
     # -- callbacks (run inside poll/consume/close, on this thread) ----------------------

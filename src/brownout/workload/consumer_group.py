@@ -1,33 +1,59 @@
 """The consumers of one ConsumerSettings: a worker per name, of the client it names.
 
-Apart from consumer.py (confluent-kafka) and kp_consumer.py (kafka-python) because it is
-the one place that knows both, and kp_consumer builds on consumer's settings and base.
+Apart from consumer.py (confluent-kafka), kp_consumer.py (kafka-python) and
+java_clients.py (Kafka's VerifiableConsumer) because it is the one place that knows them
+all, and kp_consumer builds on consumer's settings and base.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+from pathlib import Path
 from typing import Any
 
 from .consumer import ConsumerSettings, ConsumerWorker
 from .history import HistoryWriter
+from .java_clients import JavaConsumerWorker, java_runtime, start_all
 from .kp_consumer import KafkaPythonConsumerWorker
 from .workers import WorkerGroup
 
 
 class ConsumerGroup(WorkerGroup):
+    """`run`: the run's id (records without the lab's headers are known by their value);
+    `work_dir`: where Java consumers keep their files."""
+
     def __init__(self, settings: ConsumerSettings, history: HistoryWriter, names: list[str],
-                 *, stop: threading.Event, logger: logging.Logger | None = None) -> None:
+                 *, stop: threading.Event, logger: logging.Logger | None = None,
+                 run: str | None = None, work_dir: Path | None = None) -> None:
         settings.validate()
         self.settings = settings
         self.workers: list[Any]
         if settings.client == "kafka-python":
             self.workers = [KafkaPythonConsumerWorker(settings, history, name, stop=stop,
-                                                      deadline=None) for name in names]
+                                                      deadline=None, run=run)
+                            for name in names]
+        elif settings.client == "java":
+            if work_dir is None:
+                raise ValueError("Java consumers need a directory for their files")
+            runtime = java_runtime()
+            self.workers = [JavaConsumerWorker(settings, history, name, stop=stop,
+                                               deadline=None, work_dir=work_dir,
+                                               runtime=runtime, run=run) for name in names]
         else:
             self.workers = [ConsumerWorker(settings, history, name, stop=stop,
-                                           deadline=None, logger=logger) for name in names]
+                                           deadline=None, logger=logger, run=run)
+                            for name in names]
+
+    def prepare(self) -> None:
+        if self.settings.client == "java":
+            for w in self.workers:
+                w.create_client()
+
+    def start(self) -> None:
+        if self.settings.client == "java":
+            start_all(self.workers)  # in parallel, until each JVM runs its consumer
+        super().start()
 
     def totals(self) -> dict[str, int]:
         return {

@@ -10,7 +10,8 @@ partition that does not reach its high watermark within the timeout is reported 
 incomplete with the offset it reached.
 
 Output: a pyarrow Table with FINAL_READ_SCHEMA (one row per record, msg_id / producer /
-seq parsed from the headers) and per-partition watermarks; `write_final_read` stores
+seq parsed from the headers, or from the value of a record without them: Kafka's
+VerifiableProducer's) and per-partition watermarks; `write_final_read` stores
 them as final-read.parquet and high-watermarks.json.
 """
 
@@ -27,7 +28,7 @@ import pyarrow.parquet as pq
 
 from ..common.rundir import FINAL_READ_FILE, WATERMARKS_FILE
 from .clientstats import error_name
-from .generators import read_identity
+from .generators import read_identity, value_identity
 from .history import FINAL_READ_SCHEMA
 
 
@@ -64,11 +65,15 @@ class FinalRead:
 
 
 class _Columns:
-    def __init__(self) -> None:
+    def __init__(self, run: str | None = None) -> None:
         self.cols: dict[str, list[Any]] = {name: [] for name in FINAL_READ_SCHEMA.names}
+        self.run = run
 
     def add(self, msg: Any) -> None:
         msg_id, producer, seq = read_identity(msg.headers())
+        if msg_id is None and self.run is not None:
+            # Kafka's VerifiableProducer writes no headers: its values say who wrote them.
+            msg_id, producer, seq = value_identity(msg.value(), self.run)
         key = msg.key()
         c = self.cols
         c["topic"].append(msg.topic())
@@ -85,9 +90,11 @@ class _Columns:
 
 def final_read(bootstrap: str, topics: list[str], *, timeout: float = 60.0,
                request_timeout: float = 5.0, config: dict[str, Any] | None = None,
-               ) -> FinalRead:
+               run: str | None = None) -> FinalRead:
     """Read `topics` completely (see the module docstring); `timeout` bounds the whole
-    read, `request_timeout` each metadata / watermark request."""
+    read, `request_timeout` each metadata / watermark request. `run`: the run's id, which
+    identifies records that carry no headers by their value (Kafka's VerifiableProducer's,
+    generators.value_identity)."""
     from confluent_kafka import Consumer, TopicPartition
 
     deadline = time.monotonic() + timeout
@@ -105,7 +112,7 @@ def final_read(bootstrap: str, topics: list[str], *, timeout: float = 60.0,
     conf.update(config or {})
     consumer = Consumer(conf)
     reads: dict[tuple[str, int], PartitionRead] = {}
-    columns = _Columns()
+    columns = _Columns(run)
     try:
         metadata = consumer.list_topics(timeout=request_timeout)
         for topic in topics:

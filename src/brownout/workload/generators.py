@@ -22,7 +22,9 @@ import bisect
 import json
 import math
 import random
+import re
 import string
+import zlib
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, NamedTuple
 
@@ -106,6 +108,78 @@ def read_identity(
         elif k == "seq" and v.isdigit():
             seq = int(v)
     return msg_id, producer, seq
+
+
+# Kafka's VerifiableProducer (client: java) writes no headers: its values are "P.N", its
+# --value-prefix P and its own sequence number N. The lab gives each Java producer the
+# prefix TAG * JAVA_PRODUCER_SLOTS + i, where TAG is a hash of the run id and i the index
+# of its name "producer-<i>", so a value names its run and producer and becomes the same
+# msg_id as a generated record's: f"{run}-producer-<i>-{N}". Values of another run (another
+# TAG) are another writer's. P stays below Java's Integer.MAX_VALUE (2**31 - 1).
+JAVA_PRODUCER_SLOTS = 1000
+JAVA_RUN_TAGS = 2_000_000
+_JAVA_VALUE = re.compile(r"(\d{1,10})\.(\d{1,19})")
+_PRODUCER_NAME = re.compile(r"producer-(\d{1,3})")
+
+
+def java_run_tag(run: str) -> int:
+    return zlib.crc32(run.encode()) % JAVA_RUN_TAGS
+
+
+def java_value_prefix(run: str, producer: str) -> int:
+    """The --value-prefix of the lab's producer `producer` ("producer-<i>") in run `run`."""
+    match = _PRODUCER_NAME.fullmatch(producer)
+    if match is None:
+        raise ValueError(f"a Java producer's name must be producer-<i> with i below "
+                         f"{JAVA_PRODUCER_SLOTS}, not {producer!r}")
+    return java_run_tag(run) * JAVA_PRODUCER_SLOTS + int(match.group(1))
+
+
+def value_identity(value: bytes | str | None, run: str | None
+                   ) -> tuple[str | None, str | None, int | None]:
+    """(msg_id, producer, seq) from a record's value, for readers that see no headers
+    (Kafka's VerifiableConsumer) or records that have none (Kafka's VerifiableProducer):
+    a generated JSON value's "msg_id" field, or a VerifiableProducer value "P.N" whose
+    prefix P is run `run`'s (see JAVA_PRODUCER_SLOTS); (None, None, None) otherwise."""
+    if value is None:
+        return None, None, None
+    text = value.decode("utf-8", "replace") if isinstance(value, bytes) else value
+    match = _JAVA_VALUE.fullmatch(text)
+    if match is not None:
+        if run is None:
+            return None, None, None
+        tag, index = divmod(int(match.group(1)), JAVA_PRODUCER_SLOTS)
+        if tag != java_run_tag(run):
+            return None, None, None
+        producer, seq = f"producer-{index}", int(match.group(2))
+        return f"{run}-{producer}-{seq}", producer, seq
+    if text.startswith("{") and '"msg_id"' in text:
+        try:
+            msg_id = json.loads(text).get("msg_id")
+        except (ValueError, AttributeError):
+            return None, None, None
+        return msg_id_parts(msg_id) if isinstance(msg_id, str) else (None, None, None)
+    return None, None, None
+
+
+def msg_id_parts(msg_id: str) -> tuple[str, str | None, int | None]:
+    """(msg_id, producer, seq) of a msg_id f"{run}-{producer}-{seq}" (run ids have no
+    dash, producer names may)."""
+    _run, _, rest = msg_id.partition("-")
+    producer, _, seq = rest.rpartition("-")
+    if not producer or not seq.isdigit():
+        return msg_id, None, None
+    return msg_id, producer, int(seq)
+
+
+def record_identity(headers: Sequence[tuple[str, bytes | None]] | None,
+                    value: bytes | str | None, run: str | None
+                    ) -> tuple[str | None, str | None, int | None]:
+    """The headers' identity (read_identity); without a msg-id header, the value's."""
+    found = read_identity(headers)
+    if found[0] is not None:
+        return found
+    return value_identity(value, run)
 
 
 def _pick(rnd: Callable[[], float], seq: Sequence[Any]) -> Any:

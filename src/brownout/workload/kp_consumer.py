@@ -75,6 +75,9 @@ class _Record:
     def key(self) -> bytes | None:
         return self.r.key
 
+    def value(self) -> bytes | None:
+        return self.r.value
+
     def headers(self) -> list[tuple[str, bytes]]:
         return list(self.r.headers or ())
 
@@ -83,10 +86,10 @@ class KafkaPythonConsumerWorker(MemberBase):
     """One group member on kafka-python, on its own thread."""
 
     def __init__(self, settings: ConsumerSettings, history: HistoryWriter, process: str, *,
-                 stop: threading.Event, deadline: float | None) -> None:
+                 stop: threading.Event, deadline: float | None, run: str | None = None) -> None:
         if not settings.group:
             raise ValueError("the kafka-python consumer needs a group")
-        super().__init__(settings, history, process, stop=stop, deadline=deadline)
+        super().__init__(settings, history, process, stop=stop, deadline=deadline, run=run)
         self._last_brokers: list[int] | None = None
 
     # -- what the client tells us ----------------------------------------------------

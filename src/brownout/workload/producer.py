@@ -39,6 +39,7 @@ import logging
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 from .clientstats import DEFAULT_STATS_INTERVAL_MS, MetadataRecorder, error_name
@@ -55,6 +56,8 @@ DRAIN_MARGIN_S = 5.0
 # How long a producer killed by a fatal error is given to hand back its sends' reports.
 FATAL_FLUSH_S = 5.0
 ACKS = ("0", "1", "all")
+# confluent: librdkafka (this module); java: Kafka's VerifiableProducer (java_clients.py)
+PRODUCER_CLIENTS = ("confluent", "java")
 log = logging.getLogger(__name__)
 
 
@@ -79,8 +82,12 @@ class ProducerSettings:
     flush_timeout: float | None = 10.0
     stats_interval_ms: int = DEFAULT_STATS_INTERVAL_MS
     config: dict[str, Any] = dataclasses.field(default_factory=dict)  # extra librdkafka
+    client: str = "confluent"  # or "java" (Kafka's VerifiableProducer, java_clients.py)
 
     def validate(self) -> None:
+        if self.client not in PRODUCER_CLIENTS:
+            raise ValueError(f"unknown producer client {self.client!r} "
+                             f"(one of {', '.join(PRODUCER_CLIENTS)})")
         if self.acks not in ACKS:
             raise ValueError(f"acks must be one of {ACKS}, not {self.acks!r}")
         if self.idempotent and self.acks != "all":
@@ -380,28 +387,54 @@ def fatal_error(exc: BaseException) -> Any:
 
 
 class ProducerGroup(WorkerGroup):
-    """N producer threads sharing one stop event, deadline and total rate."""
+    """N producer threads sharing one stop event, deadline and total rate. With
+    client "java" each producer is a JVM (java_clients.py), whose files go to
+    `work_dir`."""
 
     def __init__(self, settings: ProducerSettings, history: HistoryWriter, names: list[str],
                  *, run_id: str, stop: threading.Event,
-                 logger: logging.Logger | None = None) -> None:
+                 logger: logging.Logger | None = None, work_dir: Path | None = None) -> None:
         settings.validate()
         self.settings = settings
         n = len(names)
         start_ms = int(time.time() * 1000)
         per_rate = settings.rate / n if settings.rate else 0.0
-        self.workers = []
+        runtime = None
+        if settings.client == "java":
+            from .java_clients import java_runtime
+
+            if work_dir is None:
+                raise ValueError("Java producers need a directory for their files")
+            runtime = java_runtime()
+        self.workers: list[Any] = []
         for i, name in enumerate(names):
             count = None
             if settings.count is not None:
                 count = settings.count // n + (1 if i < settings.count % n else 0)
+            if runtime is not None and work_dir is not None:
+                from .java_clients import JavaProducerWorker
+
+                self.workers.append(JavaProducerWorker(
+                    settings, history, name, run_id=run_id, stop=stop, rate=per_rate,
+                    count=count, deadline=None, work_dir=work_dir, runtime=runtime))
+                continue
             self.workers.append(ProducerWorker(
                 settings, history, name, run_id=run_id, stop=stop, rate=per_rate,
                 count=count, deadline=None, start_ms=start_ms, logger=logger))
 
+    def prepare(self) -> None:
+        if self.settings.client == "java":
+            for w in self.workers:
+                w.create_client()
+
     def start(self) -> None:
-        for w in self.workers:
-            w.create_client()
+        if self.settings.client == "java":
+            from .java_clients import start_all
+
+            start_all(self.workers)  # in parallel, until each JVM is sending
+        else:
+            for w in self.workers:
+                w.create_client()
         super().start()
 
     def totals(self) -> dict[str, int]:

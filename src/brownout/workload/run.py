@@ -7,6 +7,8 @@
     final-read.parquet    the final read of the log (brownout check does it if missing)
     high-watermarks.json  per partition: log start, high watermark, records read, errors
     clients.log           librdkafka's own log lines (kept out of the terminal)
+    java-clients/         Kafka's Java clients (client: java): each JVM's config file and
+                          log (<process>.properties, <process>.log)
 
 Several commands may record into one directory one after another (`produce` then
 `consume`): the history's time stays on one clock (run.json keeps the wall-clock start)
@@ -36,6 +38,7 @@ from .consumer import ConsumerSettings
 from .consumer_group import ConsumerGroup
 from .final_read import FinalRead, final_read, load_final_read, not_read, write_final_read
 from .history import HistoryWriter, ensure_parquet, jsonl_to_parquet, read_history, read_jsonl
+from .java_clients import JAVA_CLIENTS_DIR
 from .observer import Observer
 from .producer import ProducerGroup, ProducerSettings
 
@@ -187,7 +190,8 @@ class WorkloadRun:
         assert self.history is not None
         group = ProducerGroup(settings, self.history, self._names("producer",
                                                                   settings.producers),
-                              run_id=self.run_id, stop=self.stop, logger=self.client_logger)
+                              run_id=self.run_id, stop=self.stop, logger=self.client_logger,
+                              work_dir=self.run_dir / JAVA_CLIENTS_DIR)
         self.producers.append(group)
         self._topics.add(settings.topic)
         self.entry.setdefault("producers", []).append(settings.params())
@@ -198,7 +202,8 @@ class WorkloadRun:
         assert self.history is not None
         prefix = f"consumer-{settings.group}" if settings.group else "consumer"
         group = ConsumerGroup(settings, self.history, self._names(prefix, settings.consumers),
-                              stop=self.stop, logger=self.client_logger)
+                              stop=self.stop, logger=self.client_logger, run=self.run_id,
+                              work_dir=self.run_dir / JAVA_CLIENTS_DIR)
         self.consumers.append(group)
         self._topics.update(settings.topics)
         self.entry.setdefault("consumers", []).append(settings.params())
@@ -215,6 +220,8 @@ class WorkloadRun:
     def start(self) -> None:
         if self.observer is not None:
             self.observer.start()
+        for group in [*self.consumers, *self.producers]:
+            group.prepare()  # Java clients: every JVM starts at once
         for group in [*self.consumers, *self.producers]:
             group.start()
 
@@ -284,7 +291,7 @@ def do_final_read(run_dir: Path, *, bootstrap: str | None = None,
     directory. Bootstrap servers and topics default to those in run.json."""
     info = load_run(run_dir)
     result = final_read(bootstrap or info["bootstrap"], topics or list(info.get("topics", [])),
-                        timeout=timeout)
+                        timeout=timeout, run=info.get("run_id"))
     write_final_read(run_dir, result)
     with contextlib.suppress(OSError):
         info["final_read"] = {"at": time.time(), "bootstrap": bootstrap or info["bootstrap"],

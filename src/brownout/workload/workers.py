@@ -14,6 +14,10 @@ class WorkerGroup:
     settings: Any
     workers: list[Any]
 
+    def prepare(self) -> None:
+        """Start what takes long to start before any group starts (JVMs: all of a run's
+        at once); nothing for clients that start in a moment."""
+
     def start(self) -> None:
         # The duration counts from here, not from construction (clients, observers and
         # the display may take a moment to set up in between).

@@ -169,9 +169,9 @@ def test_consumer_client():
     text = BASE.replace("duration: 20s", "consumers:\n  - {group: g, topic: user-events, "
                         "client: kafka-python}\nduration: 20s")
     assert loads(text, "s.yaml").consumers[0].client == "kafka-python"
-    bad = text.replace("kafka-python}", "java}")
+    bad = text.replace("kafka-python}", "jvm}")
     e = error_of(bad)
-    assert e.field == "consumers[0].client" and "one of confluent, kafka-python" in e.message
+    assert e.field == "consumers[0].client" and "one of confluent, kafka-python, java" in e.message
 
 
 def test_at_times_must_not_go_back():

@@ -1,0 +1,59 @@
+"""How one of Apache Kafka's tool classes runs from an installed distribution: the JVM
+command line and the log config, as Kafka's bin/kafka-run-class.sh would run it, without
+the scripts (the cache has only libs/).
+
+Shared by `brownout kafka tool` (cli/kafka_tool.py) and the workload's Java clients
+(workload/java_clients.py, Kafka's VerifiableProducer and VerifiableConsumer).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from ..common.java import log4j2_console
+from .distribution import Distribution
+from .launcher import cds_options, log_option, uses_log4j2
+
+# bin/kafka-run-class.sh gives every tool -Xmx256M (KAFKA_HEAP_OPTS' default); the serial
+# GC and no hsperfdata file suit a JVM that runs beside a busy lab.
+TOOL_JVM_OPTIONS = ("-Xmx256m", "-XX:+UseSerialGC", "-XX:-UsePerfData",
+                    "-Djava.awt.headless=true")
+
+# Kafka's config/tools-log4j2.yaml (4.x) and config/tools-log4j.properties (3.x): WARN and
+# above, to stderr, so a tool's stdout is only its output.
+TOOLS_LOG4J2_PROPERTIES = log4j2_console("", "WARN", stderr=True)
+TOOLS_LOG4J_PROPERTIES = """\
+log4j.rootLogger=WARN, stderr
+log4j.appender.stderr=org.apache.log4j.ConsoleAppender
+log4j.appender.stderr.layout=org.apache.log4j.PatternLayout
+log4j.appender.stderr.layout.ConversionPattern=[%d] %p %m (%c)%n
+log4j.appender.stderr.Target=System.err
+"""
+
+
+def tool_log_config(jar_names: Sequence[str]) -> tuple[str, str, str]:
+    """(file name, text, system property naming it) for the version's logging backend:
+    log4j2 from Kafka 4.0, reload4j before."""
+    if uses_log4j2(list(jar_names)):
+        return "tools-log4j2.properties", TOOLS_LOG4J2_PROPERTIES, "log4j2.configurationFile"
+    return "tools-log4j.properties", TOOLS_LOG4J_PROPERTIES, "log4j.configuration"
+
+
+def write_tool_log_config(distribution: Distribution, directory: Path) -> tuple[str, Path]:
+    """Write the version's tool log config into `directory`: (property, path)."""
+    name, text, prop = tool_log_config([p.name for p in distribution.libs.glob("*.jar")])
+    path = directory / name
+    path.write_text(text, encoding="utf-8")
+    return prop, path
+
+
+def class_argv(java: Path | str, distribution: Distribution, main: str, args: Sequence[str],
+               log_property: str, log_path: Path) -> list[str]:
+    """The JVM command that runs Kafka's class `main` with `args`, as its bin script would."""
+    return [
+        str(java), *TOOL_JVM_OPTIONS, *cds_options(distribution.cds_archive),
+        log_option(log_property, log_path),
+        "-cp", str(distribution.libs / "*"),
+        main, *args,
+    ]
