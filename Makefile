@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 # Debian packages the lab uses; installed with apt-get when missing (CI runs as root).
 SYSTEM_PACKAGES := kcat iptables chromium
 
-.PHONY: demo test busy-test lint bench bench-quick bench-pipeline venv sysdeps kafka clean
+.PHONY: demo test busy-test lint typecheck bench bench-quick bench-pipeline venv sysdeps kafka clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -59,6 +59,7 @@ test demo: $(SPARK_KAFKA)
 # namespaces, so the workers never share a node.
 test: $(STAMP) sysdeps kafka
 	$(BIN)/ruff check .
+	$(BIN)/mypy
 	$(BIN)/python -m pytest -q -n 2 --dist loadfile --durations=15
 
 # The suite (or TESTS=...) while another process keeps one core busy (tests/busy.py): the
@@ -90,6 +91,11 @@ bench-pipeline: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+
+# The type check alone (mypy over the packages pyproject.toml's [tool.mypy] names).
+typecheck: $(STAMP)
+	$(BIN)/mypy
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

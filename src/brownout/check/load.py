@@ -13,7 +13,7 @@ import dataclasses
 import json
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeAlias
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -150,7 +150,7 @@ def _with_msg_id(table: pa.Table, column: pa.Array | pa.ChunkedArray) -> pa.Tabl
     return table.set_column(table.column_names.index("msg_id"), "msg_id", column)
 
 
-HighWatermarks = Mapping[Any, int] | pa.Table | None
+HighWatermarks: TypeAlias = Mapping[Any, int] | pa.Table | None
 
 
 def high_watermarks(hw: HighWatermarks) -> dict[tuple[str | None, int], int]:

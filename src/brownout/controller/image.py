@@ -200,14 +200,14 @@ class MetadataImage:
                     record.in_controlled_shutdown,
                 )
             case BrokerRegistrationChangeRecord():
-                current = self.brokers[record.broker_id]
-                if current.broker_epoch != record.broker_epoch:
+                registered = self.brokers[record.broker_id]
+                if registered.broker_epoch != record.broker_epoch:
                     return  # a change for an older registration of this broker
                 self.brokers[record.broker_id] = dataclasses.replace(
-                    current,
-                    fenced=current.fenced if record.fenced is None else record.fenced,
+                    registered,
+                    fenced=registered.fenced if record.fenced is None else record.fenced,
                     in_controlled_shutdown=(
-                        current.in_controlled_shutdown
+                        registered.in_controlled_shutdown
                         if record.in_controlled_shutdown is None
                         else record.in_controlled_shutdown
                     ),

@@ -118,7 +118,7 @@ class ServerConnection:
         low_high = self._supported.get(ApiKey(key)) if key in ApiKey._value2member_map_ else None
         if low_high is None or not low_high[0] <= version <= low_high[1]:
             return Request(prefix, None, len(frame))
-        cls = request_class(key, version)
+        cls: Any = request_class(key, version)  # a kio request class, with its header schema
         try:
             header, offset = decode_entity(cls.__header_schema__, frame, 0)
             body, _used = decode_entity(cls, frame, offset)

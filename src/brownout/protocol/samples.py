@@ -43,11 +43,12 @@ _VALUES: dict[str, Any] = {
 def sample(cls: type) -> Any:
     kwargs: dict[str, Any] = {}
     for field in dataclasses.fields(cls):
-        kafka_type = field.metadata.get("kafka_type")
+        kafka_type: str = field.metadata.get("kafka_type", "")
         match classify_field(field):
             case PrimitiveField():
                 value = _VALUES[kafka_type]
-                kwargs[field.name] = field.type(value) if _is_newtype(field.type) else value
+                newtype: Any = field.type
+                kwargs[field.name] = newtype(value) if _is_newtype(newtype) else value
             case PrimitiveTupleField():
                 kwargs[field.name] = (_VALUES[kafka_type],)
             case EntityTupleField(entity):

@@ -48,7 +48,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Collection
-from typing import NamedTuple
+from typing import NamedTuple, TypeVar
 
 from kio.schema.errors import ErrorCode
 
@@ -68,7 +68,9 @@ from brownout.raft.messages import (
     FetchRequest,
     FetchResponse,
     Message,
+    ReplicaState,
     RequestFailed,
+    Response,
     Timeout,
     TimeoutKind,
     VoteRequest,
@@ -97,6 +99,9 @@ OK = ErrorCode.none
 # Epochs are int32 on the wire. A request naming the largest one is refused: the next
 # election could not be numbered, and a node that followed it would have no way on.
 MAX_ADOPTABLE_EPOCH = 2**31 - 2
+
+
+_S = TypeVar("_S")
 
 
 class _Pending(NamedTuple):
@@ -164,19 +169,20 @@ class RaftNode(ReplicationMixin):
         """Kafka's QuorumState.initialize: resume the role the durable state implies."""
         if self._log.last_epoch > p.epoch:
             # quorum-state lost or older than the log: start over in the log's epoch.
-            rs = UnattachedState(self._unattached_deadline())
-            self._enter(Role.UNATTACHED, rs, self._log.last_epoch, None, None)
+            self._enter(Role.UNATTACHED, UnattachedState(self._unattached_deadline()),
+                        self._log.last_epoch, None, None)
         elif self.is_voter and p.leader_id == self.node_id:
             # We led this epoch: stay Resigned so we cannot vote again in it.
             self._become_resigned(())
         elif self.is_voter and p.voted_id == self.node_id:
-            rs = CandidateState(1, self._election_deadline(), granted={self.node_id})
-            self._enter(Role.CANDIDATE, rs, p.epoch, self.node_id, None)
+            self._enter(Role.CANDIDATE,
+                        CandidateState(1, self._election_deadline(), granted={self.node_id}),
+                        p.epoch, self.node_id, None)
         elif p.leader_id is not None:
             self._become_follower(p.epoch, p.leader_id)
         elif self.is_voter and p.voted_id is not None:
-            rs = VotedState(p.voted_id, self._election_deadline())
-            self._enter(Role.VOTED, rs, p.epoch, p.voted_id, None)
+            self._enter(Role.VOTED, VotedState(p.voted_id, self._election_deadline()),
+                        p.epoch, p.voted_id, None)
         else:
             rs = UnattachedState(self._unattached_deadline())
             self._enter(Role.UNATTACHED, rs, p.epoch, None, None)
@@ -296,7 +302,8 @@ class RaftNode(ReplicationMixin):
             self._complete_parked(hw_changed=False)  # observers' fetches (see append)
 
     def status(self) -> RaftStatus:
-        voters, observers = (), ()
+        voters: tuple[ReplicaState, ...] = ()
+        observers: tuple[ReplicaState, ...] = ()
         if self._role is Role.LEADER:
             voters, observers = self._leader.describe(self._log.end_offset, self._now)
         return RaftStatus(
@@ -359,7 +366,8 @@ class RaftNode(ReplicationMixin):
     def _become_candidate(self) -> None:
         if not self.is_voter or self._shutting_down:
             raise RaftInvariantError("only a running voter can campaign")
-        retries = self._rs.retries + 1 if self._role is Role.CANDIDATE else 1
+        retries = self._role_state(CandidateState).retries + 1 if self._role is Role.CANDIDATE \
+            else 1
         rs = CandidateState(retries, self._election_deadline(), granted={self.node_id})
         self._enter(Role.CANDIDATE, rs, self._epoch + 1, self.node_id, None)
         if quorum.vote_outcome(self.voters, rs.granted, rs.rejected) is quorum.VoteOutcome.WON:
@@ -367,7 +375,7 @@ class RaftNode(ReplicationMixin):
 
     def _become_leader(self) -> None:
         assert self._role is Role.CANDIDATE
-        granting = self._rs.granted
+        granting = self._role_state(CandidateState).granted
         ls = LeaderState(
             local_id=self.node_id,
             voters=self.voters,
@@ -408,14 +416,14 @@ class RaftNode(ReplicationMixin):
         match m:
             case VoteRequest():
                 # One vote per epoch; repeating it to the same candidate is harmless.
-                self._reply_vote(m, m.candidate_id == self._rs.voted_id)
+                self._reply_vote(m, m.candidate_id == self._role_state(VotedState).voted_id)
             case Timeout(kind=TimeoutKind.ELECTION):
                 self._campaign_or_wait()
             case _:
                 self._step_default(m)
 
     def _step_candidate(self, m: object) -> None:
-        rs: CandidateState = self._rs
+        rs = self._role_state(CandidateState)
         match m:
             case VoteResponse():
                 if m.error_code != OK:
@@ -456,7 +464,7 @@ class RaftNode(ReplicationMixin):
                 self._step_default(m)
 
     def _step_follower(self, m: object) -> None:
-        rs: FollowerState = self._rs
+        rs = self._role_state(FollowerState)
         match m:
             case FetchResponse():
                 self._on_fetch_response(m, rs)
@@ -490,7 +498,7 @@ class RaftNode(ReplicationMixin):
                 self._step_default(m)
 
     def _step_resigned(self, m: object) -> None:
-        rs: ResignedState = self._rs
+        rs = self._role_state(ResignedState)
         match m:
             case EndQuorumEpochResponse():
                 if m.error_code == OK:
@@ -591,7 +599,7 @@ class RaftNode(ReplicationMixin):
             return ErrorCode.inconsistent_voter_set
         return None
 
-    def _handle_common_response(self, m: object) -> bool:
+    def _handle_common_response(self, m: Response) -> bool:
         """Kafka's maybeHandleCommonResponse; True when nothing is left for the role."""
         if isinstance(m, DescribeQuorumResponse):
             return True  # the core never asks; nothing to learn
@@ -797,6 +805,13 @@ class RaftNode(ReplicationMixin):
 
     def _current_persistent(self) -> PersistentState:
         return PersistentState(self._epoch, self._voted_id, self._leader_id)
+
+    def _role_state(self, kind: type[_S]) -> _S:
+        """The current role's state, as the role it must be (an invariant, not a guess)."""
+        if not isinstance(self._rs, kind):
+            raise RaftInvariantError(f"{self._role} holds {type(self._rs).__name__}, "
+                                     f"not {kind.__name__}")
+        return self._rs
 
     def _leader_and_epoch(self) -> LeaderAndEpoch:
         return LeaderAndEpoch(self._leader_id, self._epoch)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
+from typing import Any
 
 LONG_MAX = 2**63 - 1
 
@@ -94,7 +95,7 @@ class LogConfig:
         Keys that are not log settings (``cleanup.policy``, ``min.insync.replicas``, ...)
         belong to other layers and are ignored here.
         """
-        changes: dict[str, int | str | bool] = {}
+        changes: dict[str, Any] = {}  # values of LogConfig's int, str and bool fields
         for key, value in props.items():
             name = _TOPIC_KEYS.get(key)
             if name == "compact":
@@ -106,7 +107,7 @@ class LogConfig:
     @classmethod
     def from_broker_properties(cls, props: Mapping[str, str | int]) -> LogConfig:
         """Defaults for every topic from ``server.properties`` (``log.retention.hours``...)."""
-        changes: dict[str, int] = {}
+        changes: dict[str, Any] = {}  # LogConfig's int fields
         rank: dict[str, int] = {}
         for key, value in props.items():
             if key not in _BROKER_KEYS:

@@ -131,9 +131,9 @@ class LogSegment:
         while pos < self.size:
             header, problem = self._read_valid_batch(pos)
             if header is not None and header.base_offset < self.next_offset:
-                header, problem = None, (
-                    f"batch base offset {header.base_offset} is below the next offset "
-                    f"{self.next_offset}")
+                problem = (f"batch base offset {header.base_offset} is below the next offset "
+                           f"{self.next_offset}")
+                header = None
             if header is None:
                 self.recovery_problem = f"at byte offset {pos}: {problem}"
                 break

@@ -433,7 +433,8 @@ class ZkController:
         to_write: dict[TopicPartition, LeaderAndIsr] = {}
         requested: list[TopicPartition] = []
         for item in ev.items:
-            topic = names.get(item.topic_id) if use_topic_ids else item.topic
+            topic = (names.get(item.topic_id) if item.topic_id is not None else None) \
+                if use_topic_ids else item.topic
             if topic is None:
                 unknown_ids.append(
                     AlterPartitionResult(
