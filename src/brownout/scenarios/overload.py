@@ -23,6 +23,7 @@ from typing import Any
 
 from ..broker.loop_monitor import stalls_from_events
 from ..common.gc_log import GcPause
+from ..common.kafka_config import BROKER_CONFIG
 
 # A third of the session: the controller fences a broker after one silent session, and a
 # stall that long already leaves little room for one late heartbeat more.
@@ -32,6 +33,10 @@ OVERLOADED = "lab overloaded"
 EVENT_LOOP = "event loop"
 GC_PAUSE = "GC pause"
 MEASURES = (EVENT_LOOP, GC_PAUSE)
+# A JVM collects every few seconds for a few milliseconds: like the node's loop monitor,
+# which reports a stall only past event.loop.stall.threshold.ms, shorter pauses are not
+# listed (no verdict turns on them: the overload limit is seconds).
+GC_PAUSE_FLOOR_MS = float(BROKER_CONFIG.keys["event.loop.stall.threshold.ms"].default)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -71,11 +76,11 @@ class NodeStall:
         return f"node {self.node}'s {self.kind} stalled for {self.lag_ms / 1000:.2f}s"
 
 
-def gc_stalls(pauses_by_node: Mapping[int, Iterable[GcPause]],
-              started: float) -> list[NodeStall]:
-    """Every JVM pause as a stall in history time."""
+def gc_stalls(pauses_by_node: Mapping[int, Iterable[GcPause]], started: float,
+              floor_ms: float = GC_PAUSE_FLOOR_MS) -> list[NodeStall]:
+    """Every JVM pause of at least `floor_ms` as a stall in history time."""
     return [NodeStall(node, p.start - started, p.end - started, p.ms, GC_PAUSE, p.describe())
-            for node, pauses in pauses_by_node.items() for p in pauses]
+            for node, pauses in pauses_by_node.items() for p in pauses if p.ms >= floor_ms]
 
 
 def node_stalls(events_by_node: Mapping[int, Iterable[Mapping[str, Any]]],
@@ -83,8 +88,8 @@ def node_stalls(events_by_node: Mapping[int, Iterable[Mapping[str, Any]]],
                 gc_pauses_by_node: Mapping[int, Iterable[GcPause]] | None = None,
                 ) -> list[NodeStall]:
     """Every node's stalls in history time: its event loop's (`stall` events) and its
-    JVM's GC pauses; `started` is the wall-clock time of history time 0 (run.json
-    "started"). Sorted by start."""
+    JVM's GC pauses (of GC_PAUSE_FLOOR_MS or more); `started` is the wall-clock time of
+    history time 0 (run.json "started"). Sorted by start."""
     out = [NodeStall(node, s.began - started, s.at - started, s.lag_ms)
            for node, events in events_by_node.items()
            for s in stalls_from_events(events)]

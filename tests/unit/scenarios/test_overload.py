@@ -87,16 +87,17 @@ def test_the_session_is_the_zookeeper_session_in_zookeeper_mode() -> None:
 
 
 FULL = GcPause(40, "Pause Full (G1 Compaction Pause)", STARTED + 5.0, 2500.0)
-YOUNG = GcPause(41, "Pause Young (Normal) (G1 Evacuation Pause)", STARTED + 6.0, 40.0)
+YOUNG = GcPause(41, "Pause Young (Normal) (G1 Evacuation Pause)", STARTED + 6.0, 140.0)
+SHORT = GcPause(42, "Pause Remark", STARTED + 7.0, 99.0)  # under the node's 100 ms floor
 
 
 def test_jvm_gc_pauses_become_stalls_in_history_time() -> None:
-    stalls = node_stalls({1: [_stall(4.0, 1500.0)]}, STARTED, {2: [FULL, YOUNG]})
+    stalls = node_stalls({1: [_stall(4.0, 1500.0)]}, STARTED, {2: [FULL, YOUNG, SHORT]})
     assert [s.to_dict() for s in stalls] == [
         {"node": 1, "start": 2.5, "end": 4.0, "lag_ms": 1500.0},
         {"node": 2, "start": 2.5, "end": 5.0, "lag_ms": 2500.0, "kind": GC_PAUSE,
          "detail": "GC(40) Pause Full (G1 Compaction Pause)"},
-        {"node": 2, "start": 5.96, "end": 6.0, "lag_ms": 40.0, "kind": GC_PAUSE,
+        {"node": 2, "start": 5.86, "end": 6.0, "lag_ms": 140.0, "kind": GC_PAUSE,
          "detail": "GC(41) Pause Young (Normal) (G1 Evacuation Pause)"},
     ]
     assert [NodeStall.from_dict(s.to_dict()).to_dict() for s in stalls] == \
@@ -134,6 +135,8 @@ def test_the_run_directory_gives_gc_pauses_and_says_what_was_not_observed(
         "broker.id=2\nzookeeper.connect=127.0.0.1:1\nzookeeper.session.timeout.ms=6000\n")
     (node / "gc.log").write_text(  # the JVM of a restart; the first one's was rotated
         "[1970-01-01T00:16:46.000+0000][gc          ] GC(3) Pause Young (Normal) "
+        "(G1 Evacuation Pause) 20M->5M(256M) 110.000ms\n"
+        "[1970-01-01T00:16:47.000+0000][gc          ] GC(4) Pause Young (Normal) "
         "(G1 Evacuation Pause) 20M->5M(256M) 10.000ms\n")
     (node / "gc.log.0").write_text(
         "[1970-01-01T00:16:45.000+0000][gc          ] GC(40) Pause Full "
@@ -143,7 +146,7 @@ def test_the_run_directory_gives_gc_pauses_and_says_what_was_not_observed(
     assert [s.to_dict() for s in lab.stalls] == [
         {"node": 2, "start": 2.5, "end": 5.0, "lag_ms": 2500.0, "kind": GC_PAUSE,
          "detail": "GC(40) Pause Full (G1 Compaction Pause)"},
-        {"node": 2, "start": 5.99, "end": 6.0, "lag_ms": 10.0, "kind": GC_PAUSE,
+        {"node": 2, "start": 5.89, "end": 6.0, "lag_ms": 110.0, "kind": GC_PAUSE,
          "detail": "GC(3) Pause Young (Normal) (G1 Evacuation Pause)"}]
     assert lab.measures[EVENT_LOOP] == {"observed": [], "not_observed": [2]}
     assert lab.measures[GC_PAUSE] == {"observed": [2], "not_observed": []}
