@@ -715,7 +715,7 @@ def _stalls_section(data: RunData) -> str:
     missing = _not_observed(data)
     if not data.stalls:
         if missing:
-            return ('<p class="note">No stall observed where one could be.</p>' + missing)
+            return ('<p class="note">No stall on the nodes it could be observed on.</p>' + missing)
         return ('<p class="note">No node event-loop stall (no node\'s loop woke later than '
                 'its event.loop.stall.threshold.ms).</p>')
     limit = data.stall_limit_ms
