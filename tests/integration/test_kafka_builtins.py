@@ -40,9 +40,13 @@ def run_builtin(name: str, engine: str, run_dir: Path) -> dict[str, Any]:
     verdict_path = run_dir / "verdict.json"
     verdict = json.loads(verdict_path.read_text()) if verdict_path.exists() else {}
     assert result.returncode == 0, (
-        f"{name} on {engine}: exit {result.returncode}, verdict "
-        f"{verdict.get('verdict')} {verdict.get('unknown_reason') or ''}\n"
-        + result.stdout[-4000:] + result.stderr[-2000:])
+        f"{name} on {engine}: exit {result.returncode}, verdict {verdict.get('verdict')} "
+        f"{verdict.get('unknown_reason') or ''}\nfailed: "
+        + "; ".join(f"{e['name']}: {e['detail']}" for e in verdict.get("expectations", [])
+                    if not e["passed"])
+        + "\nsteps:\n" + "\n".join(line for line in result.stdout.splitlines()
+                                    if " -> " in line or line.startswith("  "))
+        + "\n" + result.stderr[-2000:])
     assert verdict["verdict"] == "pass" and verdict["unknown_reason"] is None
     assert all(e["passed"] for e in verdict["expectations"]), verdict["expectations"]
     no_node_left(run_dir)
