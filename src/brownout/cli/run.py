@@ -2,8 +2,9 @@
 
 Exit status of `run`: 0 every expectation held, 1 one did not (or the run could not
 complete: the verdict says why), 2 bad input (unknown scenario, invalid file, a scenario
-that needs root), 3 unknown (the lab was overloaded: a node's event loop stalled for more
-than a third of broker.session.timeout.ms before the first fault). With --repeat: 0
+that needs root), 3 unknown (the lab was overloaded: a node's event loop, or a Kafka
+node's JVM in a GC pause, stalled for more than a third of broker.session.timeout.ms
+before the first fault). With --repeat: 0
 every run passed, 1 one failed, 3 none failed and some were unknown. `run` and `sweep`
 interrupted by SIGINT (Ctrl-C) or SIGTERM stop everything they started, keep what was
 recorded, and exit with 130 or 143 (128 + the signal; common/interrupt.py).
@@ -54,7 +55,8 @@ RUN_HELP = (
     "workloads, inject its faults on schedule, heal, read back, check and judge its "
     "expectations (verdict.json). SCENARIO is a built-in name (`brownout scenarios`) or "
     "a YAML file. Exit status: 0 passed, 1 an expectation failed, 2 bad input, 3 unknown: "
-    "the lab was overloaded (a node's event loop stalled for more than a third of "
+    "the lab was overloaded (a node's event loop, or an Apache Kafka node's JVM in a GC "
+    "pause, stalled for more than a third of "
     "broker.session.timeout.ms before the first fault; verdict.json names the node, the "
     "stall and when), so the run measured this machine rather than Kafka. With --repeat "
     "N: N independent runs (OUT/run-001, ...; each its own cluster, ports and seed, "
@@ -104,7 +106,8 @@ def run_command(
         "brokers.")] = False,
     engine: Annotated[str | None, typer.Option(
         "--engine", metavar="node|kafka[:VERSION]", help=ENGINE_HELP + " Everything else "
-        "is unchanged; Kafka's nodes write no events, so their stalls are not measured, "
+        "is unchanged; Kafka's nodes write no events: their GC pauses (gc.log) are what "
+        "counts as a stall there (event-loop stalls: not observed), "
         "and storage faults (which need Brownout's nodes) are refused.",
         show_default=False)] = None,
     distribution: Annotated[Path | None, typer.Option(

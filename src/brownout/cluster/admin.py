@@ -180,6 +180,19 @@ def _error_text(e: BaseException) -> str:
     return str(e) or type(e).__name__
 
 
+# ListOffsets errors that Kafka's own clients retry until their timeout (the Admin
+# client's ListOffsetsHandler and the consumer's offset fetcher): the leader is moving
+# or has not caught up with the metadata the request was built from. librdkafka's
+# list_offsets returns them at once, so `offsets` retries them itself.
+LIST_OFFSETS_RETRIABLE = frozenset({
+    "NOT_LEADER_OR_FOLLOWER", "LEADER_NOT_AVAILABLE", "UNKNOWN_LEADER_EPOCH",
+    "FENCED_LEADER_EPOCH", "REPLICA_NOT_AVAILABLE", "OFFSET_NOT_AVAILABLE",
+})
+LIST_OFFSETS_RETRY_BACKOFF_S = 0.1  # Kafka's retry.backoff.ms
+# `offsets` has a parameter named time
+_monotonic, _sleep = time.monotonic, time.sleep
+
+
 def _error_name(e: BaseException) -> str | None:
     """The Kafka error name of a KafkaException (None for anything else)."""
     arg = e.args[0] if getattr(e, "args", None) else None
@@ -341,7 +354,10 @@ class Admin:
 
     def offsets(self, topic: str, time: int = -1) -> list[PartitionOffset]:
         """Log-end (-1, latest) or log-start (-2, earliest) offset of every partition;
-        a partition without a leader, or whose request fails, carries an error instead."""
+        a partition without a leader, or whose request fails, carries an error instead.
+        A partition answered with an error Kafka's clients retry (LIST_OFFSETS_RETRIABLE:
+        e.g. UNKNOWN_LEADER_EPOCH from a restarted leader that has not yet applied the
+        leader epoch the metadata already names) is asked again until the timeout."""
         from confluent_kafka import TopicPartition
         from confluent_kafka.admin import OffsetSpec
 
@@ -358,15 +374,25 @@ class Admin:
                 results.append(PartitionOffset(topic, p.partition, None, "no leader"))
             else:
                 query[TopicPartition(topic, p.partition)] = spec
-        if query:
-            futures = self.client.list_offsets(query, request_timeout=self.timeout)
+        deadline = _monotonic() + self.timeout
+        while query:
+            remaining = max(0.1, deadline - _monotonic())
+            futures = self.client.list_offsets(query, request_timeout=remaining)
+            retry = {}
             for tp, future in futures.items():
                 try:
-                    info = future.result(timeout=self.timeout + 5)
+                    info = future.result(timeout=remaining + 5)
                 except Exception as e:
+                    if (_error_name(e) in LIST_OFFSETS_RETRIABLE and _monotonic()
+                            + LIST_OFFSETS_RETRY_BACKOFF_S < deadline):
+                        retry[tp] = query[tp]
+                        continue
                     results.append(PartitionOffset(topic, tp.partition, None, _error_text(e)))
                 else:
                     results.append(PartitionOffset(topic, tp.partition, int(info.offset)))
+            query = retry
+            if query:
+                _sleep(LIST_OFFSETS_RETRY_BACKOFF_S)
         return sorted(results, key=lambda r: r.partition)
 
 

@@ -19,8 +19,9 @@ broker/controller, run the way Kafka's scripts run it, without the scripts:
   the GC log goes to ``gc.log`` beside it.
 
 A Kafka node does not write Brownout's structured events (events.jsonl): event-loop
-stalls are not measured there, the rest of a run (workloads, checks, report) only needs
-the wire and the node logs.
+stalls are not observed there; its GC log's pauses stand in for them (the overload rule,
+scenarios/overload.py). The rest of a run (workloads, checks, report) only needs the
+wire and the node logs.
 """
 
 from __future__ import annotations

@@ -27,8 +27,8 @@ here once, so a writer and its readers cannot drift apart.
     cluster/                 the run's cluster (removed nodes' files kept in nodes/)
     cluster.json             the cluster's state, copied after the teardown
     nodes/node-N/            node.log, server.properties, events.jsonl of each node
-                             (as in the cluster directory's node-N/; gc.log too for
-                             Apache Kafka's nodes)
+                             (as in the cluster directory's node-N/; Apache Kafka's
+                             nodes: gc.log and the gc.log.N it rotated at restarts)
     pipeline/                the Spark pipeline: pipeline.json, pipeline.log,
                              progress.jsonl, audit.log, outputs and checkpoints
     pipeline-check.json      the pipeline audit

@@ -26,8 +26,10 @@ Series:
                       group's position (highest polled offset + 1; before its first poll,
                       the offset it started at)
     group_events      assign / revoke markers
-    stalls            every node's event-loop stalls (its `stall` events), in history
-                      time: verdict.json's node_stalls, else the kept node event files
+    stalls            every node's stalls in history time: Brownout's nodes' event-loop
+                      stalls (their `stall` events), Kafka's JVMs' GC pauses (gc.log);
+                      verdict.json's node_stalls, else the kept node files; and which
+                      nodes each measure was not observed on
 
 Long runs: the timeline's bucket widens past an hour (`choose_bucket`: at most 3 600
 buckets), so a bucketed trace never has more; a per-partition heatmap widens its own
@@ -60,6 +62,7 @@ from brownout.check.events import Fault, node_id, parse_faults
 from brownout.check.load import SMALL_COLUMNS, parse_value
 from brownout.common.documents import read_document
 from brownout.common.events import read_node_events
+from brownout.common.gc_log import read_gc_pauses
 from brownout.common.rundir import (
     CHECK_FILE,
     EXTERNAL_FILE,
@@ -72,6 +75,7 @@ from brownout.common.rundir import (
     SCENARIO_FILE,
     VERDICT_FILE,
     WATERMARKS_FILE,
+    node_dirs,
 )
 from brownout.report.pipeline import PipelineView, load_pipeline
 from brownout.report.tables import (
@@ -97,7 +101,7 @@ from brownout.report.tables import (
     verdict_from,
     workload_lines,
 )
-from brownout.scenarios.overload import NodeStall, node_stalls, stall_limit_ms
+from brownout.scenarios.overload import NodeStall, measures_by_node, node_stalls, stall_limit_ms
 from brownout.workload.history import (
     HistoryInput,
     empty_history,
@@ -780,6 +784,9 @@ class RunData:
     # a stall longer than this (a third of broker.session.timeout.ms) before the first
     # fault makes the verdict unknown; None when the run did not record it
     stall_limit_ms: float | None = None
+    # per measure (event loop, GC pause): the nodes it was observed on and not; None
+    # when the run directory does not say
+    stall_measures: dict[str, dict[str, list[int]]] | None = None
     # how the run ended early (run.json's "interrupted"), None when it did not
     interrupted: str | None = None
 
@@ -821,16 +828,34 @@ def _lost_writes(run_dir: Path, check: Mapping[str, Any] | None, report: Any,
 def load_stalls(run_dir: Path, verdict_json: Any,
                 started: float | None) -> tuple[list[NodeStall], float | None]:
     """The nodes' stalls and the overload limit: from verdict.json when the runner wrote
-    them, else from the node event files kept in <run>/nodes (no limit known then)."""
+    them, else from the node files kept in <run>/nodes (no limit known then)."""
     recorded = verdict_json.get("node_stalls") if isinstance(verdict_json, dict) else None
     if isinstance(recorded, dict):
-        stalls = [NodeStall(int(s["node"]), float(s["start"]), float(s["end"]),
-                            float(s["lag_ms"])) for s in recorded.get("stalls") or []]
+        stalls = [NodeStall.from_dict(s) for s in recorded.get("stalls") or []]
         session = recorded.get("broker_session_timeout_ms")
         return stalls, None if session is None else stall_limit_ms(int(session))
     if started is None:
         return [], None
-    return node_stalls(read_node_events(run_dir / NODES_DIR), started), None
+    return node_stalls(read_node_events(run_dir / NODES_DIR), started,
+                       _gc_pauses(run_dir)), None
+
+
+def _gc_pauses(run_dir: Path) -> dict[int, Any]:
+    dirs = node_dirs(run_dir / NODES_DIR)
+    return {n: p for n, d in dirs.items() if (p := read_gc_pauses(d)) is not None}
+
+
+def load_stall_measures(run_dir: Path,
+                        verdict_json: Any) -> dict[str, dict[str, list[int]]] | None:
+    """Which nodes each stall measure was observed on: verdict.json's, else from the
+    node files kept in <run>/nodes; None without either."""
+    recorded = verdict_json.get("node_stalls") if isinstance(verdict_json, dict) else None
+    if isinstance(recorded, dict) and isinstance(recorded.get("measures"), dict):
+        return recorded["measures"]
+    dirs = node_dirs(run_dir / NODES_DIR)
+    if not dirs:
+        return None
+    return measures_by_node(read_node_events(run_dir / NODES_DIR), _gc_pauses(run_dir), dirs)
 
 
 def load_run(run_dir: Path, *, report: Any = None, bucket: float | None = None,
@@ -931,7 +956,8 @@ def load_run(run_dir: Path, *, report: Any = None, bucket: float | None = None,
         verdict=verdict_from(verdict_json, check),
         unavailable=longest_unavailable(check, history), check=check,
         logs=node_logs(run_dir, nodes, cluster_dir), notes=notes,
-        pipeline=pipeline, stalls=stalls, stall_limit_ms=limit, interrupted=interrupted)
+        pipeline=pipeline, stalls=stalls, stall_limit_ms=limit,
+        stall_measures=load_stall_measures(run_dir, verdict_json), interrupted=interrupted)
 
 
 __all__ = [
@@ -959,6 +985,7 @@ __all__ = [
     "group_events",
     "group_of_process",
     "load_run",
+    "load_stall_measures",
     "load_stalls",
     "longest_unavailable",
     "loss_table",

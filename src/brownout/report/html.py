@@ -696,24 +696,43 @@ def _faults_table(data: RunData) -> str:
             + f'<p class="note legend">Bands on every chart: {legend}</p>')
 
 
+def _not_observed(data: RunData) -> str:
+    """Which nodes a stall measure could not be taken on: "not observed", not "none"."""
+    parts = []
+    for measure, nodes in (data.stall_measures or {}).items():
+        missing = nodes.get("not_observed") or []
+        if missing:
+            which = ", ".join(map(str, missing))
+            parts.append(f"{measure} stalls: not observed on node(s) {which}")
+    if not parts:
+        return ""
+    return ('<p class="note">' + esc("; ".join(parts) + " (Apache Kafka's nodes have no "
+            "event loop the lab can watch, only their GC log; Brownout's nodes write no "
+            "GC log).") + "</p>")
+
+
 def _stalls_section(data: RunData) -> str:
+    missing = _not_observed(data)
     if not data.stalls:
+        if missing:
+            return ('<p class="note">No stall on the nodes it could be observed on.</p>' + missing)
         return ('<p class="note">No node event-loop stall (no node\'s loop woke later than '
                 'its event.loop.stall.threshold.ms).</p>')
     limit = data.stall_limit_ms
     first = min((b.start for b in data.faults), default=None)
-    rows = [(s.node, s.start, s.end, s.lag_ms,
-             "-" if limit is None else ("yes" if s.lag_ms > limit else "no"),
+    rows = [(s.node, s.kind + (f": {s.detail}" if s.detail else ""), s.start, s.end,
+             s.lag_ms, "-" if limit is None else ("yes" if s.lag_ms > limit else "no"),
              "yes" if first is None or s.start < first else "no") for s in data.stalls]
-    about = ("A stall is a time the node's event loop ran nothing at all: no request, "
-             "heartbeat or fetch. Grey bands on every chart. ")
+    about = ("A stall is a time the node ran nothing at all: no request, heartbeat or "
+             "fetch (Brownout's node: its event loop woke late; Apache Kafka: its JVM "
+             "stopped for a GC pause). Grey bands on every chart. ")
     if limit is not None:
-        about += (f"A stall longer than {limit:.0f} ms (a third of broker.session.timeout.ms)"
-                  " before the first fault makes the verdict unknown: the lab was "
+        about += (f"A stall longer than {limit:.0f} ms (a third of the session timeout) "
+                  "before the first fault makes the verdict unknown: the lab was "
                   "overloaded. Times before 0 are while the cluster was built.")
-    return (table(["node", "from (s)", "to (s)", "stalled (ms)", "over the limit",
-                   "before the first fault"], rows, numeric=(1, 2, 3))
-            + f'<p class="note">{esc(about)}</p>')
+    return (table(["node", "what", "from (s)", "to (s)", "stalled (ms)", "over the limit",
+                   "before the first fault"], rows, numeric=(2, 3, 4))
+            + f'<p class="note">{esc(about)}</p>' + missing)
 
 
 def _loss_section(data: RunData) -> str:

@@ -17,6 +17,7 @@ from ..cluster import lab
 from ..cluster.admin import Admin
 from ..cluster.supervisor import KAFKA_START_TIMEOUT
 from ..cluster.topology import Overrides, TopologyRequest
+from ..common.gc_log import gc_log_files
 from ..common.rundir import CLUSTER_DIR, CLUSTER_STATE_FILE, NODE_FILES, NODES_DIR, node_dirs
 from ..faults import Nemesis
 from ..faults.nemesis import EventCallback
@@ -136,13 +137,16 @@ class ClusterStage:
 
 
 def keep_node_files(cluster_dir: Path, run_dir: Path) -> None:
-    """cluster.json and each node's log, config and events into the run directory."""
+    """cluster.json and each node's log, config and events (or GC logs) into the run
+    directory."""
     with contextlib.suppress(OSError):
         shutil.copy2(cluster_dir / CLUSTER_STATE_FILE, run_dir / CLUSTER_STATE_FILE)
     target = run_dir / NODES_DIR
     for node_dir in node_dirs(cluster_dir).values():
         dest = target / node_dir.name
         dest.mkdir(parents=True, exist_ok=True)
-        for name in NODE_FILES:
+        # a Kafka node's GC logs from before its restarts were rotated to gc.log.N
+        rotated = [p.name for p in gc_log_files(node_dir)]
+        for name in dict.fromkeys((*NODE_FILES, *rotated)):
             with contextlib.suppress(OSError):
                 shutil.copy2(node_dir / name, dest / name)

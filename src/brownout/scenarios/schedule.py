@@ -58,7 +58,7 @@ def estimate(step: Step) -> float:
            "group-checks": 10.0, "create-topic": 5.0, "alter-config": 1.0,
            "create-partitions": 2.0, "elect-leaders": 2.0, "reassign": 10.0,
            "power-loss": 5.0, "corrupt-log": 5.0, "read-only-logdir": 3.0,
-           "disk-full": 10.0}
+           "disk-full": 10.0, "await-isr": 5.0}
     if step.action == "random":
         return step.params["spec"].duration * step.repeat
     return per.get(step.action, 0.5) * step.repeat

@@ -3,13 +3,13 @@
 Each step starts at its time (schedule.start_time) and runs `repeat` times: a wait, a
 create-topic through the admin client, the raw-protocol group checks, a describe (what
 `brownout topics describe` and `brownout offsets` print, into <run>/snapshots/ and
-RunRecord.snapshots), a nemesis fault, or a randomized nemesis (random_faults.py: faults
-drawn from the run's seed, each undone before the next; the plan goes into the history
-first). Every step's outcome goes to RunRecord.steps (by id to step_outcomes, its
-history-time span to step_times); the first fault that is not an undo (heal, resume,
-start) marks RunRecord.fault_start. Setting `cancel` stops the schedule at the next step
-or wait. An exception in the thread is kept
-in `error` for the main thread to raise.
+RunRecord.snapshots), an await-isr (until the topic's every ISR is full), a nemesis
+fault, or a randomized nemesis (random_faults.py: faults drawn from the run's seed, each
+undone before the next; the plan goes into the history first). Every step's outcome goes
+to RunRecord.steps (by id to step_outcomes, its history-time span to step_times); the
+first fault that is not an undo (heal, resume, start) marks RunRecord.fault_start.
+Setting `cancel` stops the schedule at the next step or wait. An exception in the thread
+is kept in `error` for the main thread to raise.
 """
 
 from __future__ import annotations
@@ -43,6 +43,7 @@ from .verdict import RunRecord
 UNDO_ACTIONS = ("heal", "resume", "start")
 SNAPSHOTS_DIR = "snapshots"
 RANDOM_TARGET_WAIT = 10.0  # seconds a random fault looks for a target that is not there yet
+AWAIT_ISR_TIMEOUT = 60.0  # seconds an await-isr step waits by default
 
 
 def snapshot_key(step: Step) -> str:
@@ -153,6 +154,8 @@ class ScheduleStage:
                 outcomes.append(self._group_checks(step))
             elif step.action == "describe":
                 outcomes.append(self._describe(step))
+            elif step.action == "await-isr":
+                outcomes.append(self._await_isr(step))
             elif step.action == "random":
                 outcomes.append(self._random(step))
             elif step.action in admin_steps.ACTIONS:
@@ -251,6 +254,20 @@ class ScheduleStage:
             self.progress.say(f"  {name} {mark}: {res['detail']}",
                               style="green" if res["passed"] else "red")
         return "ok" if all(r["passed"] for r in results.values()) else "fail"
+
+    def _await_isr(self, step: Step) -> str:
+        """Until every partition of the topic has a leader and its ISR holds every
+        replica: what a step after a restart waits for, observed rather than guessed."""
+        assert step.target is not None
+        timeout = float(step.params.get("timeout", AWAIT_ISR_TIMEOUT))
+        t0 = time.monotonic()
+        full = self.nemesis.wait_isr_full(timeout, [step.target])
+        took = time.monotonic() - t0
+        self.progress.say(f"  await-isr {step.target} -> "
+                          + (f"every ISR full after {took:.1f}s" if full else
+                             f"fail: not every ISR full within {timeout:g}s"),
+                          style="yellow")
+        return "ok" if full else "fail"
 
     def _describe(self, step: Step) -> str:
         """Describe the topic and read its offsets as the CLI does; keep both. ok when

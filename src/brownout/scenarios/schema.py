@@ -74,7 +74,9 @@ Keys (unknown keys are errors, with a "did you mean" hint):
   directory as evidence and judged by ``leaderless_partitions``; the topic is one of
   ``topics`` or made by an earlier create-topic step) or ``random: {faults: [KIND, ...],
   targets: [...], interval: 5s-15s, heal_after: 3s-10s, for: 5m}`` (a randomized nemesis
-  drawn from the run's seed, see `brownout.scenarios.random_faults`). ``isolate``'s
+  drawn from the run's seed, see `brownout.scenarios.random_faults`), ``await-isr: TOPIC``
+  (until every partition of the topic has a leader and a full ISR, e.g. a restarted
+  broker caught up: ok, or fail after ``timeout``, 60 s by default). ``isolate``'s
   ``from`` takes everyone, nodes, controllers, brokers, clients, zookeeper (the whole
   ensemble, ZooKeeper mode only) or a target. Optional: ``id`` (for ``step_outcome``,
   ``leaderless_partitions``, ``partition_unavailable_seconds``), ``repeat: N`` and the
@@ -506,7 +508,7 @@ class ConsumerSpec:
 
 @dataclasses.dataclass(frozen=True)
 class Step:
-    action: str  # a nemesis action, wait, create-topic, group-checks or describe
+    action: str  # a nemesis action, wait, create-topic, group-checks, describe, await-isr...
     target: str | None = None  # fault target / topic name / None
     at: float | None = None  # seconds since the workloads started
     after: str | None = None  # "previous"
@@ -972,7 +974,7 @@ def _step(r: _Reader, field: str, node: Node, topics: tuple[str, ...],
         kw["checks"] = tuple(dict.fromkeys(names))
     elif action == "create-topic":
         kw["target"] = _read(r, value_node, afield, F.ACTIONS[action])
-    elif action == "describe":
+    elif action in ("describe", "await-isr"):
         # Only a topic of the scenario: describing one that never existed proves nothing.
         kw["target"] = _known_topic(r, r.scalar(value_node, afield), topics)
     elif action == "random":

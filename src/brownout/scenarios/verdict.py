@@ -5,9 +5,10 @@
     judge          each of the scenario's expectations against those reports and the
                    facts the runner recorded (RunRecord): its outcome with the numbers
     write_verdict  verdict.json: pass | fail | unknown, with the expectations' outcomes
-                   and the facts; unknown when a node's event loop stalled for more than
-                   a third of broker.session.timeout.ms before the first fault
-                   (overload.py): that run measured the machine, not Kafka
+                   and the facts; unknown when a node's event loop (or a Kafka node's
+                   JVM, in a GC pause) stalled for more than a third of
+                   broker.session.timeout.ms before the first fault (overload.py): that
+                   run measured the machine, not Kafka
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from ..check.duplicates import ReadBatches, cause_counts, classify_duplicates
 from ..check.workloads import check_workloads, error_counts
 from ..common.documents import versioned
 from ..common.events import read_node_events
+from ..common.gc_log import read_gc_pauses
 from ..common.kafka_config import BROKER_CONFIG
 from ..common.properties import read_properties
 from ..common.rundir import (
@@ -46,7 +48,13 @@ from ..storage.dump_log import batches_at
 from ..workload.history import read_history
 from ..workload.summary import unread_partitions, watermarks
 from . import expectations as ex
-from .overload import NodeStall, node_stalls, overload_reason, stall_limit_ms
+from .overload import (
+    NodeStall,
+    measures_by_node,
+    node_stalls,
+    overload_reason,
+    stall_limit_ms,
+)
 from .schema import Scenario
 
 PASS, FAIL, UNKNOWN = "pass", "fail", "unknown"
@@ -233,21 +241,36 @@ def session_timeout_ms(props: dict[str, str]) -> int | None:
     return None if value is None else int(value)
 
 
-def lab_stalls(run_dir: Path) -> tuple[list[NodeStall], int]:
-    """Every node's event-loop stalls (history time) from the node files kept in the
-    run directory, and the cluster's session timeout (`session_timeout_ms`)."""
+@dataclasses.dataclass(frozen=True)
+class LabStalls:
+    """What the run observed of its nodes standing still (overload.py)."""
+
+    stalls: list[NodeStall]
+    session_timeout_ms: int
+    # per measure (event loop, GC pause): the nodes it was observed on and not
+    measures: dict[str, dict[str, list[int]]]
+
+
+def lab_stalls(run_dir: Path) -> LabStalls:
+    """Every node's stalls (history time) from the node files kept in the run directory:
+    Brownout's nodes' event-loop stalls, Kafka's JVMs' GC pauses; and the cluster's
+    session timeout (`session_timeout_ms`)."""
     started = (_read_json(run_dir / RUN_FILE) or {}).get("started")
     sessions = []
-    for node_dir in node_dirs(run_dir / NODES_DIR).values():
+    dirs = node_dirs(run_dir / NODES_DIR)
+    for node_dir in dirs.values():
         with contextlib.suppress(ValueError, OSError):
             value = session_timeout_ms(read_properties(node_dir / NODE_CONFIG))
             if value is not None:
                 sessions.append(value)
     # The controller fences: the shortest session any node was configured with.
     session = min(sessions, default=BROKER_CONFIG.keys["broker.session.timeout.ms"].default)
+    events = read_node_events(run_dir / NODES_DIR)
+    pauses = {n: p for n, d in dirs.items() if (p := read_gc_pauses(d)) is not None}
+    measures = measures_by_node(events, pauses, dirs)
     if started is None:  # the workload never started: nothing to line the stalls up with
-        return [], session
-    return node_stalls(read_node_events(run_dir / NODES_DIR), float(started)), session
+        return LabStalls([], session, measures)
+    return LabStalls(node_stalls(events, float(started), pauses), session, measures)
 
 
 def write_verdict(run_dir: Path, scenario: Scenario, record: RunRecord,
@@ -256,7 +279,8 @@ def write_verdict(run_dir: Path, scenario: Scenario, record: RunRecord,
     """Write verdict.json; returns the verdict (pass | fail | unknown) and, for
     unknown, why."""
     passed = error is None and all(e["passed"] for e in expectations)
-    stalls, session = lab_stalls(run_dir)
+    lab = lab_stalls(run_dir)
+    stalls, session = lab.stalls, lab.session_timeout_ms
     reason = None if error == "interrupted" else overload_reason(
         stalls, record.fault_start, session, workload_end=record.heal_start)
     word = UNKNOWN if reason else PASS if passed else FAIL
@@ -271,6 +295,8 @@ def write_verdict(run_dir: Path, scenario: Scenario, record: RunRecord,
             "limit_ms": round(stall_limit_ms(session), 1),
             "broker_session_timeout_ms": session,
             "stalls": [s.to_dict() for s in stalls],
+            # which measure each node had: "not observed" is not "no stall"
+            "measures": lab.measures,
         },
         "seed": record.seed,
         "error": error,

@@ -1,15 +1,23 @@
-"""The verdict rule "unknown: lab overloaded", on hand-made node events."""
+"""The verdict rule "unknown: lab overloaded", on hand-made node events and GC pauses."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
+from brownout.common.gc_log import GcPause
 from brownout.scenarios.overload import (
+    EVENT_LOOP,
+    GC_PAUSE,
     NodeStall,
+    gc_stalls,
+    measures_by_node,
     node_stalls,
     overload_reason,
     overloading_stalls,
     stall_limit_ms,
 )
-from brownout.scenarios.verdict import session_timeout_ms
+from brownout.scenarios.verdict import lab_stalls, session_timeout_ms
 
 STARTED = 1_000.0  # wall clock of history time 0
 
@@ -76,3 +84,71 @@ def test_the_session_is_the_zookeeper_session_in_zookeeper_mode() -> None:
     assert session_timeout_ms({"broker.id": "1", "zookeeper.connect": "h:1",
                                "zookeeper.session.timeout.ms": "6000"}) == 6000
     assert session_timeout_ms({"process.roles": "controller"}) is None
+
+
+FULL = GcPause(40, "Pause Full (G1 Compaction Pause)", STARTED + 5.0, 2500.0)
+YOUNG = GcPause(41, "Pause Young (Normal) (G1 Evacuation Pause)", STARTED + 6.0, 140.0)
+SHORT = GcPause(42, "Pause Remark", STARTED + 7.0, 99.0)  # under the node's 100 ms floor
+
+
+def test_jvm_gc_pauses_become_stalls_in_history_time() -> None:
+    stalls = node_stalls({1: [_stall(4.0, 1500.0)]}, STARTED, {2: [FULL, YOUNG, SHORT]})
+    assert [s.to_dict() for s in stalls] == [
+        {"node": 1, "start": 2.5, "end": 4.0, "lag_ms": 1500.0},
+        {"node": 2, "start": 2.5, "end": 5.0, "lag_ms": 2500.0, "kind": GC_PAUSE,
+         "detail": "GC(40) Pause Full (G1 Compaction Pause)"},
+        {"node": 2, "start": 5.86, "end": 6.0, "lag_ms": 140.0, "kind": GC_PAUSE,
+         "detail": "GC(41) Pause Young (Normal) (G1 Evacuation Pause)"},
+    ]
+    assert [NodeStall.from_dict(s.to_dict()).to_dict() for s in stalls] == \
+        [s.to_dict() for s in stalls]
+
+
+def test_a_long_gc_pause_before_the_first_fault_makes_the_lab_overloaded() -> None:
+    # ZooKeeper mode, zookeeper.session.timeout.ms=6000: the limit is 2 s
+    reason = overload_reason(gc_stalls({2: [FULL, YOUNG]}, STARTED), first_fault=8.0,
+                             session_timeout_ms=6000)
+    assert reason is not None and reason.startswith("lab overloaded: node 2's JVM stopped")
+    assert "2.50s in a GC pause (GC(40) Pause Full (G1 Compaction Pause)) at t=2.5s" in reason
+    assert "first fault at t=8.0s" in reason
+
+
+def test_gc_pauses_within_the_limit_or_after_the_fault_keep_the_verdict() -> None:
+    assert overload_reason(gc_stalls({2: [FULL]}, STARTED), 8.0, 9000) is None  # 3 s limit
+    assert overload_reason(gc_stalls({2: [FULL]}, STARTED), 1.0, 6000) is None  # after it
+
+
+def test_each_measure_lists_the_nodes_it_was_not_observed_on() -> None:
+    # node 1: Brownout's (events, no GC log); 2 and 3: Kafka's (GC log, no events)
+    assert measures_by_node([1], [2, 3], [3, 1, 2]) == {
+        EVENT_LOOP: {"observed": [1], "not_observed": [2, 3]},
+        GC_PAUSE: {"observed": [2, 3], "not_observed": [1]},
+    }
+
+
+def test_the_run_directory_gives_gc_pauses_and_says_what_was_not_observed(
+        tmp_path: Path) -> None:
+    (tmp_path / "run.json").write_text(json.dumps({"started": STARTED}))
+    node = tmp_path / "nodes" / "node-2"
+    node.mkdir(parents=True)
+    (node / "server.properties").write_text(
+        "broker.id=2\nzookeeper.connect=127.0.0.1:1\nzookeeper.session.timeout.ms=6000\n")
+    (node / "gc.log").write_text(  # the JVM of a restart; the first one's was rotated
+        "[1970-01-01T00:16:46.000+0000][gc          ] GC(3) Pause Young (Normal) "
+        "(G1 Evacuation Pause) 20M->5M(256M) 110.000ms\n"
+        "[1970-01-01T00:16:47.000+0000][gc          ] GC(4) Pause Young (Normal) "
+        "(G1 Evacuation Pause) 20M->5M(256M) 10.000ms\n")
+    (node / "gc.log.0").write_text(
+        "[1970-01-01T00:16:45.000+0000][gc          ] GC(40) Pause Full "
+        "(G1 Compaction Pause) 250M->80M(256M) 2500.000ms\n")
+    lab = lab_stalls(tmp_path)
+    assert lab.session_timeout_ms == 6000
+    assert [s.to_dict() for s in lab.stalls] == [
+        {"node": 2, "start": 2.5, "end": 5.0, "lag_ms": 2500.0, "kind": GC_PAUSE,
+         "detail": "GC(40) Pause Full (G1 Compaction Pause)"},
+        {"node": 2, "start": 5.89, "end": 6.0, "lag_ms": 110.0, "kind": GC_PAUSE,
+         "detail": "GC(3) Pause Young (Normal) (G1 Evacuation Pause)"}]
+    assert lab.measures[EVENT_LOOP] == {"observed": [], "not_observed": [2]}
+    assert lab.measures[GC_PAUSE] == {"observed": [2], "not_observed": []}
+    reason = overload_reason(lab.stalls, 8.0, lab.session_timeout_ms)
+    assert reason is not None and "node 2's JVM stopped 2.50s" in reason

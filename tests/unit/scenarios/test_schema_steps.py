@@ -198,3 +198,26 @@ def test_storage_fault_steps_load_and_need_root_for_the_disk() -> None:
 def test_storage_fault_steps_refuse_bad_values(old: str, new: str, words: str) -> None:
     e = error_of(STORAGE.replace(old, new))
     assert words in e.message, e.message
+
+
+def test_await_isr_waits_for_a_topic_of_the_scenario() -> None:
+    text = BASE.replace("    describe: test-topic\n    timeout: 5s",
+                        "    await-isr: test-topic\n    timeout: 30s")
+    text = text.replace("{during: 1, later: 0}", "{later: 0}")
+    step = loads(text, "s.yaml").schedule[1]
+    assert (step.action, step.target, step.params) == ("await-isr", "test-topic",
+                                                       {"timeout": 30.0})
+    assert step.describe() == "await-isr test-topic timeout=30.0"
+    e = error_of(text.replace("await-isr: test-topic", "await-isr: test-topik"))
+    assert e.field == "schedule[1].await-isr" and "no topic 'test-topik'" in e.message
+    e = error_of(text.replace("timeout: 30s", "down: 30s"))
+    assert e.field == "schedule[1].down"
+    assert "not a parameter of await-isr (its parameters: timeout)" in e.message
+
+
+def test_zk_broker_failover_terminates_only_once_the_isr_is_full() -> None:
+    s = builtin("zk-broker-failover")
+    actions = [st.action for st in s.schedule]
+    assert actions[actions.index("terminate") - 1] == "await-isr"
+    # no automatic preferred-leader election racing the SIGTERM's controlled shutdown
+    assert s.cluster.set["auto.leader.rebalance.enable"] in (False, "false")
