@@ -138,3 +138,36 @@ def overload_reason(stalls: Iterable[NodeStall], first_fault: float | None,
             "broker.session.timeout.ms, or zookeeper.session.timeout.ms in ZooKeeper "
             f"mode){others}. What the run measured is this machine's load, not Kafka's "
             "behaviour: run it again on a less loaded machine")
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ProducerBacklog:
+    """How far the producers were behind when the first fault came: for each send invoked
+    before it, how long it had waited for its answer by then (until the answer, or until
+    the fault if none had come). A cluster keeping up answers in milliseconds; a backlog of
+    seconds before any fault means the figures measured after it start from a cluster
+    that was already behind (this machine's load, or the engine's own pace)."""
+
+    first_fault: float
+    sends: int
+    median_wait: float
+    max_wait: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"first_fault": round(self.first_fault, 3), "sends": self.sends,
+                "median_wait_seconds": round(self.median_wait, 3),
+                "max_wait_seconds": round(self.max_wait, 3)}
+
+
+def producer_backlog(invoked: Mapping[str, float], answered: Mapping[str, float],
+                     first_fault: float | None) -> ProducerBacklog | None:
+    """`invoked`: msg_id -> invoke time of the sends invoked before the first fault;
+    `answered`: msg_id -> time of its first answer (ok, fail or info). None without a
+    fault or without sends before it."""
+    if first_fault is None:
+        return None
+    waits = sorted(min(answered.get(m, first_fault), first_fault) - t
+                   for m, t in invoked.items() if t < first_fault)
+    if not waits:
+        return None
+    return ProducerBacklog(first_fault, len(waits), waits[len(waits) // 2], waits[-1])

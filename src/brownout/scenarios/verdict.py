@@ -19,6 +19,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ..check import Expectations, check_all
@@ -45,14 +46,17 @@ from ..common.rundir import (
     node_dirs,
 )
 from ..storage.dump_log import batches_at
-from ..workload.history import read_history
+from ..workload.history import INVOKE, read_history
+from ..workload.java_events import SCHEDULED
 from ..workload.summary import unread_partitions, watermarks
 from . import expectations as ex
 from .overload import (
     NodeStall,
+    ProducerBacklog,
     measures_by_node,
     node_stalls,
     overload_reason,
+    producer_backlog,
     stall_limit_ms,
 )
 from .schema import Scenario
@@ -273,6 +277,30 @@ def lab_stalls(run_dir: Path) -> LabStalls:
     return LabStalls(node_stalls(events, float(started), pauses), session, measures)
 
 
+def read_producer_backlog(run_dir: Path, first_fault: float | None) -> ProducerBacklog | None:
+    """The producers' backlog at the first fault (overload.producer_backlog), from the
+    history's sends up to it. Sends whose invoke time is the client's schedule rather than
+    a call (Kafka's VerifiableProducer reports completions only) are left out: their wait
+    would include the JVM's start."""
+    history = run_dir / HISTORY_FILE
+    if first_fault is None or not history.exists():
+        return None
+    table = pq.read_table(history, columns=["time", "type", "msg_id", "value"],
+                          filters=(pc.field("f") == "send") & (pc.field("time") < first_fault))
+    invoked: dict[str, float] = {}
+    answered: dict[str, float] = {}
+    for time, kind, msg_id, value in zip(*(table[c].to_pylist() for c in
+                                           ("time", "type", "msg_id", "value")), strict=True):
+        if msg_id is None:
+            continue
+        if kind == INVOKE:
+            if value != SCHEDULED:
+                invoked[msg_id] = time
+        elif msg_id not in answered:
+            answered[msg_id] = time
+    return producer_backlog(invoked, answered, first_fault)
+
+
 def write_verdict(run_dir: Path, scenario: Scenario, record: RunRecord,
                   expectations: list[dict[str, Any]], elapsed: float,
                   error: str | None) -> tuple[str, str | None]:
@@ -284,6 +312,7 @@ def write_verdict(run_dir: Path, scenario: Scenario, record: RunRecord,
     reason = None if error == "interrupted" else overload_reason(
         stalls, record.fault_start, session, workload_end=record.heal_start)
     word = UNKNOWN if reason else PASS if passed else FAIL
+    backlog = read_producer_backlog(run_dir, record.fault_start)
     verdict = {
         "scenario": scenario.name,
         "description": scenario.description,
@@ -298,6 +327,8 @@ def write_verdict(run_dir: Path, scenario: Scenario, record: RunRecord,
             # which measure each node had: "not observed" is not "no stall"
             "measures": lab.measures,
         },
+        # Not (yet) a rule: how far behind the producers were when the first fault came.
+        "producer_backlog": None if backlog is None else backlog.to_dict(),
         "seed": record.seed,
         "error": error,
         "interrupted": record.interrupted,

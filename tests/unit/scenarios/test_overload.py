@@ -15,6 +15,7 @@ from brownout.scenarios.overload import (
     node_stalls,
     overload_reason,
     overloading_stalls,
+    producer_backlog,
     stall_limit_ms,
 )
 from brownout.scenarios.verdict import lab_stalls, session_timeout_ms
@@ -152,3 +153,20 @@ def test_the_run_directory_gives_gc_pauses_and_says_what_was_not_observed(
     assert lab.measures[GC_PAUSE] == {"observed": [2], "not_observed": []}
     reason = overload_reason(lab.stalls, 8.0, lab.session_timeout_ms)
     assert reason is not None and "node 2's JVM stopped 2.50s" in reason
+
+
+def test_the_backlog_counts_each_send_until_its_answer_or_the_fault():
+    invoked = {"a": 0.0, "b": 1.0, "c": 2.0, "late": 9.0}
+    answered = {"a": 0.05, "b": 4.0}  # c was still waiting at the fault
+    backlog = producer_backlog(invoked, answered, first_fault=8.0)
+    assert backlog is not None
+    assert backlog.sends == 3  # "late" came after the fault
+    assert backlog.max_wait == 6.0  # c: from 2.0 to the fault
+    assert backlog.median_wait == 3.0  # b: answered after 3 s
+    assert backlog.to_dict() == {"first_fault": 8.0, "sends": 3, "median_wait_seconds": 3.0,
+                                 "max_wait_seconds": 6.0}
+
+
+def test_no_backlog_without_a_fault_or_without_sends_before_it():
+    assert producer_backlog({"a": 0.0}, {"a": 0.1}, first_fault=None) is None
+    assert producer_backlog({"a": 9.0}, {}, first_fault=8.0) is None
