@@ -61,11 +61,16 @@ Outcome = Literal["pass", "fail", "unknown"]
 OUTCOMES: tuple[Outcome, ...] = ("pass", "fail", "unknown")
 
 
+# Brownout's own node, as `brownout compare --engines` also names it ("node" for --engine).
+NODE_ALIAS = "brownout"
+
+
 def engine_home(engine: str | None) -> str | None:
-    """The Apache Kafka folder an engine names, as `--engine` does: None for "node"
-    (Brownout's own node, the default); "kafka" (the default 4.x) or "kafka:VERSION" must
-    be installed (`brownout kafka install VERSION`): DistributionError otherwise."""
-    version = parse_engine(engine)
+    """The Apache Kafka folder an engine names, as `--engine` does: None for "node" or
+    "brownout" (Brownout's own node, the default); "kafka" (the default 4.x) or
+    "kafka:VERSION" must be installed (`brownout kafka install VERSION`):
+    DistributionError otherwise."""
+    version = parse_engine(None if engine == NODE_ALIAS else engine)
     return None if version is None else str(require_installed(version, cache_root()).home)
 
 
@@ -74,8 +79,8 @@ class Cluster:
     in `directory` (a temporary one, removed afterwards, when None). Leaving the `with`
     block stops every node and ZooKeeper server, also after an error.
 
-    `engine` says what runs the nodes, as `brownout up --engine`: "node" (Brownout's
-    own, the default), "kafka" or "kafka:VERSION" (Apache Kafka's JVMs, a version
+    `engine` says what runs the nodes, as `brownout up --engine`: "node" or "brownout"
+    (Brownout's own, the default), "kafka" or "kafka:VERSION" (Apache Kafka's JVMs, a version
     installed with `brownout kafka install`). `start_timeout`: seconds every node may
     take to serve (default by engine: 60 for the node, 180 for Kafka's JVMs)."""
 
@@ -279,8 +284,8 @@ def run(scenario: str | Path, *, seed: int = 0, out: Path | str | None = None,
 
     Without `out` the run goes to a temporary directory that the returned Run removes
     (see `Run`), or that is removed at once when the run raises; `keep=True` leaves it
-    (its path is `Run.directory`). `engine`: as `brownout run --engine` ("node",
-    "kafka", "kafka:VERSION")."""
+    (its path is `Run.directory`). `engine`: as `brownout run --engine` ("node" or
+    "brownout", "kafka", "kafka:VERSION")."""
     loaded = resolve(str(scenario))
     home = engine_home(engine)
     if home is not None:
