@@ -1,7 +1,7 @@
 """Brownout from Python: a lab cluster as a context manager, faults, scenario runs, and
 their results as Arrow tables, for notebooks and tests.
 
-    import brownout.api as bo
+    import brownout as bo                      # or brownout.api: the same names
 
     with bo.Cluster(brokers=3) as cluster:
         cluster.create_topic("orders", partitions=3, replication_factor=3,
@@ -12,7 +12,7 @@ their results as Arrow tables, for notebooks and tests.
         print(cluster.describe("orders"))
 
     run = bo.run("minority-outage", seed=1)    # a built-in name or a YAML file
-    run.passed, run.verdict["expectations"], run.history().num_rows
+    run.outcome, run.verdict["expectations"], run.history().num_rows
     run                                        # in a notebook: the report, inline
 
 Everything here is the CLI's machinery (cluster.lab, faults.Nemesis, scenarios.runner)
@@ -27,14 +27,16 @@ import json
 import shutil
 import tempfile
 import time
+import weakref
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pyarrow as pa
 from rich.console import Console
 
 from .cluster import lab
 from .cluster.admin import Admin, AdminError, DescribedTopic
+from .cluster.distribution import cache_root, parse_engine, require_installed
 from .cluster.supervisor import Supervisor
 from .cluster.topology import Overrides, TopologyRequest
 from .common.documents import STATUS_DOCUMENT, versioned
@@ -50,15 +52,37 @@ from .faults import Fault, Nemesis
 from .faults.nemesis import FaultResult
 from .scenarios import resolve
 from .scenarios.runner import run_scenario
+from .scenarios.schema import with_distribution
 from .workload.history import read_history
 
 __all__ = ["Cluster", "Run", "run"]
+
+Outcome = Literal["pass", "fail", "unknown"]
+OUTCOMES: tuple[Outcome, ...] = ("pass", "fail", "unknown")
+
+
+# Brownout's own node, as `brownout compare --engines` also names it ("node" for --engine).
+NODE_ALIAS = "brownout"
+
+
+def engine_home(engine: str | None) -> str | None:
+    """The Apache Kafka folder an engine names, as `--engine` does: None for "node" or
+    "brownout" (Brownout's own node, the default); "kafka" (the default 4.x) or
+    "kafka:VERSION" must be installed (`brownout kafka install VERSION`):
+    DistributionError otherwise."""
+    version = parse_engine(None if engine == NODE_ALIAS else engine)
+    return None if version is None else str(require_installed(version, cache_root()).home)
 
 
 class Cluster:
     """A lab cluster of node processes (KRaft, or ZooKeeper mode with `zookeeper=True`)
     in `directory` (a temporary one, removed afterwards, when None). Leaving the `with`
-    block stops every node and ZooKeeper server, also after an error."""
+    block stops every node and ZooKeeper server, also after an error.
+
+    `engine` says what runs the nodes, as `brownout up --engine`: "node" or "brownout"
+    (Brownout's own, the default), "kafka" or "kafka:VERSION" (Apache Kafka's JVMs, a version
+    installed with `brownout kafka install`). `start_timeout`: seconds every node may
+    take to serve (default by engine: 60 for the node, 180 for Kafka's JVMs)."""
 
     def __init__(
         self,
@@ -71,7 +95,8 @@ class Cluster:
         broker_config: dict[str, object] | None = None,
         directory: Path | str | None = None,
         seed: int = 0,
-        start_timeout: float = 60.0,
+        start_timeout: float | None = None,
+        engine: str | None = None,
     ) -> None:
         self.request = TopologyRequest(
             brokers=brokers,
@@ -82,6 +107,7 @@ class Cluster:
                                 {}),
             zookeepers=3 if zookeeper else 0,
             zookeeper_mode=zookeeper,
+            distribution=engine_home(engine),
         )
         self._own_directory = directory is None
         self.directory = Path(directory) if directory is not None else Path(
@@ -186,18 +212,53 @@ class Cluster:
 
 @dataclasses.dataclass
 class Run:
-    """One finished scenario run and its directory."""
+    """One finished scenario run and its directory.
+
+    A temporary run directory (`run` without `out` or `keep`) lives as long as this
+    object: it is removed by `cleanup()`, at the end of a `with` block, when the object
+    is garbage collected, or when the interpreter exits (as tempfile.TemporaryDirectory
+    does). A directory you named, or kept, is never removed."""
 
     directory: Path
     exit_code: int
+    temporary: bool = False
+
+    def __post_init__(self) -> None:
+        self._remove = (weakref.finalize(self, shutil.rmtree, self.directory,
+                                         ignore_errors=True) if self.temporary else None)
+
+    def cleanup(self) -> None:
+        """Remove a temporary run directory now; nothing for one you named or kept."""
+        if self._remove is not None:
+            self._remove()
+
+    def __enter__(self) -> Run:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.cleanup()
 
     @property
     def verdict(self) -> dict[str, Any]:
         return json.loads((self.directory / VERDICT_FILE).read_text())
 
     @property
+    def outcome(self) -> Outcome:
+        """The verdict: "pass" (every expectation held), "fail" (one did not, or the run
+        could not complete) or "unknown" (the lab was overloaded: a node stalled long
+        enough to be fenced before the first fault, so the run measured this machine
+        rather than Kafka; the verdict's unknown_reason says which node and when).
+        `brownout run` exits 0, 1 or 3 for them."""
+        word = self.verdict.get("verdict")
+        if word not in OUTCOMES:
+            raise ValueError(f"{self.directory / VERDICT_FILE}: verdict {word!r} is not "
+                             f"one of {', '.join(OUTCOMES)}")
+        return word
+
+    @property
     def passed(self) -> bool:
-        return self.verdict.get("verdict") == "pass"
+        """True only for a pass: an unknown run did not pass either (see `outcome`)."""
+        return self.outcome == "pass"
 
     def check(self) -> dict[str, Any]:
         """check.json: every checker's result."""
@@ -218,11 +279,25 @@ class Run:
 
 
 def run(scenario: str | Path, *, seed: int = 0, out: Path | str | None = None,
-        quiet: bool = True) -> Run:
-    """Run a scenario (a built-in name or a YAML file) end to end, as `brownout run`."""
+        quiet: bool = True, keep: bool = False, engine: str | None = None) -> Run:
+    """Run a scenario (a built-in name or a YAML file) end to end, as `brownout run`.
+
+    Without `out` the run goes to a temporary directory that the returned Run removes
+    (see `Run`), or that is removed at once when the run raises; `keep=True` leaves it
+    (its path is `Run.directory`). `engine`: as `brownout run --engine` ("node" or
+    "brownout", "kafka", "kafka:VERSION")."""
     loaded = resolve(str(scenario))
+    home = engine_home(engine)
+    if home is not None:
+        loaded = with_distribution(loaded, home)
+    temporary = out is None and not keep
     directory = Path(out) if out is not None else Path(
         tempfile.mkdtemp(prefix=f"brownout-{loaded.name}-"))
     console = Console(quiet=True) if quiet else Console(highlight=False)
-    outcome = run_scenario(loaded, directory, seed, console=console, live=not quiet)
-    return Run(directory, outcome.exit_code)
+    try:
+        outcome = run_scenario(loaded, directory, seed, console=console, live=not quiet)
+    except BaseException:  # refused, interrupted: nobody can reach a temporary directory
+        if temporary:
+            shutil.rmtree(directory, ignore_errors=True)
+        raise
+    return Run(directory, outcome.exit_code, temporary=temporary)

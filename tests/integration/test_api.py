@@ -4,6 +4,7 @@ consumer, and a scenario run read back as tables and an inline report."""
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 
@@ -13,6 +14,7 @@ from confluent_kafka import Consumer, Producer
 import brownout.api as bo
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
+pytest_plugins = ["pytester"]
 
 
 def produce(bootstrap: str, values: range) -> int:
@@ -79,3 +81,45 @@ def test_a_run_read_back_from_python(tmp_path: Path) -> None:
     assert history.column("f").to_pylist().count("send") > 100
     assert run.check()["results"]["writes"]["numbers"]["lost"] == 0
     assert run._repr_html_().startswith("<iframe srcdoc=")
+
+
+def test_a_temporary_run_directory_goes_with_its_run(tmp_path: Path) -> None:
+    scenario = tmp_path / "tiny.yaml"
+    scenario.write_text(TINY)
+    with bo.run(scenario, seed=3) as run:
+        assert run.directory.is_dir() and tmp_path not in run.directory.parents
+        assert run.outcome == {0: "pass", 1: "fail", 3: "unknown"}[run.exit_code]
+        assert run.passed is (run.outcome == "pass")
+    assert not run.directory.exists()
+
+
+# A user's test file: two clusters from the factory, each serving its own topic; the pids
+# of their nodes are written where the test below reads them once that session ended.
+FACTORY_TEST = """
+import json
+
+def test_two_clusters(brownout_cluster_factory):
+    first = brownout_cluster_factory(brokers=1, seed=1)
+    second = brownout_cluster_factory(brokers=1, engine="node")
+    assert first.bootstrap_servers != second.bootstrap_servers
+    first.create_topic("a", replication_factor=1)
+    second.create_topic("b", replication_factor=1)
+    assert first.describe("a").name == "a" and second.describe("b").name == "b"
+    pids = [n["pid"] for c in (first, second) for n in c.status()["nodes"]]
+    with open(PIDS, "w") as f:
+        json.dump({"pids": pids, "dirs": [str(first.directory), str(second.directory)]}, f)
+"""
+
+
+def test_the_factory_starts_clusters_and_stops_them_all(pytester: pytest.Pytester) -> None:
+    pids_file = pytester.path / "pids.json"
+    pytester.makepyfile(f"PIDS = {str(pids_file)!r}\n" + FACTORY_TEST)
+    result = pytester.runpytest_inprocess("-p", "no:randomly", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
+    seen = json.loads(pids_file.read_text())
+    assert len(seen["pids"]) == 4 and all(seen["pids"])  # a broker and a controller each
+    assert seen["dirs"][0] != seen["dirs"][1]
+    for pid, directory in ((p, d) for p in seen["pids"] for d in seen["dirs"]):
+        cmdline = Path(f"/proc/{pid}/cmdline")
+        # Gone, or a reused pid that is not one of those clusters' nodes.
+        assert not cmdline.exists() or directory.encode() not in cmdline.read_bytes()

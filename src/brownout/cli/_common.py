@@ -20,7 +20,6 @@ from ..cluster.distribution import (
     parse_engine,
     require_installed,
 )
-from ..cluster.lab import LabError, bootstrap_servers
 from ..cluster.state import DIR_ENV, StateError, resolve_dir
 from ..cluster.supervisor import SupervisorError
 from ..cluster.topology import TopologyError
@@ -105,12 +104,20 @@ def handle_errors(func: F) -> F:
             raise
         except (UsageError, TopologyError, MissingExtra) as e:
             raise fail(str(e), 2) from None
-        except (LabError, StateError, SupervisorError, AdminError, ConfigError) as e:
+        except (StateError, SupervisorError, AdminError, ConfigError) as e:
             raise fail(str(e), 1) from None
         except KeyboardInterrupt as e:
             raise fail("interrupted", interrupt.exit_status(e)) from None
         except OSError as e:
             raise fail(f"{e.strerror or e}{f': {e.filename}' if e.filename else ''}", 1) from None
+        except RuntimeError as e:
+            # A LabError comes from a command that loaded the lab: importing it here is
+            # free then, and keeps the lab (kio, ZooKeeper's client) out of start-up.
+            from ..cluster.lab import LabError
+
+            if not isinstance(e, LabError):
+                raise
+            raise fail(str(e), 1) from None
 
     return wrapper  # type: ignore[return-value]
 
@@ -119,6 +126,8 @@ def resolve_bootstrap(bootstrap: str | None, directory: Path | None) -> str:
     """--bootstrap when given, else the running brokers of the cluster in --dir."""
     if bootstrap:
         return bootstrap
+    from ..cluster.lab import bootstrap_servers
+
     return bootstrap_servers(resolve_dir(directory))
 
 

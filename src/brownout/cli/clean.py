@@ -7,9 +7,7 @@ from typing import Annotated
 
 import typer
 
-from ..cluster.lab import LabError
 from ..cluster.state import StateError
-from ..scenarios.leftovers import clean_run, find_killed
 from ._common import UsageError, handle_errors
 
 DEFAULT_ROOT = Path("runs")
@@ -39,6 +37,9 @@ def clean_command(
     dry_run: Annotated[bool, typer.Option(
         "--dry-run", help="Only list the killed runs found.")] = False,
 ) -> None:
+    from ..cluster.lab import LabError
+    from ..scenarios.leftovers import clean_run, find_killed
+
     roots = list(directories or [DEFAULT_ROOT])
     missing = [str(d) for d in directories or () if not d.is_dir()]
     if missing:

@@ -10,7 +10,6 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from ..cluster import lab
 from ..cluster.state import resolve_dir
 from ..cluster.supervisor import (
     DEFAULT_START_TIMEOUT,
@@ -301,6 +300,8 @@ def up_command(
         distribution=resolve_engine(engine, distribution),
         security=security,
     )
+    from ..cluster import lab  # here: `brownout --help` starts without the lab's imports
+
     if zookeepers and not no_start:  # before anything is written for a cluster it cannot start
         pyspark_home("a ZooKeeper ensemble (its servers run from the jars in PySpark's wheel)")
     target = resolve_dir(directory)
@@ -358,6 +359,8 @@ def down_command(
         ),
     ] = DEFAULT_STOP_TIMEOUT,
 ) -> None:
+    from ..cluster import lab
+
     target = resolve_dir(directory)
     stopped = lab.down(target, purge=purge, timeout=timeout)
     what = f"stopped node(s) {', '.join(map(str, stopped))}" if stopped else "no node was running"
@@ -392,6 +395,8 @@ def status_command(
         ),
     ] = 3.0,
 ) -> None:
+    from ..cluster import lab
+
     if bootstrap:
         data = lab.external_status(bootstrap, timeout)
     else:

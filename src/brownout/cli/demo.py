@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
@@ -25,8 +25,9 @@ from ..cluster.distribution import DEFAULT_KAFKA_4, Distribution, cache_root, in
 from ..common import interrupt
 from ..common.rundir import VERDICT_FILE
 from ..scenarios import builtin
-from ..scenarios.runner import RunOutcome, ScenarioRefused, run_scenario
-from ..scenarios.schema import with_distribution
+
+if TYPE_CHECKING:
+    from ..scenarios.runner import RunOutcome
 
 SCENARIOS = ("minority-outage", "majority-outage")
 # The scenario run on both engines, and the suffix of its run directory on Kafka.
@@ -35,6 +36,9 @@ KAFKA_SUFFIX = "-kafka"
 
 
 def run_demo(out: Path, seed: int = 0, kafka: Distribution | None = None) -> int:
+    from ..scenarios.runner import ScenarioRefused, run_scenario
+    from ..scenarios.schema import with_distribution
+
     console = Console(highlight=False)
     outcomes: list[RunOutcome] = []
     runs = [(name, name, None) for name in SCENARIOS]

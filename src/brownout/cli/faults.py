@@ -14,18 +14,21 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from ..cluster.state import ClusterState, locked, resolve_dir
 from ..cluster.supervisor import DEFAULT_START_TIMEOUT, KAFKA_START_TIMEOUT, start_timeout
-from ..faults.external import ExternalControl
-from ..faults.nemesis import EXTERNAL_NETWORK, NETWORK_ACTIONS, Fault, FaultResult, Nemesis
-from ..faults.nodes_file import NodesFile, NodesFileError
-from ..faults.nodes_file import load as load_nodes
 from ..faults.targets import TARGET_HELP, describe_id
 from ._common import DirOption, UsageError, fail, handle_errors
+
+if TYPE_CHECKING:
+    from ..faults.nemesis import Fault, FaultResult
+    from ..faults.nodes_file import NodesFile
+
+# The nemesis and the external control (the wire client, the storage faults) are imported
+# where a fault runs, so that `brownout --help` starts without them.
 
 fault_app = typer.Typer(
     name="fault",
@@ -113,6 +116,9 @@ def external_cluster(
 ) -> tuple[NodesFile, str]:
     """The nodes file and the bootstrap servers of an external cluster; UsageError (exit
     status 2) for a bad file or missing bootstrap servers."""
+    from ..faults.nodes_file import NodesFileError
+    from ..faults.nodes_file import load as load_nodes
+
     if directory is not None:
         raise UsageError(
             "--dir names a cluster the lab started, --nodes one it did not: give one of them"
@@ -139,6 +145,9 @@ def _run_external(
     terminate_timeout: float,
     rejoin_timeout: float,
 ) -> FaultResult:
+    from ..faults.external import ExternalControl
+    from ..faults.nemesis import EXTERNAL_NETWORK, NETWORK_ACTIONS, Nemesis
+
     if fault.action in NETWORK_ACTIONS:
         raise fail(EXTERNAL_NETWORK, EXIT["fail"])  # refused, as in a loopback lab
     if nodes is None:
@@ -173,6 +182,8 @@ def _run(
     bootstrap_server: str | None = None,
     nodes: Path | None = None,
 ) -> None:
+    from ..faults.nemesis import Fault, Nemesis
+
     params = {k: v for k, v in params.items() if v is not None}
     if bootstrap_server or nodes is not None:
         result = _run_external(

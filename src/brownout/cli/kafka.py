@@ -9,7 +9,6 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from ..cluster import kafka_install
 from ..cluster.distribution import (
     CACHE_ENV,
     DEFAULT_VERSIONS,
@@ -60,6 +59,8 @@ def install_command(
     a version already installed is not resolved again, so this works offline then.
     Then one throwaway Kafka node runs once to make the version's class-data archive
     (its JVMs start on about 40% less CPU)."""
+    from ..cluster import kafka_install  # here: it loads urllib (xml.sax.saxutils)
+
     root = cache_root(cache)
     for version in versions or list(DEFAULT_VERSIONS):
         try:

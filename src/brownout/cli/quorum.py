@@ -7,7 +7,6 @@ from typing import Annotated
 
 import typer
 
-from ..cluster.quorum import QuorumAdmin, format_replication, format_status
 from ._common import (
     BootstrapOption,
     DirOption,
@@ -45,6 +44,8 @@ def describe_command(
     directory: DirOption = None,
     timeout: TimeoutOption = 15.0,
 ) -> None:
+    from ..cluster.quorum import QuorumAdmin, format_replication, format_status
+
     if status == replication:
         raise UsageError("give exactly one of --status, --replication")
     if human_readable and not replication:

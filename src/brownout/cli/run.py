@@ -16,7 +16,7 @@ import dataclasses
 import json
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
@@ -24,31 +24,15 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..common import interrupt
-from ..scenarios import (
-    ScenarioError,
-    builtin,
-    builtin_names,
-    builtins,
-    resolve,
-    resolve_document,
-)
-from ..scenarios.expectations import expected_text
-from ..scenarios.external_stage import External, check_external
-from ..scenarios.json_schema import scenario_schema
-from ..scenarios.junit import write_junit
-from ..scenarios.repeat import plan, run_repeated
-from ..scenarios.runner import ScenarioRefused, run_scenario
-from ..scenarios.schema import (
-    Scenario,
-    in_zookeeper_mode,
-    plain,
-    sweep_cells,
-    with_distribution,
-)
-from ..scenarios.sweep import Matrix, SweepError, cells, parse_set_option
-from ..scenarios.sweep_run import cell_seed, run_sweep
 from ._common import DISTRIBUTION_HELP, ENGINE_HELP, UsageError, resolve_engine
-from .faults import external_cluster
+
+if TYPE_CHECKING:
+    from ..scenarios.external_stage import External
+    from ..scenarios.schema import Scenario
+
+# The scenario machinery (validator, runner, sweeps: the fault tables, the protocol and
+# Kafka clients behind them) is imported inside the commands that use it, so that
+# `brownout --help` and `brownout scenarios` start without loading it.
 
 RUN_HELP = (
     "Run a scenario end to end: build a fresh cluster in the run directory, drive its "
@@ -140,6 +124,12 @@ def run_command(
         "exists (with the scenario's partition count) instead of refusing to run; records "
         "it already holds count as writes no producer of the run made.")] = False,
 ) -> None:
+    from ..scenarios import ScenarioError, resolve
+    from ..scenarios.external_stage import check_external
+    from ..scenarios.repeat import plan
+    from ..scenarios.runner import ScenarioRefused, run_scenario
+    from ..scenarios.schema import in_zookeeper_mode, with_distribution
+
     console = Console(highlight=False)
     if repeat is not None and repeat < 1:
         typer.echo(f"Error: --repeat must be at least 1 (got {repeat})", err=True)
@@ -218,6 +208,9 @@ def _external(nodes: Path | None, bootstrap_server: str | None, reuse_topics: bo
               **others: object) -> External:
     """--bootstrap-server/--nodes: the external cluster to run on; exit status 2 for a
     bad nodes file or options that need a cluster the lab builds."""
+    from ..scenarios.external_stage import External
+    from .faults import external_cluster
+
     def usage(message: str) -> typer.Exit:
         typer.echo(f"Error: {message}", err=True)
         return typer.Exit(2)
@@ -240,11 +233,16 @@ def _external(nodes: Path | None, bootstrap_server: str | None, reuse_topics: bo
 
 def _junit(console: Console, path: Path, runs: list[tuple[str, Path]], scenario: str,
            summary_dir: Path | None = None) -> None:
+    from ..scenarios.junit import write_junit
+
     console.print(f"junit: {write_junit(path, runs, scenario, summary_dir)}")
 
 
 def _repeat(loaded: Scenario, out: Path, repeat: int, seed: int, jobs: int,
             pipeline: bool, console: Console) -> int:
+    from ..scenarios.repeat import run_repeated
+    from ..scenarios.runner import ScenarioRefused
+
     console.print(f"{repeat} run(s), {jobs} at a time")
     try:
         with interrupt.interruptible():
@@ -258,6 +256,10 @@ def _repeat(loaded: Scenario, out: Path, repeat: int, seed: int, jobs: int,
 
 
 def _print_plan(console: Console, s: Scenario) -> None:
+    from ..scenarios.expectations import expected_text
+    from ..scenarios.schema import plain
+    from ..scenarios.sweep import cells
+
     console.print(f"{s.source}: valid scenario {s.name}")
     console.print(f"  cluster: {_cluster_text(s)}; {s.duration:g}s of workload")
     for step in s.schedule:
@@ -293,6 +295,8 @@ def scenarios_show(
                                         show_default=False)],
 ) -> None:
     """Print a built-in scenario's YAML (to copy and change: `brownout run FILE`)."""
+    from ..scenarios import ScenarioError, builtin
+
     try:
         scenario = builtin(name)
     except ScenarioError as e:
@@ -310,6 +314,8 @@ def scenarios_schema(
     """Print the JSON Schema (draft 2020-12) of scenario files, for editors and CI. It is
     generated from the tables the validator reads; `brownout run FILE --validate` also
     checks what relates keys to each other (topics, step ids, targets, netns)."""
+    from ..scenarios.json_schema import scenario_schema
+
     text = json.dumps(scenario_schema(), indent=2) + "\n"
     if out is None:
         typer.echo(text, nl=False)
@@ -331,26 +337,36 @@ def scenarios_command(
     one's file."""
     if ctx.invoked_subcommand is not None:
         return
+    from ..scenarios import builtin_dir
+    from ..scenarios.catalog import CatalogError, entries
+
     console = Console(highlight=False)
     try:
-        loaded = builtins()
-    except ScenarioError as e:  # a broken built-in is a bug: say which
+        listed = entries(builtin_dir())  # read, not validated: see scenarios/catalog.py
+    except CatalogError as e:  # a broken built-in is a bug: say which
         typer.echo(f"Error: {e}", err=True)
         raise typer.Exit(1) from None
+    details: dict[str, str] = {}
+    if verbose:  # the cluster and schedule as the validator reads them
+        from ..scenarios import ScenarioError, builtins
+
+        try:
+            details = {s.name: f"\n  cluster: {_cluster_text(s)}; {s.duration:g}s; schedule: "
+                       + "; ".join(st.describe() for st in s.schedule) for s in builtins()}
+        except ScenarioError as e:
+            typer.echo(f"Error: {e}", err=True)
+            raise typer.Exit(1) from None
     table = Table(show_header=True, box=None, pad_edge=False)
     table.add_column("scenario", style="bold", no_wrap=True,
-                     min_width=max((len(s.name) for s in loaded), default=8))
+                     min_width=max((len(e.name) for e in listed), default=8))
     table.add_column("description", no_wrap=not verbose, overflow="ellipsis")
-    for s in loaded:
-        text = s.description.split(". ")[0].rstrip(".")
-        if s.needs_root:
-            text = ("(root, netns) " if s.cluster.network == "netns" else "(root) ") + text
-        if verbose:
-            text += (f"\n  cluster: {_cluster_text(s)}; {s.duration:g}s; schedule: "
-                     + "; ".join(st.describe() for st in s.schedule))
-        table.add_row(s.name, text)
+    for e in listed:
+        text = e.summary
+        if e.needs_root:
+            text = ("(root, netns) " if e.network == "netns" else "(root) ") + text
+        table.add_row(e.name, text + details.get(e.name, ""))
     console.print(table)
-    console.print(f"{len(builtin_names())} scenarios; run one with `brownout run NAME`")
+    console.print(f"{len(listed)} scenarios; run one with `brownout run NAME`")
 
 
 SWEEP_HELP = (
@@ -400,6 +416,13 @@ def sweep_command(
         "--distribution", metavar="KAFKA_HOME", help=DISTRIBUTION_HELP,
         show_default=False)] = None,
 ) -> None:
+    from ..scenarios import ScenarioError, resolve_document
+    from ..scenarios.repeat import plan
+    from ..scenarios.runner import ScenarioRefused
+    from ..scenarios.schema import sweep_cells, with_distribution
+    from ..scenarios.sweep import Matrix, SweepError, parse_set_option
+    from ..scenarios.sweep_run import cell_seed, run_sweep
+
     console = Console(highlight=False)
     try:
         if repeat is not None and repeat < 1:

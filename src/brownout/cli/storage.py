@@ -9,8 +9,9 @@ import typer
 
 from ..common.config import ConfigError
 from ..common.kafka_config import KafkaConfig
-from ..storage import StorageError, format_log_dirs, random_uuid
-from ..storage.dump_log import LOG_SUFFIX, describe, read_headers
+
+# The log layer (storage, and kio behind it) is imported by the commands that use it, so
+# that `brownout --help` starts without it.
 
 storage_app = typer.Typer(
     help="Format storage and generate cluster ids (like kafka-storage.sh).",
@@ -21,6 +22,8 @@ storage_app = typer.Typer(
 @storage_app.command("random-uuid")
 def random_uuid_command() -> None:
     """Print a new random cluster id."""
+    from ..storage import random_uuid
+
     typer.echo(random_uuid())
 
 
@@ -39,6 +42,8 @@ def format_command(
     ] = False,
 ) -> None:
     """Format the node's log directories (writes meta.properties)."""
+    from ..storage import StorageError, format_log_dirs
+
     if not config.is_file():
         raise typer.BadParameter(f"{config} does not exist", param_hint="--config")
     try:
@@ -66,6 +71,8 @@ def dump_log_command(
         list[Path], typer.Option("--files", help="Segment files (*.log) to print; repeat it.")
     ],
 ) -> None:
+    from ..storage.dump_log import LOG_SUFFIX, describe, read_headers
+
     for path in files:
         if not path.is_file() or path.suffix != LOG_SUFFIX:
             raise typer.BadParameter(f"{path} is not a log segment file (*.log)",

@@ -22,7 +22,6 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-from ..cluster import lab
 from ..cluster.admin import Admin, AdminError, DescribedTopic
 from ._common import BootstrapOption, DirOption, resolve_dir
 
@@ -89,6 +88,8 @@ def views(topics: Sequence[DescribedTopic]) -> dict[Key, PartitionView]:
 
 
 def collect(directory: Path | None, bootstrap: str | None, timeout: float) -> Frame:
+    from ..cluster import lab  # here: `brownout --help` starts without the lab's imports
+
     now = time.monotonic()
     try:
         if bootstrap:

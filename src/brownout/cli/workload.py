@@ -10,10 +10,9 @@ import functools
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
-from confluent_kafka import KafkaException
 from rich.console import Console
 from rich.live import Live
 from rich.table import Table
@@ -21,13 +20,7 @@ from rich.text import Text
 
 from ..cluster.admin import Admin
 from ..common.rundir import HISTORY_FILE, HISTORY_JSONL
-from ..workload.consumer import ConsumerSettings
-from ..workload.final_read import load_final_read
 from ..workload.generators import WORKLOADS
-from ..workload.history import ensure_parquet
-from ..workload.producer import ACKS, ProducerSettings
-from ..workload.run import RunError, WorkloadRun, do_final_read, interrupted_text, load_run
-from ..workload.summary import CHECK_FILE, check_run, counts
 from ._common import (
     BootstrapOption,
     DirOption,
@@ -38,6 +31,12 @@ from ._common import (
     refuse_unfinished,
     resolve_bootstrap,
 )
+
+if TYPE_CHECKING:
+    from ..workload.run import WorkloadRun
+
+# The clients and the history's Arrow tables (confluent_kafka, pyarrow) are imported by
+# the commands that use them, so that `brownout --help` starts without them.
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -59,6 +58,10 @@ def _workload_errors(func: F) -> F:
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
+        from confluent_kafka import KafkaException
+
+        from ..workload.run import RunError
+
         try:
             return func(*args, **kwargs)
         except RunError as e:
@@ -208,6 +211,10 @@ def produce_command(
 
 @_workload_errors
 def _produce(**o: Any) -> None:
+    from ..workload.consumer import ConsumerSettings
+    from ..workload.producer import ACKS, ProducerSettings
+    from ..workload.run import WorkloadRun
+
     if o["acks"] not in ACKS:
         raise UsageError(f"--acks must be one of {', '.join(ACKS)}, got {o['acks']!r}")
     if o["workload"] not in WORKLOADS:
@@ -295,6 +302,9 @@ def consume_command(
 
 @_workload_errors
 def _consume(**o: Any) -> None:
+    from ..workload.consumer import ConsumerSettings
+    from ..workload.run import WorkloadRun
+
     servers = resolve_bootstrap(o["bootstrap"], o["directory"])
     console = Console(highlight=False)
     settings = ConsumerSettings(
@@ -328,6 +338,11 @@ def check_command(
     """Read the run's topics up to their high watermarks (once the cluster has healed),
     then check the history against the log (or print the counts when no checker is
     installed)."""
+    from ..workload.final_read import load_final_read
+    from ..workload.history import ensure_parquet
+    from ..workload.run import do_final_read, interrupted_text, load_run
+    from ..workload.summary import CHECK_FILE, check_run, counts
+
     console = Console(highlight=False)
     refuse_unfinished(run_dir)
     info = load_run(run_dir)

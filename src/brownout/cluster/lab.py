@@ -45,7 +45,6 @@ from ..common.events import read_events
 from ..common.java import JavaError, require_java
 from ..common.rundir import CLUSTER_STATE_FILE, node_dir_name, node_dirs
 from ..security import certs
-from ..storage import random_uuid
 from . import netns, znodes
 from . import zookeeper as zk
 from .distribution import DistributionError, open_home
@@ -160,6 +159,8 @@ def up(
     start=False the cluster is prepared (state, configs, formatted storage) but no node
     is started. `timeout`: how long the nodes may take to serve (default: by engine,
     `supervisor.start_timeout`)."""
+    from ..storage import random_uuid  # the log layer, only when a cluster is built
+
     # Nodes run with their own folder as working directory: every path must be absolute.
     directory = Path(directory).absolute()
     given = set(given or ())

@@ -38,12 +38,10 @@ from ..common.config import ConfigError
 from ..common.java import JavaError, require_java
 from ..common.kafka_config import KafkaConfig
 from ..common.properties import format_properties
-from ..storage import StorageError, format_log_dirs
 from . import launcher
 from .distribution import Distribution, DistributionError, open_home
 from .state import ClusterState, NodeState, atomic_write_text
 from .topology import HOST, NodeSpec, Topology, TopologyRequest, scram_credentials
-from .wire import WireError, fetch_metadata
 
 READY_LINE = "Kafka Server started"  # a KRaft node (KafkaRaftServer)
 
@@ -263,6 +261,8 @@ class Supervisor:
         """Like `kafka-storage format -t CLUSTER_ID -c server.properties --ignore-formatted`.
         A ZooKeeper-mode broker is left alone: it writes its own meta.properties (v0) on
         first start, with the cluster id it finds in ZooKeeper."""
+        from ..storage import StorageError, format_log_dirs
+
         kafka_nodes = []
         for spec in self.topology.nodes:
             try:
@@ -419,6 +419,8 @@ class Supervisor:
             time.sleep(0.1)
         if not whole_cluster or not self.topology.brokers:
             return
+        from .wire import WireError, fetch_metadata
+
         expected = sorted(n.node_id for n in self.topology.brokers)
         seen: list[int] = []
         while True:

@@ -58,14 +58,16 @@ import dataclasses
 import random
 import time
 from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from ..cluster.ensemble import Ensemble
 from ..cluster.state import ClusterState
 from ..cluster.supervisor import node_process_state
 from ..cluster.topology import Topology
-from ..cluster.wire import PartitionMetadata, WireClient, WireError
-from ..cluster.znodes import ZnodeError, read_controller
 from ..cluster.zookeeper import ZOOKEEPER_HOST_BASE
+
+if TYPE_CHECKING:
+    from ..cluster.wire import PartitionMetadata
 
 TARGET_HELP = (
     "TARGET: a node id (3, node-3, 1,2) | leader:TOPIC-P | active-controller (controller; "
@@ -439,6 +441,11 @@ def take_snapshot(
 
     The lab's cluster is read from `state` (its running nodes by pid); a cluster the lab
     did not start (state None) passes its `topology` and the addresses to ask."""
+    # The protocol client and ZooKeeper's, only here: parsing targets (a scenario file's,
+    # the CLI's help) needs neither.
+    from ..cluster.wire import WireClient, WireError
+    from ..cluster.znodes import ZnodeError, read_controller
+
     need = [part for t in need for part in t.parts]
     if topology is None:
         assert state is not None, "take_snapshot needs a state or a topology"
