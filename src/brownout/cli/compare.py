@@ -10,20 +10,20 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-import yaml
 from rich.console import Console
 
 from ..common import interrupt
-from ..scenarios import ScenarioError, resolve, resolve_document
-from ..scenarios.compare import CompareError, Engine, parse_engines
-from ..scenarios.compare_run import run_compare
-from ..scenarios.runner import ScenarioRefused
-from ..scenarios.schema import Scenario, loads, with_distribution
-from ..scenarios.sweep import SweepError, apply, parse_set_option
 from ._common import UsageError, resolve_engine
+
+if TYPE_CHECKING:
+    from ..scenarios.compare import Engine
+    from ..scenarios.schema import Scenario
+
+# The scenario machinery (validator, runner, comparison) is imported inside the command,
+# so that `brownout --help` starts without it.
 
 COMPARE_HELP = (
     "Run one scenario on several engines and compare them: the same file, seeds, clients "
@@ -71,6 +71,12 @@ def compare_command(
         "--dry-run", help="Only check the scenario (with --set) for every engine and "
         "say what would run; run nothing.")] = False,
 ) -> None:
+    from ..scenarios import ScenarioError
+    from ..scenarios.compare import CompareError, parse_engines
+    from ..scenarios.compare_run import run_compare
+    from ..scenarios.runner import ScenarioRefused
+    from ..scenarios.sweep import SweepError
+
     console = Console(highlight=False)
     try:
         if repeat < 1:
@@ -109,6 +115,12 @@ def compare_command(
 def _scenario(name: str, items: list[str]) -> tuple[Scenario, dict[str, Any]]:
     """The scenario with each --set PARAMETER=VALUE applied (one value each: several
     are a sweep), and those settings."""
+    import yaml
+
+    from ..scenarios import resolve, resolve_document
+    from ..scenarios.schema import loads
+    from ..scenarios.sweep import apply, parse_set_option
+
     if not items:
         return resolve(name), {}
     loaded, document = resolve_document(name)
@@ -126,5 +138,7 @@ def _scenario(name: str, items: list[str]) -> tuple[Scenario, dict[str, Any]]:
 def _on(engine: Engine, scenario: Scenario) -> Scenario:
     """`scenario` with its nodes run by `engine` (UsageError: a version not installed;
     ScenarioError: a scenario only Brownout's node can run)."""
+    from ..scenarios.schema import with_distribution
+
     home = resolve_engine(engine.option, None)
     return scenario if home is None else with_distribution(scenario, home)
