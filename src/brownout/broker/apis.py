@@ -7,6 +7,7 @@ read with `getattr` defaults) and describe responses as plain dicts that
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import logging
 import os
@@ -30,7 +31,7 @@ from ..controller.topics import (
     validate_topic_name,
 )
 from ..protocol.apis import BROKER_APIS, ApiKey, advertised_versions, response_class
-from ..protocol.build import build, millis
+from ..protocol.build import build, field_entity, millis
 from ..protocol.connection import Request, ServerConnection
 from ..protocol.errors import (
     CorruptRecordError,
@@ -83,6 +84,9 @@ RESOURCE_GROUP = 32
 LATEST_TIMESTAMP = -1
 EARLIEST_TIMESTAMP = -2
 MAX_TIMESTAMP = -3
+# How many topics and partitions a Metadata response takes in before its handler lets
+# the event loop run other tasks (a few milliseconds of work).
+METADATA_WORK_PER_TURN = 500
 
 Handler = Callable[[Request, "ClientContext"], Awaitable[Any]]
 
@@ -309,55 +313,78 @@ class KafkaApis:
         if version == 0 and not requested:
             requested = None  # v0: an empty list means all topics
         allow_create = getattr(body, "allow_auto_topic_creation", True)
+        topic_cls = field_entity(ServerConnection.response_class(request.header), "topics")
+        topics: list[Any] = []
+        # Every topic and partition costs the loop microseconds; a response for a million
+        # of them held it for tens of seconds, and a node whose loop stands still misses
+        # its heartbeats and is fenced. So the loop gets a turn every so much work.
+        work = 0
         if requested is None:
             # Topics the principal may not describe are left out, as in Kafka.
-            topics = [self._topic_metadata(n, ctx.listener, version)
-                      for n in self.metadata.all_topics()
-                      if self.topic_allowed(ctx, AclOperation.DESCRIBE, n)]
+            for n in self.metadata.all_topics():
+                work += 1
+                if self.topic_allowed(ctx, AclOperation.DESCRIBE, n):
+                    entry = self._topic_metadata(n, ctx.listener, version)
+                    topics.append(build(topic_cls, entry))
+                    work += len(entry["partitions"])
+                if work >= METADATA_WORK_PER_TURN:
+                    work = 0
+                    await asyncio.sleep(0)
         else:
-            topics = []
+            # Kafka reads the requested topics as a set: a name (or id) asked for twice
+            # is answered once. A request of socket.request.max.bytes names up to
+            # hundreds of thousands.
+            seen: set[tuple[Any, Any]] = set()
             for t in requested:
-                name = getattr(t, "name", None)
-                topic_id = getattr(t, "topic_id", None)
-                if name is None:
-                    name = self.metadata.topic_name(topic_id)
-                    if name is None:
-                        # Names are nullable in responses from v12 only.
-                        topics.append(
-                            {"error_code": ErrorCode.unknown_topic_id,
-                             "name": None if version >= 12 else "",
-                             "topic_id": topic_id, "is_internal": False, "partitions": []}
-                        )
-                        continue
-                if not self.topic_allowed(ctx, AclOperation.DESCRIBE, name):
-                    topics.append({"error_code": ErrorCode.topic_authorization_failed,
-                                   "name": name, "topic_id": None, "is_internal": False,
-                                   "partitions": []})
-                    continue
-                # Auto-creation needs CREATE on the cluster or the topic, as in Kafka.
-                would_create = (allow_create and self.config["auto.create.topics.enable"]
-                                and not self.metadata.contains(name))
-                if would_create and not (
-                    self.allowed(ctx, AclOperation.CREATE)
-                    or self.topic_allowed(ctx, AclOperation.CREATE, name)
-                ):
-                    topics.append({"error_code": ErrorCode.topic_authorization_failed,
-                                   "name": name, "topic_id": None, "is_internal": False,
-                                   "partitions": []})
-                    continue
-                topics.append(
-                    await self._metadata_for_name(name, ctx.listener, version, allow_create))
-        return self._response(
+                work += 1
+                key = (getattr(t, "name", None), getattr(t, "topic_id", None))
+                if key not in seen:
+                    seen.add(key)
+                    entry = await self._requested_topic(
+                        key[0], key[1], ctx, version, allow_create)
+                    topics.append(build(topic_cls, entry))
+                    work += len(entry["partitions"])
+                if work >= METADATA_WORK_PER_TURN:
+                    work = 0
+                    await asyncio.sleep(0)
+        response = self._response(
             request,
             {
                 "throttle_time": 0,
                 "brokers": self._brokers(ctx.listener),
                 "cluster_id": self.cluster_id,
                 "controller_id": self._controller_id_for_clients(),
-                "topics": topics,
+                "topics": [],
                 "cluster_authorized_operations": CLUSTER_AUTHORIZED_OPERATIONS_OMITTED,
             },
         )
+        # The entries are built already: `build` would walk them all once more.
+        return dataclasses.replace(response, topics=tuple(topics))
+
+    async def _requested_topic(
+        self, name: str | None, topic_id: Any, ctx: ClientContext, version: int,
+        allow_create: bool,
+    ) -> dict[str, Any]:
+        if name is None:
+            name = self.metadata.topic_name(topic_id)
+            if name is None:
+                # Names are nullable in responses from v12 only.
+                return {"error_code": ErrorCode.unknown_topic_id,
+                        "name": None if version >= 12 else "",
+                        "topic_id": topic_id, "is_internal": False, "partitions": []}
+        if not self.topic_allowed(ctx, AclOperation.DESCRIBE, name):
+            return {"error_code": ErrorCode.topic_authorization_failed,
+                    "name": name, "topic_id": None, "is_internal": False, "partitions": []}
+        # Auto-creation needs CREATE on the cluster or the topic, as in Kafka.
+        would_create = (allow_create and self.config["auto.create.topics.enable"]
+                        and not self.metadata.contains(name))
+        if would_create and not (
+            self.allowed(ctx, AclOperation.CREATE)
+            or self.topic_allowed(ctx, AclOperation.CREATE, name)
+        ):
+            return {"error_code": ErrorCode.topic_authorization_failed,
+                    "name": name, "topic_id": None, "is_internal": False, "partitions": []}
+        return await self._metadata_for_name(name, ctx.listener, version, allow_create)
 
     async def _metadata_for_name(
         self, name: str, listener: str, version: int, allow_create: bool
