@@ -192,10 +192,18 @@ class SocketServer:
                         else:
                             data = conn.encode_response(request.header, response)
                     except ResponseTooLongError as e:
-                        log.warning("Closing connection from %s after %s v%d (client %s): %s",
-                                    peer, _api_name(request.header.api_key),
-                                    request.header.api_version, request.header.client_id, e)
-                        return
+                        # Kafka's serializer refuses the same response and its request
+                        # handler answers with the request's error response instead.
+                        log.warning("Answering %s v%d (client %s) from %s with "
+                                    "UNKNOWN_SERVER_ERROR: %s",
+                                    _api_name(request.header.api_key),
+                                    request.header.api_version, request.header.client_id,
+                                    peer, e)
+                        try:
+                            data = conn.encode_response(request.header, conn.error_response(
+                                response, "a response field is too long to be serialized"))
+                        except ResponseTooLongError:
+                            return  # still too long (a name, not a message): close
                     writer.write(data)
                     await writer.drain()
                 # One request per connection per loop turn. A client may pipeline

@@ -18,6 +18,7 @@ import io
 import struct
 from typing import Any
 
+from kio.schema.errors import ErrorCode
 from kio.serial import entity_writer
 from kio.serial.errors import OutOfBoundValue
 
@@ -158,6 +159,13 @@ class ServerConnection:
         return bytes(data)
 
     @staticmethod
+    def error_response(body: Any, message: str) -> Any:
+        """`body` with every error code UNKNOWN_SERVER_ERROR and every error message
+        `message`: what Kafka answers (the request's error response for the exception)
+        when the response it built cannot be serialized."""
+        return _with_error(body, message)
+
+    @staticmethod
     def response_weight(header: RequestHeader, body: Any) -> int:
         """About how many entries encoding `body` walks, for the responses that grow
         with the cluster (Metadata: topics and partitions); 0 for the rest."""
@@ -169,3 +177,20 @@ class ServerConnection:
     @staticmethod
     def response_class(header: RequestHeader) -> type:
         return response_class(header.api_key, header.api_version)
+
+
+def _with_error(value: Any, message: str) -> Any:
+    if isinstance(value, tuple):
+        return tuple(_with_error(v, message) for v in value)
+    if not dataclasses.is_dataclass(value) or isinstance(value, type):
+        return value
+    changes: dict[str, Any] = {}
+    for f in dataclasses.fields(value):
+        item = getattr(value, f.name)
+        if f.name == "error_code":
+            changes[f.name] = ErrorCode.unknown_server_error
+        elif f.name == "error_message":
+            changes[f.name] = message
+        elif isinstance(item, tuple) or dataclasses.is_dataclass(item):
+            changes[f.name] = _with_error(item, message)
+    return dataclasses.replace(value, **changes)

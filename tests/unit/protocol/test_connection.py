@@ -2,6 +2,7 @@ import io
 import struct
 
 import pytest
+from kio.schema.errors import ErrorCode
 from kio.serial import entity_reader, entity_writer
 
 from brownout.protocol.apis import BROKER_APIS, ApiKey, request_class, response_class
@@ -127,6 +128,15 @@ def test_a_string_too_long_for_a_legacy_version_is_refused_by_name():
     header = RequestHeader(ApiKey.CREATE_TOPICS, 4, 3, "c")
     with pytest.raises(ResponseTooLongError, match="32767"):
         ServerConnection.encode_response(header, body)
+    # Kafka answers such a request with its error response: UNKNOWN_SERVER_ERROR and a
+    # short message, the name kept (Kafka 4.4.0 does so for this very request).
+    out = ServerConnection.encode_response(
+        header, ServerConnection.error_response(body, "too long to be serialized"))
+    decoded, _ = entity_reader(cls)(out, 8)
+    [topic] = decoded.topics
+    assert topic.name == name
+    assert topic.error_code == ErrorCode.unknown_server_error
+    assert topic.error_message == "too long to be serialized"
     # The same answer in a flexible version (compact strings) is encoded.
     flexible = build(response_class(ApiKey.CREATE_TOPICS, 5), {"throttle_time": 0, "topics": [{
         "name": name, "error_code": 17, "error_message": "m" * 40_000, "topic_id": None,

@@ -1,4 +1,6 @@
-"""A Metadata request of socket.request.max.bytes is served without stopping the node.
+"""Requests that make large work or large answers, served as Kafka serves them.
+
+A Metadata request of socket.request.max.bytes is served without stopping the node.
 
 A fuzzer's frame of up to socket.request.max.bytes may be a Metadata request naming
 hundreds of thousands of topics. Decoding it, answering every name and encoding the
@@ -82,3 +84,24 @@ def test_a_metadata_request_naming_many_topics_does_not_stall_the_loop(node_fact
     with raw.connect(node) as sock:
         sock.settimeout(30)
         assert raw.api_versions_round_trip(sock, 5)
+
+
+def test_an_answer_too_long_for_its_version_is_an_unknown_server_error(node_factory) -> None:
+    node = node_factory()
+    name = "x" * 32_700
+    cls = request_class(ApiKey.CREATE_TOPICS, 4)
+    out = io.BytesIO()
+    entity_writer(cls)(out, build(cls, {
+        "topics": [{"name": name, "num_partitions": 1, "replication_factor": 1,
+                    "assignments": [], "configs": []}],
+        "timeout": 5000, "validate_only": False}))
+    with raw.connect(node) as sock:
+        sock.settimeout(60)
+        sock.sendall(raw.frame(ApiKey.CREATE_TOPICS, 4, 11, out.getvalue()))
+        corr, payload = raw.read_response(sock)
+    assert corr == 11
+    response, _ = entity_reader(response_class(ApiKey.CREATE_TOPICS, 4))(payload, 0)
+    [topic] = response.topics
+    assert topic.name == name
+    assert topic.error_code == ErrorCode.unknown_server_error
+    assert "Traceback" not in node.log_path.read_text()
