@@ -12,6 +12,7 @@ import dataclasses
 import logging
 import os
 import random
+import re
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -246,6 +247,11 @@ class KafkaApis:
         )
 
     async def handle_api_versions(self, request: Request, ctx: ClientContext) -> Any:
+        if request.header.api_version >= 3 and not _valid_client_software(request.body):
+            # KIP-511: Kafka checks the client's software name and version and answers
+            # INVALID_REQUEST, without the API list, when either is malformed.
+            return self._response(request, {"error_code": ErrorCode.invalid_request,
+                                            "api_keys": [], "throttle_time": 0})
         keys = [
             {"api_key": int(k), "min_version": lo, "max_version": hi}
             for k, (lo, hi) in sorted(self.supported.items())
@@ -313,6 +319,22 @@ class KafkaApis:
         if version == 0 and not requested:
             requested = None  # v0: an empty list means all topics
         allow_create = getattr(body, "allow_auto_topic_creation", True)
+        if requested is not None and version < 12 and any(
+            getattr(t, "topic_id", None) is not None or t.name is None for t in requested
+        ):
+            # Kafka: topic ids, and null names, are refused below v12 (INVALID_REQUEST
+            # for every topic named, as its error response for the request).
+            return self._response(request, {
+                "throttle_time": 0, "brokers": [], "cluster_id": None, "controller_id": -1,
+                "topics": [{"error_code": ErrorCode.invalid_request, "name": t.name or "",
+                            "topic_id": getattr(t, "topic_id", None), "is_internal": False,
+                            "partitions": []} for t in requested],
+                "cluster_authorized_operations": CLUSTER_AUTHORIZED_OPERATIONS_OMITTED,
+            })
+        if requested is not None and any(
+                getattr(t, "topic_id", None) is not None for t in requested):
+            # With any topic id in the request, Kafka answers the ids and ignores names.
+            requested = [t for t in requested if t.topic_id is not None]
         topic_cls = field_entity(ServerConnection.response_class(request.header), "topics")
         topics: list[Any] = []
         # Every topic and partition costs the loop microseconds; a response for a million
@@ -337,7 +359,8 @@ class KafkaApis:
             seen: set[tuple[Any, Any]] = set()
             for t in requested:
                 work += 1
-                key = (getattr(t, "name", None), getattr(t, "topic_id", None))
+                topic_id = getattr(t, "topic_id", None)
+                key = (None if topic_id is not None else t.name, topic_id)
                 if key not in seen:
                     seen.add(key)
                     entry = await self._requested_topic(
@@ -425,16 +448,21 @@ class KafkaApis:
         for topic in body.topic_data:
             for p in topic.partition_data:
                 tp = TopicPartition(topic.name, int(p.index))
-                if acks not in (-1, 0, 1):
-                    errors[tp] = ErrorCode.invalid_required_acks
-                elif not self.topic_allowed(ctx, AclOperation.WRITE, topic.name):
+                # Kafka's order: authorization, the partition's existence and the
+                # records are checked per partition before the acks, which the replica
+                # manager checks for all the partitions that passed.
+                if not self.topic_allowed(ctx, AclOperation.WRITE, topic.name):
                     errors[tp] = ErrorCode.topic_authorization_failed
                 elif topic.name == CLUSTER_METADATA_TOPIC:
                     # The Raft log is no partition of this broker's (Kafka: not in the
                     # metadata cache); a write here must never reach its files.
                     errors[tp] = ErrorCode.unknown_topic_or_partition
+                elif self.metadata.partition_info(topic.name, tp.partition) is None:
+                    errors[tp] = ErrorCode.unknown_topic_or_partition
                 elif (problem := _produce_records_problem(version, p.records)) is not None:
                     errors[tp] = problem
+                elif acks not in (-1, 0, 1):
+                    errors[tp] = ErrorCode.invalid_required_acks
                 elif topic.name in INTERNAL_TOPICS:
                     errors[tp] = ErrorCode.invalid_topic_exception
                 else:
@@ -1244,6 +1272,17 @@ class KafkaApis:
                 parts.append(entry)
             topics.append({"topic": topic.topic, "partitions": parts})
         return self._response(request, {"throttle_time": 0, "topics": topics})
+
+
+# Kafka's ApiVersionsRequest.SOFTWARE_NAME_VERSION_PATTERN.
+_SOFTWARE_NAME_VERSION = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
+
+
+def _valid_client_software(body: Any) -> bool:
+    return all(
+        _SOFTWARE_NAME_VERSION.fullmatch(getattr(body, field, "") or "") is not None
+        for field in ("client_software_name", "client_software_version")
+    )
 
 
 class UnsupportedRequest(Exception):
