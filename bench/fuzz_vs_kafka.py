@@ -123,6 +123,14 @@ def api_of(frame: fz.Frame) -> str:
         return f"key {key}"
 
 
+def api_key_of(api: str) -> str:
+    """"3v12" -> "3"; "-" (no header) stays; a key no ApiKey names -> "unknown key"."""
+    if api == "-":
+        return api
+    key = api.split("v")[0]
+    return key if int(key) in ApiKey._value2member_map_ else "unknown key"
+
+
 def targeted() -> list[fz.Frame]:
     """The two shapes that hurt the node on main: a huge Metadata and a long name."""
     from brownout.protocol.apis import request_class
@@ -230,19 +238,15 @@ def summarize(rows: list[dict[str, Any]], worst: dict[str, list[tuple[float, str
     agree = [r for r in rows if r["node"] == r["kafka"]]
     by_api: dict[str, list[bool]] = defaultdict(list)
     for r in rows:
-        key = r["api"].split("v")[0] if r["api"] != "-" else "-"
-        by_api[key].append(r["node"] == r["kafka"])
-    disagreements = Counter((r["api"].split("v")[0], r["node"], r["kafka"])
+        by_api[api_key_of(r["api"])].append(r["node"] == r["kafka"])
+    disagreements = Counter((api_key_of(r["api"]), r["node"], r["kafka"])
                             for r in rows if r["node"] != r["kafka"])
     print(f"\n{len(agree)} of {len(rows)} frames agree ({len(agree) / len(rows):.1%}); "
           f"alive at the end: node {alive[0]}, kafka {alive[1]}")
     print("\nper API key (key: agree/frames):")
-    names = {}
+    names = {key: key if key in ("-", "unknown key") else ApiKey(int(key)).name
+             for key in by_api}
     for key, results in sorted(by_api.items(), key=lambda kv: sum(kv[1]) / len(kv[1])):
-        try:
-            names[key] = ApiKey(int(key)).name if key != "-" else "-"
-        except ValueError:
-            names[key] = f"key {key}"
         print(f"  {names[key]:<32} {sum(results):>5}/{len(results):<5} "
               f"{sum(results) / len(results):.0%}")
     print("\nmost common disagreements (API, node, kafka): count")
