@@ -7,10 +7,12 @@ read with `getattr` defaults) and describe responses as plain dicts that
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import logging
 import os
 import random
+import re
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -30,7 +32,7 @@ from ..controller.topics import (
     validate_topic_name,
 )
 from ..protocol.apis import BROKER_APIS, ApiKey, advertised_versions, response_class
-from ..protocol.build import build, millis
+from ..protocol.build import build, field_entity, millis
 from ..protocol.connection import Request, ServerConnection
 from ..protocol.errors import (
     CorruptRecordError,
@@ -83,6 +85,9 @@ RESOURCE_GROUP = 32
 LATEST_TIMESTAMP = -1
 EARLIEST_TIMESTAMP = -2
 MAX_TIMESTAMP = -3
+# How many topics and partitions a Metadata response takes in before its handler lets
+# the event loop run other tasks (a few milliseconds of work).
+METADATA_WORK_PER_TURN = 500
 
 Handler = Callable[[Request, "ClientContext"], Awaitable[Any]]
 
@@ -242,6 +247,11 @@ class KafkaApis:
         )
 
     async def handle_api_versions(self, request: Request, ctx: ClientContext) -> Any:
+        if request.header.api_version >= 3 and not _valid_client_software(request.body):
+            # KIP-511: Kafka checks the client's software name and version and answers
+            # INVALID_REQUEST, without the API list, when either is malformed.
+            return self._response(request, {"error_code": ErrorCode.invalid_request,
+                                            "api_keys": [], "throttle_time": 0})
         keys = [
             {"api_key": int(k), "min_version": lo, "max_version": hi}
             for k, (lo, hi) in sorted(self.supported.items())
@@ -309,55 +319,95 @@ class KafkaApis:
         if version == 0 and not requested:
             requested = None  # v0: an empty list means all topics
         allow_create = getattr(body, "allow_auto_topic_creation", True)
+        if requested is not None and version < 12 and any(
+            getattr(t, "topic_id", None) is not None or t.name is None for t in requested
+        ):
+            # Kafka: topic ids, and null names, are refused below v12 (INVALID_REQUEST
+            # for every topic named, as its error response for the request).
+            return self._response(request, {
+                "throttle_time": 0, "brokers": [], "cluster_id": None, "controller_id": -1,
+                "topics": [{"error_code": ErrorCode.invalid_request, "name": t.name or "",
+                            "topic_id": getattr(t, "topic_id", None), "is_internal": False,
+                            "partitions": []} for t in requested],
+                "cluster_authorized_operations": CLUSTER_AUTHORIZED_OPERATIONS_OMITTED,
+            })
+        if requested is not None and any(
+                getattr(t, "topic_id", None) is not None for t in requested):
+            # With any topic id in the request, Kafka answers the ids and ignores names.
+            requested = [t for t in requested if t.topic_id is not None]
+        topic_cls = field_entity(ServerConnection.response_class(request.header), "topics")
+        topics: list[Any] = []
+        # Every topic and partition costs the loop microseconds; a response for a million
+        # of them held it for tens of seconds, and a node whose loop stands still misses
+        # its heartbeats and is fenced. So the loop gets a turn every so much work.
+        work = 0
         if requested is None:
             # Topics the principal may not describe are left out, as in Kafka.
-            topics = [self._topic_metadata(n, ctx.listener, version)
-                      for n in self.metadata.all_topics()
-                      if self.topic_allowed(ctx, AclOperation.DESCRIBE, n)]
+            for n in self.metadata.all_topics():
+                work += 1
+                if self.topic_allowed(ctx, AclOperation.DESCRIBE, n):
+                    entry = self._topic_metadata(n, ctx.listener, version)
+                    topics.append(build(topic_cls, entry))
+                    work += len(entry["partitions"])
+                if work >= METADATA_WORK_PER_TURN:
+                    work = 0
+                    await asyncio.sleep(0)
         else:
-            topics = []
+            # Kafka reads the requested topics as a set: a name (or id) asked for twice
+            # is answered once. A request of socket.request.max.bytes names up to
+            # hundreds of thousands.
+            seen: set[tuple[Any, Any]] = set()
             for t in requested:
-                name = getattr(t, "name", None)
+                work += 1
                 topic_id = getattr(t, "topic_id", None)
-                if name is None:
-                    name = self.metadata.topic_name(topic_id)
-                    if name is None:
-                        # Names are nullable in responses from v12 only.
-                        topics.append(
-                            {"error_code": ErrorCode.unknown_topic_id,
-                             "name": None if version >= 12 else "",
-                             "topic_id": topic_id, "is_internal": False, "partitions": []}
-                        )
-                        continue
-                if not self.topic_allowed(ctx, AclOperation.DESCRIBE, name):
-                    topics.append({"error_code": ErrorCode.topic_authorization_failed,
-                                   "name": name, "topic_id": None, "is_internal": False,
-                                   "partitions": []})
-                    continue
-                # Auto-creation needs CREATE on the cluster or the topic, as in Kafka.
-                would_create = (allow_create and self.config["auto.create.topics.enable"]
-                                and not self.metadata.contains(name))
-                if would_create and not (
-                    self.allowed(ctx, AclOperation.CREATE)
-                    or self.topic_allowed(ctx, AclOperation.CREATE, name)
-                ):
-                    topics.append({"error_code": ErrorCode.topic_authorization_failed,
-                                   "name": name, "topic_id": None, "is_internal": False,
-                                   "partitions": []})
-                    continue
-                topics.append(
-                    await self._metadata_for_name(name, ctx.listener, version, allow_create))
-        return self._response(
+                key = (None if topic_id is not None else t.name, topic_id)
+                if key not in seen:
+                    seen.add(key)
+                    entry = await self._requested_topic(
+                        key[0], key[1], ctx, version, allow_create)
+                    topics.append(build(topic_cls, entry))
+                    work += len(entry["partitions"])
+                if work >= METADATA_WORK_PER_TURN:
+                    work = 0
+                    await asyncio.sleep(0)
+        response = self._response(
             request,
             {
                 "throttle_time": 0,
                 "brokers": self._brokers(ctx.listener),
                 "cluster_id": self.cluster_id,
                 "controller_id": self._controller_id_for_clients(),
-                "topics": topics,
+                "topics": [],
                 "cluster_authorized_operations": CLUSTER_AUTHORIZED_OPERATIONS_OMITTED,
             },
         )
+        # The entries are built already: `build` would walk them all once more.
+        return dataclasses.replace(response, topics=tuple(topics))
+
+    async def _requested_topic(
+        self, name: str | None, topic_id: Any, ctx: ClientContext, version: int,
+        allow_create: bool,
+    ) -> dict[str, Any]:
+        if name is None:
+            name = self.metadata.topic_name(topic_id)
+            if name is None:
+                # Names are nullable in responses from v12 only.
+                return {"error_code": ErrorCode.unknown_topic_id,
+                        "name": None if version >= 12 else "",
+                        "topic_id": topic_id, "is_internal": False, "partitions": []}
+        if not self.topic_allowed(ctx, AclOperation.DESCRIBE, name):
+            return {"error_code": ErrorCode.topic_authorization_failed,
+                    "name": name, "topic_id": None, "is_internal": False, "partitions": []}
+        # Auto-creation needs CREATE on the cluster or the topic, as in Kafka.
+        would_create = (allow_create and self.config["auto.create.topics.enable"]
+                        and not self.metadata.contains(name))
+        if would_create and not (
+            self.allowed(ctx, AclOperation.CREATE)
+            or self.topic_allowed(ctx, AclOperation.CREATE, name)
+        ):
+            return {"error_code": ErrorCode.topic_authorization_failed,
+                    "name": name, "topic_id": None, "is_internal": False, "partitions": []}
+        return await self._metadata_for_name(name, ctx.listener, version, allow_create)
 
     async def _metadata_for_name(
         self, name: str, listener: str, version: int, allow_create: bool
@@ -398,16 +448,21 @@ class KafkaApis:
         for topic in body.topic_data:
             for p in topic.partition_data:
                 tp = TopicPartition(topic.name, int(p.index))
-                if acks not in (-1, 0, 1):
-                    errors[tp] = ErrorCode.invalid_required_acks
-                elif not self.topic_allowed(ctx, AclOperation.WRITE, topic.name):
+                # Kafka's order: authorization, the partition's existence and the
+                # records are checked per partition before the acks, which the replica
+                # manager checks for all the partitions that passed.
+                if not self.topic_allowed(ctx, AclOperation.WRITE, topic.name):
                     errors[tp] = ErrorCode.topic_authorization_failed
                 elif topic.name == CLUSTER_METADATA_TOPIC:
                     # The Raft log is no partition of this broker's (Kafka: not in the
                     # metadata cache); a write here must never reach its files.
                     errors[tp] = ErrorCode.unknown_topic_or_partition
+                elif self.metadata.partition_info(topic.name, tp.partition) is None:
+                    errors[tp] = ErrorCode.unknown_topic_or_partition
                 elif (problem := _produce_records_problem(version, p.records)) is not None:
                     errors[tp] = problem
+                elif acks not in (-1, 0, 1):
+                    errors[tp] = ErrorCode.invalid_required_acks
                 elif topic.name in INTERNAL_TOPICS:
                     errors[tp] = ErrorCode.invalid_topic_exception
                 else:
@@ -1217,6 +1272,17 @@ class KafkaApis:
                 parts.append(entry)
             topics.append({"topic": topic.topic, "partitions": parts})
         return self._response(request, {"throttle_time": 0, "topics": topics})
+
+
+# Kafka's ApiVersionsRequest.SOFTWARE_NAME_VERSION_PATTERN.
+_SOFTWARE_NAME_VERSION = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
+
+
+def _valid_client_software(body: Any) -> bool:
+    return all(
+        _SOFTWARE_NAME_VERSION.fullmatch(getattr(body, field, "") or "") is not None
+        for field in ("client_software_name", "client_software_version")
+    )
 
 
 class UnsupportedRequest(Exception):

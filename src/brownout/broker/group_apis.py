@@ -29,6 +29,8 @@ if TYPE_CHECKING:
 log = logging.getLogger("kafka.server.KafkaApis")
 
 COORDINATOR_KEY_GROUP = 0
+# GROUP, TRANSACTION and SHARE (Kafka's CoordinatorType); any other is an invalid request.
+KNOWN_COORDINATOR_TYPES = frozenset({0, 1, 2})
 
 
 class GroupApis:
@@ -132,6 +134,12 @@ class GroupApis:
                 results.append({"key": key, "node_id": -1, "host": "", "port": -1,
                                 "error_code": ErrorCode.group_authorization_failed,
                                 "error_message": None})
+            elif key_type not in KNOWN_COORDINATOR_TYPES:
+                # Kafka's CoordinatorType.forId throws InvalidRequestException.
+                results.append({"key": key, "node_id": -1, "host": "", "port": -1,
+                                "error_code": ErrorCode.invalid_request,
+                                "error_message":
+                                    f"Unknown coordinator type received: {key_type}"})
             elif key_type != COORDINATOR_KEY_GROUP:
                 # Transactions are not part of the lab; no transaction coordinator exists.
                 results.append({"key": key, "node_id": -1, "host": "", "port": -1,

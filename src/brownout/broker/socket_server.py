@@ -18,7 +18,7 @@ from typing import Any
 from ..common.kafka_config import Endpoint
 from ..protocol.apis import ApiKey
 from ..protocol.connection import Request, ServerConnection
-from ..protocol.errors import ProtocolError
+from ..protocol.errors import ProtocolError, ResponseTooLongError
 from ..security import sasl as sasl_actions
 from ..security.listeners import ListenerSecurity
 from ..security.sasl import SaslServerConnection
@@ -29,6 +29,15 @@ log = logging.getLogger("kafka.network.SocketServer")
 RequestHandler = Callable[[Request, ClientContext], Awaitable[Any | None]]
 
 CLOSE_FLUSH_TIMEOUT_S = 1.0
+# Frames longer than this are decoded on a worker thread, and responses heavier than
+# OFF_LOOP_RESPONSE_WEIGHT encoded there: a Metadata request of socket.request.max.bytes
+# names ~300 000 topics and took seconds to decode, and a response listing a million
+# partitions as long to encode, while heartbeats, Raft fetches and every other connection
+# waited on the loop. On a thread the interpreter hands the loop its turn every few
+# milliseconds (sys.getswitchinterval()). Small frames stay on the loop: the hop costs
+# more than they do.
+OFF_LOOP_FRAME_BYTES = 64 * 1024
+OFF_LOOP_RESPONSE_WEIGHT = 2000
 
 
 class SocketServer:
@@ -134,7 +143,13 @@ class SocketServer:
                             continue
                         request = None
                     else:
-                        request = conn.next_request()
+                        frame = conn.next_frame()
+                        if frame is None:
+                            request = None
+                        elif len(frame) > OFF_LOOP_FRAME_BYTES:
+                            request = await asyncio.to_thread(conn.decode, frame)
+                        else:
+                            request = conn.decode(frame)
                 except ProtocolError as e:
                     log.warning("Closing connection from %s due to invalid request: %s", peer, e)
                     return
@@ -169,7 +184,27 @@ class SocketServer:
                     )
                     return
                 if response is not None:
-                    writer.write(conn.encode_response(request.header, response))
+                    try:
+                        if conn.response_weight(request.header, response) > \
+                                OFF_LOOP_RESPONSE_WEIGHT:
+                            data = await asyncio.to_thread(
+                                conn.encode_response, request.header, response)
+                        else:
+                            data = conn.encode_response(request.header, response)
+                    except ResponseTooLongError as e:
+                        # Kafka's serializer refuses the same response and its request
+                        # handler answers with the request's error response instead.
+                        log.warning("Answering %s v%d (client %s) from %s with "
+                                    "UNKNOWN_SERVER_ERROR: %s",
+                                    _api_name(request.header.api_key),
+                                    request.header.api_version, request.header.client_id,
+                                    peer, e)
+                        try:
+                            data = conn.encode_response(request.header, conn.error_response(
+                                response, "a response field is too long to be serialized"))
+                        except ResponseTooLongError:
+                            return  # still too long (a name, not a message): close
+                    writer.write(data)
                     await writer.drain()
                 # One request per connection per loop turn. A client may pipeline
                 # hundreds of requests (librdkafka's default in-flight limit is unbounded

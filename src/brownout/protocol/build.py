@@ -99,6 +99,15 @@ def build(cls: type, data: dict[str, Any]) -> Any:
     return cls(**kwargs)
 
 
+def field_entity(cls: type, name: str) -> type:
+    """The entity class of `cls`'s nested field `name` (the element class of a list), so
+    that a handler can build a long list's entries one by one."""
+    for p in _plan(cls):
+        if p.name == name and p.entity is not None:
+            return p.entity
+    raise KeyError(f"{cls.__name__} has no nested field {name!r}")
+
+
 def millis(value: datetime.timedelta | int) -> int:
     """A request's duration field in milliseconds (kio decodes them as timedelta)."""
     if isinstance(value, datetime.timedelta):

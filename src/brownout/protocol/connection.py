@@ -18,10 +18,12 @@ import io
 import struct
 from typing import Any
 
+from kio.schema.errors import ErrorCode
 from kio.serial import entity_writer
+from kio.serial.errors import OutOfBoundValue
 
 from .apis import ApiKey, request_class, response_class
-from .errors import FrameTooLargeError, InvalidRequestError
+from .errors import FrameTooLargeError, InvalidRequestError, ResponseTooLongError
 from .framecheck import MalformedFrameError, decode_entity
 
 _SIZE = struct.Struct(">i")
@@ -87,7 +89,7 @@ class ServerConnection:
         Raises a ProtocolError subclass when the stream cannot continue.
         """
         frame = self.next_frame()
-        return None if frame is None else self._decode(frame)
+        return None if frame is None else self.decode(frame)
 
     def next_frame(self) -> bytes | None:
         """The next complete frame's bytes, undecoded (a SASL v0 exchange sends bare
@@ -112,7 +114,8 @@ class ServerConnection:
     def encode_frame(data: bytes) -> bytes:
         return _SIZE.pack(len(data)) + data
 
-    def _decode(self, frame: bytes) -> Request:
+    def decode(self, frame: bytes) -> Request:
+        """Decode one frame from next_frame(). Pure: safe to run on another thread."""
         prefix = parse_header_prefix(frame)
         key, version = prefix.api_key, prefix.api_version
         low_high = self._supported.get(ApiKey(key)) if key in ApiKey._value2member_map_ else None
@@ -136,16 +139,58 @@ class ServerConnection:
 
     @staticmethod
     def encode_response(header: RequestHeader, body: Any) -> bytes:
-        """Frame `body` (a kio response of the request's version) as a response."""
+        """Frame `body` (a kio response of the request's version) as a response.
+
+        Raises ResponseTooLongError when a string does not fit the version's encoding.
+        """
         out = io.BytesIO()
         out.write(b"\0\0\0\0")
         header_cls = type(body).__header_schema__
         entity_writer(header_cls)(out, header_cls(correlation_id=header.correlation_id))
-        entity_writer(type(body))(out, body)
+        try:
+            entity_writer(type(body))(out, body)
+        except OutOfBoundValue as e:
+            if "too long" not in str(e):
+                raise  # a number out of its type's range: the handler's bug
+            raise ResponseTooLongError(
+                f"{type(body).__name__} cannot be encoded: {e}") from e
         data = out.getbuffer()
         _SIZE.pack_into(data, 0, len(data) - 4)
         return bytes(data)
 
     @staticmethod
+    def error_response(body: Any, message: str) -> Any:
+        """`body` with every error code UNKNOWN_SERVER_ERROR and every error message
+        `message`: what Kafka answers (the request's error response for the exception)
+        when the response it built cannot be serialized."""
+        return _with_error(body, message)
+
+    @staticmethod
+    def response_weight(header: RequestHeader, body: Any) -> int:
+        """About how many entries encoding `body` walks, for the responses that grow
+        with the cluster (Metadata: topics and partitions); 0 for the rest."""
+        if header.api_key != ApiKey.METADATA:
+            return 0
+        topics = getattr(body, "topics", ())
+        return len(topics) + sum(len(t.partitions) for t in topics)
+
+    @staticmethod
     def response_class(header: RequestHeader) -> type:
         return response_class(header.api_key, header.api_version)
+
+
+def _with_error(value: Any, message: str) -> Any:
+    if isinstance(value, tuple):
+        return tuple(_with_error(v, message) for v in value)
+    if not dataclasses.is_dataclass(value) or isinstance(value, type):
+        return value
+    changes: dict[str, Any] = {}
+    for f in dataclasses.fields(value):
+        item = getattr(value, f.name)
+        if f.name == "error_code":
+            changes[f.name] = ErrorCode.unknown_server_error
+        elif f.name == "error_message":
+            changes[f.name] = message
+        elif isinstance(item, tuple) or dataclasses.is_dataclass(item):
+            changes[f.name] = _with_error(item, message)
+    return dataclasses.replace(value, **changes)

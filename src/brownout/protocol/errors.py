@@ -13,6 +13,7 @@ __all__ = [
     "InvalidRecordError",
     "InvalidRequestError",
     "ProtocolError",
+    "ResponseTooLongError",
     "UnsupportedCompressionTypeError",
 ]
 
@@ -27,6 +28,12 @@ class InvalidRequestError(ProtocolError):
 
 class FrameTooLargeError(ProtocolError):
     """A frame larger than socket.request.max.bytes."""
+
+
+class ResponseTooLongError(Exception):
+    """A response value too long for its version's encoding: a non-flexible version
+    writes strings with an int16 length, so at most 32 767 bytes (Kafka's serializer
+    refuses the same: "field is too long to be serialized")."""
 
 
 class CorruptRecordError(ValueError):

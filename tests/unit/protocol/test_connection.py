@@ -2,12 +2,13 @@ import io
 import struct
 
 import pytest
+from kio.schema.errors import ErrorCode
 from kio.serial import entity_reader, entity_writer
 
 from brownout.protocol.apis import BROKER_APIS, ApiKey, request_class, response_class
 from brownout.protocol.build import build
-from brownout.protocol.connection import ServerConnection
-from brownout.protocol.errors import FrameTooLargeError, InvalidRequestError
+from brownout.protocol.connection import RequestHeader, ServerConnection
+from brownout.protocol.errors import FrameTooLargeError, InvalidRequestError, ResponseTooLongError
 
 
 def frame(api_key: int, version: int, body: object, correlation_id: int = 7) -> bytes:
@@ -109,3 +110,37 @@ def test_flexible_response_header_has_tagged_fields():
     assert out[8] == 0  # empty tagged fields of response header v1
     decoded, _ = entity_reader(cls)(out, 9)
     assert decoded.cluster_id == "c"
+
+
+def test_a_string_too_long_for_a_legacy_version_is_refused_by_name():
+    # CreateTopics v4 writes error_message with an int16 length. The node's message for
+    # an illegal name quotes the name (as Kafka's does), so a request naming a topic of
+    # 32 700 characters (a legal int16 string) got an answer that could not be encoded;
+    # the connection dropped with a traceback. Kafka's serializer refuses it the same way
+    # ("field is too long to be serialized"); the socket server closes the connection.
+    name = "x" * 32_700
+    cls = response_class(ApiKey.CREATE_TOPICS, 4)
+    body = build(cls, {"throttle_time": 0, "topics": [{
+        "name": name, "error_code": 17, "error_message":
+        f"Topic name is illegal, it can't be longer than 249 characters, topic name: {name}",
+        "num_partitions": -1, "replication_factor": -1, "configs": None,
+    }]})
+    header = RequestHeader(ApiKey.CREATE_TOPICS, 4, 3, "c")
+    with pytest.raises(ResponseTooLongError, match="32767"):
+        ServerConnection.encode_response(header, body)
+    # Kafka answers such a request with its error response: UNKNOWN_SERVER_ERROR and a
+    # short message, the name kept (Kafka 4.4.0 does so for this very request).
+    out = ServerConnection.encode_response(
+        header, ServerConnection.error_response(body, "too long to be serialized"))
+    decoded, _ = entity_reader(cls)(out, 8)
+    [topic] = decoded.topics
+    assert topic.name == name
+    assert topic.error_code == ErrorCode.unknown_server_error
+    assert topic.error_message == "too long to be serialized"
+    # The same answer in a flexible version (compact strings) is encoded.
+    flexible = build(response_class(ApiKey.CREATE_TOPICS, 5), {"throttle_time": 0, "topics": [{
+        "name": name, "error_code": 17, "error_message": "m" * 40_000, "topic_id": None,
+        "num_partitions": -1, "replication_factor": -1, "configs": None,
+    }]})
+    assert len(ServerConnection.encode_response(
+        RequestHeader(ApiKey.CREATE_TOPICS, 5, 3, "c"), flexible)) > 72_000
