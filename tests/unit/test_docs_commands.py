@@ -19,8 +19,8 @@ import shlex
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from typing import Any
 
-import click
 import pytest
 from typer.main import get_command
 from typer.testing import CliRunner
@@ -69,7 +69,7 @@ def join_continuations(lines: list[tuple[int, str]]) -> list[tuple[int, str]]:
     pending: tuple[int, str] | None = None
     for number, line in lines:
         if pending is not None:
-            line = pending[1] + " " + line.strip()
+            line = pending[1].rstrip() + " " + line.strip()
             number = pending[0]
             pending = None
         if line.rstrip().endswith("\\") and not _comment_start(line.rstrip()[:-1]) >= 0:
@@ -114,14 +114,22 @@ def parse(where: str, line: str) -> DocCommand | None:
     return DocCommand(where, text, tuple(tokens))
 
 
+def substituted(where: str, line: str) -> list[DocCommand]:
+    """The `$(brownout ...)` command substitutions on a line, as commands of their own."""
+    return [c for inner in re.findall(r"\$\((brownout [^)]*)\)", line)
+            if (c := parse(where, inner)) is not None]
+
+
 def doc_commands() -> list[DocCommand]:
     found: list[DocCommand] = []
     for path in DOCS:
         lines = join_continuations(code_lines(path.read_text(encoding="utf-8")))
         for number, line in lines:
-            command = parse(f"{path.relative_to(ROOT)}:{number}", line)
+            where = f"{path.relative_to(ROOT)}:{number}"
+            command = parse(where, line)
             if command is not None:
                 found.append(command)
+                found.extend(substituted(where, line))
     return found
 
 
@@ -129,23 +137,33 @@ COMMANDS = doc_commands()
 ROOT_COMMAND = get_command(app)
 
 
-def resolve(args: tuple[str, ...]) -> tuple[tuple[str, ...], click.Command, list[str]]:
-    """The subcommand path of `brownout ARGS`, its click command, and the rest."""
-    command: click.Command = ROOT_COMMAND
+# Commands as typer builds them (its own click): a group has `commands`, an option
+# parameter's `param_type_name` is "option".
+Command = Any
+
+
+def subcommands(command: Command) -> dict[str, Command] | None:
+    return getattr(command, "commands", None)
+
+
+def resolve(args: tuple[str, ...]) -> tuple[tuple[str, ...], Command, list[str]]:
+    """The subcommand path of `brownout ARGS`, its command, and the rest."""
+    command = ROOT_COMMAND
     path: list[str] = []
     rest = list(args)
-    while isinstance(command, click.Group) and rest and rest[0] in command.commands:
+    while (children := subcommands(command)) is not None and rest and rest[0] in children:
         path.append(rest[0])
-        command = command.commands[rest.pop(0)]
+        command = children[rest.pop(0)]
     return tuple(path), command, rest
 
 
-def declared_options(command: click.Command) -> set[str]:
-    return {opt for p in command.params if isinstance(p, click.Option) and not p.hidden
+def declared_options(command: Command) -> set[str]:
+    return {opt for p in command.params
+            if p.param_type_name == "option" and not getattr(p, "hidden", False)
             for opt in (*p.opts, *p.secondary_opts)}
 
 
-def used_options(command: click.Command, rest: list[str]) -> list[str]:
+def used_options(command: Command, rest: list[str]) -> list[str]:
     """The options a command line uses. For a command that passes unknown options on
     (`brownout kafka tool NAME ARGS`), only those before its first argument are its own."""
     passes_on = bool(command.context_settings.get("ignore_unknown_options"))
@@ -158,6 +176,25 @@ def used_options(command: click.Command, rest: list[str]) -> list[str]:
         elif passes_on and not token.startswith("-"):
             break
     return used
+
+
+# Commands whose first argument is a scenario: a built-in name or a YAML file.
+SCENARIO_COMMANDS = {("run",), ("sweep",), ("compare",), ("scenarios", "show")}
+
+
+def first_argument(command: Command, rest: list[str]) -> str | None:
+    """The first positional argument of a command line (an option's value skipped)."""
+    flags = {opt for p in command.params if p.param_type_name == "option"
+             and (p.is_flag or p.count) for opt in (*p.opts, *p.secondary_opts)}
+    skip = False
+    for token in rest:
+        if skip:
+            skip = False
+        elif token.startswith("-"):
+            skip = "=" not in token and token not in flags
+        else:
+            return token
+    return None
 
 
 @cache
@@ -196,10 +233,10 @@ def test_extraction_of_a_line() -> None:
     assert lines == [(1, "brownout sweep a --set x=1 --dry-run")]
 
 
-@pytest.mark.parametrize("command", COMMANDS, ids=lambda c: c.where)
+@pytest.mark.parametrize("command", COMMANDS, ids=lambda c: f"{c.where} {c.args[:2]}")
 def test_a_docs_command_parses(command: DocCommand) -> None:
     path, click_command, rest = resolve(command.args)
-    if isinstance(click_command, click.Group):
+    if subcommands(click_command) is not None:
         assert not rest or rest[0].startswith("-"), (
             f"{command.where}: `{command.text}`: no command {rest[0]!r} under "
             f"`brownout {' '.join(path)}`")
@@ -209,6 +246,11 @@ def test_a_docs_command_parses(command: DocCommand) -> None:
         assert option in declared and option in shown, (
             f"{command.where}: `{command.text}`: `brownout {' '.join(path)}` has no "
             f"option {option}")
-    if path == ("run",) and rest and rest[0] in builtin_names():
-        code, output = validates(rest[0])
-        assert code == 0, f"{command.where}: brownout run {rest[0]} --validate: {output}"
+    scenario = first_argument(click_command, rest)
+    if path in SCENARIO_COMMANDS and scenario is not None:
+        assert scenario in builtin_names() or scenario.endswith((".yaml", ".yml")), (
+            f"{command.where}: `{command.text}`: {scenario!r} is no built-in scenario "
+            "and no YAML file")
+        if path == ("run",) and scenario in builtin_names():
+            code, output = validates(scenario)
+            assert code == 0, f"{command.where}: brownout run {scenario} --validate: {output}"
