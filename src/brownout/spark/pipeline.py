@@ -458,11 +458,18 @@ def _trigger_seconds(trigger: str) -> float:
 
 
 def _short(e: BaseException | Any) -> str:
-    text = str(getattr(e, "desc", None) or e)
-    for line in text.splitlines():
+    """A query's failure in a line: the error's first line, and the line of Spark's Kafka
+    source that says which partition and offsets were lost ("Reason: Partition t-0
+    offset was changed from 25 to 10."), which comes after the first."""
+    text = str(getattr(e, "desc", None) or e).strip()
+    if not text:
+        return type(e).__name__
+    lines = [x.strip() for x in text.splitlines()]
+    for line in lines:
         if "KAFKA_DATA_LOSS" in line:
-            return line.strip()[:2000]
-    return text.strip().splitlines()[0][:2000] if text.strip() else type(e).__name__
+            return line[:2000]
+    reason = next((x for x in lines[1:] if x.startswith("Reason:")), None)
+    return (f"{lines[0]} {reason}" if reason else lines[0])[:2000]
 
 
 # -- background process ----------------------------------------------------------------
