@@ -4,7 +4,6 @@
         [--rates 1000,5000,10000] [--workloads payments,clicks] [--duration 40]
         [--master local[*]] [--shuffle-partitions 2] [--skip-source] [--skip-streaming]
         [--kafka-option KEY=VALUE ...]
-        [--no-mock]
         [--trigger "1 second"] [--conf spark.key=value ...] [--keep]
 
 Prints one JSON object:
@@ -17,12 +16,7 @@ Prints one JSON object:
                       Spark's format("kafka") (spark_kafka) and from a Parquet file of
                       exactly those rows (written from the first read); the records/s of
                       each and kafka_vs_parquet (Parquet time / Kafka time: 1.0 = as fast
-                      as Parquet); with 4 partitions (the mock's), also the same read from
-                      a one-broker librdkafka mock cluster given the same records
-                      (spark_kafka_from_mock; the mock keeps about the newest 5 MB of
-                      each partition, so it may hold fewer) and node_vs_mock (records/s
-                      from the node over records/s from the mock: 1.0 = the node costs
-                      the read nothing; --no-mock skips it)
+                      as Parquet)
     streaming         per workload and rate: the workload's pipeline queries start
                       (trigger 1 s, 5 s windows, 2 s watermark); once each ran a batch, a
                       producer writes generator records at a fixed rate (event time =
@@ -55,7 +49,6 @@ from __future__ import annotations
 
 import argparse
 import bisect
-import contextlib
 import json
 import os
 import shutil
@@ -69,7 +62,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from benchkit import MOCK_PARTITIONS, QUIET, mock_cluster
+from benchkit import QUIET
 
 BENCH_WINDOW = "5 seconds"
 BENCH_WATERMARK = "2 seconds"
@@ -133,7 +126,6 @@ class PacedProducer(threading.Thread):
 
 
 def source_read(spark: Any, bootstrap: str, topic: str, base: Path,
-                mock_bootstrap: str | None = None,
                 spark_options: dict[str, str] | None = None) -> dict[str, Any]:
     from pyspark.sql import functions as F
 
@@ -151,8 +143,6 @@ def source_read(spark: Any, bootstrap: str, topic: str, base: Path,
     kafka(bootstrap).write.parquet(str(parquet))  # also warms the JVM
     reads = [("spark_kafka", lambda: kafka(bootstrap)),
              ("parquet", lambda: spark.read.parquet(str(parquet)))]
-    if mock_bootstrap:
-        reads.append(("spark_kafka_from_mock", lambda: kafka(mock_bootstrap)))
     # Rounds over all the reads (not all rounds of one, then the next), so that load
     # from elsewhere on the machine falls on each read alike; the best round counts.
     best: dict[str, float] = {}
@@ -167,11 +157,6 @@ def source_read(spark: Any, bootstrap: str, topic: str, base: Path,
                                   "records_per_s": round(rows[name] / best[name])}
                            for name, _ in reads}
     out["kafka_vs_parquet"] = round(best["parquet"] / best["spark_kafka"], 3)
-    if mock_bootstrap:
-        # A rate, not a time: the mock keeps only ~5 MB per partition and may hold fewer
-        # of the records.
-        out["node_vs_mock"] = round(out["spark_kafka"]["records_per_s"]
-                                    / out["spark_kafka_from_mock"]["records_per_s"], 3)
     return out
 
 
@@ -365,8 +350,6 @@ def main() -> None:
                     help="an option of Spark's Kafka source in the source read (e.g. "
                     "kafka.max.partition.fetch.bytes=16777216)")
     ap.add_argument("--skip-streaming", action="store_true")
-    ap.add_argument("--no-mock", action="store_true",
-                    help="skip the source read from librdkafka's mock cluster")
     ap.add_argument("--trigger", default=BENCH_TRIGGER,
                     help="the pipelines' processing-time trigger")
     ap.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
@@ -406,13 +389,7 @@ def main() -> None:
             admin = AdminClient({"bootstrap.servers": b, **QUIET})
             admin.create_topics([NewTopic("payments", args.partitions, 1)])["payments"].result(10)
             result["produce_s"] = round(produce_all(b, "payments", "payments", args.records), 2)
-            with contextlib.ExitStack() as mock:
-                mock_b = None
-                if args.partitions == MOCK_PARTITIONS and not args.no_mock:
-                    mock_b = mock.enter_context(mock_cluster(brokers=1)).bootstrap
-                    produce_all(mock_b, "payments", "payments", args.records)
-                result["source_read"] = source_read(spark, b, "payments", base, mock_b,
-                                                    spark_options)
+            result["source_read"] = source_read(spark, b, "payments", base, spark_options)
             print(json.dumps(result["source_read"]), file=sys.stderr)
         if not args.skip_streaming:
             result["streaming"] = {}
