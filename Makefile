@@ -82,7 +82,7 @@ bench-quick: $(STAMP)
 	@mkdir -p $(dir $(BENCH_JSON))
 	$(BIN)/python bench/suite.py --quick --json $(BENCH_JSON)
 
-# The Spark pipeline (bench/pipeline.py): the brownout-kafka source against Parquet of the
+# The Spark pipeline (bench/pipeline.py): Spark's Kafka source against Parquet of the
 # same rows, then the payments and clicks pipelines at 1k, 5k and 10k records/s (sustained
 # rate, lag, end-to-end latency). About 10 minutes; prints JSON.
 bench-pipeline: $(STAMP)

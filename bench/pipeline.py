@@ -3,30 +3,20 @@
     .venv/bin/python bench/pipeline.py [--records 100000] [--partitions 4]
         [--rates 1000,5000,10000] [--workloads payments,clicks] [--duration 40]
         [--master local[*]] [--shuffle-partitions 2] [--skip-source] [--skip-streaming]
-        [--source kafka|brownout-kafka] [--kafka-option KEY=VALUE ...]
-        [--no-mock]
+        [--kafka-option KEY=VALUE ...]
         [--trigger "1 second"] [--conf spark.key=value ...] [--keep]
 
 Prints one JSON object:
 
     spark_startup_s   SparkSession creation (JVM start, resolving Spark's Kafka source
-                      from the Ivy cache, brownout-kafka registration)
-    source_read       the same N payments records read in one run three ways, each
+                      from the Ivy cache)
+    source_read       the same N payments records read in one run two ways, each
                       touching every column (sum of value lengths, of offsets, of header
-                      counts), in three rounds over the three (best round kept): through
-                      Spark's format("kafka") (spark_kafka), Brownout's
-                      format("brownout-kafka") (brownout_kafka) and from a Parquet file
-                      of exactly those rows (written from the first read); the
-                      records/s of each, kafka_vs_parquet and brownout_kafka_vs_parquet
-                      (Parquet time / Kafka time: 1.0 = as fast as Parquet) and
-                      brownout_vs_spark (Spark's time / Brownout's: > 1 = Brownout's
-                      source is faster); with 4 partitions (the mock's),
-                      also the same read from a one-broker librdkafka mock cluster
-                      given the same records (brownout_kafka_from_mock; the mock keeps
-                      about the newest 5 MB of each partition, so it may hold fewer)
-                      and node_vs_mock (records/s from the node over records/s from
-                      the mock: 1.0 = the node costs the read nothing; --no-mock
-                      skips it)
+                      counts), in three rounds over the two (best round kept): through
+                      Spark's format("kafka") (spark_kafka) and from a Parquet file of
+                      exactly those rows (written from the first read); the records/s of
+                      each and kafka_vs_parquet (Parquet time / Kafka time: 1.0 = as fast
+                      as Parquet)
     streaming         per workload and rate: the workload's pipeline queries start
                       (trigger 1 s, 5 s windows, 2 s watermark); once each ran a batch, a
                       producer writes generator records at a fixed rate (event time =
@@ -59,7 +49,6 @@ from __future__ import annotations
 
 import argparse
 import bisect
-import contextlib
 import json
 import os
 import shutil
@@ -73,7 +62,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from benchkit import MOCK_PARTITIONS, QUIET, mock_cluster
+from benchkit import QUIET
 
 BENCH_WINDOW = "5 seconds"
 BENCH_WATERMARK = "2 seconds"
@@ -137,7 +126,6 @@ class PacedProducer(threading.Thread):
 
 
 def source_read(spark: Any, bootstrap: str, topic: str, base: Path,
-                mock_bootstrap: str | None = None,
                 spark_options: dict[str, str] | None = None) -> dict[str, Any]:
     from pyspark.sql import functions as F
 
@@ -147,22 +135,14 @@ def source_read(spark: Any, bootstrap: str, topic: str, base: Path,
         return df.agg(F.count(F.lit(1)).alias("n"), F.sum(F.length("value")),
                       F.sum("offset"), F.sum(F.size("headers"))).collect()[0]
 
-    def kafka(fmt: str, servers: str) -> Any:
-        reader = kafka_reader(spark.read, fmt)
-        if fmt == "kafka":
-            reader = reader.options(**(spark_options or {}))
-        return (reader.option("kafka.bootstrap.servers", servers)
-                .option("subscribe", topic).load())
+    def kafka(servers: str) -> Any:
+        return (kafka_reader(spark.read).options(**(spark_options or {}))
+                .option("kafka.bootstrap.servers", servers).option("subscribe", topic).load())
 
     parquet = base / "same-rows.parquet"
-    kafka("kafka", bootstrap).write.parquet(str(parquet))  # also warms the JVM
-    kafka("brownout-kafka", bootstrap).limit(1).collect()  # and the Python workers
-    reads = [("spark_kafka", lambda: kafka("kafka", bootstrap)),
-             ("brownout_kafka", lambda: kafka("brownout-kafka", bootstrap)),
+    kafka(bootstrap).write.parquet(str(parquet))  # also warms the JVM
+    reads = [("spark_kafka", lambda: kafka(bootstrap)),
              ("parquet", lambda: spark.read.parquet(str(parquet)))]
-    if mock_bootstrap:
-        reads.append(("brownout_kafka_from_mock", lambda: kafka("brownout-kafka",
-                                                                mock_bootstrap)))
     # Rounds over all the reads (not all rounds of one, then the next), so that load
     # from elsewhere on the machine falls on each read alike; the best round counts.
     best: dict[str, float] = {}
@@ -177,14 +157,6 @@ def source_read(spark: Any, bootstrap: str, topic: str, base: Path,
                                   "records_per_s": round(rows[name] / best[name])}
                            for name, _ in reads}
     out["kafka_vs_parquet"] = round(best["parquet"] / best["spark_kafka"], 3)
-    out["brownout_kafka_vs_parquet"] = round(best["parquet"] / best["brownout_kafka"], 3)
-    # > 1: Brownout's source reads faster than Spark's.
-    out["brownout_vs_spark"] = round(best["spark_kafka"] / best["brownout_kafka"], 3)
-    if mock_bootstrap:
-        # A rate, not a time: the mock keeps only ~5 MB per partition and may hold fewer
-        # of the records.
-        out["node_vs_mock"] = round(out["brownout_kafka"]["records_per_s"]
-                                    / out["brownout_kafka_from_mock"]["records_per_s"], 3)
     return out
 
 
@@ -264,7 +236,7 @@ def batch_breakdown(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 def streaming_run(spark: Any, bootstrap: str, workload: str, rate: int, duration: float,
                   partitions: int, base: Path, trigger: str = BENCH_TRIGGER,
-                  source: str = "kafka") -> dict[str, Any]:
+                  ) -> dict[str, Any]:
     from confluent_kafka.admin import AdminClient, NewTopic
 
     from brownout.common.rundir import PIPELINE_PROGRESS_FILE
@@ -276,7 +248,7 @@ def streaming_run(spark: Any, bootstrap: str, workload: str, rate: int, duration
     admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(10)
     out = base / f"stream-{topic}"
     config = PipelineConfig(bootstrap=bootstrap, topics={topic: workload}, out=out,
-                            master=spark.sparkContext.master, trigger=trigger, source=source,
+                            master=spark.sparkContext.master, trigger=trigger,
                             window=BENCH_WINDOW, watermark=BENCH_WATERMARK,
                             session_gap=BENCH_WINDOW, starting_offsets="earliest")
     # The producer starts once every query ran its first batch: what is measured is the
@@ -376,13 +348,8 @@ def main() -> None:
     ap.add_argument("--skip-source", action="store_true")
     ap.add_argument("--kafka-option", action="append", default=[], metavar="KEY=VALUE",
                     help="an option of Spark's Kafka source in the source read (e.g. "
-                    "kafka.max.partition.fetch.bytes=16777216, to fetch as much per "
-                    "request as brownout-kafka does)")
-    ap.add_argument("--source", default="kafka", choices=("kafka", "brownout-kafka"),
-                    help="the streaming runs' Kafka source (Spark's, or Brownout's)")
+                    "kafka.max.partition.fetch.bytes=16777216)")
     ap.add_argument("--skip-streaming", action="store_true")
-    ap.add_argument("--no-mock", action="store_true",
-                    help="skip the source read from librdkafka's mock cluster")
     ap.add_argument("--trigger", default=BENCH_TRIGGER,
                     help="the pipelines' processing-time trigger")
     ap.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
@@ -422,20 +389,14 @@ def main() -> None:
             admin = AdminClient({"bootstrap.servers": b, **QUIET})
             admin.create_topics([NewTopic("payments", args.partitions, 1)])["payments"].result(10)
             result["produce_s"] = round(produce_all(b, "payments", "payments", args.records), 2)
-            with contextlib.ExitStack() as mock:
-                mock_b = None
-                if args.partitions == MOCK_PARTITIONS and not args.no_mock:
-                    mock_b = mock.enter_context(mock_cluster(brokers=1)).bootstrap
-                    produce_all(mock_b, "payments", "payments", args.records)
-                result["source_read"] = source_read(spark, b, "payments", base, mock_b,
-                                                    spark_options)
+            result["source_read"] = source_read(spark, b, "payments", base, spark_options)
             print(json.dumps(result["source_read"]), file=sys.stderr)
         if not args.skip_streaming:
             result["streaming"] = {}
             for workload in args.workloads.split(","):
                 for rate in (int(r) for r in args.rates.split(",")):
                     r = streaming_run(spark, b, workload, rate, args.duration,
-                                      args.partitions, base, args.trigger, args.source)
+                                      args.partitions, base, args.trigger)
                     result["streaming"][f"{workload}@{rate}"] = r
                     print(json.dumps({f"{workload}@{rate}": r}), file=sys.stderr)
     finally:

@@ -1,8 +1,8 @@
-"""Both Kafka sources and the pipeline against a real single node: Spark's format("kafka")
-and format("brownout-kafka") read the same rows; brownout-kafka's offset planning
-(maxOffsetsPerTrigger), restart from a checkpoint without gaps or repeats, data loss;
-and one end-to-end pipeline run on Spark's source checked by the audit. One node and one
-SparkSession (with Spark's Kafka source) for the module."""
+"""Spark's Kafka source, as the pipeline reads it, and the pipeline against a real single
+node: the columns and headers the transforms use; maxOffsetsPerTrigger and a restart from
+a checkpoint without gaps or repeats; failOnDataLoss on a log that ends below the
+checkpoint, and how the pipeline reports it; and one end-to-end pipeline run checked by
+the audit. One node and one SparkSession (with Spark's Kafka source) for the module."""
 
 from __future__ import annotations
 
@@ -56,16 +56,22 @@ def create_topic(bootstrap: str, partitions: int, name: str | None = None) -> st
     return name
 
 
-def produce(bootstrap: str, topic: str, n: int, first: int = 0) -> None:
+def produce(bootstrap: str, topic: str, n: int, first: int = 0,
+            partitions: int | None = None) -> None:
+    """Records i = first .. first+n-1; with `partitions`, record i goes to partition
+    i % partitions (even backlogs), else where its key hashes."""
     p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
     for i in range(first, first + n):
+        where = {} if partitions is None else {"partition": i % partitions}
         p.produce(topic, key=str(i).encode(), value=json.dumps({"i": i}).encode(),
-                  headers=[("msg-id", f"m-{i}".encode())])
+                  headers=[("msg-id", f"m-{i}".encode())], **where)
     assert p.flush(30) == 0
 
 
 def stream(spark, bootstrap, topic, **options):
-    reader = (spark.readStream.format("brownout-kafka")
+    from brownout.spark.session import kafka_reader
+
+    reader = (kafka_reader(spark.readStream)
               .option("kafka.bootstrap.servers", bootstrap).option("subscribe", topic))
     for k, v in options.items():
         reader = reader.option(k, str(v))
@@ -79,60 +85,45 @@ def run_available_now(df, out: Path, ckpt: Path):
     return q
 
 
-def test_batch_read_has_kafka_columns(node, spark):
+def test_the_source_gives_the_columns_and_headers_the_transforms_use(node, spark):
+    from brownout.spark.session import kafka_reader
+
     topic = create_topic(node.bootstrap, 2)
     produce(node.bootstrap, topic, 40)
-    df = (spark.read.format("brownout-kafka").option("kafka.bootstrap.servers", node.bootstrap)
-          .option("subscribe", topic).option("endingOffsets", json.dumps(
-              {topic: {"0": -1, "1": -1}})).load())
+    df = (kafka_reader(spark.read).option("kafka.bootstrap.servers", node.bootstrap)
+          .option("subscribe", topic).option("startingOffsets", "earliest")
+          .option("endingOffsets", "latest").load())
     assert [f.name for f in df.schema.fields] == [
         "key", "value", "topic", "partition", "offset", "timestamp", "timestampType",
         "headers"]
     rows = df.collect()
     assert len(rows) == 40
     assert sorted(json.loads(bytes(r["value"]))["i"] for r in rows) == list(range(40))
-    r = rows[0]
-    assert r["timestampType"] == 0 and r["headers"][0]["key"] == "msg-id"
-
-
-def test_sparks_source_reads_what_brownouts_reads(node, spark):
-    from brownout.spark.session import kafka_reader
-
-    topic = create_topic(node.bootstrap, 3)
-    produce(node.bootstrap, topic, 90)
-
-    def rows(fmt: str) -> list[tuple]:
-        df = (kafka_reader(spark.read, fmt).option("kafka.bootstrap.servers", node.bootstrap)
-              .option("subscribe", topic).option("startingOffsets", "earliest")
-              .option("endingOffsets", "latest").load())
-        assert [f.name for f in df.schema.fields] == [
-            "key", "value", "topic", "partition", "offset", "timestamp", "timestampType",
-            "headers"]
-        return sorted((r["partition"], r["offset"], bytes(r["key"]), bytes(r["value"]),
-                       r["timestamp"], r["timestampType"],
-                       tuple((h["key"], bytes(h["value"])) for h in r["headers"]))
-                      for r in df.collect())
-
-    spark_rows = rows("kafka")
-    assert len(spark_rows) == 90
-    assert spark_rows == rows("brownout-kafka")
+    assert sorted((r["partition"], r["offset"]) for r in rows) == sorted(
+        (p, o) for p in (0, 1) for o in range(sum(r["partition"] == p for r in rows)))
+    for r in rows:
+        i = json.loads(bytes(r["value"]))["i"]
+        assert bytes(r["key"]) == str(i).encode() and r["timestampType"] == 0
+        assert [(h["key"], bytes(h["value"])) for h in r["headers"]] == [
+            ("msg-id", f"m-{i}".encode())]
 
 
 def test_max_offsets_per_trigger_and_restart_from_checkpoint(node, spark, tmp_path):
     topic = create_topic(node.bootstrap, 3)
-    produce(node.bootstrap, topic, 100)
+    produce(node.bootstrap, topic, 99, partitions=3)
     out, ckpt = tmp_path / "out", tmp_path / "ckpt"
     df = stream(spark, node.bootstrap, topic, startingOffsets="earliest",
                 maxOffsetsPerTrigger=30)
     q = run_available_now(df, out, ckpt)
     assert q.exception() is None
     sizes = [p["numInputRows"] for p in q.recentProgress if p["numInputRows"]]
-    assert sizes == [30, 30, 30, 10]
+    # Spark splits the limit over the partitions by backlog, rounding each share down.
+    assert sum(sizes) == 99 and len(sizes) >= 4 and max(sizes) <= 30, sizes
     # More records, then the same query again from its checkpoint.
-    produce(node.bootstrap, topic, 50, first=100)
+    produce(node.bootstrap, topic, 51, first=99, partitions=3)
     q = run_available_now(df, out, ckpt)
     assert q.exception() is None
-    assert sum(p["numInputRows"] for p in q.recentProgress) == 50
+    assert sum(p["numInputRows"] for p in q.recentProgress) == 51
     rows = spark.read.parquet(str(out)).select("partition", "offset", "value").collect()
     keys = [(r["partition"], r["offset"]) for r in rows]
     assert len(keys) == len(set(keys)) == 150  # no repeats
@@ -140,32 +131,23 @@ def test_max_offsets_per_trigger_and_restart_from_checkpoint(node, spark, tmp_pa
 
 
 def test_fail_on_data_loss(node, spark, tmp_path):
-    from brownout.spark.source import DataLossError, RangePartition, SourceOptions, read_range
+    from pyspark.errors import StreamingQueryException
+
+    from brownout.spark.pipeline import _short
 
     topic = create_topic(node.bootstrap, 1)
     produce(node.bootstrap, topic, 10)
     beyond = json.dumps({topic: {"0": 25}})  # as if a checkpoint had read past the HW
-    from pyspark.errors import StreamingQueryException
-
-    with pytest.raises(StreamingQueryException,
-                       match=f"{topic}-0: offset 25 was already read but the high watermark "
-                       "is now 10"):
+    with pytest.raises(StreamingQueryException) as failed:
         run_available_now(stream(spark, node.bootstrap, topic, startingOffsets=beyond),
                           tmp_path / "o1", tmp_path / "c1")
+    # What the pipeline reports of the failure says what was lost, and where.
+    reported = _short(failed.value)
+    assert "data may have been lost" in reported, str(failed.value)[:3000]
+    assert f"Reason: Partition {topic}-0 offset was changed from 25 to 10" in reported
     q = run_available_now(stream(spark, node.bootstrap, topic, startingOffsets=beyond,
                                  failOnDataLoss="false"), tmp_path / "o2", tmp_path / "c2")
     assert q.exception() is None
-    # A planned range above the high watermark, read on an executor (no Spark needed).
-    opts = SourceOptions.parse({"kafka.bootstrap.servers": node.bootstrap, "subscribe": topic},
-                               streaming=True)
-    with pytest.raises(DataLossError, match=rf"{topic}-0: planned offsets \[5, 15\) but the "
-                       r"high watermark is now 10"):
-        list(read_range(RangePartition(topic, 0, 5, 15, opts)))
-    lenient = SourceOptions.parse({"kafka.bootstrap.servers": node.bootstrap,
-                                   "subscribe": topic, "failOnDataLoss": "false"},
-                                  streaming=True)
-    batches = list(read_range(RangePartition(topic, 0, 5, 15, lenient)))
-    assert [o for b in batches for o in b.column("offset").to_pylist()] == list(range(5, 10))
 
 
 def test_pipeline_end_to_end_and_audit(node, spark, tmp_path):
@@ -187,7 +169,6 @@ def test_pipeline_end_to_end_and_audit(node, spark, tmp_path):
     config = PipelineConfig(bootstrap=node.bootstrap, topics={topic: "payments"}, out=out,
                             trigger="availableNow", window="500 milliseconds",
                             watermark="200 milliseconds", flag_threshold=0)
-    assert config.source == "kafka"  # Spark's own source is the pipeline's default
     result = run_pipeline(config, spark=spark)
     assert result["status"] == "stopped", result
     progress = [json.loads(x) for x in (out / PIPELINE_PROGRESS_FILE).read_text().splitlines()]

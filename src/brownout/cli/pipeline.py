@@ -55,18 +55,14 @@ def run_command(
                       ] = True,
     drain: Annotated[float, typer.Option(
         help="On stop, wait up to this many seconds to catch up with the log.")] = 0.0,
-    source: Annotated[str, typer.Option(
-        help="Kafka source: kafka (Spark's own, spark-sql-kafka-0-10; `brownout spark "
-        "install` fetches it once) or brownout-kafka (Brownout's Python data source).")
-                      ] = "kafka",
 ) -> None:
-    """Run the streaming jobs (event-time windows, watermarks) into Parquet."""
+    """Run the streaming jobs (event-time windows, watermarks) into Parquet, reading Kafka
+    with Spark's own source (spark-sql-kafka-0-10; `brownout spark install` fetches it
+    once)."""
     pyspark_home("brownout pipeline run")
     from ..spark.pipeline import PipelineConfig, parse_topics, run_pipeline
-    from ..spark.session import SOURCES, KafkaSourceMissing
+    from ..spark.session import KafkaSourceMissing
 
-    if source not in SOURCES:
-        raise UsageError(f"--source {source!r}: expected one of {', '.join(SOURCES)}")
     try:
         topic_map = parse_topics(topics)
     except ValueError as e:
@@ -76,8 +72,7 @@ def run_command(
         master=master, trigger=trigger, duration=duration, window=window,
         watermark=watermark, session_gap=session_gap, flag_threshold=flag_threshold,
         starting_offsets=starting_offsets, max_offsets_per_trigger=max_offsets_per_trigger,
-        fail_on_data_loss=fail_on_data_loss, ledger=ledger, drain_timeout=drain,
-        source=source)
+        fail_on_data_loss=fail_on_data_loss, ledger=ledger, drain_timeout=drain)
     stop = threading.Event()
     typer.echo(f"pipeline: {', '.join(f'{t} ({w})' for t, w in topic_map.items())} -> {out}",
                err=True)

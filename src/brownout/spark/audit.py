@@ -6,8 +6,8 @@ Three versions of every output row (a window and its key: merchant, page, ...):
     acknowledged   from the records the producers saw acknowledged (history.parquet,
                    type ok, f send), each counted once: what the output should be if
                    the cluster kept its promises
-    log            from the log as it is now (a batch read of the topic with the
-                   pipeline's source, earliest to the high watermark)
+    log            from the log as it is now (a batch read of the topic with Spark's
+                   Kafka source, earliest to the high watermark)
     pipeline       the pipeline's Parquet output
 
 The history has no payloads (and the generators' event times depend on a start time the
@@ -201,7 +201,7 @@ def audit(run_dir: Path, pipeline_out: Path, *, spark: Any = None,
     bootstrap = bootstrap or config.bootstrap or info.get("bootstrap")
     own = spark is None
     if own:
-        spark = make_spark("local[2]", "brownout-audit", kafka=config.source == "kafka")
+        spark = make_spark("local[2]", "brownout-audit")
     marks = final_watermarks(pipeline_out)
     report: dict[str, Any] = {
         "run_dir": str(run_dir), "pipeline_out": str(pipeline_out), "bootstrap": bootstrap,
@@ -255,10 +255,10 @@ def _audit_topic(spark: Any, topic: str, workload: str, bootstrap: str, acked_al
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    from .session import kafka_reader, source_format
+    from .session import kafka_reader, require_kafka_source
 
-    fmt = source_format(spark, config.source)
-    raw = (kafka_reader(spark.read, fmt).option("kafka.bootstrap.servers", bootstrap)
+    require_kafka_source(spark)
+    raw = (kafka_reader(spark.read).option("kafka.bootstrap.servers", bootstrap)
            .option("subscribe", topic).option("startingOffsets", "earliest")
            .option("endingOffsets", "latest").load())
     records = parse(raw, workload)

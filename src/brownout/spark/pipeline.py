@@ -42,7 +42,6 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -98,9 +97,6 @@ class PipelineConfig:
     # machine 2 (one task per core) beat 4 (two waves of tasks per batch).
     shuffle_partitions: int = 2
     spark_conf: dict[str, str] = dataclasses.field(default_factory=dict)
-    # Spark's own Kafka source ("kafka", spark-sql-kafka-0-10) or Brownout's Python data
-    # source ("brownout-kafka"): same options, same columns.
-    source: str = "kafka"
 
     def window_spec(self) -> Any:
         from .transforms import WindowSpec
@@ -116,6 +112,9 @@ class PipelineConfig:
     def from_json(cls, data: dict[str, Any]) -> PipelineConfig:
         data = dict(data)
         data["out"] = Path(data["out"])
+        # Configurations written while the Kafka source was selectable name it; Spark's
+        # own is the only one now, and reads the same records with the same columns.
+        data.pop("source", None)
         return cls(**data)
 
     def source_options(self) -> dict[str, str]:
@@ -265,18 +264,17 @@ def _trigger(writer: Any, trigger: str) -> Any:
 
 
 def start_queries(spark: Any, config: PipelineConfig, *, start_timeout: float = 120.0,
-                  starters: dict[str, Callable[[], Any]] | None = None,
                   ) -> dict[str, tuple[Any, str, str]]:
-    """Start one streaming query per (topic, output); returns {name: (query, topic, output)}.
-    `starters`, if given, gets per query name a function that starts it again."""
-    from .session import kafka_reader, source_format
+    """Start one streaming query per (topic, output); returns {name: (query, topic, output)}
+    once every query ran its first batch (or `start_timeout` passed)."""
+    from .session import kafka_reader, require_kafka_source
     from .transforms import aggregate, ledger, parse
 
     spec = config.window_spec()
     queries: dict[str, tuple[Any, str, str]] = {}
-    fmt = source_format(spark, config.source)
+    require_kafka_source(spark)
     for topic, output in outputs(config):
-        reader = kafka_reader(spark.readStream, fmt).options(**config.source_options())
+        reader = kafka_reader(spark.readStream).options(**config.source_options())
         source = reader.option("subscribe", topic).load()
         parsed = parse(source, config.topics[topic])
         df = ledger(parsed) if output == LEDGER else aggregate(parsed, output, spec)
@@ -285,65 +283,10 @@ def start_queries(spark: Any, config: PipelineConfig, *, start_timeout: float = 
                   .format("parquet").outputMode("append")
                   .option("path", str(output_path(config.out, topic, output)))
                   .option("checkpointLocation", str(checkpoint_path(config.out, topic, output))))
-        # The queries run side by side, none waits for another's first batch. Only the
-        # start of each query's source is staggered: a Python data source starts a
-        # Python process on the driver that must connect back to the JVM within 10 s
-        # (a fixed limit in Spark), which several starting at once on a loaded 2-core
-        # machine miss. A query whose source process missed it is started again (it
-        # has read nothing: its checkpoint holds no batch of this start).
-        def start(writer: Any = writer) -> Any:
-            return _trigger(writer, config.trigger).start()
-
-        if starters is not None:
-            starters[name] = start
-        for attempt in range(1, SOURCE_START_ATTEMPTS + 1):
-            q = start()
-            if fmt == "kafka" or _wait_source_started(q, SOURCE_START_TIMEOUT) or \
-                    attempt == SOURCE_START_ATTEMPTS:
-                break
-            log.warning("%s: its source's Python process did not connect back to Spark "
-                        "(attempt %d); starting the query again once the running queries "
-                        "ran their first batch", name, attempt)
-            # Fewer processes competing for the CPU the next attempt needs.
-            _wait_first_batches([r for r, _, _ in queries.values()], start_timeout)
-        queries[name] = (q, topic, output)
+        # The queries run side by side, none waits for another's first batch.
+        queries[name] = (_trigger(writer, config.trigger).start(), topic, output)
     _wait_first_batches([q for q, _, _ in queries.values()], start_timeout)
     return queries
-
-
-SOURCE_START_TIMEOUT = 30.0
-SOURCE_START_ATTEMPTS = 5
-CONNECT_BACK = "Python worker failed to connect back"
-# A query's status message until its sources exist: "Initializing StreamExecution" (its
-# thread has not run yet), then "Initializing sources".
-INITIALIZING = "Initializing"
-
-
-def _wait_source_started(q: Any, timeout: float) -> bool:
-    """False if the query ended while its source started because the source's Python
-    process did not connect back (any other failure is the query's own)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline and q.isActive and \
-            str((q.status or {}).get("message", "")).startswith(INITIALIZING):
-        time.sleep(0.1)
-    if q.isActive:
-        return True
-    return not _failed_to_connect_back(q.exception())
-
-
-def _failed_to_connect_back(e: Any) -> bool:
-    return e is not None and CONNECT_BACK in str(getattr(e, "desc", None) or e)
-
-
-def queries_to_restart(failed: list[tuple[str, Any]], restarts: dict[str, int],
-                       limit: int = SOURCE_START_ATTEMPTS) -> list[str]:
-    """The failed queries to start again: those that failed because a Python worker of
-    theirs (the source's planner, a read task's worker) did not connect back to the JVM
-    within Spark's fixed 10 s, which happens on a loaded machine at any batch, not only
-    while the source starts, at most `limit` times each. Starting a query again from its
-    checkpoint is what a driver restart does: the batch it was running is run again
-    with the same offsets and written once."""
-    return [n for n, e in failed if _failed_to_connect_back(e) and restarts.get(n, 0) < limit]
 
 
 def _wait_first_batches(qs: list[Any], timeout: float) -> None:
@@ -400,18 +343,14 @@ def run_pipeline(config: PipelineConfig, *, stop: threading.Event | None = None,
     t0 = time.monotonic()
     if own_spark:
         spark = make_spark(config.master, "brownout-pipeline", config.spark_conf,
-                           shuffle_partitions=config.shuffle_partitions,
-                           kafka=config.source == "kafka")
+                           shuffle_partitions=config.shuffle_partitions)
     run["spark_startup_s"] = round(time.monotonic() - t0, 3)
     recorder = ProgressRecorder(config.out / PIPELINE_PROGRESS_FILE)
     queries: dict[str, tuple[Any, str, str]] = {}
     error: str | None = None
     try:
         t1 = time.monotonic()
-        starters: dict[str, Callable[[], Any]] = {}
-        restarts: dict[str, int] = {}
-        run["query_restarts"] = restarts
-        queries = start_queries(spark, config, starters=starters)
+        queries = start_queries(spark, config)
         run["queries_start_s"] = round(time.monotonic() - t1, 3)
         run["status"] = "running"
         run["queries"] = sorted(queries)
@@ -423,15 +362,6 @@ def run_pipeline(config: PipelineConfig, *, stop: threading.Event | None = None,
             recorder.poll(queries)
             failed = [(n, q.exception()) for n, (q, _, _) in queries.items()
                       if not q.isActive and q.exception() is not None]
-            again = queries_to_restart(failed, restarts)
-            for n in again:
-                restarts[n] = restarts.get(n, 0) + 1
-                log.warning("%s: a Python worker did not connect back to Spark; starting "
-                            "the query again from its checkpoint (restart %d)", n,
-                            restarts[n])
-                _, topic, output = queries[n]
-                queries[n] = (starters[n](), topic, output)
-            failed = [(n, e) for n, e in failed if n not in again]
             if failed:
                 error = "; ".join(f"{n}: {_short(e)}" for n, e in failed)
                 break
@@ -466,16 +396,9 @@ def run_pipeline(config: PipelineConfig, *, stop: threading.Event | None = None,
 def _drain(config: PipelineConfig, queries: dict[str, tuple[Any, str, str]],
            recorder: ProgressRecorder, timeout: float) -> None:
     """Wait until every query has processed up to the high watermarks seen now."""
-    from .source import KafkaOffsets, SourceOptions
-
-    opts = SourceOptions.parse({**config.source_options(),
-                                "subscribe": ",".join(config.topics)}, streaming=True)
-    planner = KafkaOffsets(opts)
-    try:
-        target = {tp: hw for tp, (_, hw) in planner.watermarks(planner.partitions()).items()}
-    finally:
-        planner.close()
     deadline = time.monotonic() + timeout
+    target = high_watermarks(config.bootstrap, sorted(config.topics),
+                             min(deadline, time.monotonic() + HIGH_WATERMARK_WITHIN))
     names = [n for n, (q, _, _) in queries.items() if q.isActive]
     while time.monotonic() < deadline:
         recorder.poll(queries)
@@ -488,6 +411,44 @@ def _drain(config: PipelineConfig, queries: dict[str, tuple[Any, str, str]],
     log.warning("pipeline did not catch up within %.0fs", timeout)
 
 
+# How long the drain asks again for a partition without a leader before it waits for the
+# others only.
+HIGH_WATERMARK_WITHIN = 30.0
+
+
+def high_watermarks(bootstrap: str, topics: list[str],
+                    deadline: float) -> dict[tuple[str, int], int]:
+    """The high watermark of every partition of `topics` (ListOffsets latest, which
+    read_uncommitted answers with the high watermark). A partition without a leader (a
+    broker killed under the pipeline) is asked again until `deadline`, then left out:
+    the drain waits for what can be read."""
+    from ..cluster.admin import Admin, AdminError
+
+    admin = Admin(bootstrap, timeout=10.0)
+    out: dict[tuple[str, int], int] = {}
+    left = list(topics)
+    while left:
+        missing = []
+        for topic in left:
+            try:
+                offsets = admin.offsets(topic)
+            except AdminError:
+                missing.append(topic)
+                continue
+            out.update({(topic, o.partition): o.offset for o in offsets
+                        if o.offset is not None})
+            if any(o.offset is None for o in offsets):
+                missing.append(topic)
+        left = missing
+        if left and time.monotonic() + 0.5 < deadline:
+            time.sleep(0.5)
+        elif left:
+            log.warning("no high watermark of every partition of %s; the drain waits for "
+                        "the others", ", ".join(left))
+            break
+    return out
+
+
 def _trigger_seconds(trigger: str) -> float:
     digits = "".join(c for c in trigger if c.isdigit() or c == ".")
     try:
@@ -497,11 +458,18 @@ def _trigger_seconds(trigger: str) -> float:
 
 
 def _short(e: BaseException | Any) -> str:
-    text = str(getattr(e, "desc", None) or e)
-    for line in text.splitlines():
-        if any(m in line for m in ("DataLossError", "brownout-kafka", "KAFKA_DATA_LOSS")):
-            return line.strip()[:2000]
-    return text.strip().splitlines()[0][:2000] if text.strip() else type(e).__name__
+    """A query's failure in a line: the error's first line, and the line of Spark's Kafka
+    source that says which partition and offsets were lost ("Reason: Partition t-0
+    offset was changed from 25 to 10."), which comes after the first."""
+    text = str(getattr(e, "desc", None) or e).strip()
+    if not text:
+        return type(e).__name__
+    lines = [x.strip() for x in text.splitlines()]
+    for line in lines:
+        if "KAFKA_DATA_LOSS" in line:
+            return line[:2000]
+    reason = next((x for x in lines[1:] if x.startswith("Reason:")), None)
+    return (f"{lines[0]} {reason}" if reason else lines[0])[:2000]
 
 
 # -- background process ----------------------------------------------------------------

@@ -1,6 +1,6 @@
 """A local SparkSession that stays on loopback, with Spark's Kafka source (the
-spark-sql-kafka-0-10 package, through spark.jars.packages) and format("brownout-kafka")
-registered.
+spark-sql-kafka-0-10 package, through spark.jars.packages): format("kafka") is how the
+lab's Spark jobs read Kafka.
 
 Spark binds only to 127.0.0.1 (driver host, bind address, SPARK_LOCAL_IP), has no web
 UI, uses this interpreter for its Python workers, and keeps the session time zone UTC
@@ -32,18 +32,13 @@ def spark_env() -> None:
 
 
 def make_spark(master: str = "local[*]", app: str = "brownout",
-               conf: dict[str, Any] | None = None, *, shuffle_partitions: int = 4,
-               kafka: bool = True) -> Any:
-    """getOrCreate a session (with Spark's Kafka source unless `kafka` is false); returns
-    it with `brownout_startup_s` set (seconds spent)."""
+               conf: dict[str, Any] | None = None, *, shuffle_partitions: int = 4) -> Any:
+    """getOrCreate a session with Spark's Kafka source; returns it with
+    `brownout_startup_s` set (seconds spent)."""
     spark_env()
     from pyspark.sql import SparkSession
 
-    from .source import register
-
-    conf = dict(conf or {})
-    if kafka:
-        conf = with_package(conf, kafka_package())
+    conf = with_package(dict(conf or {}), kafka_package())
     t0 = time.monotonic()
     builder = (
         SparkSession.builder.master(master).appName(app)
@@ -64,7 +59,6 @@ def make_spark(master: str = "local[*]", app: str = "brownout",
     spark.sparkContext.setLogLevel(os.environ.get("BROWNOUT_SPARK_LOG_LEVEL", "ERROR"))
     if not is_local(master):
         ship_package(spark)
-    register(spark)
     spark.brownout_startup_s = time.monotonic() - t0  # type: ignore[attr-defined]
     return spark
 
@@ -110,8 +104,8 @@ def is_local(master: str) -> bool:
 
 
 def cluster_conf(master: str) -> dict[str, str]:
-    """On a cluster, executors' Python workers must import this `brownout` (the source's
-    read runs there): on this machine (`brownout spark up`) the directory holding it goes
+    """On a cluster, any Python the executors run imports this `brownout`, the driver's:
+    on this machine (`brownout spark up`) the directory holding it goes
     on their PYTHONPATH; elsewhere ship_package sends it."""
     if is_local(master):
         return {}
@@ -152,10 +146,7 @@ def ship_package(spark: Any) -> Path:
 
 KAFKA_PROVIDER = "org.apache.spark.sql.kafka010.KafkaSourceProvider"
 KAFKA_ARTIFACT = "org.apache.spark:spark-sql-kafka-0-10_2.13"
-# Spark's own Kafka source, and Brownout's (a Python data source, source.py).
-SPARK_SOURCE = "kafka"
-PYTHON_SOURCE = "brownout-kafka"
-SOURCES = (SPARK_SOURCE, PYTHON_SOURCE)
+KAFKA_FORMAT = "kafka"
 
 
 def kafka_package(version: str | None = None) -> str:
@@ -191,25 +182,20 @@ def has_kafka_source(spark: Any) -> bool:
     return True
 
 
-def source_format(spark: Any, wanted: str = SPARK_SOURCE) -> str:
-    """The streaming source to read Kafka with: Spark's own `kafka` (the default) or
-    Brownout's `brownout-kafka`. Both take the same options and give the same columns.
-    Raises KafkaSourceMissing if Spark's is wanted and this session lacks its jars."""
-    if wanted not in SOURCES:
-        raise ValueError(f"source {wanted!r} is not one of {', '.join(SOURCES)}")
-    if wanted == SPARK_SOURCE and not has_kafka_source(spark):
+def require_kafka_source(spark: Any) -> None:
+    """Raises KafkaSourceMissing, saying what to do, if this session lacks the jars of
+    Spark's Kafka source."""
+    if not has_kafka_source(spark):
         raise KafkaSourceMissing(
             f"this Spark session has no Kafka source ({KAFKA_PROVIDER}): start it with "
             f"spark.jars.packages={kafka_package()} (`brownout spark install` fetches it "
-            f"once), or read with the source {PYTHON_SOURCE}")
-    return wanted
+            "once)")
 
 
-def kafka_reader(reader: Any, fmt: str) -> Any:
-    """spark.read or spark.readStream on source `fmt`, with the records' headers (which
-    Spark's source leaves out unless asked; Brownout's always has them)."""
-    reader = reader.format(fmt)
-    return reader.option("includeHeaders", "true") if fmt == SPARK_SOURCE else reader
+def kafka_reader(reader: Any) -> Any:
+    """spark.read or spark.readStream on Spark's Kafka source, with the records' headers
+    (which it leaves out unless asked: the workloads' message ids are in them)."""
+    return reader.format(KAFKA_FORMAT).option("includeHeaders", "true")
 
 
 def install_kafka_package(ivy_dir: str | None = None) -> dict[str, Any]:
@@ -242,5 +228,4 @@ def install_advice(package: str, cause: Any) -> str:
             f"({first[:400]}). It comes from Maven Central "
             "(https://repo1.maven.org/maven2) into the Ivy cache: allow this machine to "
             "reach it (or put the jars in ~/.m2/repository), and install a PySpark whose "
-            "version has a published connector (the `spark` extra pins one); "
-            f"meanwhile the pipeline can read with --source {PYTHON_SOURCE}")
+            "version has a published connector (the `spark` extra pins one)")

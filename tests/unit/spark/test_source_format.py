@@ -1,3 +1,5 @@
+from __future__ import annotations
+
 from types import SimpleNamespace
 
 import pytest
@@ -6,7 +8,8 @@ from brownout.spark.session import (
     KAFKA_PROVIDER,
     KafkaSourceMissing,
     kafka_package,
-    source_format,
+    kafka_reader,
+    require_kafka_source,
     with_package,
 )
 
@@ -22,23 +25,34 @@ def fake_spark(has_kafka: bool):  # type: ignore[no-untyped-def]
     return SimpleNamespace(_jvm=SimpleNamespace(org=org))
 
 
-def test_sparks_own_source_is_the_default():
-    assert source_format(fake_spark(True)) == "kafka"
+def test_a_session_with_the_jars_has_the_source():
+    require_kafka_source(fake_spark(True))
 
 
 def test_a_session_without_its_jars_is_an_error_that_says_what_to_do():
     with pytest.raises(KafkaSourceMissing, match=r"spark.jars.packages=org\.apache\.spark:"
-                       r"spark-sql-kafka-0-10_2\.13:.*brownout spark install.*brownout-kafka"):
-        source_format(fake_spark(False))
+                       r"spark-sql-kafka-0-10_2\.13:.*brownout spark install"):
+        require_kafka_source(fake_spark(False))
 
 
-def test_brownouts_source_needs_no_jars():
-    assert source_format(fake_spark(False), "brownout-kafka") == "brownout-kafka"
+class FakeReader:
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, ...]] = []
+
+    def format(self, name: str) -> FakeReader:
+        self.calls.append(("format", name))
+        return self
+
+    def option(self, key: str, value: str) -> FakeReader:
+        self.calls.append(("option", key, value))
+        return self
 
 
-def test_an_unknown_source_is_refused():
-    with pytest.raises(ValueError, match="'kafka-0-8' is not one of kafka, brownout-kafka"):
-        source_format(fake_spark(True), "kafka-0-8")
+def test_the_reader_is_sparks_kafka_source_with_headers():
+    # The workloads' message ids are in the headers, which Spark leaves out unless asked.
+    reader = FakeReader()
+    assert kafka_reader(reader) is reader
+    assert reader.calls == [("format", "kafka"), ("option", "includeHeaders", "true")]
 
 
 def test_the_package_is_at_the_given_spark_version():
@@ -63,4 +77,4 @@ def test_the_install_advice_names_the_package_the_cause_and_the_way_out():
                                        "not found"))
     assert "spark-sql-kafka-0-10_2.13:9.9.9 through spark.jars.packages" in text
     assert "(:: UNRESOLVED DEPENDENCIES ::)" in text
-    assert "Maven Central" in text and "--source brownout-kafka" in text
+    assert "Maven Central" in text

@@ -50,11 +50,11 @@ def test_down_without_a_cluster_says_so(tmp_path: Path):
         down(tmp_path)
 
 
-def test_package_zip_holds_the_source_module(tmp_path: Path):
+def test_package_zip_holds_the_package(tmp_path: Path):
     from brownout.spark.session import cluster_conf, is_local, package_zip
 
     names = zipfile.ZipFile(package_zip(tmp_path / "b.zip")).namelist()
-    assert "brownout/__init__.py" in names and "brownout/spark/source.py" in names
+    assert "brownout/__init__.py" in names and "brownout/spark/transforms.py" in names
     assert is_local("local[2,4]") and not is_local("spark://127.0.0.1:7077")
     assert cluster_conf("local[*]") == {}
     assert cluster_conf("spark://h:1")["spark.executorEnv.PYTHONPATH"] == str(package_root())

@@ -12,8 +12,33 @@ import pytest
 
 pytest.importorskip("pyspark")
 
-from brownout.spark.source import SCHEMA
+from pyspark.sql.types import (
+    ArrayType,
+    BinaryType,
+    IntegerType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
+
 from brownout.spark.transforms import WindowSpec, aggregate, ledger, parse
+
+# The rows of Spark's Kafka source with includeHeaders (the pipeline's input).
+SCHEMA = StructType([
+    StructField("key", BinaryType()),
+    StructField("value", BinaryType()),
+    StructField("topic", StringType()),
+    StructField("partition", IntegerType()),
+    StructField("offset", LongType()),
+    StructField("timestamp", TimestampType()),
+    StructField("timestampType", IntegerType()),
+    StructField("headers", ArrayType(StructType([
+        StructField("key", StringType()),
+        StructField("value", BinaryType()),
+    ]))),
+])
 
 pytestmark = pytest.mark.timeout(300)
 
