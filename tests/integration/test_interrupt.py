@@ -78,6 +78,13 @@ expectations:
     return path
 
 
+def _default_sigint() -> None:
+    # A suite started in the background by a shell without job control (nohup, `sh -c
+    # '... &'`) inherits an ignored SIGINT, and so would the command: a terminal's
+    # command takes Ctrl-C, which is what these tests send.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 class Command:
     """`brownout ARGS` in its own session (a terminal's foreground group), its output
     in a file."""
@@ -88,7 +95,7 @@ class Command:
             self.proc = subprocess.Popen(
                 [*BROWNOUT, *args], stdout=out, stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL, start_new_session=True,
-                env={**os.environ, "COLUMNS": "200"})
+                env={**os.environ, "COLUMNS": "200"}, preexec_fn=_default_sigint)
 
     def output(self) -> str:
         return self.log.read_text(errors="replace")

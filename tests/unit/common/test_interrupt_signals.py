@@ -5,6 +5,7 @@ stay ignored, and the exit status is 128 + the signal."""
 from __future__ import annotations
 
 import signal
+from collections.abc import Iterator
 
 import pytest
 
@@ -17,6 +18,16 @@ from brownout.common.interrupt import (
     interruptible,
     pending,
 )
+
+
+@pytest.fixture(autouse=True)
+def sigint_raises() -> Iterator[None]:
+    """SIGINT as an interactive Python has it: a suite started in the background by a
+    shell without job control inherits it ignored, and `interruptible` leaves an ignored
+    signal ignored."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
 
 
 def test_the_first_signal_raises_interrupted_with_its_number() -> None:
