@@ -44,6 +44,8 @@ from pathlib import Path
 import pytest
 from _time_scale import scaled
 
+from brownout.cluster import kafka_install
+from brownout.cluster.distribution import DEFAULT_KAFKA_4, cache_root
 from brownout.cluster.ports import free_port
 
 _SCRIPT = Path(sys.executable).parent / "brownout"
@@ -494,3 +496,9 @@ def _leak_guard(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
             "this module left behind (now killed / removed):\n  " + "\n  ".join(leaked),
             pytrace=False,
         )
+
+
+@pytest.fixture(scope="module")
+def kafka_installed() -> str:
+    """The default 4.x version, from the cache (resolved with Maven the first time)."""
+    return kafka_install.install(DEFAULT_KAFKA_4, cache_root()).distribution.version

@@ -20,8 +20,7 @@ from _time_scale import scaled
 from conftest import BROWNOUT
 from test_scenarios import kill_cluster, no_node_left
 
-from brownout.cluster import kafka_install
-from brownout.cluster.distribution import DEFAULT_KAFKA_4, cache_root
+from brownout.cluster.distribution import DEFAULT_KAFKA_4
 from brownout.scenarios.overload import EVENT_LOOP, GC_PAUSE
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
@@ -30,13 +29,7 @@ KAFKA = f"kafka:{DEFAULT_KAFKA_4}"
 EXIT = {"pass": 0, "fail": 1, "unknown": 3}
 
 
-@pytest.fixture(scope="module")
-def kafka_installed() -> None:
-    """The default 4.x version in the cache (resolved with Maven the first time)."""
-    kafka_install.install(DEFAULT_KAFKA_4, cache_root())
-
-
-def test_minority_outage_on_brownout_and_kafka(tmp_path: Path, kafka_installed: None) -> None:
+def test_minority_outage_on_brownout_and_kafka(tmp_path: Path, kafka_installed: str) -> None:
     out = tmp_path / "compare"
     directories = {"brownout": out / "brownout", KAFKA: out / f"kafka-{DEFAULT_KAFKA_4}"}
     try:

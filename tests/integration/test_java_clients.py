@@ -25,8 +25,6 @@ from conftest import BROWNOUT
 from test_scenarios import kill_cluster, no_node_left
 
 from brownout.check.suite import check_all
-from brownout.cluster import kafka_install
-from brownout.cluster.distribution import DEFAULT_KAFKA_4, cache_root
 from brownout.scenarios import builtin_dir
 from brownout.workload.consumer import ConsumerSettings
 from brownout.workload.final_read import load_final_read
@@ -38,12 +36,6 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 
 PARTITIONS = 3
 MESSAGES = 300
-
-
-@pytest.fixture(scope="module")
-def kafka_installed() -> str:
-    """The default 4.x version, from the cache (resolved with Maven the first time)."""
-    return kafka_install.install(DEFAULT_KAFKA_4, cache_root()).distribution.version
 
 
 @pytest.fixture(scope="module")

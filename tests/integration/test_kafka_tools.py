@@ -18,21 +18,12 @@ import pytest
 from _cluster import LabCluster, full_isr, wait_until
 from conftest import run_brownout
 
-from brownout.cluster import kafka_install
-from brownout.cluster.distribution import DEFAULT_KAFKA_4, cache_root
-
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 
 PARTITIONS = 4
 RF = 2
 # A JVM tool starts in 2-5 s on an idle machine, many times that under load.
 TOOL_TIMEOUT = 180.0
-
-
-@pytest.fixture(scope="module")
-def kafka_installed() -> str:
-    """The default 4.x version, from the cache (resolved with Maven the first time)."""
-    return kafka_install.install(DEFAULT_KAFKA_4, cache_root()).distribution.version
 
 
 @pytest.fixture(scope="module")
