@@ -45,11 +45,6 @@ class ConsumerGroup(WorkerGroup):
                                            deadline=None, logger=logger, run=run)
                             for name in names]
 
-    def prepare(self) -> None:
-        if self.settings.client == "java":
-            for w in self.workers:
-                w.create_client()
-
     def start(self) -> None:
         if self.settings.client == "java":
             start_all(self.workers)  # in parallel, until each JVM runs its consumer

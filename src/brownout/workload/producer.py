@@ -422,11 +422,6 @@ class ProducerGroup(WorkerGroup):
                 settings, history, name, run_id=run_id, stop=stop, rate=per_rate,
                 count=count, deadline=None, start_ms=start_ms, logger=logger))
 
-    def prepare(self) -> None:
-        if self.settings.client == "java":
-            for w in self.workers:
-                w.create_client()
-
     def start(self) -> None:
         if self.settings.client == "java":
             from .java_clients import start_all

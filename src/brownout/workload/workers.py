@@ -17,6 +17,9 @@ class WorkerGroup:
     def prepare(self) -> None:
         """Start what takes long to start before any group starts (JVMs: all of a run's
         at once); nothing for clients that start in a moment."""
+        if self.settings.client == "java":
+            for w in self.workers:
+                w.create_client()
 
     def start(self) -> None:
         # The duration counts from here, not from construction (clients, observers and
