@@ -60,6 +60,18 @@ def test_minority_outage_on_brownout_and_kafka(tmp_path: Path, kafka_installed: 
         assert (run_dir / "report.html").exists()
         assert (directories[engine["engine"]] / "summary.json").exists()
         no_node_left(run_dir)
+    # The node's run is also the suite's minority-outage end to end: every artifact of a
+    # run directory, every step ok, every expectation passed.
+    node_run = directories["brownout"] / "run-001"
+    for name in ("history.parquet", "check.json", "verdict.json", "final-read.parquet",
+                 "nodes/node-1/node.log", "nodes/node-3001/server.properties"):
+        assert (node_run / name).exists(), name
+    node_verdict = json.loads((node_run / "verdict.json").read_text())
+    assert node_verdict["schema_version"] == 1
+    assert json.loads((node_run / "check.json").read_text())["schema_version"] == 1
+    assert "acked_writes_lost[acks-all]" in {e["name"] for e in node_verdict["expectations"]}
+    assert [s["outcome"] for s in node_verdict["steps"]] == ["ok", "ok", "ok"], text
+
     # the same seed on both engines
     seeds = {e["engine"]: e["runs"][0]["seed"] for e in comparison["engines"]}
     assert seeds["brownout"] == seeds[KAFKA]
