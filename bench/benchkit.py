@@ -1,10 +1,11 @@
-"""Shared pieces of the bench/ scripts: a Brownout cluster built with the lab's own code
-(`brownout.cluster.lab`), librdkafka's in-process mock cluster, client configs,
-percentiles, CPU time from /proc.
+"""Shared pieces of the bench/ scripts: a lab cluster built with the lab's own code
+(`brownout.cluster.lab`) on Brownout's node or on Apache Kafka (`brownout kafka install`),
+librdkafka's in-process mock cluster, client configs, percentiles, CPU time and memory
+from /proc.
 
 Every measure in bench/ takes a bootstrap string, so the same function runs against a
-Brownout cluster and against the mock cluster in the same process and the same run: the
-machine is shared and its absolute numbers move, the ratio is what compares.
+Brownout cluster, a Kafka cluster and the mock cluster in the same process and the same
+run: the machine is shared and its absolute numbers move, the ratio is what compares.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 from confluent_kafka import KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from brownout.api import engine_home
 from brownout.cluster import lab
 from brownout.cluster.topology import Overrides, TopologyRequest
 
@@ -56,9 +58,11 @@ QUIET = {"logger": Quiet()}
 @dataclasses.dataclass
 class Target:
     bootstrap: str
-    name: str  # "brownout" or "mock"
-    # Brownout: node id -> (pid, address probed for stalls, events.jsonl)
+    name: str  # "brownout", "kafka" or "mock"
+    # A lab cluster: node id -> (pid, address probed for stalls, the node's folder)
     nodes: dict[int, tuple[int, str, Path]] = dataclasses.field(default_factory=dict)
+    # A lab cluster: seconds from `lab.up` until every node served
+    start_seconds: float | None = None
 
     @property
     def is_mock(self) -> bool:
@@ -147,38 +151,58 @@ def wait_leaders(target: Target, names: Sequence[str], partitions: int, timeout:
 
 
 @contextlib.contextmanager
-def brownout_cluster(brokers: int = 3, controllers: int = 1) -> Iterator[Target]:
+def lab_cluster(engine: str = "brownout", brokers: int = 3,
+                controllers: int = 1) -> Iterator[Target]:
     """A fresh loopback cluster in a temporary directory, built and stopped by the lab
-    (`brownout up` / `brownout down --purge`), Kafka's default timeouts."""
+    (`brownout up` / `brownout down --purge`), Kafka's default timeouts. `engine`:
+    "brownout" (the node) or "kafka" / "kafka:VERSION" (Apache Kafka's JVMs, installed
+    with `brownout kafka install`; the lab's JVM settings, cluster/launcher.py)."""
     # The nodes inherit this environment: they run this checkout's code, not whatever
     # the venv's editable install points at.
     if SRC not in os.environ.get("PYTHONPATH", "").split(os.pathsep):
         os.environ["PYTHONPATH"] = os.pathsep.join(
             p for p in (SRC, os.environ.get("PYTHONPATH")) if p
         )
-    directory = Path(tempfile.mkdtemp(prefix="brownout-bench-"))
+    distribution = engine_home(engine)
+    directory = Path(tempfile.mkdtemp(prefix=f"{engine.split(':')[0]}-bench-"))
+    node_config = {} if distribution else {
+        # Every loop lag above this is a stall event: the stall rows read them.
+        "event.loop.stall.threshold.ms": str(STALL_THRESHOLD_MS)}
     request = TopologyRequest(
         brokers=brokers,
         controllers=controllers,
         # Consumers that join the churn group get their assignment at once, as on the mock.
-        overrides=Overrides(
-            # Every loop lag above this is a stall event: the stall rows read them.
-            all={"event.loop.stall.threshold.ms": str(STALL_THRESHOLD_MS)},
-            broker={"group.initial.rebalance.delay.ms": "0"},
-        ),
+        overrides=Overrides(all=node_config,
+                            broker={"group.initial.rebalance.delay.ms": "0"}),
+        distribution=distribution,
     )
     try:
-        result = lab.up(directory, request, timeout=120)
+        started = time.monotonic()
+        result = lab.up(directory, request, timeout=300 if distribution else 120)
+        start_seconds = time.monotonic() - started
         nodes = {}
         for spec in result.topology.nodes:
             pid = result.state.nodes[spec.node_id].pid
             assert pid is not None
-            nodes[spec.node_id] = (pid, spec.ready_address, spec.events_path)
-        yield Target(result.topology.bootstrap_servers, "brownout", nodes)
+            nodes[spec.node_id] = (pid, spec.ready_address, spec.directory)
+        name = "kafka" if distribution else "brownout"
+        yield Target(result.topology.bootstrap_servers, name, nodes, start_seconds)
     finally:
         with contextlib.suppress(Exception):
-            lab.down(directory, purge=True, timeout=20)
+            lab.down(directory, purge=True, timeout=60)
         shutil.rmtree(directory, ignore_errors=True)
+
+
+def brownout_cluster(
+    brokers: int = 3, controllers: int = 1
+) -> contextlib.AbstractContextManager[Target]:
+    return lab_cluster("brownout", brokers, controllers)
+
+
+def kafka_cluster(
+    brokers: int = 3, controllers: int = 1
+) -> contextlib.AbstractContextManager[Target]:
+    return lab_cluster("kafka", brokers, controllers)
 
 
 @contextlib.contextmanager
@@ -224,6 +248,15 @@ def cpu_seconds(pid: int) -> float:
     with open(f"/proc/{pid}/stat") as f:
         fields = f.read().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / CLK_TCK  # fields 14 and 15 of stat(5)
+
+
+def rss_mb(pid: int) -> float:
+    """Resident set size of a process in MiB (VmRSS, /proc/PID/status)."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    raise ValueError(f"no VmRSS for process {pid}")
 
 
 def loadavg() -> str:

@@ -8,10 +8,12 @@ consumer group whose membership changes every 3 s (a member joins, the oldest le
 one rebalance each time), and one CreateTopics per second (1 partition, RF 3). The mock
 cluster has no CreateTopics; there a producer auto-creates one topic per second.
 
-Each node measures its own event-loop lag (broker/loop_monitor.py) and writes every lag
-above `event.loop.stall.threshold.ms` as a `stall` event to its events.jsonl; the bench
-clusters run with that threshold at STALL_THRESHOLD_MS (see benchkit) and the figure is
-the largest `lag_ms` of the events written during the load.
+Each Brownout node measures its own event-loop lag (broker/loop_monitor.py) and writes
+every lag above `event.loop.stall.threshold.ms` as a `stall` event to its events.jsonl;
+the bench clusters run with that threshold at STALL_THRESHOLD_MS (see benchkit) and the
+figure is the largest `lag_ms` of the events written during the load. A Kafka node's own
+figure is its longest stop-the-world GC pause during the load, from the GC log the lab
+has each JVM write (`-Xlog:gc*`; safepoints other than GC are not in it).
 
 The mock cluster has no such monitor, so both are also measured from outside: a probe
 process (`--probe`, its own process so the load generator's GIL does not delay it) keeps
@@ -52,6 +54,8 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from brownout.broker.loop_monitor import STALL_EVENT
 from brownout.cluster.wire import WireClient, WireError
 from brownout.common.events import read_events
+from brownout.common.gc_log import read_gc_pauses
+from brownout.common.rundir import NODE_EVENTS
 from brownout.protocol.apis import ApiKey, request_class
 from brownout.workload.ratelimit import wait_serving
 
@@ -254,6 +258,22 @@ def node_reported_stalls(events: Path, since: float, until: float) -> float | No
     return max(lags, default=None)
 
 
+def longest_gc_pause(node_dir: Path, since: float, until: float) -> float | None:
+    """The longest GC pause (ms) a Kafka node's GC log shows ending between two
+    wall-clock times; None without a GC log or a pause."""
+    pauses = read_gc_pauses(node_dir) or []
+    return max((p.ms for p in pauses if since <= p.end <= until), default=None)
+
+
+def node_reported_pause(target: Target, node_dir: Path, since: float,
+                        until: float) -> float | None:
+    """What the node itself says it stood still for: loop stalls on Brownout's node, GC
+    pauses on Kafka's."""
+    if target.name == "kafka":
+        return longest_gc_pause(node_dir, since, until)
+    return node_reported_stalls(node_dir / NODE_EVENTS, since, until)
+
+
 def mixed_load_stalls(target: Target, seconds: float) -> dict[str, Any]:
     """Runs the mixed load with the probe beside it; returns per node max stall (ms),
     the probe's own worst delay, the producer's latency and what the load did."""
@@ -281,8 +301,8 @@ def mixed_load_stalls(target: Target, seconds: float) -> dict[str, Any]:
     until = time.time()
     probed = json.loads(out)
     stalls = {name: probed[a] for name, a in addresses.items()}
-    for n, (_, _, events) in target.nodes.items():
-        stalls[f"node {n}"]["reported_ms"] = node_reported_stalls(events, since, until)
+    for n, (_, _, node_dir) in target.nodes.items():
+        stalls[f"node {n}"]["reported_ms"] = node_reported_pause(target, node_dir, since, until)
     values = sorted(load.latencies + [math.inf] * (load.expected - len(load.latencies)))
     return {
         "stalls": stalls,

@@ -125,18 +125,34 @@ def fetch_for(target: Target, topic: str, seconds: float) -> dict[str, float]:
     }
 
 
-def single_record_rate(target: Target, topic: str, seconds: float) -> dict[str, float]:
+def single_record_rate(
+    target: Target, topic: str, seconds: float, connections: int = 1
+) -> dict[str, float]:
     """acks=all, linger.ms 0 and one record per batch on one partition: the rate of
-    produce requests one partition sustains (5 in flight, Kafka's default)."""
-    return produce_for(
-        target,
-        topic,
-        100,
-        "all",
-        seconds,
-        partition=0,
-        **{"linger.ms": 0, "batch.num.messages": 1, "queue.buffering.max.messages": 20_000},
-    )
+    produce requests one partition sustains (5 in flight per connection, Kafka's
+    default), from `connections` producers at once (one connection each), summed."""
+    single = {"linger.ms": 0, "batch.num.messages": 1, "queue.buffering.max.messages": 20_000}
+    if connections == 1:
+        return produce_for(target, topic, 100, "all", seconds, partition=0, **single)
+    results: list[dict[str, float]] = []
+
+    def one() -> None:
+        results.append(produce_for(target, topic, 100, "all", seconds, partition=0, **single))
+
+    threads = [threading.Thread(target=one) for _ in range(connections)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if len(results) != connections:
+        raise RuntimeError(f"{connections - len(results)} of {connections} producers failed")
+    return {
+        "msgs": sum(r["msgs"] for r in results),
+        "seconds": max(r["seconds"] for r in results),
+        "msg_s": sum(r["msg_s"] for r in results),
+        "mb_s": sum(r["mb_s"] for r in results),
+        "errors": sum(r["errors"] for r in results),
+    }
 
 
 def loopback_ceiling(seconds: float) -> float:
