@@ -20,8 +20,8 @@ from _time_scale import scaled
 from conftest import BROWNOUT
 from test_scenarios import kill_cluster, no_node_left
 
+from brownout.check.overload import EVENT_LOOP, GC_PAUSE
 from brownout.cluster.distribution import DEFAULT_KAFKA_4
-from brownout.scenarios.overload import EVENT_LOOP, GC_PAUSE
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 
