@@ -93,6 +93,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+	$(BIN)/lint-imports --no-cache
 
 # The type check alone (mypy over the packages pyproject.toml's [tool.mypy] names).
 typecheck: $(STAMP)

@@ -33,10 +33,10 @@ from benchkit import loadavg
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from brownout.broker.loop_monitor import stalls_from_events
+from brownout.check.overload import node_stalls
 from brownout.common.events import read_events
+from brownout.common.stalls import stalls_from_events
 from brownout.scenarios import builtin
-from brownout.scenarios.overload import node_stalls
 
 BROWNOUT = [str(Path(sys.executable).with_name("brownout"))]
 

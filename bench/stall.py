@@ -51,11 +51,11 @@ from benchkit import (
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from brownout.broker.loop_monitor import STALL_EVENT
 from brownout.cluster.wire import WireClient, WireError
 from brownout.common.events import read_events
 from brownout.common.gc_log import read_gc_pauses
 from brownout.common.rundir import NODE_EVENTS
+from brownout.common.stalls import STALL_EVENT
 from brownout.protocol.apis import ApiKey, request_class
 from brownout.workload.ratelimit import wait_serving
 

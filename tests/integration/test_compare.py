@@ -20,8 +20,8 @@ from _time_scale import scaled
 from conftest import BROWNOUT
 from test_scenarios import kill_cluster, no_node_left
 
+from brownout.check.overload import EVENT_LOOP, GC_PAUSE
 from brownout.cluster.distribution import DEFAULT_KAFKA_4
-from brownout.scenarios.overload import EVENT_LOOP, GC_PAUSE
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 
@@ -64,7 +64,7 @@ def test_minority_outage_on_brownout_and_kafka(tmp_path: Path, kafka_installed: 
     # run directory, every step ok, every expectation passed.
     node_run = directories["brownout"] / "run-001"
     for name in ("history.parquet", "check.json", "verdict.json", "final-read.parquet",
-                 "nodes/node-1/node.log", "nodes/node-3001/server.properties"):
+                 "report.html", "nodes/node-1/node.log", "nodes/node-3001/server.properties"):
         assert (node_run / name).exists(), name
     node_verdict = json.loads((node_run / "verdict.json").read_text())
     assert node_verdict["schema_version"] == 1

@@ -19,9 +19,9 @@ from typing import Any
 import pytest
 from test_scenarios import no_node_left, run
 
+from brownout.check.overload import EVENT_LOOP, GC_PAUSE
 from brownout.cluster import kafka_install
 from brownout.cluster.distribution import DEFAULT_KAFKA_3, DEFAULT_KAFKA_4, cache_root
-from brownout.scenarios.overload import EVENT_LOOP, GC_PAUSE
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(400)]
 

@@ -32,7 +32,8 @@ from brownout.broker.zk_admin_manager import ProducerIdBlockError, ZkAdminManage
 from brownout.broker.zk_client import KafkaZkClient
 from brownout.broker.zk_metadata_cache import ZkMetadataCache
 from brownout.cluster.ensemble import Ensemble
-from brownout.controller.topics import NewTopic, TopicResult
+from brownout.common.topic import NewTopic
+from brownout.controller.topics import TopicResult
 from brownout.zk import data as zd
 from brownout.zk.messages import (
     UpdateMetadataBroker,

@@ -20,17 +20,12 @@ from kio.schema.errors import ErrorCode
 
 from ..common.group_config import group_broker_settings
 from ..common.kafka_config import KafkaConfig
+from ..common.topic import NewTopic, validate_topic_name
 from ..controller.configs import AlterableConfig, ConfigResource, ConfigResult
 from ..controller.elections import PREFERRED, TopicElections
 from ..controller.partitions import NewPartitions
 from ..controller.reassignments import TopicOngoing, TopicReassignments
-from ..controller.topics import (
-    CLUSTER_METADATA_TOPIC,
-    INTERNAL_TOPICS,
-    NewTopic,
-    TopicResult,
-    validate_topic_name,
-)
+from ..controller.topics import CLUSTER_METADATA_TOPIC, INTERNAL_TOPICS, TopicResult
 from ..protocol.apis import BROKER_APIS, ApiKey, advertised_versions, response_class
 from ..protocol.build import build, field_entity, millis
 from ..protocol.connection import Request, ServerConnection

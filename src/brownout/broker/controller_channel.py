@@ -17,10 +17,11 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from ..common.topic import NewTopic
 from ..controller.configs import AlterableConfig, ConfigResource, ConfigResult
 from ..controller.elections import ElectionResult, TopicElections
 from ..controller.partitions import NewPartitions, PartitionsResult
-from ..controller.topics import NewTopic, TopicResult
+from ..controller.topics import TopicResult
 from ..protocol.apis import ApiKey, request_class
 from ..protocol.build import build
 from .network_client import NetworkClient, NodeUnreachable

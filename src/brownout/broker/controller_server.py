@@ -23,6 +23,7 @@ from typing import Any, Protocol
 
 from kio.schema.errors import ErrorCode
 
+from ..common.topic import NewTopic
 from ..controller.acls import AclCreationResult, AclDeletionResult
 from ..controller.cluster_control import IsrChange
 from ..controller.configs import AlterableConfig, ConfigResource, ConfigResult
@@ -31,7 +32,7 @@ from ..controller.image import MetadataImage
 from ..controller.partitions import NewPartitions, PartitionsResult
 from ..controller.quorum_controller import QuorumController
 from ..controller.records import BrokerEndpoint, MetadataRecord, encode_record
-from ..controller.topics import NewTopic, TopicResult
+from ..controller.topics import TopicResult
 from ..protocol.apis import ApiKey
 from ..protocol.build import build
 from ..protocol.connection import Request, ServerConnection

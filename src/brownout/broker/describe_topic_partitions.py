@@ -21,7 +21,8 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from ..controller.topics import INTERNAL_TOPICS, validate_topic_name
+from ..common.topic import validate_topic_name
+from ..controller.topics import INTERNAL_TOPICS
 
 ZERO_UUID = uuid.UUID(int=0)
 NO_LEADER_ID = -1

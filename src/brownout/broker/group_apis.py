@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from kio.schema.errors import ErrorCode
 
 from .. import group as g
-from ..controller.topics import NewTopic
+from ..common.topic import NewTopic
 from ..protocol.apis import ApiKey
 from ..protocol.build import millis
 from ..protocol.connection import Request

@@ -8,7 +8,8 @@ in which our own node stalled measures Python's limits, not Kafka's behaviour.
 
 The monitor sleeps for a short interval and measures how late it woke (the lag). A lag
 above `event.loop.stall.threshold.ms` is a stall: it becomes a `stall` event in the
-node's event stream and a WARN line in its log. `StallTracker` is the pure part (what is
+node's event stream (its format: common/stalls.py, which the lab reads it with) and a
+WARN line in its log. `StallTracker` is the pure part (what is
 a stall, the worst recent one); `run_loop_monitor` is the task around it.
 
 A stall's length alone does not say what to fix. `StallSampler` is a thread that looks at
@@ -33,32 +34,12 @@ import logging
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable
 from types import FrameType
-from typing import Any
+
+from ..common.stalls import RECENT_WINDOW_S, Stall, worst_stall
 
 log = logging.getLogger("kafka.server.EventLoopMonitor")
-
-STALL_EVENT = "stall"
-# How far back "recent" reaches for the worst stall a node reports.
-RECENT_WINDOW_S = 600.0
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class Stall:
-    """The loop woke `lag_ms` late at wall-clock time `at` (seconds); it was blocked from
-    `at - lag_ms / 1000` until `at`. Over the monitor's interval that held the stall, the
-    loop thread ran on a CPU for `ran_ms` and waited for one for `runqueue_ms` (None where
-    the system does not say)."""
-
-    at: float
-    lag_ms: float
-    ran_ms: float | None = None
-    runqueue_ms: float | None = None
-
-    @property
-    def began(self) -> float:
-        return self.at - self.lag_ms / 1000.0
 
 
 class StallTracker:
@@ -86,29 +67,6 @@ class StallTracker:
     def worst(self, now: float) -> Stall | None:
         """The longest stall that ended within the window before `now`."""
         return worst_stall(self._recent, since=now - self.window_s)
-
-
-def worst_stall(stalls: Iterable[Stall], since: float = float("-inf")) -> Stall | None:
-    """The longest of `stalls` that ended at or after `since` (None when there is none)."""
-    return max((s for s in stalls if s.at >= since), key=lambda s: s.lag_ms, default=None)
-
-
-def stalls_from_events(events: Iterable[Mapping[str, Any]]) -> list[Stall]:
-    """The stalls in a node's event stream (read_events of its events.jsonl)."""
-    out = []
-    for e in events:
-        if e.get("event") != STALL_EVENT:
-            continue
-        try:
-            out.append(Stall(float(e["time"]), float(e["lag_ms"]),
-                             _optional_ms(e.get("ran_ms")), _optional_ms(e.get("runqueue_ms"))))
-        except (KeyError, TypeError, ValueError):
-            continue  # a line from another writer: not ours to judge
-    return out
-
-
-def _optional_ms(value: Any) -> float | None:
-    return None if value is None else float(value)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

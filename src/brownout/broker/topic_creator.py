@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 from kio.schema.errors import ErrorCode
 
-from ..controller.topics import NewTopic
+from ..common.topic import NewTopic
 from .controller_channel import RemoteControllerChannel
 
 log = logging.getLogger("kafka.server.AutoTopicCreationManager")

@@ -42,6 +42,7 @@ from typing import Any, TypeVar
 from kazoo.exceptions import KazooException
 from kio.schema.errors import ErrorCode
 
+from ..common.topic import NewTopic
 from ..controller.configs import (
     RESOURCE_BROKER,
     RESOURCE_GROUP,
@@ -56,7 +57,6 @@ from ..controller.topics import (
     EXCESSIVE_PARTITIONS,
     INTERNAL_TOPICS,
     MAX_PARTITIONS_PER_BATCH,
-    NewTopic,
     TopicResult,
     requested_partitions,
 )

@@ -5,6 +5,9 @@ streamed in batches), the final read (FINAL_READ_SCHEMA), the high watermark per
 partition and the scenario's Expectations. Each checker returns a CheckResult whose
 `valid` is True, False or "unknown" (a crash is never True), with named anomalies
 (count, examples) and numbers; check_all composes them into one Report.
+
+overload.py is the rule that makes a verdict "unknown: lab overloaded", over the nodes'
+event-loop stalls and GC pauses.
 """
 
 from brownout.check.availability import check_availability, longest_unavailable

@@ -19,7 +19,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..cluster.admin import Admin
-from ..common.rundir import HISTORY_FILE, HISTORY_JSONL
+from ..common.rundir import CHECK_FILE, HISTORY_FILE, HISTORY_JSONL
 from ..workload.generators import WORKLOADS
 from ._common import (
     BootstrapOption,
@@ -336,12 +336,12 @@ def check_command(
     directory: DirOption = None,
 ) -> None:
     """Read the run's topics up to their high watermarks (once the cluster has healed),
-    then check the history against the log (or print the counts when no checker is
-    installed)."""
+    then check the history against the log."""
+    from ..check.run_dir import check_run
     from ..workload.final_read import load_final_read
     from ..workload.history import ensure_parquet
     from ..workload.run import do_final_read, interrupted_text, load_run
-    from ..workload.summary import CHECK_FILE, check_run, counts
+    from ..workload.summary import counts
 
     console = Console(highlight=False)
     refuse_unfinished(run_dir)
@@ -371,18 +371,15 @@ def check_command(
         table.add_row(key.replace("_", "-"), str(value))
     console.print(table)
     report = check_run(run_dir)
-    if report is None:
-        console.print("no checker installed: counts only")
-        return
     _print_report(report, console)
     console.print(f"report: {run_dir / CHECK_FILE}")
-    if getattr(report, "valid", None) is False:
+    if report.valid is False:
         raise typer.Exit(1)
 
 
 def _print_report(report: Any, console: Console) -> None:
     """A compact view of the checkers' Report: each checker's verdict and anomalies."""
-    data = report.to_dict() if hasattr(report, "to_dict") else {"valid": report}
+    data = report.to_dict()
     table = Table(title=f"verdict: valid={data.get('valid')}")
     table.add_column("checker")
     table.add_column("valid")

@@ -40,10 +40,10 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from ..broker.loop_monitor import RECENT_WINDOW_S, stalls_from_events, worst_stall
 from ..common.events import read_events
 from ..common.java import JavaError, require_java
 from ..common.rundir import CLUSTER_STATE_FILE, node_dir_name, node_dirs
+from ..common.stalls import RECENT_WINDOW_S, stalls_from_events, worst_stall
 from ..security import certs
 from . import netns, znodes
 from . import zookeeper as zk

@@ -20,7 +20,7 @@ broker/controller, run the way Kafka's scripts run it, without the scripts:
 
 A Kafka node does not write Brownout's structured events (events.jsonl): event-loop
 stalls are not observed there; its GC log's pauses stand in for them (the overload rule,
-scenarios/overload.py). The rest of a run (workloads, checks, report) only needs the
+check/overload.py). The rest of a run (workloads, checks, report) only needs the
 wire and the node logs.
 """
 

@@ -24,9 +24,10 @@ from kio.schema.errors import ErrorCode
 from ..common.config import ConfigDef, ConfigError, ConfigType, render
 from ..common.group_config import GROUP_BROKER_DEFAULTS, GROUP_CONFIG, validate_group_configs
 from ..common.kafka_config import BROKER_CONFIG, TOPIC_CONFIG, parse_topic_configs
+from ..common.topic import validate_topic_name
 from .image import MetadataImage
 from .records import ConfigRecord, MetadataRecord
-from .topics import EXCESSIVE_BATCH, MAX_RECORDS_PER_USER_OP, validate_topic_name
+from .topics import EXCESSIVE_BATCH, MAX_RECORDS_PER_USER_OP
 
 RESOURCE_TOPIC = 2
 RESOURCE_BROKER = 4

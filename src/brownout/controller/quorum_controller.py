@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from kio.schema.errors import ErrorCode
 
 from ..common.group_config import GROUP_BROKER_DEFAULTS
+from ..common.topic import NewTopic
 from ..security.authorizer import AclBinding, AclBindingFilter
 from .acls import AclCreationResult, AclDeletionResult, create_acls, delete_acls
 from .cluster_control import (
@@ -41,7 +42,7 @@ from .reassignments import (
     list_partition_reassignments,
 )
 from .records import BrokerEndpoint, MetadataRecord, ProducerIdsRecord
-from .topics import NewTopic, TopicResult, create_topics, delete_topics
+from .topics import TopicResult, create_topics, delete_topics
 
 PRODUCER_ID_BLOCK_SIZE = 1000
 

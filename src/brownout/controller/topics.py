@@ -8,15 +8,15 @@ from __future__ import annotations
 
 import dataclasses
 import random
-import re
 import uuid
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 from kio.schema.errors import ErrorCode
 
 from ..common.config import ConfigError
 from ..common.kafka_config import TOPIC_CONFIG, parse_topic_configs
+from ..common.topic import NewTopic, validate_topic_name
 from .image import MetadataImage
 from .records import (
     CLUSTER_METADATA_TOPIC,
@@ -27,8 +27,6 @@ from .records import (
     TopicRecord,
 )
 
-MAX_NAME_LENGTH = 249
-_LEGAL = re.compile(r"^[a-zA-Z0-9._-]+$")
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 
 # Kafka's QuorumController refuses a user operation that would write more than
@@ -43,15 +41,6 @@ EXCESSIVE_BATCH = "Unable to perform excessively large batch operation."
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
-class NewTopic:
-    name: str
-    num_partitions: int = -1  # -1: num.partitions
-    replication_factor: int = -1  # -1: default.replication.factor
-    assignments: Mapping[int, Sequence[int]] = dataclasses.field(default_factory=dict)
-    configs: Mapping[str, str | None] = dataclasses.field(default_factory=dict)
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
 class TopicResult:
     name: str
     error: ErrorCode
@@ -59,25 +48,6 @@ class TopicResult:
     topic_id: uuid.UUID | None = None
     num_partitions: int = -1
     replication_factor: int = -1
-
-
-def validate_topic_name(name: str) -> str | None:
-    """Kafka's topic name rules; returns the problem or None."""
-    if not name:
-        return "Topic name is illegal, it can't be empty"
-    if name in (".", ".."):
-        return "Topic name cannot be \".\" or \"..\""
-    if len(name) > MAX_NAME_LENGTH:
-        return (
-            f"Topic name is illegal, it can't be longer than {MAX_NAME_LENGTH} characters, "
-            f"topic name: {name}"
-        )
-    if not _LEGAL.match(name):
-        return (
-            f"Topic name \"{name}\" is illegal, it contains a character other than ASCII "
-            "alphanumerics, '.', '_' and '-'"
-        )
-    return None
 
 
 def _collides(name: str, image: MetadataImage) -> str | None:

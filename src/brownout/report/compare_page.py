@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ..common.rundir import COMPARE_PAGE
-from ..scenarios.compare import NOT_OBSERVED, VERDICTS, cell_text, run_note
+from .compare_text import NOT_OBSERVED, VERDICTS, cell_text, run_note
 from .html import CSS, esc
 
 PAGE_CSS = """

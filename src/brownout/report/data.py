@@ -60,6 +60,7 @@ import pyarrow.parquet as pq
 from brownout.check.availability import check_availability
 from brownout.check.events import Fault, node_id, parse_faults
 from brownout.check.load import SMALL_COLUMNS, parse_value
+from brownout.check.overload import NodeStall, measures_by_node, node_stalls, stall_limit_ms
 from brownout.common.documents import read_document
 from brownout.common.events import read_node_events
 from brownout.common.gc_log import read_gc_pauses
@@ -101,7 +102,6 @@ from brownout.report.tables import (
     verdict_from,
     workload_lines,
 )
-from brownout.scenarios.overload import NodeStall, measures_by_node, node_stalls, stall_limit_ms
 from brownout.workload.history import (
     HistoryInput,
     empty_history,

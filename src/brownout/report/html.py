@@ -25,6 +25,7 @@ import plotly.io as pio
 from plotly.offline import get_plotlyjs
 from plotly.subplots import make_subplots
 
+from brownout.check.overload import NodeStall
 from brownout.common.rundir import REPORT_FILE
 from brownout.report.data import (
     FaultBand,
@@ -38,7 +39,6 @@ from brownout.report.data import (
     thin_changes,
 )
 from brownout.report.terminal import observed_text
-from brownout.scenarios.overload import NodeStall
 
 # Colours: one per acks level; fault bands by kind.
 ACKS_COLOURS = {"all": "#1f77b4", "1": "#2ca02c", "0": "#9467bd", "unknown": "#7f7f7f"}

@@ -38,14 +38,12 @@ from typing import Any
 
 from ..check.rebalances import run_rebalances
 from ..cluster.distribution import DistributionError, parse_engine
+from ..report.compare_text import RATE, SPREAD, VERDICTS
 from .stats import Rate, Spread
 from .verdict import EXIT_CODES, FAIL, PASS, UNKNOWN
 
 NODE_LABEL = "brownout"  # Brownout's own node (`--engine node`)
 NODE_NAMES = ("brownout", "node")
-
-RATE, SPREAD, VERDICTS = "rate", "spread", "verdicts"
-NOT_OBSERVED = "not observed"
 
 # Checkers whose anomalies are their own rows (anomalies[CHECKER.NAME]); lost writes and
 # duplicates have rows of their own, and `unavailable` only exists when a limit is set.
@@ -219,12 +217,6 @@ def why(run: RunDocuments) -> dict[str, Any]:
             "error": verdict.get("error"), "unknown_reason": verdict.get("unknown_reason")}
 
 
-def run_note(entry: Mapping[str, Any]) -> str:
-    """One run's `why` as text ("" for nothing to say)."""
-    return "; ".join(x for x in (", ".join(entry.get("failed") or []), entry.get("error"),
-                                 entry.get("unknown_reason")) if x)
-
-
 # -- the rows -------------------------------------------------------------------------
 
 # key -> (label, kind, unit) of the measures every comparison shows (each engine's cell
@@ -390,27 +382,3 @@ def exit_code(codes: Iterable[int]) -> int:
     if EXIT_CODES[UNKNOWN] in seen:
         return EXIT_CODES[UNKNOWN]
     return EXIT_CODES[PASS]
-
-
-# -- text -----------------------------------------------------------------------------
-
-
-def _num(value: float) -> str:
-    if float(value).is_integer():
-        return f"{value:.0f}"
-    return f"{value:.1f}" if abs(value) >= 100 else f"{value:.3g}"
-
-
-def cell_text(kind: str, cell: Mapping[str, Any], unit: str = "") -> str:
-    """A cell as one line: `1 pass / 0 fail / 0 unknown`, `2/3 runs [0.21-0.94],
-    median 5 (0-9)`, `4.2 s (3.9-5.1)`, or `not observed`."""
-    if not cell.get("observed"):
-        return NOT_OBSERVED
-    if kind == VERDICTS:
-        return f"{cell[PASS]} pass / {cell[FAIL]} fail / {cell[UNKNOWN]} unknown"
-    spread = f"{_num(cell['median'])}{' s' if unit == 's' else ''} " \
-             f"({_num(cell['min'])}-{_num(cell['max'])})"
-    if kind == SPREAD:
-        return f"median {spread}"
-    low, high = cell["interval95"]
-    return f"{cell['count']}/{cell['runs']} runs [{low:.2f}-{high:.2f}], median {spread}"

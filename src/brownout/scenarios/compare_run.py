@@ -42,15 +42,13 @@ from ..common.rundir import (
     node_dirs,
 )
 from ..report.compare_page import render_compare_page
+from ..report.compare_text import VERDICTS, cell_text, run_note
 from ..workload.history import read_history
 from .compare import (
-    VERDICTS,
     Engine,
     RunDocuments,
-    cell_text,
     comparison_rows,
     exit_code,
-    run_note,
     why,
 )
 from .repeat import plan, run_repeated

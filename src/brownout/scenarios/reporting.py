@@ -1,7 +1,7 @@
 """What a finished scenario run leaves for people: report.html and the terminal lines.
 
     load_report     the run as the report reads it, once for the page and the summary
-    write_report    report.html (brownout.report), when the report module is installed
+    write_report    report.html (brownout.report)
     print_summary   the report's terminal tables (verdict, writes, faults, rebalances)
     print_outcome   the run's last lines: the expectations table (unless the summary
                     already showed it), notes, the error, each failed expectation, why a
@@ -27,12 +27,9 @@ from .verdict import UNKNOWN, RunOutcome
 def load_report(run_dir: Path, notes: list[str]) -> Any:
     """The report's data for the run (brownout.report.RunData), read once for both the
     page and the terminal summary; None when it cannot be read."""
-    try:
-        import brownout.report as report_module  # type: ignore[import-not-found]
-    except ImportError:
-        notes.append("report: the report module is not installed yet; no "
-                     "report.html (verdict.json and check.json hold the results)")
-        return None
+    # The report (and plotly behind it) loads when a run ends, not with the runner.
+    from .. import report as report_module
+
     try:
         return report_module.load_run(run_dir)
     except Exception as e:
@@ -45,7 +42,7 @@ def write_report(run_dir: Path, notes: list[str], data: Any) -> Path | None:
     if data is None:
         return None
     try:
-        import brownout.report as report_module  # type: ignore[import-not-found]
+        from .. import report as report_module
 
         return Path(report_module.render_report(run_dir, data=data))
     except Exception as e:
@@ -58,7 +55,7 @@ def print_summary(console: Console, notes: list[str], data: Any) -> bool:
     if data is None:
         return False
     try:
-        import brownout.report as report_module  # type: ignore[import-not-found]
+        from .. import report as report_module
 
         report_module.print_summary(data, console)
         return True

@@ -41,7 +41,7 @@ signal handlers are the process's).
 Exit status (`RunOutcome.exit_code`): 0 every expectation holds, 1 one does not (or the
 run could not complete: verdict.json says why), 2 bad input (ScenarioRefused), 3 unknown:
 a node's event loop (or a Kafka node's JVM, in a GC pause) stalled for more than a third
-of broker.session.timeout.ms before the first fault (scenarios/overload.py), so the run
+of broker.session.timeout.ms before the first fault (check/overload.py), so the run
 measured the machine, not Kafka.
 An interrupted run raises its Interrupted (the command exits with 128 + the signal).
 """

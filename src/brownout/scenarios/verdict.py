@@ -7,7 +7,7 @@
     write_verdict  verdict.json: pass | fail | unknown, with the expectations' outcomes
                    and the facts; unknown when a node's event loop (or a Kafka node's
                    JVM, in a GC pause) stalled for more than a third of
-                   broker.session.timeout.ms before the first fault (overload.py): that
+                   broker.session.timeout.ms before the first fault (check/overload.py): that
                    run measured the machine, not Kafka
 """
 
@@ -24,6 +24,15 @@ import pyarrow.parquet as pq
 
 from ..check import Expectations, check_all
 from ..check.duplicates import ReadBatches, cause_counts, classify_duplicates
+from ..check.overload import (
+    NodeStall,
+    ProducerBacklog,
+    measures_by_node,
+    node_stalls,
+    overload_reason,
+    producer_backlog,
+    stall_limit_ms,
+)
 from ..check.workloads import check_workloads, error_counts
 from ..common.documents import versioned
 from ..common.events import read_node_events
@@ -50,15 +59,6 @@ from ..workload.history import INVOKE, read_history
 from ..workload.java_events import SCHEDULED
 from ..workload.summary import unread_partitions, watermarks
 from . import expectations as ex
-from .overload import (
-    NodeStall,
-    ProducerBacklog,
-    measures_by_node,
-    node_stalls,
-    overload_reason,
-    producer_backlog,
-    stall_limit_ms,
-)
 from .schema import Scenario
 
 PASS, FAIL, UNKNOWN = "pass", "fail", "unknown"
@@ -247,7 +247,7 @@ def session_timeout_ms(props: dict[str, str]) -> int | None:
 
 @dataclasses.dataclass(frozen=True)
 class LabStalls:
-    """What the run observed of its nodes standing still (overload.py)."""
+    """What the run observed of its nodes standing still (check/overload.py)."""
 
     stalls: list[NodeStall]
     session_timeout_ms: int

@@ -15,12 +15,13 @@ import logging
 from collections.abc import Callable, Coroutine
 from typing import Any
 
-from ..broker.loop_monitor import STALL_EVENT, Stall, StallTracker, log_stall, run_loop_monitor
+from ..broker.loop_monitor import StallTracker, log_stall, run_loop_monitor
 from ..broker.metadata_log import CommittedRecord
 from ..broker.network_client import NetworkClient
 from ..broker.raft_manager import RaftManager
 from ..common.events import EventLog
 from ..common.kafka_config import KafkaConfig
+from ..common.stalls import STALL_EVENT, Stall, stall_event
 from ..controller.image import MetadataImage
 from ..raft.state import RaftConfig
 from ..storage import StorageError, check_log_dirs
@@ -84,11 +85,7 @@ class SharedServer:
         self.spawn(run_loop_monitor(self.stalls, interval_s, self._on_stall))
 
     def _on_stall(self, stall: Stall, stacks: list[tuple[str, int]]) -> None:
-        threshold = self.stalls.threshold_ms
-        split = {} if stall.ran_ms is None or stall.runqueue_ms is None else {
-            "ran_ms": round(stall.ran_ms, 1), "runqueue_ms": round(stall.runqueue_ms, 1)}
-        self.events.emit(STALL_EVENT, lag_ms=round(stall.lag_ms, 1), threshold_ms=threshold,
-                         **split, stacks=[{"stack": s, "samples": n} for s, n in stacks])
+        self.events.emit(STALL_EVENT, **stall_event(stall, self.stalls.threshold_ms, stacks))
         log_stall(self.node_id, stall, self.stalls, stacks)
 
     def create_raft(

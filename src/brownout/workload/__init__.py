@@ -11,6 +11,6 @@
     observer     Observer: leaders, leader epochs, ISR, controller (f="observe")
     final_read   final_read / write_final_read / load_final_read
     run          WorkloadRun (a run directory), do_final_read
-    summary      counts(run_dir) and check_run(run_dir), the checkers' hook
+    summary      counts(run_dir), and the high watermarks the final read reached
     history      the event format and its writer
 """

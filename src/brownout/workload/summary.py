@@ -1,26 +1,19 @@
-"""Counts over a finished run, and the one hook where the checkers plug in.
+"""Counts over a finished run, and the high watermarks its final read reached.
 
-`check_run` is the single integration point used by `brownout check`: it hands the run
-directory's files to `brownout.check.check_all` (history.parquet, final-read.parquet,
-the high watermarks) when that exists and returns its Report; otherwise None, and the
-CLI prints only `counts(run_dir)`. Swap it here, nowhere else. The counts are
-bookkeeping, not verdicts: deciding what is lost or duplicated is the checkers' job.
+The counts are bookkeeping, not verdicts: deciding what is lost or duplicated is the
+checkers' job (check/run_dir.py, which reads the watermarks from here).
 """
 
 from __future__ import annotations
 
-import dataclasses
-import importlib
 import json
 from pathlib import Path
-from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..common.documents import versioned
-from ..common.rundir import CHECK_FILE, HISTORY_FILE, RUN_FILE
-from .final_read import FINAL_READ_FILE, WATERMARKS_FILE, load_final_read
+from ..common.rundir import HISTORY_FILE
+from .final_read import WATERMARKS_FILE, load_final_read
 from .history import read_history
 
 
@@ -44,43 +37,6 @@ def unread_partitions(run_dir: Path) -> list[tuple[str, int]]:
             for topic, parts in data.get("topics", {}).items()
             for partition, p in parts.items()
             if int(partition) >= 0 and not p.get("complete", True)]
-
-
-def check_run(run_dir: Path) -> Any | None:
-    """The checkers' Report for the run (also written to check.json), or None when no
-    checker is installed."""
-    try:
-        module = importlib.import_module("brownout.check")
-    except ImportError:
-        return None
-    check_all = getattr(module, "check_all", None)
-    if check_all is None:
-        return None
-    report = check_all(run_dir / HISTORY_FILE, run_dir / FINAL_READ_FILE,
-                       watermarks(run_dir), expectations_for(run_dir, module),
-                       unread=unread_partitions(run_dir))
-    if hasattr(report, "to_dict"):
-        (run_dir / CHECK_FILE).write_text(
-            json.dumps(versioned(CHECK_FILE, report.to_dict()), indent=2) + "\n")
-    return report
-
-
-def expectations_for(run_dir: Path, check: Any) -> Any:
-    """What this run's producers make tolerable: without idempotence a retried batch can
-    land twice (Kafka's at-least-once), so duplicates are reported but allowed."""
-    expectations = check.Expectations()
-    try:
-        commands = json.loads((run_dir / RUN_FILE).read_text()).get("commands", [])
-    except (OSError, ValueError):
-        return expectations
-    # `brownout produce` records its settings as the command's params; a scenario run
-    # (several producer groups in one command) under "producers"
-    produced = [c.get("params", {}) for c in commands if c.get("params", {}).get("acks")]
-    produced += [p for c in commands for p in c.get("producers") or [] if p.get("acks")]
-    if any(not p.get("idempotent") for p in produced):
-        allowed = frozenset(expectations.allowed | {"duplicate"})
-        expectations = dataclasses.replace(expectations, allowed=allowed)
-    return expectations
 
 
 def _count(table: pa.Table, **equal: str) -> int:

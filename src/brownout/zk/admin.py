@@ -23,7 +23,7 @@ from kio.schema.errors import ErrorCode
 
 from ..common.config import ConfigError
 from ..common.kafka_config import TOPIC_CONFIG, parse_topic_configs
-from ..controller.topics import NewTopic, validate_topic_name
+from ..common.topic import NewTopic, validate_topic_name
 from . import data as zd
 from .assignment import AssignmentError, assign_replicas_to_brokers
 from .leader_and_isr import ReplicaAssignment

@@ -6,13 +6,11 @@ import asyncio
 
 from brownout.broker.loop_monitor import (
     CpuTimes,
-    Stall,
     StallTracker,
     run_loop_monitor,
-    stalls_from_events,
     thread_cpu_times,
-    worst_stall,
 )
+from brownout.common.stalls import Stall
 
 
 def test_a_lag_at_or_below_the_threshold_is_not_a_stall() -> None:
@@ -44,28 +42,6 @@ def test_old_stalls_are_dropped_so_memory_stays_bounded() -> None:
     for i in range(1000):
         tracker.observe(5.0, at=float(i))
     assert len(tracker._recent) <= 11
-
-
-def test_worst_stall_picks_the_longest_since() -> None:
-    stalls = [Stall(1.0, 400.0), Stall(5.0, 900.0), Stall(9.0, 200.0)]
-    assert worst_stall(stalls) == Stall(5.0, 900.0)
-    assert worst_stall(stalls, since=6.0) == Stall(9.0, 200.0)
-    assert worst_stall([], since=0.0) is None
-
-
-def test_stalls_from_events_reads_only_well_formed_stall_events() -> None:
-    events = [
-        {"time": 1.0, "node": 1, "event": "started"},
-        {"time": 2.0, "node": 1, "event": "stall", "lag_ms": 250.5, "threshold_ms": 100},
-        {"time": 3.0, "node": 1, "event": "stall"},  # torn by another writer: skipped
-    ]
-    assert stalls_from_events(events) == [Stall(2.0, 250.5)]
-
-
-def test_stalls_from_events_read_how_the_loop_thread_spent_the_stall() -> None:
-    events = [{"time": 2.0, "event": "stall", "lag_ms": 900.0, "ran_ms": 40.0,
-               "runqueue_ms": 870.5}]
-    assert stalls_from_events(events) == [Stall(2.0, 900.0, 40.0, 870.5)]
 
 
 def test_cpu_times_parse_schedstat_nanoseconds() -> None:

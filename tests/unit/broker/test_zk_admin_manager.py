@@ -32,7 +32,8 @@ from brownout.broker.zk_client import (
 from brownout.broker.zk_metadata_cache import ZkMetadataCache
 from brownout.common.config import ConfigError
 from brownout.common.kafka_config import parse_topic_configs
-from brownout.controller.topics import NewTopic, TopicResult
+from brownout.common.topic import NewTopic
+from brownout.controller.topics import TopicResult
 from brownout.zk import data as zd
 from brownout.zk.messages import (
     UpdateMetadataBroker,

@@ -5,6 +5,7 @@ import random
 
 from kio.schema.errors import ErrorCode
 
+from brownout.common.topic import NewTopic
 from brownout.controller.cluster_control import ClusterControl, ClusterControlConfig
 from brownout.controller.configs import (
     RESOURCE_BROKER,
@@ -25,7 +26,7 @@ from brownout.controller.records import (
     PartitionRecord,
     RegisterBrokerRecord,
 )
-from brownout.controller.topics import NewTopic, create_topics
+from brownout.controller.topics import create_topics
 
 
 def image_with_brokers(*ids: int) -> MetadataImage:

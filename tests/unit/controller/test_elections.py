@@ -5,6 +5,7 @@ import random
 
 from kio.schema.errors import ErrorCode
 
+from brownout.common.topic import NewTopic
 from brownout.controller.elections import PREFERRED, UNCLEAN, elect_leaders
 from brownout.controller.image import NO_LEADER, MetadataImage
 from brownout.controller.records import (
@@ -13,7 +14,7 @@ from brownout.controller.records import (
     PartitionChangeRecord,
     RegisterBrokerRecord,
 )
-from brownout.controller.topics import NewTopic, create_topics
+from brownout.controller.topics import create_topics
 
 
 def unfenced(*ids: int) -> MetadataImage:

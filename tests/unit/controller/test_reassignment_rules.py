@@ -6,6 +6,7 @@ import random
 
 from kio.schema.errors import ErrorCode
 
+from brownout.common.topic import NewTopic
 from brownout.controller.cluster_control import ClusterControl, ClusterControlConfig, IsrChange
 from brownout.controller.image import NO_LEADER, MetadataImage
 from brownout.controller.reassignments import (
@@ -21,7 +22,7 @@ from brownout.controller.records import (
     decode_record,
     encode_record,
 )
-from brownout.controller.topics import NewTopic, create_topics
+from brownout.controller.topics import create_topics
 
 
 def _image(*brokers: int) -> MetadataImage:

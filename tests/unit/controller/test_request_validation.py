@@ -10,12 +10,12 @@ import time
 import pytest
 from kio.schema.errors import ErrorCode
 
+from brownout.common.topic import NewTopic
 from brownout.controller.image import MetadataImage
 from brownout.controller.records import BrokerEndpoint, RegisterBrokerRecord
 from brownout.controller.topics import (
     MAX_PARTITIONS_PER_BATCH,
     MAX_RECORDS_PER_USER_OP,
-    NewTopic,
     create_topics,
     delete_topics,
 )

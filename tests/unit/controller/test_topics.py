@@ -4,6 +4,7 @@ import uuid
 import pytest
 from kio.schema.errors import ErrorCode
 
+from brownout.common.topic import NewTopic
 from brownout.controller.image import MetadataImage
 from brownout.controller.records import (
     BrokerEndpoint,
@@ -17,7 +18,7 @@ from brownout.controller.records import (
     decode_record,
     encode_record,
 )
-from brownout.controller.topics import NewTopic, create_topics, delete_topics, place_replicas
+from brownout.controller.topics import create_topics, delete_topics, place_replicas
 
 
 def image_with_brokers(*ids: int, fenced: tuple[int, ...] = ()) -> MetadataImage:

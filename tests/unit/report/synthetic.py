@@ -189,7 +189,7 @@ def make_run(run_dir: Path, *, lost: bool = True, check: bool = True,
                                      "rate": 10.0, "duration": 10.0, "producers": 1}],
                       "consumers": [{"group": "g1", "topics": [TOPIC], "consumers": 1}]}]}))
     if check:
-        from brownout.workload.summary import check_run
+        from brownout.check.run_dir import check_run
 
         check_run(run_dir)
     if verdict is not None:

@@ -10,9 +10,9 @@ import plotly.graph_objects as go
 import pytest
 from _time_scale import scaled
 
+from brownout.check.overload import NodeStall
 from brownout.report import data as d
 from brownout.report import html
-from brownout.scenarios.overload import NodeStall
 
 from .synthetic import make_run
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from brownout.check.overload import NodeStall
 from brownout.report.data import load_stall_measures, load_stalls
 from brownout.report.html import _stalls_section
-from brownout.scenarios.overload import NodeStall
 
 
 def test_stalls_and_the_limit_come_from_verdict_json(tmp_path: Path) -> None:

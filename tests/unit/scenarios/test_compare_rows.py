@@ -15,15 +15,12 @@ from typer.testing import CliRunner
 from brownout.cli import app
 from brownout.cluster.distribution import DEFAULT_KAFKA_3, DEFAULT_KAFKA_4, MARKER
 from brownout.report.compare_page import build_compare_html
+from brownout.report.compare_text import NOT_OBSERVED, RATE, SPREAD, cell_text
 from brownout.scenarios.compare import (
-    NOT_OBSERVED,
-    RATE,
-    SPREAD,
     CompareError,
     Engine,
     RunDocuments,
     apart,
-    cell_text,
     comparison_rows,
     exit_code,
     parse_engines,

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from brownout.check.run_dir import check_run
 from brownout.scenarios.leftovers import (
     Running,
     clean_run,
@@ -22,7 +23,6 @@ from brownout.scenarios.leftovers import (
     run_state,
     start_ticks,
 )
-from brownout.workload.summary import check_run
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ import random
 import pytest
 from kio.schema.errors import ErrorCode
 
-from brownout.controller.topics import NewTopic, validate_topic_name
+from brownout.common.topic import NewTopic, validate_topic_name
 from brownout.zk import admin
 from brownout.zk import data as zd
 from brownout.zk.admin import AdminError

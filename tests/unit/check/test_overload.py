@@ -5,8 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from brownout.common.gc_log import GcPause
-from brownout.scenarios.overload import (
+from brownout.check.overload import (
     EVENT_LOOP,
     GC_PAUSE,
     NodeStall,
@@ -18,6 +17,7 @@ from brownout.scenarios.overload import (
     producer_backlog,
     stall_limit_ms,
 )
+from brownout.common.gc_log import GcPause
 from brownout.scenarios.verdict import lab_stalls, session_timeout_ms
 
 STARTED = 1_000.0  # wall clock of history time 0

@@ -1,7 +1,7 @@
 """Did the lab itself stall? The rule that turns a verdict into "unknown: lab overloaded".
 
 Brownout's node reports the stalls of its event loop (`stall` events,
-broker/loop_monitor.py); Apache Kafka's JVM logs its stop-the-world GC pauses (gc.log,
+common/stalls.py); Apache Kafka's JVM logs its stop-the-world GC pauses (gc.log,
 common/gc_log.py), during which it runs nothing either. Each node has only one of the two
 measures: the other is "not observed" there, never zero.
 A node whose loop (or JVM) stood still for a third of its session timeout
@@ -21,9 +21,9 @@ import dataclasses
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ..broker.loop_monitor import stalls_from_events
 from ..common.gc_log import GcPause
 from ..common.kafka_config import BROKER_CONFIG
+from ..common.stalls import stalls_from_events
 
 # A third of the session: the controller fences a broker after one silent session, and a
 # stall that long already leaves little room for one late heartbeat more.
