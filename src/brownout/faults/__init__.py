@@ -12,12 +12,13 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .grudge import CLIENTS, Grudge
-    from .nemesis import ACTIONS, Fault, FaultResult, Nemesis
+    from .kinds import ACTIONS
+    from .nemesis import Fault, FaultResult, Nemesis
     from .netns import FaultRefused, NetworkFaults, cleanup
     from .targets import TARGET_HELP, Snapshot, TargetError, resolve, take_snapshot
 
 _SOURCES = {
-    "ACTIONS": "nemesis",
+    "ACTIONS": "kinds",
     "CLIENTS": "grudge",
     "TARGET_HELP": "targets",
     "Fault": "nemesis",

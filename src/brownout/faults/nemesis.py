@@ -88,6 +88,15 @@ from ..cluster.wire import PartitionMetadata, WireClient, WireError
 from . import grudge as grudges
 from . import storage as storage_faults
 from .control import NodeControl
+from .kinds import (
+    ACTIONS,
+    EXTERNAL_NETWORK,
+    FROM_GROUPS,
+    FROM_ZOOKEEPER_KRAFT,
+    NETWORK_ACTIONS,
+    PROCESS_ACTIONS,
+    STORAGE_ACTIONS,
+)
 from .netns import FaultRefused, NetworkFaults
 from .targets import (
     Snapshot,
@@ -98,29 +107,6 @@ from .targets import (
     take_snapshot,
     zookeeper_host,
     zookeeper_server,
-)
-
-PROCESS_ACTIONS = (
-    "kill",
-    "terminate",
-    "pause",
-    "resume",
-    "start",
-    "restart",
-    "rolling-restart",
-)
-NETWORK_ACTIONS = ("isolate", "partition", "loss", "bandwidth", "latency", "heal")
-# On a node's log dir (faults.storage); lab-started Brownout nodes only.
-STORAGE_ACTIONS = ("power-loss", "corrupt-log", "read-only-logdir", "disk-full")
-ACTIONS = PROCESS_ACTIONS + NETWORK_ACTIONS + STORAGE_ACTIONS
-# What `from` (isolate, loss) may name besides a target spec. "zookeeper" is the whole
-# ensemble, and only in ZooKeeper mode: there it is where the brokers' metadata lives,
-# while a KRaft broker never talks to an ensemble beside it.
-FROM_GROUPS = ("everyone", "nodes", "controllers", "brokers", "clients", "zookeeper")
-FROM_ZOOKEEPER_KRAFT = (
-    "from: zookeeper cuts ZooKeeper-mode brokers from their ensemble, and this cluster "
-    "runs in KRaft mode (its brokers never talk to ZooKeeper); use `zookeeper: true` "
-    "under `cluster` (brownout up --zookeeper), or all-zookeepers to name the servers"
 )
 
 # What a broker logs when its controlled shutdown ends, in KRaft mode and (second) in
@@ -135,15 +121,6 @@ SHUTDOWN_TIMED_OUT = (
 )
 
 EventCallback = Callable[[str, dict[str, Any]], None]
-
-# Why a network fault is refused on a cluster the lab did not start: its cuts are
-# iptables rules and qdiscs in the namespaces the lab built around its own nodes.
-EXTERNAL_NETWORK = (
-    "network faults (isolate, partition, loss, bandwidth, latency, heal) need a cluster "
-    "the lab started itself with `--network netns`; this is an external cluster "
-    "(--bootstrap-server, --nodes), where only process faults run, through the nodes "
-    "file's commands"
-)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -1050,10 +1027,12 @@ def _not_running(details: dict[str, Any]) -> str:
 
 __all__ = [
     "ACTIONS",
+    "EXTERNAL_NETWORK",
     "FROM_GROUPS",
     "FROM_ZOOKEEPER_KRAFT",
     "NETWORK_ACTIONS",
     "PROCESS_ACTIONS",
+    "STORAGE_ACTIONS",
     "EventCallback",
     "Fault",
     "FaultRefused",

@@ -26,12 +26,8 @@ from ..cluster.admin import Admin
 from ..common.rundir import EXTERNAL_FILE
 from ..faults import Nemesis
 from ..faults.external import NEEDS, ExternalControl
-from ..faults.nemesis import (
-    NETWORK_ACTIONS,
-    PROCESS_ACTIONS,
-    STORAGE_ACTIONS,
-    EventCallback,
-)
+from ..faults.kinds import NETWORK_ACTIONS, PROCESS_ACTIONS, STORAGE_ACTIONS
+from ..faults.nemesis import EventCallback
 from ..faults.nodes_file import NodesFile
 from ..faults.targets import Target, TargetError
 from ..faults.targets import parse as parse_target
