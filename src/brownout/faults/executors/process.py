@@ -265,9 +265,7 @@ class ProcessExecutor:
             f"{describe_id(s['node'])} (serving after {s['serving_after_s']}s)" for s in steps
         )
 
-    def rolling_restart(
-        self, fault: Fault, nodes: tuple[int, ...], details: dict[str, Any]
-    ) -> str:
+    def rolling_restart(self, fault: Fault, nodes: tuple[int, ...], details: dict[str, Any]) -> str:
         timeout = float(fault.params.get("timeout", self.timeouts.terminate))
         down = down_param(fault)
         steps: list[dict[str, Any]] = []

@@ -44,8 +44,7 @@ class StorageExecutor:
                       self.topology.node(n).directory / DURABILITY_JOURNAL)
         return out
 
-    def power_loss(self, fault: Fault, nodes: tuple[int, ...],
-                       details: dict[str, Any]) -> str:
+    def power_loss(self, fault: Fault, nodes: tuple[int, ...], details: dict[str, Any]) -> str:
         dirs = self._lab_node_dirs(nodes)
         down = down_param(fault)
         killed = [n for n in nodes if self.processes.kill_one(n)]
@@ -72,8 +71,7 @@ class StorageExecutor:
         return (f"power lost on node(s) {ids(killed)}: unflushed bytes dropped "
                 + ", ".join(f"{k}: {v}" for k, v in lost.items()) + "; serving again")
 
-    def corrupt_log(self, fault: Fault, nodes: tuple[int, ...],
-                        details: dict[str, Any]) -> str:
+    def corrupt_log(self, fault: Fault, nodes: tuple[int, ...], details: dict[str, Any]) -> str:
         dirs = self._lab_node_dirs(nodes)
         damage = str(fault.params.get("damage", "crc"))
         if damage not in storage_faults.DAMAGE:
@@ -109,8 +107,9 @@ class StorageExecutor:
             time.sleep(0.1)
         return True
 
-    def read_only_logdir(self, fault: Fault, nodes: tuple[int, ...],
-                             details: dict[str, Any]) -> str:
+    def read_only_logdir(
+        self, fault: Fault, nodes: tuple[int, ...], details: dict[str, Any]
+    ) -> str:
         dirs = self._lab_node_dirs(nodes)
         timeout = float(fault.params.get("timeout", self.timeouts.terminate))
         running = [n for n in nodes if self.processes.process_state(n) == "running"]
@@ -139,8 +138,7 @@ class StorageExecutor:
                 + ", ".join(f"{k}: {v}s" for k, v in halted.items())
                 + "; left stopped, dir writable again")
 
-    def disk_full(self, fault: Fault, nodes: tuple[int, ...],
-                      details: dict[str, Any]) -> str:
+    def disk_full(self, fault: Fault, nodes: tuple[int, ...], details: dict[str, Any]) -> str:
         dirs = self._lab_node_dirs(nodes)
         if len(nodes) != 1:
             raise Failed("disk-full takes one node")
