@@ -12,7 +12,10 @@ network faults are refused there.
 
 from __future__ import annotations
 
+import inspect
 import json
+import keyword
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -20,6 +23,7 @@ import typer
 
 from ..cluster.state import ClusterState, locked, resolve_dir
 from ..cluster.supervisor import DEFAULT_START_TIMEOUT, KAFKA_START_TIMEOUT, start_timeout
+from ..faults.kinds import KINDS, REJOIN_TIMEOUT, TERMINATE_TIMEOUT, Kind, Option
 from ..faults.targets import TARGET_HELP, describe_id
 from ._common import DirOption, UsageError, fail, handle_errors
 
@@ -28,12 +32,15 @@ if TYPE_CHECKING:
     from ..faults.nodes_file import NodesFile
 
 # The nemesis and the external control (the wire client, the storage faults) are imported
-# where a fault runs, so that `brownout --help` starts without them.
+# where a fault runs, so that `brownout --help` starts without them. The commands are
+# made from the registry of fault kinds (faults.kinds), which imports nothing of the lab.
+COMMANDS = tuple(k for k in KINDS.values() if k.command)
 
 fault_app = typer.Typer(
     name="fault",
-    help="Inject one fault into the cluster in --dir (kill, terminate, pause, resume, start, "
-    "restart, rolling-restart, isolate, partition, loss, bandwidth, latency, heal). "
+    help="Inject one fault into the cluster in --dir ("
+    + ", ".join(k.name for k in COMMANDS)
+    + "). "
     + TARGET_HELP
     + ". ZooKeeper servers (of a cluster with an ensemble) take the process faults and, "
     "like nodes, the network ones. Network faults need `brownout up --network netns` "
@@ -43,6 +50,7 @@ fault_app = typer.Typer(
 
 TargetArg = Annotated[str, typer.Argument(help=TARGET_HELP, show_default=False)]
 OptionalTargetArg = Annotated[str | None, typer.Argument(help=TARGET_HELP, show_default=False)]
+SpecArg = Annotated[str, typer.Argument(help="halves | bridge | 'A,B|C,D'")]
 SeedOption = Annotated[
     int | None,
     typer.Option(
@@ -55,15 +63,6 @@ TimeoutOption = Annotated[
     float,
     typer.Option("--timeout", help="Seconds to wait for a SIGTERM'd node to exit.", min=0.1),
 ]
-DownOption = Annotated[
-    float,
-    typer.Option(
-        "--down",
-        help="Seconds each node stays stopped before it starts again (a real Kafka broker "
-        "takes seconds to minutes to restart; the embedded node about one).",
-        min=0,
-    ),
-]
 RejoinOption = Annotated[
     float | None,
     typer.Option(
@@ -75,18 +74,6 @@ RejoinOption = Annotated[
         show_default=False,
     ),
 ]
-FromOption = Annotated[
-    str | None,
-    typer.Option(
-        "--from",
-        help="Whom to cut the targets from: everyone (default: other nodes, ZooKeeper "
-        "servers and clients) | nodes (nodes and ZooKeeper servers) | controllers | brokers "
-        "| clients | zookeeper (the whole ensemble; ZooKeeper mode only: cut a broker from "
-        "ZooKeeper only) | a TARGET (e.g. all-zookeepers).",
-        show_default=False,
-    ),
-]
-
 BootstrapServerOption = Annotated[
     str | None,
     typer.Option(
@@ -212,347 +199,99 @@ def _run(
         typer.echo(json.dumps(result.value(), indent=2, default=str))
     else:
         if target is not None:
-            nodes = ", ".join(map(describe_id, result.nodes)) or "-"
-            typer.echo(f"target {target} -> node(s) {nodes}")
+            resolved = ", ".join(map(describe_id, result.nodes)) or "-"
+            typer.echo(f"target {target} -> node(s) {resolved}")
         line = f"{result.outcome}: {action}: {result.message} ({result.duration:.2f}s)"
         typer.echo(line, err=result.outcome == "fail")
     raise typer.Exit(EXIT.get(result.outcome, 1))
 
 
-@fault_app.command("kill", help="SIGKILL (kill -9) the target node(s) or ZooKeeper server(s).")
-@handle_errors
-def kill_command(
-    target: TargetArg,
-    directory: DirOption = None,
-    bootstrap_server: BootstrapServerOption = None,
-    nodes: NodesOption = None,
-    seed: SeedOption = None,
-    as_json: JsonOption = False,
-) -> None:
-    _run(
-        "kill", target, {}, directory, seed, as_json, bootstrap_server=bootstrap_server, nodes=nodes
-    )
+# -- the commands, one per fault kind with `command` ----------------------------------
+
+_TYPES: dict[str, type] = {"number": float, "text": str, "flag": bool}
+_Param = inspect.Parameter
 
 
-@fault_app.command(
-    "terminate",
-    help="SIGTERM the target node(s) or ZooKeeper server(s) and wait for them to exit (a "
-    "broker exits once the controller approved its controlled shutdown); never SIGKILLs: "
-    "reports a node that did not exit.",
-)
-@handle_errors
-def terminate_command(
-    target: TargetArg,
-    timeout: TimeoutOption = 30.0,
-    directory: DirOption = None,
-    bootstrap_server: BootstrapServerOption = None,
-    nodes: NodesOption = None,
-    seed: SeedOption = None,
-    as_json: JsonOption = False,
-) -> None:
-    _run(
-        "terminate",
-        target,
-        {},
-        directory,
-        seed,
-        as_json,
-        terminate_timeout=timeout,
-        bootstrap_server=bootstrap_server,
-        nodes=nodes,
-    )
+def _python_name(param: str) -> str:
+    return param + "_" if keyword.iskeyword(param) else param
 
 
-@fault_app.command(
-    "pause", help="SIGSTOP the target node(s) or ZooKeeper server(s): frozen, sockets open."
-)
-@handle_errors
-def pause_command(
-    target: TargetArg,
-    directory: DirOption = None,
-    bootstrap_server: BootstrapServerOption = None,
-    nodes: NodesOption = None,
-    seed: SeedOption = None,
-    as_json: JsonOption = False,
-) -> None:
-    _run(
-        "pause",
-        target,
-        {},
-        directory,
-        seed,
-        as_json,
-        bootstrap_server=bootstrap_server,
-        nodes=nodes,
-    )
+def _option(option: Option) -> _Param:
+    """The command's parameter for a kind's option, as typer reads it."""
+    kind: Any = _TYPES[option.type]
+    if option.default is None:
+        kind = kind | None
+    info = typer.Option(*option.flags, help=option.help, min=option.minimum,
+                        max=option.maximum, show_default=option.show_default)
+    return _Param(_python_name(option.param), _Param.KEYWORD_ONLY,
+                  annotation=Annotated[kind, info], default=option.default)
 
 
-@fault_app.command(
-    "resume",
-    help="SIGCONT the target node(s) or ZooKeeper server(s) (default: every paused one).",
-)
-@handle_errors
-def resume_command(
-    target: OptionalTargetArg = None,
-    directory: DirOption = None,
-    bootstrap_server: BootstrapServerOption = None,
-    nodes: NodesOption = None,
-    seed: SeedOption = None,
-    as_json: JsonOption = False,
-) -> None:
-    _run(
-        "resume",
-        target,
-        {},
-        directory,
-        seed,
-        as_json,
-        bootstrap_server=bootstrap_server,
-        nodes=nodes,
-    )
+def _parameters(kind: Kind) -> list[_Param]:
+    """The command's parameters in the order --help shows them: the target, the
+    kind's own options (a SIGTERM's --timeout first, --rejoin-timeout last), then the
+    common ones."""
+    out = []
+    positional = _Param.POSITIONAL_OR_KEYWORD
+    if kind.target == "required":
+        out.append(_Param("target", positional, annotation=TargetArg))
+    elif kind.target == "optional":
+        out.append(_Param("target", positional, annotation=OptionalTargetArg, default=None))
+    elif kind.target == "spec":
+        out.append(_Param("spec", positional, annotation=SpecArg, default="halves"))
+    keyword_only = _Param.KEYWORD_ONLY
+    if TERMINATE_TIMEOUT in kind.settings:
+        out.append(_Param("timeout", keyword_only, annotation=TimeoutOption, default=30.0))
+    out += [_option(o) for o in kind.options]
+    if REJOIN_TIMEOUT in kind.settings:
+        out.append(_Param("rejoin_timeout", keyword_only, annotation=RejoinOption,
+                          default=None))
+    out.append(_Param("directory", keyword_only, annotation=DirOption, default=None))
+    out.append(_Param("bootstrap_server", keyword_only, annotation=BootstrapServerOption,
+                      default=None))
+    if _takes_nodes_file(kind):
+        out.append(_Param("nodes", keyword_only, annotation=NodesOption, default=None))
+    if kind.target != "none":
+        out.append(_Param("seed", keyword_only, annotation=SeedOption, default=None))
+    out.append(_Param("as_json", keyword_only, annotation=JsonOption, default=False))
+    return out
 
 
-@fault_app.command(
-    "start",
-    help="Start stopped node(s) or ZooKeeper server(s) (default: every stopped one, ZooKeeper "
-    "first) and wait until they serve (a ZooKeeper server: as leader or follower).",
-)
-@handle_errors
-def start_command(
-    target: OptionalTargetArg = None,
-    rejoin_timeout: RejoinOption = None,
-    directory: DirOption = None,
-    bootstrap_server: BootstrapServerOption = None,
-    nodes: NodesOption = None,
-    seed: SeedOption = None,
-    as_json: JsonOption = False,
-) -> None:
-    _run(
-        "start",
-        target,
-        {},
-        directory,
-        seed,
-        as_json,
-        rejoin_timeout=rejoin_timeout,
-        bootstrap_server=bootstrap_server,
-        nodes=nodes,
-    )
+def _takes_nodes_file(kind: Kind) -> bool:
+    """--nodes names the external cluster's nodes file, unless the kind's own option is
+    called so (partition: the nodes taking part)."""
+    return not any("--nodes" in o.flags for o in kind.options)
 
 
-@fault_app.command(
-    "restart",
-    help="Terminate (SIGKILL after --timeout) and start again, waiting until served; a "
-    "ZooKeeper server starts with its zoo.cfg and must rejoin the ensemble.",
-)
-@handle_errors
-def restart_command(
-    target: TargetArg,
-    timeout: TimeoutOption = 30.0,
-    down: DownOption = 0.0,
-    rejoin_timeout: RejoinOption = None,
-    directory: DirOption = None,
-    bootstrap_server: BootstrapServerOption = None,
-    nodes: NodesOption = None,
-    seed: SeedOption = None,
-    as_json: JsonOption = False,
-) -> None:
-    _run(
-        "restart",
-        target,
-        {"down": down or None},
-        directory,
-        seed,
-        as_json,
-        timeout,
-        rejoin_timeout,
-        bootstrap_server=bootstrap_server,
-        nodes=nodes,
-    )
+def _make_command(kind: Kind) -> Callable[..., None]:
+    parameters = _parameters(kind)
+
+    def command(**values: Any) -> None:
+        params: dict[str, Any] = {}
+        for option in kind.options:
+            value = values[_python_name(option.param)]
+            params[option.param] = (value or None) if option.omit_zero else value
+        target = values.get("spec", values.get("target"))
+        _run(
+            kind.name,
+            target,
+            params,
+            values["directory"],
+            values.get("seed"),
+            values["as_json"],
+            values.get("timeout", 30.0),
+            values.get("rejoin_timeout"),
+            bootstrap_server=values["bootstrap_server"],
+            nodes=values.get("nodes") if _takes_nodes_file(kind) else None,
+        )
+
+    command.__name__ = kind.run + "_command"
+    command.__qualname__ = command.__name__
+    # typer reads the options from the signature and their types from the annotations.
+    command.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
+    command.__annotations__ = {p.name: p.annotation for p in parameters} | {"return": None}
+    return command
 
 
-@fault_app.command(
-    "rolling-restart",
-    help="Restart each target in turn (default all-brokers; the active controller last), "
-    "waiting after each until every partition's ISR is full again (after a ZooKeeper "
-    "server: until the ensemble has a leader and a majority).",
-)
-@handle_errors
-def rolling_restart_command(
-    target: OptionalTargetArg = None,
-    timeout: TimeoutOption = 30.0,
-    down: DownOption = 0.0,
-    rejoin_timeout: RejoinOption = None,
-    directory: DirOption = None,
-    bootstrap_server: BootstrapServerOption = None,
-    nodes: NodesOption = None,
-    seed: SeedOption = None,
-    as_json: JsonOption = False,
-) -> None:
-    _run(
-        "rolling-restart",
-        target,
-        {"down": down or None},
-        directory,
-        seed,
-        as_json,
-        timeout,
-        rejoin_timeout,
-        bootstrap_server=bootstrap_server,
-        nodes=nodes,
-    )
-
-
-@fault_app.command(
-    "isolate",
-    help="Cut the target node(s) off the network (netns mode): from everyone by default; "
-    "--one-way: the targets cannot hear the others, who still hear them.",
-)
-@handle_errors
-def isolate_command(
-    target: TargetArg,
-    from_: FromOption = None,
-    one_way: Annotated[
-        bool, typer.Option("--one-way", help="Asymmetric: only the targets are deaf.")
-    ] = False,
-    directory: DirOption = None,
-    bootstrap_server: BootstrapServerOption = None,
-    nodes: NodesOption = None,
-    seed: SeedOption = None,
-    as_json: JsonOption = False,
-) -> None:
-    _run(
-        "isolate",
-        target,
-        {"from": from_, "one_way": one_way or None},
-        directory,
-        seed,
-        as_json,
-        bootstrap_server=bootstrap_server,
-        nodes=nodes,
-    )
-
-
-@fault_app.command(
-    "partition",
-    help="Split the cluster (netns mode). SPEC: halves (random minority | majority), bridge "
-    "(two halves and one node that hears both, Jepsen's), or components like "
-    "'1,2|3,3001' (zookeeper-N names ZooKeeper server N).",
-)
-@handle_errors
-def partition_command(
-    spec: Annotated[str, typer.Argument(help="halves | bridge | 'A,B|C,D'")] = "halves",
-    nodes: Annotated[
-        str | None,
-        typer.Option(
-            "--nodes", help="TARGET naming the nodes taking part (default all).", show_default=False
-        ),
-    ] = None,
-    directory: DirOption = None,
-    bootstrap_server: BootstrapServerOption = None,
-    seed: SeedOption = None,
-    as_json: JsonOption = False,
-) -> None:
-    _run(
-        "partition",
-        spec,
-        {"nodes": nodes},
-        directory,
-        seed,
-        as_json,
-        bootstrap_server=bootstrap_server,
-    )
-
-
-@fault_app.command(
-    "loss", help="Drop a random fraction of the packets the target node(s) receive (netns)."
-)
-@handle_errors
-def loss_command(
-    target: TargetArg,
-    probability: Annotated[
-        float, typer.Option("--probability", "-p", help="0 < P <= 1.", min=0.0, max=1.0)
-    ] = 0.1,
-    from_: FromOption = None,
-    directory: DirOption = None,
-    bootstrap_server: BootstrapServerOption = None,
-    nodes: NodesOption = None,
-    seed: SeedOption = None,
-    as_json: JsonOption = False,
-) -> None:
-    _run(
-        "loss",
-        target,
-        {"probability": probability, "from": from_},
-        directory,
-        seed,
-        as_json,
-        bootstrap_server=bootstrap_server,
-        nodes=nodes,
-    )
-
-
-@fault_app.command(
-    "bandwidth", help="Limit the target node(s) to --rate each way (tc tbf on its veth; netns)."
-)
-@handle_errors
-def bandwidth_command(
-    target: TargetArg,
-    rate: Annotated[str, typer.Option("--rate", help="e.g. 1mbit, 500kbit.")] = "1mbit",
-    burst: Annotated[str, typer.Option("--burst", help="tbf burst.")] = "32kbit",
-    latency: Annotated[str, typer.Option("--latency", help="tbf queue latency.")] = "400ms",
-    directory: DirOption = None,
-    bootstrap_server: BootstrapServerOption = None,
-    nodes: NodesOption = None,
-    seed: SeedOption = None,
-    as_json: JsonOption = False,
-) -> None:
-    _run(
-        "bandwidth",
-        target,
-        {"rate": rate, "burst": burst, "latency": latency},
-        directory,
-        seed,
-        as_json,
-        bootstrap_server=bootstrap_server,
-        nodes=nodes,
-    )
-
-
-@fault_app.command(
-    "latency",
-    help="Delay the target node(s)' packets (tc netem; netns). Refused where the kernel has "
-    "no netem.",
-)
-@handle_errors
-def latency_command(
-    target: TargetArg,
-    delay: Annotated[str, typer.Option("--delay", help="e.g. 100ms.")] = "100ms",
-    jitter: Annotated[str | None, typer.Option("--jitter", help="e.g. 10ms.")] = None,
-    directory: DirOption = None,
-    bootstrap_server: BootstrapServerOption = None,
-    nodes: NodesOption = None,
-    seed: SeedOption = None,
-    as_json: JsonOption = False,
-) -> None:
-    _run(
-        "latency",
-        target,
-        {"delay": delay, "jitter": jitter},
-        directory,
-        seed,
-        as_json,
-        bootstrap_server=bootstrap_server,
-        nodes=nodes,
-    )
-
-
-@fault_app.command("heal", help="Remove every network fault (flush the lab's chains, qdiscs).")
-@handle_errors
-def heal_command(
-    directory: DirOption = None,
-    bootstrap_server: BootstrapServerOption = None,
-    nodes: NodesOption = None,
-    as_json: JsonOption = False,
-) -> None:
-    _run("heal", None, {}, directory, None, as_json, bootstrap_server=bootstrap_server, nodes=nodes)
+for _kind in COMMANDS:
+    fault_app.command(_kind.name, help=_kind.help)(handle_errors(_make_command(_kind)))

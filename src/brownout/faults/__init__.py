@@ -1,5 +1,6 @@
-"""Faults: the nemesis (process and network faults), targets resolved at fault time,
-grudges (network partitions as data) and the namespaces' iptables/tc plumbing.
+"""Faults: the registry of fault kinds (kinds.py), the nemesis and the executors of the
+process, network and storage faults, targets resolved at fault time, grudges (network
+partitions as data) and the namespaces' iptables/tc plumbing.
 
 The names below are loaded from their modules on first use, so that importing one light
 module of the package (the target grammar for the CLI's help, say) does not load the
@@ -12,13 +13,15 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .grudge import CLIENTS, Grudge
-    from .nemesis import ACTIONS, Fault, FaultResult, Nemesis
+    from .kinds import ACTIONS, KINDS
+    from .nemesis import Fault, FaultResult, Nemesis
     from .netns import FaultRefused, NetworkFaults, cleanup
     from .targets import TARGET_HELP, Snapshot, TargetError, resolve, take_snapshot
 
 _SOURCES = {
-    "ACTIONS": "nemesis",
+    "ACTIONS": "kinds",
     "CLIENTS": "grudge",
+    "KINDS": "kinds",
     "TARGET_HELP": "targets",
     "Fault": "nemesis",
     "FaultRefused": "netns",
@@ -36,6 +39,7 @@ _SOURCES = {
 __all__ = [
     "ACTIONS",
     "CLIENTS",
+    "KINDS",
     "TARGET_HELP",
     "Fault",
     "FaultRefused",

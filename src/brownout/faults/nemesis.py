@@ -1,5 +1,9 @@
 """The nemesis: Jepsen-style fault injection on a running cluster.
 
+The fault kinds are registered in `faults.kinds`; each is carried out by the executor
+of its family (faults/executors/: process, network, storage). The nemesis keeps the
+lifecycle, the targets resolved at fault time and the history events.
+
 ``setup()`` checks what this cluster allows (network faults need netns mode and root)
 and heals leftovers; ``invoke(fault)`` resolves the fault's target from live metadata
 *now*, acts, and returns a `FaultResult`; ``heal()`` removes every network fault;
@@ -71,137 +75,44 @@ documentation does.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
-import json
 import random
 import time
-from collections.abc import Callable, Iterable, Mapping
-from pathlib import Path
+from collections.abc import Callable, Iterable
 from typing import Any
 
-from ..cluster import zookeeper as zk
 from ..cluster.ensemble import Ensemble
-from ..cluster.launcher import DURABILITY_JOURNAL
 from ..cluster.state import ClusterState
 from ..cluster.supervisor import Supervisor, SupervisorError
-from ..cluster.wire import PartitionMetadata, WireClient, WireError
-from . import grudge as grudges
-from . import storage as storage_faults
+from ..cluster.wire import PartitionMetadata, WireError
 from .control import NodeControl
+from .executors.network import NetworkExecutor, NetworkLayer
+from .executors.process import ProcessExecutor, Timeouts
+from .executors.storage import StorageExecutor
+from .fault import Failed, Fault, FaultResult, Indeterminate
+from .health import Health
+from .kinds import (
+    ACTIONS,
+    EXTERNAL_NETWORK,
+    FROM_GROUPS,
+    FROM_ZOOKEEPER_KRAFT,
+    KINDS,
+    NETWORK,
+    NETWORK_ACTIONS,
+    PROCESS,
+    PROCESS_ACTIONS,
+    STORAGE,
+    STORAGE_ACTIONS,
+)
 from .netns import FaultRefused, NetworkFaults
+from .resolver import Resolver
 from .targets import (
     Snapshot,
     TargetError,
-    describe_id,
-    parse,
-    resolve,
-    take_snapshot,
     zookeeper_host,
     zookeeper_server,
 )
 
-PROCESS_ACTIONS = (
-    "kill",
-    "terminate",
-    "pause",
-    "resume",
-    "start",
-    "restart",
-    "rolling-restart",
-)
-NETWORK_ACTIONS = ("isolate", "partition", "loss", "bandwidth", "latency", "heal")
-# On a node's log dir (faults.storage); lab-started Brownout nodes only.
-STORAGE_ACTIONS = ("power-loss", "corrupt-log", "read-only-logdir", "disk-full")
-ACTIONS = PROCESS_ACTIONS + NETWORK_ACTIONS + STORAGE_ACTIONS
-# What `from` (isolate, loss) may name besides a target spec. "zookeeper" is the whole
-# ensemble, and only in ZooKeeper mode: there it is where the brokers' metadata lives,
-# while a KRaft broker never talks to an ensemble beside it.
-FROM_GROUPS = ("everyone", "nodes", "controllers", "brokers", "clients", "zookeeper")
-FROM_ZOOKEEPER_KRAFT = (
-    "from: zookeeper cuts ZooKeeper-mode brokers from their ensemble, and this cluster "
-    "runs in KRaft mode (its brokers never talk to ZooKeeper); use `zookeeper: true` "
-    "under `cluster` (brownout up --zookeeper), or all-zookeepers to name the servers"
-)
-
-# What a broker logs when its controlled shutdown ends, in KRaft mode and (second) in
-# ZooKeeper mode, where the controller is asked over the wire with retries.
-SHUTDOWN_APPROVED = (
-    "The controller has asked us to exit controlled shutdown",
-    "Controlled shutdown request returned successfully",
-)
-SHUTDOWN_TIMED_OUT = (
-    "Timed out waiting for the controller to approve controlled shutdown",
-    "Proceeding to do an unclean shutdown as all the controlled shutdown attempts failed",
-)
-
 EventCallback = Callable[[str, dict[str, Any]], None]
-
-# Why a network fault is refused on a cluster the lab did not start: its cuts are
-# iptables rules and qdiscs in the namespaces the lab built around its own nodes.
-EXTERNAL_NETWORK = (
-    "network faults (isolate, partition, loss, bandwidth, latency, heal) need a cluster "
-    "the lab started itself with `--network netns`; this is an external cluster "
-    "(--bootstrap-server, --nodes), where only process faults run, through the nodes "
-    "file's commands"
-)
-
-
-@dataclasses.dataclass(frozen=True)
-class Fault:
-    """What to do: an action, a target spec (see targets.py) and action params."""
-
-    action: str
-    target: str | None = None
-    params: Mapping[str, Any] = dataclasses.field(default_factory=dict)
-
-    def to_json(self) -> dict[str, Any]:
-        return {"action": self.action, "target": self.target, "params": dict(self.params)}
-
-
-@dataclasses.dataclass
-class FaultResult:
-    """What happened: the history event's value (`value()`)."""
-
-    action: str
-    target: str | None
-    nodes: tuple[int, ...]  # targets as resolved at fault time
-    start: float  # wall clock (time.time())
-    end: float
-    outcome: str  # ok | fail | info
-    message: str
-    details: dict[str, Any] = dataclasses.field(default_factory=dict)
-
-    @property
-    def ok(self) -> bool:
-        return self.outcome == "ok"
-
-    @property
-    def duration(self) -> float:
-        return max(0.0, self.end - self.start)
-
-    def value(self) -> dict[str, Any]:
-        return {
-            "action": self.action,
-            "target": self.target,
-            "nodes": list(self.nodes),
-            "outcome": self.outcome,
-            "message": self.message,
-            "start": round(self.start, 6),
-            "end": round(self.end, 6),
-            "duration_s": round(self.duration, 3),
-            **self.details,
-        }
-
-    def to_json(self) -> str:
-        return json.dumps(self.value(), default=str, sort_keys=False)
-
-
-class _Failed(Exception):
-    """Internal: the fault certainly did not happen (outcome fail)."""
-
-
-class _Indeterminate(Exception):
-    """Internal: the fault may or may not have fully happened (outcome info)."""
 
 
 class Nemesis:
@@ -243,7 +154,23 @@ class Nemesis:
         self.terminate_timeout = terminate_timeout
         self.start_timeout = start_timeout
         self.rejoin_timeout = rejoin_timeout
-        self._network: NetworkFaults | None = None
+        self.health = Health(self.topology, self.supervisor, self.ensemble, self.bootstrap,
+                             request_timeout)
+        self.resolver = Resolver(state, self.topology, self.supervisor, self.health, self.rng,
+                                 request_timeout)
+        self._network = NetworkLayer(state)
+        timeouts = Timeouts(terminate_timeout, start_timeout, rejoin_timeout)
+        processes = ProcessExecutor(self.supervisor, self.ensemble, self.topology, self.health,
+                                    timeouts, lab=state is not None)
+        self.processes = processes
+        # One executor per family of fault kinds (faults.kinds): a kind names its method.
+        self.executors: dict[str, Any] = {
+            PROCESS: processes,
+            NETWORK: NetworkExecutor(self._network, self.topology, self.resolver, self.rng,
+                                     self._everything(), self._zookeepers()),
+            STORAGE: StorageExecutor(state, self.topology, self.supervisor, processes,
+                                     timeouts),
+        }
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -253,11 +180,7 @@ class Nemesis:
 
     def network(self) -> NetworkFaults:
         """The lab's network faults; FaultRefused with the reason when not possible."""
-        if self.state is None:
-            raise FaultRefused(EXTERNAL_NETWORK)
-        if self._network is None:
-            self._network = NetworkFaults.for_cluster(self.state)
-        return self._network
+        return self._network()
 
     def setup(self) -> None:
         """Check the lab and heal leftovers of an earlier run (network faults only in
@@ -297,34 +220,13 @@ class Nemesis:
 
     def process_state(self, target_id: int) -> str:
         """ "running", "paused" or "stopped", for a node or a ZooKeeper server."""
-        server = zookeeper_server(target_id)
-        if server is None:
-            return self.supervisor.process_state(target_id)
-        return self.ensemble.process_state(server)
-
-    def _is_broker(self, target_id: int) -> bool:
-        return zookeeper_server(target_id) is None and self.topology.node(target_id).is_broker
+        return self.processes.process_state(target_id)
 
     def snapshot(self, spec: str | None = None, topics: list[str] | None = None) -> Snapshot:
-        need = [parse(spec)] if spec else []
-        return self._take_snapshot(need, topics)
+        return self.resolver.snapshot(spec, topics)
 
     def resolve(self, spec: str) -> tuple[int, ...]:
-        target = parse(spec)
-        return resolve(target, self._take_snapshot([target]), self.rng)
-
-    def _take_snapshot(self, need: list[Any], topics: list[str] | None = None) -> Snapshot:
-        if self.state is not None:
-            return take_snapshot(self.state, need=need, timeout=self.request_timeout,
-                                 topics=topics)
-        controllers = [
-            c.controller_address
-            for c in self.topology.controllers
-            if c.controller_address and self.supervisor.process_state(c.node_id) == "running"
-        ]
-        return take_snapshot(None, need=need, timeout=self.request_timeout, topics=topics,
-                             topology=self.topology, broker_addresses=self._broker_addresses(),
-                             controller_addresses=controllers)
+        return self.resolver.resolve(spec)
 
     # -- invoke ------------------------------------------------------------------------
 
@@ -347,11 +249,11 @@ class Nemesis:
         nodes: tuple[int, ...] = ()
         try:
             if fault.action not in ACTIONS:
-                raise _Failed(f"unknown fault {fault.action!r} (one of {', '.join(ACTIONS)})")
+                raise Failed(f"unknown fault {fault.action!r} (one of {', '.join(ACTIONS)})")
             nodes = self._targets_within(fault, target_wait)
             if fault.action in PROCESS_ACTIONS:
                 self.supervisor.check_action(fault.action, nodes)
-        except (_Failed, TargetError, FaultRefused) as e:
+        except (Failed, TargetError, FaultRefused) as e:
             result = FaultResult(
                 fault.action, fault.target, nodes, start, time.time(), "fail", str(e), details
             )
@@ -362,13 +264,14 @@ class Nemesis:
             fault.action, fault.target, nodes, start, start, "invoke", "", dict(details)
         )
         self._emit("invoke", invoked.value())
-        handler = getattr(self, "_do_" + fault.action.replace("-", "_"))
+        kind = KINDS[fault.action]
+        handler = getattr(self.executors[kind.family], kind.run)
         try:
             message = handler(fault, nodes, details)
             outcome = "ok"
-        except (_Failed, FaultRefused, TargetError) as e:
+        except (Failed, FaultRefused, TargetError) as e:
             outcome, message = "fail", str(e)
-        except _Indeterminate as e:
+        except Indeterminate as e:
             outcome, message = "info", str(e)
         except (SupervisorError, WireError, OSError) as e:
             outcome, message = "info", f"{type(e).__name__}: {e}"
@@ -408,7 +311,7 @@ class Nemesis:
             if action == "rolling-restart":
                 spec = "all-brokers"
             else:
-                raise _Failed(f"{action} needs a target")
+                raise Failed(f"{action} needs a target")
         nodes = self.resolve(spec)
         if action == "rolling-restart":
             nodes = self._rolling_order(nodes)
@@ -432,603 +335,27 @@ class Nemesis:
 
         return tuple(sorted(nodes, key=key))
 
-    # -- waiting -----------------------------------------------------------------------
-
-    def _broker_addresses(self) -> list[str]:
-        running = [
-            b.broker_address
-            for b in self.topology.brokers
-            if b.broker_address and self.supervisor.process_state(b.node_id) == "running"
-        ]
-        return list(dict.fromkeys(running + self.bootstrap))
-
-    def _poll(self, what: Callable[[WireClient], bool], timeout: float) -> bool:
-        deadline = time.monotonic() + timeout
-        while True:
-            for address in self._broker_addresses():
-                try:
-                    with WireClient(address, self.request_timeout) as client:
-                        if what(client):
-                            return True
-                    break
-                except (WireError, OSError):
-                    continue
-            if time.monotonic() > deadline:
-                return False
-            time.sleep(0.2)
+    # -- waiting (the scenarios' stages wait on the cluster through the nemesis) --------
 
     def wait_registered(self, node_ids: Iterable[int], timeout: float) -> bool:
         """Every broker in `node_ids` is listed by Metadata (registered and unfenced)."""
-        wanted = {n for n in node_ids if self._is_broker(n)}
-        if not wanted:
-            return True
-        return self._poll(lambda c: wanted <= set(c.metadata().broker_ids), timeout)
+        return self.health.wait_registered(node_ids, timeout)
 
     def wait_isr_full(self, timeout: float, topics: list[str] | None = None) -> bool:
         """Every partition (of `topics`; None: of every topic) has a leader and its ISR
         holds every replica."""
-
-        def full(client: WireClient) -> bool:
-            md = client.topic_metadata(topics)
-            return all(p.leader >= 0 and set(p.replicas) <= set(p.isr) for p in md.partitions)
-
-        return self._poll(full, timeout)
+        return self.health.wait_isr_full(timeout, topics)
 
     def wait_quorum(self, timeout: float) -> bool:
-        deadline = time.monotonic() + timeout
-        addresses = [c.controller_address for c in self.topology.controllers]
-        if not any(addresses):  # an external cluster's controllers may have no address:
-            addresses = self._broker_addresses()  # brokers forward DescribeQuorum
-        while time.monotonic() < deadline:
-            for address in addresses:
-                with (
-                    contextlib.suppress(WireError, OSError),
-                    WireClient(str(address), self.request_timeout) as client,
-                ):
-                    if client.describe_quorum().leader_id >= 0:
-                        return True
-            time.sleep(0.2)
-        return False
+        return self.health.wait_quorum(timeout)
 
     def wait_ensemble(self, server_ids: Iterable[int], timeout: float) -> bool:
         """The ensemble has a leader and a majority, and each of `server_ids` serves."""
-        wanted = set(server_ids)
-        deadline = time.monotonic() + timeout
-        while True:
-            statuses = self.ensemble.statuses(timeout=self.request_timeout)
-            quorum = zk.ensemble_quorum(statuses)
-            if quorum.has_quorum and all(statuses[i].serving for i in wanted):
-                return True
-            if time.monotonic() > deadline:
-                return False
-            time.sleep(0.2)
+        return self.health.wait_ensemble(server_ids, timeout)
 
     def partitions(self) -> list[PartitionMetadata]:
         """Every partition as the first answering broker sees it ([] when none does)."""
-        for address in self._broker_addresses():
-            with (
-                contextlib.suppress(WireError, OSError),
-                WireClient(address, self.request_timeout) as client,
-            ):
-                return list(client.topic_metadata(None).partitions)
-        return []
-
-    def _led_by(self, nodes: Iterable[int]) -> dict[int, list[str]]:
-        """Partitions led by each of `nodes` right now (empty when nobody answers)."""
-        out: dict[int, list[str]] = {n: [] for n in nodes}
-        for p in self.partitions():
-            if p.leader in out:
-                out[p.leader].append(f"{p.topic}-{p.partition}")
-        return out
-
-    # -- process faults ----------------------------------------------------------------
-
-    def _how(self, signal_name: str, command: str) -> str:
-        """How a process fault was done, for its message: the lab's signal, or an
-        external cluster's command from the nodes file."""
-        return signal_name if self.state is not None else f"`{command}` command"
-
-    def _do_kill(self, fault: Fault, nodes: tuple[int, ...], details: dict[str, Any]) -> str:
-        killed = [n for n in nodes if self._kill(n)]
-        details["killed"] = killed
-        details["not_running"] = [n for n in nodes if n not in killed]
-        if not killed:
-            raise _Failed(f"node(s) {_ids(nodes)} not running: nothing killed")
-        how = self._how("SIGKILL", "kill")
-        return f"{how}: node(s) {_ids(killed)} gone" + _not_running(details)
-
-    def _kill(self, target_id: int) -> bool:
-        server = zookeeper_server(target_id)
-        if server is None:
-            return self.supervisor.kill_node(target_id)
-        return self.ensemble.kill_server(server)
-
-    def _terminate(
-        self, targets: Iterable[int], details: dict[str, Any], timeout: float
-    ) -> tuple[list[int], list[int]]:
-        targets = list(targets)
-        nodes = [n for n in targets if zookeeper_server(n) is None]
-        servers = [n for n in targets if zookeeper_server(n) is not None]
-        brokers = [n for n in nodes if self._is_broker(n)]
-        led_before = self._led_by(brokers) if brokers else {}
-        offsets = {n: self.supervisor.log_offset(n) for n in nodes}
-        outcome: dict[int, bool | None] = {}
-        # Nodes before servers: a ZooKeeper-mode broker's controlled shutdown goes
-        # through ZooKeeper.
-        if nodes:
-            outcome.update(self.supervisor.terminate_nodes(nodes, timeout))
-        if servers:
-            by_server = self.ensemble.terminate_servers([_server_id(n) for n in servers], timeout)
-            outcome.update({zookeeper_host(i): v for i, v in by_server.items()})
-        exited = [n for n, v in outcome.items() if v is True]
-        stuck = [n for n, v in outcome.items() if v is False]
-        details["not_running"] = [n for n, v in outcome.items() if v is None]
-        details["exited"] = exited
-        details["still_running"] = stuck
-        shutdown = {}
-        for n in brokers:
-            text = self.supervisor.log_since(n, offsets[n])
-            if any(line in text for line in SHUTDOWN_APPROVED):
-                shutdown[str(n)] = "approved"
-            elif any(line in text for line in SHUTDOWN_TIMED_OUT):
-                shutdown[str(n)] = "timed out"
-            elif outcome.get(n) is not None:
-                shutdown[str(n)] = "unknown"
-        if shutdown:
-            details["controlled_shutdown"] = shutdown
-        if led_before:
-            details["led_before"] = {str(k): v for k, v in led_before.items()}
-        return exited, stuck
-
-    def _do_terminate(self, fault: Fault, nodes: tuple[int, ...], details: dict[str, Any]) -> str:
-        timeout = float(fault.params.get("timeout", self.terminate_timeout))
-        exited, stuck = self._terminate(nodes, details, timeout)
-        if exited and any(self._is_broker(n) for n in exited):
-            still = self._led_by(exited)
-            details["still_leading"] = {str(k): v for k, v in still.items() if v}
-        if stuck:
-            sent = "SIGTERM sent" if self.state is not None else "`terminate` command run"
-            raise _Indeterminate(
-                f"{sent}, but node(s) {_ids(stuck)} did not exit within {timeout:g}s "
-                "(for a broker: controlled shutdown not approved?); still running"
-            )
-        if not exited:
-            raise _Failed(f"node(s) {_ids(nodes)} not running: nothing terminated")
-        cs = details.get("controlled_shutdown", {})
-        note = ""
-        if cs:
-            note = "; controlled shutdown " + ", ".join(f"{k}: {v}" for k, v in cs.items())
-        how = self._how("SIGTERM", "terminate")
-        return f"{how}: node(s) {_ids(exited)} exited{note}" + _not_running(details)
-
-    def _do_pause(self, fault: Fault, nodes: tuple[int, ...], details: dict[str, Any]) -> str:
-        paused = [n for n in nodes if self._pause(n)]
-        details["paused"] = paused
-        details["not_running"] = [n for n in nodes if n not in paused]
-        if not paused:
-            raise _Failed(f"node(s) {_ids(nodes)} not running: nothing paused")
-        how = self._how("SIGSTOP", "pause")
-        return f"{how}: node(s) {_ids(paused)} paused" + _not_running(details)
-
-    def _pause(self, target_id: int) -> bool:
-        server = zookeeper_server(target_id)
-        if server is None:
-            return self.supervisor.pause(target_id)
-        return self.ensemble.pause(server)
-
-    def _resume(self, target_id: int) -> bool:
-        server = zookeeper_server(target_id)
-        if server is None:
-            return self.supervisor.resume(target_id)
-        return self.ensemble.resume(server)
-
-    def _do_resume(self, fault: Fault, nodes: tuple[int, ...], details: dict[str, Any]) -> str:
-        # A group target (all-zookeepers, all) names running ones too: SIGCONT does them
-        # no harm, but only the paused ones are reported as resumed.
-        paused = {n for n in nodes if self.process_state(n) == "paused"}
-        signalled = [n for n in nodes if self._resume(n)]
-        resumed = [n for n in signalled if n in paused]
-        details["resumed"] = resumed
-        details["not_paused"] = [n for n in signalled if n not in paused]
-        if not resumed:
-            if not nodes:
-                return "no paused node to resume"
-            if signalled:
-                return f"node(s) {_ids(signalled)} not paused: nothing resumed"
-            return f"node(s) {_ids(nodes)} not running: nothing resumed"
-        return f"{self._how('SIGCONT', 'resume')}: node(s) {_ids(resumed)} resumed"
-
-    def _start(self, nodes: Iterable[int], details: dict[str, Any]) -> list[int]:
-        nodes = list(nodes)
-        servers = [n for n in nodes if zookeeper_server(n) is not None]
-        started = self._start_zookeepers(servers, details)
-        for n in nodes:
-            if zookeeper_server(n) is not None:
-                continue
-            if self.supervisor.process_state(n) != "stopped":
-                details.setdefault("already_running", []).append(n)
-                continue
-            self.supervisor.start_node(n, timeout=self.start_timeout)
-            started.append(n)
-        if started and not self.wait_registered(started, self.rejoin_timeout):
-            raise _Indeterminate(
-                f"node(s) {_ids(started)} started but not back in Metadata after "
-                f"{self.rejoin_timeout:g}s"
-            )
-        return started
-
-    def _start_zookeepers(self, targets: list[int], details: dict[str, Any]) -> list[int]:
-        """Start the stopped servers among `targets` together, then wait until they
-        serve: one at a time could never serve when only together they make a quorum."""
-        started = []
-        for n in targets:
-            if self.process_state(n) != "stopped":
-                details.setdefault("already_running", []).append(n)
-                continue
-            self.ensemble.start_server(_server_id(n), wait=False)
-            started.append(n)
-        if started and not self.wait_ensemble(
-            [_server_id(n) for n in started], self.rejoin_timeout
-        ):
-            raise _Indeterminate(
-                f"ZooKeeper server(s) {_ids(started)} started but not serving after "
-                f"{self.rejoin_timeout:g}s (no majority to join?)"
-            )
-        return started
-
-    def _do_start(self, fault: Fault, nodes: tuple[int, ...], details: dict[str, Any]) -> str:
-        t0 = time.monotonic()
-        started = self._start(nodes, details)
-        details["started"] = started
-        details["serving_after_s"] = round(time.monotonic() - t0, 3)
-        if not started:
-            return "nothing to start: " + (
-                f"node(s) {_ids(nodes)} already running" if nodes else "every node is running"
-            )
-        return f"started node(s) {_ids(started)}; serving after {details['serving_after_s']}s"
-
-    def _restart_one(
-        self, node: int, details: dict[str, Any], timeout: float, down: float
-    ) -> dict[str, Any]:
-        step: dict[str, Any] = {"node": node}
-        t0 = time.monotonic()
-        sub: dict[str, Any] = {}
-        _exited, stuck = self._terminate([node], sub, timeout)
-        step["controlled_shutdown"] = sub.get("controlled_shutdown", {}).get(str(node))
-        if stuck:
-            self._kill(node)
-            step["killed_after_timeout"] = True
-        if down > 0:
-            time.sleep(down)
-        step["down_s"] = round(time.monotonic() - t0, 3)
-        self._start([node], {})
-        step["serving_after_s"] = round(time.monotonic() - t0, 3)
-        return step
-
-    def _do_restart(self, fault: Fault, nodes: tuple[int, ...], details: dict[str, Any]) -> str:
-        timeout = float(fault.params.get("timeout", self.terminate_timeout))
-        down = _down(fault)
-        steps = []
-        details["steps"] = steps
-        for node in nodes:
-            steps.append(self._restart_one(node, details, timeout, down))
-        return "restarted node(s) " + ", ".join(
-            f"{describe_id(s['node'])} (serving after {s['serving_after_s']}s)" for s in steps
-        )
-
-    def _do_rolling_restart(
-        self, fault: Fault, nodes: tuple[int, ...], details: dict[str, Any]
-    ) -> str:
-        timeout = float(fault.params.get("timeout", self.terminate_timeout))
-        down = _down(fault)
-        steps: list[dict[str, Any]] = []
-        details["order"] = list(nodes)
-        details["steps"] = steps
-        for node in nodes:
-            t0 = time.monotonic()
-            step = self._restart_one(node, details, timeout, down)
-            steps.append(step)
-            if zookeeper_server(node) is not None:
-                ok = self.wait_ensemble([], self.rejoin_timeout)
-                what = "the ZooKeeper ensemble has a leader and a majority"
-            elif self._is_broker(node):
-                ok = self.wait_isr_full(self.rejoin_timeout)
-                what = "every partition's ISR full again"
-            else:
-                ok = self.wait_quorum(self.rejoin_timeout)
-                what = "the quorum has a leader"
-            step["rejoined_after_s"] = round(time.monotonic() - t0, 3)
-            if not ok:
-                raise _Indeterminate(
-                    f"rolling restart stopped after node {describe_id(node)}: not {what} within "
-                    f"{self.rejoin_timeout:g}s"
-                )
-        return "rolling restart of " + ", ".join(
-            f"{describe_id(s['node'])} ({s['rejoined_after_s']}s)" for s in steps
-        )
-
-    # -- storage faults ----------------------------------------------------------------
-
-    def _lab_node_dirs(self, nodes: tuple[int, ...]) -> dict[int, tuple[Path, Path]]:
-        """(log dir, durability journal) of each node; refused outside the lab."""
-        if self.state is None or self.topology.request.distribution:
-            raise _Failed(
-                "storage faults act on the files of Brownout nodes the lab started itself "
-                "(not an external cluster, not an Apache Kafka distribution)")
-        out = {}
-        for n in nodes:
-            if zookeeper_server(n) is not None:
-                raise _Failed(f"{describe_id(n)} is a ZooKeeper server: storage faults "
-                              "target nodes")
-            out[n] = (Path(self.state.nodes[n].data_dir),
-                      self.topology.node(n).directory / DURABILITY_JOURNAL)
-        return out
-
-    def _do_power_loss(self, fault: Fault, nodes: tuple[int, ...],
-                       details: dict[str, Any]) -> str:
-        dirs = self._lab_node_dirs(nodes)
-        down = _down(fault)
-        killed = [n for n in nodes if self._kill(n)]
-        details["killed"] = killed
-        details["killed_at"] = round(time.time(), 6)
-        if not killed:
-            raise _Failed(f"node(s) {_ids(nodes)} not running: no power to lose")
-        lost: dict[str, int] = {}
-        files: dict[str, int] = {}
-        try:
-            for n in killed:
-                log_dir, journal = dirs[n]
-                cut = storage_faults.power_loss(journal, [log_dir])
-                lost[str(n)] = sum(cut.values())
-                files[str(n)] = len(cut)
-        except (storage_faults.StorageFaultError, ValueError) as e:
-            raise _Indeterminate(f"killed node(s) {_ids(killed)}, but: {e}") from None
-        finally:
-            details["bytes_lost"] = lost
-            details["files_cut"] = files
-        if down > 0:
-            time.sleep(down)
-        self._start(killed, details)
-        return (f"power lost on node(s) {_ids(killed)}: unflushed bytes dropped "
-                + ", ".join(f"{k}: {v}" for k, v in lost.items()) + "; serving again")
-
-    def _do_corrupt_log(self, fault: Fault, nodes: tuple[int, ...],
-                        details: dict[str, Any]) -> str:
-        dirs = self._lab_node_dirs(nodes)
-        damage = str(fault.params.get("damage", "crc"))
-        if damage not in storage_faults.DAMAGE:
-            raise _Failed(f"damage must be one of {', '.join(storage_faults.DAMAGE)}, "
-                          f"got {damage!r}")
-        partition = fault.params.get("log")
-        down = _down(fault)
-        killed = [n for n in nodes if self._kill(n)]
-        details["killed"] = killed
-        if not killed:
-            raise _Failed(f"node(s) {_ids(nodes)} not running: nothing to corrupt")
-        done: dict[str, list[str]] = {}
-        details["damaged"] = done
-        for n in killed:
-            try:
-                done[str(n)] = storage_faults.corrupt(
-                    dirs[n][0], damage, None if partition is None else str(partition))
-            except storage_faults.StorageFaultError as e:
-                self._start(killed, {})
-                raise _Indeterminate(f"node {describe_id(n)} killed but not damaged: {e}; "
-                                     "started again") from None
-        if down > 0:
-            time.sleep(down)
-        self._start(killed, details)
-        return (f"{damage} on node(s) {_ids(killed)} "
-                f"({sum(len(v) for v in done.values())} file(s)); serving again")
-
-    def _wait_stopped(self, node: int, timeout: float) -> bool:
-        deadline = time.monotonic() + timeout
-        while self.supervisor.process_state(node) != "stopped":
-            if time.monotonic() > deadline:
-                return False
-            time.sleep(0.1)
-        return True
-
-    def _do_read_only_logdir(self, fault: Fault, nodes: tuple[int, ...],
-                             details: dict[str, Any]) -> str:
-        dirs = self._lab_node_dirs(nodes)
-        timeout = float(fault.params.get("timeout", self.terminate_timeout))
-        running = [n for n in nodes if self.process_state(n) == "running"]
-        if not running:
-            raise _Failed(f"node(s) {_ids(nodes)} not running")
-        t0 = time.monotonic()
-        halted: dict[str, float | None] = {}
-        details["halted_after_s"] = halted
-        try:
-            for n in running:
-                storage_faults.set_read_only(dirs[n][0])
-            for n in running:
-                ok = self._wait_stopped(n, max(0.0, timeout - (time.monotonic() - t0)))
-                halted[str(n)] = round(time.monotonic() - t0, 3) if ok else None
-        except storage_faults.StorageFaultError as e:
-            raise _Failed(str(e)) from None
-        finally:
-            for n in running:
-                storage_faults.clear_read_only(dirs[n][0])
-        stuck = [int(k) for k, v in halted.items() if v is None]
-        if stuck:
-            raise _Indeterminate(
-                f"log dir of node(s) {_ids(stuck)} read-only for {timeout:g}s but the node "
-                "did not halt (nothing written meanwhile?); writable again, still running")
-        return (f"log dir of node(s) {_ids(running)} made read-only: halted after "
-                + ", ".join(f"{k}: {v}s" for k, v in halted.items())
-                + "; left stopped, dir writable again")
-
-    def _do_disk_full(self, fault: Fault, nodes: tuple[int, ...],
-                      details: dict[str, Any]) -> str:
-        dirs = self._lab_node_dirs(nodes)
-        if len(nodes) != 1:
-            raise _Failed("disk-full takes one node")
-        (n,) = nodes
-        free = _size(fault.params.get("free", "1MiB"))
-        timeout = float(fault.params.get("timeout", self.terminate_timeout))
-        if not self._kill(n):
-            raise _Failed(f"node {describe_id(n)} not running")
-        t0 = time.monotonic()
-        try:
-            with storage_faults.small_disk(dirs[n][0], free) as size:
-                details["tmpfs_bytes"] = size
-                # Not waiting until it serves: it may fill the disk while catching up,
-                # and halting then is the point.
-                self.supervisor.start_node(n, timeout=self.start_timeout, wait=False)
-                halted = self._wait_stopped(n, timeout)
-                if not halted:
-                    self._kill(n)
-        except storage_faults.StorageFaultError as e:
-            if self.process_state(n) == "stopped":
-                self._start([n], {})
-            raise _Failed(str(e)) from None
-        details["halted_after_s"] = round(time.monotonic() - t0, 3) if halted else None
-        if not halted:
-            raise _Indeterminate(
-                f"node {describe_id(n)} ran {timeout:g}s with {free} bytes free without "
-                "filling them; killed, files copied back, left stopped")
-        return (f"node {describe_id(n)} restarted with {free} bytes free in its log dir and "
-                f"halted when they filled ({details['halted_after_s']}s); files copied back, "
-                "left stopped")
-
-    # -- network faults ----------------------------------------------------------------
-
-    def _group(self, spec: str, targets: tuple[int, ...]) -> tuple[set[int], bool]:
-        """(the nodes `from` names, whether clients are among them)."""
-        everyone = set(self._everything())
-        if spec == "everyone":
-            return everyone - set(targets), True
-        if spec == "nodes":
-            return everyone - set(targets), False
-        if spec == "clients":
-            return set(), True
-        if spec == "zookeeper":
-            if not self.topology.request.zookeeper_mode:
-                raise _Failed(FROM_ZOOKEEPER_KRAFT)
-            return set(self._zookeepers()) - set(targets), False
-        if spec == "controllers" and self.topology.request.zookeeper_mode:
-            # No controller nodes: the controller is the broker holding /controller.
-            return set(self.resolve("active-controller")) - set(targets), False
-        if spec == "controllers":
-            return {n.node_id for n in self.topology.controllers} - set(targets), False
-        if spec == "brokers":
-            return {n.node_id for n in self.topology.brokers} - set(targets), False
-        return set(self.resolve(spec)) - set(targets), False
-
-    def _do_isolate(self, fault: Fault, nodes: tuple[int, ...], details: dict[str, Any]) -> str:
-        source = str(fault.params.get("from") or "everyone")
-        one_way = bool(fault.params.get("one_way", False))
-        group, clients = self._group(source, nodes)
-        if clients:
-            group.add(grudges.CLIENTS)
-        if not group:
-            raise _Failed(f"isolate {_ids(nodes)} from {source}: nobody to cut them from")
-        g = grudges.one_way(nodes, group) if one_way else grudges.cut(nodes, group)
-        self.network().apply_grudge(g)
-        details["from"] = source
-        details["one_way"] = one_way
-        details["isolated"] = list(nodes)
-        details["grudge"] = grudges.to_json(g)
-        arrow = "cannot hear" if one_way else "cut from"
-        return f"node(s) {_ids(nodes)} {arrow} {source}: " + "; ".join(grudges.describe(g))
-
-    def _do_partition(self, fault: Fault, nodes: tuple[int, ...], details: dict[str, Any]) -> str:
-        kind = (fault.target or "halves").strip()
-        members = self.resolve(str(fault.params.get("nodes") or "all"))
-        if kind == "halves":
-            g = grudges.halves(members, self.rng)
-        elif kind == "bridge":
-            g = grudges.bridge(members, self.rng)
-        else:
-            try:
-                comps = grudges.parse_components(kind)
-            except ValueError as e:
-                raise _Failed(f"partition {e}; or use halves | bridge") from None
-            unknown = {n for c in comps for n in c} - set(self._everything()) - {grudges.CLIENTS}
-            if unknown:
-                raise _Failed(f"partition {kind}: no node {_ids(sorted(unknown))} here")
-            g = grudges.complete(comps)
-        if not g:
-            raise _Failed(f"partition {kind} of {_ids(members)} cuts nothing")
-        self.network().apply_grudge(g)
-        involved = sorted({n for n in g} | {m for v in g.values() for m in v} - {grudges.CLIENTS})
-        details["grudge"] = grudges.to_json(g)
-        details["isolated"] = grudges.isolated_nodes(g, members)
-        details["partitioned"] = [n for n in involved if n != grudges.CLIENTS]
-        return f"partition {kind}: " + "; ".join(grudges.describe(g))
-
-    def _do_loss(self, fault: Fault, nodes: tuple[int, ...], details: dict[str, Any]) -> str:
-        probability = float(fault.params.get("probability", 0.1))
-        source = fault.params.get("from")
-        sources: set[int] = set()
-        if source:
-            group, clients = self._group(str(source), nodes)
-            sources = group | ({grudges.CLIENTS} if clients else set())
-        self.network().loss(nodes, probability, sources)
-        details["probability"] = probability
-        details["from"] = source or "everyone"
-        return (
-            f"node(s) {_ids(nodes)} drop {probability:.0%} of packets received from "
-            f"{source or 'everyone'}"
-        )
-
-    def _do_bandwidth(self, fault: Fault, nodes: tuple[int, ...], details: dict[str, Any]) -> str:
-        rate = str(fault.params.get("rate", "1mbit"))
-        burst = str(fault.params.get("burst", "32kbit"))
-        latency = str(fault.params.get("latency", "400ms"))
-        self.network().bandwidth(nodes, rate, burst, latency)
-        details.update(rate=rate, burst=burst)
-        return f"node(s) {_ids(nodes)} limited to {rate} each way (tbf)"
-
-    def _do_latency(self, fault: Fault, nodes: tuple[int, ...], details: dict[str, Any]) -> str:
-        delay = str(fault.params.get("delay", "100ms"))
-        jitter = fault.params.get("jitter")
-        self.network().latency(nodes, delay, str(jitter) if jitter else None)
-        details["delay"] = delay
-        return f"node(s) {_ids(nodes)} delayed by {delay} (netem)"
-
-    def _do_heal(self, fault: Fault, nodes: tuple[int, ...], details: dict[str, Any]) -> str:
-        net = self.network()
-        before = net.rules()
-        net.heal()
-        details["removed_rules"] = sum(len(v) for v in before.values())
-        return f"network healed ({details['removed_rules']} rule(s) removed, qdiscs cleared)"
-
-
-def _down(fault: Fault) -> float:
-    """The ``down`` param of a restart: seconds a node stays stopped (>= 0)."""
-    raw = fault.params.get("down", 0.0)
-    try:
-        down = float(raw)
-    except (TypeError, ValueError):
-        raise _Failed(f"down must be a number of seconds, got {raw!r}") from None
-    if down < 0:
-        raise _Failed(f"down must be >= 0 seconds, got {down:g}")
-    return down
-
-
-def _server_id(target_id: int) -> int:
-    server = zookeeper_server(target_id)
-    assert server is not None, f"{target_id} is not a ZooKeeper server"
-    return server
-
-
-def _size(raw: Any) -> int:
-    """A byte count: bytes, or a number with KiB / MiB / GiB (k, m, g also)."""
-    text = str(raw).strip()
-    units = {"kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "k": 1 << 10, "m": 1 << 20,
-             "g": 1 << 30}
-    for suffix, factor in sorted(units.items(), key=lambda kv: -len(kv[0])):
-        if text.lower().endswith(suffix) and text[: -len(suffix)].strip().isdigit():
-            return int(text[: -len(suffix)]) * factor
-    if text.isdigit():
-        return int(text)
-    raise _Failed(f"free must be bytes or a number with KiB, MiB or GiB, got {raw!r}")
-
-
-def _ids(nodes: Iterable[int]) -> str:
-    return ", ".join(map(describe_id, nodes)) or "none"
+        return self.health.partitions()
 
 
 def _failed_commands(commands: list[dict[str, Any]]) -> str:
@@ -1043,17 +370,14 @@ def _failed_commands(commands: list[dict[str, Any]]) -> str:
     return f"; command(s) failed: {'; '.join(failed)}" if failed else ""
 
 
-def _not_running(details: dict[str, Any]) -> str:
-    missing = details.get("not_running") or []
-    return f" (not running: {_ids(missing)})" if missing else ""
-
-
 __all__ = [
     "ACTIONS",
+    "EXTERNAL_NETWORK",
     "FROM_GROUPS",
     "FROM_ZOOKEEPER_KRAFT",
     "NETWORK_ACTIONS",
     "PROCESS_ACTIONS",
+    "STORAGE_ACTIONS",
     "EventCallback",
     "Fault",
     "FaultRefused",

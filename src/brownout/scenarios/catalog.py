@@ -16,8 +16,9 @@ from typing import Any
 
 import yaml
 
-# Schedule actions that need root (chattr +i, tmpfs mounts); schema.ROOT_STORAGE_ACTIONS.
-ROOT_ACTIONS = ("read-only-logdir", "disk-full")
+# Schedule actions that need root (chattr +i, tmpfs mounts). The registry of fault kinds
+# imports nothing of the lab.
+from ..faults.kinds import ROOT_ACTIONS
 
 
 class CatalogError(ValueError):

@@ -26,12 +26,8 @@ from ..cluster.admin import Admin
 from ..common.rundir import EXTERNAL_FILE
 from ..faults import Nemesis
 from ..faults.external import NEEDS, ExternalControl
-from ..faults.nemesis import (
-    NETWORK_ACTIONS,
-    PROCESS_ACTIONS,
-    STORAGE_ACTIONS,
-    EventCallback,
-)
+from ..faults.kinds import NETWORK_ACTIONS, PROCESS_ACTIONS, STORAGE_ACTIONS
+from ..faults.nemesis import EventCallback
 from ..faults.nodes_file import NodesFile
 from ..faults.targets import Target, TargetError
 from ..faults.targets import parse as parse_target
@@ -100,8 +96,7 @@ def check_external(scenario: Scenario, nodes: NodesFile, bootstrap: str) -> list
                    "an external cluster takes process faults only", step.line, where)
         if action in NETWORK_ACTIONS:
             refuse(f"{action} is a network fault; an external cluster takes process faults "
-                   "only (kill, terminate, pause, resume, start, restart, rolling-restart)",
-                   step.line, where)
+                   f"only ({', '.join(PROCESS_ACTIONS)})", step.line, where)
         if spec is None:
             # targetless resume / start: only nodes the run paused or stopped, whose
             # commands were checked with the step that did it (_UNDO)

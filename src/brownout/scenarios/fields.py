@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 
 from ..cluster.zookeeper import MAX_SERVERS as MAX_ZOOKEEPERS
-from ..faults.nemesis import ACTIONS as FAULT_ACTIONS
+from ..faults.kinds import KINDS as FAULT_KINDS
 from ..faults.storage import DAMAGE as STORAGE_DAMAGE
 from .random_faults import KINDS as RANDOM_KINDS
 
@@ -147,28 +147,19 @@ STEP: dict[str, Field] = {
 }
 
 # Each action and the value it takes. `nullable` ones may be left empty: no target
-# needed (resume, start and heal: every node; rolling-restart: every broker).
+# needed (resume, start and heal: every node; rolling-restart: every broker). The faults
+# first, from their registry (faults.kinds).
 _TARGET = Field("target")
 _ANY_TARGET = Field("target", nullable=True)
-ACTIONS: dict[str, Field] = {
-    "kill": _TARGET,
-    "terminate": _TARGET,
-    "pause": _TARGET,
-    "resume": _ANY_TARGET,
-    "start": _ANY_TARGET,
-    "restart": _TARGET,
-    "rolling-restart": _ANY_TARGET,
-    "isolate": _TARGET,
+_FAULT_TARGET = {
+    "required": _TARGET,
+    "optional": _ANY_TARGET,
+    "none": _ANY_TARGET,
     # halves | bridge | components "1,2|3,4": checked when the fault runs
-    "partition": Field("text", nullable=True),
-    "loss": _TARGET,
-    "bandwidth": _TARGET,
-    "latency": _TARGET,
-    "heal": _ANY_TARGET,
-    "power-loss": _TARGET,
-    "corrupt-log": _TARGET,
-    "read-only-logdir": _TARGET,
-    "disk-full": _TARGET,
+    "spec": Field("text", nullable=True),
+}
+ACTIONS: dict[str, Field] = {
+    **{name: _FAULT_TARGET[k.target] for name, k in FAULT_KINDS.items()},
     "wait": Field("duration"),
     "create-topic": Field("text"),
     "group-checks": Field("checks", choices=GROUP_CHECKS),
@@ -180,7 +171,6 @@ ACTIONS: dict[str, Field] = {
     "elect-leaders": Field("mapping", section="elect_leaders"),
     "reassign": Field("mapping", section="reassign"),
 }
-assert set(FAULT_ACTIONS) <= set(ACTIONS), "every nemesis action is a step action"
 
 # The parameters a step may add to its action, and what each takes.
 PARAMS: dict[str, Field] = {
@@ -203,23 +193,7 @@ PARAMS: dict[str, Field] = {
                   note="bytes, or a number with KiB, MiB or GiB"),
 }
 ACTION_PARAMS: dict[str, tuple[str, ...]] = {
-    "kill": (),
-    "terminate": ("timeout",),
-    "pause": (),
-    "resume": (),
-    "start": (),
-    "restart": ("timeout", "down"),
-    "rolling-restart": ("timeout", "down"),
-    "isolate": ("from", "one_way"),
-    "partition": ("nodes",),
-    "loss": ("probability", "from"),
-    "bandwidth": ("rate", "burst", "latency"),
-    "latency": ("delay", "jitter"),
-    "heal": (),
-    "power-loss": ("down",),
-    "corrupt-log": ("damage", "log", "down"),
-    "read-only-logdir": ("timeout",),
-    "disk-full": ("free", "timeout"),
+    **{name: k.params for name, k in FAULT_KINDS.items()},
     "wait": (),
     "create-topic": ("partitions", "replication_factor", "timeout"),
     "group-checks": (),
@@ -231,6 +205,8 @@ ACTION_PARAMS: dict[str, tuple[str, ...]] = {
     "elect-leaders": ("timeout",),
     "reassign": ("timeout",),
 }
+assert {p for k in FAULT_KINDS.values() for p in k.params} <= set(PARAMS), (
+    "every fault kind's param is a step param")
 
 # alter-config: one of `topic` and `broker` (an id, or `default` for the cluster-wide
 # default), and at least one of `set` and `delete` (both checked in schema.py).

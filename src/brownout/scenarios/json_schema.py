@@ -17,7 +17,7 @@ import dataclasses
 from typing import Any
 
 from ..check.lost import REASONS as LOST_REASONS
-from ..faults.nemesis import FROM_GROUPS
+from ..faults.kinds import FROM_GROUPS
 from ..faults.targets import ALIASES, KEYWORDS
 from . import fields as F
 from .expectations import COMPARISON_PATTERN, ERROR_NAME_PATTERN, EXPECTED, OUTCOMES, RUN_ONLY

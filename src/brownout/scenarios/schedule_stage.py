@@ -31,6 +31,7 @@ from ..cluster.admin import (
     format_offsets,
 )
 from ..faults import Fault, Nemesis
+from ..faults.kinds import UNDO_ACTIONS
 from ..workload.history import HistoryWriter
 from . import admin_steps
 from .groupchecks import run_group_checks
@@ -40,7 +41,6 @@ from .schedule import start_time
 from .schema import Scenario, Step
 from .verdict import RunRecord
 
-UNDO_ACTIONS = ("heal", "resume", "start")
 SNAPSHOTS_DIR = "snapshots"
 RANDOM_TARGET_WAIT = 10.0  # seconds a random fault looks for a target that is not there yet
 AWAIT_ISR_TIMEOUT = 60.0  # seconds an await-isr step waits by default

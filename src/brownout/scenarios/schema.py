@@ -109,9 +109,10 @@ from yaml.constructor import ConstructorError, SafeConstructor
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from ..cluster.topology import CONTROLLER_ID_BASE, DEFAULT_ZOOKEEPERS
-from ..faults.nemesis import ACTIONS as FAULT_ACTIONS
-from ..faults.nemesis import FROM_GROUPS, FROM_ZOOKEEPER_KRAFT
-from ..faults.nemesis import STORAGE_ACTIONS as STORAGE_FAULT_ACTIONS
+from ..faults.kinds import ACTIONS as FAULT_ACTIONS
+from ..faults.kinds import FROM_GROUPS, FROM_ZOOKEEPER_KRAFT
+from ..faults.kinds import ROOT_ACTIONS as ROOT_STORAGE_ACTIONS
+from ..faults.kinds import STORAGE_ACTIONS as STORAGE_FAULT_ACTIONS
 from ..faults.targets import KEYWORDS as TARGET_KEYWORDS
 from ..faults.targets import Target, TargetError, check_ensemble, check_mode
 from ..faults.targets import parse as parse_target
@@ -138,8 +139,6 @@ RANDOM_KEYS = tuple(F.RANDOM)
 # Admin steps: their value is a mapping parsed into one of these specs (params["spec"]).
 ADMIN_STEPS = ADMIN_ACTIONS
 STEP_ACTIONS = tuple(F.ACTIONS)
-# Storage faults that change the mount or file attributes of a log dir.
-ROOT_STORAGE_ACTIONS = ("read-only-logdir", "disk-full")
 EXTRA_ACTIONS = tuple(a for a in STEP_ACTIONS if a not in FAULT_ACTIONS)
 # Actions whose value may be left out (null): no target needed.
 UNTARGETED = tuple(a for a, f in F.ACTIONS.items() if f.nullable)

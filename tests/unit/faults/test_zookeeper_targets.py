@@ -309,10 +309,10 @@ def test_from_zookeeper_is_the_whole_ensemble_in_zookeeper_mode_only(tmp_path: P
     request = TopologyRequest(brokers=3, zookeepers=3, zookeeper_mode=True)
     prepared = lab.up(tmp_path / "zk", request, start=False)
     nemesis = Nemesis(prepared.state, request_timeout=0.5, rejoin_timeout=1.0)
-    assert nemesis._group("zookeeper", (2,)) == ({4001, 4002, 4003}, False)
+    assert nemesis.executors["network"].group("zookeeper", (2,)) == ({4001, 4002, 4003}, False)
     # host:2 is cut from the servers but itself: broker 2 still hears zookeeper-2.
-    assert nemesis._group("zookeeper", (2, 4002)) == ({4001, 4003}, False)
+    assert nemesis.executors["network"].group("zookeeper", (2, 4002)) == ({4001, 4003}, False)
     kraft = _nemesis(tmp_path / "kraft", 3)
     with pytest.raises(Exception, match="this cluster runs in KRaft mode") as info:
-        kraft._group("zookeeper", (1,))
+        kraft.executors["network"].group("zookeeper", (1,))
     assert info.value.args[0] == FROM_ZOOKEEPER_KRAFT
