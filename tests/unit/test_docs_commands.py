@@ -22,10 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.main import get_command
-from typer.testing import CliRunner
-
-from brownout.cli import app
+from _cli import command, invoke
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -134,7 +131,7 @@ def doc_commands() -> list[DocCommand]:
 
 
 COMMANDS = doc_commands()
-ROOT_COMMAND = get_command(app)
+ROOT_COMMAND = command()
 
 
 # Commands as typer builds them (its own click): a group has `commands`, an option
@@ -199,7 +196,7 @@ def first_argument(command: Command, rest: list[str]) -> str | None:
 
 @cache
 def help_text(path: tuple[str, ...]) -> str:
-    result = CliRunner().invoke(app, [*path, "--help"], env={"COLUMNS": "200"})
+    result = invoke([*path, "--help"], env={"COLUMNS": "200"})
     assert result.exit_code == 0, f"brownout {' '.join(path)} --help: {result.output}"
     return result.output
 
@@ -213,7 +210,7 @@ def builtin_names() -> frozenset[str]:
 
 @cache
 def validates(name: str) -> tuple[int, str]:
-    result = CliRunner().invoke(app, ["run", name, "--validate"])
+    result = invoke(["run", name, "--validate"])
     return result.exit_code, result.output
 
 

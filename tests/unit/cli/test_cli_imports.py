@@ -15,10 +15,7 @@ import subprocess
 import sys
 
 import pytest
-from typer.main import get_command
-from typer.testing import CliRunner
-
-from brownout.cli import app
+from _cli import command, invoke
 
 # Each name: the module or package, and everything under it.
 HEAVY = (
@@ -39,35 +36,104 @@ HEAVY = (
     "pyspark",
 )
 
-# Runs in a fresh interpreter: the modules a command's start-up loads, as JSON.
+# One interpreter for the whole module, which forks a fresh child per probe: the child
+# runs the command (or the import) and reports sys.modules, as JSON, through a pipe.
+# The parent loads only what every probe shares and nothing here is about: the standard
+# library's json and os, and typer's test runner (typer, rich). Whatever it loads is in
+# every child's sys.modules before the command runs, so it could not be caught loading;
+# test_nothing_under_test_is_preloaded checks that none of it is heavy, nor brownout's.
 PROBE = """
-import json, sys
-args = json.loads(sys.argv[1])
-if args is None:
-    import brownout.cli
-else:
-    from typer.testing import CliRunner
-    from brownout.cli import app
-    result = CliRunner().invoke(app, args)
-    assert result.exit_code == 0, result.output
-print(json.dumps(sorted(sys.modules)))
+import json, os, sys
+from typer.testing import CliRunner
+
+def probe(args):
+    if args is None:
+        import brownout.cli
+    else:
+        from brownout.cli import app
+        result = CliRunner().invoke(app, args)
+        assert result.exit_code == 0, result.output
+    return sorted(sys.modules)
+
+if sys.argv[1] == "preloaded":
+    print(json.dumps(sorted(sys.modules)), flush=True)
+for line in sys.stdin:
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(read)
+        try:
+            answer = {"modules": probe(json.loads(line))}
+        except BaseException as e:
+            answer = {"error": f"{type(e).__name__}: {e}"}
+        with os.fdopen(write, "w") as out:
+            json.dump(answer, out)
+        os._exit(0)
+    os.close(write)
+    with os.fdopen(read) as answer:
+        text = answer.read()
+    os.waitpid(pid, 0)
+    print(text, flush=True)
 """
 
 
-def loaded_modules(args: list[str] | None) -> list[str]:
-    out = subprocess.run([sys.executable, "-c", PROBE, json.dumps(args)],
-                         capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0, out.stderr
-    return json.loads(out.stdout)
+class Prober:
+    """The forking interpreter: `modules(args)` is every module loaded once a fresh
+    `brownout ARGS` (None: `import brownout.cli`) ran, `preloaded` those loaded before."""
+
+    def __init__(self) -> None:
+        self.process = subprocess.Popen([sys.executable, "-c", PROBE, "preloaded"],
+                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                        text=True)
+        self.preloaded: list[str] = json.loads(self.line())
+        # Each probe starts from the same fork, so one command's answer never changes.
+        self.answers: dict[str, list[str]] = {}
+
+    def line(self) -> str:
+        assert self.process.stdout is not None
+        line = self.process.stdout.readline()
+        assert line, f"the probe exited with {self.process.wait(timeout=120)}"
+        return line
+
+    def modules(self, args: list[str] | None) -> list[str]:
+        request = json.dumps(args)
+        if request not in self.answers:
+            assert self.process.stdin is not None
+            self.process.stdin.write(request + "\n")
+            self.process.stdin.flush()
+            answer = json.loads(self.line())
+            assert "error" not in answer, answer["error"]
+            self.answers[request] = answer["modules"]
+        return self.answers[request]
+
+    def close(self) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.close()
+        self.process.wait(timeout=120)
+
+
+@pytest.fixture(scope="module")
+def prober():
+    p = Prober()
+    try:
+        yield p
+    finally:
+        p.close()
 
 
 def heavy(modules: list[str]) -> list[str]:
     return [m for m in modules if any(m == h or m.startswith(h + ".") for h in HEAVY)]
 
 
-def test_heavy_names_are_real_modules():
+def test_nothing_under_test_is_preloaded(prober):
+    """The probes' shared parent must not hold a module a command could wrongly load."""
+    assert heavy(prober.preloaded) == []
+    assert [m for m in prober.preloaded if m.split(".")[0] == "brownout"] == []
+
+
+def test_heavy_names_are_real_modules(prober):
     """A misspelt name in HEAVY would make the tests below pass whatever is loaded."""
-    full = loaded_modules(["scenarios", "--verbose"]) + loaded_modules(["report", "--help"])
+    full = prober.modules(["scenarios", "--verbose"]) + prober.modules(["report", "--help"])
     import importlib.util
 
     for name in HEAVY:
@@ -76,15 +142,15 @@ def test_heavy_names_are_real_modules():
 
 @pytest.mark.parametrize("args", [None, ["--help"], ["scenarios"]],
                          ids=["import", "help", "scenarios"])
-def test_start_up_loads_no_heavy_module(args):
-    modules = loaded_modules(args)
+def test_start_up_loads_no_heavy_module(prober, args):
+    modules = prober.modules(args)
     assert "brownout.cli" in modules
     assert heavy(modules) == []
 
 
-def test_the_probe_sees_heavy_modules_when_a_command_loads_them():
+def test_the_probe_sees_heavy_modules_when_a_command_loads_them(prober):
     """`scenarios --verbose` validates every built-in: the validator must show up."""
-    assert "brownout.scenarios.schema" in heavy(loaded_modules(["scenarios", "--verbose"]))
+    assert "brownout.scenarios.schema" in heavy(prober.modules(["scenarios", "--verbose"]))
 
 
 def command_paths() -> list[list[str]]:
@@ -97,12 +163,12 @@ def command_paths() -> list[list[str]]:
             for name in command.list_commands(ctx):
                 walk(command.get_command(ctx, name), [*path, name])
 
-    walk(get_command(app), [])
+    walk(command(), [])
     return paths
 
 
 @pytest.mark.parametrize("path", command_paths(), ids=lambda p: " ".join(p) or "brownout")
 def test_every_help_renders(path):
-    result = CliRunner().invoke(app, [*path, "--help"], env={"COLUMNS": "200"})
+    result = invoke([*path, "--help"], env={"COLUMNS": "200"})
     assert result.exit_code == 0, result.output
     assert "Usage:" in result.output

@@ -9,10 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _cli import invoke
 from rich.console import Console
-from typer.testing import CliRunner
 
-from brownout.cli import app
 from brownout.cluster.distribution import DEFAULT_KAFKA_3, DEFAULT_KAFKA_4, MARKER
 from brownout.report.compare_page import build_compare_html
 from brownout.report.compare_text import NOT_OBSERVED, RATE, SPREAD, cell_text
@@ -362,16 +361,16 @@ def test_a_row_that_differs_is_marked_on_the_page() -> None:
 def test_usage_errors_exit_2_before_anything_runs(tmp_path: Path, args: list[str],
                                                    words: str) -> None:
     out = tmp_path / "never"
-    result = CliRunner().invoke(app, ["compare", "minority-outage", *args, "--out", str(out)],
-                                env={"COLUMNS": "200"})
+    result = invoke(["compare", "minority-outage", *args, "--out", str(out)],
+                    env={"COLUMNS": "200"})
     assert result.exit_code == 2, result.output
     assert words in result.output
     assert not out.exists()
 
 
 def test_an_unknown_scenario_exits_2(tmp_path: Path) -> None:
-    result = CliRunner().invoke(app, ["compare", "minority-outag", "--engines",
-                                      "brownout,kafka:0.0.1", "--out", str(tmp_path / "x")])
+    result = invoke(["compare", "minority-outag", "--engines", "brownout,kafka:0.0.1",
+                     "--out", str(tmp_path / "x")])
     assert result.exit_code == 2
     assert "minority-outag" in result.output and "not installed" not in result.output
 
@@ -393,7 +392,7 @@ def kafka_cache(tmp_path: Path) -> dict[str, str]:
 def test_dry_run_checks_the_scenario_with_its_settings_and_runs_nothing(
         tmp_path: Path, kafka_cache: dict[str, str]) -> None:
     out = tmp_path / "never"
-    result = CliRunner().invoke(app, [
+    result = invoke([
         "compare", "minority-outage", "--engines", f"brownout,kafka,kafka:{DEFAULT_KAFKA_3}",
         "--set", "workloads.acks-all.rate=50", "--dry-run", "--out", str(out)],
         env=kafka_cache)
@@ -406,11 +405,10 @@ def test_dry_run_checks_the_scenario_with_its_settings_and_runs_nothing(
 
 def test_a_scenario_only_brownouts_node_can_run_is_refused(
         kafka_cache: dict[str, str]) -> None:
-    result = CliRunner().invoke(app, ["compare", "storage-faults", "--dry-run"],
-                                env=kafka_cache)
+    result = invoke(["compare", "storage-faults", "--dry-run"], env=kafka_cache)
     assert result.exit_code == 2
-    uninstalled = CliRunner().invoke(
-        app, ["compare", "minority-outage", "--engines", "brownout,kafka:4.0.0", "--dry-run"],
+    uninstalled = invoke(
+        ["compare", "minority-outage", "--engines", "brownout,kafka:4.0.0", "--dry-run"],
         env=kafka_cache)
     assert uninstalled.exit_code == 2
     assert "brownout kafka install 4.0.0" in uninstalled.output
