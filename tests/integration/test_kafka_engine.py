@@ -21,7 +21,7 @@ from brownout.cluster import kafka_install, lab
 from brownout.cluster.admin import Admin
 from brownout.cluster.distribution import DEFAULT_KAFKA_4, cache_root
 from brownout.cluster.supervisor import KAFKA_START_TIMEOUT, is_node_process
-from brownout.faults.nemesis import SHUTDOWN_APPROVED
+from brownout.faults.executors.process import SHUTDOWN_APPROVED
 
 pytestmark = pytest.mark.integration
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,6 +20,7 @@ from brownout.cluster.ports import free_port
 from brownout.cluster.process import NodeProcess, combined_node_properties
 from brownout.storage import random_uuid
 from brownout.workload.consumer import ConsumerSettings
+from brownout.workload.consumer_group import ConsumerGroup
 from brownout.workload.producer import ProducerSettings
 from brownout.workload.run import WorkloadRun, do_final_read
 
@@ -97,10 +99,10 @@ def test_consumer_group_records_polls_assignment_and_commits(node, tmp_path):
         run.wait()
     with WorkloadRun(run_dir, bootstrap=node.bootstrap, command="consume") as run:
         group = run.add_consumers(ConsumerSettings(node.bootstrap, [topic], group="g1",
-                                                   duration=5.0))
+                                                   duration=None))
         run.start()
-        run.wait()
-        assert group.totals()["polled"] == 300
+        poll_until(group, 300)
+    assert group.totals()["polled"] == 300  # and not one more once the run closed
     history = rows(run_dir)
     assert [e["index"] for e in history] == list(range(len(history)))  # one numbering
     polls = [e for e in history if e["f"] == "poll"]
@@ -116,6 +118,16 @@ def test_consumer_group_records_polls_assignment_and_commits(node, tmp_path):
     assert [e for e in history if e["f"] == "revoke"]  # on close
 
 
+def poll_until(group: ConsumerGroup, count: int, timeout: float = 60.0) -> None:
+    """Until the group has polled `count` records; its consumers run until the workload
+    run closes (a fixed duration would be too short for a group join on a loaded
+    machine, and wasted time on a quiet one)."""
+    deadline = time.monotonic() + scaled(timeout)
+    while (polled := group.totals()["polled"]) < count:
+        assert time.monotonic() < deadline, f"polled {polled} of {count} in {timeout:g}s"
+        time.sleep(0.1)
+
+
 def test_kafka_python_consumer_group_records_the_same_history(node, tmp_path):
     topic = new_topic(node.bootstrap, partitions=2)
     run_dir = tmp_path / "run"
@@ -126,11 +138,11 @@ def test_kafka_python_consumer_group_records_the_same_history(node, tmp_path):
         run.wait()
     with WorkloadRun(run_dir, bootstrap=node.bootstrap, command="consume") as run:
         group = run.add_consumers(ConsumerSettings(
-            node.bootstrap, [topic], group="kp", duration=6.0, client="kafka-python",
+            node.bootstrap, [topic], group="kp", duration=None, client="kafka-python",
             config={"metadata.max.age.ms": "300000"}))
         run.start()
-        run.wait()
-        assert group.totals()["polled"] == 200
+        poll_until(group, 200)
+    assert group.totals()["polled"] == 200
     history = rows(run_dir)
     polls = [e for e in history if e["f"] == "poll"]
     sent = {e["msg_id"] for e in history if e["f"] == "send" and e["type"] == "ok"}
