@@ -191,7 +191,7 @@ def audit(run_dir: Path, pipeline_out: Path, *, spark: Any = None,
     history and the log; writes pipeline-check.json into `run_dir` (if `write`) and
     returns the report."""
 
-    from .session import make_spark
+    from .session import SHORT_JOB_CONF, make_spark
     from .transforms import OUTPUTS, aggregate, parse
 
     state = json.loads((pipeline_out / PIPELINE_FILE).read_text())
@@ -201,7 +201,7 @@ def audit(run_dir: Path, pipeline_out: Path, *, spark: Any = None,
     bootstrap = bootstrap or config.bootstrap or info.get("bootstrap")
     own = spark is None
     if own:
-        spark = make_spark("local[2]", "brownout-audit")
+        spark = make_spark("local[2]", "brownout-audit", SHORT_JOB_CONF)
     marks = final_watermarks(pipeline_out)
     report: dict[str, Any] = {
         "run_dir": str(run_dir), "pipeline_out": str(pipeline_out), "bootstrap": bootstrap,
