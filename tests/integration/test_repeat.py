@@ -131,3 +131,36 @@ def test_sweep_runs_every_cell_and_summarises_them(tmp_path: Path) -> None:
     assert [s.get("name") for s in junit.findall("testsuite")] == [
         "tiny-sweep cell-01/run-001", "tiny-sweep cell-02/run-001"]
     assert (junit.get("tests"), junit.get("failures"), junit.get("errors")) == ("2", "0", "0")
+
+    # A second sitting: cell-01's run was interrupted (its verdict says so), cell-02's
+    # was judged. --resume sets the interrupted one aside and runs it again with its
+    # seed, and keeps the judged one as it is.
+    interrupted = out / "cell-01" / "run-001" / "verdict.json"
+    verdict = json.loads(interrupted.read_text())
+    interrupted.write_text(json.dumps({**verdict, "interrupted": "SIGINT"}))
+    kept = out / "cell-02" / "run-001" / "verdict.json"
+    kept_bytes = kept.read_bytes()
+    try:
+        again = subprocess.run(
+            [*BROWNOUT, "sweep", str(scenario), "--out", str(out), "--resume"],
+            capture_output=True, text=True, timeout=scaled(300),
+            env={**__import__("os").environ, "COLUMNS": "200"})
+    finally:
+        kill_cluster(out / "cell-01" / "run-001" / "cluster")
+    text = again.stdout[-4000:] + again.stderr[-2000:]
+    assert again.returncode == 0, text
+    assert "1 of 1 run(s) judged already, 0 to run" in again.stdout
+    assert (out / "cell-01" / "run-001.interrupted" / "verdict.json").exists()
+    rerun = json.loads((out / "cell-01" / "run-001" / "verdict.json").read_text())
+    assert rerun["verdict"] == "pass" and not rerun["interrupted"]
+    assert rerun["seed"] == verdict["seed"]
+    assert kept.read_bytes() == kept_bytes
+    assert json.loads((out / "sweep.json").read_text())["verdicts"]["pass"] == 2
+
+    # Another sweep into the same directory is refused before anything runs.
+    other = subprocess.run(
+        [*BROWNOUT, "sweep", str(scenario), "--out", str(out), "--resume", "--seed", "7"],
+        capture_output=True, text=True, timeout=scaled(120))
+    assert other.returncode == 2, other.stdout + other.stderr
+    assert "holds another sweep: its seed is 0, this one's is 7" in other.stderr
+

@@ -415,13 +415,18 @@ def sweep_command(
     distribution: Annotated[Path | None, typer.Option(
         "--distribution", metavar="KAFKA_HOME", help=DISTRIBUTION_HELP,
         show_default=False)] = None,
+    resume: Annotated[bool, typer.Option(
+        "--resume", help="Continue the sweep in --out over another sitting: the runs "
+        "already judged are kept, the others (never started, or interrupted: set aside "
+        "as run-NNN.interrupted) run. Give the scenario, --set, --seed and --repeat of "
+        "the first sitting.")] = False,
 ) -> None:
     from ..scenarios import ScenarioError, resolve_document
     from ..scenarios.repeat import plan
     from ..scenarios.runner import ScenarioRefused
     from ..scenarios.schema import sweep_cells, with_distribution
     from ..scenarios.sweep import Matrix, SweepError, parse_set_option
-    from ..scenarios.sweep_run import cell_seed, run_sweep
+    from ..scenarios.sweep_run import SweepMismatch, cell_seed, run_sweep
 
     console = Console(highlight=False)
     try:
@@ -429,6 +434,8 @@ def sweep_command(
             raise SweepError(f"--repeat must be at least 1 (got {repeat})")
         if jobs < 1:
             raise SweepError(f"--jobs must be at least 1 (got {jobs})")
+        if resume and out is None:
+            raise SweepError("--resume needs --out: the directory of the sweep to continue")
         loaded, document = resolve_document(scenario)
         extra = [parse_set_option(item) for item in set_ or ()]
         matrix = loaded.matrix or (Matrix(()) if extra else None)
@@ -455,8 +462,9 @@ def sweep_command(
     try:
         with interrupt.interruptible():
             outcome = run_sweep(loaded, document, matrix, sweep_dir, seed, jobs=jobs,
-                                pipeline=pipeline, console=console, distribution=home)
-    except ScenarioRefused as e:
+                                pipeline=pipeline, console=console, distribution=home,
+                                resume=resume)
+    except (ScenarioRefused, SweepMismatch) as e:
         typer.echo(f"Error: {e}", err=True)
         raise typer.Exit(2) from None
     except KeyboardInterrupt as e:

@@ -16,6 +16,10 @@ Then OUT/summary.json and a terminal table (summary.py).
               when the parent dies without doing so (killed: Linux's parent-death
               signal), so no run outlives the command.
 
+With resume, runs already judged in OUT (a verdict.json of a run that was not
+interrupted) are kept and only the others run: an interrupted run's directory is set
+aside as run-00k.interrupted (kept, not judged) and the run starts again with its seed.
+
 Exit status (`RepeatOutcome.exit_code`): 0 every run passed, 1 one failed, 3 none failed
 and some were unknown (the lab was overloaded).
 """
@@ -40,6 +44,7 @@ from .schema import Scenario
 from .stats import derive_seed
 from .summary import (
     SUMMARY_FILE,
+    RunEntry,
     build_summary,
     load_entries,
     print_summary_tables,
@@ -71,11 +76,34 @@ def plan(repeat: int, seed: int) -> list[tuple[str, int]]:
     return [(name, derive_seed(seed, k)) for k, name in enumerate(run_names(repeat), 1)]
 
 
+def judged(run_dir: Path) -> bool:
+    """The run in `run_dir` ended and was judged: its verdict.json is there and does not
+    say it was interrupted."""
+    verdict = RunEntry.load(run_dir.name, run_dir, 0).verdict
+    return verdict is not None and not verdict.get("interrupted") and \
+        verdict.get("error") != "interrupted"
+
+
+def set_aside(run_dir: Path) -> Path | None:
+    """Move an unfinished run's directory out of the way (NAME.interrupted, then
+    NAME.interrupted-2, ...): kept for a look, never judged. None when there is none."""
+    if not run_dir.exists():
+        return None
+    target = run_dir.with_name(f"{run_dir.name}.interrupted")
+    k = 2
+    while target.exists():
+        target = run_dir.with_name(f"{run_dir.name}.interrupted-{k}")
+        k += 1
+    run_dir.rename(target)
+    return target
+
+
 def run_repeated(scenario: Scenario, out: Path, repeat: int, seed: int = 0, *,
                  jobs: int = 1, pipeline: bool = False,
-                 console: Console | None = None) -> RepeatOutcome:
-    """Run `scenario` `repeat` times into out/run-NNN, `jobs` at a time, and summarise.
-    Raises ScenarioRefused before any run when it cannot run here; Interrupted (a
+                 console: Console | None = None, resume: bool = False) -> RepeatOutcome:
+    """Run `scenario` `repeat` times into out/run-NNN, `jobs` at a time, and summarise;
+    with `resume`, only the runs not judged yet (see the module docstring). Raises
+    ScenarioRefused before any run when it cannot run here; Interrupted (a
     KeyboardInterrupt) after every started run has torn down."""
     if jobs < 1:
         raise ValueError(f"jobs must be at least 1, got {jobs}")
@@ -84,13 +112,22 @@ def run_repeated(scenario: Scenario, out: Path, repeat: int, seed: int = 0, *,
     console = console or Console(highlight=False)
     out = Path(out).absolute()
     out.mkdir(parents=True, exist_ok=True)
+    todo = runs
+    if resume:
+        todo = [(name, s) for name, s in runs if not judged(out / name)]
+        for name, _ in todo:
+            aside = set_aside(out / name)
+            if aside is not None:
+                console.print(f"{name}: not finished, set aside as {aside.name}")
+        console.print(f"resuming {out}: {len(runs) - len(todo)} of {repeat} run(s) judged "
+                      f"already, {len(todo)} to run")
     codes: dict[str, int | None] = {}
     if jobs == 1:
-        for name, run_seed in runs:
+        for name, run_seed in todo:
             console.rule(f"{name} of {repeat}: seed {run_seed}")
             run_scenario(scenario, out / name, run_seed, pipeline=pipeline, console=console)
     else:
-        codes = _run_children(scenario, out, runs, jobs, pipeline, console)
+        codes = _run_children(scenario, out, todo, jobs, pipeline, console)
     summary = build_summary(scenario.name, load_entries(out, runs, codes), seed=seed,
                             jobs=jobs, over_runs=scenario.over_runs)
     write_summary(out, summary)

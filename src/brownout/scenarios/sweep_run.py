@@ -7,6 +7,10 @@ and a chart per measure, each cell linking to its runs' reports; report/sweep_pa
 and a terminal table. A sweep can be summarised again from its directory alone
 (`summarise_sweep`).
 
+A sweep can also be continued over several sittings (`resume`): the same scenario,
+parameters, seed and repeat into the same directory, whose cells.json must describe
+the same cells; the runs already judged are kept and only the others run.
+
 Exit status: 0 every run of every cell passed, 1 one failed, 3 none failed and some
 were unknown (the lab was overloaded).
 """
@@ -42,6 +46,10 @@ from .verdict import FAIL, PASS, UNKNOWN
 CELLS_FILE = "cells.json"  # what a sweep directory holds before its summary exists
 
 
+class SweepMismatch(ValueError):
+    """A sweep to resume whose directory holds a different sweep."""
+
+
 @dataclasses.dataclass
 class SweepOutcome:
     out: Path
@@ -59,9 +67,10 @@ def cell_seed(seed: int, cell: Cell) -> int:
 def run_sweep(scenario: Scenario, document: Mapping[str, Any], matrix: Matrix, out: Path,
               seed: int = 0, *, jobs: int = 1, pipeline: bool = False,
               console: Console | None = None,
-              distribution: str | None = None) -> SweepOutcome:
+              distribution: str | None = None, resume: bool = False) -> SweepOutcome:
     """Run every cell of `matrix` over the scenario `document` into `out`, with its
-    nodes run by the Apache Kafka in `distribution` when given."""
+    nodes run by the Apache Kafka in `distribution` when given; with `resume`, continue
+    the sweep `out` holds (SweepMismatch when it holds another one)."""
     console = console or Console(highlight=False)
     pairs = sweep_cells(dict(document), matrix, scenario.source)
     if distribution is not None:
@@ -69,13 +78,16 @@ def run_sweep(scenario: Scenario, document: Mapping[str, Any], matrix: Matrix, o
     for _cell, cell_scenario in pairs:  # refuse before anything runs
         preflight(cell_scenario, pipeline)
     out = Path(out).absolute()
+    cells = _cells_json(scenario.name, matrix, seed, pairs)
+    if resume:
+        check_resumable(out, cells)
     out.mkdir(parents=True, exist_ok=True)
-    (out / CELLS_FILE).write_text(json.dumps(_cells_json(scenario.name, matrix, seed, pairs),
-                                             indent=2) + "\n")
+    (out / CELLS_FILE).write_text(json.dumps(cells, indent=2) + "\n")
     for cell, cell_scenario in pairs:
         console.rule(f"{cell.directory} of {len(pairs)}: {cell.label()}")
         run_repeated(cell_scenario, out / cell.directory, matrix.repeat,
-                     cell_seed(seed, cell), jobs=jobs, pipeline=pipeline, console=console)
+                     cell_seed(seed, cell), jobs=jobs, pipeline=pipeline, console=console,
+                     resume=resume)
     summary = summarise_sweep(out)
     console.rule(f"{scenario.name}: {len(pairs)} cell(s) x {matrix.repeat} run(s)")
     print_sweep_table(summary, console)
@@ -95,6 +107,29 @@ def _cells_json(name: str, matrix: Matrix, seed: int,
         "cells": [{"cell": c.directory, "values": dict(c.values), "label": c.label(),
                    "seed": cell_seed(seed, c)} for c, _ in pairs],
     }
+
+
+def check_resumable(out: Path, cells: Mapping[str, Any]) -> None:
+    """`out` holds the sweep `cells` describes (its cells.json), or SweepMismatch saying
+    what differs."""
+    path = out / CELLS_FILE
+    try:
+        saved = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise SweepMismatch(f"{out} holds no sweep to resume (no {CELLS_FILE})") from None
+    except (OSError, ValueError) as e:
+        raise SweepMismatch(f"cannot read {path}: {e}") from None
+    for key in ("scenario", "seed", "repeat", "parameters", "exclude", "cells"):
+        if saved.get(key) != cells[key]:
+            raise SweepMismatch(
+                f"{out} holds another sweep: its {key} is {_short(saved.get(key))}, this "
+                f"one's is {_short(cells[key])}. Resume with the scenario, --set, --seed "
+                "and --repeat of its first sitting")
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(value)
+    return text if len(text) <= 120 else text[:117] + "..."
 
 
 def summarise_sweep(out: Path) -> dict[str, Any]:

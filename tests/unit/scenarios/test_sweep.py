@@ -224,3 +224,41 @@ def test_sweep_dry_run_lists_the_cells(tmp_path):
     assert nothing.exit_code == 2 and "has no matrix" in nothing.output
     bad = CliRunner().invoke(app, ["sweep", str(path), "--set", "cluster.brokers=1"])
     assert bad.exit_code == 2 and "is not a valid scenario" in bad.output
+
+
+def test_resume_needs_the_sweep_directory_and_the_same_sweep(tmp_path):
+    from brownout.scenarios.sweep_run import SweepMismatch, check_resumable
+
+    path = tmp_path / "base.yaml"
+    path.write_text(BASE)
+    args = ["sweep", str(path), "--set", "cluster.brokers=2,3", "--resume"]
+    no_out = CliRunner().invoke(app, args)
+    assert no_out.exit_code == 2 and "--resume needs --out" in no_out.output
+    empty = CliRunner().invoke(app, [*args, "--out", str(tmp_path / "nothing")])
+    assert empty.exit_code == 2 and "holds no sweep to resume" in empty.output
+    assert not (tmp_path / "nothing").exists()
+
+    cells = {"scenario": "s", "seed": 0, "repeat": 2, "parameters": [], "exclude": [],
+             "cells": [{"cell": "cell-01"}]}
+    (tmp_path / CELLS_FILE).write_text(json.dumps(cells))
+    check_resumable(tmp_path, cells)  # the same sweep: nothing to say
+    with pytest.raises(SweepMismatch, match="its repeat is 2, this one's is 3"):
+        check_resumable(tmp_path, {**cells, "repeat": 3})
+
+
+def test_a_run_is_judged_once_it_has_a_verdict_not_interrupted(tmp_path):
+    from brownout.scenarios.repeat import judged, set_aside
+
+    run = tmp_path / "run-001"
+    assert not judged(run) and set_aside(run) is None
+    run.mkdir()
+    assert not judged(run)  # started, never judged
+    (run / "verdict.json").write_text(json.dumps({"verdict": "fail", "interrupted": None}))
+    assert judged(run)  # a failed run is judged: it is not run again
+    (run / "verdict.json").write_text(json.dumps({"verdict": "unknown",
+                                                  "interrupted": "SIGTERM"}))
+    assert not judged(run)
+    assert set_aside(run) == tmp_path / "run-001.interrupted"
+    run.mkdir()
+    assert set_aside(run) == tmp_path / "run-001.interrupted-2"
+    assert not run.exists()
