@@ -56,18 +56,20 @@ test demo: $(SPARK_KAFKA)
 # Two pytest workers: most of the integration tests' time is spent waiting on
 # timeouts, so two at a time halve the suite's wall time. One worker takes a whole file
 # (its module-scoped nodes are started once). Each lab has its own ports, directories and
-# namespaces, so the workers never share a node.
+# namespaces, so the workers never share a node. Files run in collection order, the long
+# ones first (marked `long`, tests/integration/conftest.py): xdist's default order, by
+# number of tests, put the files of one multi-minute test last.
 test: $(STAMP) sysdeps kafka
 	$(BIN)/ruff check .
 	$(BIN)/mypy
-	$(BIN)/python -m pytest -q -n 2 --dist loadfile --durations=15
+	$(BIN)/python -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder --durations=15
 
 # The suite (or TESTS=...) while another process keeps one core busy (tests/busy.py): the
 # condition a shared CI machine or a developer's laptop with a build running imposes.
 TESTS ?= tests
 busy-test: $(STAMP) sysdeps kafka
 	$(BIN)/python tests/busy.py --hogs 1 -- \
-	  $(BIN)/python -m pytest -q -n 2 --dist loadfile --durations=15 $(TESTS)
+	  $(BIN)/python -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder --durations=15 $(TESTS)
 
 # The benchmark suite (bench/suite.py): one table, each figure of Brownout's node beside
 # Apache Kafka's (the default 4.x) and librdkafka's mock cluster, measured in the same

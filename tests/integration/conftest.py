@@ -151,6 +151,19 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if here in Path(str(item.fspath)).parents:
             item.add_marker(pytest.mark.integration)
             _scale_hang_guard(item, default_timeout)
+    longest_first(items)
+
+
+def longest_first(items: list[pytest.Item]) -> None:
+    """The files marked `long(seconds)` first, longest first; the rest in their order.
+    pytest-xdist hands a worker the next file when it runs dry (`--dist loadfile`, with
+    `--no-loadscope-reorder`, the Makefile's): a file of minutes handed out last would
+    keep one worker busy long after the other has finished."""
+    def weight(item: pytest.Item) -> float:
+        marker = item.get_closest_marker("long")
+        return -float(marker.args[0]) if marker is not None else 0.0
+
+    items.sort(key=weight)  # stable: each file's tests keep their order
 
 
 def _scale_hang_guard(item: pytest.Item, default: float) -> None:

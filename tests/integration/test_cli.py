@@ -22,7 +22,7 @@ from conftest import run_brownout
 
 from brownout.common.properties import read_properties
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(120), pytest.mark.long(70)]
 
 TOPIC = "user-events"
 

@@ -23,7 +23,7 @@ from test_scenarios import kill_cluster, no_node_left
 from brownout.check.overload import EVENT_LOOP, GC_PAUSE
 from brownout.cluster.distribution import DEFAULT_KAFKA_4
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(600), pytest.mark.long(180)]
 
 KAFKA = f"kafka:{DEFAULT_KAFKA_4}"
 EXIT = {"pass": 0, "fail": 1, "unknown": 3}

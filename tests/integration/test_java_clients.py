@@ -32,7 +32,7 @@ from brownout.workload.history import HistoryWriter, read_jsonl
 from brownout.workload.producer import ProducerGroup, ProducerSettings
 from brownout.workload.run import WorkloadRun, do_final_read
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(600), pytest.mark.long(60)]
 
 PARTITIONS = 3
 MESSAGES = 300

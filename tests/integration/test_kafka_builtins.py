@@ -23,7 +23,7 @@ from brownout.check.overload import EVENT_LOOP, GC_PAUSE
 from brownout.cluster import kafka_install
 from brownout.cluster.distribution import DEFAULT_KAFKA_3, DEFAULT_KAFKA_4, cache_root
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(400)]
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(400), pytest.mark.long(100)]
 
 RUN_BUDGET = 380.0  # seconds, scaled: the CLI's whole run, cluster start to teardown
 

@@ -33,7 +33,7 @@ from conftest import run_brownout
 from brownout.cluster.admin import DescribedTopic
 from brownout.cluster.topology import PROFILES
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.long(100)]
 
 
 TOPIC = "user-events"

@@ -18,7 +18,7 @@ from _time_scale import scaled
 from conftest import BROWNOUT
 from test_scenarios import kill_cluster, no_node_left
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(400)]
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(400), pytest.mark.long(75)]
 
 
 def test_repeat_twice_writes_two_runs_and_a_summary(tmp_path: Path) -> None:

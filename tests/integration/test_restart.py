@@ -27,7 +27,7 @@ from brownout.protocol.records import iter_batches
 
 # A hang guard (scaled like every bound): above the sum of one test's own bounds, which
 # are reached only when something is wrong (two node starts, a flush, a read).
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(150)]
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(150), pytest.mark.long(80)]
 
 PARTITIONS = 3
 PER_PARTITION = 100

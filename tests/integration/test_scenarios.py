@@ -23,7 +23,7 @@ from conftest import BROWNOUT
 
 from brownout.scenarios import builtin_dir
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(170)]
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(170), pytest.mark.long(450)]
 
 
 def run(*args: str, timeout: float = 160) -> subprocess.CompletedProcess[str]:

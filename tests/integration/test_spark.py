@@ -23,7 +23,7 @@ from brownout.cluster.ports import free_port
 from brownout.cluster.process import NodeProcess, combined_node_properties
 from brownout.storage import random_uuid
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(600), pytest.mark.long(100)]
 
 
 @pytest.fixture(scope="module")

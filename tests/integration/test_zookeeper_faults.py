@@ -25,7 +25,7 @@ from brownout.cluster.topology import TopologyRequest
 from brownout.faults.nemesis import Nemesis
 from brownout.faults.targets import zookeeper_host, zookeeper_server
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.long(65)]
 
 START_TIMEOUT = scaled(45.0)
 # A server notices a silent (SIGSTOP'd) peer after syncLimit * tickTime = 10 s; an

@@ -24,7 +24,7 @@ from conftest import BROWNOUT
 from brownout.cluster import lab, netns
 from brownout.cluster.state import ClusterState
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(240), pytest.mark.long(75)]
 
 
 def _netns_unavailable() -> str | None:
