@@ -273,8 +273,11 @@ class Run:
         return self.directory / REPORT_FILE
 
     def _repr_html_(self) -> str:
-        """The report, inline in a notebook (an iframe of the self-contained page)."""
-        page = html.escape(self.report_path.read_text(encoding="utf-8"), quote=True)
+        """The report, inline in a notebook (an iframe of the page, plotly's bundle in it:
+        an iframe's srcdoc cannot reach the file beside the report)."""
+        from .report.plotly_bundle import inlined
+
+        page = html.escape(inlined(self.report_path.read_text(encoding="utf-8")), quote=True)
         return f'<iframe srcdoc="{page}" style="width:100%;height:800px;border:0"></iframe>'
 
 

@@ -80,7 +80,11 @@ def test_a_run_read_back_from_python(tmp_path: Path) -> None:
     history = run.history()
     assert history.column("f").to_pylist().count("send") > 100
     assert run.check()["results"]["writes"]["numbers"]["lost"] == 0
-    assert run._repr_html_().startswith("<iframe srcdoc=")
+    frame = run._repr_html_()
+    assert frame.startswith("<iframe srcdoc=")
+    # the notebook's iframe cannot reach the bundle beside report.html: it is inside
+    assert "src=&quot;plotly-" not in frame and frame.count("Plotly.newPlot(") >= 1
+    assert len(frame) > 4_000_000
 
 
 def test_a_temporary_run_directory_goes_with_its_run(tmp_path: Path) -> None:

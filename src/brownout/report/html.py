@@ -1,9 +1,10 @@
-"""One self-contained report.html per run.
+"""One report.html per run, readable offline.
 
 The page is readable without JavaScript: the header, the verdict, the expectations, the
 faults, the lost writes and the per-partition table are plain HTML tables. The charts
-need JavaScript: plotly.js is inlined once in the page's head (no network fetch when the
-page is viewed), and every time chart shades the fault bands and shares its x axis with
+need JavaScript: plotly.js is loaded from the bundle beside the page (plotly_bundle.py: a
+hard link, one copy on disk for every report; no network fetch when the page is viewed),
+and every time chart shades the fault bands and shares its x axis with
 the others (zooming one zooms all).
 
 A tiny script records JavaScript errors into the page (#js-errors) and, once the charts
@@ -22,7 +23,6 @@ from typing import Any
 
 import plotly.graph_objects as go
 import plotly.io as pio
-from plotly.offline import get_plotlyjs
 from plotly.subplots import make_subplots
 
 from brownout.check.overload import NodeStall
@@ -38,6 +38,7 @@ from brownout.report.data import (
     step_grid,
     thin_changes,
 )
+from brownout.report.plotly_bundle import SCRIPT_TAG, place_bundle
 from brownout.report.terminal import observed_text
 
 # Colours: one per acks level; fault bands by kind.
@@ -64,6 +65,7 @@ def render_report(run_dir: Path, *, report: Any = None, out: Path | None = None,
     if data is None:
         data = load_run(run_dir, report=report)
     path = Path(out) if out is not None else run_dir / REPORT_FILE
+    place_bundle(path.parent)
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(build_html(data), encoding="utf-8")
     tmp.replace(path)
@@ -856,7 +858,7 @@ def build_html(data: RunData) -> str:
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         f"<title>{esc(title)}</title><style>{CSS}</style>",
         f"<script>{HEAD_SCRIPT}</script>",
-        f'<script type="text/javascript">{get_plotlyjs()}</script>',
+        SCRIPT_TAG,
         f"</head><body data-charts=\"{len(charts)}\">",
         *body,
         f"<script>{TAIL_SCRIPT}</script>",

@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import Any
 
 import plotly.graph_objects as go
-from plotly.offline import get_plotlyjs
 
 from ..common.rundir import SWEEP_PAGE
 from .html import CSS, HEAD_SCRIPT, chart_html, esc, fmt
+from .plotly_bundle import SCRIPT_TAG, place_bundle
 
 # The tail script of a sweep page only marks the charts as drawn (no shared x axis).
 TAIL_SCRIPT = """
@@ -31,6 +31,7 @@ TAIL_SCRIPT = """
 
 def render_sweep_page(out: Path, sweep: Mapping[str, Any]) -> Path:
     path = Path(out) / SWEEP_PAGE
+    place_bundle(path.parent)
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(build_sweep_html(sweep), encoding="utf-8")
     tmp.replace(path)
@@ -164,7 +165,7 @@ def build_sweep_html(sweep: Mapping[str, Any]) -> str:
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         f"<title>{esc(sweep['scenario'])}: sweep — Brownout</title><style>{CSS}</style>",
         f"<script>{HEAD_SCRIPT}</script>",
-        f'<script type="text/javascript">{get_plotlyjs()}</script>',
+        SCRIPT_TAG,
         f'</head><body data-charts="{len(charts)}">',
         *body,
         f"<script>{TAIL_SCRIPT}</script>",

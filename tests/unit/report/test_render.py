@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 from brownout.cli import app
 from brownout.report import REPORT_FILE, print_summary, render_report
 from brownout.report.data import load_run
+from brownout.report.plotly_bundle import BUNDLE, shipped_bundle
 
 from .synthetic import make_run
 
@@ -63,10 +64,21 @@ def test_tables_are_plain_html(page: str):
     assert 'href="lab/node-1/node.log"' in page and 'href="clients.log"' not in page
 
 
-def test_plotly_is_inlined_and_nothing_is_fetched(page: str):
-    assert get_plotlyjs()[:2000] in page
-    assert page.count(get_plotlyjs()[:2000]) == 1  # one bundle for every chart
-    assert not re.search(r"<script[^>]*\bsrc\s*=", page, re.I)
+def test_plotly_is_beside_the_page_once_on_disk_and_nothing_is_fetched(run_dir: Path,
+                                                                       page: str):
+    # one <script src> for every chart, to plotly's bundle beside the page: the page
+    # opens offline, and the bundle is one file on disk however many reports link it
+    scripts = re.findall(r"<script[^>]*\bsrc\s*=\s*\"([^\"]+)\"", page, re.I)
+    assert scripts == [BUNDLE]
+    beside = run_dir / BUNDLE
+    assert beside.read_bytes()[:2000] == get_plotlyjs().encode()[:2000]
+    shipped = shipped_bundle().stat()
+    assert (beside.stat().st_ino, beside.stat().st_dev) == (shipped.st_ino, shipped.st_dev)
+    other = run_dir / "elsewhere" / "report.html"
+    other.parent.mkdir()
+    render_report(run_dir, out=other)
+    assert (other.parent / BUNDLE).stat().st_ino == shipped.st_ino
+    assert get_plotlyjs()[:2000] not in page  # not inlined as well
     assert not re.search(r"<link[^>]*href\s*=\s*[\"']?https?:", page, re.I)
     assert not re.search(r"<(img|iframe)[^>]*src\s*=\s*[\"']?https?:", page, re.I)
     charts = re.findall(r'<div id="(chart-[a-z]+)" class="plotly-graph-div"', page)
