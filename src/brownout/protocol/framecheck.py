@@ -26,7 +26,9 @@ from collections.abc import Callable
 from typing import Any
 
 from kio.serial import entity_reader
-from kio.serial._introspect import (
+
+from .errors import ProtocolError
+from .schema_fields import (
     EntityField,
     EntityTupleField,
     PrimitiveField,
@@ -35,8 +37,6 @@ from kio.serial._introspect import (
     get_field_tag,
     is_optional,
 )
-
-from .errors import ProtocolError
 
 __all__ = ["MalformedFrameError", "check_entity", "decode_entity"]
 

@@ -11,7 +11,7 @@ import datetime
 import uuid
 from typing import Any
 
-from kio.serial._introspect import (
+from .schema_fields import (
     EntityField,
     EntityTupleField,
     PrimitiveField,
