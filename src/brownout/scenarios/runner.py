@@ -62,7 +62,7 @@ from rich.console import Console
 from ..cluster.admin import AdminError
 from ..cluster.netns import is_root
 from ..common import interrupt
-from ..common.extras import MissingExtra, pyspark_home
+from ..common.extras import MissingExtra, pyspark_home, require_kafka_python
 from ..common.rundir import (
     CHECK_FILE,
     FINAL_READ_FILE,
@@ -172,6 +172,14 @@ def preflight(scenario: Scenario, pipeline: bool = False,
     on an external cluster, also what the scenario cannot do there and topics that are
     in the way. Returns notes for the verdict."""
     _preflight_java_clients(scenario, pipeline)
+    kafka_python = [*(w.label for w in scenario.workloads if w.client == "kafka-python"),
+                    *(c.group for c in scenario.consumers if c.client == "kafka-python")]
+    if kafka_python:
+        try:
+            require_kafka_python(f"scenario {scenario.name} (client: kafka-python in "
+                                 f"{', '.join(kafka_python)})")
+        except MissingExtra as e:
+            raise ScenarioRefused(str(e)) from None
     if external is not None:
         return _preflight_external(scenario, pipeline, external)
     needs = [what for what, needed in (

@@ -73,3 +73,16 @@ def test_the_command_line_does_not_import_pyspark() -> None:
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             check=True)
     assert result.stdout.strip() == "False"
+
+
+def test_kafka_python_is_the_clients_extra_named_when_missing():
+    from brownout.common.extras import CLIENTS_INSTALL, require_kafka_python
+
+    require_kafka_python("anything")  # installed here (the dev extra has clients)
+    with pytest.raises(MissingExtra) as info:
+        require_kafka_python("scenario rolling-restart (client: kafka-python in readers)",
+                             find_spec=lambda name: None)
+    text = str(info.value)
+    assert text.startswith("scenario rolling-restart (client: kafka-python in readers) "
+                           "needs kafka-python, which is not installed")
+    assert CLIENTS_INSTALL in text
