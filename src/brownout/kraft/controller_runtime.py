@@ -1,4 +1,4 @@
-"""The active controller's asyncio shell and its request handlers.
+"""The active KRaft controller's asyncio shell and its request handlers.
 
 ControllerRuntime serialises every controller operation (like Kafka's controller event
 queue): decide with the pure QuorumController, append the records to the metadata
@@ -9,6 +9,10 @@ image from the whole local log, which Raft guarantees holds every committed reco
 ControllerApis answers the controller listener: broker registration and heartbeats,
 AlterPartition, forwarded CreateTopics/DeleteTopics/CreatePartitions/AlterConfigs/
 IncrementalAlterConfigs, AllocateProducerIds, and hands the KRaft RPCs to the Raft shell.
+
+The decisions are controller/'s (QuorumController, pure); server/controller_server.py
+(Kafka's ControllerServer) builds this runtime and these handlers into a node. The
+ZooKeeper-era controller is another thing: zk/controller.py and zkmode/kafka_controller.py.
 """
 
 from __future__ import annotations
@@ -23,6 +27,14 @@ from typing import Any, Protocol
 
 from kio.schema.errors import ErrorCode
 
+from ..broker.acl_apis import acl_filter, acl_from_creation, delete_acls_response
+from ..broker.apis import (
+    CloseConnection,
+    UnsupportedRequest,
+    alter_reassignments_response,
+    elect_leaders_response,
+    list_reassignments_response,
+)
 from ..common.topic import NewTopic
 from ..controller.acls import AclCreationResult, AclDeletionResult
 from ..controller.cluster_control import IsrChange
@@ -36,14 +48,6 @@ from ..controller.topics import TopicResult
 from ..protocol.apis import ApiKey
 from ..protocol.build import build
 from ..protocol.connection import Request, ServerConnection
-from .acl_apis import acl_filter, acl_from_creation, delete_acls_response
-from .apis import (
-    CloseConnection,
-    UnsupportedRequest,
-    alter_reassignments_response,
-    elect_leaders_response,
-    list_reassignments_response,
-)
 from .metadata_log import (
     BATCH_OVERHEAD_BYTES,
     MAX_BATCH_SIZE_BYTES,
