@@ -5,8 +5,8 @@ request, as records to append: topics, partitions, configs, ACLs, elections,
 reassignments, broker registrations, heartbeats, fencing and ISR changes
 (quorum_controller.py ties them together). No I/O, no clocks: time comes in as input.
 
-Its asyncio shell and the controller listener's handlers are kraft/controller_runtime.py;
-server/controller_server.py (Kafka's ControllerServer) builds them into a node. The
-ZooKeeper-era controller (Kafka 3.9's KafkaController) is not here: its pure core is
-zk/controller.py and its shell zkmode/kafka_controller.py.
+Its asyncio shell is kraft/controller_runtime.py, the controller listener's handlers
+kraft/controller_apis.py; server/controller_server.py (Kafka's ControllerServer) builds
+them into a node. The ZooKeeper-era controller (Kafka 3.9's KafkaController) is not
+here: its pure core is zk/controller.py and its shell zkmode/kafka_controller.py.
 """

@@ -8,8 +8,8 @@ org.apache.kafka.controller).
     metadata_log        the __cluster_metadata log on disk and replaying its records
                         into a MetadataImage
     controller_runtime  ControllerRuntime, the active controller's one-at-a-time shell
-                        around the pure QuorumController (controller/), and
-                        ControllerApis, the controller listener's handlers
+                        around the pure QuorumController (controller/)
+    controller_apis     ControllerApis, the controller listener's handlers
 
 The decisions themselves are pure and live in raft/ and controller/; the servers that
 build these shells into a node are server/ (SharedServer, ControllerServer). A KRaft

@@ -1,0 +1,373 @@
+"""ControllerApis: the handlers of the controller listener (Kafka's ControllerApis).
+
+Broker registration and heartbeats, AlterPartition, the forwarded CreateTopics,
+DeleteTopics, CreatePartitions, AlterConfigs, IncrementalAlterConfigs, ElectLeaders,
+partition reassignments and ACL changes, AllocateProducerIds; the KRaft RPCs are handed
+to the Raft shell (raft_manager.py). Each handler reads the request, has the
+ControllerRuntime decide and commit (controller_runtime.py), and answers in the
+request's version; a node that is not the active controller answers NOT_CONTROLLER.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from ..broker.acl_apis import acl_filter, acl_from_creation, delete_acls_response
+from ..broker.apis import (
+    UnsupportedRequest,
+    alter_reassignments_response,
+    elect_leaders_response,
+    list_reassignments_response,
+)
+from ..common.topic import NewTopic
+from ..controller.acls import AclCreationResult, AclDeletionResult
+from ..controller.cluster_control import IsrChange
+from ..controller.configs import AlterableConfig, ConfigResource, ConfigResult
+from ..controller.elections import PREFERRED, TopicElections
+from ..controller.partitions import NewPartitions, PartitionsResult
+from ..controller.quorum_controller import QuorumController
+from ..controller.records import BrokerEndpoint, MetadataRecord
+from ..controller.topics import TopicResult
+from ..protocol.apis import ApiKey
+from ..protocol.build import build
+from ..protocol.connection import Request, ServerConnection
+from .controller_runtime import ControllerRuntime, NotController
+
+# Its lines are the active controller's, as in Kafka's log.
+log = logging.getLogger("kafka.controller.QuorumController")
+
+
+CONTROLLER_APIS: dict[ApiKey, tuple[int, int]] = {
+    ApiKey.API_VERSIONS: (0, 3),
+    ApiKey.CREATE_TOPICS: (2, 7),
+    ApiKey.DELETE_TOPICS: (1, 6),
+    ApiKey.ALTER_PARTITION: (2, 3),
+    ApiKey.BROKER_REGISTRATION: (0, 3),
+    ApiKey.BROKER_HEARTBEAT: (0, 1),
+    ApiKey.ALLOCATE_PRODUCER_IDS: (0, 0),
+    ApiKey.CREATE_PARTITIONS: (0, 3),
+    ApiKey.ALTER_CONFIGS: (0, 2),
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: (0, 1),
+    ApiKey.ELECT_LEADERS: (0, 2),
+    ApiKey.ALTER_PARTITION_REASSIGNMENTS: (0, 0),
+    ApiKey.LIST_PARTITION_REASSIGNMENTS: (0, 0),
+    ApiKey.CREATE_ACLS: (1, 3),
+    ApiKey.DELETE_ACLS: (1, 3),
+}
+
+
+class ControllerApis:
+    """Requests that arrive on the controller listener."""
+
+    def __init__(self, runtime: ControllerRuntime, raft_handlers: dict[int, Any]) -> None:
+        self.runtime = runtime
+        self.supported = dict(CONTROLLER_APIS)
+        self._handlers: dict[int, Any] = {
+            ApiKey.API_VERSIONS: self.handle_api_versions,
+            ApiKey.BROKER_REGISTRATION: self.handle_broker_registration,
+            ApiKey.BROKER_HEARTBEAT: self.handle_broker_heartbeat,
+            ApiKey.ALTER_PARTITION: self.handle_alter_partition,
+            ApiKey.CREATE_TOPICS: self.handle_create_topics,
+            ApiKey.DELETE_TOPICS: self.handle_delete_topics,
+            ApiKey.ALLOCATE_PRODUCER_IDS: self.handle_allocate_producer_ids,
+            ApiKey.CREATE_PARTITIONS: self.handle_create_partitions,
+            ApiKey.ALTER_CONFIGS: self.handle_alter_configs,
+            ApiKey.INCREMENTAL_ALTER_CONFIGS: self.handle_incremental_alter_configs,
+            ApiKey.ELECT_LEADERS: self.handle_elect_leaders,
+            ApiKey.ALTER_PARTITION_REASSIGNMENTS: self.handle_alter_partition_reassignments,
+            ApiKey.LIST_PARTITION_REASSIGNMENTS: self.handle_list_partition_reassignments,
+            ApiKey.CREATE_ACLS: self.handle_create_acls,
+            ApiKey.DELETE_ACLS: self.handle_delete_acls,
+        }
+        for key, (handler, versions) in raft_handlers.items():
+            self._handlers[key] = handler
+            self.supported[ApiKey(key)] = versions
+
+    @property
+    def controller(self) -> QuorumController:
+        return self.runtime.controller
+
+    def _response(self, request: Request, data: dict[str, Any]) -> Any:
+        return build(ServerConnection.response_class(request.header), data)
+
+    async def handle(self, request: Request, ctx: Any) -> Any:
+        if request.body is None:
+            raise UnsupportedRequest(
+                f"Unsupported API version {request.header.api_version} for api key "
+                f"{request.header.api_key} on the controller listener"
+            )
+        return await self._handlers[request.header.api_key](request, ctx)
+
+    async def handle_api_versions(self, request: Request, ctx: Any) -> Any:
+        keys = [{"api_key": int(k), "min_version": lo, "max_version": hi}
+                for k, (lo, hi) in sorted(self.supported.items())]
+        return self._response(request, {"error_code": ErrorCode.none, "api_keys": keys,
+                                        "throttle_time": 0})
+
+    async def handle_broker_registration(self, request: Request, ctx: Any) -> Any:
+        body = request.body
+        endpoints = tuple(
+            BrokerEndpoint(listener.name, listener.host, int(listener.port))
+            for listener in body.listeners
+        )
+        try:
+            result = await self.runtime.run(
+                lambda offset: self.controller.register_broker(
+                    int(body.broker_id), body.cluster_id, str(body.incarnation_id),
+                    endpoints, body.rack, now_ms=self.runtime.clock(), next_offset=offset,
+                )
+            )
+        except NotController:
+            return self._response(request, {"throttle_time": 0,
+                                            "error_code": ErrorCode.not_controller,
+                                            "broker_epoch": -1})
+        if result.error == ErrorCode.none:
+            log.info("Registered broker %d with epoch %d", body.broker_id, result.broker_epoch)
+        return self._response(request, {"throttle_time": 0, "error_code": result.error,
+                                        "broker_epoch": result.broker_epoch})
+
+    async def handle_broker_heartbeat(self, request: Request, ctx: Any) -> Any:
+        body = request.body
+        try:
+            result = await self.runtime.run(
+                lambda offset: self.controller.heartbeat(
+                    int(body.broker_id), int(body.broker_epoch),
+                    int(body.current_metadata_offset), want_fence=bool(body.want_fence),
+                    want_shut_down=bool(body.want_shut_down), now_ms=self.runtime.clock(),
+                    next_offset=offset,
+                )
+            )
+        except NotController:
+            return self._response(request, {"throttle_time": 0,
+                                            "error_code": ErrorCode.not_controller,
+                                            "should_shut_down": False})
+        return self._response(request, {
+            "throttle_time": 0, "error_code": result.error, "is_caught_up": result.is_caught_up,
+            "is_fenced": result.is_fenced, "should_shut_down": result.should_shut_down,
+        })
+
+    async def handle_alter_partition(self, request: Request, ctx: Any) -> Any:
+        body = request.body
+        version = request.header.api_version
+        image = self.controller.image
+        changes: list[IsrChange] = []
+        unknown: list[tuple[uuid.UUID, int]] = []
+        for topic in body.topics:
+            found = image.topics_by_id.get(topic.topic_id)
+            for p in topic.partitions:
+                if found is None:
+                    unknown.append((topic.topic_id, int(p.partition_index)))
+                    continue
+                if version >= 3:
+                    isr = tuple(int(m.broker_id) for m in p.new_isr_with_epochs)
+                    epochs = tuple(int(m.broker_epoch) for m in p.new_isr_with_epochs)
+                else:
+                    isr, epochs = tuple(int(b) for b in p.new_isr), ()
+                changes.append(IsrChange(found.name, int(p.partition_index),
+                                         int(p.leader_epoch), int(p.partition_epoch), isr, epochs))
+        try:
+            error, results = await self.runtime.run(
+                lambda _offset: _split(self.controller.alter_partition(
+                    int(body.broker_id), int(body.broker_epoch), changes))
+            )
+        except NotController:
+            error, results = ErrorCode.not_controller, []
+        by_topic: dict[Any, list[dict[str, Any]]] = {}
+        for r in results:
+            topic_id = image.topic_ids.get(r.topic)
+            by_topic.setdefault(topic_id, []).append({
+                "partition_index": r.partition, "error_code": r.error, "leader_id": r.leader,
+                "leader_epoch": r.leader_epoch, "isr": list(r.isr), "leader_recovery_state": 0,
+                "partition_epoch": r.partition_epoch,
+            })
+        for topic_id, partition in unknown:
+            by_topic.setdefault(topic_id, []).append({
+                "partition_index": partition, "error_code": ErrorCode.unknown_topic_id,
+                "leader_id": -1, "leader_epoch": -1, "isr": [], "partition_epoch": -1,
+            })
+        return self._response(request, {
+            "throttle_time": 0, "error_code": error,
+            "topics": [{"topic_id": t, "partitions": ps} for t, ps in by_topic.items()],
+        })
+
+    async def handle_create_topics(self, request: Request, ctx: Any) -> Any:
+        body = request.body
+        topics = [
+            NewTopic(t.name, int(t.num_partitions), int(t.replication_factor),
+                     {int(a.partition_index): list(a.broker_ids) for a in t.assignments},
+                     {c.name: c.value for c in t.configs})
+            for t in body.topics
+        ]
+        try:
+            results: list[TopicResult] = await self.runtime.run(
+                lambda _o: self.controller.create_topics(
+                    topics, validate_only=bool(body.validate_only))
+            )
+        except NotController:
+            results = [TopicResult(t.name, ErrorCode.not_controller) for t in topics]
+        return self._response(request, {"throttle_time": 0, "topics": [
+            {"name": r.name, "topic_id": r.topic_id, "error_code": r.error,
+             "error_message": r.message, "num_partitions": r.num_partitions,
+             "replication_factor": r.replication_factor, "configs": []}
+            for r in results
+        ]})
+
+    async def handle_delete_topics(self, request: Request, ctx: Any) -> Any:
+        body = request.body
+        if request.header.api_version >= 6:
+            names = [t.name for t in body.topics]
+        else:
+            names = list(body.topic_names)
+        try:
+            results: list[TopicResult] = await self.runtime.run(
+                lambda _o: self.controller.delete_topics(names)
+            )
+        except NotController:
+            results = [TopicResult(n, ErrorCode.not_controller) for n in names]
+        return self._response(request, {"throttle_time": 0, "responses": [
+            {"name": r.name, "topic_id": r.topic_id, "error_code": r.error,
+             "error_message": r.message}
+            for r in results
+        ]})
+
+    async def handle_create_partitions(self, request: Request, ctx: Any) -> Any:
+        body = request.body
+        topics = [
+            NewPartitions(t.name, int(t.count),
+                          None if t.assignments is None
+                          else [[int(b) for b in a.broker_ids] for a in t.assignments])
+            for t in body.topics
+        ]
+        try:
+            results: list[PartitionsResult] = await self.runtime.run(
+                lambda _o: self.controller.create_partitions(
+                    topics, validate_only=bool(body.validate_only))
+            )
+        except NotController:
+            results = [PartitionsResult(n, ErrorCode.not_controller)
+                       for n in dict.fromkeys(t.name for t in topics)]
+        return self._response(request, {"throttle_time": 0, "results": [
+            {"name": r.name, "error_code": r.error, "error_message": r.message}
+            for r in results
+        ]})
+
+    async def handle_elect_leaders(self, request: Request, ctx: Any) -> Any:
+        body = request.body
+        election_type = int(getattr(body, "election_type", PREFERRED))  # v0: preferred
+        partitions = None if body.topic_partitions is None else [
+            (t.topic, [int(p) for p in t.partitions]) for t in body.topic_partitions]
+        try:
+            answers: list[TopicElections] = await self.runtime.run(
+                lambda _o: self.controller.elect_leaders(election_type, partitions))
+        except NotController:
+            return self._response(request, {"throttle_time": 0,
+                                            "error_code": ErrorCode.not_controller,
+                                            "replica_election_results": []})
+        return self._response(request, elect_leaders_response(ErrorCode.none, answers))
+
+    async def handle_alter_partition_reassignments(self, request: Request, ctx: Any) -> Any:
+        topics = [(t.name, [(int(p.partition_index),
+                             None if p.replicas is None else [int(b) for b in p.replicas])
+                            for p in t.partitions])
+                  for t in request.body.topics]
+        try:
+            answers = await self.runtime.run(
+                lambda _o: self.controller.alter_partition_reassignments(topics))
+        except NotController:
+            return self._response(request, alter_reassignments_response(
+                ErrorCode.not_controller, []))
+        return self._response(request, alter_reassignments_response(ErrorCode.none, answers))
+
+    async def handle_list_partition_reassignments(self, request: Request, ctx: Any) -> Any:
+        body = request.body
+        topics = None if body.topics is None else [
+            (t.name, [int(p) for p in t.partition_indexes]) for t in body.topics]
+        try:
+            # Through the controller's queue (no records), so it sees earlier changes.
+            answers = await self.runtime.run(
+                lambda _o: (self.controller.list_partition_reassignments(topics), []))
+        except NotController:
+            return self._response(request, list_reassignments_response(
+                ErrorCode.not_controller, []))
+        return self._response(request, list_reassignments_response(ErrorCode.none, answers))
+
+    async def handle_create_acls(self, request: Request, ctx: Any) -> Any:
+        creations = [acl_from_creation(c) for c in request.body.creations]
+        try:
+            results: list[AclCreationResult] = await self.runtime.run(
+                lambda _o: self.controller.create_acls(creations))
+        except NotController:
+            results = [AclCreationResult(ErrorCode.not_controller)] * len(creations)
+        return self._response(request, {"throttle_time": 0, "results": [
+            {"error_code": r.error, "error_message": r.message} for r in results]})
+
+    async def handle_delete_acls(self, request: Request, ctx: Any) -> Any:
+        filters = [acl_filter(f) for f in request.body.filters]
+        try:
+            results: list[AclDeletionResult] = await self.runtime.run(
+                lambda _o: self.controller.delete_acls(filters))
+        except NotController:
+            results = [AclDeletionResult(ErrorCode.not_controller, None)] * len(filters)
+        return self._response(request, delete_acls_response(results))
+
+    async def handle_incremental_alter_configs(self, request: Request, ctx: Any) -> Any:
+        body = request.body
+        resources = [
+            (ConfigResource(int(r.resource_type), r.resource_name),
+             [AlterableConfig(c.name, int(c.config_operation), c.value) for c in r.configs])
+            for r in body.resources
+        ]
+        return await self._alter_configs(
+            request, resources, lambda: self.controller.incremental_alter_configs(
+                resources, validate_only=bool(body.validate_only)))
+
+    async def handle_alter_configs(self, request: Request, ctx: Any) -> Any:
+        body = request.body
+        resources = [
+            (ConfigResource(int(r.resource_type), r.resource_name),
+             {c.name: c.value for c in r.configs})
+            for r in body.resources
+        ]
+        return await self._alter_configs(
+            request, resources, lambda: self.controller.legacy_alter_configs(
+                resources, validate_only=bool(body.validate_only)))
+
+    async def _alter_configs(
+        self, request: Request, resources: Sequence[tuple[ConfigResource, Any]],
+        decide: Callable[[], tuple[list[ConfigResult], list[MetadataRecord]]],
+    ) -> Any:
+        try:
+            results: list[ConfigResult] = await self.runtime.run(lambda _o: decide())
+        except NotController:
+            results = [ConfigResult(ErrorCode.not_controller)] * len(resources)
+        return self._response(request, {"throttle_time": 0, "responses": [
+            {"error_code": r.error, "error_message": r.message,
+             "resource_type": res.type, "resource_name": res.name}
+            for (res, _), r in zip(resources, results, strict=True)
+        ]})
+
+    async def handle_allocate_producer_ids(self, request: Request, ctx: Any) -> Any:
+        body = request.body
+        try:
+            block: range = await self.runtime.run(
+                lambda _o: self.controller.allocate_producer_ids(
+                    int(body.broker_id), int(body.broker_epoch))
+            )
+        except NotController:
+            return self._response(request, {"throttle_time": 0,
+                                            "error_code": ErrorCode.not_controller,
+                                            "producer_id_start": -1, "producer_id_len": 0})
+        return self._response(request, {"throttle_time": 0, "error_code": ErrorCode.none,
+                                        "producer_id_start": block.start,
+                                        "producer_id_len": len(block)})
+
+
+def _split(outcome: tuple[Any, Any, list[MetadataRecord]]) -> tuple[Any, list[MetadataRecord]]:
+    error, results, records = outcome
+    return (error, results), records
+
