@@ -26,10 +26,10 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import ConnectionLoss
 from kazoo.handlers.threading import KazooTimeoutError
 
-from brownout.broker.zk_client import KafkaZkClient
 from brownout.cluster import lab
 from brownout.cluster.ensemble import Ensemble, is_zookeeper_process
 from brownout.cluster.topology import TopologyRequest
+from brownout.zkmode.zk_client import KafkaZkClient
 
 START_TIMEOUT = scaled(30.0)
 # Short sessions: a killed session is noticed in seconds (ZooKeeper's minimum is 2

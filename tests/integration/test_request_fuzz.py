@@ -38,8 +38,8 @@ from kio.schema.errors import ErrorCode
 from kio.serial import entity_writer
 
 from brownout.broker.apis import ClientContext, CloseConnection, UnsupportedRequest
-from brownout.broker.controller_server import CONTROLLER_APIS
-from brownout.broker.raft_manager import RAFT_APIS
+from brownout.kraft.controller_apis import CONTROLLER_APIS
+from brownout.kraft.raft_manager import RAFT_APIS
 from brownout.node import KafkaRaftServer, load_config
 from brownout.protocol.apis import BROKER_APIS, ApiKey, request_class
 from brownout.protocol.build import build

@@ -28,8 +28,6 @@ from _zookeeper import (  # noqa: F401 - fixtures, used by name
 )
 from kio.schema.errors import ErrorCode
 
-from brownout.broker.zk_admin_manager import ProducerIdBlockError, ZkAdminManager
-from brownout.broker.zk_client import KafkaZkClient
 from brownout.broker.zk_metadata_cache import ZkMetadataCache
 from brownout.cluster.ensemble import Ensemble
 from brownout.common.topic import NewTopic
@@ -41,6 +39,8 @@ from brownout.zk.messages import (
     UpdateMetadataPartitionState,
     UpdateMetadataRequest,
 )
+from brownout.zkmode.zk_admin_manager import ProducerIdBlockError, ZkAdminManager
+from brownout.zkmode.zk_client import KafkaZkClient
 
 pytestmark = pytest.mark.integration
 

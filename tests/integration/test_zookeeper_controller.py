@@ -28,13 +28,6 @@ from _zookeeper import (  # noqa: F401 - fixtures, used by name
 )
 from kio.schema.errors import ErrorCode
 
-from brownout.broker.kafka_controller import KafkaController
-from brownout.broker.zk_client import (
-    ControllerMovedError,
-    KafkaZkClient,
-    NodeExistsError,
-    TopicExistsError,
-)
 from brownout.protocol.apis import ApiKey, request_class, response_class
 from brownout.protocol.build import build
 from brownout.protocol.connection import Request, ServerConnection
@@ -44,6 +37,13 @@ from brownout.zk.context import ZkControllerConfig
 from brownout.zk.data import BrokerInfo, EndPoint
 from brownout.zk.leader_and_isr import LeaderAndIsr, TopicPartition
 from brownout.zk.messages import SetPartitionState
+from brownout.zkmode.kafka_controller import KafkaController
+from brownout.zkmode.zk_client import (
+    ControllerMovedError,
+    KafkaZkClient,
+    NodeExistsError,
+    TopicExistsError,
+)
 
 pytestmark = pytest.mark.integration
 

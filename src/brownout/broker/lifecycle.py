@@ -20,10 +20,10 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from ..common.kafka_config import SECURITY_PROTOCOL_IDS
 from ..protocol.apis import ApiKey, request_class
 from ..protocol.build import build
 from .controller_channel import ControllerUnavailable, RemoteControllerChannel
-from .controller_requests import SECURITY_PROTOCOL_IDS
 
 log = logging.getLogger("kafka.server.BrokerLifecycleManager")
 

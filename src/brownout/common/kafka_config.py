@@ -45,6 +45,8 @@ DEFAULT_PROTOCOL_MAP = (
 )
 
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+# Kafka's SecurityProtocol ids, as BrokerRegistration and UpdateMetadata carry them.
+SECURITY_PROTOCOL_IDS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
 # compression.type of a broker or a topic: a codec, or "producer" (keep the batch's own).
 COMPRESSION_TYPES = ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")
 

@@ -1,6 +1,7 @@
 """KRaft's consensus core as a pure, sans-I/O state machine (see node.py's theory of
 operation). The shell feeds `RaftNode.step/tick/propose/resign`, then does what
-`ready()` returns (persist, send, apply) and calls `advance()`."""
+`ready()` returns (persist, send, apply) and calls `advance()`: that shell is
+kraft/raft_manager.py."""
 
 from brownout.raft.leader import LeaderState, ReplicaProgress
 from brownout.raft.log import Entry, LogError, OffsetAndEpoch, RaftLog

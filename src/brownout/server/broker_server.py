@@ -11,7 +11,6 @@ from ..broker.configs import DynamicLayers, effective_config
 from ..broker.controller_channel import RemoteControllerChannel
 from ..broker.lifecycle import BrokerLifecycleManager
 from ..broker.metadata_cache import KRaftMetadataCache
-from ..broker.metadata_log import CommittedRecord, replay
 from ..broker.metadata_publisher import MetadataPublisher
 from ..broker.partition import Partition
 from ..broker.producer_ids import ProducerIdManager
@@ -19,6 +18,7 @@ from ..broker.replica_manager import ReplicaManager
 from ..broker.socket_server import SocketServer
 from ..broker.topic_creator import TopicAutoCreator
 from ..common.kafka_config import KafkaConfig
+from ..kraft.metadata_log import CommittedRecord, replay
 from ..storage import LogConfig, LogManager
 from . import broker_parts as parts
 from .shared import SharedServer

@@ -1,16 +1,19 @@
-"""A KRaft controller (Kafka's ControllerServer): the QuorumController's decisions, made
-active while this node leads the metadata quorum, served on the controller listener."""
+"""A KRaft controller (Kafka's ControllerServer): the QuorumController's decisions
+(controller/), made active while this node leads the metadata quorum by their runtime
+(kraft/controller_runtime.py), served on the controller listener
+(kraft/controller_apis.py)."""
 
 from __future__ import annotations
 
 import random
 
-from ..broker.controller_server import ControllerApis, ControllerRuntime
 from ..broker.socket_server import SocketServer
 from ..common.group_config import group_broker_settings
 from ..controller.cluster_control import ClusterControlConfig
 from ..controller.image import MetadataImage
 from ..controller.quorum_controller import QuorumController
+from ..kraft.controller_apis import ControllerApis
+from ..kraft.controller_runtime import ControllerRuntime
 from .shared import SharedServer, loopback_if_empty
 
 

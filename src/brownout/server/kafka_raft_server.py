@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import logging
 
-from ..broker.metadata_log import CommittedRecord
 from ..common.events import EventLog
 from ..common.kafka_config import KafkaConfig
+from ..kraft.metadata_log import CommittedRecord
 from .broker_server import BrokerServer
 from .controller_server import ControllerServer
 from .shared import SharedServer

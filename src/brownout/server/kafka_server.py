@@ -33,20 +33,12 @@ from kio.schema.errors import ErrorCode
 
 from ..broker.apis import KafkaApis
 from ..broker.controller_channel import ControllerUnavailable, RemoteControllerChannel
-from ..broker.kafka_controller import KafkaController
 from ..broker.partition import Partition
 from ..broker.producer_ids import ProducerIdManager
 from ..broker.replica_manager import ReplicaManager
 from ..broker.socket_server import SocketServer
 from ..broker.topic_creator import TopicAutoCreator
-from ..broker.zk_admin_manager import ActiveControllerGate, ZkAdminManager
 from ..broker.zk_apis import ZkBrokerApis
-from ..broker.zk_client import (
-    KafkaZkClient,
-    NodeExistsError,
-    ZkSessionState,
-    ZooKeeperClientTimeoutError,
-)
 from ..broker.zk_metadata_cache import ZkMetadataCache
 from ..common.events import EventLog
 from ..common.kafka_config import KafkaConfig
@@ -55,6 +47,14 @@ from ..protocol.build import build
 from ..storage import LogConfig, LogManager, StorageError, ensure_zk_log_dirs, random_uuid
 from ..zk.context import ZkControllerConfig
 from ..zk.data import BrokerInfo, EndPoint
+from ..zkmode.kafka_controller import KafkaController
+from ..zkmode.zk_admin_manager import ActiveControllerGate, ZkAdminManager
+from ..zkmode.zk_client import (
+    KafkaZkClient,
+    NodeExistsError,
+    ZkSessionState,
+    ZooKeeperClientTimeoutError,
+)
 from . import broker_parts as parts
 from .shared import NodeStartupError, SharedServer
 

@@ -16,13 +16,13 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 from ..broker.loop_monitor import StallTracker, log_stall, run_loop_monitor
-from ..broker.metadata_log import CommittedRecord
 from ..broker.network_client import NetworkClient
-from ..broker.raft_manager import RaftManager
 from ..common.events import EventLog
 from ..common.kafka_config import KafkaConfig
 from ..common.stalls import STALL_EVENT, Stall, stall_event
 from ..controller.image import MetadataImage
+from ..kraft.metadata_log import CommittedRecord
+from ..kraft.raft_manager import RaftManager
 from ..raft.state import RaftConfig
 from ..storage import StorageError, check_log_dirs
 

@@ -1,6 +1,7 @@
 """Kafka 3.9's ZooKeeper mode, as pure cores: the znode layout (`data`), the leader
 election rules (`election`) and the controller's decisions (`controller`, driven by
-the events and producing the actions of `messages`)."""
+the events and producing the actions of `messages`). Their shells, which talk to
+ZooKeeper and to brokers, are zkmode/."""
 
 from .context import ZkControllerConfig
 from .controller import ZkController

@@ -271,8 +271,8 @@ class Sim:
         records = self.control.fence_expired(self.now)
         self._apply(records)
         if self.now - self.last_rebalance >= REBALANCE_MS:
-            # A separate controller operation, as controller_server runs it: decided on
-            # the image with the fencing above applied.
+            # A separate controller operation, as kraft/controller_runtime.py runs it:
+            # decided on the image with the fencing above applied.
             self.last_rebalance = self.now
             rebalance = self.control.rebalance_leaders()
             self._apply(rebalance)

@@ -11,9 +11,6 @@ import uuid
 
 import pytest
 
-from brownout.broker.controller_server import ControllerRuntime, UnappliableBatch
-from brownout.broker.metadata_log import CommittedRecord, replay
-from brownout.broker.raft_manager import metadata_records
 from brownout.controller.cluster_control import ClusterControlConfig
 from brownout.controller.image import MetadataImage
 from brownout.controller.quorum_controller import QuorumController
@@ -27,6 +24,9 @@ from brownout.controller.records import (
     TopicRecord,
     encode_record,
 )
+from brownout.kraft.controller_runtime import ControllerRuntime, UnappliableBatch
+from brownout.kraft.metadata_log import CommittedRecord, replay
+from brownout.kraft.raft_manager import metadata_records
 from brownout.raft.log import Entry
 
 TID = uuid.UUID(int=7)

@@ -9,7 +9,7 @@ then apply the committed entries, then `advance`. A crash while a Ready is being
 keeps a random prefix of that write (state only, or state + truncation + some entries)
 and never sends its messages.
 
-Like broker/raft_manager.py, the shell pairs each response with the request it sent
+Like kraft/raft_manager.py, the shell pairs each response with the request it sent
 (a response travels on its request's connection, so an answer the shell no longer
 waits for, or one to an earlier incarnation, is dropped; only the network's rare
 duplicates reach the core unpaired) and reports a request that will not be answered

@@ -28,6 +28,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from ..broker.network_client import NetworkClient, NodeUnreachable
 from ..controller.records import (
     MetadataRecord,
     MetadataRecordError,
@@ -43,10 +44,9 @@ from ..raft.log import Entry, RaftLog
 from ..raft.node import RaftNode
 from ..raft.state import PersistentState, RaftConfig, Role
 from ..storage import Log
-from .controller_server import NotController
+from .controller_runtime import NotController
 from .metadata_log import METADATA_TOPIC, CommittedRecord, open_metadata_log
 from .metadata_log import log as replay_log
-from .network_client import NetworkClient, NodeUnreachable
 
 log = logging.getLogger("kafka.raft.KafkaRaftClient")
 

@@ -42,6 +42,7 @@ from typing import Any, TypeVar
 from kazoo.exceptions import KazooException
 from kio.schema.errors import ErrorCode
 
+from ..broker.zk_metadata_cache import ZkMetadataCache
 from ..common.topic import NewTopic
 from ..controller.configs import (
     RESOURCE_BROKER,
@@ -75,7 +76,6 @@ from .zk_client import (
     TopicExistsError,
     UnknownTopicError,
 )
-from .zk_metadata_cache import ZkMetadataCache
 
 log = logging.getLogger("kafka.server.ZkAdminManager")
 pid_log = logging.getLogger("kafka.coordinator.transaction.ZkProducerIdManager")

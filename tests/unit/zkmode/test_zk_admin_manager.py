@@ -17,18 +17,6 @@ import pytest
 from kazoo.exceptions import BadVersionError, NodeExistsError
 from kio.schema.errors import ErrorCode
 
-from brownout.broker.zk_admin_manager import (
-    ActiveControllerGate,
-    ProducerIdBlockError,
-    ZkAdminManager,
-)
-from brownout.broker.zk_client import (
-    ControllerMovedError,
-    SessionExpiredError,
-    TopicAlreadyMarkedForDeletionError,
-    TopicExistsError,
-    UnknownTopicError,
-)
 from brownout.broker.zk_metadata_cache import ZkMetadataCache
 from brownout.common.config import ConfigError
 from brownout.common.kafka_config import parse_topic_configs
@@ -40,6 +28,18 @@ from brownout.zk.messages import (
     UpdateMetadataEndpoint,
     UpdateMetadataPartitionState,
     UpdateMetadataRequest,
+)
+from brownout.zkmode.zk_admin_manager import (
+    ActiveControllerGate,
+    ProducerIdBlockError,
+    ZkAdminManager,
+)
+from brownout.zkmode.zk_client import (
+    ControllerMovedError,
+    SessionExpiredError,
+    TopicAlreadyMarkedForDeletionError,
+    TopicExistsError,
+    UnknownTopicError,
 )
 
 

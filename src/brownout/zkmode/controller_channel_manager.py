@@ -21,9 +21,9 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from ..broker.network_client import NetworkClient, NodeUnreachable
 from ..zk.messages import BrokerRequest, RegisteredBroker
 from .controller_requests import encode_broker_request
-from .network_client import NetworkClient, NodeUnreachable
 
 log = logging.getLogger("kafka.controller.ControllerChannelManager")
 

@@ -13,6 +13,7 @@ import uuid
 from collections.abc import Iterable
 from typing import Any
 
+from ..common.kafka_config import SECURITY_PROTOCOL_IDS
 from ..protocol.apis import ApiKey, request_class, response_class
 from ..protocol.build import build
 from ..zk.leader_and_isr import LeaderRecoveryState, TopicPartition
@@ -33,8 +34,6 @@ LEADER_AND_ISR_VERSION = 7
 UPDATE_METADATA_VERSION = 8
 STOP_REPLICA_VERSION = 4
 
-# Kafka's SecurityProtocol ids, as UpdateMetadata carries them.
-SECURITY_PROTOCOL_IDS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
 # AbstractControlRequest.Type.UNKNOWN: what a ZooKeeper controller sends (full and
 # incremental are for a migrating KRaft controller).
 CONTROL_REQUEST_TYPE_UNKNOWN = 0
