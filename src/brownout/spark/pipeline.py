@@ -27,7 +27,10 @@ timestamp (the batch's start, ISO).
 Run it from the CLI (`brownout pipeline run`), in-process (`run_pipeline(config)`, which
 returns when `duration` elapses or `stop` is set), or in a background process that a
 scenario can stop cleanly (`PipelineProcess(config).start()` ... `.stop()`: SIGTERM,
-then the pipeline stops its queries, optionally after catching up with the log).
+then the pipeline stops its queries, optionally after catching up with the log). With
+config.audit_run_dir the process outlives its queries: `.drain()` returns once they
+stopped, `.audit()` has it audit the run in the same SparkSession (spark/audit.py), then
+it exits.
 """
 
 from __future__ import annotations
