@@ -197,6 +197,8 @@ def test_pipeline_runs_through_a_broker_kill_and_matches_the_ground_truth(
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
     verdict = json.loads((run_dir / "verdict.json").read_text())
     assert verdict["pipeline"]["master"] == master
+    # Audited in the pipeline's own process, once drained (not in a JVM of its own).
+    assert verdict["pipeline"]["audit_process"] == "pipeline", verdict["pipeline"]
     [check] = [e for e in verdict["expectations"]
                if e["name"] == "pipeline_matches_ground_truth"]
     assert check["passed"] and check["observed"] is True, check

@@ -100,7 +100,8 @@ def check_command(
     """Recompute the aggregates from the history and the log, compare with the pipeline's
     output window by window; writes RUN_DIR/pipeline-check.json."""
     pyspark_home("brownout pipeline check")
-    from ..spark.audit import CHECK_FILE, audit
+    from ..common.rundir import PIPELINE_CHECK_FILE
+    from ..spark.audit import audit
 
     b = resolve_bootstrap(bootstrap, directory) if (bootstrap or directory) else None
     report = audit(run_dir, out, bootstrap=b)
@@ -113,6 +114,6 @@ def check_command(
             typer.echo(f"  {name}: {o['rows_equal']}/{o['rows_closed']} closed rows equal, "
                        f"{o['differences_pipeline']} pipeline differences, "
                        f"{o['rows_open']} open")
-    typer.echo(f"valid: {report['valid']} ({run_dir / CHECK_FILE})")
+    typer.echo(f"valid: {report['valid']} ({run_dir / PIPELINE_CHECK_FILE})")
     if not report["valid"]:
         raise typer.Exit(1)

@@ -9,9 +9,11 @@
             PIPELINE_RESTARTS times; the output stays exactly once, each failure is
             recorded
     stop    after the heal, with a drain: it catches up to the final high watermarks,
-            then stops its queries
-    audit   brownout.spark.audit in a child process (its own JVM, a time limit):
-            pipeline-check.json
+            then stops its queries; its process then waits for the audit
+    audit   after the final read, within PIPELINE_AUDIT_TIMEOUT: brownout.spark.audit in
+            the pipeline's process, in its SparkSession (warm, where a JVM of its own
+            took 40-90 s on a 2-core machine), which then exits; if that process is
+            gone (the pipeline failed), in a child process of its own: pipeline-check.json
     kill    on an error or Ctrl-C: the process goes, whatever its state
 
 `info` is what verdict.json records under "pipeline" (None: no pipeline in this run).
@@ -73,6 +75,7 @@ class PipelineStage:
         self.track: Track = track or (lambda name, pid, match: None)
         self.info: dict[str, Any] | None = None
         self._proc: Any = None  # a brownout.spark.pipeline.PipelineProcess
+        self._auditor: Any = None  # the same, stopped, waiting for audit()
         self._config: Any = None
 
     @property
@@ -104,7 +107,7 @@ class PipelineStage:
                 trigger="2 seconds", window=PIPELINE_WINDOW,
                 watermark=PIPELINE_WATERMARK, session_gap=PIPELINE_SESSION_GAP,
                 starting_offsets="earliest", ledger=True,
-                drain_timeout=PIPELINE_DRAIN_TIMEOUT)
+                drain_timeout=PIPELINE_DRAIN_TIMEOUT, audit_run_dir=str(self.run_dir))
             info["topics"] = config.topics
             info["master"] = config.master
             info["restarts"] = 0
@@ -160,14 +163,18 @@ class PipelineStage:
         t0 = time.monotonic()
         died = not proc.alive()
         # Forgotten only once stopped: an interrupt during the drain leaves it to kill().
-        code = proc.stop(timeout=PIPELINE_DRAIN_TIMEOUT + 120.0)
+        waits = proc.drain(timeout=PIPELINE_DRAIN_TIMEOUT + 120.0)
+        code = None if waits else proc.stop(timeout=PIPELINE_DRAIN_TIMEOUT + 120.0)
+        if waits:  # alive until audit() (its exit status then), else kill()
+            self._auditor = proc
+        else:
+            self.track(PIPELINE_PROCESS, None, [])
         self._proc = None
-        self.track(PIPELINE_PROCESS, None, [])
         info["stop_s"] = round(time.monotonic() - t0, 1)
         info["exit_code"] = code
         run = _last_pipeline_run(Path(info["out"]))
         info["spark_startup_s"] = run.get("spark_startup_s")
-        if run.get("status") == "stopped" and code == 0 and not died:
+        if run.get("status") == "stopped" and (waits or code == 0) and not died:
             info["status"] = "stopped"
         else:
             info["status"] = "failed"
@@ -187,11 +194,14 @@ class PipelineStage:
                           style=None if info["status"] == "stopped" else "red")
 
     def kill(self) -> None:
-        """Kill the pipeline process if one runs (an error or Ctrl-C while it ran)."""
-        proc, self._proc = self._proc, None
-        if proc is not None:
-            with contextlib.suppress(Exception):
-                proc.kill()
+        """Kill the pipeline process if one runs (an error or Ctrl-C while it ran, or
+        while it waited for the audit or audited)."""
+        for proc in (self._proc, self._auditor):
+            if proc is not None:
+                with contextlib.suppress(Exception):
+                    proc.kill()
+        if self._proc is not None or self._auditor is not None:
+            self._proc = self._auditor = None
             self.track(PIPELINE_PROCESS, None, [])
 
     def _launch(self, proc: Any) -> Any:
@@ -205,41 +215,30 @@ class PipelineStage:
         return proc
 
     def audit(self) -> None:
-        """The audit (pipeline-check.json) in a child process: its own JVM, a time limit."""
+        """The audit (pipeline-check.json) within a time limit: in the pipeline's process
+        if it waits for it, else in a child process of its own (its own JVM)."""
         info = self.info
         if info is None or info.get("stop_s") is None:  # it never ran: nothing to audit
             return
-        from ..spark.pipeline import scratch_env
-
         t0 = time.monotonic()
-        code = ("import sys; from pathlib import Path; from brownout.spark.audit import "
-                "audit; audit(Path(sys.argv[1]), Path(sys.argv[2]))")
         log_path = Path(info["out"]) / PIPELINE_AUDIT_LOG
+        proc = self._auditor
+        in_pipeline = proc is not None and proc.alive()
+        info["audit_process"] = PIPELINE_PROCESS if in_pipeline else AUDIT_PROCESS
         try:
-            with open(log_path, "ab") as logf:
-                proc: subprocess.Popen[bytes] | None = None
-                try:
-                    with interrupt.atomic():  # never started and unrecorded
-                        proc = subprocess.Popen(
-                            [sys.executable, "-c", code, str(self.run_dir), info["out"]],
-                            stdout=logf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                            start_new_session=True, env=scratch_env(Path(info["out"])))
-                        self.track(AUDIT_PROCESS, proc.pid, [str(self.run_dir), info["out"]])
-                    rc = proc.wait(PIPELINE_AUDIT_TIMEOUT)
-                except BaseException:
-                    if proc is not None:
-                        with contextlib.suppress(ProcessLookupError):
-                            os.killpg(proc.pid, signal.SIGKILL)
-                        proc.wait(30)
-                    raise
-                finally:
-                    self.track(AUDIT_PROCESS, None, [])
+            if in_pipeline:
+                rc: int | None = self._audit_in_pipeline(proc)
+            else:
+                self._forget_auditor(proc)  # it exited while the log was read
+                rc = self._audit_alone(log_path)
         except subprocess.TimeoutExpired:
             info["audit_error"] = f"the audit did not finish in {PIPELINE_AUDIT_TIMEOUT:g}s"
             rc = None
         info["audit_s"] = round(time.monotonic() - t0, 1)
         path = self.run_dir / PIPELINE_CHECK_FILE
-        if rc == 0 and path.exists():
+        # The pipeline's process exits 1 when the pipeline failed, audited or not;
+        # pipeline-check.json is written whole or not at all.
+        if rc is not None and (rc == 0 or in_pipeline) and path.exists():
             report = json.loads(path.read_text())
             info["audit"] = audit_summary(report)
             a = info["audit"]
@@ -253,6 +252,56 @@ class PipelineStage:
                             + _log_tail(log_path))
             self.notes.append(f"pipeline audit: {info['audit_error']}")
             self.progress.say(f"  audit: {info['audit_error']}", style="red")
+
+    def _audit_in_pipeline(self, proc: Any) -> int:
+        """Ask the stopped pipeline's process for the audit; its exit status. On the time
+        limit (subprocess.TimeoutExpired) or an interrupt the process is killed."""
+        assert self.info is not None
+        try:
+            return int(proc.audit(PIPELINE_AUDIT_TIMEOUT))
+        except BaseException:
+            with contextlib.suppress(Exception):
+                proc.kill()
+            raise
+        finally:
+            self._forget_auditor(proc)
+            if proc.proc is not None:
+                self.info["exit_code"] = proc.proc.returncode
+
+    def _forget_auditor(self, proc: Any) -> None:
+        if proc is not None and self._auditor is proc:
+            self._auditor = None
+            self.track(PIPELINE_PROCESS, None, [])
+            if proc.proc is not None and self.info is not None:
+                self.info["exit_code"] = proc.proc.poll()
+
+    def _audit_alone(self, log_path: Path) -> int:
+        """brownout.spark.audit in a child process (its own JVM); its exit status. Raises
+        subprocess.TimeoutExpired after PIPELINE_AUDIT_TIMEOUT (the process is killed)."""
+        from ..spark.pipeline import scratch_env
+
+        info = self.info
+        assert info is not None
+        code = ("import sys; from pathlib import Path; from brownout.spark.audit import "
+                "audit; audit(Path(sys.argv[1]), Path(sys.argv[2]))")
+        with open(log_path, "ab") as logf:
+            proc: subprocess.Popen[bytes] | None = None
+            try:
+                with interrupt.atomic():  # never started and unrecorded
+                    proc = subprocess.Popen(
+                        [sys.executable, "-c", code, str(self.run_dir), info["out"]],
+                        stdout=logf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                        start_new_session=True, env=scratch_env(Path(info["out"])))
+                    self.track(AUDIT_PROCESS, proc.pid, [str(self.run_dir), info["out"]])
+                return proc.wait(PIPELINE_AUDIT_TIMEOUT)
+            except BaseException:
+                if proc is not None:
+                    with contextlib.suppress(ProcessLookupError):
+                        os.killpg(proc.pid, signal.SIGKILL)
+                    proc.wait(30)
+                raise
+            finally:
+                self.track(AUDIT_PROCESS, None, [])
 
 
 def _last_pipeline_run(out: Path) -> dict[str, Any]:

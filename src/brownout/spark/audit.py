@@ -41,7 +41,9 @@ judged by `brownout check`). An acknowledged record missing from the log, or a r
 whose send certainly failed (type fail) found in it, is not explained: the pipeline
 cannot match the ground truth then, however correct it is.
 
-Output: pipeline-check.json in the run directory (see `audit`).
+Output: pipeline-check.json in the run directory (see `audit`). A scenario run audits in
+the pipeline's own process once it stopped (`audit_in_session`, its warm SparkSession);
+`brownout pipeline check` audits a run directory in a session of its own.
 """
 
 from __future__ import annotations
@@ -50,6 +52,8 @@ import bisect
 import datetime as dt
 import json
 import math
+import os
+import traceback
 from pathlib import Path
 from typing import Any
 
@@ -58,7 +62,13 @@ import pyarrow.compute as pc
 
 from ..check.load import load_history
 from ..check.writes import FAIL, OK, send_outcomes
-from ..common.rundir import HISTORY_FILE, PIPELINE_CHECK_FILE, PIPELINE_PROGRESS_FILE, RUN_FILE
+from ..common.rundir import (
+    HISTORY_FILE,
+    PIPELINE_AUDIT_LOG,
+    PIPELINE_CHECK_FILE,
+    PIPELINE_PROGRESS_FILE,
+    RUN_FILE,
+)
 from ..workload.run import load_run
 from .pipeline import (
     LEDGER,
@@ -229,9 +239,25 @@ def audit(run_dir: Path, pipeline_out: Path, *, spark: Any = None,
     report["ground_truth_explained"] = all(
         x["lost"] == 0 and x["failed_in_log"] == 0 for x in t) if acked_all is not None else None
     report["valid"] = report["pipeline_equal"] and report["ground_truth_explained"] is not False
-    if write:
-        (run_dir / PIPELINE_CHECK_FILE).write_text(json.dumps(report, indent=2) + "\n")
+    if write:  # whole or not at all: a process killed while writing leaves no half file
+        tmp = run_dir / (PIPELINE_CHECK_FILE + ".tmp")
+        tmp.write_text(json.dumps(report, indent=2) + "\n")
+        os.replace(tmp, run_dir / PIPELINE_CHECK_FILE)
     return report
+
+
+def audit_in_session(spark: Any, run_dir: Path, pipeline_out: Path) -> bool:
+    """`audit` in a session that is already running (the pipeline's, once its queries
+    stopped): True once pipeline-check.json is written; on an error, False and its
+    traceback in the pipeline's audit.log (the session's JVM logs to the process's own
+    log, pipeline.log)."""
+    try:
+        audit(run_dir, pipeline_out, spark=spark)
+    except Exception:
+        with open(pipeline_out / PIPELINE_AUDIT_LOG, "a", encoding="utf-8") as f:
+            traceback.print_exc(file=f)
+        return False
+    return True
 
 
 def sends_by_outcome(history: Path) -> tuple[pa.Table, pa.Table]:

@@ -27,7 +27,10 @@ timestamp (the batch's start, ISO).
 Run it from the CLI (`brownout pipeline run`), in-process (`run_pipeline(config)`, which
 returns when `duration` elapses or `stop` is set), or in a background process that a
 scenario can stop cleanly (`PipelineProcess(config).start()` ... `.stop()`: SIGTERM,
-then the pipeline stops its queries, optionally after catching up with the log).
+then the pipeline stops its queries, optionally after catching up with the log). With
+config.audit_run_dir the process outlives its queries: `.drain()` returns once they
+stopped, `.audit()` has it audit the run in the same SparkSession (spark/audit.py), then
+it exits.
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -97,6 +101,9 @@ class PipelineConfig:
     # machine 2 (one task per core) beat 4 (two waves of tasks per batch).
     shuffle_partitions: int = 2
     spark_conf: dict[str, str] = dataclasses.field(default_factory=dict)
+    # A scenario run's directory: once stopped, the pipeline's process (`_main`) waits
+    # for AUDIT_SIGNAL and then audits the run in its own, warm, SparkSession.
+    audit_run_dir: str | None = None
 
     def window_spec(self) -> Any:
         from .transforms import WindowSpec
@@ -326,11 +333,14 @@ def _caught_up(recorder: ProgressRecorder, names: list[str],
 
 
 def run_pipeline(config: PipelineConfig, *, stop: threading.Event | None = None,
-                 spark: Any = None) -> dict[str, Any]:
+                 spark: Any = None,
+                 then: Callable[[Any], None] | None = None) -> dict[str, Any]:
     """Run the pipeline until `duration` elapses, `stop` is set, a query fails, or (with
     trigger availableNow) every query has caught up; then stop every query. Returns this
-    run's entry of pipeline.json (also written there)."""
-    from .session import make_spark, quiet_cancellation
+    run's entry of pipeline.json (also written there). `then(spark)` runs once the
+    queries are stopped and pipeline.json says so (also after a query failed, not after
+    an exception), before the session it started is stopped."""
+    from .session import make_spark
 
     stop = stop or threading.Event()
     config.out.mkdir(parents=True, exist_ok=True)
@@ -345,6 +355,23 @@ def run_pipeline(config: PipelineConfig, *, stop: threading.Event | None = None,
         spark = make_spark(config.master, "brownout-pipeline", config.spark_conf,
                            shuffle_partitions=config.shuffle_partitions)
     run["spark_startup_s"] = round(time.monotonic() - t0, 3)
+    try:
+        _run_queries(config, spark, stop, state, run)
+        if then is not None:
+            then(spark)
+    finally:
+        if own_spark:
+            with contextlib.suppress(Exception):
+                spark.stop()
+    return run
+
+
+def _run_queries(config: PipelineConfig, spark: Any, stop: threading.Event,
+                 state: dict[str, Any], run: dict[str, Any]) -> None:
+    """run_pipeline's queries, from their start to their stop; `run` (an entry of
+    `state`, pipeline.json) records how they went."""
+    from .session import quiet_cancellation
+
     recorder = ProgressRecorder(config.out / PIPELINE_PROGRESS_FILE)
     queries: dict[str, tuple[Any, str, str]] = {}
     error: str | None = None
@@ -387,10 +414,6 @@ def run_pipeline(config: PipelineConfig, *, stop: threading.Event | None = None,
         run["final"] = {n: {k: row.get(k) for k in ("batch_id", "end_offsets", "watermark")}
                         for n, row in recorder.last.items()}
         _save_state(config.out, state)
-        if own_spark:
-            with contextlib.suppress(Exception):
-                spark.stop()
-    return run
 
 
 def _drain(config: PipelineConfig, queries: dict[str, tuple[Any, str, str]],
@@ -539,6 +562,41 @@ class PipelineProcess:
                 self.proc.wait(30)
         return self.proc.returncode
 
+    def drain(self, timeout: float = 120.0) -> bool:
+        """stop() for a pipeline that audits its run (config.audit_run_dir): SIGTERM, then
+        wait until pipeline.json says its queries stopped. True: it is alive and waits
+        for audit(). False: it exited, or was killed after `timeout`."""
+        if self.proc is None or not self.config.audit_run_dir:
+            return False
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + timeout
+        while self.alive():
+            if self._stopped():
+                return True
+            if time.monotonic() >= deadline:
+                self.kill()
+                break
+            time.sleep(0.2)
+        return False
+
+    def _stopped(self) -> bool:
+        """This process's run in pipeline.json has its queries stopped."""
+        with contextlib.suppress(OSError, ValueError, IndexError, KeyError):
+            run = _load_state(self.config.out)["runs"][-1]
+            return self.proc is not None and run.get("pid") == self.proc.pid \
+                and "stopped" in run
+        return False
+
+    def audit(self, timeout: float) -> int:
+        """Start the audit of a drained pipeline (drain() returned True) and wait until
+        the process exits: its exit status (0: the pipeline stopped cleanly and the
+        audit ran). Raises subprocess.TimeoutExpired after `timeout` (it is not killed)."""
+        assert self.proc is not None
+        with contextlib.suppress(ProcessLookupError):
+            self.proc.send_signal(AUDIT_SIGNAL)
+        return self.proc.wait(timeout)
+
     def kill(self) -> None:
         """SIGKILL the driver (and its JVM): a crash, for restart tests."""
         if self.proc is not None and self.proc.poll() is None:
@@ -547,18 +605,62 @@ class PipelineProcess:
             self.proc.wait(30)
 
 
+# Starts the audit of a stopped pipeline (PipelineProcess.audit). Its handler is set
+# before the pipeline starts: SIGUSR1's default action ends the process.
+AUDIT_SIGNAL = signal.SIGUSR1
+# How often a pipeline waiting for AUDIT_SIGNAL looks whether its parent is still there.
+AUDIT_WAIT_POLL = 1.0
+
+
+def await_audit(go: threading.Event, stop: threading.Event, parent: int,
+                poll: float = AUDIT_WAIT_POLL) -> bool:
+    """Wait for `go`: False once `stop` is set or the process that started this one is
+    gone (nobody is left to ask for the audit)."""
+    while not go.wait(poll):
+        if stop.is_set() or os.getppid() != parent:
+            return False
+    return go.is_set()
+
+
+def _audit_when_asked(config: PipelineConfig, go: threading.Event, stop: threading.Event,
+                      outcome: dict[str, Any]) -> Callable[[Any], None]:
+    """run_pipeline's `then` for config.audit_run_dir: wait for AUDIT_SIGNAL, then audit
+    the run in this session (warm: its JVM has run the pipeline)."""
+    parent = os.getppid()
+
+    def then(spark: Any) -> None:
+        if not stop.is_set():  # its queries ended on their own (a failure): no audit, the
+            return             # process exits and the scenario restarts it
+        stop.clear()  # the SIGTERM that began the drain; another one means: do not wait
+        if not await_audit(go, stop, parent):
+            return
+        # From now on a SIGTERM or SIGINT ends the process at once, as it ends an audit in
+        # a process of its own (Spark's JVM goes with it: it exits when its stdin closes).
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        from .audit import audit_in_session
+
+        assert config.audit_run_dir is not None
+        outcome["audit"] = audit_in_session(spark, Path(config.audit_run_dir), config.out)
+
+    return then
+
+
 def _main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 1:
         print("usage: python -m brownout.spark.pipeline CONFIG.json", file=sys.stderr)
         return 2
     config = PipelineConfig.from_json(json.loads(Path(args[0]).read_text()))
-    stop = threading.Event()
+    stop, go = threading.Event(), threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
+    signal.signal(AUDIT_SIGNAL, lambda *_: go.set())
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
-    run = run_pipeline(config, stop=stop)
-    return 0 if run["status"] == "stopped" else 1
+    outcome: dict[str, Any] = {}
+    then = _audit_when_asked(config, go, stop, outcome) if config.audit_run_dir else None
+    run = run_pipeline(config, stop=stop, then=then)
+    return 0 if run["status"] == "stopped" and outcome.get("audit") is not False else 1
 
 
 if __name__ == "__main__":

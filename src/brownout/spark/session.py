@@ -99,11 +99,13 @@ LOCAL_TUNING = {
 }
 
 
-# For a short batch job in a JVM of its own (the audit): the JIT's first tier only. C1
-# compiles Spark's planner and generated code soon enough for a job of a minute, where
-# C2's compilations compete with the job for the cores (on a 2-core machine at load 6-9
-# an audit's JVM took 33-44 s with it, 55-78 s without). A streaming pipeline runs for
-# as long as it is left to: it keeps every tier.
+# For a short batch job in a JVM of its own (an audit in a session of its own: `brownout
+# pipeline check`, or a scenario run's audit when the pipeline's process is gone): the
+# JIT's first tier only. C1 compiles Spark's planner and generated code soon enough for
+# a job of a minute, where C2's compilations compete with the job for the cores (on a
+# 2-core machine at load 6-9 an audit's JVM took 33-44 s with it, 55-78 s without). A
+# streaming pipeline runs for as long as it is left to: it keeps every tier, and so does
+# the audit it runs in its own session once stopped (its JVM compiled Spark already).
 SHORT_JOB_CONF = {"spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1"}
 
 

@@ -42,3 +42,20 @@ def test_a_failure_is_reported_with_what_was_lost():
         "[KAFKA_DATA_LOSS.START_OFFSET_RESET] x")
     assert _short(RuntimeError("first line\nsecond")) == "first line"
     assert _short(RuntimeError("")) == "RuntimeError"
+
+
+def test_a_stopped_pipeline_audits_when_asked_and_not_for_a_parent_that_is_gone():
+    import os
+    import threading
+
+    from brownout.spark.pipeline import await_audit
+
+    go, stop = threading.Event(), threading.Event()
+    threading.Timer(0.1, go.set).start()
+    assert await_audit(go, stop, os.getppid(), poll=0.05)
+    # Told to stop instead (a second SIGTERM), or its parent died: nobody asks any more.
+    go.clear()
+    threading.Timer(0.1, stop.set).start()
+    assert not await_audit(go, stop, os.getppid(), poll=0.05)
+    stop.clear()
+    assert not await_audit(go, stop, os.getppid() + 1, poll=0.05)
