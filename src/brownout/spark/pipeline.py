@@ -426,12 +426,32 @@ def _drain(config: PipelineConfig, queries: dict[str, tuple[Any, str, str]],
     while time.monotonic() < deadline:
         recorder.poll(queries)
         if _caught_up(recorder, names, target):
-            # One more trigger so windows the last batch's watermark closed are written.
-            time.sleep(_trigger_seconds(config.trigger) * 2 + 0.5)
-            recorder.poll(queries)
+            _close_windows(config, queries, recorder, names, deadline)
             return
         time.sleep(0.5)
     log.warning("pipeline did not catch up within %.0fs", timeout)
+
+
+def _close_windows(config: PipelineConfig, queries: dict[str, tuple[Any, str, str]],
+                   recorder: ProgressRecorder, names: list[str], deadline: float) -> None:
+    """Once caught up: the windows the last batch's watermark closed are written by the
+    batch after it (Spark runs one without data when the watermark moved), so wait for
+    one more batch of each windowed query, observed in its progress, within the drain's
+    deadline; at least a trigger or two, as before, for the stateless ones."""
+    caught_up = {n: recorder.newest.get(n, ("", -1)) for n in names}
+    windowed = [n for n in names if queries[n][2] != LEDGER]
+    time.sleep(_trigger_seconds(config.trigger) * 2 + 0.5)
+    while True:
+        recorder.poll(queries)
+        waiting = [n for n in windowed if queries[n][0].isActive and
+                   recorder.newest.get(n, ("", -1)) == caught_up[n]]
+        if not waiting:
+            return
+        if time.monotonic() >= deadline:
+            log.warning("no batch after the drain's last for %s: windows it would close "
+                        "are not written", ", ".join(waiting))
+            return
+        time.sleep(0.5)
 
 
 # How long the drain asks again for a partition without a leader before it waits for the
