@@ -53,7 +53,14 @@ def test_small_acks_matrix_sends_its_counts_and_prints_the_high_watermarks(
     finally:
         kill_cluster(out / "run-001" / "cluster")
     text = result.stdout[-6000:] + result.stderr[-2000:]
-    assert result.returncode == 0, text
+    # The small matrix holds on the node; on a machine too loaded to judge it (a node's
+    # loop stood longer than a third of the session timeout before the kill: ten
+    # producers start at once beside the suite's other worker) the run is unknown, and
+    # what it recorded must still add up, and be summarised as unknown, never as passed.
+    verdict = json.loads((out / "run-001" / "verdict.json").read_text())
+    assert verdict["verdict"] in ("pass", "unknown"), text
+    judged = verdict["verdict"] == "pass"
+    assert result.returncode == (0 if judged else 3), text
     no_node_left(out / "run-001")
 
     check = json.loads((out / "run-001" / "check.json").read_text())
@@ -71,8 +78,13 @@ def test_small_acks_matrix_sends_its_counts_and_prints_the_high_watermarks(
 
     summary = json.loads((out / "summary.json").read_text())
     over = {x["name"]: x for x in summary["over_runs"]}
+    assert "expectations over runs" in result.stdout
+    if not judged:
+        assert verdict["unknown_reason"].startswith("lab overloaded"), verdict
+        assert {x["passed"] for x in over.values()} == {"unknown"}, over
+        assert all(x["runs"] == 0 for x in over.values()), over
+        return
     assert over["runs_losing_acked_writes[acksall-10p]"] | {"interval95": None} == {
         "name": "runs_losing_acked_writes[acksall-10p]", "expected": "none", "count": 0,
         "runs": 1, "rate": 0.0, "interval95": None, "passed": True}
     assert over["runs_losing_acked_writes[acks1-10p]"]["passed"] is True
-    assert "expectations over runs" in result.stdout
