@@ -991,12 +991,7 @@ class KafkaApis:
 
     async def handle_create_partitions(self, request: Request, ctx: Any) -> Any:
         body = request.body
-        topics = [
-            NewPartitions(t.name, int(t.count),
-                          None if t.assignments is None
-                          else [[int(b) for b in a.broker_ids] for a in t.assignments])
-            for t in body.topics
-        ]
+        topics = [NewPartitions.from_request(t) for t in body.topics]
         # ALTER on the topic, as in Kafka; the controller decides everything else
         # (duplicates too), as a KRaft broker forwards the whole request.
         denied = [t.name for t in topics if not self.topic_allowed(ctx, AclOperation.ALTER,

@@ -14,6 +14,7 @@ import dataclasses
 import random
 from collections import Counter
 from collections.abc import Sequence
+from typing import Any
 
 from kio.schema.errors import ErrorCode
 
@@ -35,6 +36,13 @@ class NewPartitions:
     name: str
     count: int
     assignments: Sequence[Sequence[int]] | None = None
+
+    @classmethod
+    def from_request(cls, topic: Any) -> NewPartitions:
+        """From a CreatePartitions request's topic entry (name, count, assignments)."""
+        assignments = None if topic.assignments is None else [
+            [int(b) for b in a.broker_ids] for a in topic.assignments]
+        return cls(topic.name, int(topic.count), assignments)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -237,12 +237,7 @@ class ControllerApis:
 
     async def handle_create_partitions(self, request: Request, ctx: Any) -> Any:
         body = request.body
-        topics = [
-            NewPartitions(t.name, int(t.count),
-                          None if t.assignments is None
-                          else [[int(b) for b in a.broker_ids] for a in t.assignments])
-            for t in body.topics
-        ]
+        topics = [NewPartitions.from_request(t) for t in body.topics]
         try:
             results: list[PartitionsResult] = await self.runtime.run(
                 lambda _o: self.controller.create_partitions(
