@@ -44,10 +44,10 @@ from .schema import Scenario
 from .stats import derive_seed
 from .summary import (
     SUMMARY_FILE,
-    RunEntry,
     build_summary,
     load_entries,
     print_summary_tables,
+    read_verdict,
     write_summary,
 )
 
@@ -79,7 +79,7 @@ def plan(repeat: int, seed: int) -> list[tuple[str, int]]:
 def judged(run_dir: Path) -> bool:
     """The run in `run_dir` ended and was judged: its verdict.json is there and does not
     say it was interrupted."""
-    verdict = RunEntry.load(run_dir.name, run_dir, 0).verdict
+    verdict = read_verdict(run_dir)
     return verdict is not None and not verdict.get("interrupted") and \
         verdict.get("error") != "interrupted"
 

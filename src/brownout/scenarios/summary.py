@@ -69,8 +69,13 @@ class RunEntry:
     @classmethod
     def load(cls, name: str, run_dir: Path, seed: int,
              exit_code: int | None = None) -> RunEntry:
-        return cls(name, run_dir, seed, _read_json(run_dir / VERDICT_FILE),
+        return cls(name, run_dir, seed, read_verdict(run_dir),
                    _read_json(run_dir / CHECK_FILE), exit_code)
+
+
+def read_verdict(run_dir: Path) -> dict[str, Any] | None:
+    """The run's verdict.json (None: it left none, or none that parses)."""
+    return _read_json(run_dir / VERDICT_FILE)
 
 
 def _read_json(path: Path) -> dict[str, Any] | None:
