@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import json
 import subprocess
-import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+from _cluster import wait_until
 from _time_scale import scaled
 from confluent_kafka.admin import AdminClient, NewTopic
 from conftest import BROWNOUT
@@ -101,7 +101,7 @@ def test_consumer_group_records_polls_assignment_and_commits(node, tmp_path):
         group = run.add_consumers(ConsumerSettings(node.bootstrap, [topic], group="g1",
                                                    duration=None))
         run.start()
-        poll_until(group, 300)
+        all_polled(group, 300)
     assert group.totals()["polled"] == 300  # and not one more once the run closed
     history = rows(run_dir)
     assert [e["index"] for e in history] == list(range(len(history)))  # one numbering
@@ -118,14 +118,12 @@ def test_consumer_group_records_polls_assignment_and_commits(node, tmp_path):
     assert [e for e in history if e["f"] == "revoke"]  # on close
 
 
-def poll_until(group: ConsumerGroup, count: int, timeout: float = 60.0) -> None:
+def all_polled(group: ConsumerGroup, count: int) -> None:
     """Until the group has polled `count` records; its consumers run until the workload
     run closes (a fixed duration would be too short for a group join on a loaded
     machine, and wasted time on a quiet one)."""
-    deadline = time.monotonic() + scaled(timeout)
-    while (polled := group.totals()["polled"]) < count:
-        assert time.monotonic() < deadline, f"polled {polled} of {count} in {timeout:g}s"
-        time.sleep(0.1)
+    wait_until(lambda: group.totals()["polled"] >= count, 60,
+               f"the group polled {count} records")
 
 
 def test_kafka_python_consumer_group_records_the_same_history(node, tmp_path):
@@ -141,7 +139,7 @@ def test_kafka_python_consumer_group_records_the_same_history(node, tmp_path):
             node.bootstrap, [topic], group="kp", duration=None, client="kafka-python",
             config={"metadata.max.age.ms": "300000"}))
         run.start()
-        poll_until(group, 200)
+        all_polled(group, 200)
     assert group.totals()["polled"] == 200
     history = rows(run_dir)
     polls = [e for e in history if e["f"] == "poll"]
