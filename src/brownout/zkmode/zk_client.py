@@ -11,8 +11,13 @@ Theory of operation
 Requests are retried while the connection is lost within a live session, as Kafka's
 `retryRequestUntilConnected` does: a metadata change made during a ZooKeeper outage
 hangs until the ensemble is back (or the caller gives up by cancelling). A session
-that expires fails the request with `SessionExpiredError`; the caller (the controller,
-the broker's registration) reacts to the new session as Kafka does.
+that expires fails the request with `SessionExpiredError`, and a request begun in one
+session is never sent again in the next: in Kafka the expired ZooKeeper handle fails
+it, and the controller processes its Expire before the new session exists. Resending
+it would let an event of the old session act in the new one (a controller that
+resigned re-elect itself, then resign again on its Expire, leaving the cluster without
+an active controller). The caller (the controller, the broker's registration) reacts
+to the new session as Kafka does.
 
 kazoo forgets every watch when the connection drops (Java's client resends them when it
 reconnects, and the server fires those whose znode changed meanwhile). To keep Kafka's
@@ -141,6 +146,15 @@ class KafkaZkClient:
         self._listeners: list[StateListener] = []
         self._connected = asyncio.Event()
         self._state = ZkSessionState.CLOSED
+        # Set and replaced on every state change: what a request waiting to be
+        # (re)sent wakes on.
+        self._changed = asyncio.Event()
+        # Sessions that expired so far: the session a request began in.
+        self._generation = 0
+        # Requests kazoo has not answered yet: failed when their session ends, as
+        # Java's client fails its pending requests (kazoo may drop one that it queued
+        # as the session expired).
+        self._in_flight: set[asyncio.Future[Any]] = set()
         self._closing = False
         # Watch handlers by (kind, path); `_armed` are set in ZooKeeper (one kazoo
         # callback object each, so a re-read never sets a second one).
@@ -172,6 +186,7 @@ class KafkaZkClient:
         if self._closing:
             return
         self._closing = True
+        self._changed.set()  # requests waiting for a connection fail now
         self._handlers.clear()
         await asyncio.to_thread(self._stop_kazoo)
         self._set_state(ZkSessionState.CLOSED)
@@ -225,7 +240,14 @@ class KafkaZkClient:
             self._connected.set()
         else:
             self._connected.clear()
+        self._changed.set()
+        self._changed = asyncio.Event()
+        if state in (ZkSessionState.EXPIRED, ZkSessionState.CLOSED):
+            for future in list(self._in_flight):
+                if not future.done():
+                    future.set_exception(SessionExpiredError(f"the session is {state.value}"))
         if state is ZkSessionState.EXPIRED:
+            self._generation += 1
             log.warning("ZooKeeper session expired.")
             self._dropped.clear()
             for key in list(self._handlers):
@@ -300,20 +322,35 @@ class KafkaZkClient:
             if not loop.is_closed():
                 loop.call_soon_threadsafe(settle, result)
 
+        self._in_flight.add(future)
+        future.add_done_callback(self._in_flight.discard)
         async_result.rawlink(done)
         return future
 
     async def _call(self, start: Callable[[], Any]) -> Any:
         """Run one kazoo request, retried until connected (Kafka's
-        retryRequestUntilConnected); a session expiry is raised to the caller."""
+        retryRequestUntilConnected) within the session it began in; the expiry of that
+        session (or the client's close) is raised to the caller."""
+        generation = self._generation
+        while True:
+            await self._until_connected(generation)
+            try:
+                return await self._bridge(start())
+            except (ConnectionLoss, OperationTimeoutError, SessionExpiredError):
+                # Whether the session lives on shows in the state the connection thread
+                # reports (it may reach the loop after the request's failure): retried
+                # in the same session, raised once it has expired.
+                await asyncio.sleep(RETRY_BACKOFF_S)
+
+    async def _until_connected(self, generation: int) -> None:
         while True:
             if self._closing:
                 raise SessionExpiredError("the ZooKeeper client is closed")
-            await self._connected.wait()
-            try:
-                return await self._bridge(start())
-            except (ConnectionLoss, OperationTimeoutError):
-                await asyncio.sleep(RETRY_BACKOFF_S)
+            if self._generation != generation:
+                raise SessionExpiredError("the session this request began in has expired")
+            if self._state is ZkSessionState.CONNECTED:
+                return
+            await self._changed.wait()
 
     async def get_data(
         self, path: str, watch: WatchHandler | None = None
