@@ -31,6 +31,7 @@ if __name__ == "__main__":
 from .common.config import ConfigError
 from .common.events import EventLog
 from .common.kafka_config import KafkaConfig
+from .common.tasks import cancel_and_wait
 from .server.kafka_raft_server import KafkaRaftServer
 from .server.kafka_server import KafkaServer
 from .server.shared import NodeStartupError
@@ -134,9 +135,8 @@ async def run(config: KafkaConfig, events: EventLog) -> BaseException | None:
             await stopping
         else:
             log.info("Stop requested while starting")
-            starting.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await starting
+            with contextlib.suppress(Exception):
+                await cancel_and_wait(starting)
     finally:
         stopping.cancel()
         await node.shutdown()

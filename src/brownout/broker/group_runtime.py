@@ -18,6 +18,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from ..common.tasks import cancel_and_wait
 from ..group import Effects, GroupConfig, GroupCoordinator, uuid_member_ids
 from ..protocol.records import build_batch, decode_records
 from .partition import TopicPartition
@@ -56,12 +57,7 @@ class GroupRuntime:
         self._timer = asyncio.create_task(self._run_timers())
 
     async def stop(self) -> None:
-        tasks = [t for t in (self._timer, *self._writes) if t is not None]
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await cancel_and_wait(self._timer, *self._writes)
 
     async def request(self, message: Any) -> Any:
         """Hand one request to the coordinator and wait for its reply."""

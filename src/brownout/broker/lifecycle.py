@@ -21,6 +21,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from ..common.kafka_config import SECURITY_PROTOCOL_IDS
+from ..common.tasks import cancel_and_wait
 from ..protocol.apis import ApiKey, request_class
 from ..protocol.build import build
 from .controller_channel import ControllerUnavailable, RemoteControllerChannel
@@ -69,10 +70,7 @@ class BrokerLifecycleManager:
         self._task = asyncio.create_task(self._run())
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+        await cancel_and_wait(self._task)
 
     async def controlled_shutdown(self) -> bool:
         """Ask to shut down; True once the controller approved it in time."""

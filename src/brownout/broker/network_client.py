@@ -20,6 +20,7 @@ from typing import Any
 
 from kio.serial import entity_writer
 
+from ..common.tasks import cancel_and_wait
 from ..protocol.apis import request_class, response_class
 from ..protocol.errors import ProtocolError
 from ..protocol.framecheck import decode_entity
@@ -164,7 +165,5 @@ class NetworkClient:
         for key in list(self._connections):
             conn = self._connections.pop(key)
             conn.close(NodeUnreachable("client closed"))
-            if conn.reader_task is not None:
-                conn.reader_task.cancel()
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await conn.reader_task
+            with contextlib.suppress(Exception):
+                await cancel_and_wait(conn.reader_task)

@@ -29,6 +29,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from ..common.events import EventLog
+from ..common.tasks import cancel_and_wait
 from ..protocol.apis import ApiKey, request_class
 from ..protocol.build import build, millis
 from . import replication
@@ -135,11 +136,7 @@ class ReplicaFetcherManager:
     async def stop(self) -> None:
         tasks = list(self._fetchers.values())
         self._fetchers.clear()
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await cancel_and_wait(*tasks)
 
     async def _run(self, leader: int) -> None:
         backoff = self.backoff_ms / 1000

@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Protocol
 
 from ..broker.apis import CloseConnection
+from ..common.tasks import cancel_and_wait
 from ..controller.image import MetadataImage
 from ..controller.quorum_controller import QuorumController
 from ..controller.records import MetadataRecord, encode_record
@@ -119,9 +120,7 @@ class ControllerRuntime:
     async def stop(self) -> None:
         tasks = self._tasks
         self.resign()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await cancel_and_wait(*tasks)
 
     # -- the one way to change metadata ---------------------------------------------
 

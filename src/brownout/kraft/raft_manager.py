@@ -29,6 +29,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from ..broker.network_client import NetworkClient, NodeUnreachable
+from ..common.tasks import cancel_and_wait
 from ..controller.records import (
     MetadataRecord,
     MetadataRecordError,
@@ -214,10 +215,7 @@ class RaftManager:
         await asyncio.sleep(0.05)
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+        await cancel_and_wait(self._task)
         for task in list(self._sends):
             task.cancel()
         self._fail_waiters()

@@ -20,6 +20,7 @@ from ..broker.network_client import NetworkClient
 from ..common.events import EventLog
 from ..common.kafka_config import KafkaConfig
 from ..common.stalls import STALL_EVENT, Stall, stall_event
+from ..common.tasks import cancel_and_wait
 from ..controller.image import MetadataImage
 from ..kraft.metadata_log import CommittedRecord
 from ..kraft.raft_manager import RaftManager
@@ -127,11 +128,8 @@ class SharedServer:
         self.spawn(_every(interval_s, action))
 
     async def cancel_tasks(self) -> None:
-        for task in list(self._tasks):
-            task.cancel()
-        for task in list(self._tasks):
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        with contextlib.suppress(Exception):
+            await cancel_and_wait(*self._tasks)
 
     # -- stop -----------------------------------------------------------------------
 

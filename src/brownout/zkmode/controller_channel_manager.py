@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import contextlib
 import dataclasses
 import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..broker.network_client import NetworkClient, NodeUnreachable
+from ..common.tasks import cancel_and_wait
 from ..zk.messages import BrokerRequest, RegisteredBroker
 from .controller_requests import encode_broker_request
 
@@ -96,10 +96,7 @@ class ControllerChannelManager:
         if channel is None:
             return
         channel.queue.clear()
-        if channel.task is not None:
-            channel.task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await channel.task
+        await cancel_and_wait(channel.task)
         await channel.network.close()
 
     async def update_brokers(self, brokers: Mapping[int, RegisteredBroker]) -> None:

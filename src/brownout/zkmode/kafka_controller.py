@@ -42,6 +42,7 @@ from typing import Any
 from kazoo.exceptions import BadVersionError, NoNodeError, SessionExpiredError
 from kio.schema.errors import ErrorCode
 
+from ..common.tasks import cancel_and_wait
 from ..zk import data as zd
 from ..zk.context import ZkControllerConfig
 from ..zk.controller import ZkController
@@ -216,10 +217,7 @@ class KafkaController:
             return
         self._stopped = True
         self.zk.remove_state_listener(self._on_session_state)
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+        await cancel_and_wait(self._task)
         self._drain_queue()
         await self._on_controller_resignation()
 
