@@ -47,16 +47,19 @@ def workload_slice(history: pa.Table | str | Path, final_read: pa.Table,
 def check_workloads(history: pa.Table | str | Path, final_read: pa.Table,
                     high_watermarks: Mapping[tuple[str, int], int] | None,
                     producers: Mapping[str, Iterable[str]],
-                    expectations: Expectations | None = None, *,
+                    expectations: Mapping[str, Expectations] | None = None, *,
                     unread: Iterable[tuple[str, int]] = ()) -> dict[str, dict[str, Any]]:
     """check_all over each workload alone: {label: Report.to_dict()} for
-    `producers` = {label: its producer processes}; `unread` as check_all takes it."""
+    `producers` = {label: its producer processes}, with `expectations` = {label: what
+    its producers make tolerable} (the defaults otherwise); `unread` as check_all
+    takes it."""
     out: dict[str, dict[str, Any]] = {}
     unread = list(unread)
     for label, procs in producers.items():
         sub_history, sub_final = workload_slice(history, final_read, procs)
         out[label] = check_all(sub_history, sub_final, high_watermarks,
-                               expectations or Expectations(), unread=unread).to_dict()
+                               (expectations or {}).get(label, Expectations()),
+                               unread=unread).to_dict()
     return out
 
 

@@ -22,7 +22,6 @@ from typing import Any
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from ..check import Expectations, check_all
 from ..check.duplicates import ReadBatches, cause_counts, classify_duplicates
 from ..check.overload import (
     NodeStall,
@@ -33,6 +32,8 @@ from ..check.overload import (
     producer_backlog,
     stall_limit_ms,
 )
+from ..check.run_dir import check_run as check_whole_run
+from ..check.run_dir import producer_expectations
 from ..check.workloads import check_workloads, error_counts
 from ..common.documents import versioned
 from ..common.events import read_node_events
@@ -40,13 +41,11 @@ from ..common.gc_log import read_gc_pauses
 from ..common.kafka_config import BROKER_CONFIG
 from ..common.properties import read_properties
 from ..common.rundir import (
-    CHECK_FILE,
     CLUSTER_DIR,
     CLUSTER_STATE_FILE,
     DUPLICATES_FILE,
     FINAL_READ_FILE,
     HISTORY_FILE,
-    LOST_WRITES_FILE,
     NODE_CONFIG,
     NODES_DIR,
     RUN_FILE,
@@ -136,20 +135,13 @@ def check_run(run_dir: Path, record: RunRecord) -> Checked:
     # check's peak at a million sends).
     history = run_dir / HISTORY_FILE
     final = pq.read_table(run_dir / FINAL_READ_FILE)
+    whole = check_whole_run(run_dir, final).to_dict()
     marks = watermarks(run_dir)
-    # A partition the final read did not finish: what is missing there is unknown, not
-    # lost (and not a million lost writes to explain one by one).
     unread = unread_partitions(run_dir)
-    report = check_all(history, final, marks, Expectations(), unread=unread)
-    whole = report.to_dict()
-    (run_dir / CHECK_FILE).write_text(json.dumps(versioned(CHECK_FILE, whole), indent=2)
-                                      + "\n")
-    if report.lost_writes is not None and len(report.lost_writes):
-        # Every lost write with its reason: the report reads this instead of checking the
-        # writes again (check.json keeps only examples).
-        pq.write_table(report.lost_writes, run_dir / LOST_WRITES_FILE)
-    del report
-    per = check_workloads(history, final, marks, record.producers, unread=unread)
+    expectations = {label: producer_expectations([info])
+                    for label, info in record.labels.items()}
+    per = check_workloads(history, final, marks, record.producers, expectations,
+                          unread=unread)
     (run_dir / WORKLOAD_CHECKS_FILE).write_text(json.dumps(per, indent=2) + "\n")
     errors = read_history(history, ("send", "client-error"), ("process", "f", "error"))
     return Checked(whole, per, error_counts(errors, record.producers),

@@ -1,6 +1,7 @@
 """Each workload judged alone: its producers' events plus the shared nemesis and
 observer, its producers' records of the final read."""
 
+from brownout.check.run_dir import producer_expectations
 from brownout.check.workloads import check_workloads, error_counts, workload_slice
 
 from .hist import H, final
@@ -63,3 +64,17 @@ def test_a_history_file_is_sliced_as_it_is_read(tmp_path):
         assert mine.equals(same)
     assert check_workloads(path, log, {("t", 0): 2}, PRODUCERS) == check_workloads(
         history, log, {("t", 0): 2}, PRODUCERS)
+
+
+def test_each_workload_is_judged_with_what_its_own_producers_allow():
+    # b1 landed twice: at-least-once for the loose workload's plain producer, an
+    # anomaly wherever the producer was idempotent.
+    history, _ = two_workloads()
+    log = final((0, 0, "a1", None, "producer-p1", 0), (0, 1, "b1", None, "producer-p2", 0),
+                (0, 2, "b1", None, "producer-p2", 0))
+    per = check_workloads(history, log, {("t", 0): 3}, {"loose": ["producer-p2"]},
+                          {"loose": producer_expectations([{"idempotent": False}])})
+    assert per["loose"]["results"]["writes"]["anomalies"]["duplicate"]["allowed"]
+    per = check_workloads(history, log, {("t", 0): 3}, {"loose": ["producer-p2"]},
+                          {"loose": producer_expectations([{"idempotent": True}])})
+    assert not per["loose"]["results"]["writes"]["anomalies"]["duplicate"]["allowed"]

@@ -329,6 +329,9 @@ def test_load_run_rederives_lost_writes_beyond_the_examples(tmp_path: Path):
     anomaly = check["results"]["writes"]["anomalies"]["lost-write"]
     anomaly["examples"] = anomaly["examples"][:1]  # as if there were more than 8
     (run / "check.json").write_text(json.dumps(check))
+    lost = run / "lost-writes.parquet"
+    assert d.load_run(run).losses.source == "lost-writes.parquet"  # what the check wrote
+    lost.unlink()  # a run checked before the checkers wrote it
     data = d.load_run(run)
     assert data.losses.total == 2 and len(data.losses.rows) == 2
     assert data.losses.source == "re-checked from the run's files"
