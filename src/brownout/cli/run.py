@@ -256,7 +256,7 @@ def _repeat(loaded: Scenario, out: Path, repeat: int, seed: int, jobs: int,
 
 
 def _print_plan(console: Console, s: Scenario) -> None:
-    from ..scenarios.expectations import expected_text
+    from ..check.expectations import expected_text
     from ..scenarios.schema import plain
     from ..scenarios.sweep import cells
 

@@ -37,9 +37,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from ..check.rebalances import run_rebalances
+from ..check.stats import Rate, Spread
 from ..cluster.distribution import DistributionError, parse_engine
 from ..report.compare_text import RATE, SPREAD, VERDICTS
-from .stats import Rate, Spread
 from .verdict import EXIT_CODES, FAIL, PASS, UNKNOWN
 
 NODE_LABEL = "brownout"  # Brownout's own node (`--engine node`)

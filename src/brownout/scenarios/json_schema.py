@@ -16,12 +16,18 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from ..check.expectations import (
+    COMPARISON_PATTERN,
+    ERROR_NAME_PATTERN,
+    EXPECTED,
+    OUTCOMES,
+    RUN_ONLY,
+)
 from ..check.lost import REASONS as LOST_REASONS
+from ..check.over_runs import OVER_RUNS, WORDS
 from ..faults.kinds import FROM_GROUPS
 from ..faults.targets import ALIASES, KEYWORDS
 from . import fields as F
-from .expectations import COMPARISON_PATTERN, ERROR_NAME_PATTERN, EXPECTED, OUTCOMES, RUN_ONLY
-from .over_runs import OVER_RUNS, WORDS
 from .schema import (
     DURATION_PATTERN,
     ClusterSpec,

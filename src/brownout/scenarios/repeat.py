@@ -38,10 +38,10 @@ from typing import Any
 
 from rich.console import Console
 
+from ..check.stats import derive_seed
 from ..common import interrupt
 from .runner import preflight, run_scenario
 from .schema import Scenario
-from .stats import derive_seed
 from .summary import (
     SUMMARY_FILE,
     build_summary,

@@ -85,7 +85,7 @@ Keys (unknown keys are errors, with a "did you mean" hint):
 * ``duration``: how long the workloads run (they also run until the schedule is done).
 * ``heal``: at the end heal the network, resume paused and start stopped nodes and
   wait until every ISR is full (``timeout``, default 60s); ``enabled: false`` skips it.
-* ``expectations``: see `brownout.scenarios.expectations` (one table of names); those
+* ``expectations``: see `brownout.check.expectations` (one table of names); those
   under ``workloads: {LABEL: {...}}`` are judged on that workload alone.
 * ``matrix``: parameters (a path into this file and its values), exclude, repeat: the
   file is a sweep (`brownout sweep`, see `brownout.scenarios.sweep`); every cell is
@@ -108,6 +108,7 @@ import yaml
 from yaml.constructor import ConstructorError, SafeConstructor
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
+from ..check.over_runs import OverRunsSpec
 from ..cluster.topology import CONTROLLER_ID_BASE, DEFAULT_ZOOKEEPERS
 from ..faults.kinds import ACTIONS as FAULT_ACTIONS
 from ..faults.kinds import FROM_GROUPS, FROM_ZOOKEEPER_KRAFT
@@ -130,7 +131,6 @@ from .fields import (
     GROUP_CHECKS,
     Field,
 )
-from .over_runs import OverRunsSpec
 from .random_faults import KINDS as RANDOM_KINDS
 from .random_faults import OWN_TARGET, RandomSpec, parse_range
 from .sweep import Matrix, SweepError, apply, cells, parse_matrix
@@ -1253,7 +1253,7 @@ def _heal(r: _Reader, node: Node | None) -> HealSpec:
 
 def _expectations(r: _Reader, node: Node | None,
                   labels: tuple[str, ...]) -> tuple[ExpectationSpec, ...]:
-    from .expectations import EXPECTED, RUN_ONLY, ExpectationValueError, validate_expected
+    from ..check.expectations import EXPECTED, RUN_ONLY, ExpectationValueError, validate_expected
 
     if node is None:
         return ()
@@ -1310,8 +1310,8 @@ def _over_runs(r: _Reader, node: Node | None, labels: tuple[str, ...],
                expectations: tuple[ExpectationSpec, ...]) -> tuple[OverRunsSpec, ...]:
     """expectations.over_runs: {LABEL: {NAME: EXPECTED}}; each reads a per-run
     expectation of that workload, which must be in the file."""
-    from .expectations import ExpectationValueError
-    from .over_runs import OVER_RUNS, parse_expected
+    from ..check.expectations import ExpectationValueError
+    from ..check.over_runs import OVER_RUNS, parse_expected
 
     if node is None:
         return ()

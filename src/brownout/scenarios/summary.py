@@ -29,14 +29,14 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from ..check.over_runs import OverRunsSpec
+from ..check.over_runs import judge as judge_over_runs
+from ..check.over_runs import outcome as over_runs_outcome
 from ..check.rebalances import run_rebalances
 from ..check.result import Valid
+from ..check.stats import Rate, Spread
 from ..common.documents import versioned
 from ..common.rundir import CHECK_FILE, SUMMARY_FILE, VERDICT_FILE
-from .over_runs import OverRunsSpec
-from .over_runs import judge as judge_over_runs
-from .over_runs import outcome as over_runs_outcome
-from .stats import Rate, Spread
 from .verdict import EXIT_CODES, FAIL, PASS, UNKNOWN
 
 # Measures that become "runs with ..." rates: how often the quantity is above zero.

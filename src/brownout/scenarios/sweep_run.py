@@ -27,13 +27,13 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from ..check.stats import derive_seed
 from ..common.documents import versioned
 from ..common.rundir import SWEEP_FILE
 from ..report.sweep_page import render_sweep_page
 from .repeat import plan, run_repeated
 from .runner import preflight
 from .schema import Scenario, sweep_cells, with_distribution
-from .stats import derive_seed
 from .summary import (
     SUMMARY_FILE,
     build_summary,

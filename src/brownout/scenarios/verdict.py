@@ -22,6 +22,7 @@ from typing import Any
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from ..check import expectations as ex
 from ..check.duplicates import ReadBatches, cause_counts, classify_duplicates
 from ..check.overload import (
     NodeStall,
@@ -57,7 +58,6 @@ from ..storage.dump_log import batches_at
 from ..workload.history import INVOKE, read_history
 from ..workload.java_events import SCHEDULED
 from ..workload.summary import unread_partitions, watermarks
-from . import expectations as ex
 from .schema import Scenario
 
 PASS, FAIL, UNKNOWN = "pass", "fail", "unknown"

@@ -13,12 +13,12 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
+from brownout.check.expectations import EXPECTED, RUN_ONLY, VOCABULARY
 from brownout.cli import app
 from brownout.faults.targets import KEYWORDS, TargetError
 from brownout.faults.targets import parse as parse_target
 from brownout.scenarios import builtin, builtin_names, fields
 from brownout.scenarios import schema as validator
-from brownout.scenarios.expectations import EXPECTED, RUN_ONLY, VOCABULARY
 from brownout.scenarios.json_schema import scenario_schema, target_pattern
 from brownout.scenarios.schema import ScenarioError, loads
 from brownout.scenarios.sweep import MATRIX_KEYS

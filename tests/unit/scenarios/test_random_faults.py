@@ -4,8 +4,8 @@ import random
 
 import pytest
 
+from brownout.check.expectations import Comparison, RunFacts, evaluate
 from brownout.scenarios import ScenarioError, builtin, loads
-from brownout.scenarios.expectations import Comparison, RunFacts, evaluate
 from brownout.scenarios.random_faults import RandomSpec, parse_range, plan, seed_for
 
 

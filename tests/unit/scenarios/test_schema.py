@@ -6,8 +6,8 @@ import textwrap
 
 import pytest
 
+from brownout.check.expectations import Comparison
 from brownout.scenarios import builtin, builtin_names
-from brownout.scenarios.expectations import Comparison
 from brownout.scenarios.schema import ScenarioError, loads, parse_duration
 
 BASE = """\

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from brownout.scenarios.expectations import Comparison, ExpectationValueError
-from brownout.scenarios.over_runs import (
+from brownout.check.expectations import Comparison, ExpectationValueError
+from brownout.check.over_runs import (
     OverRunsSpec,
     holds,
     judge,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from brownout.scenarios import expectations as ex
-from brownout.scenarios.expectations import Comparison, RunFacts, evaluate
+from brownout.check import expectations as ex
+from brownout.check.expectations import Comparison, RunFacts, evaluate
 
 
 def report(*, lost=0, acked=100, sent=100, in_log=100, valid=True, window_all=None,

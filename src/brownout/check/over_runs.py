@@ -36,8 +36,8 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..check.result import UNKNOWN, Valid
 from .expectations import Comparison, ExpectationValueError
+from .result import UNKNOWN, Valid
 from .stats import Rate
 
 # name -> the per-run expectation whose observed value is counted when above 0

@@ -92,8 +92,8 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..check import duplicates as dup
-from ..check.rebalances import run_rebalances
+from . import duplicates as dup
+from .rebalances import run_rebalances
 
 UNAVAILABLE_MIN_SECONDS = 3.0
 OUTCOMES = ("ok", "fail", "info")
@@ -262,7 +262,7 @@ def unacknowledged_writes(report: Mapping[str, Any], facts: RunFacts,
     detail = "sends that did not end acknowledged"
     if numbers is not None and numbers.get("sent") is not None:
         missing = int(numbers["sent"]) - int(numbers.get("acknowledged") or 0)
-        counts = {}
+        counts: dict[str, int] = {}
         for level in (numbers.get("by_acks") or {}).values():
             for kind in ("fail", "info", "never"):
                 counts[kind] = counts.get(kind, 0) + int(level.get(kind) or 0)

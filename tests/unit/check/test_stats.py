@@ -2,7 +2,7 @@
 
 import pytest
 
-from brownout.scenarios.stats import Rate, Spread, derive_seed, wilson_interval
+from brownout.check.stats import Rate, Spread, derive_seed, wilson_interval
 
 
 @pytest.mark.parametrize(("successes", "trials", "low", "high"), [
