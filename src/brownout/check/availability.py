@@ -13,7 +13,10 @@ Per acks level, from the send outcomes:
                         completed), else at the first invoke after o1, and ends at o2.
                         Before the first success it starts at the first invoke; after the
                         last success it runs to the last send event (invoke or
-                        completion) of that level.
+                        completion) of that level. In a run with faults, a window that
+                        ended before the first fault was invoked is the cluster's
+                        start-up (the producers' first metadata, a JVM's warm-up), not an
+                        outage: only windows that end after it count.
     longest_unavailable_by_partition
                         the same window per partition ("topic-p") and the longest of them
                         (``longest_partition_unavailable``): writes to other partitions
@@ -70,8 +73,10 @@ def _series(ok_times: pa.Array, first_second: int) -> list[int]:
     return out
 
 
-def longest_unavailable(invoked: Any, completed: Any, ok_times: Any) -> dict[str, Any]:
-    """The longest window without a success while sends were attempted (see module doc)."""
+def longest_unavailable(invoked: Any, completed: Any, ok_times: Any,
+                        since: float | None = None) -> dict[str, Any]:
+    """The longest window without a success while sends were attempted (see module doc),
+    of those that end after `since` (the first fault's invocation; None: every one)."""
     invokes, completions, oks = Sorted(invoked), Sorted(completed), Sorted(ok_times)
     best: dict[str, Any] = {"seconds": 0.0, "start": None, "end": None}
     if invokes.n == 0:
@@ -80,6 +85,8 @@ def longest_unavailable(invoked: Any, completed: Any, ok_times: Any) -> dict[str
                         completions.values[-1].as_py() if completions.n else -math.inf)
 
     def consider(start: float | None, end: float) -> None:
+        if since is not None and end <= since:
+            return
         if start is not None and start < end and end - start > best["seconds"]:
             best.update(seconds=end - start, start=start, end=end)
 
@@ -112,9 +119,10 @@ def longest_unavailable(invoked: Any, completed: Any, ok_times: Any) -> dict[str
     return best
 
 
-def partition_windows(sends: pa.Table) -> dict[str, dict[str, Any]]:
+def partition_windows(sends: pa.Table, since: float | None = None) -> dict[str, dict[str, Any]]:
     """Per partition ("topic-p"), the longest window without a success (see the module
-    doc); `sends` of one acks level with topic, partition, outcome, invoked, completed."""
+    doc) that ends after `since`; `sends` of one acks level with topic, partition,
+    outcome, invoked, completed."""
     sends = sends.filter(pc.is_valid(sends["partition"]))
     out: dict[str, dict[str, Any]] = {}
     keys = sends.select(["topic", "partition"]).group_by(["topic", "partition"]).aggregate([])
@@ -123,7 +131,7 @@ def partition_windows(sends: pa.Table) -> dict[str, dict[str, Any]]:
                                            pc.equal(sends["partition"], key["partition"]))))
         ok_times = flat(mine.filter(truthy(pc.equal(mine["outcome"], "ok")))["completed"])
         name = f"{key['topic']}-{key['partition']}"
-        out[name] = longest_unavailable(mine["invoked"], mine["completed"], ok_times)
+        out[name] = longest_unavailable(mine["invoked"], mine["completed"], ok_times, since)
     return out
 
 
@@ -150,20 +158,21 @@ def check_availability(history: HistoryInput | Slices, sends: pa.Table | None = 
     oks = sends.filter(is_ok)
     first_second = min(0, math.floor(pc.min(oks["completed"]).as_py() or 0)) if len(oks) else 0
     levels = sorted(set(pc.unique(sends["acks"]).to_pylist()) - {None})
+    faults = parse_faults(slices.faults)
+    since = min(f.invoked for f in faults) if faults else None
     per_acks: dict[str, Any] = {}
     series: dict[str, list[int]] = {}
     for level in levels:
         mine = sends.filter(truthy(pc.equal(sends["acks"], level)))
         ok_times = flat(mine.filter(truthy(pc.equal(mine["outcome"], "ok")))["completed"])
         series[level] = _series(ok_times, first_second)
-        window = longest_unavailable(mine["invoked"], mine["completed"], ok_times)
-        by_partition = partition_windows(mine)
+        window = longest_unavailable(mine["invoked"], mine["completed"], ok_times, since)
+        by_partition = partition_windows(mine, since)
         per_acks[level] = {"attempted": len(mine), "succeeded": len(ok_times),
                            "longest_unavailable": window,
                            "longest_unavailable_by_partition": by_partition,
                            "longest_partition_unavailable": longest_of(by_partition)}
 
-    faults = parse_faults(slices.faults)
     recovery = []
     ok_any, ok_all, last = partition_oks(sends)
     if faults:

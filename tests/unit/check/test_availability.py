@@ -61,6 +61,22 @@ def test_many_gaps_find_the_longest():
     assert window["seconds"] == pytest.approx(2.0 - 0.001)
 
 
+def test_a_slow_start_before_the_first_fault_is_not_an_outage():
+    # The cluster answered its first send after 4 s (a cold JVM): start-up, not the
+    # fault's doing. Around the kill at 6 s a send waited 1.6 s: that is the window.
+    h = (H().send("m1", 0.0, 4.0, offset=0).send("m2", 4.5, 4.6, offset=1)
+         .send("m3", 5.9, 7.5, offset=2)
+         .fault(6.0, "kill", [1])
+         .send("m4", 8.0, 8.1, offset=3))
+    window = check_availability(h.table()).numbers["longest_unavailable_acks_all"]
+    assert window == {"seconds": pytest.approx(1.6), "start": 5.9, "end": 7.5}
+    # Without a fault the slow start is the longest window of the run.
+    quiet = (H().send("m1", 0.0, 4.0, offset=0).send("m2", 4.5, 4.6, offset=1)
+             .send("m4", 8.0, 8.1, offset=3))
+    assert check_availability(quiet.table()).numbers["longest_unavailable_acks_all"] == {
+        "seconds": pytest.approx(4.0), "start": 0.0, "end": 4.0}
+
+
 def test_an_idle_producer_is_not_unavailability():
     h = H().send("m1", 0.0, 0.1, offset=0).send("m2", 10.0, 10.1, offset=1)
     window = check_availability(h.table()).numbers["longest_unavailable_acks_all"]
