@@ -12,6 +12,11 @@ that happens before the first fault, nothing the run measured afterwards can be 
 to the fault, so the verdict is neither pass nor fail but unknown. Stalls after the first
 fault are reported (a paused node stalls by design) but do not decide the verdict.
 
+The whole cluster can fall behind while no node stalls (every node slow, a JVM still
+compiling): when the first fault came with a send already waiting longer than the same
+limit for its answer, the producers were behind, every window measured after the fault
+starts from that backlog, and the verdict is unknown too (the producers' backlog).
+
 Pure functions over plain data; the runner reads the files.
 """
 
@@ -152,11 +157,14 @@ class ProducerBacklog:
     sends: int
     median_wait: float
     max_wait: float
+    # how long the oldest send unanswered when the fault came had waited (0: none was)
+    oldest_outstanding: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
         return {"first_fault": round(self.first_fault, 3), "sends": self.sends,
                 "median_wait_seconds": round(self.median_wait, 3),
-                "max_wait_seconds": round(self.max_wait, 3)}
+                "max_wait_seconds": round(self.max_wait, 3),
+                "oldest_outstanding_seconds": round(self.oldest_outstanding, 3)}
 
 
 def producer_backlog(invoked: Mapping[str, float], answered: Mapping[str, float],
@@ -166,8 +174,26 @@ def producer_backlog(invoked: Mapping[str, float], answered: Mapping[str, float]
     fault or without sends before it."""
     if first_fault is None:
         return None
+    before = {m: t for m, t in invoked.items() if t < first_fault}
     waits = sorted(min(answered.get(m, first_fault), first_fault) - t
-                   for m, t in invoked.items() if t < first_fault)
+                   for m, t in before.items())
     if not waits:
         return None
-    return ProducerBacklog(first_fault, len(waits), waits[len(waits) // 2], waits[-1])
+    outstanding = [first_fault - t for m, t in before.items()
+                   if answered.get(m, first_fault) >= first_fault]
+    return ProducerBacklog(first_fault, len(waits), waits[len(waits) // 2], waits[-1],
+                           max(outstanding, default=0.0))
+
+
+def backlog_reason(backlog: ProducerBacklog | None, session_timeout_ms: int) -> str | None:
+    """Why the verdict is unknown when the producers were behind at the first fault (a
+    send unanswered for longer than the stall limit), or None."""
+    limit_s = stall_limit_ms(session_timeout_ms) / 1000
+    if backlog is None or backlog.oldest_outstanding <= limit_s:
+        return None
+    return (f"{OVERLOADED}: the producers were behind when the first fault came at "
+            f"t={backlog.first_fault:.1f}s: a send had waited {backlog.oldest_outstanding:.2f}s "
+            f"for its answer, longer than a third of the session timeout ({limit_s * 1000:.0f} "
+            "ms). Every window measured after the fault starts from that backlog: what the "
+            "run measured is this machine's load (or the engine's pace), not Kafka's "
+            "behaviour under the fault: run it again on a less loaded machine")

@@ -472,7 +472,8 @@ class _Run:
                 progress.watch(run, t0)
                 self.schedule = ScheduleStage(self.scenario, nemesis, bootstrap, run.history,
                                               record, progress, seed=self.seed,
-                                              run_dir=self.out)
+                                              run_dir=self.out,
+                                              producer_lag=run.producer_lag)
                 self.schedule.start(t0)
                 while (time.monotonic() - t0 < self.scenario.duration or self.schedule.alive()
                        or _counting(run)):

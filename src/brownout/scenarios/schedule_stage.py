@@ -8,6 +8,13 @@ fault, or a randomized nemesis (random_faults.py: faults drawn from the run's se
 undone before the next; the plan goes into the history first). Every step's outcome goes
 to RunRecord.steps (by id to step_outcomes, its history-time span to step_times); the
 first fault that is not an undo (heal, resume, start) marks RunRecord.fault_start.
+
+The first fault waits, at most WARM_UP_LIMIT seconds, until the producers keep up (their
+sends in flight hold less than KEEP_UP_SECONDS of their rate, on two looks in a row): a
+fault that hits a cluster still behind (a JVM still compiling, a loaded machine) measures
+the backlog, not the fault. Kafka's own system tests likewise wait for the producer to
+make progress before they bounce a broker. The wait goes to RunRecord.warm_up; a run
+whose producers were still behind at the fault is judged unknown (check/overload.py).
 Setting `cancel` stops the schedule at the next step or wait. An exception in the thread
 is kept in `error` for the main thread to raise.
 """
@@ -18,7 +25,7 @@ import json
 import random
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +50,9 @@ from .verdict import RunRecord
 
 SNAPSHOTS_DIR = "snapshots"
 RANDOM_TARGET_WAIT = 10.0  # seconds a random fault looks for a target that is not there yet
+KEEP_UP_SECONDS = 0.5  # the producers keep up: less than this much sending in flight
+KEEP_UP_LOOK = 0.5  # seconds between two looks at the producers
+WARM_UP_LIMIT = 60.0  # seconds the first fault waits at most for the producers to keep up
 AWAIT_ISR_TIMEOUT = 60.0  # seconds an await-isr step waits by default
 
 
@@ -86,8 +96,11 @@ def snapshot_text(described: DescribedTopic | None, offsets: Sequence[PartitionO
 class ScheduleStage:
     def __init__(self, scenario: Scenario, nemesis: Nemesis, bootstrap: str,
                  history: HistoryWriter, record: RunRecord, progress: Progress,
-                 seed: int = 0, run_dir: Path | None = None) -> None:
+                 seed: int = 0, run_dir: Path | None = None,
+                 producer_lag: Callable[[], float] = lambda: 0.0) -> None:
         self.scenario = scenario
+        # seconds behind the producers are (WorkloadRun.producer_lag)
+        self.producer_lag = producer_lag
         self.seed = seed
         self.run_dir = run_dir  # describe steps keep their snapshots under it
         self.nemesis = nemesis
@@ -157,6 +170,7 @@ class ScheduleStage:
             elif step.action == "await-isr":
                 outcomes.append(self._await_isr(step))
             elif step.action == "random":
+                self._await_producers()
                 outcomes.append(self._random(step))
             elif step.action in admin_steps.ACTIONS:
                 outcomes.append(self._admin(step))
@@ -170,8 +184,33 @@ class ScheduleStage:
 
     def _fault(self, fault: Fault, target_wait: float = 0.0) -> str:
         if self.record.fault_start is None and fault.action not in UNDO_ACTIONS:
+            self._await_producers()
             self.record.fault_start = self.history.now()
         return self.nemesis.invoke(fault, target_wait=target_wait).outcome
+
+    def _await_producers(self) -> None:
+        """Before the first fault: wait until the producers keep up (module doc)."""
+        if self.record.warm_up is not None:
+            return
+        began = time.monotonic()
+        kept_up, looks = False, 0
+        while not self.cancel.is_set():
+            looks = looks + 1 if self.producer_lag() < KEEP_UP_SECONDS else 0
+            if looks >= 2:
+                kept_up = True
+                break
+            if time.monotonic() - began >= WARM_UP_LIMIT:
+                break
+            self.cancel.wait(KEEP_UP_LOOK)
+        waited = time.monotonic() - began
+        if kept_up:
+            waited = max(0.0, waited - KEEP_UP_LOOK)  # the second look is no wait
+        self.record.warm_up = {"waited_seconds": round(waited, 3), "kept_up": kept_up}
+        if waited >= 1.0 or not kept_up:
+            self.progress.say(
+                f"  the first fault waited {waited:.1f}s for the producers to keep up"
+                + ("" if kept_up else f" (still behind after {WARM_UP_LIMIT:g}s)"),
+                style="yellow")
 
     def _random(self, step: Step) -> str:
         """Every planned fault at its time, each undone at its time even when the run is

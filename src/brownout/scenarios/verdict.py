@@ -27,6 +27,7 @@ from ..check.duplicates import ReadBatches, cause_counts, classify_duplicates
 from ..check.overload import (
     NodeStall,
     ProducerBacklog,
+    backlog_reason,
     measures_by_node,
     node_stalls,
     overload_reason,
@@ -89,6 +90,9 @@ class RunRecord:
     notes: list[str] = dataclasses.field(default_factory=list)
     # how the run was interrupted: {"by": "SIGINT", "phase", "at", "history_time"}
     interrupted: dict[str, Any] | None = None
+    # how long the first fault waited for the producers to keep up (schedule_stage.py):
+    # {"waited_seconds", "kept_up"}; None: no fault
+    warm_up: dict[str, Any] | None = None
 
     @property
     def producers(self) -> dict[str, list[str]]:
@@ -301,10 +305,11 @@ def write_verdict(run_dir: Path, scenario: Scenario, record: RunRecord,
     passed = error is None and all(e["passed"] for e in expectations)
     lab = lab_stalls(run_dir)
     stalls, session = lab.stalls, lab.session_timeout_ms
-    reason = None if error == "interrupted" else overload_reason(
-        stalls, record.fault_start, session, workload_end=record.heal_start)
-    word = UNKNOWN if reason else PASS if passed else FAIL
     backlog = read_producer_backlog(run_dir, record.fault_start)
+    reason = None if error == "interrupted" else (
+        overload_reason(stalls, record.fault_start, session, workload_end=record.heal_start)
+        or backlog_reason(backlog, session))
+    word = UNKNOWN if reason else PASS if passed else FAIL
     verdict = {
         "scenario": scenario.name,
         "description": scenario.description,
@@ -319,8 +324,9 @@ def write_verdict(run_dir: Path, scenario: Scenario, record: RunRecord,
             # which measure each node had: "not observed" is not "no stall"
             "measures": lab.measures,
         },
-        # Not (yet) a rule: how far behind the producers were when the first fault came.
+        # How far behind the producers were when the first fault came (backlog_reason).
         "producer_backlog": None if backlog is None else backlog.to_dict(),
+        "warm_up": record.warm_up,
         "seed": record.seed,
         "error": error,
         "interrupted": record.interrupted,

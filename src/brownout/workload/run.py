@@ -233,6 +233,14 @@ class WorkloadRun:
         while self.running():
             time.sleep(poll)
 
+    def producer_lag(self) -> float:
+        """How far behind the producers are, in seconds: for each group with a rate, its
+        sends in flight over that rate (by Little's law, their mean wait); the largest.
+        0 when no group has a rate (as fast as possible has no "behind")."""
+        lags = [g.totals()["in_flight"] / g.settings.rate for g in self.producers
+                if g.settings.rate > 0 and g.alive()]
+        return max(lags, default=0.0)
+
     def totals(self) -> dict[str, int]:
         out: dict[str, int] = {}
         for group in [*self.producers, *self.consumers]:

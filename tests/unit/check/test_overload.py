@@ -5,10 +5,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from brownout.check.overload import (
     EVENT_LOOP,
     GC_PAUSE,
+    OVERLOADED,
     NodeStall,
+    backlog_reason,
     gc_stalls,
     measures_by_node,
     node_stalls,
@@ -163,8 +167,24 @@ def test_the_backlog_counts_each_send_until_its_answer_or_the_fault():
     assert backlog.sends == 3  # "late" came after the fault
     assert backlog.max_wait == 6.0  # c: from 2.0 to the fault
     assert backlog.median_wait == 3.0  # b: answered after 3 s
+    assert backlog.oldest_outstanding == 6.0  # c, unanswered when the fault came
     assert backlog.to_dict() == {"first_fault": 8.0, "sends": 3, "median_wait_seconds": 3.0,
-                                 "max_wait_seconds": 6.0}
+                                 "max_wait_seconds": 6.0, "oldest_outstanding_seconds": 6.0}
+
+
+def test_producers_behind_at_the_first_fault_make_the_run_unknown():
+    # A slow start that the cluster caught up with is no backlog at the fault...
+    caught_up = producer_backlog({"a": 0.0, "b": 7.9}, {"a": 4.0}, first_fault=8.0)
+    assert caught_up is not None and caught_up.max_wait == 4.0
+    assert caught_up.oldest_outstanding == pytest.approx(0.1)
+    assert backlog_reason(caught_up, 3000) is None
+    # ...a send waiting past a third of the session when it came is.
+    behind = producer_backlog({"a": 0.0, "b": 6.5}, {"a": 0.1}, first_fault=8.0)
+    reason = backlog_reason(behind, 3000)
+    assert reason is not None and reason.startswith(OVERLOADED)
+    assert "a send had waited 1.50s" in reason and "(1000 ms)" in reason
+    assert backlog_reason(behind, 9000) is None  # 3 s with Kafka's default session
+    assert backlog_reason(None, 3000) is None
 
 
 def test_no_backlog_without_a_fault_or_without_sends_before_it():
