@@ -548,7 +548,7 @@ class _Run:
                 config=dict(w.config), client=w.client)
             group = run.add_producers(settings)
             self.record.labels[w.label] = {"acks": w.acks, "topic": w.topic,
-                                           "idempotent": w.idempotent,
+                                           "idempotent": w.idempotent, "rate": w.rate,
                                            "producers": [x.process for x in group.workers]}
         for c in self.scenario.consumers:
             config: dict[str, Any] = dict(c.config)

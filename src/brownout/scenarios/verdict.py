@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -71,7 +72,7 @@ class RunRecord:
     Times are history times (seconds since the workload run started)."""
 
     seed: int
-    # label -> {"acks", "topic", "producers": [process names]}
+    # label -> {"acks", "topic", "idempotent", "rate", "producers": [process names]}
     labels: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
     steps: list[dict[str, Any]] = dataclasses.field(default_factory=list)
     step_outcomes: dict[str, str] = dataclasses.field(default_factory=dict)
@@ -273,16 +274,18 @@ def lab_stalls(run_dir: Path) -> LabStalls:
     return LabStalls(node_stalls(events, float(started), pauses), session, measures)
 
 
-def read_producer_backlog(run_dir: Path, first_fault: float | None) -> ProducerBacklog | None:
-    """The producers' backlog at the first fault (overload.producer_backlog), from the
-    history's sends up to it. Sends whose invoke time is the client's schedule rather than
-    a call (Kafka's VerifiableProducer reports completions only) are left out: their wait
-    would include the JVM's start."""
+def read_producer_backlog(run_dir: Path, first_fault: float | None,
+                          producers: Sequence[str]) -> ProducerBacklog | None:
+    """The backlog of `producers` (processes) at the first fault
+    (overload.producer_backlog), from the history's sends up to it. Sends whose invoke
+    time is the client's schedule rather than a call (Kafka's VerifiableProducer reports
+    completions only) are left out: their wait would include the JVM's start."""
     history = run_dir / HISTORY_FILE
-    if first_fault is None or not history.exists():
+    if first_fault is None or not producers or not history.exists():
         return None
     table = pq.read_table(history, columns=["time", "type", "msg_id", "value"],
-                          filters=(pc.field("f") == "send") & (pc.field("time") < first_fault))
+                          filters=(pc.field("f") == "send") & (pc.field("time") < first_fault)
+                          & pc.field("process").isin(list(producers)))
     invoked: dict[str, float] = {}
     answered: dict[str, float] = {}
     for time, kind, msg_id, value in zip(*(table[c].to_pylist() for c in
@@ -305,7 +308,10 @@ def write_verdict(run_dir: Path, scenario: Scenario, record: RunRecord,
     passed = error is None and all(e["passed"] for e in expectations)
     lab = lab_stalls(run_dir)
     stalls, session = lab.stalls, lab.session_timeout_ms
-    backlog = read_producer_backlog(run_dir, record.fault_start)
+    # Producers sending as fast as the cluster takes them (rate 0) are behind by design.
+    paced = [p for info in record.labels.values() if info.get("rate", 1) > 0
+             for p in info["producers"]]
+    backlog = read_producer_backlog(run_dir, record.fault_start, paced)
     reason = None if error == "interrupted" else (
         overload_reason(stalls, record.fault_start, session, workload_end=record.heal_start)
         or backlog_reason(backlog, session))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 
 from brownout.check.overload import (
@@ -190,3 +191,20 @@ def test_producers_behind_at_the_first_fault_make_the_run_unknown():
 def test_no_backlog_without_a_fault_or_without_sends_before_it():
     assert producer_backlog({"a": 0.0}, {"a": 0.1}, first_fault=None) is None
     assert producer_backlog({"a": 9.0}, {}, first_fault=8.0) is None
+
+
+def test_the_backlog_is_read_for_the_paced_producers_only(tmp_path: Path) -> None:
+    # p2 sends as fast as the cluster takes them (rate 0): behind by design, and left out.
+    from brownout.scenarios.verdict import read_producer_backlog
+
+    from .hist import H
+
+    h = (H().send("a1", 1.0, 1.01, offset=0, producer="p1")
+         .send("a2", 7.9, 7.95, offset=1, producer="p1")
+         .send("b1", 2.0, 9.0, offset=2, producer="p2"))
+    pq.write_table(h.table(), tmp_path / "history.parquet")
+    paced = read_producer_backlog(tmp_path, 8.0, ["producer-p1"])
+    assert paced is not None and paced.sends == 2 and paced.oldest_outstanding == 0.0
+    both = read_producer_backlog(tmp_path, 8.0, ["producer-p1", "producer-p2"])
+    assert both is not None and both.oldest_outstanding == pytest.approx(6.0)
+    assert read_producer_backlog(tmp_path, 8.0, []) is None
