@@ -144,10 +144,9 @@ class KafkaZkClient:
         )
         self._loop: asyncio.AbstractEventLoop | None = None
         self._listeners: list[StateListener] = []
-        self._connected = asyncio.Event()
         self._state = ZkSessionState.CLOSED
-        # Set and replaced on every state change: what a request waiting to be
-        # (re)sent wakes on.
+        # Set and replaced on every state change: what start() and a request waiting
+        # to be (re)sent wake on.
         self._changed = asyncio.Event()
         # Sessions that expired so far: the session a request began in.
         self._generation = 0
@@ -173,7 +172,8 @@ class KafkaZkClient:
         self._kazoo.start_async()
         try:
             async with asyncio.timeout(self.connection_timeout_ms / 1000):
-                await self._connected.wait()
+                while self._state is not ZkSessionState.CONNECTED:
+                    await self._changed.wait()
         except TimeoutError:
             await self.close()
             raise ZooKeeperClientTimeoutError(
@@ -236,10 +236,6 @@ class KafkaZkClient:
         previous, self._state = self._state, state
         if state is previous:
             return
-        if state is ZkSessionState.CONNECTED:
-            self._connected.set()
-        else:
-            self._connected.clear()
         self._changed.set()
         self._changed = asyncio.Event()
         if state in (ZkSessionState.EXPIRED, ZkSessionState.CLOSED):
