@@ -309,7 +309,7 @@ def write_verdict(run_dir: Path, scenario: Scenario, record: RunRecord,
     lab = lab_stalls(run_dir)
     stalls, session = lab.stalls, lab.session_timeout_ms
     # Producers sending as fast as the cluster takes them (rate 0) are behind by design.
-    paced = [p for info in record.labels.values() if info.get("rate", 1) > 0
+    paced = [p for info in record.labels.values() if info["rate"] > 0
              for p in info["producers"]]
     backlog = read_producer_backlog(run_dir, record.fault_start, paced)
     reason = None if error == "interrupted" else (
