@@ -47,6 +47,10 @@ class Requests:
         self.sent: list[Outcome] = []
         self.more = asyncio.Event()
 
+    def call(self, client: KafkaZkClient) -> asyncio.Task[Any]:
+        """One request through the client, its attempts recorded here."""
+        return asyncio.create_task(client._call(self.start))
+
     def start(self) -> Outcome:
         self.sent.append(Outcome())
         self.more.set()
@@ -77,7 +81,7 @@ def test_a_request_cut_off_is_sent_again_when_its_session_reconnects() -> None:
     async def scenario() -> None:
         client = await connected_client()
         requests = Requests()
-        call = asyncio.create_task(client._call(requests.start))
+        call = requests.call(client)
         (await requests.attempt(1)).settle(error=ConnectionLoss())
         await report(client, KazooState.SUSPENDED)
         await asyncio.sleep(0.2)
@@ -93,7 +97,7 @@ def test_a_request_is_never_sent_again_in_the_next_session() -> None:
     async def scenario() -> None:
         client = await connected_client()
         requests = Requests()
-        call = asyncio.create_task(client._call(requests.start))
+        call = requests.call(client)
         (await requests.attempt(1)).settle(error=ConnectionLoss())
         await report(client, KazooState.SUSPENDED)
         await report(client, KazooState.LOST)
@@ -102,7 +106,7 @@ def test_a_request_is_never_sent_again_in_the_next_session() -> None:
         await report(client, KazooState.CONNECTED)
         assert len(requests.sent) == 1
         # A request begun in the new session goes out.
-        call = asyncio.create_task(client._call(requests.start))
+        call = requests.call(client)
         (await requests.attempt(2)).settle("answer")
         assert await asyncio.wait_for(call, 5) == "answer"
 
@@ -115,7 +119,7 @@ def test_an_expiry_reported_ahead_of_its_state_ends_the_request_with_its_session
     async def scenario() -> None:
         client = await connected_client()
         requests = Requests()
-        call = asyncio.create_task(client._call(requests.start))
+        call = requests.call(client)
         (await requests.attempt(1)).settle(error=SessionExpiredError())
         await asyncio.sleep(0.2)
         assert not call.done()
@@ -130,7 +134,7 @@ def test_a_request_kazoo_never_answers_fails_when_its_session_expires() -> None:
     async def scenario() -> None:
         client = await connected_client()
         requests = Requests()
-        call = asyncio.create_task(client._call(requests.start))
+        call = requests.call(client)
         await requests.attempt(1)  # never settled
         await report(client, KazooState.SUSPENDED)
         await report(client, KazooState.LOST)
@@ -146,7 +150,7 @@ def test_closing_fails_a_request_that_waits_for_a_connection() -> None:
         client = await connected_client()
         await report(client, KazooState.SUSPENDED)
         requests = Requests()
-        call = asyncio.create_task(client._call(requests.start))
+        call = requests.call(client)
         await asyncio.sleep(0.1)
         assert not call.done() and not requests.sent
         await client.close()
