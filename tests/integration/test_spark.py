@@ -41,9 +41,11 @@ def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NodeProcess]:
 
 @pytest.fixture(scope="module")
 def spark() -> Iterator:
-    from brownout.spark.session import make_spark
+    from brownout.spark.session import SHORT_JOB_CONF, make_spark
 
-    s = make_spark("local[2]", "brownout-test", shuffle_partitions=2)
+    # Short jobs on little data: the JIT's first tier compiles them soon enough, where
+    # C2's compilations would compete with the suite for the cores.
+    s = make_spark("local[2]", "brownout-test", SHORT_JOB_CONF, shuffle_partitions=2)
     try:
         yield s
     finally:

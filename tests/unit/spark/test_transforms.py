@@ -49,9 +49,10 @@ SPEC = WindowSpec(window="1 minute", watermark="10 seconds", session_gap="30 sec
 
 @pytest.fixture(scope="module")
 def spark() -> Iterator:
-    from brownout.spark.session import make_spark
+    from brownout.spark.session import SHORT_JOB_CONF, make_spark
 
-    s = make_spark("local[1]", "brownout-unit", shuffle_partitions=2)
+    # Short jobs on a few rows: the JIT's first tier is enough (SHORT_JOB_CONF's reason).
+    s = make_spark("local[1]", "brownout-unit", SHORT_JOB_CONF, shuffle_partitions=2)
     try:
         yield s
     finally:
