@@ -82,7 +82,11 @@ class Cluster:
     `engine` says what runs the nodes, as `brownout up --engine`: "node" or "brownout"
     (Brownout's own, the default), "kafka" or "kafka:VERSION" (Apache Kafka's JVMs, a version
     installed with `brownout kafka install`). `start_timeout`: seconds every node may
-    take to serve (default by engine: 60 for the node, 180 for Kafka's JVMs)."""
+    take to serve (default by engine: 60 for the node, 180 for Kafka's JVMs).
+    `network="netns"` puts each node in a network namespace of its own (root only), as
+    `brownout up --network netns`; `security="sasl"` or `"ssl"` gives the brokers a
+    secure listener beside PLAINTEXT, as `--security`: `client_config` says how to use
+    it."""
 
     def __init__(
         self,
@@ -97,6 +101,8 @@ class Cluster:
         seed: int = 0,
         start_timeout: float | None = None,
         engine: str | None = None,
+        network: str = "loopback",
+        security: str | None = None,
     ) -> None:
         self.request = TopologyRequest(
             brokers=brokers,
@@ -108,6 +114,8 @@ class Cluster:
             zookeepers=3 if zookeeper else 0,
             zookeeper_mode=zookeeper,
             distribution=engine_home(engine),
+            network=network,
+            security=security,
         )
         self._own_directory = directory is None
         self.directory = Path(directory) if directory is not None else Path(
@@ -157,6 +165,13 @@ class Cluster:
     @property
     def bootstrap_servers(self) -> str:
         return self.topology.bootstrap_servers
+
+    @property
+    def client_config(self) -> dict[str, str]:
+        """A client's settings (librdkafka's and Java's names): bootstrap.servers, and
+        with `security` the secure listeners' with the settings that log in to them."""
+        return {"bootstrap.servers": self.bootstrap_servers,
+                **self.topology.client_settings()}
 
     @property
     def broker_ids(self) -> list[int]:

@@ -9,9 +9,11 @@ import time
 from pathlib import Path
 
 import pytest
+from _time_scale import scaled
 from confluent_kafka import Consumer, Producer
 
 import brownout.api as bo
+from brownout.cluster import netns
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
 pytest_plugins = ["pytester"]
@@ -56,9 +58,22 @@ def test_a_leader_kill_loses_nothing_acknowledged(brownout_cluster: bo.Cluster) 
     assert mode == ("zookeeper" if cluster.request.zookeeper_mode else "kraft")
 
 
-@pytest.mark.brownout(brokers=1)
+@pytest.mark.skipif(not netns.is_root(), reason="network namespaces need root")
+@pytest.mark.brownout(brokers=1, network="netns", security="sasl")
 def test_the_marker_shapes_the_cluster(brownout_cluster: bo.Cluster) -> None:
     assert brownout_cluster.broker_ids == [1]
+    # In its namespace, with a SASL listener that client_config logs in to.
+    config = brownout_cluster.client_config
+    assert config["security.protocol"] == "SASL_PLAINTEXT"
+    assert not config["bootstrap.servers"].startswith("127."), config
+    brownout_cluster.create_topic("orders", replication_factor=1)
+    producer = Producer({**config, "acks": "all", "message.timeout.ms": 30000})
+    delivered: list[bool] = []
+    for i in range(5):
+        producer.produce("orders", str(i).encode(),
+                         on_delivery=lambda e, m: delivered.append(e is None))
+    assert producer.flush(scaled(45)) == 0
+    assert delivered == [True] * 5
 
 
 TINY = """
@@ -127,3 +142,65 @@ def test_the_factory_starts_clusters_and_stops_them_all(pytester: pytest.Pyteste
         cmdline = Path(f"/proc/{pid}/cmdline")
         # Gone, or a reused pid that is not one of those clusters' nodes.
         assert not cmdline.exists() or directory.encode() not in cmdline.read_bytes()
+
+
+# A user's conftest.py and test module: a module's tests share brownout_module_cluster
+# (shaped by the module's marker), a session's share brownout_session_cluster (shaped by
+# the overridden brownout_session_options); each test writes what it saw.
+SHARED_CONFTEST = """
+import pytest
+
+@pytest.fixture(scope="session")
+def brownout_session_options():
+    return {"brokers": 1, "combined": True, "seed": 3}
+"""
+SHARED_TEST = """
+import json
+
+import pytest
+
+pytestmark = pytest.mark.brownout(brokers=1, combined=True, seed=2)
+
+
+def seen(scope, cluster):
+    with open(SEEN, "a") as f:
+        f.write(json.dumps({"scope": scope, "dir": str(cluster.directory),
+                            "pids": [n["pid"] for n in cluster.status()["nodes"]]}) + "\\n")
+
+
+def test_module_first(brownout_module_cluster):
+    brownout_module_cluster.create_topic("m", replication_factor=1)
+    seen("module", brownout_module_cluster)
+
+
+def test_module_second(brownout_module_cluster):
+    assert brownout_module_cluster.describe("m").name == "m"  # the first test's topic
+    seen("module", brownout_module_cluster)
+
+
+def test_session_first(brownout_session_cluster):
+    brownout_session_cluster.create_topic("s", replication_factor=1)
+    seen("session", brownout_session_cluster)
+
+
+def test_session_second(brownout_session_cluster):
+    assert brownout_session_cluster.describe("s").name == "s"
+    seen("session", brownout_session_cluster)
+"""
+
+
+def test_module_and_session_clusters_serve_several_tests(pytester: pytest.Pytester) -> None:
+    seen_file = pytester.path / "seen.jsonl"
+    pytester.makeconftest(SHARED_CONFTEST)
+    pytester.makepyfile(f"SEEN = {str(seen_file)!r}\n" + SHARED_TEST)
+    result = pytester.runpytest_inprocess("-p", "no:randomly", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=4)
+    seen = [json.loads(line) for line in seen_file.read_text().splitlines()]
+    dirs = {scope: {s["dir"] for s in seen if s["scope"] == scope}
+            for scope in ("module", "session")}
+    # one cluster per scope, the same for both of its tests, one node each
+    assert [len(d) for d in dirs.values()] == [1, 1] and dirs["module"] != dirs["session"]
+    assert all(len(s["pids"]) == 1 and s["pids"][0] for s in seen)
+    for entry in seen:  # every node stopped once its scope ended
+        cmdline = Path(f"/proc/{entry['pids'][0]}/cmdline")
+        assert not cmdline.exists() or entry["dir"].encode() not in cmdline.read_bytes()

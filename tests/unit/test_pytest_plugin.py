@@ -15,6 +15,9 @@ def test_fixtures_are_documented(pytester):
     assert "A started lab cluster (brownout.api.Cluster) for this test" in out
     assert "brownout_cluster_factory -- " in out
     assert "Start lab clusters for this test" in out
+    assert "brownout_module_cluster [module scope] -- " in out
+    assert "brownout_session_cluster [session scope] -- " in out
+    assert "Override this fixture in" in out  # brownout_session_options
 
 
 def test_the_marker_is_registered(pytester):

@@ -336,7 +336,8 @@ def up_command(
         _console().print(f"client settings for the {topology.request.security.upper()} "
                          "listeners (PLAINTEXT below stays open):")
         for key, value in settings.items():
-            _console().print(f"  {key}={value}", highlight=False)
+            also = " (or PLAIN, SCRAM-SHA-512)" if key == "sasl.mechanism" else ""
+            _console().print(f"  {key}={value}{also}", highlight=False)
     typer.echo(topology.bootstrap_servers)
 
 
