@@ -149,6 +149,12 @@ workloads:
     acks: all
     producers: 2
     rate: 150
+# A pipeline of a minute: the JIT's first tier compiles it soon enough, where C2's
+# compilations took a third of the test's CPU (docs/scenarios-format.md, pipeline).
+pipeline:
+  config:
+    spark.driver.extraJavaOptions: -XX:TieredStopAtLevel=1
+    spark.executor.extraJavaOptions: -XX:TieredStopAtLevel=1
 schedule:
   - at: 5s
     id: kill
@@ -197,6 +203,9 @@ def test_pipeline_runs_through_a_broker_kill_and_matches_the_ground_truth(
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
     verdict = json.loads((run_dir / "verdict.json").read_text())
     assert verdict["pipeline"]["master"] == master
+    # the scenario's pipeline.config reached the pipeline's session
+    config = json.loads((run_dir / "pipeline" / "pipeline-config.json").read_text())
+    assert config["spark_conf"]["spark.executor.extraJavaOptions"] == "-XX:TieredStopAtLevel=1"
     # Audited in the pipeline's own process, once drained (not in a JVM of its own).
     assert verdict["pipeline"]["audit_process"] == "pipeline", verdict["pipeline"]
     [check] = [e for e in verdict["expectations"]

@@ -130,6 +130,8 @@ PIPELINE: dict[str, Field] = {
     "enabled": Field("bool"),
     "master": Field("text", pattern=r"(local(\[[0-9*]+(,[0-9]+)?\])?|[a-z][a-z0-9+.-]*://\S+)",
                     note="local, local[N], local[N,F] or a URL such as spark://HOST:7077"),
+    # Spark settings for the pipeline's session (spark.* keys, as spark-submit --conf).
+    "config": Field("config"),
 }
 
 HEAL: dict[str, Field] = {

@@ -107,7 +107,8 @@ class PipelineStage:
                 trigger="2 seconds", window=PIPELINE_WINDOW,
                 watermark=PIPELINE_WATERMARK, session_gap=PIPELINE_SESSION_GAP,
                 starting_offsets="earliest", ledger=True,
-                drain_timeout=PIPELINE_DRAIN_TIMEOUT, audit_run_dir=str(self.run_dir))
+                drain_timeout=PIPELINE_DRAIN_TIMEOUT, audit_run_dir=str(self.run_dir),
+                spark_conf=dict(self.scenario.pipeline_config))
             info["topics"] = config.topics
             info["master"] = config.master
             info["restarts"] = 0

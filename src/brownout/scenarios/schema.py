@@ -57,7 +57,8 @@ Keys (unknown keys are errors, with a "did you mean" hint):
   needs `brownout kafka install`).
 * ``pipeline``: on | off, or a mapping (on unless ``enabled: false``) with ``master``,
   the Spark master it runs on (default a local Spark; e.g. ``spark://127.0.0.1:7077``
-  from ``brownout spark up``). On: the Spark pipeline (brownout.spark.pipeline) reads the
+  from ``brownout spark up``), and ``config``, Spark settings for its session (as
+  ``spark-submit --conf``). On: the Spark pipeline (brownout.spark.pipeline) reads the
   workloads' topics from before the producers start until it has caught up after the
   heal; its audit (pipeline-check.json) judges ``pipeline_matches_ground_truth``, which
   is added when missing (and which turns the pipeline on when listed). ``--pipeline``
@@ -595,6 +596,8 @@ class Scenario:
     # expectations.over_runs: judged over `--repeat N` runs in the summary (over_runs.py)
     over_runs: tuple[OverRunsSpec, ...] = ()
     pipeline_master: str | None = None  # the pipeline's Spark master (None: local)
+    # the pipeline session's Spark settings (pipeline.config)
+    pipeline_config: dict[str, str] = dataclasses.field(default_factory=dict)
 
     def with_pipeline(self, master: str | None = None) -> Scenario:
         """This scenario with the pipeline on and its expectation (`--pipeline`), on
@@ -671,7 +674,7 @@ def loads(text: str, source: str = "<scenario>", *, lab_cluster: bool = True) ->
         if "consumers" in top else ())
         if (c := r.attempt(lambda f=f, n=n: _consumer(r, f, n, topic_names), None)))
     pipeline_read = r.attempt(lambda: _pipeline(r, top.get("pipeline")), None)
-    pipeline, pipeline_master = pipeline_read or (False, None)
+    pipeline, pipeline_master, pipeline_config = pipeline_read or (False, None, {})
     schedule = r.attempt(lambda: _schedule(r, top.get("schedule"), topic_names, cluster), ())
     duration = plain.get("duration", 1.0)
     if duration <= 0:
@@ -697,7 +700,7 @@ def loads(text: str, source: str = "<scenario>", *, lab_cluster: bool = True) ->
         raise ScenarioError.of(r.errors)
     return Scenario(name, description, cluster, topics, tuple(workloads), consumers,
                     schedule, duration, heal, expectations, pipeline, source, matrix,
-                    over_runs, pipeline_master)
+                    over_runs, pipeline_master, pipeline_config)
 
 
 def _raw_text(node: Node, key: str) -> str | None:
@@ -737,19 +740,21 @@ def _topics(r: _Reader, node: Node | None, cluster: ClusterSpec) -> tuple[TopicS
     return tuple(out)
 
 
-def _pipeline(r: _Reader, node: Node | None) -> tuple[bool, str | None]:
-    """`pipeline: on | off | true | false` or `pipeline: {master: URL, enabled: ...}`."""
+def _pipeline(r: _Reader, node: Node | None) -> tuple[bool, str | None, dict[str, str]]:
+    """`pipeline: on | off | true | false` or `pipeline: {master: URL, enabled: ...,
+    config: {spark.key: value}}`."""
     if node is None:
-        return False, None
+        return False, None, {}
     if isinstance(node, ScalarNode):
         v = r.scalar(node, "pipeline")
         return (v.value is True or (not isinstance(v.value, bool)
                                     and _as_choice(v, r, F.TOP["pipeline"].choices) == "on"),
-                None)
+                None, {})
     m = r.mapping(node, "pipeline", tuple(F.PIPELINE))
     values = _simple(r, m, node, "pipeline", F.PIPELINE)
     master = values.get("master")
-    return bool(values.get("enabled", True)), (str(master) if master is not None else None)
+    return (bool(values.get("enabled", True)), str(master) if master is not None else None,
+            dict(values.get("config") or {}))
 
 
 def _matrix(r: _Reader, node: Node, text: str) -> Matrix:

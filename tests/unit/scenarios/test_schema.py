@@ -250,6 +250,19 @@ def test_pipeline_mapping_names_the_spark_master():
     assert s.pipeline and s.pipeline_master == "spark://127.0.0.1:1"
 
 
+def test_pipeline_config_is_the_sessions_spark_settings():
+    s = loads(BASE.replace("duration: 20s", "duration: 20s\npipeline:\n  config:\n"
+                           "    spark.executor.memory: 1g\n    spark.sql.ansi.enabled: true"))
+    assert s.pipeline_config == {"spark.executor.memory": "1g",
+                                 "spark.sql.ansi.enabled": "true"}
+    # --pipeline-master keeps them; a scenario without them has none
+    assert s.with_pipeline("spark://127.0.0.1:1").pipeline_config == s.pipeline_config
+    assert loads(BASE.replace("duration: 20s", "duration: 20s\npipeline: on")
+                 ).pipeline_config == {}
+    e = error_of(BASE.replace("duration: 20s", "duration: 20s\npipeline:\n  config: 3"))
+    assert e.field == "pipeline.config"
+
+
 def test_pipeline_expectation_turns_the_pipeline_on():
     text = BASE.replace("  isr_recovered: true\n",
                         "  isr_recovered: true\n  pipeline_matches_ground_truth: true\n")
