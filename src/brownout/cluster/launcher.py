@@ -28,11 +28,12 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO
 
@@ -63,6 +64,10 @@ JVM_OPTIONS = (
     "-XX:-UsePerfData",
     "-Djava.awt.headless=true",
 )
+# JVM options a user adds to every Kafka node the lab starts, as KAFKA_OPTS does for
+# Kafka's scripts (a lab variable of its own: a KAFKA_OPTS set for another Kafka, a JAAS
+# file say, must not leak in). They come after the lab's, so they win.
+KAFKA_OPTS_ENV = "BROWNOUT_KAFKA_OPTS"
 # What the storage tool needs: it runs for a few seconds, on its own.
 TOOL_JVM_OPTIONS = ("-Xmx512m", "-XX:+UseSerialGC", "-XX:-UsePerfData",
                     "-Djava.awt.headless=true")
@@ -106,11 +111,17 @@ def cds_options(archive: Path | None) -> list[str]:
     return ["-Xshare:auto", f"-XX:SharedArchiveFile={archive}"] if archive else []
 
 
+def extra_jvm_options(env: Mapping[str, str]) -> list[str]:
+    """The options BROWNOUT_KAFKA_OPTS adds in `env` (shell words)."""
+    return shlex.split(env.get(KAFKA_OPTS_ENV, ""))
+
+
 def kafka_argv(java: Path | str, libs: Path, node_dir: Path, log_property: str,
-               log_path: Path, config_path: Path, cds_archive: Path | None = None) -> list[str]:
-    """One Kafka node's JVM, in the foreground."""
+               log_path: Path, config_path: Path, cds_archive: Path | None = None,
+               extra: Sequence[str] = ()) -> list[str]:
+    """One Kafka node's JVM, in the foreground; `extra` options after the lab's."""
     return [
-        str(java), *JVM_HEAP, *JVM_OPTIONS, *cds_options(cds_archive),
+        str(java), *JVM_HEAP, *JVM_OPTIONS, *cds_options(cds_archive), *extra,
         f"-Xlog:gc*:file={node_dir / GC_LOG}:time,tags:filecount=10,filesize=100M",
         log_option(log_property, log_path),
         "-cp", str(libs / "*"),
@@ -150,15 +161,16 @@ def write_log_config(distribution: Distribution, node_dir: Path) -> tuple[str, P
 
 
 def node_argv(distribution: Distribution | None, java: Path | None, config_path: Path,
-              events_path: Path) -> list[str]:
-    """The command that runs one node in the foreground (its log config written)."""
+              events_path: Path, jvm_options: Sequence[str] = ()) -> list[str]:
+    """The command that runs one node in the foreground (its log config written);
+    `jvm_options` go to a Kafka node's JVM."""
     if distribution is None:
         return brownout_node_argv(config_path, events_path)
     assert java is not None
     node_dir = config_path.parent
     prop, log_path = write_log_config(distribution, node_dir)
     return kafka_argv(java, distribution.libs, node_dir, prop, log_path, config_path,
-                      distribution.cds_archive)
+                      distribution.cds_archive, jvm_options)
 
 
 DURABILITY_ENV = "BROWNOUT_DURABILITY_JOURNAL"

@@ -348,7 +348,8 @@ class Supervisor:
         distribution = self.distribution()
         env = launcher.node_env(distribution, spec.directory)
         java = self.java() if distribution is not None else None
-        argv = launcher.node_argv(distribution, java, spec.config_path, spec.events_path)
+        argv = launcher.node_argv(distribution, java, spec.config_path, spec.events_path,
+                                  launcher.extra_jvm_options(env))
         if self.topology.request.netns:
             from .netns import exec_prefix, lab_prefix
 

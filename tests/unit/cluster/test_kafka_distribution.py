@@ -236,6 +236,20 @@ def test_node_is_kafkas_jvm_with_heap_gc_log_and_log_config():
     assert argv.index("kafka.Kafka") == len(argv) - 2
 
 
+def test_brownout_kafka_opts_add_options_after_the_labs():
+    env = {"BROWNOUT_KAFKA_OPTS": "-XX:TieredStopAtLevel=1  -Dx='a b'", "KAFKA_OPTS": "-Dy"}
+    extra = launcher.extra_jvm_options(env)
+    assert extra == ["-XX:TieredStopAtLevel=1", "-Dx=a b"]  # shell words; KAFKA_OPTS not
+    assert launcher.extra_jvm_options({}) == []
+    node = Path("/lab/node-1")
+    argv = launcher.kafka_argv("/usr/bin/java", Path("/libs"), node, "log4j2.configurationFile",
+                               node / "log4j2.properties", node / "server.properties",
+                               extra=extra)
+    # after the lab's own options (a later HotSpot flag wins), before the main class
+    assert argv.index("-XX:+UseG1GC") < argv.index("-XX:TieredStopAtLevel=1") \
+        < argv.index("kafka.Kafka")
+
+
 def test_jvms_start_from_the_versions_class_data_archive_when_it_has_one(tmp_path: Path):
     home = fake_version(tmp_path, "4.1.0", ["kafka_2.13-4.1.0.jar"])
     assert Distribution(home, "4.1.0").cds_archive is None
