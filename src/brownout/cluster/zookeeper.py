@@ -58,13 +58,16 @@ BASE_CONFIG: dict[str, object] = {
     "autopurge.purgeInterval": 1,
 }
 
-# Kafka's zookeeper-server-start.sh heap; the serial collector because three JVMs share
-# two cores with the nodes. -UsePerfData: no /tmp/hsperfdata_<user>/<pid> file, which a
-# SIGKILLed JVM would leave behind.
+# Kafka's zookeeper-server-start.sh heap; the serial collector and the JIT's first tier
+# because three JVMs share two cores with the nodes and serve only the lab's metadata
+# (C2's compilations were a third of an ensemble's CPU in the ZooKeeper tests: 40 to 25
+# CPU seconds). -UsePerfData: no /tmp/hsperfdata_<user>/<pid> file, which a SIGKILLed
+# JVM would leave behind.
 JVM_OPTIONS = (
     "-Xms64m",
     "-Xmx512m",
     "-XX:+UseSerialGC",
+    "-XX:TieredStopAtLevel=1",
     "-XX:-UsePerfData",
     "-Djava.awt.headless=true",
     "-Djava.net.preferIPv4Stack=true",
