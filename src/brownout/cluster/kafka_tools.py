@@ -16,9 +16,10 @@ from .distribution import Distribution
 from .launcher import cds_options, log_option, uses_log4j2
 
 # bin/kafka-run-class.sh gives every tool -Xmx256M (KAFKA_HEAP_OPTS' default); the serial
-# GC and no hsperfdata file suit a JVM that runs beside a busy lab.
-TOOL_JVM_OPTIONS = ("-Xmx256m", "-XX:+UseSerialGC", "-XX:-UsePerfData",
-                    "-Djava.awt.headless=true")
+# GC, the JIT's first tier and no hsperfdata file suit a JVM of a few seconds that runs
+# beside a busy lab.
+TOOL_JVM_OPTIONS = ("-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+                    "-XX:-UsePerfData", "-Djava.awt.headless=true")
 
 # Kafka's config/tools-log4j2.yaml (4.x) and config/tools-log4j.properties (3.x): WARN and
 # above, to stderr, so a tool's stdout is only its output.

@@ -68,9 +68,10 @@ JVM_OPTIONS = (
 # Kafka's scripts (a lab variable of its own: a KAFKA_OPTS set for another Kafka, a JAAS
 # file say, must not leak in). They come after the lab's, so they win.
 KAFKA_OPTS_ENV = "BROWNOUT_KAFKA_OPTS"
-# What the storage tool needs: it runs for a few seconds, on its own.
-TOOL_JVM_OPTIONS = ("-Xmx512m", "-XX:+UseSerialGC", "-XX:-UsePerfData",
-                    "-Djava.awt.headless=true")
+# What the storage tool needs: it runs for a few seconds, on its own (the JIT's first
+# tier compiles soon enough for that).
+TOOL_JVM_OPTIONS = ("-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+                    "-XX:-UsePerfData", "-Djava.awt.headless=true")
 
 # Kafka's log pattern (its config/log4j2.yaml and config/log4j.properties), every logger
 # to stdout (node.log); the request logger at WARN as Kafka ships it.
