@@ -20,6 +20,9 @@ from .launcher import cds_options, log_option, uses_log4j2
 # beside a busy lab.
 TOOL_JVM_OPTIONS = ("-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
                     "-XX:-UsePerfData", "-Djava.awt.headless=true")
+# A Java client (VerifiableProducer, VerifiableConsumer) runs as long as its workload, at
+# whatever rate it is given: every tier of the JIT.
+CLIENT_JVM_OPTIONS = tuple(o for o in TOOL_JVM_OPTIONS if not o.startswith("-XX:Tiered"))
 
 # Kafka's config/tools-log4j2.yaml (4.x) and config/tools-log4j.properties (3.x): WARN and
 # above, to stderr, so a tool's stdout is only its output.
@@ -50,10 +53,11 @@ def write_tool_log_config(distribution: Distribution, directory: Path) -> tuple[
 
 
 def class_argv(java: Path | str, distribution: Distribution, main: str, args: Sequence[str],
-               log_property: str, log_path: Path) -> list[str]:
+               log_property: str, log_path: Path,
+               jvm_options: Sequence[str] = TOOL_JVM_OPTIONS) -> list[str]:
     """The JVM command that runs Kafka's class `main` with `args`, as its bin script would."""
     return [
-        str(java), *TOOL_JVM_OPTIONS, *cds_options(distribution.cds_archive),
+        str(java), *jvm_options, *cds_options(distribution.cds_archive),
         log_option(log_property, log_path),
         "-cp", str(distribution.libs / "*"),
         main, *args,

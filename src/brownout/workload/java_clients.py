@@ -39,7 +39,7 @@ from ..cluster.distribution import (
     cache_root,
     require_installed,
 )
-from ..cluster.kafka_tools import class_argv, write_tool_log_config
+from ..cluster.kafka_tools import CLIENT_JVM_OPTIONS, class_argv, write_tool_log_config
 from ..common.java import JavaError, require_java
 from .generators import java_value_prefix
 from .history import INFO, HistoryWriter
@@ -273,7 +273,7 @@ class _JavaWorker:
         log_property, log_config = write_tool_log_config(dist, self.work_dir)
         args = self._args(command_config_option(dist.version, self.tool), config_path)
         argv = class_argv(self.runtime.java, dist, self.main_class, args, log_property,
-                          log_config)
+                          log_config, CLIENT_JVM_OPTIONS)
         client = JvmClient(argv, self.work_dir / f"{self.process}.log", self._on_event,
                            cwd=self.work_dir)
         try:

@@ -58,6 +58,7 @@ def test_argv_runs_the_main_class_on_the_libs_with_the_tool_arguments_last(tmp_p
                      tmp_path / "t.properties")
     assert argv[0] == "/usr/bin/java"
     assert "-Xmx256m" in argv
+    assert "-XX:TieredStopAtLevel=1" in argv  # a JVM of a few seconds
     assert f"-XX:SharedArchiveFile={home / 'kafka.jsa'}" in argv
     assert f"-Dlog4j2.configurationFile={tmp_path / 't.properties'}" in argv
     cp = argv.index("-cp")

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from brownout.cluster.distribution import Distribution
-from brownout.cluster.kafka_tools import class_argv
+from brownout.cluster.kafka_tools import CLIENT_JVM_OPTIONS, class_argv
 from brownout.scenarios.schema import ScenarioError, loads
 from brownout.workload.consumer import ConsumerSettings, PollRecorder
 from brownout.workload.generators import (
@@ -337,7 +337,9 @@ def test_consumer_command_line_and_config(tmp_path: Path) -> None:
     assert "--verbose" in args
     dist = Distribution(tmp_path, "4.4.0")
     argv = class_argv("/usr/bin/java", dist, CONSUMER_MAIN, args, "log4j2.configurationFile",
-                      tmp_path / "log.properties")
+                      tmp_path / "log.properties", CLIENT_JVM_OPTIONS)
+    # a client runs as long as its workload: every tier of the JIT
+    assert "-Xmx256m" in argv and not any(a.startswith("-XX:Tiered") for a in argv)
     assert argv[0] == "/usr/bin/java" and argv[argv.index("-cp") + 1] == f"{tmp_path}/libs/*"
     assert argv[argv.index(CONSUMER_MAIN) + 1:] == args
     assert PRODUCER_MAIN.endswith(".VerifiableProducer")
