@@ -2,7 +2,7 @@
 its evidence, and the Spark pipeline runs through a broker kill and matches the ground
 truth. (minority-outage passing end to end on the node is test_compare's, beside Kafka.)
 
-Each run builds its own 3-broker cluster in the run directory and tears it down.
+Each run builds its own cluster in the run directory and tears it down.
 """
 
 from __future__ import annotations
@@ -20,8 +20,6 @@ import pyarrow.parquet as pq
 import pytest
 from _time_scale import scaled
 from conftest import BROWNOUT
-
-from brownout.scenarios import builtin_dir
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(170), pytest.mark.long(450)]
 
@@ -69,21 +67,36 @@ def no_node_left(run_dir: Path) -> None:
             server
 
 
+# A loss that cannot happen: one broker, no fault.
+FALSE_EXPECTATION = """\
+name: no-fault-false
+description: a few seconds of acks=all writes to one broker, expecting a loss
+cluster: {brokers: 1, controllers: 1, profile: fast}
+topics: [{name: t, partitions: 1, replication_factor: 1}]
+workloads: [{label: acks-all, workload: payments, topic: t, acks: all, rate: 50}]
+duration: 4s
+expectations: {workloads: {acks-all: {acked_writes_lost: ">0"}}}
+"""
+
+
 def test_a_false_expectation_exits_1_and_names_it(tmp_path: Path) -> None:
-    text = (builtin_dir() / "minority-outage.yaml").read_text()
-    text = text.replace("name: minority-outage", "name: minority-outage-false")
-    text = text.replace("acked_writes_lost: 0", 'acked_writes_lost: ">0"')
-    text = text.replace("at: 8s", "at: 4s").replace("wait: 12s", "wait: 5s")
-    text = text.replace("duration: 30s", "duration: 15s")
     path = tmp_path / "false.yaml"
-    path.write_text(text)
+    path.write_text(FALSE_EXPECTATION)
     run_dir = tmp_path / "false-run"
     result = run(str(path), "--out", str(run_dir))
-    assert result.returncode == 1, result.stdout[-3000:] + result.stderr[-2000:]
+    text = result.stdout[-3000:] + result.stderr[-2000:]
+    verdict = json.loads((run_dir / "verdict.json").read_text())
+    # fail, exit 1; or, on a machine too loaded to judge the run (a node's loop stood
+    # still for a third of its session: busy fresh clones saw 2.55 s), unknown, exit 3
+    # (the rule itself: test_verdict_word.py). The false expectation is named either way.
+    if verdict["verdict"] == "unknown":
+        assert verdict["unknown_reason"].startswith("lab overloaded"), verdict
+        assert result.returncode == 3, text
+    else:
+        assert verdict["verdict"] == "fail" and verdict["passed"] is False, verdict
+        assert result.returncode == 1, text
     out = result.stdout
     assert "failed: acked_writes_lost[acks-all]: expected > 0, observed 0" in out, out[-3000:]
-    verdict = json.loads((run_dir / "verdict.json").read_text())
-    assert verdict["passed"] is False
     [failed] = [e for e in verdict["expectations"] if not e["passed"]]
     assert failed["name"] == "acked_writes_lost[acks-all]" and failed["observed"] == 0
     no_node_left(run_dir)

@@ -300,6 +300,15 @@ def read_producer_backlog(run_dir: Path, first_fault: float | None,
     return producer_backlog(invoked, answered, first_fault)
 
 
+def verdict_word(passed: bool, unknown_reason: str | None) -> str:
+    """pass or fail as the expectations say, unless the run could not be judged (the lab
+    overloaded, say): then unknown, whatever they say, since a failure there may be the
+    machine's and a pass may not have been put to the test."""
+    if unknown_reason:
+        return UNKNOWN
+    return PASS if passed else FAIL
+
+
 def write_verdict(run_dir: Path, scenario: Scenario, record: RunRecord,
                   expectations: list[dict[str, Any]], elapsed: float,
                   error: str | None) -> tuple[str, str | None]:
@@ -315,7 +324,7 @@ def write_verdict(run_dir: Path, scenario: Scenario, record: RunRecord,
     reason = None if error == "interrupted" else (
         overload_reason(stalls, record.fault_start, session, workload_end=record.heal_start)
         or backlog_reason(backlog, session))
-    word = UNKNOWN if reason else PASS if passed else FAIL
+    word = verdict_word(passed, reason)
     verdict = {
         "scenario": scenario.name,
         "description": scenario.description,
