@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 
 import pytest
@@ -12,6 +13,7 @@ from _kafka_clients import (
     create_topic,
     produce_confluent,
 )
+from _time_scale import scaled
 from confluent_kafka import KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import ConfigResource, ConfigSource, NewTopic, OffsetSpec
 
@@ -461,22 +463,37 @@ def test_offset_out_of_range_resets(node, topic):
 
 
 def _one_batch(node, topic: str, count: int, base_ts: int) -> None:  # type: ignore[no-untyped-def]
-    """Produce `count` records with increasing timestamps as ONE batch on partition 0."""
-    p = Producer(
-        {
-            "bootstrap.servers": node.bootstrap,
-            "linger.ms": 500,
-            "acks": "all",
-            "message.timeout.ms": CLIENT_TIMEOUT_MS,
-        }
-    )
-    for i in range(count):
-        p.produce(topic, b"r%d" % i, partition=0, timestamp=base_ts + i * 1000)
-    assert p.flush(10) == 0
+    """Write `count` records with timestamps base_ts, +1 s, ... as ONE batch on partition 0.
+
+    Built and sent by the node's own encoder and client: a producer's batching is its own
+    (librdkafka, with linger.ms, sent ten one-record batches on a busy machine), and the
+    behaviour under test is the node's lookup inside a batch, which the clients below
+    judge."""
+    from brownout.broker.network_client import NetworkClient
+    from brownout.protocol.apis import request_class
+    from brownout.protocol.build import build
+    from brownout.protocol.records import build_batch
+
+    batch = build_batch([(None, b"r%d" % i) for i in range(count)], timestamp_ms=base_ts,
+                        timestamp_deltas=[i * 1000 for i in range(count)])
+    request = build(request_class(0, 9), {
+        "transactional_id": None, "acks": -1, "timeout": 10_000,
+        "topic_data": [{"name": topic, "partition_data": [{"index": 0, "records": batch}]}],
+    })
+
+    async def send():  # type: ignore[no-untyped-def]
+        network = NetworkClient("it-one-batch")
+        try:
+            return await network.request("127.0.0.1", node.port, 0, 9, request,
+                                         timeout_s=scaled(10))
+        finally:
+            await network.close()
+
+    answer = asyncio.run(send()).responses[0].partition_responses[0]
+    assert (answer.error_code, answer.base_offset) == (0, 0), answer
     batches = segment_batches(node, topic, 0)
-    if [b.records_count for b in batches] != [count]:
-        # A precondition of the test, not the behaviour under test.
-        raise RuntimeError(f"expected one batch of {count}, got {batches}")
+    assert [b.records_count for b in batches] == [count], batches
+    assert batches[0].max_timestamp == base_ts + (count - 1) * 1000
 
 
 def test_offsets_for_times_inside_a_batch(node, topic):

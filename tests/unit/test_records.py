@@ -311,3 +311,14 @@ def test_check_produce_records_refuses_zstd_below_v7():
     check_produce_records(7, zstd)
     with pytest.raises(UnsupportedCompressionTypeError, match="version 6"):
         check_produce_records(6, zstd)
+
+
+def test_build_batch_gives_each_record_its_timestamp_delta():
+    batch = build_batch([(None, b"a"), (None, b"b"), (None, b"c")], timestamp_ms=1_000,
+                        timestamp_deltas=[0, 2_000, 1_000])
+    assert [ts for _, ts, _, _ in decode_records(batch)] == [1_000, 3_000, 2_000]
+    assert read_header(batch).max_timestamp == 3_000
+    with pytest.raises(ValueError, match="one timestamp delta"):
+        build_batch([(None, b"a")], timestamp_ms=1_000, timestamp_deltas=[0, 1])
+    with pytest.raises(ValueError, match="one timestamp delta"):
+        build_batch([(None, b"a")], timestamp_ms=1_000, timestamp_deltas=[-1])

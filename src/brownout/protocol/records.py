@@ -371,19 +371,24 @@ def build_batch(
     producer_epoch: int = NO_PRODUCER_EPOCH,
     base_sequence: int = NO_SEQUENCE,
     partition_leader_epoch: int = NO_PARTITION_LEADER_EPOCH,
+    timestamp_deltas: Sequence[int] | None = None,
 ) -> bytes:
     """Encode an uncompressed v2 batch of (key, value) records without headers.
 
-    All records share ``timestamp_ms`` (CreateTime).
+    Records have CreateTime ``timestamp_ms``, plus each one's ``timestamp_deltas`` entry
+    when given (the batch's max timestamp is then the latest).
     """
     if not records:
         # Kafka never writes empty batches outside of compaction; refuse them early.
         raise ValueError("a record batch needs at least one record")
+    deltas = list(timestamp_deltas) if timestamp_deltas is not None else [0] * len(records)
+    if len(deltas) != len(records) or min(deltas) < 0:
+        raise ValueError("one timestamp delta (>= 0) per record")
     body = bytearray()
-    for delta, (key, value) in enumerate(records):
+    for delta, ((key, value), ts_delta) in enumerate(zip(records, deltas, strict=True)):
         rec = bytearray()
         rec.append(0)  # record attributes: unused
-        write_varint(rec, 0)  # timestamp delta
+        write_varint(rec, ts_delta)  # timestamp delta
         write_varint(rec, delta)  # offset delta
         _write_bytes(rec, key)
         _write_bytes(rec, value)
@@ -394,7 +399,7 @@ def build_batch(
         0,  # attributes: no compression, CreateTime, not transactional, not control
         len(records) - 1,
         timestamp_ms,
-        timestamp_ms,
+        timestamp_ms + max(deltas),
         producer_id,
         producer_epoch,
         base_sequence,
