@@ -48,13 +48,14 @@ from brownout.cluster import kafka_install
 from brownout.cluster.distribution import DEFAULT_KAFKA_4, cache_root
 from brownout.cluster.launcher import KAFKA_OPTS_ENV
 from brownout.cluster.ports import free_port
+from brownout.common.java import JIT_FIRST_TIER
 
 # Apache Kafka's JVMs in the suite keep the JIT's first tier only: the suite checks what
 # Kafka does, not how fast, at 100 messages/s, and C2's compilations took a third of a
 # Kafka run's CPU (controller-loss: 109 to 73 CPU seconds, its producers' warm-up 6 s to
 # none) on two cores the suite's other worker shares. bench/ measures Kafka's pace with
 # every tier. Set BROWNOUT_KAFKA_OPTS (even empty) to run the suite's Kafka otherwise.
-os.environ.setdefault(KAFKA_OPTS_ENV, "-XX:TieredStopAtLevel=1")
+os.environ.setdefault(KAFKA_OPTS_ENV, JIT_FIRST_TIER)
 
 _SCRIPT = Path(sys.executable).parent / "brownout"
 # The `brownout` console script of this venv (or the same entry point through python).

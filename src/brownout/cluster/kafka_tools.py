@@ -11,18 +11,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..common.java import log4j2_console
+from ..common.java import JIT_FIRST_TIER, log4j2_console
 from .distribution import Distribution
 from .launcher import cds_options, log_option, uses_log4j2
 
 # bin/kafka-run-class.sh gives every tool -Xmx256M (KAFKA_HEAP_OPTS' default); the serial
 # GC, the JIT's first tier and no hsperfdata file suit a JVM of a few seconds that runs
 # beside a busy lab.
-TOOL_JVM_OPTIONS = ("-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
-                    "-XX:-UsePerfData", "-Djava.awt.headless=true")
 # A Java client (VerifiableProducer, VerifiableConsumer) runs as long as its workload, at
 # whatever rate it is given: every tier of the JIT.
-CLIENT_JVM_OPTIONS = tuple(o for o in TOOL_JVM_OPTIONS if not o.startswith("-XX:Tiered"))
+CLIENT_JVM_OPTIONS = ("-Xmx256m", "-XX:+UseSerialGC", "-XX:-UsePerfData",
+                      "-Djava.awt.headless=true")
+TOOL_JVM_OPTIONS = (*CLIENT_JVM_OPTIONS, JIT_FIRST_TIER)
 
 # Kafka's config/tools-log4j2.yaml (4.x) and config/tools-log4j.properties (3.x): WARN and
 # above, to stderr, so a tool's stdout is only its output.

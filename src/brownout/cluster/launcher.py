@@ -37,7 +37,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO
 
-from ..common.java import log4j2_console
+from ..common.java import JIT_FIRST_TIER, log4j2_console
 from ..common.rundir import NODE_GC_LOG
 from .distribution import Distribution, DistributionError
 
@@ -70,8 +70,8 @@ JVM_OPTIONS = (
 KAFKA_OPTS_ENV = "BROWNOUT_KAFKA_OPTS"
 # What the storage tool needs: it runs for a few seconds, on its own (the JIT's first
 # tier compiles soon enough for that).
-TOOL_JVM_OPTIONS = ("-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
-                    "-XX:-UsePerfData", "-Djava.awt.headless=true")
+TOOL_JVM_OPTIONS = ("-Xmx512m", "-XX:+UseSerialGC", JIT_FIRST_TIER, "-XX:-UsePerfData",
+                    "-Djava.awt.headless=true")
 
 # Kafka's log pattern (its config/log4j2.yaml and config/log4j.properties), every logger
 # to stdout (node.log); the request logger at WARN as Kafka ships it.

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from ..common.extras import pyspark_home
-from ..common.java import log4j2_console
+from ..common.java import JIT_FIRST_TIER, log4j2_console
 
 MAIN_CLASS = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
 CLIENT, PEER, ELECTION = "client", "peer", "election"
@@ -67,7 +67,7 @@ JVM_OPTIONS = (
     "-Xms64m",
     "-Xmx512m",
     "-XX:+UseSerialGC",
-    "-XX:TieredStopAtLevel=1",
+    JIT_FIRST_TIER,
     "-XX:-UsePerfData",
     "-Djava.awt.headless=true",
     "-Djava.net.preferIPv4Stack=true",

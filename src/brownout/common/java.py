@@ -15,6 +15,9 @@ from collections.abc import Mapping
 from pathlib import Path
 
 MINIMUM_JAVA = 17  # what PySpark 4 and the lab's ZooKeeper 3.9 are tested with
+# The JIT's first tier (C1) only: for a JVM that runs for seconds or does little work, C2's
+# compilations cost more CPU than they save, on two cores shared with the lab.
+JIT_FIRST_TIER = "-XX:TieredStopAtLevel=1"
 
 INSTALL_HINT = (
     "install a Java runtime (Debian: apt-get install openjdk-17-jre-headless) or point "
