@@ -40,6 +40,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from _time_scale import scaled
@@ -186,6 +187,32 @@ def _scale_hang_guard(item: pytest.Item, default: float) -> None:
     if seconds > 0:
         item.add_marker(pytest.mark.timeout(scaled(seconds)), append=False)
 
+
+def produce_raw(port: int, topic: str, records: bytes, *, version: int = 9, acks: int = 1,
+                timeout_ms: int = 5000, wait_s: float = 10.0) -> Any:
+    """One Produce request to partition 0 of `topic`, sent by the node's own client: for
+    record bytes a client library would not send, or not as one batch. Its partition
+    response."""
+    import asyncio
+
+    from brownout.broker.network_client import NetworkClient
+    from brownout.protocol.apis import request_class
+    from brownout.protocol.build import build
+
+    request = build(request_class(0, version), {
+        "transactional_id": None, "acks": acks, "timeout": timeout_ms,
+        "topic_data": [{"name": topic, "partition_data": [{"index": 0, "records": records}]}],
+    })
+
+    async def send() -> Any:
+        network = NetworkClient("it-produce")
+        try:
+            return await network.request("127.0.0.1", port, 0, version, request,
+                                         timeout_s=wait_s)
+        finally:
+            await network.close()
+
+    return asyncio.run(send()).responses[0].partition_responses[0]
 
 class NodeError(AssertionError):
     """The node did not start or stop as expected; the message carries its log tail."""

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import time
 
 import pytest
@@ -16,6 +15,7 @@ from _kafka_clients import (
 from _time_scale import scaled
 from confluent_kafka import KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import ConfigResource, ConfigSource, NewTopic, OffsetSpec
+from conftest import produce_raw
 
 from brownout.protocol.records import iter_batches
 
@@ -469,27 +469,12 @@ def _one_batch(node, topic: str, count: int, base_ts: int) -> None:  # type: ign
     (librdkafka, with linger.ms, sent ten one-record batches on a busy machine), and the
     behaviour under test is the node's lookup inside a batch, which the clients below
     judge."""
-    from brownout.broker.network_client import NetworkClient
-    from brownout.protocol.apis import request_class
-    from brownout.protocol.build import build
     from brownout.protocol.records import build_batch
 
     batch = build_batch([(None, b"r%d" % i) for i in range(count)], timestamp_ms=base_ts,
                         timestamp_deltas=[i * 1000 for i in range(count)])
-    request = build(request_class(0, 9), {
-        "transactional_id": None, "acks": -1, "timeout": 10_000,
-        "topic_data": [{"name": topic, "partition_data": [{"index": 0, "records": batch}]}],
-    })
-
-    async def send():  # type: ignore[no-untyped-def]
-        network = NetworkClient("it-one-batch")
-        try:
-            return await network.request("127.0.0.1", node.port, 0, 9, request,
-                                         timeout_s=scaled(10))
-        finally:
-            await network.close()
-
-    answer = asyncio.run(send()).responses[0].partition_responses[0]
+    answer = produce_raw(node.port, topic, batch, acks=-1, timeout_ms=10_000,
+                         wait_s=scaled(10))
     assert (answer.error_code, answer.base_offset) == (0, 0), answer
     batches = segment_batches(node, topic, 0)
     assert [b.records_count for b in batches] == [count], batches

@@ -5,12 +5,12 @@ by hand."""
 
 from __future__ import annotations
 
-import asyncio
 import time
 
 import pytest
 from _kafka_clients import CLIENT_TIMEOUT_MS, consume_confluent, create_topic
 from confluent_kafka import KafkaError, Producer
+from conftest import produce_raw
 
 from brownout.protocol.records import build_batch
 
@@ -108,24 +108,7 @@ def test_kafka_python_message_too_large(node, topic):
 def _produce_raw(node, version: int, topic: str, records: bytes):  # type: ignore[no-untyped-def]
     """One Produce request sent by the node's own client: for record bytes no client
     library would send."""
-    from brownout.broker.network_client import NetworkClient
-    from brownout.protocol.apis import request_class
-    from brownout.protocol.build import build
-
-    request = build(request_class(0, version), {
-        "transactional_id": None, "acks": 1, "timeout": 5000,
-        "topic_data": [{"name": topic, "partition_data": [{"index": 0, "records": records}]}],
-    })
-
-    async def send():  # type: ignore[no-untyped-def]
-        network = NetworkClient("it-produce")
-        try:
-            return await network.request("127.0.0.1", node.port, 0, version, request,
-                                         timeout_s=10)
-        finally:
-            await network.close()
-
-    return asyncio.run(send()).responses[0].partition_responses[0]
+    return produce_raw(node.port, topic, records, version=version)
 
 
 def _zstd(batch: bytes) -> bytes:
