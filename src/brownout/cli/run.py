@@ -356,16 +356,19 @@ def scenarios_command(
         except ScenarioError as e:
             typer.echo(f"Error: {e}", err=True)
             raise typer.Exit(1) from None
-    table = Table(show_header=True, box=None, pad_edge=False)
-    table.add_column("scenario", style="bold", no_wrap=True,
-                     min_width=max((len(e.name) for e in listed), default=8))
-    table.add_column("description", no_wrap=not verbose, overflow="ellipsis")
-    for e in listed:
-        text = e.summary
-        if e.needs_root:
-            text = ("(root, netns) " if e.network == "netns" else "(root) ") + text
-        table.add_row(e.name, text + details.get(e.name, ""))
-    console.print(table)
+    rows = [(e.name, ("(root, netns) " if e.network == "netns" else "(root) ")
+             * e.needs_root + e.summary + details.get(e.name, "")) for e in listed]
+    if not console.is_terminal:  # piped: whole lines, for grep and for reading
+        width = max((len(name) for name, _ in rows), default=8)
+        for name, text in rows:
+            typer.echo(f"{name:<{width}}  {text}")
+    else:
+        table = Table(show_header=True, box=None, pad_edge=False)
+        table.add_column("scenario", style="bold", no_wrap=True)
+        table.add_column("description", no_wrap=not verbose, overflow="ellipsis")
+        for name, text in rows:
+            table.add_row(name, text)
+        console.print(table)
     console.print(f"{len(listed)} scenarios; run one with `brownout run NAME`")
 
 

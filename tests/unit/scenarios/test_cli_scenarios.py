@@ -20,6 +20,18 @@ def test_list_and_show():
     assert unknown.exit_code == 2 and "did you mean" in unknown.output.lower()
 
 
+def test_a_piped_listing_keeps_whole_descriptions():
+    from brownout.scenarios import builtin_dir
+    from brownout.scenarios.catalog import entries
+
+    listing = CliRunner().invoke(app, ["scenarios"], env={"COLUMNS": "80"})
+    assert listing.exit_code == 0
+    lines = listing.output.splitlines()
+    for entry in entries(builtin_dir()):
+        line = next(line for line in lines if line.startswith(entry.name + " "))
+        assert line.endswith(entry.summary), line
+
+
 def test_validate_checks_without_running(tmp_path):
     good = CliRunner().invoke(app, ["run", "minority-outage", "--validate"],
                               env={"COLUMNS": "200"})
