@@ -28,7 +28,6 @@ from _zookeeper import (  # noqa: F401 - fixtures, used by name
 )
 from kio.schema.errors import ErrorCode
 
-from brownout.broker.zk_metadata_cache import ZkMetadataCache
 from brownout.cluster.ensemble import Ensemble
 from brownout.common.topic import NewTopic
 from brownout.controller.topics import TopicResult
@@ -41,6 +40,7 @@ from brownout.zk.messages import (
 )
 from brownout.zkmode.zk_admin_manager import ProducerIdBlockError, ZkAdminManager
 from brownout.zkmode.zk_client import KafkaZkClient
+from brownout.zkmode.zk_metadata_cache import ZkMetadataCache
 
 pytestmark = pytest.mark.integration
 

@@ -22,12 +22,13 @@ from brownout.broker.producer_ids import ProducerIdManager
 from brownout.broker.replica_manager import ReplicaManager
 from brownout.broker.socket_server import SocketServer
 from brownout.broker.topic_creator import TopicAutoCreator
-from brownout.broker.zk_apis import ZkBrokerApis
-from brownout.broker.zk_metadata_cache import ZkMetadataCache
 from brownout.common.kafka_config import Endpoint, KafkaConfig
 from brownout.protocol.apis import ApiKey, request_class
 from brownout.protocol.build import build
 from brownout.storage import LogConfig, LogManager
+from brownout.zkmode.zk_apis import ZkBrokerApis
+from brownout.zkmode.zk_metadata_cache import ZkMetadataCache
+from brownout.zkmode.zk_replica_manager import ZkReplicaManager
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
 
@@ -62,9 +63,9 @@ class ZkBroker:
         def topic_config(topic: str) -> dict[str, Any]:
             return {**config.topic_defaults(), **self.cache.topic_config(topic)}
 
-        self.replica_manager = ReplicaManager(BROKER, self.log_manager, topic_config,
-                                              metadata_cache=self.cache)
-        self.zk_apis = ZkBrokerApis(self.replica_manager, broker_epoch=lambda: BROKER_EPOCH)
+        self.replica_manager = ReplicaManager(BROKER, self.log_manager, topic_config)
+        self.zk_apis = ZkBrokerApis(ZkReplicaManager(self.replica_manager, self.cache),
+                                    broker_epoch=lambda: BROKER_EPOCH)
         no_controller = RemoteControllerChannel(NetworkClient("unused"), lambda: None,
                                                 request_timeout_ms=1000)
 

@@ -7,11 +7,11 @@ between nodes and the monitor of the node's event loop (loop_monitor.py).
 Where metadata comes from is behind one MetadataCache interface: a KRaft broker's is
 the image it replays (metadata_cache.py, published to the ReplicaManager by
 metadata_publisher.py; registration and heartbeats in lifecycle.py); a ZooKeeper-mode
-broker's is what its controller last pushed (zk_metadata_cache.py), with the handlers
-of that controller's LeaderAndIsr, StopReplica and UpdateMetadata (zk_apis.py). Either
+broker's is what its controller last pushed, kept by zkmode/, which also applies that
+controller's LeaderAndIsr and StopReplica to the ReplicaManager's partitions. Either
 reaches the controller over the wire (controller_channel.py). Nothing here reads the
-metadata log or ZooKeeper: what hosts the metadata quorum and the controllers is
-kraft/ and zkmode/, above this package.
+metadata log or ZooKeeper, or knows a ZooKeeper-era request: what hosts the metadata
+quorum and the controllers is kraft/ and zkmode/, above this package.
 
 Pure rules (replication.py, replication_quota.py, fetch_session.py,
 fetch_session_handler.py, config_admin.py, describe_topic_partitions.py) sit beside

@@ -2,7 +2,7 @@
 
 One interface, two sources. A KRaft broker reads the image it replays from the
 metadata log (`KRaftMetadataCache`); a ZooKeeper-mode broker reads what the controller
-last pushed with UpdateMetadata (`ZkMetadataCache`, in zk_metadata_cache.py). KafkaApis
+last pushed with UpdateMetadata (`ZkMetadataCache`, in zkmode/zk_metadata_cache.py). KafkaApis
 and the group handlers see only `MetadataCache`, so a Metadata, FindCoordinator or
 DescribeConfigs request is answered the same way whichever mode fed the cache, and the
 differences that clients can observe (which brokers count as alive, what a dead leader

@@ -16,7 +16,7 @@ import logging
 import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kio.schema.errors import ErrorCode
 
@@ -26,25 +26,11 @@ from ..controller.topics import INTERNAL_TOPICS
 from ..protocol.records import CorruptRecordError, InvalidRecordError
 from ..storage import LogConfig, OffsetOutOfRangeError, RecordValidationError, StorageError
 from ..storage.log import write_partition_metadata
-from ..zk.leader_and_isr import EPOCH_DURING_DELETE, NO_EPOCH
-from ..zk.messages import (
-    LeaderAndIsrPartitionState,
-    LeaderAndIsrRequest,
-    StopReplicaPartitionState,
-    UpdateMetadataRequest,
-)
 from . import replication
-from .partition import NO_LEADER, Partition, PartitionError, TopicPartition
+from .partition import Partition, PartitionError, TopicPartition
 from .replication_quota import ReplicationQuota
 
-if TYPE_CHECKING:
-    from .zk_metadata_cache import ZkMetadataCache
-
 log = logging.getLogger("kafka.server.ReplicaManager")
-state_change_log = logging.getLogger("state.change.logger")
-
-# KafkaController.InitialControllerEpoch: what a broker knows before any request.
-INITIAL_CONTROLLER_EPOCH = 0
 
 # Append failures Kafka's ReplicaManager expects (appendToLocalLog): answered without a
 # message or log start offset, and not logged.
@@ -98,7 +84,7 @@ class FetchResult:
 
 
 # A log the metadata asks this broker to host: partition, topic id, config.
-NewLog = tuple[TopicPartition, uuid.UUID, LogConfig]
+NewLog = tuple[TopicPartition, uuid.UUID | None, LogConfig]
 
 
 @dataclasses.dataclass(frozen=True, order=True, slots=True)
@@ -126,17 +112,12 @@ class ReplicaManager:
         *,
         eligible_leader_replicas: bool = False,
         clock: Callable[[], int] = now_ms,
-        metadata_cache: ZkMetadataCache | None = None,
     ) -> None:
         self.node_id = node_id
-        # ZooKeeper mode only: the cache UpdateMetadata feeds, and the newest controller
-        # epoch seen in LeaderAndIsr, StopReplica or UpdateMetadata.
-        self.metadata_cache = metadata_cache
-        self.controller_epoch = INITIAL_CONTROLLER_EPOCH
         self.log_manager = log_manager
         self._topic_config = topic_config
         self._eligible_leader_replicas = eligible_leader_replicas
-        self._clock = clock
+        self.clock = clock
         self.partitions: dict[TopicPartition, Partition] = {}
         self.topic_names: dict[uuid.UUID, str] = {}
         self._changed = asyncio.Event()
@@ -209,9 +190,9 @@ class ReplicaManager:
     def apply_metadata(self, image: MetadataImage) -> None:
         """Bring hosted partitions in line with the image: create logs, take the leader
         or follower role, delete the logs of removed topics."""
-        now = self._clock()
+        now = self.clock()
         wanted: set[TopicPartition] = set()
-        was_leading = {tp for tp, p in self.partitions.items() if p.is_leader}
+        was_leading = self.leading()
         self.topic_names = {t.topic_id: t.name for t in image.topics_by_id.values()}
         for topic in image.topics_by_id.values():
             configs = self._topic_config(topic.name)
@@ -250,7 +231,7 @@ class ReplicaManager:
         for tp in list(self.partitions):
             if tp not in wanted:
                 self._remove(tp)
-        self._after_state_change(was_leading)
+        self.after_state_change(was_leading)
 
     def topic_config_changed(self, topic: str) -> None:
         """A topic's configs changed (ZooKeeper mode's /config/changes): its partitions
@@ -270,140 +251,28 @@ class ReplicaManager:
     def high_watermarks(self) -> dict[tuple[str, int], int]:
         return {(tp.topic, tp.partition): p.high_watermark for tp, p in self.partitions.items()}
 
-    # -- ZooKeeper mode: the controller's requests ----------------------------------
-    #
-    # A ZooKeeper-mode controller tells each broker what to host with LeaderAndIsr and
-    # StopReplica, and what the cluster looks like with UpdateMetadata. All three carry
-    # the controller's epoch; a request from an older controller than one already heard
-    # (a zombie that has not noticed it lost /controller) is refused whole. Within a
-    # LeaderAndIsr, a partition state is applied only when its leader epoch is newer
-    # than the one this replica has, so a delayed or repeated request changes nothing.
-    # Callers run these one at a time (Kafka holds replicaStateChangeLock).
+    # -- what ZooKeeper mode's controller requests change (zkmode/zk_replica_manager.py)
 
-    def _is_stale_controller(self, controller_id: int, controller_epoch: int, what: str) -> bool:
-        if controller_epoch >= self.controller_epoch:
-            return False
-        state_change_log.warning(
-            "[Broker id=%d] Ignoring %s request from controller %d since its controller "
-            "epoch %d is old. Latest known controller epoch is %d", self.node_id, what,
-            controller_id, controller_epoch, self.controller_epoch)
-        return True
+    def leading(self) -> set[TopicPartition]:
+        """The partitions this broker leads now: pass them to after_state_change."""
+        return {tp for tp, p in self.partitions.items() if p.is_leader}
 
-    def _current_topic_id(self, tp: TopicPartition) -> uuid.UUID | None:
+    def current_topic_id(self, tp: TopicPartition) -> uuid.UUID | None:
+        """The topic id of the hosted partition, else of its log on disk, if any."""
         partition = self.partitions.get(tp)
         if partition is not None:
             return partition.topic_id
         log_ = self.log_manager.get_log(tp.topic, tp.partition)
         return None if log_ is None else log_.topic_id
 
-    def leader_and_isr_logs_to_create(self, request: LeaderAndIsrRequest) -> list[NewLog]:
-        """The logs `become_leader_or_follower(request)` would create: partitions new to
-        this broker that the request makes it host, with no log on disk. The file work
-        can then be done off the event loop first, as the KRaft publisher does."""
-        if request.controller_epoch < self.controller_epoch:
-            return []
-        needed: list[NewLog] = []
-        configs: dict[str, LogConfig] = {}
-        for state in request.partition_states:
-            tp = TopicPartition(state.topic, state.partition)
-            if self.node_id not in state.replicas or tp in self.partitions:
-                continue
-            if self.log_manager.get_log(tp.topic, tp.partition) is not None:
-                continue
-            config = configs.get(tp.topic)
-            if config is None:
-                config = configs[tp.topic] = LogConfig.from_properties(
-                    self._topic_config(tp.topic))
-            needed.append((tp, _topic_id(request.topic_ids, tp.topic), config))
-        return needed
+    def log_config(self, topic: str) -> LogConfig:
+        return LogConfig.from_properties(self._topic_config(topic))
 
-    def become_leader_or_follower(
-        self, request: LeaderAndIsrRequest, correlation_id: int = -1
-    ) -> tuple[dict[TopicPartition, ErrorCode], ErrorCode]:
-        """Apply a LeaderAndIsr request: (error per partition, error for the request)."""
-        if self._is_stale_controller(request.controller_id, request.controller_epoch,
-                                     "LeaderAndIsr"):
-            return {}, ErrorCode.stale_controller_epoch
-        self.controller_epoch = request.controller_epoch
-        errors: dict[TopicPartition, ErrorCode] = {}
-        to_lead: list[tuple[TopicPartition, LeaderAndIsrPartitionState]] = []
-        to_follow: list[tuple[TopicPartition, LeaderAndIsrPartitionState]] = []
-        for state in request.partition_states:
-            tp = TopicPartition(state.topic, state.partition)
-            partition = self.partitions.get(tp)
-            current_epoch = -1 if partition is None else partition.leader_epoch
-            request_topic_id = _topic_id(request.topic_ids, tp.topic)
-            log_topic_id = self._current_topic_id(tp)
-            if request_topic_id is not None and log_topic_id not in (None, request_topic_id):
-                state_change_log.error(
-                    "[Broker id=%d] Topic ID in memory: %s does not match the topic ID for "
-                    "partition %s received: %s.", self.node_id, log_topic_id, tp,
-                    request_topic_id)
-                errors[tp] = ErrorCode.inconsistent_topic_id
-            elif state.leader_epoch > current_epoch:
-                if self.node_id not in state.replicas:
-                    state_change_log.warning(
-                        "[Broker id=%d] Ignoring LeaderAndIsr request for partition %s as "
-                        "itself is not in assigned replica list %s", self.node_id, tp,
-                        list(state.replicas))
-                    errors[tp] = ErrorCode.unknown_topic_or_partition
-                elif state.leader == self.node_id:
-                    to_lead.append((tp, state))
-                else:
-                    to_follow.append((tp, state))
-            elif state.leader_epoch < current_epoch:
-                state_change_log.warning(
-                    "[Broker id=%d] Ignoring LeaderAndIsr request for partition %s since its "
-                    "associated leader epoch %d is smaller than the current leader epoch %d",
-                    self.node_id, tp, state.leader_epoch, current_epoch)
-                errors[tp] = ErrorCode.stale_controller_epoch
-            elif request_topic_id is not None and log_topic_id is None:
-                # A controller gives ids to topics created without them without bumping
-                # the leader epoch; the log takes the id and nothing else changes.
-                self._assign_topic_id(tp, request_topic_id)
-                errors[tp] = ErrorCode.none
-            else:
-                state_change_log.info(
-                    "[Broker id=%d] Ignoring LeaderAndIsr request for partition %s since its "
-                    "associated leader epoch %d matches the current leader epoch",
-                    self.node_id, tp, state.leader_epoch)
-                errors[tp] = ErrorCode.stale_controller_epoch
-
-        was_leading = {tp for tp, p in self.partitions.items() if p.is_leader}
-        now = self._clock()
-        for tp, state in to_lead:
-            errors[tp] = ErrorCode.none
-            partition = self._hosted(tp, request.topic_ids)
-            # The partition epoch (zkVersion) may already be newer: an AlterPartition
-            # answer can arrive before the LeaderAndIsr that carries the same change.
-            if state.partition_epoch >= partition.partition_epoch:
-                partition.make_leader(state.leader_epoch, state.partition_epoch,
-                                      tuple(state.replicas), tuple(state.isr), now)
-        for tp, state in to_follow:
-            errors[tp] = ErrorCode.none
-            partition = self._hosted(tp, request.topic_ids)
-            if self.metadata_cache is not None and not self.metadata_cache.has_alive_broker(
-                state.leader
-            ):
-                # Kafka keeps the replica as it was (but with its log) until a request
-                # names a leader it knows to be alive: there is nobody to fetch from.
-                state_change_log.error(
-                    "[Broker id=%d] Received LeaderAndIsrRequest for partition %s but cannot "
-                    "become follower since the new leader %d is unavailable.",
-                    self.node_id, tp, state.leader)
-            elif state.partition_epoch >= partition.partition_epoch:
-                partition.make_follower(state.leader, state.leader_epoch,
-                                        state.partition_epoch, tuple(state.replicas),
-                                        tuple(state.isr))
-        self._after_state_change(was_leading)
-        return errors, ErrorCode.none
-
-    def _hosted(self, tp: TopicPartition, topic_ids: Mapping[str, uuid.UUID]) -> Partition:
+    def hosted(self, tp: TopicPartition, topic_id: uuid.UUID | None) -> Partition:
         """The hosted partition, with its log created here if nobody created it first."""
         partition = self.partitions.get(tp)
         if partition is None:
             configs = self._topic_config(tp.topic)
-            topic_id = _topic_id(topic_ids, tp.topic)
             log_ = self.log_manager.get_or_create_log(
                 tp.topic, tp.partition, topic_id, LogConfig.from_properties(configs))
             partition = Partition(tp, log_.topic_id, log_, self.node_id)
@@ -414,7 +283,8 @@ class ReplicaManager:
             self.topic_names[partition.topic_id] = tp.topic
         return partition
 
-    def _assign_topic_id(self, tp: TopicPartition, topic_id: uuid.UUID) -> None:
+    def assign_topic_id(self, tp: TopicPartition, topic_id: uuid.UUID) -> None:
+        """Give a topic created without an id (by an older controller) its id."""
         log_ = self.log_manager.get_log(tp.topic, tp.partition)
         if log_ is not None:
             write_partition_metadata(log_.dir, topic_id)
@@ -424,75 +294,15 @@ class ReplicaManager:
             partition.topic_id = topic_id
             self.topic_names[topic_id] = tp.topic
 
-    def stop_replicas(
-        self,
-        controller_id: int,
-        controller_epoch: int,
-        partition_states: Mapping[TopicPartition, StopReplicaPartitionState],
-    ) -> tuple[dict[TopicPartition, ErrorCode], ErrorCode]:
-        """Apply a StopReplica request: (error per partition, error for the request).
-
-        Without delete_partition the replica stops fetching and keeps its log (a
-        broker shutting down, a replica moved away whose log is removed later); with it
-        the log is deleted. A leader epoch of -2 means the topic is being deleted, -1
-        that the request carries none (versions 0-2): both pass the epoch check."""
-        if self._is_stale_controller(controller_id, controller_epoch, "StopReplica"):
-            return {}, ErrorCode.stale_controller_epoch
-        self.controller_epoch = controller_epoch
-        errors: dict[TopicPartition, ErrorCode] = {}
-        was_leading = {tp for tp, p in self.partitions.items() if p.is_leader}
-        for tp, state in partition_states.items():
-            partition = self.partitions.get(tp)
-            if partition is not None and state.leader_epoch not in (
-                EPOCH_DURING_DELETE, NO_EPOCH
-            ) and state.leader_epoch < partition.leader_epoch:
-                state_change_log.warning(
-                    "[Broker id=%d] Ignoring StopReplica request (delete=%s) for partition %s "
-                    "since its associated leader epoch %d is smaller than the current leader "
-                    "epoch %d", self.node_id, state.delete_partition, tp, state.leader_epoch,
-                    partition.leader_epoch)
-                errors[tp] = ErrorCode.fenced_leader_epoch
-                continue
-            errors[tp] = ErrorCode.none
-            if state.delete_partition:
-                self.partitions.pop(tp, None)
-                try:
-                    # Also when not hosted: a topic deleted while this broker was down
-                    # left its log on disk.
-                    if self.log_manager.delete_log(tp.topic, tp.partition):
-                        log.info("Deleted log for partition %s", tp)
-                except (OSError, StorageError) as e:
-                    log.error("Deleting the log of %s failed: %r", tp, e)
-                    errors[tp] = ErrorCode.kafka_storage_error
-            elif partition is not None and not partition.is_leader:
-                # Kafka removes the partition's fetcher and nothing else. Ours follow
-                # every partition that names a leader, so the replica forgets it: the
-                # next LeaderAndIsr (with a newer leader epoch) names one again.
-                partition.leader = NO_LEADER
+    def forget_unhosted_topic_names(self) -> None:
         self.topic_names = {
             topic_id: name for topic_id, name in self.topic_names.items()
             if any(tp.topic == name for tp in self.partitions)
         }
-        self._after_state_change(was_leading)
-        return errors, ErrorCode.none
 
-    def maybe_update_metadata_cache(
-        self, request: UpdateMetadataRequest, correlation_id: int = -1
-    ) -> tuple[ErrorCode, list[TopicPartition]]:
-        """Apply an UpdateMetadata to the ZooKeeper-mode cache: (error, deleted
-        partitions). An older controller's request gets STALE_CONTROLLER_EPOCH."""
-        assert self.metadata_cache is not None, "UpdateMetadata needs a ZkMetadataCache"
-        if self._is_stale_controller(request.controller_id, request.controller_epoch,
-                                     "UpdateMetadata"):
-            return ErrorCode.stale_controller_epoch, []
-        deleted = self.metadata_cache.update_metadata(request, correlation_id)
-        self.controller_epoch = request.controller_epoch
-        # Followers whose leader just appeared (or moved) can now reach it.
-        for listener in self.follower_listeners:
-            listener()
-        return ErrorCode.none, deleted
-
-    def _after_state_change(self, was_leading: set[TopicPartition]) -> None:
+    def after_state_change(self, was_leading: set[TopicPartition]) -> None:
+        """Tell the listeners what leaderships changed since `was_leading` (leading()),
+        let followers and waiting requests see the new state."""
         now_leading = {tp for tp, p in self.partitions.items() if p.is_leader}
         gained, lost = now_leading - was_leading, was_leading - now_leading
         if gained or lost:
@@ -547,7 +357,7 @@ class ReplicaManager:
         try:
             partition = self.partition_for_leader(tp)
             partition.check_enough_replicas(acks)
-            info = partition.log.append_as_leader(records, partition.leader_epoch, self._clock())
+            info = partition.log.append_as_leader(records, partition.leader_epoch, self.clock())
         except PartitionError as e:
             if e.error in _KNOWN_APPEND_ERRORS:
                 return ProduceResult(e.error)
@@ -782,7 +592,7 @@ class ReplicaManager:
     ) -> list[tuple[FetchRequestPartition, FetchResult]] | None:
         """Update the leader's view of a follower from its fetch; answer at once with the
         diverging epochs when its log parts from ours (it must truncate first)."""
-        now = self._clock()
+        now = self.clock()
         diverged = False
         answers: list[tuple[FetchRequestPartition, FetchResult]] = []
         for request in requests:
@@ -851,7 +661,7 @@ class ReplicaManager:
             if partition is not None and partition.leader_throttled:
                 sent += len(result.records)
         if sent:
-            self.leader_quota.record(sent, self._clock())
+            self.leader_quota.record(sent, self.clock())
 
     # -- ISR changes ----------------------------------------------------------------
 
@@ -867,7 +677,7 @@ class ReplicaManager:
         every replica.lag.time.max.ms / 2)."""
         if self.alter_isr is None:
             return
-        now = self._clock()
+        now = self.clock()
         for partition in self.partitions.values():
             if not partition.is_leader or partition.pending_isr is not None:
                 continue
@@ -917,7 +727,7 @@ class ReplicaManager:
         results = []
         budget = max_bytes
         min_one = True
-        now = self._clock()
+        now = self.clock()
         for request in requests:
             limited = request
             if not 0 <= request.max_bytes <= budget:
@@ -935,8 +745,3 @@ class ReplicaManager:
             results.append((request, result))
         return results
 
-
-def _topic_id(topic_ids: Mapping[str, uuid.UUID], topic: str) -> uuid.UUID | None:
-    """The request's id for `topic`; absent or all zeros (no id) is None."""
-    topic_id = topic_ids.get(topic)
-    return None if topic_id is None or topic_id.int == 0 else topic_id

@@ -38,8 +38,6 @@ from ..broker.producer_ids import ProducerIdManager
 from ..broker.replica_manager import ReplicaManager
 from ..broker.socket_server import SocketServer
 from ..broker.topic_creator import TopicAutoCreator
-from ..broker.zk_apis import ZkBrokerApis
-from ..broker.zk_metadata_cache import ZkMetadataCache
 from ..common.events import EventLog
 from ..common.kafka_config import KafkaConfig
 from ..protocol.apis import ApiKey, request_class
@@ -49,12 +47,15 @@ from ..zk.context import ZkControllerConfig
 from ..zk.data import BrokerInfo, EndPoint
 from ..zkmode.kafka_controller import KafkaController
 from ..zkmode.zk_admin_manager import ActiveControllerGate, ZkAdminManager
+from ..zkmode.zk_apis import ZkBrokerApis
 from ..zkmode.zk_client import (
     KafkaZkClient,
     NodeExistsError,
     ZkSessionState,
     ZooKeeperClientTimeoutError,
 )
+from ..zkmode.zk_metadata_cache import ZkMetadataCache
+from ..zkmode.zk_replica_manager import ZkReplicaManager
 from . import broker_parts as parts
 from .shared import NodeStartupError, SharedServer
 
@@ -159,8 +160,7 @@ class KafkaServer:
         )
         self.log_manager.startup()
         self.metadata = ZkMetadataCache(self.node_id)
-        self.replica_manager = ReplicaManager(
-            self.node_id, self.log_manager, self._topic_config, metadata_cache=self.metadata)
+        self.replica_manager = ReplicaManager(self.node_id, self.log_manager, self._topic_config)
         # ZooKeeper mode has no dynamic broker configs here: server.properties' rates.
         self.replica_manager.configure_replication_quotas(config)
         self.replica_manager.alter_isr = self._alter_isr
@@ -180,7 +180,8 @@ class KafkaServer:
             lambda: self.admin.allocate_producer_ids(self.node_id, self.broker_epoch))
         self.topic_creator = TopicAutoCreator(self.admin)  # type: ignore[arg-type]
         self.zk_apis = ZkBrokerApis(
-            self.replica_manager, broker_epoch=lambda: self.broker_epoch,
+            ZkReplicaManager(self.replica_manager, self.metadata),
+            broker_epoch=lambda: self.broker_epoch,
             controller=self, load_topic_configs=self._load_topic_configs)
         self.group_runtime, group_apis = parts.group_coordinator(config, self.replica_manager)
         self.apis = KafkaApis(

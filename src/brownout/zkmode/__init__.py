@@ -13,10 +13,13 @@ ZkAdminManager).
                                 and the answers to ControlledShutdown and AlterPartition
     zk_admin_manager            ZkAdminManager: a broker that writes topics and producer
                                 id blocks to ZooKeeper itself
+    zk_apis                     ZkBrokerApis: a broker's handlers of its controller's
+                                LeaderAndIsr, StopReplica and UpdateMetadata
+    zk_metadata_cache           ZkMetadataCache: the cluster as UpdateMetadata last said
+    zk_replica_manager          ZkReplicaManager: what those requests do to the partitions
+                                the broker's ReplicaManager hosts (Kafka keeps this half
+                                in its ReplicaManager)
 
 The decisions are pure and live in zk/ (znode layout, elections, the controller's
-core); the server that builds a ZooKeeper-mode broker is server/kafka_server.py. What a
-ZooKeeper-mode broker does with its controller's requests (ZkBrokerApis) and the
-metadata cache they fill (ZkMetadataCache) talk to no ZooKeeper and are broker/'s, as
-Kafka keeps them in kafka.server.
+core); the server that builds a ZooKeeper-mode broker is server/kafka_server.py.
 """

@@ -42,7 +42,6 @@ from typing import Any, TypeVar
 from kazoo.exceptions import KazooException
 from kio.schema.errors import ErrorCode
 
-from ..broker.zk_metadata_cache import ZkMetadataCache
 from ..common.topic import NewTopic
 from ..controller.configs import (
     RESOURCE_BROKER,
@@ -76,6 +75,7 @@ from .zk_client import (
     TopicExistsError,
     UnknownTopicError,
 )
+from .zk_metadata_cache import ZkMetadataCache
 
 log = logging.getLogger("kafka.server.ZkAdminManager")
 pid_log = logging.getLogger("kafka.coordinator.transaction.ZkProducerIdManager")

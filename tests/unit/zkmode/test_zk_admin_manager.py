@@ -17,7 +17,6 @@ import pytest
 from kazoo.exceptions import BadVersionError, NodeExistsError
 from kio.schema.errors import ErrorCode
 
-from brownout.broker.zk_metadata_cache import ZkMetadataCache
 from brownout.common.config import ConfigError
 from brownout.common.kafka_config import parse_topic_configs
 from brownout.common.topic import NewTopic
@@ -41,6 +40,7 @@ from brownout.zkmode.zk_client import (
     TopicExistsError,
     UnknownTopicError,
 )
+from brownout.zkmode.zk_metadata_cache import ZkMetadataCache
 
 
 class Stat:

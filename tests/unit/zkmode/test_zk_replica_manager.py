@@ -1,5 +1,5 @@
-"""The ReplicaManager in ZooKeeper mode: LeaderAndIsr, StopReplica and UpdateMetadata as
-Kafka 3.9's ReplicaManager applies them, over a real LogManager in a directory."""
+"""ZkReplicaManager: LeaderAndIsr, StopReplica and UpdateMetadata as Kafka 3.9's
+ReplicaManager applies them, over a real ReplicaManager and LogManager in a directory."""
 
 import asyncio
 import dataclasses
@@ -11,7 +11,6 @@ from kio.schema.errors import ErrorCode
 
 from brownout.broker.partition import TopicPartition
 from brownout.broker.replica_manager import ReplicaManager
-from brownout.broker.zk_metadata_cache import ZkMetadataCache
 from brownout.protocol.records import build_batch
 from brownout.storage import LogConfig, LogManager
 from brownout.zk.leader_and_isr import LeaderRecoveryState
@@ -23,6 +22,8 @@ from brownout.zk.messages import (
     UpdateMetadataEndpoint,
     UpdateMetadataRequest,
 )
+from brownout.zkmode.zk_metadata_cache import ZkMetadataCache
+from brownout.zkmode.zk_replica_manager import ZkReplicaManager
 
 NODE = 1
 ORDERS_ID = uuid.UUID("0b5e7a10-3c1d-4f2e-9a8b-7c6d5e4f3a21")
@@ -39,8 +40,8 @@ class Broker:
         self.log_manager.startup()
         self.cache = ZkMetadataCache(NODE)
         self.replica_manager = ReplicaManager(
-            NODE, self.log_manager, lambda _topic: {"min.insync.replicas": 1},
-            metadata_cache=self.cache)
+            NODE, self.log_manager, lambda _topic: {"min.insync.replicas": 1})
+        self.zk = ZkReplicaManager(self.replica_manager, self.cache)
         self.leadership: list[tuple[set[TopicPartition], set[TopicPartition]]] = []
         self.replica_manager.leadership_listeners.append(
             lambda gained, lost: self.leadership.append((gained, lost)))
@@ -53,7 +54,7 @@ class Broker:
 
     def update_metadata(self, *, alive: tuple[int, ...], controller_epoch: int = 1
                         ) -> ErrorCode:
-        error, _ = self.replica_manager.maybe_update_metadata_cache(UpdateMetadataRequest(
+        error, _ = self.zk.maybe_update_metadata_cache(UpdateMetadataRequest(
             destination=NODE, controller_id=2, controller_epoch=controller_epoch,
             broker_epoch=-1, partition_states=(),
             live_brokers=tuple(UpdateMetadataBroker(
@@ -69,11 +70,11 @@ class Broker:
             destination=NODE, controller_id=2, controller_epoch=controller_epoch,
             broker_epoch=-1, partition_states=states, topic_ids={"orders": topic_id},
             live_leaders=())
-        return self.replica_manager.become_leader_or_follower(request)
+        return self.zk.become_leader_or_follower(request)
 
     def stop_replicas(self, *states: StopReplicaPartitionState, controller_epoch: int = 1
                       ) -> tuple[dict[TopicPartition, ErrorCode], ErrorCode]:
-        return self.replica_manager.stop_replicas(
+        return self.zk.stop_replicas(
             2, controller_epoch, {TopicPartition(s.topic, s.partition): s for s in states})
 
     def log_dir(self, tp: TopicPartition) -> Path:
@@ -120,16 +121,16 @@ def test_logs_to_create_are_those_the_request_would_create(broker: Broker) -> No
         destination=NODE, controller_id=2, controller_epoch=1, broker_epoch=-1,
         partition_states=(lisr(0, 1, 1), lisr(1, 2, 0), lisr(2, 2, 0, replicas=(2, 3))),
         topic_ids={"orders": ORDERS_ID}, live_leaders=())
-    needed = broker.replica_manager.leader_and_isr_logs_to_create(request)
+    needed = broker.zk.leader_and_isr_logs_to_create(request)
     # Partition 0 is hosted already; partition 2 is not this broker's.
     assert [(tp, topic_id) for tp, topic_id, _config in needed] == [(P1, ORDERS_ID)]
-    broker.replica_manager.create_logs(needed)
+    broker.zk.create_logs(needed)
     assert broker.log_dir(P1).is_dir() and P1 not in broker.replica_manager.partitions
-    errors, _ = broker.replica_manager.become_leader_or_follower(request)
+    errors, _ = broker.zk.become_leader_or_follower(request)
     assert broker.replica_manager.partitions[P1].leader == 2
     assert errors[TopicPartition("orders", 2)] == ErrorCode.unknown_topic_or_partition
     stale = dataclasses.replace(request, partition_states=(lisr(3, 1, 0),), controller_epoch=0)
-    assert broker.replica_manager.leader_and_isr_logs_to_create(stale) == []
+    assert broker.zk.leader_and_isr_logs_to_create(stale) == []
 
 
 def test_an_older_controller_is_refused_whole(broker: Broker) -> None:

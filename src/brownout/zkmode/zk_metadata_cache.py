@@ -41,10 +41,10 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from ..broker.metadata_cache import NO_LEADER_ID, CachedControllerId, Node, ZkCachedControllerId
+from ..broker.partition import TopicPartition
 from ..zk.leader_and_isr import LEADER_DURING_DELETE
 from ..zk.messages import UpdateMetadataBroker, UpdateMetadataRequest
-from .metadata_cache import NO_LEADER_ID, CachedControllerId, Node, ZkCachedControllerId
-from .partition import TopicPartition
 
 log = logging.getLogger("kafka.server.metadata.ZkMetadataCache")
 state_change_log = logging.getLogger("state.change.logger")

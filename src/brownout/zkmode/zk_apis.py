@@ -5,7 +5,7 @@ UpdateMetadata to every broker's inter-broker listener. These handlers are Kafka
 KafkaApis.handle{LeaderAndIsr,StopReplica,UpdateMetadata}Request: decode any version
 into the version-free values of `zk.messages` (the same values the controller core
 produces), refuse a request meant for an earlier incarnation of this broker
-(STALE_BROKER_EPOCH), hand the rest to the ReplicaManager, and answer in the shape of
+(STALE_BROKER_EPOCH), hand the rest to the ZkReplicaManager, and answer in the shape of
 the request's version.
 
 The broker epoch is the czxid of this broker's /brokers/ids/<id> znode. A broker that
@@ -32,6 +32,9 @@ from typing import Any, Protocol
 
 from kio.schema.errors import ErrorCode
 
+from ..broker.metadata_publisher import LOGS_PER_TRIP
+from ..broker.partition import TopicPartition
+from ..broker.replica_manager import NewLog
 from ..protocol.apis import ApiKey
 from ..protocol.build import build
 from ..protocol.connection import Request, ServerConnection
@@ -47,9 +50,7 @@ from ..zk.messages import (
     UpdateMetadataPartitionState,
     UpdateMetadataRequest,
 )
-from .metadata_publisher import LOGS_PER_TRIP
-from .partition import TopicPartition
-from .replica_manager import NewLog, ReplicaManager
+from .zk_replica_manager import ZkReplicaManager
 
 log = logging.getLogger("kafka.server.KafkaApis")
 
@@ -87,14 +88,14 @@ class ControllerHandle(Protocol):
 class ZkBrokerApis:
     def __init__(
         self,
-        replica_manager: ReplicaManager,
+        zk_replica_manager: ZkReplicaManager,
         *,
         broker_epoch: Callable[[], int],
         controller: ControllerHandle | None = None,
         load_topic_configs: Callable[[set[str]], Awaitable[None]] | None = None,
     ) -> None:
-        self.replica_manager = replica_manager
-        self.broker_id = replica_manager.node_id
+        self.zk_replica_manager = zk_replica_manager
+        self.broker_id = zk_replica_manager.node_id
         self._broker_epoch = broker_epoch
         self.controller = controller
         # Reads new topics' configs (from /config/topics) before their logs are made.
@@ -138,17 +139,13 @@ class ZkBrokerApis:
             return _leader_and_isr_response(request, message, {}, ErrorCode.stale_broker_epoch)
         async with self._state_change_lock:
             if self._load_topic_configs is not None:
-                new_topics = {
-                    s.topic for s in message.partition_states
-                    if self.broker_id in s.replicas
-                    and TopicPartition(s.topic, s.partition) not in self.replica_manager.partitions
-                }
+                new_topics = self.zk_replica_manager.topics_new_here(message)
                 if new_topics:
                     await self._load_topic_configs(new_topics)
-            needed = self.replica_manager.leader_and_isr_logs_to_create(message)
+            needed = self.zk_replica_manager.leader_and_isr_logs_to_create(message)
             if needed:
                 await self._create_logs(needed)
-            errors, error = self.replica_manager.become_leader_or_follower(
+            errors, error = self.zk_replica_manager.become_leader_or_follower(
                 message, request.header.correlation_id)
         return _leader_and_isr_response(request, message, errors, error)
 
@@ -156,7 +153,7 @@ class ZkBrokerApis:
         try:
             for start in range(0, len(needed), LOGS_PER_TRIP):
                 await asyncio.wrap_future(self._worker.submit(
-                    self.replica_manager.create_logs, needed[start:start + LOGS_PER_TRIP]))
+                    self.zk_replica_manager.create_logs, needed[start:start + LOGS_PER_TRIP]))
         except Exception as e:
             # Whatever is missing is then made on the loop, where an error answers the
             # request instead of vanishing in a thread.
@@ -175,7 +172,7 @@ class ZkBrokerApis:
                                             "partition_errors": []})
         states = stop_replica_partitions(body, version)
         async with self._state_change_lock:
-            errors, error = self.replica_manager.stop_replicas(
+            errors, error = self.zk_replica_manager.stop_replicas(
                 controller_id, controller_epoch, states)
         return self._response(request, {
             "error_code": error,
@@ -194,7 +191,7 @@ class ZkBrokerApis:
                                        message.controller_id):
             return self._response(request, {"error_code": ErrorCode.stale_broker_epoch})
         async with self._state_change_lock:
-            error, _deleted = self.replica_manager.maybe_update_metadata_cache(
+            error, _deleted = self.zk_replica_manager.maybe_update_metadata_cache(
                 message, request.header.correlation_id)
         return self._response(request, {"error_code": error})
 
@@ -345,6 +342,7 @@ def update_metadata_request(body: Any, version: int, destination: int) -> Update
 
 
 def _live_broker(broker: Any, version: int) -> UpdateMetadataBroker:
+    endpoints: tuple[UpdateMetadataEndpoint, ...]
     if version == 0:
         endpoints = (UpdateMetadataEndpoint(broker.v0_host, int(broker.v0_port), "PLAINTEXT",
                                             "PLAINTEXT"),)

@@ -15,13 +15,14 @@ from kio.serial import entity_writer
 
 from brownout.broker.partition import TopicPartition
 from brownout.broker.replica_manager import ReplicaManager
-from brownout.broker.zk_apis import BROKER_TO_CONTROLLER, CONTROLLER_TO_BROKER, ZkBrokerApis
-from brownout.broker.zk_metadata_cache import ZkMetadataCache
 from brownout.protocol.apis import ApiKey, request_class, response_class
 from brownout.protocol.build import build
 from brownout.protocol.connection import ServerConnection
 from brownout.protocol.framecheck import decode_entity
 from brownout.storage import LogConfig, LogManager
+from brownout.zkmode.zk_apis import BROKER_TO_CONTROLLER, CONTROLLER_TO_BROKER, ZkBrokerApis
+from brownout.zkmode.zk_metadata_cache import ZkMetadataCache
+from brownout.zkmode.zk_replica_manager import ZkReplicaManager
 
 NODE = 1
 BROKER_EPOCH = 40
@@ -36,10 +37,10 @@ class Broker:
         self.log_manager.startup()
         self.cache = ZkMetadataCache(NODE)
         self.replica_manager = ReplicaManager(
-            NODE, self.log_manager, lambda _topic: {"min.insync.replicas": 1},
-            metadata_cache=self.cache)
+            NODE, self.log_manager, lambda _topic: {"min.insync.replicas": 1})
         self.broker_epoch = BROKER_EPOCH
-        self.apis = ZkBrokerApis(self.replica_manager, broker_epoch=lambda: self.broker_epoch)
+        self.apis = ZkBrokerApis(ZkReplicaManager(self.replica_manager, self.cache),
+                                 broker_epoch=lambda: self.broker_epoch)
 
     def send(self, api_key: ApiKey, version: int, data: dict[str, Any]) -> Any:
         """Encode a request frame, decode it as the server does, answer it, and decode

@@ -8,13 +8,13 @@ from kio.schema.errors import ErrorCode
 
 from brownout.broker.metadata_cache import ZkCachedControllerId
 from brownout.broker.partition import TopicPartition
-from brownout.broker.zk_metadata_cache import ZkMetadataCache
 from brownout.zk.messages import (
     UpdateMetadataBroker,
     UpdateMetadataEndpoint,
     UpdateMetadataPartitionState,
     UpdateMetadataRequest,
 )
+from brownout.zkmode.zk_metadata_cache import ZkMetadataCache
 
 ORDERS_ID = uuid.UUID("0b5e7a10-3c1d-4f2e-9a8b-7c6d5e4f3a21")
 
