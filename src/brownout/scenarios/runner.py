@@ -105,7 +105,7 @@ from .verdict import (
     UNKNOWN,
     RunOutcome,
     RunRecord,
-    check_run,
+    check_run_and_workloads,
     judge,
     write_verdict,
 )
@@ -517,7 +517,7 @@ class _Run:
             self._phase("pipeline audit")
             self.pipeline.audit()
         self._phase("check")
-        checked = check_run(self.out, record)
+        checked = check_run_and_workloads(self.out, record)
         return judge(self.scenario, checked, record)
 
     def _record_fault(self, kind: str, value: dict[str, Any]) -> None:

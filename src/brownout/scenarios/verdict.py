@@ -1,7 +1,8 @@
 """Checking and judging one scenario run: check.json, check-workloads.json, verdict.json.
 
-    check_run      check_all over the whole run's history and final read (check.json),
-                   and over each workload alone (check-workloads.json, check/workloads.py)
+    check_run_and_workloads
+                   check/run_dir.check_run over the whole run (check.json), then check_all
+                   over each workload alone (check-workloads.json, check/workloads.py)
     judge          each of the scenario's expectations against those reports and the
                    facts the runner recorded (RunRecord): its outcome with the numbers
     write_verdict  verdict.json: pass | fail | unknown, with the expectations' outcomes
@@ -132,7 +133,7 @@ class Checked:
     duplicate_causes: dict[str, dict[str, int]] | None = None
 
 
-def check_run(run_dir: Path, record: RunRecord) -> Checked:
+def check_run_and_workloads(run_dir: Path, record: RunRecord) -> Checked:
     """Check the run's history and final read; writes check.json and
     check-workloads.json."""
     # The history stays a file: the checkers stream the columns they need, and each
