@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from brownout.broker.apis import KafkaApis
+from brownout.broker.acl_apis import AuthHelper
+from brownout.broker.apis import KafkaApis, api_table
 from brownout.broker.controller_channel import RemoteControllerChannel
 from brownout.broker.network_client import NetworkClient
 from brownout.broker.producer_ids import ProducerIdManager
@@ -76,7 +77,10 @@ class ZkBroker:
             config=config, cluster_id="zk-cluster", metadata=self.cache,
             replica_manager=self.replica_manager, controller=no_controller,
             producer_ids=ProducerIdManager(no_producer_ids),
-            topic_creator=TopicAutoCreator(no_controller), zk_apis=self.zk_apis)
+            topic_creator=TopicAutoCreator(no_controller), auth=AuthHelper(None),
+            supported=api_table([self.zk_apis], zookeeper_mode=True,
+                                api_versions=config["brownout.api.versions"]),
+            api_groups=[self.zk_apis])
         self.server = SocketServer(
             [Endpoint("PLAINTEXT", "127.0.0.1", 0, "PLAINTEXT")], self.apis.handle,
             supported=lambda: self.apis.supported, max_request_size=100 << 20)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from ..common.kafka_config import KafkaConfig
 from ..controller.acls import AclDeletionResult
@@ -51,6 +51,46 @@ class BrokerAuthorizer:
         host = host.lstrip("/")
         return authorize(self.acls(), Action(principal, host, operation, resource_type, name),
                          self.settings)
+
+
+class RequestOrigin(Protocol):
+    """Who sent a request (KafkaApis' ClientContext)."""
+
+    @property
+    def principal(self) -> str: ...
+
+    @property
+    def client_host(self) -> str: ...
+
+
+class AuthHelper:
+    """Kafka's AuthHelper: whether a request's principal may do an operation on a
+    resource. Without an authorizer every request is allowed (Kafka's default)."""
+
+    def __init__(self, authorizer: BrokerAuthorizer | None) -> None:
+        self.authorizer = authorizer
+
+    @property
+    def enabled(self) -> bool:
+        return self.authorizer is not None
+
+    def allowed(self, ctx: RequestOrigin, operation: AclOperation,
+                resource_type: ResourceType = ResourceType.CLUSTER,
+                name: str = CLUSTER_NAME) -> bool:
+        if self.authorizer is None:
+            return True
+        return self.authorizer.allowed(ctx.principal, ctx.client_host, operation,
+                                       resource_type, name)
+
+    def topic_allowed(self, ctx: RequestOrigin, operation: AclOperation, topic: str) -> bool:
+        return self.allowed(ctx, operation, ResourceType.TOPIC, topic)
+
+    def group_allowed(self, ctx: RequestOrigin, operation: AclOperation, group: str) -> bool:
+        return self.allowed(ctx, operation, ResourceType.GROUP, group)
+
+    def bindings(self) -> Iterable[AclBinding]:
+        """The ACL bindings the authorizer reads: none without one."""
+        return () if self.authorizer is None else self.authorizer.acls()
 
 
 def authorizer_from_config(config: KafkaConfig,

@@ -13,8 +13,8 @@ import logging
 import os
 import random
 import re
-from collections.abc import Awaitable, Callable
-from typing import Any
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any, Protocol
 
 from kio.schema.errors import ErrorCode
 
@@ -28,21 +28,19 @@ from ..controller.reassignments import TopicOngoing, TopicReassignments
 from ..controller.topics import CLUSTER_METADATA_TOPIC, INTERNAL_TOPICS, TopicResult
 from ..protocol.apis import BROKER_APIS, ApiKey, advertised_versions, response_class
 from ..protocol.build import build, field_entity, millis
-from ..protocol.connection import Request, ServerConnection
+from ..protocol.connection import Request, ServerConnection, build_response
 from ..protocol.errors import (
     CorruptRecordError,
     InvalidRecordError,
     UnsupportedCompressionTypeError,
 )
 from ..protocol.records import check_produce_records
-from ..security.authorizer import AclOperation, ResourceType
+from ..security.authorizer import AclOperation
 from . import describe_topic_partitions as dtp
 from .acl_apis import (
     SECURITY_DISABLED_MESSAGE,
-    AuthorizerConfigError,
-    BrokerAuthorizer,
+    AuthHelper,
     acl_filter,
-    authorizer_from_config,
     describe_acls_response,
     filter_problem,
 )
@@ -64,6 +62,7 @@ from .fetch_session import (
     PartitionData,
     TopicIdPartition,
 )
+from .group_apis import GROUP_APIS
 from .metadata_cache import MetadataCache, ZkCachedControllerId
 from .partition import PartitionError, TopicPartition
 from .producer_ids import ProducerIdManager
@@ -108,10 +107,13 @@ class KafkaApis:
         controller: RemoteControllerChannel,
         producer_ids: ProducerIdManager,
         topic_creator: TopicAutoCreator,
-        group_apis: Any | None = None,
-        zk_apis: Any | None = None,
+        auth: AuthHelper,
+        supported: Mapping[ApiKey, tuple[int, int]],
+        api_groups: Sequence[ApiGroup] = (),
         fetch_manager: FetchManager | None = None,
     ) -> None:
+        """`supported` is what this broker advertises (api_table builds it), and
+        `api_groups` the handlers of the APIs beyond KafkaApis' own it names."""
         self.config = config
         self.node_id = config.node_id
         self.cluster_id = cluster_id
@@ -120,20 +122,14 @@ class KafkaApis:
         self.controller = controller
         self.producer_ids = producer_ids
         self.topic_creator = topic_creator
-        self.group_apis = group_apis
+        self.auth = auth
         self.fetch_manager = fetch_manager or FetchManager(
             FetchSessionCache(
                 config["max.incremental.fetch.session.cache.slots"], rng=random.Random()
             )
         )
-        self.supported = dict(BROKER_APIS)
+        self.supported = dict(supported)
         self._effective_cache: dict[Any, KafkaConfig] = {}
-        # None: no authorizer.class.name, every request allowed (Kafka's default).
-        self.authorizer: BrokerAuthorizer | None = authorizer_from_config(config, self._acls)
-        if self.authorizer is not None and zk_apis is not None:
-            raise AuthorizerConfigError(
-                "authorizer.class.name is only supported in KRaft mode here: a ZooKeeper-"
-                "mode broker would keep its ACLs in ZooKeeper, which is not implemented")
         self._handlers: dict[int, Handler] = {
             ApiKey.API_VERSIONS: self.handle_api_versions,
             ApiKey.METADATA: self.handle_metadata,
@@ -163,28 +159,11 @@ class KafkaApis:
             ApiKey.DESCRIBE_ACLS: self.handle_describe_acls,
             ApiKey.DELETE_ACLS: self.handle_delete_acls,
         }
-        if group_apis is not None:
-            group_apis.apis = self
-            self._handlers.update(group_apis.handlers())
-        else:
-            for key in _GROUP_KEYS:
-                self.supported.pop(key, None)
-        if zk_apis is not None:
-            # ElectLeaders goes to the controller, which only KRaft mode has here.
-            self.supported.pop(ApiKey.ELECT_LEADERS, None)
-            # So do reassignments here (ZooKeeper mode's /admin/reassign_partitions is
-            # not implemented): not advertised, as a client then says "not supported".
-            self.supported.pop(ApiKey.ALTER_PARTITION_REASSIGNMENTS, None)
-            self.supported.pop(ApiKey.LIST_PARTITION_REASSIGNMENTS, None)
-            self.supported.pop(ApiKey.DESCRIBE_QUORUM, None)  # no metadata quorum at all
-            # Kafka's ZooKeeper-mode brokers do not serve it either (KRaft brokers only).
-            self.supported.pop(ApiKey.DESCRIBE_TOPIC_PARTITIONS, None)
-            # A ZooKeeper-mode broker also answers its controller (ZkBrokerApis).
-            self._handlers.update(zk_apis.handlers())
-            self.supported.update(zk_apis.supported)
-        # Kafka 3.9's ranges, or 4.0's without the versions KIP-896 removed: a request
-        # outside them is refused like any unsupported version.
-        self.supported = advertised_versions(self.supported, config["brownout.api.versions"])
+        for group in api_groups:
+            self._handlers.update(group.handlers())
+        unhandled = set(self.supported) - set(self._handlers)
+        if unhandled:
+            raise ValueError(f"APIs advertised without a handler: {sorted(unhandled)}")
 
     async def handle(self, request: Request, ctx: ClientContext) -> Any | None:
         """The response body for `request`, or None when no response is sent."""
@@ -198,31 +177,9 @@ class KafkaApis:
         handler = self._handlers[header.api_key]
         return await handler(request, ctx)
 
-    # -- authorization --------------------------------------------------------------
-
-    def _acls(self) -> Any:
-        image = getattr(self.metadata, "image", None)
-        return () if image is None else image.acls.values()
-
-    def allowed(self, ctx: ClientContext, operation: AclOperation,
-                resource_type: ResourceType = ResourceType.CLUSTER,
-                name: str = "kafka-cluster") -> bool:
-        """Whether ctx's principal may do `operation` on the resource; always True
-        without an authorizer."""
-        if self.authorizer is None:
-            return True
-        return self.authorizer.allowed(ctx.principal, ctx.client_host, operation,
-                                       resource_type, name)
-
-    def topic_allowed(self, ctx: ClientContext, operation: AclOperation, topic: str) -> bool:
-        return self.allowed(ctx, operation, ResourceType.TOPIC, topic)
-
-    def group_allowed(self, ctx: ClientContext, operation: AclOperation, group: str) -> bool:
-        return self.allowed(ctx, operation, ResourceType.GROUP, group)
-
-    def _response(self, request: Request, data: dict[str, Any]) -> Any:
-        cls = ServerConnection.response_class(request.header)
-        return build(cls, data)
+    @staticmethod
+    def _response(request: Request, data: dict[str, Any]) -> Any:
+        return build_response(request, data)
 
     # -- ApiVersions ----------------------------------------------------------------
 
@@ -340,7 +297,7 @@ class KafkaApis:
             # Topics the principal may not describe are left out, as in Kafka.
             for n in self.metadata.all_topics():
                 work += 1
-                if self.topic_allowed(ctx, AclOperation.DESCRIBE, n):
+                if self.auth.topic_allowed(ctx, AclOperation.DESCRIBE, n):
                     entry = self._topic_metadata(n, ctx.listener, version)
                     topics.append(build(topic_cls, entry))
                     work += len(entry["partitions"])
@@ -390,15 +347,15 @@ class KafkaApis:
                 return {"error_code": ErrorCode.unknown_topic_id,
                         "name": None if version >= 12 else "",
                         "topic_id": topic_id, "is_internal": False, "partitions": []}
-        if not self.topic_allowed(ctx, AclOperation.DESCRIBE, name):
+        if not self.auth.topic_allowed(ctx, AclOperation.DESCRIBE, name):
             return {"error_code": ErrorCode.topic_authorization_failed,
                     "name": name, "topic_id": None, "is_internal": False, "partitions": []}
         # Auto-creation needs CREATE on the cluster or the topic, as in Kafka.
         would_create = (allow_create and self.config["auto.create.topics.enable"]
                         and not self.metadata.contains(name))
         if would_create and not (
-            self.allowed(ctx, AclOperation.CREATE)
-            or self.topic_allowed(ctx, AclOperation.CREATE, name)
+            self.auth.allowed(ctx, AclOperation.CREATE)
+            or self.auth.topic_allowed(ctx, AclOperation.CREATE, name)
         ):
             return {"error_code": ErrorCode.topic_authorization_failed,
                     "name": name, "topic_id": None, "is_internal": False, "partitions": []}
@@ -446,7 +403,7 @@ class KafkaApis:
                 # Kafka's order: authorization, the partition's existence and the
                 # records are checked per partition before the acks, which the replica
                 # manager checks for all the partitions that passed.
-                if not self.topic_allowed(ctx, AclOperation.WRITE, topic.name):
+                if not self.auth.topic_allowed(ctx, AclOperation.WRITE, topic.name):
                     errors[tp] = ErrorCode.topic_authorization_failed
                 elif topic.name == CLUSTER_METADATA_TOPIC:
                     # The Raft log is no partition of this broker's (Kafka: not in the
@@ -542,13 +499,13 @@ class KafkaApis:
         interesting: list[TopicIdPartition] = []
         erroneous: list[tuple[TopicIdPartition, FetchResult]] = []
         # A follower needs CLUSTER_ACTION on the cluster, a consumer READ on each topic.
-        follower_allowed = replica_id < 0 or self.allowed(ctx, AclOperation.CLUSTER_ACTION)
+        follower_allowed = replica_id < 0 or self.auth.allowed(ctx, AclOperation.CLUSTER_ACTION)
         for tp, data in context.partitions():
             if tp.topic is None:
                 erroneous.append((tp, FetchResult(ErrorCode.unknown_topic_id)))
                 continue
             if not follower_allowed or (
-                replica_id < 0 and not self.topic_allowed(ctx, AclOperation.READ, tp.topic)
+                replica_id < 0 and not self.auth.topic_allowed(ctx, AclOperation.READ, tp.topic)
             ):
                 erroneous.append((tp, FetchResult(ErrorCode.topic_authorization_failed)))
                 continue
@@ -615,7 +572,7 @@ class KafkaApis:
         topics = []
         for topic in body.topics:
             parts = []
-            described = self.topic_allowed(ctx, AclOperation.DESCRIBE, topic.name)
+            described = self.auth.topic_allowed(ctx, AclOperation.DESCRIBE, topic.name)
             for p in topic.partitions:
                 tp = TopicPartition(topic.name, int(p.partition_index))
                 if not described:
@@ -698,9 +655,9 @@ class KafkaApis:
         version = request.header.api_version
         topics = []
         denied: list[str] = []
-        cluster_create = self.allowed(ctx, AclOperation.CREATE)
+        cluster_create = self.auth.allowed(ctx, AclOperation.CREATE)
         for t in body.topics:
-            if not cluster_create and not self.topic_allowed(ctx, AclOperation.CREATE, t.name):
+            if not cluster_create and not self.auth.topic_allowed(ctx, AclOperation.CREATE, t.name):
                 denied.append(t.name)
                 continue
             assignments = {int(a.partition_index): list(a.broker_ids) for a in t.assignments}
@@ -759,7 +716,7 @@ class KafkaApis:
         else:
             names = list(body.topic_names)
         denied = [n for n in dict.fromkeys(names)
-                  if not self.topic_allowed(ctx, AclOperation.DELETE, n)]
+                  if not self.auth.topic_allowed(ctx, AclOperation.DELETE, n)]
         names = [n for n in names if n not in denied]
         if not self.config["delete.topic.enable"]:
             results = [TopicResult(n, ErrorCode.topic_deletion_disabled)
@@ -791,7 +748,7 @@ class KafkaApis:
         for t in body.topics:
             for p in t.partitions:
                 tp = TopicPartition(t.name, int(p.partition_index))
-                if not self.topic_allowed(ctx, AclOperation.DELETE, t.name):
+                if not self.auth.topic_allowed(ctx, AclOperation.DELETE, t.name):
                     denied.add(tp)
                 elif self.metadata.partition_info(t.name, tp.partition) is None:
                     unknown.add(tp)
@@ -905,13 +862,13 @@ class KafkaApis:
         for res in body.resources:
             rtype, name = int(res.resource_type), res.resource_name
             error, message, entries = ErrorCode.none, None, []
-            if rtype == RESOURCE_TOPIC and not self.topic_allowed(
+            if rtype == RESOURCE_TOPIC and not self.auth.topic_allowed(
                     ctx, AclOperation.DESCRIBE_CONFIGS, name):
                 error = ErrorCode.topic_authorization_failed
-            elif rtype in (RESOURCE_BROKER, RESOURCE_BROKER_LOGGER) and not self.allowed(
+            elif rtype in (RESOURCE_BROKER, RESOURCE_BROKER_LOGGER) and not self.auth.allowed(
                     ctx, AclOperation.DESCRIBE_CONFIGS):
                 error = ErrorCode.cluster_authorization_failed
-            elif rtype == RESOURCE_GROUP and not self.group_allowed(
+            elif rtype == RESOURCE_GROUP and not self.auth.group_allowed(
                     ctx, AclOperation.DESCRIBE_CONFIGS, name):
                 error = ErrorCode.group_authorization_failed
                 message = "Group authorization failed."
@@ -994,7 +951,7 @@ class KafkaApis:
         topics = [NewPartitions.from_request(t) for t in body.topics]
         # ALTER on the topic, as in Kafka; the controller decides everything else
         # (duplicates too), as a KRaft broker forwards the whole request.
-        denied = [t.name for t in topics if not self.topic_allowed(ctx, AclOperation.ALTER,
+        denied = [t.name for t in topics if not self.auth.topic_allowed(ctx, AclOperation.ALTER,
                                                                    t.name)]
         topics = [t for t in topics if t.name not in denied]
         results = await self.controller.create_partitions(
@@ -1095,12 +1052,12 @@ class KafkaApis:
         out = list(early)
         for i, (res, _) in enumerate(resources):
             if res.type == RESOURCE_TOPIC:
-                if not self.topic_allowed(ctx, AclOperation.ALTER_CONFIGS, res.name):
+                if not self.auth.topic_allowed(ctx, AclOperation.ALTER_CONFIGS, res.name):
                     out[i] = ConfigResult(ErrorCode.topic_authorization_failed, None)
             elif res.type == RESOURCE_GROUP:
-                if not self.group_allowed(ctx, AclOperation.ALTER_CONFIGS, res.name):
+                if not self.auth.group_allowed(ctx, AclOperation.ALTER_CONFIGS, res.name):
                     out[i] = ConfigResult(ErrorCode.group_authorization_failed, None)
-            elif not self.allowed(ctx, AclOperation.ALTER_CONFIGS):
+            elif not self.auth.allowed(ctx, AclOperation.ALTER_CONFIGS):
                 out[i] = ConfigResult(ErrorCode.cluster_authorization_failed, None)
         return out
 
@@ -1120,7 +1077,7 @@ class KafkaApis:
     # -- DescribeCluster ------------------------------------------------------------
 
     async def handle_describe_cluster(self, request: Request, ctx: ClientContext) -> Any:
-        if not self.allowed(ctx, AclOperation.DESCRIBE):
+        if not self.auth.allowed(ctx, AclOperation.DESCRIBE):
             return self._response(request, {
                 "throttle_time": 0, "error_code": ErrorCode.cluster_authorization_failed,
                 "error_message": None, "endpoint_type": 1, "cluster_id": self.cluster_id,
@@ -1157,9 +1114,9 @@ class KafkaApis:
             )
         # An idempotent producer needs IDEMPOTENT_WRITE on the cluster or WRITE on some
         # topic (KIP-679).
-        if self.authorizer is not None and not (
-            self.allowed(ctx, AclOperation.IDEMPOTENT_WRITE)
-            or any(self.topic_allowed(ctx, AclOperation.WRITE, t)
+        if self.auth.enabled and not (
+            self.auth.allowed(ctx, AclOperation.IDEMPOTENT_WRITE)
+            or any(self.auth.topic_allowed(ctx, AclOperation.WRITE, t)
                    for t in self.metadata.all_topics())
         ):
             return self._response(
@@ -1182,23 +1139,23 @@ class KafkaApis:
         body = request.body
         f = acl_filter(body)
         error, message = ErrorCode.none, None
-        if self.authorizer is None:
+        if not self.auth.enabled:
             error, message = ErrorCode.security_disabled, SECURITY_DISABLED_MESSAGE
-        elif not self.allowed(ctx, AclOperation.DESCRIBE):
+        elif not self.auth.allowed(ctx, AclOperation.DESCRIBE):
             error = ErrorCode.cluster_authorization_failed
         elif (problem := filter_problem(f)) is not None:
             error, message = ErrorCode.invalid_request, problem
         if error != ErrorCode.none:
             return self._response(request, {"throttle_time": 0, "error_code": error,
                                             "error_message": message, "resources": []})
-        return self._response(request, describe_acls_response(self._acls(), f))
+        return self._response(request, describe_acls_response(self.auth.bindings(), f))
 
     def _acl_change_refusal(self, ctx: ClientContext) -> tuple[ErrorCode, str | None]:
         """Why CreateAcls/DeleteAcls are refused outright (none: they are not): no
         authorizer configured, or no ALTER on the cluster."""
-        if self.authorizer is None:
+        if not self.auth.enabled:
             return ErrorCode.security_disabled, SECURITY_DISABLED_MESSAGE
-        if not self.allowed(ctx, AclOperation.ALTER):
+        if not self.auth.allowed(ctx, AclOperation.ALTER):
             return ErrorCode.cluster_authorization_failed, None
         return ErrorCode.none, None
 
@@ -1283,19 +1240,41 @@ class CloseConnection(Exception):
     """Close the client's connection without a response (acks=0 failures)."""
 
 
-_GROUP_KEYS = (
-    ApiKey.FIND_COORDINATOR,
-    ApiKey.JOIN_GROUP,
-    ApiKey.SYNC_GROUP,
-    ApiKey.HEARTBEAT,
-    ApiKey.LEAVE_GROUP,
-    ApiKey.OFFSET_COMMIT,
-    ApiKey.OFFSET_FETCH,
-    ApiKey.DESCRIBE_GROUPS,
-    ApiKey.LIST_GROUPS,
-    ApiKey.DELETE_GROUPS,
-    ApiKey.OFFSET_DELETE,
-)
+class ApiGroup(Protocol):
+    """Handlers KafkaApis takes in beside its own (the group coordinator's, a
+    ZooKeeper-mode broker's for its controller), with the versions they serve."""
+
+    @property
+    def supported(self) -> Mapping[ApiKey, tuple[int, int]]: ...
+
+    def handlers(self) -> dict[int, Handler]: ...
+
+
+# What a ZooKeeper-mode broker does not serve, and why.
+NOT_ON_ZK_BROKERS: dict[ApiKey, str] = {
+    ApiKey.ELECT_LEADERS: "goes to the controller, which only KRaft mode has here",
+    ApiKey.ALTER_PARTITION_REASSIGNMENTS: "ZooKeeper mode's /admin/reassign_partitions is "
+                                          "not implemented: a client says 'not supported'",
+    ApiKey.LIST_PARTITION_REASSIGNMENTS: "likewise",
+    ApiKey.DESCRIBE_QUORUM: "no metadata quorum at all",
+    ApiKey.DESCRIBE_TOPIC_PARTITIONS: "Kafka's ZooKeeper-mode brokers do not serve it either",
+}
+
+
+def api_table(api_groups: Sequence[ApiGroup], *, zookeeper_mode: bool,
+              api_versions: str) -> dict[ApiKey, tuple[int, int]]:
+    """What a broker advertises in ApiVersions: KafkaApis' own APIs, those of the
+    groups it is given, less what a ZooKeeper-mode broker lacks, within the ranges of
+    `brownout.api.versions` (Kafka 3.9's, or 4.0's without what KIP-896 removed; a
+    request outside them is refused like any unsupported version)."""
+    supported = {key: versions for key, versions in BROKER_APIS.items()
+                 if key not in GROUP_APIS}  # those come with the group coordinator
+    for group in api_groups:
+        supported.update(group.supported)
+    if zookeeper_mode:
+        for key in NOT_ON_ZK_BROKERS:
+            supported.pop(key, None)
+    return advertised_versions(supported, api_versions)
 
 
 def alter_reassignments_response(

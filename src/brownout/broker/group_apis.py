@@ -16,15 +16,18 @@ from kio.schema.errors import ErrorCode
 
 from .. import group as g
 from ..common.topic import NewTopic
-from ..protocol.apis import ApiKey
+from ..protocol.apis import BROKER_APIS, ApiKey
 from ..protocol.build import millis
-from ..protocol.connection import Request
+from ..protocol.connection import Request, build_response
 from ..security.authorizer import AclOperation
+from .acl_apis import AuthHelper
 from .group_runtime import OFFSETS_TOPIC, GroupRuntime
+from .metadata_cache import MetadataCache
 from .partition import TopicPartition
+from .topic_creator import TopicAutoCreator
 
 if TYPE_CHECKING:
-    from .apis import ClientContext, Handler, KafkaApis
+    from .apis import ClientContext, Handler
 
 log = logging.getLogger("kafka.server.KafkaApis")
 
@@ -33,14 +36,28 @@ COORDINATOR_KEY_GROUP = 0
 KNOWN_COORDINATOR_TYPES = frozenset({0, 1, 2})
 
 
+# The classic group APIs, at the versions a broker serves them.
+GROUP_APIS: dict[ApiKey, tuple[int, int]] = {key: BROKER_APIS[key] for key in (
+    ApiKey.FIND_COORDINATOR, ApiKey.JOIN_GROUP, ApiKey.SYNC_GROUP, ApiKey.HEARTBEAT,
+    ApiKey.LEAVE_GROUP, ApiKey.OFFSET_COMMIT, ApiKey.OFFSET_FETCH, ApiKey.DESCRIBE_GROUPS,
+    ApiKey.LIST_GROUPS, ApiKey.DELETE_GROUPS, ApiKey.OFFSET_DELETE)}
+
+
 class GroupApis:
-    def __init__(self, runtime: GroupRuntime, *, offsets_topic_replication_factor: int,
-                 offsets_topic_num_partitions: int, offsets_topic_segment_bytes: int) -> None:
+    supported = GROUP_APIS
+
+    def __init__(self, runtime: GroupRuntime, *, node_id: int, metadata: MetadataCache,
+                 topic_creator: TopicAutoCreator, auth: AuthHelper,
+                 offsets_topic_replication_factor: int, offsets_topic_num_partitions: int,
+                 offsets_topic_segment_bytes: int) -> None:
         self.runtime = runtime
+        self.node_id = node_id
+        self.metadata = metadata
+        self.topic_creator = topic_creator
+        self.auth = auth
         self.offsets_rf = offsets_topic_replication_factor
         self.offsets_partitions = offsets_topic_num_partitions
         self.offsets_segment_bytes = offsets_topic_segment_bytes
-        self.apis: KafkaApis | None = None  # set by KafkaApis
 
     def handlers(self) -> dict[int, Handler]:
         return {
@@ -57,18 +74,17 @@ class GroupApis:
             ApiKey.OFFSET_DELETE: self.handle_offset_delete,
         }
 
-    def _response(self, request: Request, data: dict[str, Any]) -> Any:
-        assert self.apis is not None
-        return self.apis._response(request, data)
+    @staticmethod
+    def _response(request: Request, data: dict[str, Any]) -> Any:
+        return build_response(request, data)
 
     # -- FindCoordinator ------------------------------------------------------------
 
     def _offsets_topic_ready(self) -> bool:
         """True once `__consumer_offsets` exists; otherwise ask for it in the background."""
-        assert self.apis is not None
-        if self.apis.metadata.contains(OFFSETS_TOPIC):
+        if self.metadata.contains(OFFSETS_TOPIC):
             return True
-        self.apis.topic_creator.request([
+        self.topic_creator.request([
             NewTopic(
                 OFFSETS_TOPIC,
                 self.offsets_partitions,
@@ -83,8 +99,7 @@ class GroupApis:
         return False
 
     def _coordinator_for(self, key: str, listener: str) -> dict[str, Any]:
-        assert self.apis is not None
-        metadata = self.apis.metadata
+        metadata = self.metadata
         entry: dict[str, Any] = {"key": key, "node_id": -1, "host": "", "port": -1,
                                  "error_code": ErrorCode.coordinator_not_available,
                                  "error_message": None}
@@ -106,20 +121,17 @@ class GroupApis:
         cache and makes the replica leader in one publish, so it never names itself
         before its group coordinator loads the partition; naming ourselves now would
         send the client's next request to a coordinator that answers NOT_COORDINATOR."""
-        assert self.apis is not None
-        if leader != self.apis.node_id:
+        if leader != self.node_id:
             return False
         replica = self.runtime.replica_manager.partitions.get(
             TopicPartition(OFFSETS_TOPIC, partition))
         return replica is None or not replica.is_leader
 
     def _group_allowed(self, ctx: ClientContext, operation: AclOperation, group: str) -> bool:
-        assert self.apis is not None
-        return self.apis.group_allowed(ctx, operation, group)
+        return self.auth.group_allowed(ctx, operation, group)
 
     def _topic_allowed(self, ctx: ClientContext, operation: AclOperation, topic: str) -> bool:
-        assert self.apis is not None
-        return self.apis.topic_allowed(ctx, operation, topic)
+        return self.auth.topic_allowed(ctx, operation, topic)
 
     async def handle_find_coordinator(self, request: Request, ctx: ClientContext) -> Any:
         body = request.body
@@ -290,8 +302,7 @@ class GroupApis:
         # Kafka's KafkaApis answers partitions of unknown topics, and unknown partitions
         # of known ones, itself with UNKNOWN_TOPIC_OR_PARTITION; only the rest reach the
         # coordinator, so no offset is ever stored for a partition that does not exist.
-        assert self.apis is not None
-        metadata = self.apis.metadata
+        metadata = self.metadata
         answered: list[tuple[str, int, ErrorCode]] = []
         known: list[tuple[str, Any]] = []
         # Kafka: READ on the group, or every partition is GROUP_AUTHORIZATION_FAILED;
@@ -484,8 +495,7 @@ class GroupApis:
         body = request.body
         # As Kafka's KafkaApis: unknown topics and partitions are answered here, the rest
         # goes to the coordinator; a group-level error from it replaces every answer.
-        assert self.apis is not None
-        metadata = self.apis.metadata
+        metadata = self.metadata
         answered: list[tuple[str, int, ErrorCode]] = []
         known: list[g.TopicPartition] = []
         for t in body.topics:

@@ -23,6 +23,7 @@ from kio.serial import entity_writer
 from kio.serial.errors import OutOfBoundValue
 
 from .apis import ApiKey, request_class, response_class
+from .build import build
 from .errors import FrameTooLargeError, InvalidRequestError, ResponseTooLongError
 from .framecheck import MalformedFrameError, decode_entity
 
@@ -194,3 +195,8 @@ def _with_error(value: Any, message: str) -> Any:
         elif isinstance(item, tuple) or dataclasses.is_dataclass(item):
             changes[f.name] = _with_error(item, message)
     return dataclasses.replace(value, **changes)
+
+
+def build_response(request: Request, data: dict[str, Any]) -> Any:
+    """The response to `request`, in its API's and version's schema, holding `data`."""
+    return build(response_class(request.header.api_key, request.header.api_version), data)

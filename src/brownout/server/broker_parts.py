@@ -19,18 +19,22 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from ..broker import replication
+from ..broker.acl_apis import AuthHelper, authorizer_from_config
 from ..broker.apis import KafkaApis
 from ..broker.controller_channel import ControllerUnavailable, RemoteControllerChannel
 from ..broker.group_apis import GroupApis
 from ..broker.group_runtime import GroupRuntime
+from ..broker.metadata_cache import MetadataCache
 from ..broker.network_client import NetworkClient
 from ..broker.partition import Partition
 from ..broker.replica_fetcher import ReplicaFetcherManager
 from ..broker.replica_manager import ReplicaManager
 from ..broker.socket_server import SocketServer
+from ..broker.topic_creator import TopicAutoCreator
 from ..common.events import EventLog
 from ..common.kafka_config import KafkaConfig
 from ..group import GroupConfig
+from ..security.authorizer import AclBinding
 from ..security.listeners import listener_security
 from ..storage import LogManager
 from .shared import SharedServer, loopback_if_empty
@@ -41,8 +45,20 @@ LONG_MAX_MS = 2**63 - 1
 partition_log = logging.getLogger("kafka.cluster.Partition")
 
 
+def auth_helper(config: KafkaConfig, metadata: MetadataCache) -> AuthHelper:
+    """The authorizer `authorizer.class.name` asks for (none: every request allowed),
+    over the ACL bindings of the broker's metadata image (a KRaft broker's; the
+    ZooKeeper-mode cache has none)."""
+    def acls() -> Iterable[AclBinding]:
+        image = getattr(metadata, "image", None)
+        return () if image is None else image.acls.values()
+
+    return AuthHelper(authorizer_from_config(config, acls))
+
+
 def group_coordinator(
-    config: KafkaConfig, replica_manager: ReplicaManager
+    config: KafkaConfig, replica_manager: ReplicaManager, *, metadata: MetadataCache,
+    topic_creator: TopicAutoCreator, auth: AuthHelper,
 ) -> tuple[GroupRuntime, GroupApis]:
     runtime = GroupRuntime(
         GroupConfig(
@@ -59,6 +75,10 @@ def group_coordinator(
     )
     apis = GroupApis(
         runtime,
+        node_id=config.node_id,
+        metadata=metadata,
+        topic_creator=topic_creator,
+        auth=auth,
         offsets_topic_replication_factor=config["offsets.topic.replication.factor"],
         offsets_topic_num_partitions=config["offsets.topic.num.partitions"],
         offsets_topic_segment_bytes=config["offsets.topic.segment.bytes"],

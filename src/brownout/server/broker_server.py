@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import logging
 
-from ..broker.apis import KafkaApis
+from ..broker.apis import KafkaApis, api_table
 from ..broker.configs import DynamicLayers, effective_config
 from ..broker.controller_channel import RemoteControllerChannel
 from ..broker.lifecycle import BrokerLifecycleManager
@@ -81,7 +81,10 @@ class BrokerServer:
             lambda: self.channel.allocate_producer_ids(self.node_id, lifecycle.broker_epoch)
         )
         self.topic_creator = TopicAutoCreator(self.channel)
-        self.group_runtime, group_apis = parts.group_coordinator(config, self.replica_manager)
+        auth = parts.auth_helper(config, self.metadata)
+        self.group_runtime, group_apis = parts.group_coordinator(
+            config, self.replica_manager, metadata=self.metadata,
+            topic_creator=self.topic_creator, auth=auth)
         self.apis = KafkaApis(
             config=config,
             cluster_id=shared.cluster_id,
@@ -90,7 +93,10 @@ class BrokerServer:
             controller=self.channel,
             producer_ids=self.producer_ids,
             topic_creator=self.topic_creator,
-            group_apis=group_apis,
+            auth=auth,
+            supported=api_table([group_apis], zookeeper_mode=False,
+                                api_versions=config["brownout.api.versions"]),
+            api_groups=[group_apis],
         )
         self.fetchers = parts.replica_fetchers(
             config, self.replica_manager, networks["fetcher"], self._broker_endpoint,

@@ -31,7 +31,8 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from ..broker.apis import KafkaApis
+from ..broker.acl_apis import AuthorizerConfigError
+from ..broker.apis import ApiGroup, KafkaApis, api_table
 from ..broker.controller_channel import ControllerUnavailable, RemoteControllerChannel
 from ..broker.partition import Partition
 from ..broker.producer_ids import ProducerIdManager
@@ -183,7 +184,16 @@ class KafkaServer:
             ZkReplicaManager(self.replica_manager, self.metadata),
             broker_epoch=lambda: self.broker_epoch,
             controller=self, load_topic_configs=self._load_topic_configs)
-        self.group_runtime, group_apis = parts.group_coordinator(config, self.replica_manager)
+        auth = parts.auth_helper(config, self.metadata)
+        if auth.enabled:
+            raise AuthorizerConfigError(
+                "authorizer.class.name is only supported in KRaft mode here: a ZooKeeper-"
+                "mode broker would keep its ACLs in ZooKeeper, which is not implemented")
+        self.group_runtime, group_apis = parts.group_coordinator(
+            config, self.replica_manager, metadata=self.metadata,
+            topic_creator=self.topic_creator, auth=auth)
+        # A ZooKeeper-mode broker also answers its controller's requests (ZkBrokerApis).
+        api_groups: list[ApiGroup] = [group_apis, self.zk_apis]
         self.apis = KafkaApis(
             config=config,
             cluster_id=shared.cluster_id,
@@ -195,8 +205,10 @@ class KafkaServer:
                 self.admin, lambda: self.controller is not None and self.controller.is_active),
             producer_ids=self.producer_ids,
             topic_creator=self.topic_creator,
-            group_apis=group_apis,
-            zk_apis=self.zk_apis,
+            auth=auth,
+            supported=api_table(api_groups, zookeeper_mode=True,
+                                api_versions=config["brownout.api.versions"]),
+            api_groups=api_groups,
         )
         self.fetchers = parts.replica_fetchers(
             config, self.replica_manager, shared.networks["fetcher"], self._broker_endpoint,

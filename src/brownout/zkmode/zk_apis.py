@@ -37,7 +37,7 @@ from ..broker.partition import TopicPartition
 from ..broker.replica_manager import NewLog
 from ..protocol.apis import ApiKey
 from ..protocol.build import build
-from ..protocol.connection import Request, ServerConnection
+from ..protocol.connection import Request, ServerConnection, build_response
 from ..protocol.zkapis import VERSIONS
 from ..zk.leader_and_isr import LeaderRecoveryState
 from ..zk.messages import (
@@ -208,7 +208,7 @@ class ZkBrokerApis:
 
     @staticmethod
     def _response(request: Request, data: dict[str, Any]) -> Any:
-        return build(ServerConnection.response_class(request.header), data)
+        return build_response(request, data)
 
 
 def _leader_and_isr_response(
