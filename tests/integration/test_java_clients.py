@@ -21,7 +21,7 @@ import pyarrow.parquet as pq
 import pytest
 from _cluster import LabCluster, full_isr, wait_until
 from _time_scale import scaled
-from conftest import BROWNOUT
+from conftest import BROWNOUT, assert_run_held
 from test_scenarios import kill_cluster, no_node_left
 
 from brownout.check.suite import check_all
@@ -153,9 +153,8 @@ def test_rolling_restart_with_java_consumers_passes(tmp_path: Path,
                                 timeout=scaled(300), env={**os.environ, "COLUMNS": "200"})
     finally:
         kill_cluster(run_dir / "cluster")
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
     verdict = json.loads((run_dir / "verdict.json").read_text())
-    assert verdict["passed"] is True
+    assert_run_held(result.returncode, verdict, result.stdout[-3000:] + result.stderr[-2000:])
     assert [s["outcome"] for s in verdict["steps"]] == ["ok"]
     no_node_left(run_dir)
     assert processes_naming(str(run_dir)) == []  # no JVM client left either

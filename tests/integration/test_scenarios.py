@@ -19,7 +19,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 from _time_scale import scaled
-from conftest import BROWNOUT
+from conftest import BROWNOUT, assert_run_held
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(170), pytest.mark.long(450)]
 
@@ -109,9 +109,8 @@ def test_zookeeper_two_brokers_down_keeps_the_leaderless_evidence(tmp_path: Path
     # partition while two brokers are down, as describe and offsets printed it.
     run_dir = tmp_path / "zk"
     result = run("zk-two-brokers-down", "--out", str(run_dir), "--seed", "1")
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
     verdict = json.loads((run_dir / "verdict.json").read_text())
-    assert verdict["passed"] is True
+    assert_run_held(result.returncode, verdict, result.stdout[-3000:] + result.stderr[-2000:])
     snap = verdict["snapshots"]["during"]
     [leaderless] = [p for p, leader in snap["leaders"].items() if leader is None]
     assert set(snap["offset_errors"]) == {leaderless}
