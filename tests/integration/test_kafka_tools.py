@@ -113,3 +113,56 @@ def test_listing_and_describing_every_topic_match_kafka_topics(cluster: LabClust
         f"brownout topics describe:\n{twin.stdout}\nkafka-topics --describe:\n{kafka.stdout}")
     headers = [line for line in kafka.stdout.splitlines() if not line.startswith("\t")]
     assert len(headers) == len(kafka_list.stdout.splitlines())
+
+
+def test_reset_offsets_prints_what_kafka_consumer_groups_prints(cluster: LabCluster,
+                                                                kafka_installed: str):
+    from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+
+    topic = create_topic(cluster)
+    # Five records a partition, one second apart from T0 (CreateTime), so that a time
+    # between two of them names the later one.
+    t0 = 1_700_000_000_000
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all"})
+    for partition in range(PARTITIONS):
+        for i in range(5):
+            producer.produce(topic, b"v", partition=partition, timestamp=t0 + i * 1000)
+    assert producer.flush(120) == 0
+    # An inactive group with committed offsets on partitions 0-2, none on 3.
+    group = f"reset-{uuid.uuid4().hex[:6]}"
+    committer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": group,
+                          "enable.auto.commit": False})
+
+    def committed() -> bool:
+        try:
+            committer.commit(offsets=[TopicPartition(topic, p, 3) for p in range(3)],
+                             asynchronous=False)
+            return True
+        except KafkaException as e:  # the group's first use: its coordinator is loading
+            if not e.args[0].retriable() and e.args[0].code() != KafkaError.NOT_COORDINATOR:
+                raise
+            return False
+
+    try:
+        wait_until(committed, 120, "the group's coordinator taking its first commit")
+    finally:
+        committer.close()
+
+    some = f"{topic}:0,1,2"
+    for scope, target in [
+        (("--topic", some), ("--shift-by", "-2")),
+        (("--topic", some), ("--shift-by", "9")),  # past the log end: kept at 5
+        (("--all-topics",), ("--shift-by", "1")),
+        (("--topic", topic), ("--to-datetime", "2023-11-14T22:13:22.500")),  # T0 + 2.5 s
+        (("--topic", topic), ("--to-datetime", "2023-11-14T23:13:22.000+01:00")),  # T0 + 2 s
+        (("--topic", topic), ("--to-datetime", "2030-01-01T00:00:00.000")),  # after all
+    ]:
+        args = ("--reset-offsets", "--group", group, *scope, *target, "--dry-run")
+        twin = brownout("consumer-groups", *args, "--bootstrap", cluster.bootstrap)
+        kafka = kafka_tool("kafka-consumer-groups", "--bootstrap-server", cluster.bootstrap,
+                           *args)
+        # Kafka prints the partitions in its HashMap's order; the lines are the same.
+        assert sorted(twin.stdout.splitlines()) == sorted(kafka.stdout.splitlines()), (
+            f"{' '.join(args)}\nbrownout:\n{twin.stdout}\nkafka-consumer-groups:\n"
+            f"{kafka.stdout}")
+        assert "NEW-OFFSET" in kafka.stdout

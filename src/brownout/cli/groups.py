@@ -4,6 +4,7 @@ leader-election` (like kafka-leader-election.sh). They speak only the Kafka prot
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from typing import Annotated
 
@@ -17,6 +18,8 @@ from ..cluster.groups import (
     format_members,
     format_offsets,
     format_reset,
+    parse_reset_datetime,
+    shifted_offsets,
 )
 from ._common import (
     BootstrapOption,
@@ -31,8 +34,9 @@ CONSUMER_GROUPS_HELP = "\n\n".join([
     "List, describe, delete consumer groups and reset their offsets "
     "(like kafka-consumer-groups.sh).",
     "Exactly one action: --list; --describe --group G [--members [--verbose]]; "
-    "--delete --group G; --reset-offsets --group G --topic T with one of --to-earliest, "
-    "--to-latest, --to-offset N, and --execute (without it: a dry run).",
+    "--delete --group G; --reset-offsets --group G (--topic T | --all-topics) with one "
+    "of --to-earliest, --to-latest, --to-offset N, --shift-by N, --to-datetime T, and "
+    "--execute (without it: a dry run). The group must have no active members.",
 ])
 
 LEADER_ELECTION_HELP = "\n\n".join([
@@ -58,11 +62,21 @@ def consumer_groups_command(
     verbose: Annotated[bool, typer.Option("--verbose", help="With --members: each "
                                           "member's partitions.")] = False,
     topic: Annotated[str | None, typer.Option("--topic", help="With --reset-offsets: the "
-                                              "topic (all its partitions).",
-                                              show_default=False)] = None,
+                                              "topic (all its partitions), or TOPIC:0,2 "
+                                              "for some.", show_default=False)] = None,
+    all_topics: Annotated[bool, typer.Option("--all-topics", help="With --reset-offsets: "
+                                             "every partition the group has committed "
+                                             "offsets for.")] = False,
     to_earliest: Annotated[bool, typer.Option("--to-earliest")] = False,
     to_latest: Annotated[bool, typer.Option("--to-latest")] = False,
     to_offset: Annotated[int | None, typer.Option("--to-offset", show_default=False)] = None,
+    shift_by: Annotated[int | None, typer.Option(
+        "--shift-by", help="Move each committed offset by N (negative: back), within the "
+        "log.", show_default=False)] = None,
+    to_datetime: Annotated[str | None, typer.Option(
+        "--to-datetime", metavar="YYYY-MM-DDTHH:mm:SS.sss", help="The first offset whose "
+        "timestamp is at or after this time (UTC unless it ends in Z or +HH:MM); the log "
+        "end where no record is that new.", show_default=False)] = None,
     execute: Annotated[bool, typer.Option("--execute", help="Do the reset.")] = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Only show the reset.")] = False,
     bootstrap: BootstrapOption = None,
@@ -93,7 +107,8 @@ def consumer_groups_command(
         typer.echo(f"Deletion of requested consumer groups ('{group}') was successful.")
     else:
         assert group is not None
-        _reset(admin, group, topic, to_earliest, to_latest, to_offset, execute, dry_run)
+        target = ResetTarget(to_earliest, to_latest, to_offset, shift_by, to_datetime)
+        _reset(admin, group, topic, all_topics, target, execute, dry_run)
 
 
 def _describe(admin: GroupAdmin, group: str, members: bool, verbose: bool) -> None:
@@ -109,34 +124,89 @@ def _describe(admin: GroupAdmin, group: str, members: bool, verbose: bool) -> No
         typer.echo(line)
 
 
-def _reset(admin: GroupAdmin, group: str, topic: str | None, to_earliest: bool,
-           to_latest: bool, to_offset: int | None, execute: bool, dry_run: bool) -> None:
-    if topic is None:
-        raise UsageError("--reset-offsets needs --topic")
-    if sum([to_earliest, to_latest, to_offset is not None]) != 1:
+@dataclasses.dataclass(frozen=True)
+class ResetTarget:
+    """Where --reset-offsets moves a group's offsets: exactly one of these is set."""
+
+    to_earliest: bool
+    to_latest: bool
+    to_offset: int | None
+    shift_by: int | None
+    to_datetime: str | None
+
+    def chosen(self) -> list[str]:
+        return [name for name, value in (
+            ("--to-earliest", self.to_earliest), ("--to-latest", self.to_latest),
+            ("--to-offset", self.to_offset is not None),
+            ("--shift-by", self.shift_by is not None),
+            ("--to-datetime", self.to_datetime is not None)) if value]
+
+
+def _partitions(admin: GroupAdmin, group: str, topic: str | None,
+                all_topics: bool) -> list[tuple[str, int]]:
+    if all_topics:
+        return sorted(admin.committed(group))
+    assert topic is not None
+    if ":" in topic:  # TOPIC:0,2, as Kafka's tool takes it
+        name, _, numbers = topic.partition(":")
+        try:
+            return [(name, int(n)) for n in numbers.split(",")]
+        except ValueError:
+            raise UsageError(f"--topic {topic}: expected TOPIC or TOPIC:P[,P...] with "
+                             "partition numbers") from None
+    [described] = admin.describe([topic])
+    return [(topic, p.partition) for p in described.partitions]
+
+
+def _reset(admin: GroupAdmin, group: str, topic: str | None, all_topics: bool,
+           target: ResetTarget, execute: bool, dry_run: bool) -> None:
+    if (topic is None) == (not all_topics):
+        raise UsageError("--reset-offsets needs --topic or --all-topics (one of them)")
+    if len(target.chosen()) != 1:
         raise UsageError("--reset-offsets needs one of --to-earliest, --to-latest, "
-                         "--to-offset N")
+                         "--to-offset N, --shift-by N, --to-datetime T")
     if execute and dry_run:
         raise UsageError("give --execute or --dry-run, not both")
+    timestamp = None
+    if target.to_datetime is not None:
+        try:
+            timestamp = parse_reset_datetime(target.to_datetime)
+        except ValueError as e:
+            raise UsageError(f"--to-datetime: {e}") from None
     state = admin.group_state(group)
     if state not in ("Empty", "Dead"):
         raise AdminError(f"Assignments can only be reset if the group '{group}' is "
                          f"inactive, but the current state is {state}.")
-    [described] = admin.describe([topic])
-    partitions = [(topic, p.partition) for p in described.partitions]
+    partitions = _partitions(admin, group, topic, all_topics)
     earliest = admin.log_offsets(partitions, "earliest")
     latest = admin.log_offsets(partitions, "latest")
-    chosen: dict[tuple[str, int], int] = {}
     for tp in partitions:
-        low, high = earliest.get(tp), latest.get(tp)
-        if low is None or high is None:
+        if earliest.get(tp) is None or latest.get(tp) is None:
             raise AdminError(f"cannot read the offsets of {tp[0]}-{tp[1]} (no leader?)")
-        if to_offset is not None:
-            chosen[tp], warning = clamp_offset(to_offset, low, high)
+    chosen: dict[tuple[str, int], int] = {}
+    if target.to_earliest or target.to_latest:
+        chosen = {tp: (earliest if target.to_earliest else latest)[tp] or 0
+                  for tp in partitions}
+    elif timestamp is not None:
+        found = admin.log_offsets(partitions, timestamp)
+        for tp in partitions:
+            offset = found.get(tp)
+            if offset is None:
+                raise AdminError(f"cannot read the offset by timestamp of {tp[0]}-{tp[1]}")
+            if offset < 0:  # no record that new: Kafka says so on stdout
+                typer.echo(f"\nWarn: Partition {tp[1]} from topic {tp[0]} is empty. "
+                           "Falling back to latest known offset.")
+                offset = latest[tp] or 0
+            chosen[tp] = offset
+    else:
+        if target.shift_by is not None:
+            wanted = shifted_offsets(partitions, admin.committed(group), target.shift_by)
+        else:
+            wanted = dict.fromkeys(partitions, target.to_offset or 0)
+        for tp, offset in wanted.items():
+            chosen[tp], warning = clamp_offset(offset, earliest[tp] or 0, latest[tp] or 0)
             if warning:
                 print(f"WARN: {warning} for {tp[0]}-{tp[1]}", file=sys.stderr)
-        else:
-            chosen[tp] = low if to_earliest else high
     if not execute and not dry_run:
         print("WARN: No action will be performed as the --execute option is missing. "
               "Add --dry-run to say so explicitly.", file=sys.stderr)

@@ -9,6 +9,8 @@ half wraps confluent-kafka's AdminClient through `cluster.admin.Admin`.
 from __future__ import annotations
 
 import dataclasses
+import datetime
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -113,13 +115,16 @@ def format_members(members: Sequence[Member], verbose: bool) -> list[str]:
 
 
 def format_reset(group: str, offsets: Mapping[tuple[str, int], int]) -> list[str]:
-    """`--reset-offsets`: a blank line, the header, one line per partition."""
-    def line(*cols: object) -> str:
-        g, t, p, o = (str(c) for c in cols)
-        return f"{g:<30} {t:<30} {p:<10} {o:<15}"
-
+    """`--reset-offsets`: a blank line, the header, one line per partition; the group
+    and topic columns as wide as their longest value, at least 15 (Kafka 4.x)."""
     if not offsets:
         return []
+    group_width = max(15, len(group))
+    topic_width = max(15, *(len(t) for t, _ in offsets))
+
+    def line(g: object, t: object, p: object, o: object) -> str:
+        return f"{g!s:<{group_width}} {t!s:<{topic_width}} {p!s:<10} {o}"
+
     return ["", line("GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"),
             *(line(group, t, p, o) for (t, p), o in sorted(offsets.items()))]
 
@@ -148,14 +153,58 @@ def format_election(election: str, results: Mapping[tuple[str, int], str | None]
 
 
 def clamp_offset(wanted: int, earliest: int, latest: int) -> tuple[int, str | None]:
-    """--to-offset N kept within the log, with Kafka's warning when it is not."""
-    if wanted < earliest:
-        return earliest, (f"New offset ({wanted}) is lower than earliest offset. "
-                          f"Value will be set to {earliest}")
+    """A requested offset kept within the log, with Kafka's warning when it is not."""
     if wanted > latest:
         return latest, (f"New offset ({wanted}) is higher than latest offset. "
                         f"Value will be set to {latest}")
+    if wanted < earliest:
+        return earliest, (f"New offset ({wanted}) is lower than earliest offset. "
+                          f"Value will be set to {earliest}")
     return wanted, None
+
+
+def shifted_offsets(partitions: Sequence[tuple[str, int]],
+                    committed: Mapping[tuple[str, int], int],
+                    shift: int) -> dict[tuple[str, int], int]:
+    """`--shift-by N`: each partition's committed offset plus N (before clamping to the
+    log); a partition the group never committed cannot be shifted, as in Kafka."""
+    missing = [tp for tp in partitions if tp not in committed]
+    if missing:
+        t, p = missing[0]
+        raise AdminError(f"Cannot shift offset for partition {t}-{p} since there is no "
+                         "current committed offset")
+    return {tp: committed[tp] + shift for tp in partitions}
+
+
+_DATETIME = re.compile(
+    r"(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})\.(\d{3})"
+    r"(Z|[+-]\d{2}(?::?\d{2})?)?")
+
+
+_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
+
+
+def parse_reset_datetime(text: str) -> int:
+    """`--to-datetime`'s value in milliseconds since the epoch, read as Kafka's tools
+    read it: YYYY-MM-DDTHH:mm:SS.sss, then optionally Z or an offset (+08, +0800,
+    +08:00); without one, UTC."""
+    match = _DATETIME.fullmatch(text.strip())
+    if match is None:
+        raise ValueError(f"cannot read {text!r} as a date and time: expected "
+                         "YYYY-MM-DDTHH:mm:SS.sss, optionally followed by Z or +HH:MM")
+    *fields, zone = match.groups()
+    year, month, day, hour, minute, second, millis = (int(f) for f in fields)
+    offset = datetime.timedelta(0)
+    if zone not in (None, "Z"):
+        digits = zone[1:].replace(":", "")
+        minutes = int(digits[:2]) * 60 + (int(digits[2:]) if len(digits) > 2 else 0)
+        offset = datetime.timedelta(minutes=minutes if zone[0] == "+" else -minutes)
+    try:
+        moment = datetime.datetime(year, month, day, hour, minute, second, millis * 1000,
+                                   tzinfo=datetime.timezone(offset))
+    except ValueError as e:  # Kafka parses strictly too: no 31st of February
+        raise ValueError(f"cannot read {text!r} as a date and time: {e}") from None
+    return (moment - _EPOCH) // datetime.timedelta(milliseconds=1)
 
 
 # -- confluent-kafka adapters ------------------------------------------------------------
@@ -185,17 +234,21 @@ class GroupAdmin(Admin):
         return {(tp.topic, tp.partition): tp.offset for tp in answer.topic_partitions
                 if tp.offset >= 0}
 
-    def log_offsets(self, partitions: Sequence[tuple[str, int]], spec: str
+    def log_offsets(self, partitions: Sequence[tuple[str, int]], spec: str | int
                     ) -> dict[tuple[str, int], int | None]:
-        """Each partition's earliest or latest offset; None where it is unknown."""
+        """Each partition's earliest or latest offset, or with a timestamp (ms) the
+        first offset at or after it (-1: none); None where it is unknown."""
         from confluent_kafka import TopicPartition
         from confluent_kafka.admin import OffsetSpec
 
         if not partitions:
             return {}
-        make = OffsetSpec.latest if spec == "latest" else OffsetSpec.earliest
+        if isinstance(spec, int):
+            offset_spec = OffsetSpec.for_timestamp(spec)
+        else:
+            offset_spec = OffsetSpec.latest() if spec == "latest" else OffsetSpec.earliest()
         futures = self.client.list_offsets(
-            {TopicPartition(t, p): make() for t, p in partitions},
+            {TopicPartition(t, p): offset_spec for t, p in partitions},
             request_timeout=self.timeout)
         found: dict[tuple[str, int], int | None] = {}
         for tp, future in futures.items():
