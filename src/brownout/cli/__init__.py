@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import typer
 
+from ._flags import show_flags_bare
 from .clean import CLEAN_HELP, clean_command
 from .cluster import DOWN_HELP, STATUS_HELP, UP_HELP, down_command, status_command, up_command
 from .compare import COMPARE_HELP, compare_command
@@ -62,6 +63,7 @@ app.command("run", help=RUN_HELP)(run_command)
 app.command("sweep", help=SWEEP_HELP)(sweep_command)
 app.command("compare", help=COMPARE_HELP)(compare_command)
 app.add_typer(scenarios_app, name="scenarios")
+show_flags_bare(app)
 
 
 def main() -> None:
