@@ -58,7 +58,8 @@ def compare_command(
         "--seed", help="Seed from which every run's seed is derived (as `run --repeat` "
         "does).")] = 0,
     set_: Annotated[list[str] | None, typer.Option(
-        "--set", help="PARAMETER=VALUE: set this parameter of the scenario file for "
+        "--set", metavar="PARAMETER=VALUE", help="Set this parameter of the scenario "
+        "file for "
         "every engine (a path as `brownout sweep` takes: cluster.brokers, "
         "workloads.acks-all.rate, ...); repeatable.", show_default=False)] = None,
     out: Annotated[Path | None, typer.Option(

@@ -392,7 +392,8 @@ def sweep_command(
     scenario: Annotated[str, typer.Argument(
         help="A built-in scenario name or a scenario YAML file.", show_default=False)],
     set_: Annotated[list[str] | None, typer.Option(
-        "--set", help="PARAMETER=V1,V2,...: sweep this parameter over these values (adds "
+        "--set", metavar="PARAMETER=V1,V2,...", help="Sweep this parameter over these "
+        "values (adds "
         "to, or replaces the same parameter of, the file's matrix); repeatable.",
         show_default=False)] = None,
     repeat: Annotated[int | None, typer.Option(

@@ -68,7 +68,8 @@ DUMP_LOG_HELP = ("Print the record batches of log segment files (like kafka-dump
 
 def dump_log_command(
     files: Annotated[
-        list[Path], typer.Option("--files", help="Segment files (*.log) to print; repeat it.")
+        list[Path], typer.Option("--files", metavar="FILE",
+                                 help="Segment files (*.log) to print; repeat it.")
     ],
 ) -> None:
     from ..storage.dump_log import LOG_SUFFIX, describe, read_headers

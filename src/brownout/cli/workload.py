@@ -278,7 +278,8 @@ def _drive_producers(run: WorkloadRun, console: Console) -> bool:
 
 
 def consume_command(
-    topic: Annotated[list[str], typer.Option("--topic", "-t", help="Topic (repeatable).")],
+    topic: Annotated[list[str], typer.Option("--topic", "-t", metavar="TOPIC",
+                                             help="Topic (repeatable).")],
     group: Annotated[str, typer.Option("--group", "-g", help="Consumer group id.")],
     duration: Annotated[float, typer.Option(
         "--duration", "-d", help="Seconds to consume (0 = until Ctrl-C).", min=0)] = 10.0,

@@ -1,5 +1,6 @@
 """Every command's --help shows its flags bare: `--keep-cluster`, never
-`--keep-cluster <bool>`, which reads as if the flag took a value."""
+`--keep-cluster <bool>`, which reads as if the flag took a value; and a repeatable
+option names what one value is (`--set PARAMETER=VALUE`), not `<list[str]>`."""
 
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ def test_no_help_shows_a_value_for_a_flag() -> None:
         result = CliRunner().invoke(app, [*path, "--help"], env={"COLUMNS": "200"})
         assert result.exit_code == 0, (path, result.output)
         assert "<bool>" not in result.output, (path, result.output)
+        assert "<list[" not in result.output, (path, result.output)
     # flags are still listed, and options that take a value still say which
     shown = CliRunner().invoke(app, ["run", "--help"], env={"COLUMNS": "200"}).output
     assert "--keep-cluster " in shown and "--seed" in shown and "<int>" in shown
