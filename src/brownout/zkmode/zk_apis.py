@@ -248,13 +248,19 @@ def _topic_ids(topic_states: Any) -> dict[str, uuid.UUID]:
     return ids
 
 
+def _partition_states(body: Any, grouped: bool) -> tuple[list[tuple[str, Any]],
+                                                         dict[str, uuid.UUID]]:
+    """(topic, partition state) pairs and the topic ids of a LeaderAndIsr or
+    UpdateMetadata body: grouped by topic (with ids) from LeaderAndIsr v2 and
+    UpdateMetadata v5, one flat list before."""
+    if not grouped:
+        return [(p.topic_name, p) for p in body.ungrouped_partition_states], {}
+    return ([(t.topic_name, p) for t in body.topic_states for p in t.partition_states],
+            _topic_ids(body.topic_states))
+
+
 def leader_and_isr_request(body: Any, version: int, destination: int) -> LeaderAndIsrRequest:
-    if version < 2:
-        flat = [(p.topic_name, p) for p in body.ungrouped_partition_states]
-        topic_ids: dict[str, uuid.UUID] = {}
-    else:
-        flat = [(t.topic_name, p) for t in body.topic_states for p in t.partition_states]
-        topic_ids = _topic_ids(body.topic_states)
+    flat, topic_ids = _partition_states(body, grouped=version >= 2)
     states = tuple(
         LeaderAndIsrPartitionState(
             topic=topic,
@@ -310,12 +316,7 @@ def stop_replica_partitions(
 
 
 def update_metadata_request(body: Any, version: int, destination: int) -> UpdateMetadataRequest:
-    if version < 5:
-        flat = [(p.topic_name, p) for p in body.ungrouped_partition_states]
-        topic_ids: dict[str, uuid.UUID] = {}
-    else:
-        flat = [(t.topic_name, p) for t in body.topic_states for p in t.partition_states]
-        topic_ids = _topic_ids(body.topic_states)
+    flat, topic_ids = _partition_states(body, grouped=version >= 5)
     states = tuple(
         UpdateMetadataPartitionState(
             topic=topic,
