@@ -126,9 +126,14 @@ class MetadataCache(Protocol):
 
 
 class KRaftMetadataCache:
-    """The replayed image, replaced in place as committed records arrive."""
+    """The image the broker published last: records replayed since are not seen here
+    until the publish that applies them to the replica manager too."""
 
     def __init__(self, image: MetadataImage) -> None:
+        self.image = image
+
+    def set_image(self, image: MetadataImage) -> None:
+        """The image the broker published last (Kafka's KRaftMetadataCache.setImage)."""
         self.image = image
 
     def alive_broker_ids(self) -> list[int]:

@@ -14,7 +14,12 @@ place. A publish that needs no new log — a failover, an ISR change — is appl
 as before. Publishes never overlap or reorder: commits that arrive while logs are being
 created are applied, newest image first and once, when the creation is done.
 
-Until a new partition is published, this broker answers requests for it with
+A publish hands the replica manager the delta since the last one (the topics whose
+partitions or configs changed, the topics removed), and the request handlers the
+published image (`on_image`, the metadata cache) in the same step of the loop: a
+Metadata or FindCoordinator answer never names this broker in a role it has not taken
+yet, and records replayed meanwhile stay unseen until their own publish. Until a new
+partition is published, this broker answers requests for it with
 UNKNOWN_TOPIC_OR_PARTITION, as a Kafka broker does before its publisher catches up;
 clients retry. The offset reported in broker heartbeats is the published one, so a
 restarting broker is unfenced only once its logs exist.
@@ -44,11 +49,13 @@ class MetadataPublisher:
         image: MetadataImage,
         replica_manager: ReplicaManager,
         *,
+        on_image: Callable[[MetadataImage], None],
         on_published: Callable[[int], None],
         on_failure: Callable[[BaseException], None],
     ) -> None:
         self.image = image
         self.replica_manager = replica_manager
+        self._on_image = on_image
         self._on_published = on_published
         self._on_failure = on_failure
         self.published_offset = -1
@@ -89,9 +96,11 @@ class MetadataPublisher:
             self._on_failure(e)
 
     def _apply(self) -> None:
-        self.replica_manager.apply_metadata(self.image)
-        self.published_offset = self.image.offset
-        self._on_published(self.image.offset)
+        published, delta = self.image.publish()
+        self._on_image(published)
+        self.replica_manager.apply_metadata(published, delta)
+        self.published_offset = published.offset
+        self._on_published(published.offset)
 
     def close(self) -> None:
         """Stop publishing; returns once no log is being created (the log manager can

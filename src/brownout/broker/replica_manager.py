@@ -21,7 +21,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from ..common.kafka_config import replica_throttled
-from ..controller.image import MetadataImage
+from ..controller.image import MetadataDelta, MetadataImage, TopicImage
 from ..controller.topics import INTERNAL_TOPICS
 from ..protocol.records import CorruptRecordError, InvalidRecordError
 from ..storage import LogConfig, OffsetOutOfRangeError, RecordValidationError, StorageError
@@ -161,12 +161,16 @@ class ReplicaManager:
     # -- metadata -------------------------------------------------------------------
 
     def logs_to_create(self, image: MetadataImage, limit: int | None = None) -> list[NewLog]:
-        """The logs (up to `limit`) the image asks this broker to host that exist neither
-        as a partition here nor on disk: the file work `apply_metadata` would do for
-        them. A partition whose topic was re-created under a new id is left to
-        `apply_metadata`, which deletes the old log first."""
+        """The logs (up to `limit`) of the topics changed since the image's last publish
+        that this broker is asked to host and that exist neither as a partition here nor
+        on disk: the file work `apply_metadata` would do for them. A partition whose
+        topic was re-created under a new id is left to `apply_metadata`, which deletes
+        the old log first."""
         needed: list[NewLog] = []
-        for topic in image.topics_by_id.values():
+        for topic_id in sorted(image.pending_topics()):
+            topic = image.topics_by_id.get(topic_id)
+            if topic is None:
+                continue
             config: LogConfig | None = None
             for index, reg in topic.partitions.items():
                 if self.node_id not in reg.replicas:
@@ -187,51 +191,69 @@ class ReplicaManager:
         for tp, topic_id, config in needed:
             self.log_manager.get_or_create_log(tp.topic, tp.partition, topic_id, config)
 
-    def apply_metadata(self, image: MetadataImage) -> None:
-        """Bring hosted partitions in line with the image: create logs, take the leader
-        or follower role, delete the logs of removed topics."""
+    def apply_metadata(self, image: MetadataImage, delta: MetadataDelta | None = None) -> None:
+        """Bring hosted partitions in line with a published image: create logs, take the
+        leader or follower role, delete the logs of removed topics. With a delta only
+        what it names is looked at (Kafka's applyDelta); without, every topic."""
         now = self.clock()
-        wanted: set[TopicPartition] = set()
         was_leading = self.leading()
-        self.topic_names = {t.topic_id: t.name for t in image.topics_by_id.values()}
-        for topic in image.topics_by_id.values():
-            configs = self._topic_config(topic.name)
-            log_config: LogConfig | None = None
-            for index, reg in topic.partitions.items():
-                if self.node_id not in reg.replicas:
-                    continue
-                tp = TopicPartition(topic.name, index)
-                wanted.add(tp)
-                if log_config is None:
-                    log_config = LogConfig.from_properties(configs)
-                partition = self.partitions.get(tp)
-                if partition is None or partition.topic_id != topic.topic_id:
-                    if partition is not None:
-                        self._remove(tp)
-                    log_ = self.log_manager.get_or_create_log(
-                        tp.topic, tp.partition, topic.topic_id, log_config
-                    )
-                    partition = Partition(tp, topic.topic_id, log_, self.node_id)
-                    self.partitions[tp] = partition
-                elif partition.log.config != log_config:
-                    # A topic or dynamic broker config changed: the log uses it from
-                    # now on (retention at the next check, segment sizes at the next
-                    # roll), as Kafka's logs pick up a new LogConfig.
-                    partition.log.config = log_config
-                self._apply_topic_configs(partition, configs)
-                partition.eligible_leader_replicas = self._eligible_leader_replicas
-                if reg.leader == self.node_id:
-                    partition.make_leader(
-                        reg.leader_epoch, reg.partition_epoch, reg.replicas, reg.isr, now
-                    )
-                else:
-                    partition.make_follower(
-                        reg.leader, reg.leader_epoch, reg.partition_epoch, reg.replicas, reg.isr
-                    )
-        for tp in list(self.partitions):
-            if tp not in wanted:
-                self._remove(tp)
+        if delta is None:
+            topics = list(image.topics_by_id.values())
+            gone = {tp for tp, p in self.partitions.items()
+                    if p.topic_id not in image.topics_by_id}
+        else:
+            topics = _topics_to_apply(image, delta)
+            gone = {tp for tp, p in self.partitions.items() if p.topic_id in delta.removed_topics}
+        for tp in sorted(gone, key=lambda tp: (tp.topic, tp.partition)):
+            self._remove(tp)
+        names = {} if delta is None else dict(self.topic_names)
+        for topic_id in () if delta is None else delta.removed_topics:
+            names.pop(topic_id, None)
+        for topic in topics:
+            names[topic.topic_id] = topic.name
+            self._apply_topic(topic, now)
+        self.topic_names = names
         self.after_state_change(was_leading)
+
+    def _apply_topic(self, topic: TopicImage, now: int) -> None:
+        configs = self._topic_config(topic.name)
+        log_config: LogConfig | None = None
+        wanted: set[TopicPartition] = set()
+        for index, reg in topic.partitions.items():
+            if self.node_id not in reg.replicas:
+                continue
+            tp = TopicPartition(topic.name, index)
+            wanted.add(tp)
+            if log_config is None:
+                log_config = LogConfig.from_properties(configs)
+            partition = self.partitions.get(tp)
+            if partition is None or partition.topic_id != topic.topic_id:
+                if partition is not None:
+                    self._remove(tp)
+                log_ = self.log_manager.get_or_create_log(
+                    tp.topic, tp.partition, topic.topic_id, log_config
+                )
+                partition = Partition(tp, topic.topic_id, log_, self.node_id)
+                self.partitions[tp] = partition
+            elif partition.log.config != log_config:
+                # A topic or dynamic broker config changed: the log uses it from
+                # now on (retention at the next check, segment sizes at the next
+                # roll), as Kafka's logs pick up a new LogConfig.
+                partition.log.config = log_config
+            self._apply_topic_configs(partition, configs)
+            partition.eligible_leader_replicas = self._eligible_leader_replicas
+            if reg.leader == self.node_id:
+                partition.make_leader(
+                    reg.leader_epoch, reg.partition_epoch, reg.replicas, reg.isr, now
+                )
+            else:
+                partition.make_follower(
+                    reg.leader, reg.leader_epoch, reg.partition_epoch, reg.replicas, reg.isr
+                )
+        # Replicas moved away from this broker, and the partitions of an earlier topic
+        # of the same name that the new one does not have here.
+        for tp in [tp for tp in self.partitions if tp.topic == topic.name and tp not in wanted]:
+            self._remove(tp)
 
     def topic_config_changed(self, topic: str) -> None:
         """A topic's configs changed (ZooKeeper mode's /config/changes): its partitions
@@ -745,3 +767,15 @@ class ReplicaManager:
             results.append((request, result))
         return results
 
+
+
+def _topics_to_apply(image: MetadataImage, delta: MetadataDelta) -> list[TopicImage]:
+    """The topics a delta asks a broker to look at again: those whose partitions
+    changed, those whose configs changed, and every one when the dynamic broker configs
+    (every topic's defaults) did."""
+    if delta.broker_configs_changed:
+        return list(image.topics_by_id.values())
+    ids = set(delta.changed_topics)
+    ids.update(image.topic_ids[name] for name in delta.topic_configs_changed
+               if name in image.topic_ids)
+    return [image.topics_by_id[i] for i in sorted(ids) if i in image.topics_by_id]

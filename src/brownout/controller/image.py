@@ -6,13 +6,20 @@ brokers. Applying is pure, deterministic and total: a record that does not fit t
 image (it names a topic, partition or broker the image does not have) changes nothing
 and is returned as a problem for the caller to report, because raising there would stop
 the node at the same committed record on every restart.
+
+A broker publishes what it replayed, as Kafka's MetadataLoader hands its publishers an
+image and a delta: `publish()` returns a snapshot that later records never change (the
+request handlers read it) and a MetadataDelta, what changed since the last publish (the
+replica manager applies only that). The snapshot shares every unchanged topic with the
+image; a topic is copied the first time a record changes it after a publish, so a
+publish costs a copy of the top-level maps, not of every partition.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from ..security.authorizer import (
     AclBinding,
@@ -82,6 +89,9 @@ class TopicImage:
     name: str
     topic_id: uuid.UUID
     partitions: dict[int, PartitionRegistration] = dataclasses.field(default_factory=dict)
+    # The image's publish generation this copy belongs to: an older one may be shared
+    # with a published snapshot and is copied before a record changes it.
+    generation: int = dataclasses.field(default=0, compare=False, repr=False)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -101,6 +111,50 @@ class BrokerRegistration:
         return None
 
 
+@dataclasses.dataclass(frozen=True)
+class MetadataDelta:
+    """What the records applied between two publishes changed, as the broker needs it:
+    the topics whose partitions appeared or changed, the topics removed (id to name),
+    the topics whose configs changed, and whether dynamic broker configs or broker
+    registrations changed."""
+
+    changed_topics: frozenset[uuid.UUID] = frozenset()
+    removed_topics: Mapping[uuid.UUID, str] = dataclasses.field(default_factory=dict)
+    topic_configs_changed: frozenset[str] = frozenset()
+    broker_configs_changed: bool = False
+    brokers_changed: bool = False
+
+
+@dataclasses.dataclass
+class _Changes:
+    """The delta being gathered since the last publish."""
+
+    topics: set[uuid.UUID] = dataclasses.field(default_factory=set)
+    removed: dict[uuid.UUID, str] = dataclasses.field(default_factory=dict)
+    topic_configs: set[str] = dataclasses.field(default_factory=set)
+    broker_configs: bool = False
+    brokers: bool = False
+
+    def note(self, record: MetadataRecord) -> None:
+        match record:
+            case TopicRecord(topic_id=topic_id) | PartitionRecord(topic_id=topic_id) | (
+                    PartitionChangeRecord(topic_id=topic_id)):
+                self.topics.add(topic_id)
+            case RemoveTopicRecord(topic_id=topic_id):
+                self.topics.discard(topic_id)
+            case ConfigRecord(resource_type="topic", resource_name=name):
+                self.topic_configs.add(name)
+            case ConfigRecord(resource_type="broker"):
+                self.broker_configs = True
+            case RegisterBrokerRecord() | BrokerRegistrationChangeRecord() | (
+                    UnregisterBrokerRecord()):
+                self.brokers = True
+
+    def freeze(self) -> MetadataDelta:
+        return MetadataDelta(frozenset(self.topics), dict(self.removed),
+                             frozenset(self.topic_configs), self.broker_configs, self.brokers)
+
+
 @dataclasses.dataclass
 class MetadataImage:
     topics_by_id: dict[uuid.UUID, TopicImage] = dataclasses.field(default_factory=dict)
@@ -118,6 +172,9 @@ class MetadataImage:
     acls: dict[str, AclBinding] = dataclasses.field(default_factory=dict)
     # Offset of the last record applied (the metadata log's offset), -1 when empty.
     offset: int = -1
+    _generation: int = dataclasses.field(default=0, compare=False, repr=False)
+    _changes: _Changes = dataclasses.field(default_factory=_Changes, compare=False,
+                                           repr=False)
 
     def topic(self, name: str) -> TopicImage | None:
         topic_id = self.topic_ids.get(name)
@@ -137,6 +194,23 @@ class MetadataImage:
             self.offset = offset
         return problem
 
+    def publish(self) -> tuple[MetadataImage, MetadataDelta]:
+        """A snapshot of this image that applying later records leaves as it is, and
+        what changed since the previous publish (since the start, the first time)."""
+        snapshot = MetadataImage(
+            dict(self.topics_by_id), dict(self.topic_ids), dict(self.brokers),
+            dict(self.topic_configs), dict(self.broker_configs), dict(self.group_configs),
+            self.next_producer_id, dict(self.acls), self.offset,
+            # Applying to the snapshot itself would copy every topic before changing it.
+            _generation=-1)
+        self._generation += 1  # every topic is shared with the snapshot now
+        delta, self._changes = self._changes.freeze(), _Changes()
+        return snapshot, delta
+
+    def pending_topics(self) -> frozenset[uuid.UUID]:
+        """The topics whose partitions appeared or changed since the last publish."""
+        return frozenset(self._changes.topics)
+
     def misfit(self, record: MetadataRecord) -> str | None:
         """Why `record` cannot be applied to this image, or None."""
         return _misfit(record, _View(self))
@@ -153,13 +227,23 @@ class MetadataImage:
             view.note(record)
         return None
 
+    def _writable_topic(self, topic_id: uuid.UUID) -> TopicImage:
+        topic = self.topics_by_id[topic_id]
+        if topic.generation != self._generation:
+            topic = TopicImage(topic.name, topic.topic_id, dict(topic.partitions),
+                               self._generation)
+            self.topics_by_id[topic_id] = topic
+        return topic
+
     def _apply(self, record: MetadataRecord) -> None:
+        self._changes.note(record)
         match record:
             case TopicRecord(name=name, topic_id=topic_id):
-                self.topics_by_id[topic_id] = TopicImage(name, topic_id)
+                self.topics_by_id[topic_id] = TopicImage(name, topic_id,
+                                                         generation=self._generation)
                 self.topic_ids[name] = topic_id
             case PartitionRecord():
-                topic = self.topics_by_id[record.topic_id]
+                topic = self._writable_topic(record.topic_id)
                 topic.partitions[record.partition_id] = PartitionRegistration(
                     record.replicas,
                     record.isr,
@@ -172,23 +256,27 @@ class MetadataImage:
                     record.adding_replicas,
                 )
             case PartitionChangeRecord():
-                topic = self.topics_by_id[record.topic_id]
+                topic = self._writable_topic(record.topic_id)
                 current = topic.partitions[record.partition_id]
                 topic.partitions[record.partition_id] = current.merge(record)
             case RemoveTopicRecord(topic_id=topic_id):
                 topic = self.topics_by_id.pop(topic_id)
                 del self.topic_ids[topic.name]
                 self.topic_configs.pop(topic.name, None)
+                self._changes.removed[topic_id] = topic.name
             case ConfigRecord(resource_type=kind, resource_name=name, name=key, value=value):
                 by_name = {"topic": self.topic_configs,
                            "group": self.group_configs}.get(kind, self.broker_configs)
-                configs = by_name.setdefault(name, {})
+                # A new map, never the old one changed: a snapshot may hold the old one.
+                configs = dict(by_name.get(name, {}))
                 if value is None:
                     configs.pop(key, None)
-                    if not configs:
-                        del by_name[name]
                 else:
                     configs[key] = value
+                if configs:
+                    by_name[name] = configs
+                else:
+                    by_name.pop(name, None)
             case RegisterBrokerRecord():
                 self.brokers[record.broker_id] = BrokerRegistration(
                     record.broker_id,

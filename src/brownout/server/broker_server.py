@@ -18,6 +18,7 @@ from ..broker.replica_manager import ReplicaManager
 from ..broker.socket_server import SocketServer
 from ..broker.topic_creator import TopicAutoCreator
 from ..common.kafka_config import KafkaConfig
+from ..controller.image import MetadataImage
 from ..kraft.metadata_log import CommittedRecord, replay
 from ..storage import LogConfig, LogManager
 from . import broker_parts as parts
@@ -49,13 +50,15 @@ class BrokerServer:
             on_offline=parts.halt_when_no_log_dir_left(config.log_dirs),
         )
         self.log_manager.startup()
-        self.metadata = KRaftMetadataCache(self.image)
+        # The handlers read what was published, not what is being replayed.
+        self.metadata = KRaftMetadataCache(MetadataImage())
         self.replica_manager = ReplicaManager(
             self.node_id, self.log_manager, self._topic_config,
             eligible_leader_replicas=config["eligible.leader.replicas.enable"],
         )
         self.metadata_publisher = MetadataPublisher(
             self.image, self.replica_manager,
+            on_image=self.metadata.set_image,
             on_published=lambda offset: shared.events.emit("metadata", offset=offset),
             on_failure=lambda e: shared.fail(f"applying metadata failed: {e!r}", e),
         )
@@ -135,7 +138,7 @@ class BrokerServer:
         self.metadata_publisher.publish()
 
     def _broker_endpoint(self, broker_id: int) -> tuple[str, int] | None:
-        broker = self.image.brokers.get(broker_id)
+        broker = self.metadata.image.brokers.get(broker_id)
         if broker is None:
             return None
         endpoint = broker.endpoint(self.config.inter_broker_listener_name)
@@ -143,7 +146,9 @@ class BrokerServer:
 
     def _topic_config(self, topic: str) -> dict[str, object]:
         """The topic's configs in effect: its overrides, else this broker's dynamic
-        configs, else server.properties, else Kafka's defaults."""
+        configs, else server.properties, else Kafka's defaults. Read from the image as
+        replayed: the logs of a publish being prepared are made with the configs it
+        will publish."""
         layers = DynamicLayers.of(self.image.broker_configs, self.node_id)
         values = effective_config(self.config, layers, self._effective_cache).topic_defaults()
         values.update(self.image.topic_configs.get(topic, {}))
@@ -158,8 +163,8 @@ class BrokerServer:
     async def _send_alter_isr(self, partition: Partition, new_isr: tuple[int, ...]) -> None:
         lifecycle = self.lifecycle
         assert lifecycle is not None
-        epochs = [(b, self.image.brokers[b].broker_epoch if b in self.image.brokers else -1)
-                  for b in new_isr]
+        brokers = self.metadata.image.brokers
+        epochs = [(b, brokers[b].broker_epoch if b in brokers else -1) for b in new_isr]
         # The broker epoch is read at each try: a retry after a re-registration uses the
         # new one.
         await parts.send_alter_partition(
@@ -167,7 +172,7 @@ class BrokerServer:
             new_isr, broker_epoch=lambda: lifecycle.broker_epoch, isr_epochs=epochs)
 
     def _isr_eligible(self, broker_id: int) -> bool:
-        broker = self.image.brokers.get(broker_id)
+        broker = self.metadata.image.brokers.get(broker_id)
         return broker is not None and not broker.fenced and not broker.in_controlled_shutdown
 
     # -- stop -----------------------------------------------------------------------

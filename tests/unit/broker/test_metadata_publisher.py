@@ -34,9 +34,10 @@ class Cluster:
         self.replica_manager = ReplicaManager(
             NODE, self.log_manager, lambda _topic: {"min.insync.replicas": 1})
         self.published: list[int] = []
+        self.images: list[MetadataImage] = []  # what the request handlers were given
         self.failures: list[BaseException] = []
         self.publisher = MetadataPublisher(
-            self.image, self.replica_manager,
+            self.image, self.replica_manager, on_image=self.images.append,
             on_published=self.published.append, on_failure=self.failures.append)
 
     def _apply(self, record: object) -> None:
@@ -67,10 +68,14 @@ def test_new_logs_are_made_off_the_loop_then_the_roles_applied(tmp_path: Path) -
         c = Cluster(tmp_path)
         c.create_topic("big", 3 * LOGS_PER_TRIP)
         c.publisher.publish()
-        # Nothing was done on the loop yet: the publish returned at once.
+        # Nothing was done on the loop yet: the publish returned at once, and the
+        # handlers still read no topic "big" (they would name this broker its leader).
         assert c.hosted("big") == set()
         assert c.published == []
+        assert c.images == []
         await settle(c)
+        [image] = c.images
+        assert image.offset == c.image.offset and "big" in image.topic_ids
         assert c.hosted("big") == set(range(3 * LOGS_PER_TRIP))
         assert all(c.replica_manager.partitions[TopicPartition("big", p)].is_leader
                    for p in range(3 * LOGS_PER_TRIP))
@@ -136,6 +141,30 @@ def test_commits_during_creation_are_applied_newest_image_once(tmp_path: Path) -
         assert c.published[-1] == c.image.offset
         assert c.published == sorted(c.published)
         assert c.failures == []
+        c.publisher.close()
+        c.log_manager.shutdown()
+
+    asyncio.run(scenario())
+
+
+def test_the_handlers_image_stays_as_published_while_records_are_replayed(
+        tmp_path: Path) -> None:
+    async def scenario() -> None:
+        c = Cluster(tmp_path)
+        first = c.create_topic("t", 2)
+        c.publisher.publish()
+        await settle(c)
+        published = c.images[-1]
+        c.create_topic("u", 1)  # replayed, not yet published
+        c._apply(PartitionRecord(first, 2, (NODE,), (NODE,), NODE))
+        assert "u" not in published.topic_ids
+        assert set(published.topics_by_id[first].partitions) == {0, 1}
+        assert set(c.image.topics_by_id[first].partitions) == {0, 1, 2}
+        c.publisher.publish()
+        await settle(c)
+        assert c.hosted("t") == {0, 1, 2} and c.hosted("u") == {0}
+        assert set(c.images[-1].topics_by_id[first].partitions) == {0, 1, 2}
+        assert set(published.topics_by_id[first].partitions) == {0, 1}
         c.publisher.close()
         c.log_manager.shutdown()
 

@@ -12,11 +12,12 @@ import uuid
 import pytest
 
 from brownout.controller.cluster_control import ClusterControlConfig
-from brownout.controller.image import MetadataImage
+from brownout.controller.image import MetadataDelta, MetadataImage
 from brownout.controller.quorum_controller import QuorumController
 from brownout.controller.records import (
     BrokerEndpoint,
     BrokerRegistrationChangeRecord,
+    ConfigRecord,
     PartitionChangeRecord,
     PartitionRecord,
     RegisterBrokerRecord,
@@ -160,3 +161,48 @@ def test_the_controller_never_appends_a_batch_that_does_not_apply():
         assert controller.image.topic("t") is not None
 
     asyncio.run(main())
+
+
+def test_a_published_snapshot_keeps_what_it_had_while_the_image_moves_on():
+    image = image_with_topic()
+    published, delta = image.publish()
+    assert delta.changed_topics == {TID} and delta.brokers_changed
+    before = snapshot(published)
+    for offset, record in enumerate([
+        PartitionChangeRecord(TID, 0, isr=(1, 2)),
+        PartitionRecord(TID, 1, (1,), (1,), 1),
+        ConfigRecord("topic", "t", "retention.ms", "1000"),
+        ConfigRecord("broker", "", "log.retention.ms", "5"),
+        BrokerRegistrationChangeRecord(1, 11, fenced=False),
+        TopicRecord("u", OTHER),
+    ], start=3):
+        assert image.apply(record, offset) is None
+    assert snapshot(published) == before
+    assert published.broker_configs == {} and published.offset == 2
+    assert image.partition("t", 0).isr == (1, 2) and image.topic_configs["t"]
+    # The next publish says what changed since this one, and only that.
+    _, delta = image.publish()
+    assert delta.changed_topics == {TID, OTHER}
+    assert delta.topic_configs_changed == {"t"}
+    assert delta.broker_configs_changed and delta.brokers_changed
+    assert delta.removed_topics == {}
+
+
+def test_a_delta_names_a_removed_topic_and_forgets_its_changes():
+    image = image_with_topic()
+    image.publish()
+    assert image.apply(PartitionChangeRecord(TID, 0, isr=(1,)), 3) is None
+    assert image.apply(RemoveTopicRecord(TID), 4) is None
+    published, delta = image.publish()
+    assert delta.removed_topics == {TID: "t"} and delta.changed_topics == frozenset()
+    assert "t" not in published.topic_ids
+    _, empty = image.publish()
+    assert empty == MetadataDelta()
+
+
+def test_applying_to_a_snapshot_never_changes_the_image_it_came_from():
+    image = image_with_topic()
+    published, _ = image.publish()
+    assert published.apply(PartitionChangeRecord(TID, 0, leader=-1), 3) is None
+    assert published.apply(ConfigRecord("topic", "t", "a", "b"), 4) is None
+    assert image.partition("t", 0).leader == 1 and image.topic_configs == {}
