@@ -11,6 +11,7 @@ encoded with kio (or protocol.zkapis for what kio lacks).
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import io
 import socket
@@ -125,6 +126,23 @@ class TopicsMetadata:
     topics: tuple[TopicMetadata, ...] = ()
 
 
+ZERO_UUID = "AAAAAAAAAAAAAAAAAAAAAA"  # Kafka's Uuid.ZERO_UUID.toString()
+
+
+def kafka_uuid_text(value: uuid.UUID | None) -> str:
+    """Kafka's Uuid.toString(): URL-safe base64 of the 16 bytes without padding (the
+    zero id when absent)."""
+    if value is None:
+        return ZERO_UUID
+    return base64.urlsafe_b64encode(value.bytes).decode().rstrip("=")
+
+
+def endpoint_text(listener: str, host: str, port: int) -> str:
+    """Kafka's RaftVoterEndpoint.toString(): an IPv6 host in brackets."""
+    shown = f"[{host}]" if ":" in host else host
+    return f"{listener}://{shown}:{port}"
+
+
 @dataclasses.dataclass(frozen=True)
 class QuorumReplica:
     """A row of DescribeQuorum: what the leader knows of one replica (-1: never)."""
@@ -133,6 +151,7 @@ class QuorumReplica:
     log_end_offset: int
     last_fetch_timestamp: int = -1  # v1+
     last_caught_up_timestamp: int = -1  # v1+
+    directory_id: str = ZERO_UUID  # v2+, as Kafka's Uuid.toString prints it
 
 
 @dataclasses.dataclass(frozen=True)
@@ -144,6 +163,8 @@ class QuorumInfo:
     observers: tuple[int, ...]
     voter_states: tuple[QuorumReplica, ...] = ()
     observer_states: tuple[QuorumReplica, ...] = ()
+    # v2+: each node's listeners as LISTENER://host:port, by node id.
+    endpoints: tuple[tuple[int, tuple[str, ...]], ...] = ()
 
 
 class WireClient:
@@ -341,7 +362,9 @@ class WireClient:
         def states(rows: Any) -> tuple[QuorumReplica, ...]:
             return tuple(QuorumReplica(int(r.replica_id), int(r.log_end_offset),
                                        int(getattr(r, "last_fetch_timestamp", -1)),
-                                       int(getattr(r, "last_caught_up_timestamp", -1)))
+                                       int(getattr(r, "last_caught_up_timestamp", -1)),
+                                       kafka_uuid_text(getattr(r, "replica_directory_id",
+                                                               None)))
                          for r in rows)
 
         return QuorumInfo(
@@ -352,6 +375,9 @@ class WireClient:
             tuple(int(v.replica_id) for v in partition.observers),
             states(partition.current_voters),
             states(partition.observers),
+            tuple((int(n.node_id), tuple(endpoint_text(e.name, e.host, int(e.port))
+                                         for e in n.listeners))
+                  for n in getattr(r, "nodes", ())),
         )
 
     def topic_overrides(self, topics: list[str]) -> dict[str, dict[str, str]]:
