@@ -42,6 +42,7 @@ _MAX_VERSION = {
     ApiKey.ALTER_PARTITION_REASSIGNMENTS: 0,
     ApiKey.LIST_PARTITION_REASSIGNMENTS: 0,
     ApiKey.DESCRIBE_TOPIC_PARTITIONS: 0,
+    ApiKey.DESCRIBE_LOG_DIRS: 4,
 }
 _MIN_VERSION = {ApiKey.METADATA: 4, ApiKey.DESCRIBE_CONFIGS: 1, ApiKey.FIND_COORDINATOR: 1}
 
@@ -80,6 +81,7 @@ class BrokerInfo:
     node_id: int
     host: str
     port: int
+    rack: str | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -273,7 +275,8 @@ class WireClient:
             "include_cluster_authorized_operations": False,
             "include_topic_authorized_operations": False,
         })
-        brokers = tuple(BrokerInfo(int(b.node_id), str(b.host), int(b.port)) for b in r.brokers)
+        brokers = tuple(BrokerInfo(int(b.node_id), str(b.host), int(b.port), b.rack)
+                        for b in r.brokers)
         cluster = ClusterMetadata(
             getattr(r, "cluster_id", None), int(getattr(r, "controller_id", -1)), brokers
         )
@@ -457,6 +460,26 @@ class WireClient:
                                 .rstrip(": "))
         return {(str(t.name), int(p.partition_index)): (int(p.error_code), p.error_message)
                 for t in r.responses for p in t.partitions}
+
+    def replica_log_dirs(self, partitions: list[tuple[str, int]]
+                         ) -> dict[tuple[str, int], str]:
+        """DescribeLogDirs on this broker: the log directory of each of `partitions`
+        it holds (its current replica, not a future one being moved in)."""
+        version = self.pick_version(ApiKey.DESCRIBE_LOG_DIRS)
+        by_topic: dict[str, list[int]] = {}
+        for topic, partition in partitions:
+            by_topic.setdefault(topic, []).append(partition)
+        r = self.request(ApiKey.DESCRIBE_LOG_DIRS, version, {"topics": [
+            {"topic": t, "partitions": ps} for t, ps in by_topic.items()]})
+        found: dict[tuple[str, int], str] = {}
+        for result in r.results:
+            if int(result.error_code) != 0:
+                continue  # an offline directory holds nothing it can name
+            for t in result.topics:
+                for p in t.partitions:
+                    if not p.is_future_key:
+                        found[(str(t.name), int(p.partition_index))] = str(result.log_dir)
+        return found
 
     def list_partition_reassignments(
         self, partitions: list[tuple[str, int]] | None = None
