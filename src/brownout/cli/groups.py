@@ -11,6 +11,7 @@ from typing import Annotated
 import typer
 
 from ..cluster.admin import AdminError
+from ..common.java_hashmap import hashmap_order
 from ..cluster.groups import (
     GroupAdmin,
     clamp_offset,
@@ -101,7 +102,9 @@ def consumer_groups_command(
         raise UsageError(f"{actions[0]} needs --group")
     admin = GroupAdmin(resolve_bootstrap(bootstrap, directory), timeout)
     if list_:
-        for name in admin.group_ids():
+        # Kafka's AdminClient gathers the brokers' listings into a HashMap by group id,
+        # and the tool prints that map's values.
+        for name in hashmap_order(admin.group_ids()):
             typer.echo(name)
     elif describe:
         assert group is not None
