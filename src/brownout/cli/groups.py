@@ -11,7 +11,6 @@ from typing import Annotated
 import typer
 
 from ..cluster.admin import AdminError
-from ..common.java_hashmap import hashmap_order
 from ..cluster.groups import (
     GroupAdmin,
     clamp_offset,
@@ -23,6 +22,7 @@ from ..cluster.groups import (
     parse_reset_datetime,
     shifted_offsets,
 )
+from ..common.java_hashmap import hashmap_order
 from ._common import (
     BootstrapOption,
     DirOption,
