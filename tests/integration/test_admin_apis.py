@@ -798,8 +798,10 @@ def test_cli_consumer_groups_topics_and_elections(node, topic):
         assert all(r[8] == "cli-test" for r in rows)
         members = _cli("consumer-groups", "--describe", "--group", group, "--members",
                        "--verbose", *b).output.splitlines()
-        assert members[1].split()[-2:] == ["#PARTITIONS", "ASSIGNMENT"]
-        assert members[2].split()[-2:] == ["2", f"{topic}(0,1)"]
+        assert members[1].split()[-5:] == ["#PARTITIONS", "CURRENT-EPOCH",
+                                           "CURRENT-ASSIGNMENT", "TARGET-EPOCH",
+                                           "TARGET-ASSIGNMENT"]
+        assert members[2].split()[-5:] == ["2", "-", f"{topic}:0,1", "-", "-"]
         busy = _cli("consumer-groups", "--reset-offsets", "--group", group, "--topic", topic,
                     "--to-earliest", "--execute", *b)
         assert busy.exit_code == 1 and "the current state is Stable." in busy.output
@@ -914,7 +916,7 @@ def test_cli_metadata_quorum(node):
                             "MaxFollowerLag", "MaxFollowerLagTimeMs", "CurrentVoters",
                             "CurrentObservers"]
     assert fields["LeaderId"].strip() == "1" and int(fields["HighWatermark"]) > 0
-    assert fields["CurrentVoters"].strip() == '[{"id": 1, "directoryId": null}]'
+    assert fields["CurrentVoters"].strip() == '[{"id": 1}]'
     replication = _cli("metadata-quorum", "describe", "--replication", *b).stdout.splitlines()
     assert replication[0].split() == ["NodeId", "DirectoryId", "LogEndOffset", "Lag",
                                       "LastFetchTimestamp", "LastCaughtUpTimestamp", "Status"]

@@ -1,6 +1,9 @@
 """Apache Kafka's own tools (`brownout kafka tool`, run from the cache's default 4.x
 version) against a lab cluster of Brownout's node, beside Brownout's twins of them: what
 the twin prints is what Kafka's tool prints, line for line, up to what must differ.
+Compared here: kafka-topics, kafka-configs, kafka-consumer-groups, kafka-get-offsets,
+kafka-metadata-quorum, kafka-reassign-partitions, kafka-leader-election and
+kafka-dump-log.
 
 One lab cluster (three combined nodes, the cheapest with room for replication) serves
 the module. Each JVM tool takes seconds to start on a busy two-core machine, so every
@@ -9,10 +12,12 @@ subprocess gets a generous bound and the test waits on the cluster's observed st
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 from _cluster import LabCluster, full_isr, wait_until
@@ -28,8 +33,10 @@ TOOL_TIMEOUT = 180.0
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabCluster]:
+    # No automatic preferred-leader elections: the leader-election comparison needs a
+    # partition whose preferred leader is not leading until a tool elects it.
     with LabCluster(tmp_path_factory.mktemp("kafka-tools") / "lab", brokers=3,
-                    combined=True) as c:
+                    combined=True, set_all={"auto.leader.rebalance.enable": "false"}) as c:
         yield c
 
 
@@ -166,3 +173,248 @@ def test_reset_offsets_prints_what_kafka_consumer_groups_prints(cluster: LabClus
             f"{' '.join(args)}\nbrownout:\n{twin.stdout}\nkafka-consumer-groups:\n"
             f"{kafka.stdout}")
         assert "NEW-OFFSET" in kafka.stdout
+
+
+def commit(bootstrap: str, group: str, offsets: list[object]) -> None:
+    """Commit `offsets` (TopicPartitions) for `group` from a consumer outside the group,
+    retrying while the group's coordinator loads."""
+    from confluent_kafka import Consumer, KafkaError, KafkaException
+
+    committer = Consumer({"bootstrap.servers": bootstrap, "group.id": group,
+                          "enable.auto.commit": False})
+
+    def committed() -> bool:
+        try:
+            committer.commit(offsets=offsets, asynchronous=False)
+            return True
+        except KafkaException as e:
+            if not e.args[0].retriable() and e.args[0].code() != KafkaError.NOT_COORDINATOR:
+                raise
+            return False
+
+    try:
+        wait_until(committed, 120, f"group {group}'s coordinator taking its first commit")
+    finally:
+        committer.close()
+
+
+def assert_same(twin: subprocess.CompletedProcess[str],
+                kafka: subprocess.CompletedProcess[str], what: str,
+                normalise: Callable[[str], str] = lambda text: text) -> None:
+    assert normalise(twin.stdout).splitlines() == normalise(kafka.stdout).splitlines(), (
+        f"{what}\nbrownout:\n{twin.stdout}\nkafka:\n{kafka.stdout}")
+
+
+def test_consumer_groups_list_and_describe_match_kafka_consumer_groups(
+        cluster: LabCluster, kafka_installed: str):
+    from confluent_kafka import Consumer, Producer, TopicPartition
+
+    topic, other = create_topic(cluster), create_topic(cluster)
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all"})
+    for partition in range(PARTITIONS):
+        for _ in range(5):
+            producer.produce(topic, b"v", partition=partition)
+    assert producer.flush(120) == 0
+    # Committed offsets on three of the topic's partitions (one with a leader epoch) and
+    # on a topic the member does not subscribe to, whose rows nobody owns.
+    group = f"describe-{uuid.uuid4().hex[:6]}"
+    commit(cluster.bootstrap, group, [
+        TopicPartition(topic, 0, 3, leader_epoch=0), TopicPartition(topic, 1, 3),
+        TopicPartition(topic, 2, 1), TopicPartition(other, 1, 0)])
+    member = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": group,
+                       "client.id": "tools-member", "enable.auto.commit": False,
+                       "auto.offset.reset": "earliest"})
+    try:
+        member.subscribe([topic])
+
+        def assigned() -> bool:
+            member.poll(0.5)
+            return len(member.assignment()) == PARTITIONS
+
+        wait_until(assigned, 120, f"the member of {group} owning all of {topic}")
+        bootstrap = ("--bootstrap-server", cluster.bootstrap)
+        assert_same(brownout("consumer-groups", "--list", "--bootstrap", cluster.bootstrap),
+                    kafka_tool("kafka-consumer-groups", *bootstrap, "--list"), "--list")
+        for view in [("--verbose",), ("--members", "--verbose"), ("--state",)]:
+            args = ("--describe", "--group", group, *view)
+            twin = brownout("consumer-groups", *args, "--bootstrap", cluster.bootstrap)
+            assert_same(twin, kafka_tool("kafka-consumer-groups", *bootstrap, *args),
+                        " ".join(args))
+        assert "Stable" in twin.stdout
+        # Without --verbose the twin prints its verbose lines' common part (the plain
+        # members line is the verbose one cut short; the offsets drop LEADER-EPOCH).
+        plain = brownout("consumer-groups", "--describe", "--group", group, "--members",
+                         "--bootstrap", cluster.bootstrap).stdout.splitlines()
+        verbose = brownout("consumer-groups", "--describe", "--group", group, "--members",
+                           "--verbose", "--bootstrap", cluster.bootstrap).stdout.splitlines()
+        assert [v[:len(p)] for v, p in zip(verbose, plain, strict=True)] == plain
+    finally:
+        member.close()
+
+
+def test_offsets_prints_what_kafka_get_offsets_prints(cluster: LabCluster,
+                                                      kafka_installed: str):
+    from confluent_kafka import Producer
+
+    topic = create_topic(cluster)
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all"})
+    for partition in range(PARTITIONS):
+        for _ in range(partition + 1):
+            producer.produce(topic, b"v", partition=partition)
+    assert producer.flush(120) == 0
+    twin = brownout("offsets", topic, "--bootstrap", cluster.bootstrap)
+    kafka = kafka_tool("kafka-get-offsets", "--bootstrap-server", cluster.bootstrap,
+                       "--topic", topic)
+    assert_same(twin, kafka, "offsets")
+    assert kafka.stdout.splitlines() == [f"{topic}:{p}:{p + 1}" for p in range(PARTITIONS)]
+
+
+def _quorum_timestamps(text: str) -> str:
+    # Each side reads the quorum at its own moment: the last fetch and caught-up times
+    # (and the follower lag in ms computed from them) move between the two reads.
+    text = re.sub(r"(MaxFollowerLagTimeMs: +)-?\d+", r"\1MS", text)
+    lines = []
+    for line in text.splitlines():
+        fields = line.split("\t")
+        if len(fields) > 6 and fields[0].strip().isdigit():
+            fields[4:6] = [re.sub(r"-?\d+", "T", f).ljust(len(f)) for f in fields[4:6]]
+        lines.append("\t".join(fields))
+    return "\n".join(lines)
+
+
+def test_metadata_quorum_describe_matches_kafka_metadata_quorum(cluster: LabCluster,
+                                                                kafka_installed: str):
+    for view in ("--status", "--replication"):
+        twin = brownout("metadata-quorum", "describe", view, "--bootstrap", cluster.bootstrap)
+        kafka = kafka_tool("kafka-metadata-quorum", "--bootstrap-server", cluster.bootstrap,
+                           "describe", view)
+        if _quorum_timestamps(twin.stdout) != _quorum_timestamps(kafka.stdout):
+            # The metadata log may have grown between the two reads (its high watermark
+            # and offsets with it): Kafka's answer must then be the twin's next one.
+            twin = brownout("metadata-quorum", "describe", view, "--bootstrap",
+                            cluster.bootstrap)
+        assert_same(twin, kafka, f"metadata-quorum describe {view}", _quorum_timestamps)
+    assert "CurrentVoters:          [{\"id\": 1}, {\"id\": 2}, {\"id\": 3}]" in (
+        brownout("metadata-quorum", "describe", "--status", "--bootstrap",
+                 cluster.bootstrap).stdout)
+
+
+def _twin_topics(cluster: LabCluster, count: int, assignment: list[list[int]]) -> list[str]:
+    """`count` topics with the same explicit replica assignment, fully in sync: one for
+    the twin and one for Kafka's tool to act on, alike up to their names."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    names = [f"tools-{uuid.uuid4().hex[:6]}" for _ in range(count)]
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    futures = admin.create_topics([NewTopic(n, num_partitions=len(assignment),
+                                            replica_assignment=assignment) for n in names])
+    for future in futures.values():
+        future.result(timeout=TOOL_TIMEOUT)
+    for name in names:
+        wait_until(lambda name=name: full_isr(cluster.describe(name), len(assignment[0]),
+                                              len(assignment)),
+                   120, f"{name}: every partition led, all in sync")
+    return names
+
+
+def test_reassign_partitions_and_leader_election_match_kafkas_tools(
+        cluster: LabCluster, kafka_installed: str, tmp_path: Path):
+    from brownout.cluster.reassign import striped_placement
+
+    mine, theirs = _twin_topics(cluster, 2, [[1, 2], [2, 3]])
+
+    def as_mine(text: str) -> str:  # the one difference between the two topics
+        return text.replace(theirs, mine)
+
+    bootstrap = ("--bootstrap-server", cluster.bootstrap)
+    move = tmp_path / "move.json"
+    move.write_text(json.dumps({"version": 1, "topics": [{"topic": mine}]}))
+    generate = ("--generate", "--topics-to-move-json-file", str(move), "--broker-list",
+                "1,2,3")
+    twin = brownout("reassign-partitions", *generate, "--bootstrap", cluster.bootstrap)
+    kafka = kafka_tool("kafka-reassign-partitions", *bootstrap, *generate)
+    # The proposals are random draws (where the striping starts): each must be one the
+    # placement can make; everything else is the same, the current replicas' log
+    # directories included.
+    possible = [striped_placement({1: None, 2: None, 3: None}, 2, 2, _Offsets(start))
+                for start in range(3)]
+    for result in (twin, kafka):
+        proposal = json.loads(result.stdout.splitlines()[-1])["partitions"]
+        assert [p["replicas"] for p in proposal] in possible, result.stdout
+    assert_same(twin, kafka, " ".join(generate),
+                lambda text: re.sub(r'"replicas":\[[\d,]*\]', '"replicas":R', text))
+    assert str(cluster.data_dir(1)) in kafka.stdout
+
+    # Partition 0 only reorders its replicas (broker 2 becomes the preferred leader
+    # while 1 keeps leading); partition 1 moves a replica from broker 2 to broker 1.
+    targets = [[2, 1], [3, 1]]
+    files = {}
+    for name in (mine, theirs):
+        files[name] = tmp_path / f"{name}.json"
+        files[name].write_text(json.dumps({"version": 1, "partitions": [
+            {"topic": name, "partition": p, "replicas": r} for p, r in enumerate(targets)]}))
+    twin = brownout("reassign-partitions", "--execute", "--reassignment-json-file",
+                    str(files[mine]), "--bootstrap", cluster.bootstrap)
+    kafka = kafka_tool("kafka-reassign-partitions", *bootstrap, "--execute",
+                       "--reassignment-json-file", str(files[theirs]))
+    assert_same(twin, kafka, "--execute", as_mine)
+    assert f"Successfully started partition reassignments for {theirs}-0,{theirs}-1" in (
+        kafka.stdout)
+    for name in (mine, theirs):
+        wait_until(lambda name=name: [p.replicas for p in cluster.describe(name).partitions]
+                   == [tuple(r) for r in targets], 120, f"{name} reassigned")
+    for name in (mine, theirs):  # until the controller has no reassignment left
+        wait_until(lambda name=name: "is completed" in brownout(
+            "reassign-partitions", "--verify", "--reassignment-json-file", str(files[name]),
+            "--preserve-throttles", "--bootstrap", cluster.bootstrap).stdout.splitlines()[2],
+            120, f"{name}'s reassignment completed")
+    twin = brownout("reassign-partitions", "--verify", "--reassignment-json-file",
+                    str(files[mine]), "--bootstrap", cluster.bootstrap)
+    kafka = kafka_tool("kafka-reassign-partitions", *bootstrap, "--verify",
+                       "--reassignment-json-file", str(files[theirs]))
+    assert_same(twin, kafka, "--verify", as_mine)
+    assert f"Clearing topic-level throttles on topic {theirs}" in kafka.stdout
+
+    election = ("--election-type", "PREFERRED", "--partition", "0")
+    twin = brownout("leader-election", *election, "--topic", mine, "--bootstrap",
+                    cluster.bootstrap)
+    kafka = kafka_tool("kafka-leader-election", *bootstrap, *election, "--topic", theirs)
+    assert_same(twin, kafka, "leader-election", as_mine)
+    assert kafka.stdout.splitlines() == [
+        f"Successfully completed leader election (PREFERRED) for partitions {theirs}-0"]
+
+
+class _Offsets:
+    """The placement's draws fixed: the brokers' starting offset, then 0s."""
+
+    def __init__(self, start: int) -> None:
+        self.draws = [start]
+
+    def randrange(self, stop: int, /) -> int:
+        return (self.draws.pop(0) if self.draws else 0) % stop
+
+    def shuffle(self, x: list[object], /) -> None:
+        raise AssertionError("two partitions over three brokers: no reshuffle")
+
+
+def test_dump_log_prints_what_kafka_dump_log_prints(cluster: LabCluster,
+                                                    kafka_installed: str):
+    from confluent_kafka import Producer
+
+    topic = create_topic(cluster)
+    # Batches of an idempotent producer (producer id, epoch and sequences), one of them
+    # compressed, with the producer's own (current) timestamps.
+    for codec in ("none", "gzip"):
+        producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all",
+                             "enable.idempotence": True, "compression.type": codec,
+                             "linger.ms": 50})
+        for i in range(6):
+            producer.produce(topic, f"v{i}".encode() * 20, partition=0)
+        assert producer.flush(120) == 0
+    leader = cluster.describe(topic).partitions[0].leader
+    assert leader is not None
+    [segment] = sorted((cluster.data_dir(leader) / f"{topic}-0").glob("*.log"))
+    twin = brownout("dump-log", "--files", str(segment))
+    kafka = kafka_tool("kafka-dump-log", "--files", str(segment))
+    assert_same(twin, kafka, "dump-log")
+    assert "compresscodec: gzip" in kafka.stdout and "isvalid: true" in kafka.stdout

@@ -140,9 +140,13 @@ def test_cli_reassign_partitions(cluster, tmp_path: Path):  # type: ignore[no-un
     assert out.exit_code == 0, out.output
     lines = out.stdout.splitlines()
     assert lines[0] == "Current partition replica assignment"
+    # Each current replica with its broker's log directory, as Kafka 4.x's tool shows it.
+    def dirs(*brokers: int) -> list[str]:
+        return [str(c.data_dir(broker)) for broker in brokers]
+
     assert json.loads(lines[1]) == {"version": 1, "partitions": [
-        {"topic": name, "partition": 0, "replicas": [b1, b2], "log_dirs": ["any", "any"]},
-        {"topic": name, "partition": 1, "replicas": [b2, b3], "log_dirs": ["any", "any"]}]}
+        {"topic": name, "partition": 0, "replicas": [b1, b2], "log_dirs": dirs(b1, b2)},
+        {"topic": name, "partition": 1, "replicas": [b2, b3], "log_dirs": dirs(b2, b3)}]}
     assert lines[2:4] == ["", "Proposed partition reassignment configuration"]
     proposed = json.loads(lines[4])
     assert [sorted(p["replicas"]) for p in proposed["partitions"]] == [[b3, b4], [b3, b4]]

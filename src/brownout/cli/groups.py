@@ -18,9 +18,11 @@ from ..cluster.groups import (
     format_members,
     format_offsets,
     format_reset,
+    format_state,
     parse_reset_datetime,
     shifted_offsets,
 )
+from ..common.java_hashmap import hashmap_order
 from ._common import (
     BootstrapOption,
     DirOption,
@@ -33,7 +35,7 @@ from ._common import (
 CONSUMER_GROUPS_HELP = "\n\n".join([
     "List, describe, delete consumer groups and reset their offsets "
     "(like kafka-consumer-groups.sh).",
-    "Exactly one action: --list; --describe --group G [--members [--verbose]]; "
+    "Exactly one action: --list; --describe --group G [--members | --state] [--verbose]; "
     "--delete --group G; --reset-offsets --group G (--topic T | --all-topics) with one "
     "of --to-earliest, --to-latest, --to-offset N, --shift-by N, --to-datetime T, and "
     "--execute (without it: a dry run). The group must have no active members.",
@@ -59,8 +61,12 @@ def consumer_groups_command(
                                               show_default=False)] = None,
     members: Annotated[bool, typer.Option("--members", help="With --describe: the "
                                           "members instead of the offsets.")] = False,
-    verbose: Annotated[bool, typer.Option("--verbose", help="With --members: each "
-                                          "member's partitions.")] = False,
+    state: Annotated[bool, typer.Option("--state", help="With --describe: the group's "
+                                        "coordinator, assignor, state and member count "
+                                        "instead of the offsets.")] = False,
+    verbose: Annotated[bool, typer.Option("--verbose", help="With --describe: the offsets' "
+                                          "leader epochs, the members' assignments, or "
+                                          "the group's epochs.")] = False,
     topic: Annotated[str | None, typer.Option("--topic", help="With --reset-offsets: the "
                                               "topic (all its partitions), or TOPIC:0,2 "
                                               "for some.", show_default=False)] = None,
@@ -88,19 +94,21 @@ def consumer_groups_command(
                                      ("--reset-offsets", reset_offsets)) if on]
     if len(actions) != 1:
         raise UsageError("give exactly one of --list, --describe, --delete, --reset-offsets")
-    if (members or verbose) and not describe:
-        raise UsageError("--members and --verbose go with --describe")
-    if verbose and not members:
-        raise UsageError("--verbose goes with --members")
+    if (members or state or verbose) and not describe:
+        raise UsageError("--members, --state and --verbose go with --describe")
+    if members and state:
+        raise UsageError("give at most one of --members, --state")
     if not list_ and not group:
         raise UsageError(f"{actions[0]} needs --group")
     admin = GroupAdmin(resolve_bootstrap(bootstrap, directory), timeout)
     if list_:
-        for name in admin.group_ids():
+        # Kafka's AdminClient gathers the brokers' listings into a HashMap by group id,
+        # and the tool prints that map's values.
+        for name in hashmap_order(admin.group_ids()):
             typer.echo(name)
     elif describe:
         assert group is not None
-        _describe(admin, group, members, verbose)
+        _describe(admin, group, members, state, verbose)
     elif delete:
         assert group is not None
         admin.delete_group(group)
@@ -111,17 +119,28 @@ def consumer_groups_command(
         _reset(admin, group, topic, all_topics, target, execute, dry_run)
 
 
-def _describe(admin: GroupAdmin, group: str, members: bool, verbose: bool) -> None:
-    state, rows, described = admin.describe_group(group)
+def _describe(admin: GroupAdmin, group: str, members: bool, state: bool,
+              verbose: bool) -> None:
+    if state:
+        summary = admin.summary(group)
+        _warn_about(group, summary.state)
+        lines = format_state(summary, verbose)
+    else:
+        group_state, rows, described = admin.describe_group(group)
+        _warn_about(group, group_state)
+        lines = (format_members(described, verbose) if members
+                 else format_offsets(rows, verbose))
+    for line in lines:
+        typer.echo(line)
+
+
+def _warn_about(group: str, state: str) -> None:
     if state == "Dead":
         raise AdminError(f"Consumer group '{group}' does not exist.")
     if state == "Empty":
         print(f"\nConsumer group '{group}' has no active members.", file=sys.stderr)
-    elif state in ("PreparingRebalance", "CompletingRebalance"):
+    elif state in ("PreparingRebalance", "CompletingRebalance", "Assigning", "Reconciling"):
         print(f"\nWarning: Consumer group '{group}' is rebalancing.", file=sys.stderr)
-    lines = format_members(described, verbose) if members else format_offsets(rows)
-    for line in lines:
-        typer.echo(line)
 
 
 @dataclasses.dataclass(frozen=True)

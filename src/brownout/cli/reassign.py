@@ -64,6 +64,9 @@ def reassign_partitions_command(
     broker_list: Annotated[str | None, typer.Option(
         "--broker-list", help="With --generate: the brokers to spread over, e.g. 1,2,3.",
         show_default=False)] = None,
+    disable_rack_aware: Annotated[bool, typer.Option(
+        "--disable-rack-aware", help="With --generate: ignore the brokers' racks.")
+    ] = False,
     reassignment: Annotated[Path | None, typer.Option(
         "--reassignment-json-file", help="The reassignment (as --generate proposes it).",
         show_default=False)] = None,
@@ -85,8 +88,9 @@ def reassign_partitions_command(
     if len(actions) != 1:
         raise UsageError("give exactly one of --generate, --execute, --verify, --cancel, "
                          "--list")
-    if not generate and (topics_to_move or broker_list):
-        raise UsageError("--topics-to-move-json-file and --broker-list go with --generate")
+    if not generate and (topics_to_move or broker_list or disable_rack_aware):
+        raise UsageError("--topics-to-move-json-file, --broker-list and "
+                         "--disable-rack-aware go with --generate")
     if additional and not execute:
         raise UsageError("--additional goes with --execute")
     if throttle != -1 and not execute:
@@ -101,7 +105,8 @@ def reassign_partitions_command(
                                          "--generate"))
         if broker_list is None:
             raise UsageError("--generate needs --broker-list")
-        for line in tool.generate(topics, parse_broker_list(broker_list), random.Random()):
+        for line in tool.generate(topics, parse_broker_list(broker_list), random.Random(),
+                                  rack_aware=not disable_rack_aware):
             typer.echo(line)
     elif list_:
         for line in list_lines(tool.ongoing()):

@@ -72,7 +72,7 @@ def dump_log_command(
                                  help="Segment files (*.log) to print; repeat it.")
     ],
 ) -> None:
-    from ..storage.dump_log import LOG_SUFFIX, describe, read_headers
+    from ..storage.dump_log import LOG_SUFFIX, describe, read_batches, trailing_bytes_line
 
     for path in files:
         if not path.is_file() or path.suffix != LOG_SUFFIX:
@@ -82,10 +82,9 @@ def dump_log_command(
         typer.echo(f"Dumping {path}")
         typer.echo(f"Log starting offset: {int(path.stem) if path.stem.isdigit() else 0}")
         end = 0
-        for position, header in read_headers(path):
-            typer.echo(describe(header, position))
+        for position, header, valid in read_batches(path):
+            typer.echo(describe(header, position, valid))
             end = position + header.size
-        size = path.stat().st_size
-        if end < size:
-            typer.echo(f"Found {size - end} invalid bytes at the end of {path.name} "
-                       f"(a torn last batch)")
+        trailing = trailing_bytes_line(path, end, path.stat().st_size)
+        if trailing:
+            typer.echo(trailing)

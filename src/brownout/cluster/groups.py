@@ -34,6 +34,7 @@ class OffsetRow:
     consumer_id: str = MISSING
     host: str = MISSING
     client_id: str = MISSING
+    leader_epoch: int | None = None  # the committed offset's, when the client gave one
 
     @property
     def lag(self) -> int | None:
@@ -50,54 +51,83 @@ class Member:
     host: str
     client_id: str
     assignment: tuple[tuple[str, int], ...]
+    # A consumer-protocol (KIP-848) member's target assignment; None in a classic group.
+    target_assignment: tuple[tuple[str, int], ...] | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class GroupSummary:
+    """`--describe --state`: one line per group."""
+
+    group: str
+    coordinator_host: str
+    coordinator_port: int
+    coordinator_id: int
+    assignment_strategy: str
+    state: str
+    members: int
+
+    @property
+    def coordinator(self) -> str:
+        return f"{self.coordinator_host}:{self.coordinator_port}  ({self.coordinator_id})"
 
 
 def _text(value: object) -> str:
     return MISSING if value is None else str(value)
 
 
-def format_offsets(rows: Sequence[OffsetRow]) -> list[str]:
+def format_offsets(rows: Sequence[OffsetRow], verbose: bool = False) -> list[str]:
     """`--describe`: a blank line, the header, one line per row; the group, topic,
-    consumer-id and host columns are as wide as their longest value (at least 15)."""
+    consumer-id and host columns are as wide as their longest value (at least 15).
+    --verbose adds the committed offsets' LEADER-EPOCH (Kafka 4.x)."""
     group_w = max([15, *(len(r.group) for r in rows)])
     topic_w = max([15, *(len(_text(r.topic)) for r in rows)])
     consumer_w = max([15, *(len(r.consumer_id) for r in rows)])
     host_w = max([15, *(len(r.host) for r in rows)])
 
     def line(*cols: object) -> str:
-        g, t, p, o, e, lag, c, h, client = (str(c) for c in cols)
-        return (f"{g:<{group_w}} {t:<{topic_w}} {p:<10} {o:<15} {e:<15} {lag:<15} "
+        g, t, p, *numbers, c, h, client = (str(c) for c in cols)
+        middle = "".join(f"{n:<15} " for n in numbers)
+        return (f"{g:<{group_w}} {t:<{topic_w}} {p:<10} {middle}"
                 f"{c:<{consumer_w}} {h:<{host_w}} {client}")
 
-    out = ["", line("GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG",
-                    "CONSUMER-ID", "HOST", "CLIENT-ID")]
+    epoch = ["LEADER-EPOCH"] if verbose else []
+    out = ["", line("GROUP", "TOPIC", "PARTITION", *epoch, "CURRENT-OFFSET",
+                    "LOG-END-OFFSET", "LAG", "CONSUMER-ID", "HOST", "CLIENT-ID")]
     for r in rows:
-        out.append(line(r.group, _text(r.topic), _text(r.partition), _text(r.offset),
+        epoch = [_text(r.leader_epoch)] if verbose else []
+        out.append(line(r.group, _text(r.topic), _text(r.partition), *epoch, _text(r.offset),
                         _text(r.log_end_offset), _text(r.lag), r.consumer_id, r.host,
                         r.client_id))
     return out
 
 
-def _assignment_text(assignment: Sequence[tuple[str, int]]) -> str:
-    """`--verbose`'s ASSIGNMENT: each topic's partitions as ``topic(0,1)``, sorted."""
+def assignment_text(assignment: Sequence[tuple[str, int]] | None) -> str:
+    """`--members --verbose`'s assignment columns (Kafka 4.x): ``topic:0,1`` per topic,
+    partitions in numeric order, topics sorted and joined by ``;``; ``-`` when empty."""
     if not assignment:
         return MISSING
     by_topic: dict[str, list[int]] = {}
     for topic, partition in assignment:
         by_topic.setdefault(topic, []).append(partition)
-    return ", ".join(sorted(f"{t}({','.join(sorted(str(p) for p in ps))})"
-                            for t, ps in by_topic.items()))
+    return ";".join(sorted(f"{t}:{','.join(str(p) for p in sorted(ps))}"
+                           for t, ps in by_topic.items()))
 
 
 def format_members(members: Sequence[Member], verbose: bool) -> list[str]:
     """`--describe --members [--verbose]`: GROUP-INSTANCE-ID appears only when some
-    member is static; each line ends with the padded #PARTITIONS column."""
+    member is static; the #PARTITIONS column is padded and followed by a space. Kafka
+    4.x's --verbose adds each member's epoch and assignment, current and target: the
+    member epochs exist only in consumer-protocol groups and the AdminClient this twin
+    uses does not report them, so they print as Kafka prints a classic group's, ``-``."""
     group_w = max([15, *(len(m.group) for m in members)])
     consumer_w = max([15, *(len(m.consumer_id) for m in members)])
     instance_w = max([17, *(len(m.group_instance_id or "") for m in members)])
     host_w = max([15, *(len(m.host) for m in members)])
     client_w = max([15, *(len(m.client_id) for m in members)])
     static = any(m.group_instance_id for m in members)
+    current_w = max([20, *(len(assignment_text(m.assignment)) for m in members)])
+    target_w = max([20, *(len(assignment_text(m.target_assignment)) for m in members)])
 
     def line(group: str, consumer: str, instance: str, host: str, client: str,
              count: object) -> str:
@@ -105,13 +135,41 @@ def format_members(members: Sequence[Member], verbose: bool) -> list[str]:
         return (f"{group:<{group_w}} {consumer:<{consumer_w}} {middle}{host:<{host_w}} "
                 f"{client:<{client_w}} {count!s:<15} ")
 
+    def epochs(current_epoch: str, current: str, target_epoch: str, target: str) -> str:
+        return (f"{current_epoch:<15} {current:<{current_w}} {target_epoch:<15} "
+                f"{target:<{target_w}}") if verbose else ""
+
     out = ["", line("GROUP", "CONSUMER-ID", "GROUP-INSTANCE-ID", "HOST", "CLIENT-ID",
-                    "#PARTITIONS") + ("ASSIGNMENT" if verbose else "")]
+                    "#PARTITIONS") + epochs("CURRENT-EPOCH", "CURRENT-ASSIGNMENT",
+                                            "TARGET-EPOCH", "TARGET-ASSIGNMENT")]
     for m in members:
         text = line(m.group, m.consumer_id, m.group_instance_id or "", m.host, m.client_id,
                     len(m.assignment))
-        out.append(text + (_assignment_text(m.assignment) if verbose else ""))
+        out.append(text + epochs(MISSING, assignment_text(m.assignment), MISSING,
+                                 assignment_text(m.target_assignment)))
     return out
+
+
+def format_state(summary: GroupSummary, verbose: bool = False) -> list[str]:
+    """`--describe --state [--verbose]`: a blank line, the header and the group's line;
+    the group column at least 15 wide, the coordinator's ``host:port  (id)`` at least 25.
+    --verbose adds GROUP-EPOCH and TARGET-ASSIGNMENT-EPOCH, which only consumer-protocol
+    groups have and this twin's AdminClient does not report: ``-``, as for a classic
+    group."""
+    group_w = max(15, len(summary.group))
+    coordinator_w = max(25, len(summary.coordinator))
+
+    def line(group: str, coordinator: str, strategy: str, state: str, *rest: object) -> str:
+        epochs = (f"{rest[0]!s:<15} {rest[1]!s:<25} " if verbose else "")
+        return (f"{group:<{group_w}} {coordinator:<{coordinator_w}} {strategy:<20} "
+                f"{state:<20} {epochs}{rest[-1]}")
+
+    middle: tuple[str, ...] = ("GROUP-EPOCH", "TARGET-ASSIGNMENT-EPOCH") if verbose else ()
+    values: tuple[str, ...] = (MISSING, MISSING) if verbose else ()
+    return ["", line("GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE", *middle,
+                     "#MEMBERS"),
+            line(summary.group, summary.coordinator, summary.assignment_strategy or MISSING,
+                 summary.state, *values, summary.members)]
 
 
 def format_reset(group: str, offsets: Mapping[tuple[str, int], int]) -> list[str]:
@@ -225,14 +283,26 @@ class GroupAdmin(Admin):
     def group_state(self, group: str) -> str:
         return _state_name(self._description(group).state)
 
+    def summary(self, group: str) -> GroupSummary:
+        d = self._description(group)
+        coordinator = d.coordinator
+        return GroupSummary(group, coordinator.host, int(coordinator.port),
+                            int(coordinator.id), d.partition_assignor or "",
+                            _state_name(d.state), len(d.members))
+
     def committed(self, group: str) -> dict[tuple[str, int], int]:
+        return {tp: offset for tp, (offset, _) in self.committed_with_epochs(group).items()}
+
+    def committed_with_epochs(self, group: str
+                              ) -> dict[tuple[str, int], tuple[int, int | None]]:
+        """Each committed (offset, leader epoch or None) of the group."""
         from confluent_kafka import ConsumerGroupTopicPartitions
 
         futures = self.client.list_consumer_group_offsets(
             [ConsumerGroupTopicPartitions(group)], request_timeout=self.timeout)
         answer = self._result(futures[group], f"cannot fetch the offsets of group {group}")
-        return {(tp.topic, tp.partition): tp.offset for tp in answer.topic_partitions
-                if tp.offset >= 0}
+        return {(tp.topic, tp.partition): (tp.offset, tp.leader_epoch)
+                for tp in answer.topic_partitions if tp.offset >= 0}
 
     def log_offsets(self, partitions: Sequence[tuple[str, int]], spec: str | int
                     ) -> dict[tuple[str, int], int | None]:
@@ -265,20 +335,28 @@ class GroupAdmin(Admin):
         committed partitions nobody owns."""
         description = self._description(group)
         state = _state_name(description.state)
-        committed = self.committed(group)
+        with_epochs = self.committed_with_epochs(group)
+        committed = {tp: offset for tp, (offset, _) in with_epochs.items()}
         members = [
             Member(group, m.member_id, m.group_instance_id, m.host, m.client_id,
-                   tuple((tp.topic, tp.partition) for tp in m.assignment.topic_partitions))
+                   tuple((tp.topic, tp.partition) for tp in m.assignment.topic_partitions),
+                   None if m.target_assignment is None else tuple(
+                       (tp.topic, tp.partition)
+                       for tp in m.target_assignment.topic_partitions))
             for m in description.members
         ]
         owned = [(m, sorted(m.assignment, key=lambda tp: tp[1]))
                  for m in sorted(members, key=lambda m: -len(m.assignment)) if m.assignment]
         unowned = sorted(tp for tp in committed if not any(tp in m.assignment for m in members))
         ends = self.log_offsets([tp for _, tps in owned for tp in tps] + unowned, "latest")
+        def epoch(tp: tuple[str, int]) -> int | None:
+            return with_epochs.get(tp, (0, None))[1]
+
         rows = [OffsetRow(group, t, p, committed.get((t, p)), ends.get((t, p)),
-                          m.consumer_id, m.host, m.client_id)
+                          m.consumer_id, m.host, m.client_id, epoch((t, p)))
                 for m, tps in owned for t, p in tps]
-        rows += [OffsetRow(group, t, p, committed[(t, p)], ends.get((t, p)))
+        rows += [OffsetRow(group, t, p, committed[(t, p)], ends.get((t, p)),
+                           leader_epoch=epoch((t, p)))
                  for t, p in sorted(unowned, key=lambda tp: tp[1])]
         return state, rows, members
 

@@ -12,10 +12,8 @@ import time
 from collections.abc import Sequence
 
 from .admin import Admin, AdminError
-from .wire import QuorumInfo, QuorumReplica, WireClient
+from .wire import ZERO_UUID, QuorumInfo, QuorumReplica, WireClient
 
-# Kafka's Uuid.ZERO_UUID as it prints: DescribeQuorum before v2 carries no directory ids.
-ZERO_DIRECTORY_ID = "AAAAAAAAAAAAAAAAAAAAAA"
 REPLICATION_HEADERS = ("NodeId", "DirectoryId", "LogEndOffset", "Lag", "LastFetchTimestamp",
                        "LastCaughtUpTimestamp", "Status")
 
@@ -39,8 +37,10 @@ def format_status(cluster_id: str, q: QuorumInfo) -> list[str]:
     else:
         lag_ms = -1
 
+    endpoints = dict(q.endpoints)
+
     def nodes(rows: Sequence[QuorumReplica]) -> str:
-        return "[" + ", ".join(f'{{"id": {r.replica_id}, "directoryId": null}}'
+        return "[" + ", ".join(node_text(r, endpoints.get(r.replica_id, ()))
                                for r in rows) + "]"
 
     return [
@@ -53,6 +53,18 @@ def format_status(cluster_id: str, q: QuorumInfo) -> list[str]:
         f"CurrentVoters:          {nodes(q.voter_states)}",
         f"CurrentObservers:       {nodes(q.observer_states)}",
     ]
+
+
+def node_text(replica: QuorumReplica, endpoints: Sequence[str]) -> str:
+    """One voter or observer as Kafka 4.x's --status prints it: the directory id only
+    when it is not the zero id (DescribeQuorum before v2 has none), the endpoints only
+    when the answer named some."""
+    text = f'{{"id": {replica.replica_id}'
+    if replica.directory_id != ZERO_UUID:
+        text += f', "directoryId": "{replica.directory_id}"'
+    if endpoints:
+        text += ', "endpoints": [' + ", ".join(f'"{e}"' for e in endpoints) + "]"
+    return text + "}"
 
 
 def _timestamp(value: int, human_readable: bool, now_ms: int) -> str:
@@ -68,7 +80,7 @@ def replication_rows(q: QuorumInfo, human_readable: bool = False,
     groups = [([leader], "Leader"),
               ([r for r in q.voter_states if r.replica_id != q.leader_id], "Follower"),
               (list(q.observer_states), "Observer")]
-    return [(str(r.replica_id), ZERO_DIRECTORY_ID, str(r.log_end_offset),
+    return [(str(r.replica_id), r.directory_id, str(r.log_end_offset),
              str(leader.log_end_offset - r.log_end_offset),
              _timestamp(r.last_fetch_timestamp, human_readable, now_ms),
              _timestamp(r.last_caught_up_timestamp, human_readable, now_ms), status)

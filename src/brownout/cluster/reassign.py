@@ -20,9 +20,8 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
-import random
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from .admin import AdminError
 from .configs import BROKERS, TOPICS, ConfigAdmin
@@ -133,52 +132,116 @@ def parse_reassignment_json(text: str, *, for_execute: bool = False
     return dict(entries)
 
 
-def format_reassignment_json(assignment: Mapping[TopicPartition, Sequence[int]]) -> str:
-    """Kafka's formatAsReassignmentJson: compact, sorted by topic then partition."""
+def format_reassignment_json(assignment: Mapping[TopicPartition, Sequence[int]],
+                             log_dirs: Mapping[tuple[str, int, int], str] | None = None
+                             ) -> str:
+    """Kafka's formatAsReassignmentJson: compact, sorted by topic then partition; each
+    replica's log directory from `log_dirs` ((topic, partition, broker): directory),
+    "any" where it is not known."""
+    dirs = log_dirs or {}
     partitions = [
         {"topic": tp[0], "partition": tp[1], "replicas": list(assignment[tp]),
-         "log_dirs": [ANY_LOG_DIR] * len(assignment[tp])}
+         "log_dirs": [dirs.get((tp[0], tp[1], b), ANY_LOG_DIR) for b in assignment[tp]]}
         for tp in sorted(assignment)
     ]
     return json.dumps({"version": 1, "partitions": partitions}, separators=(",", ":"))
 
 
-def assign_replicas(brokers: Sequence[int], partitions: int, replication_factor: int,
-                    rng: random.Random) -> dict[int, list[int]]:
-    """Kafka's AdminUtils.assignReplicasToBrokers without racks: partition p's first
-    replica is broker (p + start) mod n, the others follow at a shift that grows by one
-    every n partitions, so leaders and followers spread evenly."""
-    n = len(brokers)
+class Randomness(Protocol):
+    """What the placement draws: random.Random, or a test's scripted choices."""
+
+    def randrange(self, stop: int, /) -> int: ...
+
+    def shuffle(self, x: list[Any], /) -> None: ...
+
+
+class _Stripe:
+    """One rack's brokers, sorted, walked from a moving offset: each new round (epoch)
+    starts one broker further along, and a round never gives the same broker twice."""
+
+    def __init__(self, brokers: Sequence[int], rng: Randomness) -> None:
+        self.brokers = sorted(brokers)
+        self.offset = rng.randrange(len(self.brokers)) if self.brokers else 0
+        self.index = 0
+        self.epoch = 0
+
+    def take(self, epoch: int) -> int | None:
+        if not self.brokers:
+            return None
+        if epoch != self.epoch:
+            self.epoch, self.index = epoch, 0
+            self.offset = (self.offset + 1) % len(self.brokers)
+        if self.index >= len(self.brokers):
+            return None
+        broker = self.brokers[(self.index + self.offset) % len(self.brokers)]
+        self.index += 1
+        return broker
+
+
+def striped_placement(brokers: Mapping[int, str | None], partitions: int,
+                      replication_factor: int, rng: Randomness) -> list[list[int]]:
+    """Kafka 4.x's --generate proposal, the KRaft controller's striped placement over
+    `brokers` (id: rack), all usable: each partition's leader comes from the next rack
+    in turn, its followers one from each rack after it; within a rack the brokers take
+    turns. Once every broker has led a partition, the rack order and each rack's broker
+    order are shuffled, so that the next round does not repeat the last."""
     if replication_factor <= 0:
-        raise ReassignError("Replication factor must be larger than 0.")
-    if replication_factor > n:
-        raise ReassignError(f"Replication factor: {replication_factor} larger than available "
-                            f"brokers: {n}.")
-    start = rng.randrange(n)
-    shift = rng.randrange(n)
-    result: dict[int, list[int]] = {}
-    for p in range(partitions):
-        if p > 0 and p % n == 0:
-            shift += 1
-        first = (p + start) % n
-        replicas = [brokers[first]]
-        for j in range(replication_factor - 1):
-            replicas.append(brokers[(first + 1 + (shift + j) % (n - 1)) % n])
-        result[p] = replicas
-    return result
+        raise ReassignError(f"Invalid replication factor {replication_factor}: the "
+                            "replication factor must be positive.")
+    if not brokers:
+        raise ReassignError("All brokers are currently fenced.")
+    if replication_factor > len(brokers):
+        raise ReassignError(f"The target replication factor of {replication_factor} cannot "
+                            f"be reached because only {len(brokers)} broker(s) are "
+                            "registered.")
+    by_rack: dict[str | None, list[int]] = {}
+    for broker, rack in brokers.items():
+        by_rack.setdefault(rack, []).append(broker)
+    stripes = {rack: _Stripe(ids, rng) for rack, ids in by_rack.items()}
+    # Kafka sorts the racks with "no rack" first.
+    racks = sorted(stripes, key=lambda r: (r is not None, r or ""))
+    offset = rng.randrange(len(racks))
+    epoch = 0
+    placements = []
+    for _ in range(partitions):
+        if epoch == len(brokers) and len(brokers) > 1:
+            rng.shuffle(racks)
+            for stripe in stripes.values():
+                rng.shuffle(stripe.brokers)
+            epoch = 0
+        offset %= len(racks)
+        first_rack = offset
+        while (leader := stripes[racks[first_rack]].take(epoch)) is None:
+            first_rack = (first_rack + 1) % len(racks)
+        replicas = [leader]
+        rack = offset
+        for _ in range(replication_factor - 1):
+            follower = None
+            while follower is None:
+                if rack == first_rack:
+                    first_rack = -1  # the leader's rack gives no follower this lap
+                else:
+                    follower = stripes[racks[rack]].take(epoch)
+                rack = (rack + 1) % len(racks)
+            replicas.append(follower)
+        placements.append(replicas)
+        epoch += 1
+        offset += 1
+    return placements
 
 
-def propose(current: Mapping[TopicPartition, Sequence[int]], brokers: Sequence[int],
-            rng: random.Random) -> dict[TopicPartition, list[int]]:
+def propose(current: Mapping[TopicPartition, Sequence[int]],
+            brokers: Mapping[int, str | None], rng: Randomness
+            ) -> dict[TopicPartition, list[int]]:
     """--generate: each topic keeps its partition count and replication factor (of its
-    first partition) and is spread over `brokers` afresh."""
+    first partition) and is placed over `brokers` afresh, a new placement per topic."""
     by_topic: dict[str, list[TopicPartition]] = {}
     for tp in sorted(current):
         by_topic.setdefault(tp[0], []).append(tp)
     proposed: dict[TopicPartition, list[int]] = {}
     for topic, tps in by_topic.items():
         rf = len(current[tps[0]])
-        for p, replicas in assign_replicas(sorted(brokers), len(tps), rf, rng).items():
+        for p, replicas in enumerate(striped_placement(brokers, len(tps), rf, rng)):
             proposed[(topic, p)] = replicas
     return proposed
 
@@ -304,19 +367,50 @@ class Reassigner:
     def broker_ids(self) -> list[int]:
         return self._call("cannot reach the cluster", lambda c: c.metadata().broker_ids)
 
+    def current_text(self, current: Mapping[TopicPartition, Sequence[int]]) -> str:
+        """The current assignment's JSON with each live replica's log directory, which
+        Kafka 4.x's tool asks every broker for (DescribeLogDirs) and prints."""
+        from .wire import WireClient, WireError
+
+        brokers = {b.node_id: b for b in self._call("cannot reach the cluster",
+                                                    lambda c: c.metadata().brokers)}
+        held: dict[int, list[TopicPartition]] = {}
+        for tp, replicas in current.items():
+            for b in replicas:
+                if b in brokers:  # an offline replica's directory is not asked for
+                    held.setdefault(b, []).append(tp)
+        log_dirs: dict[tuple[str, int, int], str] = {}
+        for b, tps in sorted(held.items()):
+            address = f"{brokers[b].host}:{brokers[b].port}"
+            try:
+                with WireClient(address, timeout=self.timeout) as client:
+                    found = client.replica_log_dirs(tps)
+            except WireError as e:
+                raise ReassignError(f"cannot describe the log directories of broker {b}: "
+                                    f"{e}") from None
+            log_dirs.update({(t, p, b): d for (t, p), d in found.items()})
+        return format_reassignment_json(current, log_dirs)
+
     def ongoing(self, partitions: list[TopicPartition] | None = None) -> dict[
             TopicPartition, tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]]:
         return self._call("cannot list partition reassignments",
                           lambda c: c.list_partition_reassignments(partitions))
 
     def generate(self, topics: Sequence[str], brokers: Sequence[int],
-                 rng: random.Random) -> list[str]:
+                 rng: Randomness, rack_aware: bool = True) -> list[str]:
         current = self.replicas(topics)
-        live = set(self.broker_ids())
-        # Kafka's tool keeps only the listed brokers the cluster knows.
-        usable = [b for b in brokers if b in live]
+        live = self._call("cannot reach the cluster", lambda c: c.metadata().brokers)
+        # Kafka's tool keeps only the listed brokers the cluster knows, and places by
+        # rack only when every one of them has a rack.
+        usable = {b.node_id: b.rack if rack_aware else None
+                  for b in live if b.node_id in set(brokers)}
+        racks = [r for r in usable.values() if r is not None]
+        if racks and len(racks) != len(usable):
+            raise ReassignError("Not all brokers have rack information. Add "
+                                "--disable-rack-aware in command line to make replica "
+                                "assignment without rack information.")
         proposed = propose(current, usable, rng)
-        return ["Current partition replica assignment", format_reassignment_json(current), "",
+        return ["Current partition replica assignment", self.current_text(current), "",
                 "Proposed partition reassignment configuration",
                 format_reassignment_json(proposed)]
 
@@ -334,7 +428,7 @@ class Reassigner:
             raise ReassignError("Unable to find partition: "
                                 + ", ".join(tp_name(tp) for tp in missing))
         echo("Current partition replica assignment\n\n"
-             + format_reassignment_json({tp: current[tp] for tp in targets})
+             + self.current_text({tp: current[tp] for tp in targets})
              + "\n\nSave this to use as the --reassignment-json-file option during rollback")
         if throttle >= 0:
             echo(YOU_MUST_RUN_VERIFY_PERIODICALLY)

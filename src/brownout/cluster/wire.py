@@ -11,6 +11,7 @@ encoded with kio (or protocol.zkapis for what kio lacks).
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import io
 import socket
@@ -41,6 +42,7 @@ _MAX_VERSION = {
     ApiKey.ALTER_PARTITION_REASSIGNMENTS: 0,
     ApiKey.LIST_PARTITION_REASSIGNMENTS: 0,
     ApiKey.DESCRIBE_TOPIC_PARTITIONS: 0,
+    ApiKey.DESCRIBE_LOG_DIRS: 4,
 }
 _MIN_VERSION = {ApiKey.METADATA: 4, ApiKey.DESCRIBE_CONFIGS: 1, ApiKey.FIND_COORDINATOR: 1}
 
@@ -79,6 +81,7 @@ class BrokerInfo:
     node_id: int
     host: str
     port: int
+    rack: str | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -125,6 +128,23 @@ class TopicsMetadata:
     topics: tuple[TopicMetadata, ...] = ()
 
 
+ZERO_UUID = "AAAAAAAAAAAAAAAAAAAAAA"  # Kafka's Uuid.ZERO_UUID.toString()
+
+
+def kafka_uuid_text(value: uuid.UUID | None) -> str:
+    """Kafka's Uuid.toString(): URL-safe base64 of the 16 bytes without padding (the
+    zero id when absent)."""
+    if value is None:
+        return ZERO_UUID
+    return base64.urlsafe_b64encode(value.bytes).decode().rstrip("=")
+
+
+def endpoint_text(listener: str, host: str, port: int) -> str:
+    """Kafka's RaftVoterEndpoint.toString(): an IPv6 host in brackets."""
+    shown = f"[{host}]" if ":" in host else host
+    return f"{listener}://{shown}:{port}"
+
+
 @dataclasses.dataclass(frozen=True)
 class QuorumReplica:
     """A row of DescribeQuorum: what the leader knows of one replica (-1: never)."""
@@ -133,6 +153,7 @@ class QuorumReplica:
     log_end_offset: int
     last_fetch_timestamp: int = -1  # v1+
     last_caught_up_timestamp: int = -1  # v1+
+    directory_id: str = ZERO_UUID  # v2+, as Kafka's Uuid.toString prints it
 
 
 @dataclasses.dataclass(frozen=True)
@@ -144,6 +165,8 @@ class QuorumInfo:
     observers: tuple[int, ...]
     voter_states: tuple[QuorumReplica, ...] = ()
     observer_states: tuple[QuorumReplica, ...] = ()
+    # v2+: each node's listeners as LISTENER://host:port, by node id.
+    endpoints: tuple[tuple[int, tuple[str, ...]], ...] = ()
 
 
 class WireClient:
@@ -252,7 +275,8 @@ class WireClient:
             "include_cluster_authorized_operations": False,
             "include_topic_authorized_operations": False,
         })
-        brokers = tuple(BrokerInfo(int(b.node_id), str(b.host), int(b.port)) for b in r.brokers)
+        brokers = tuple(BrokerInfo(int(b.node_id), str(b.host), int(b.port), b.rack)
+                        for b in r.brokers)
         cluster = ClusterMetadata(
             getattr(r, "cluster_id", None), int(getattr(r, "controller_id", -1)), brokers
         )
@@ -341,7 +365,9 @@ class WireClient:
         def states(rows: Any) -> tuple[QuorumReplica, ...]:
             return tuple(QuorumReplica(int(r.replica_id), int(r.log_end_offset),
                                        int(getattr(r, "last_fetch_timestamp", -1)),
-                                       int(getattr(r, "last_caught_up_timestamp", -1)))
+                                       int(getattr(r, "last_caught_up_timestamp", -1)),
+                                       kafka_uuid_text(getattr(r, "replica_directory_id",
+                                                               None)))
                          for r in rows)
 
         return QuorumInfo(
@@ -352,6 +378,9 @@ class WireClient:
             tuple(int(v.replica_id) for v in partition.observers),
             states(partition.current_voters),
             states(partition.observers),
+            tuple((int(n.node_id), tuple(endpoint_text(e.name, e.host, int(e.port))
+                                         for e in n.listeners))
+                  for n in getattr(r, "nodes", ())),
         )
 
     def topic_overrides(self, topics: list[str]) -> dict[str, dict[str, str]]:
@@ -431,6 +460,26 @@ class WireClient:
                                 .rstrip(": "))
         return {(str(t.name), int(p.partition_index)): (int(p.error_code), p.error_message)
                 for t in r.responses for p in t.partitions}
+
+    def replica_log_dirs(self, partitions: list[tuple[str, int]]
+                         ) -> dict[tuple[str, int], str]:
+        """DescribeLogDirs on this broker: the log directory of each of `partitions`
+        it holds (its current replica, not a future one being moved in)."""
+        version = self.pick_version(ApiKey.DESCRIBE_LOG_DIRS)
+        by_topic: dict[str, list[int]] = {}
+        for topic, partition in partitions:
+            by_topic.setdefault(topic, []).append(partition)
+        r = self.request(ApiKey.DESCRIBE_LOG_DIRS, version, {"topics": [
+            {"topic": t, "partitions": ps} for t, ps in by_topic.items()]})
+        found: dict[tuple[str, int], str] = {}
+        for result in r.results:
+            if int(result.error_code) != 0:
+                continue  # an offline directory holds nothing it can name
+            for t in result.topics:
+                for p in t.partitions:
+                    if not p.is_future_key:
+                        found[(str(t.name), int(p.partition_index))] = str(result.log_dir)
+        return found
 
     def list_partition_reassignments(
         self, partitions: list[tuple[str, int]] | None = None

@@ -11,7 +11,9 @@ import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from brownout.protocol.records import BatchHeader, CorruptRecordError
+import crc32c
+
+from brownout.protocol.records import CRC_START, BatchHeader, CorruptRecordError
 from brownout.storage.producer_state import last_sequence
 from brownout.storage.segment import LOG_SUFFIX, walk_headers
 
@@ -24,10 +26,23 @@ def segment_files(partition_dir: Path) -> list[Path]:
 def read_headers(segment: Path) -> Iterator[tuple[int, BatchHeader]]:
     """(position, header) of every whole batch of one segment file; stops at a torn
     tail (a batch whose header or body runs past the end of the file)."""
+    for position, header, _ in read_batches(segment, check_crc=False):
+        yield position, header
+
+
+def read_batches(segment: Path, check_crc: bool = True
+                 ) -> Iterator[tuple[int, BatchHeader, bool]]:
+    """(position, header, whether its CRC matches its bytes) of every whole batch; a
+    batch whose CRC does not match is still listed, as kafka-dump-log lists it."""
     with segment.open("rb") as f:
+        def pread(n: int, pos: int) -> bytes:
+            return os.pread(f.fileno(), n, pos)
+
         try:
-            yield from walk_headers(lambda n, pos: os.pread(f.fileno(), n, pos),
-                                    f.seek(0, 2), 0, segment)
+            for position, header in walk_headers(pread, f.seek(0, 2), 0, segment):
+                valid = (not check_crc or crc32c.crc32c(
+                    pread(header.size - CRC_START, position + CRC_START)) == header.crc)
+                yield position, header, valid
         except CorruptRecordError:
             return
 
@@ -52,19 +67,32 @@ def batches_at(partition_dir: Path, offsets: Iterable[int]) -> dict[int, BatchHe
     return found
 
 
-def describe(header: BatchHeader, position: int) -> str:
-    """One line per batch in kafka-dump-log.sh's words."""
+def describe(header: BatchHeader, position: int, valid: bool = True) -> str:
+    """One line per batch in kafka-dump-log.sh's words (Kafka 4.x: with the batch's
+    delete horizon and whether its CRC holds)."""
     last_seq = last_sequence(header) if header.base_sequence >= 0 else -1
+    # Java's OptionalLong.toString: a compacted batch whose tombstones have a delete
+    # horizon carries it as its base timestamp (attributes bit 6).
+    horizon = (f"OptionalLong[{header.base_timestamp}]"
+               if header.attributes & _ATTR_DELETE_HORIZON else "OptionalLong.empty")
+    timestamp_type = "LogAppendTime" if header.timestamp_type else "CreateTime"
     return (f"baseOffset: {header.base_offset} lastOffset: {header.last_offset} "
             f"count: {header.records_count} baseSequence: {header.base_sequence} "
             f"lastSequence: {last_seq} producerId: {header.producer_id} "
             f"producerEpoch: {header.producer_epoch} "
             f"partitionLeaderEpoch: {header.partition_leader_epoch} "
             f"isTransactional: {str(header.is_transactional).lower()} "
-            f"isControl: {str(header.is_control).lower()} position: {position} "
-            f"CreateTime: {header.max_timestamp} size: {header.size} "
-            f"magic: {header.magic} compresscodec: {_CODECS.get(header.compression, '?')} "
-            f"crc: {header.crc}")
+            f"isControl: {str(header.is_control).lower()} deleteHorizonMs: {horizon} "
+            f"position: {position} {timestamp_type}: {header.max_timestamp} "
+            f"size: {header.size} magic: {header.magic} "
+            f"compresscodec: {_CODECS.get(header.compression, '?')} crc: {header.crc} "
+            f"isvalid: {str(valid).lower()}")
+
+
+def trailing_bytes_line(segment: Path, end: int, size: int) -> str | None:
+    """What kafka-dump-log prints after the last whole batch when bytes are left."""
+    return None if end >= size else f"Found {size - end} invalid bytes at the end of {segment.name}"
 
 
 _CODECS = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
+_ATTR_DELETE_HORIZON = 0x40

@@ -5,6 +5,7 @@ import pytest
 
 from brownout.cluster.admin import AdminError
 from brownout.cluster.groups import (
+    GroupSummary,
     Member,
     OffsetRow,
     clamp_offset,
@@ -12,6 +13,7 @@ from brownout.cluster.groups import (
     format_members,
     format_offsets,
     format_reset,
+    format_state,
     parse_reset_datetime,
     shifted_offsets,
 )
@@ -34,20 +36,65 @@ def test_offsets_columns_widen_to_the_longest_value():
     assert lines[3] == (
         "g               a-much-longer-topic-name 1          -               4               "
         "-               -               -               -")
+    # --verbose (Kafka 4.x): the committed offset's leader epoch after the partition.
+    verbose = format_offsets([OffsetRow("g", "t", 0, 3, 10, leader_epoch=4),
+                              OffsetRow("g", "t", 1, 3, 10)], verbose=True)
+    assert verbose[1].split() == ["GROUP", "TOPIC", "PARTITION", "LEADER-EPOCH",
+                                  "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID",
+                                  "HOST", "CLIENT-ID"]
+    assert verbose[2] == ("g               t               0          4               3     "
+                          "          10              7               -               -     "
+                          "          -")
+    assert verbose[3].split()[3] == "-"
 
 
 def test_members_show_instance_ids_only_for_static_groups():
     members = [Member("g", "m-1", None, "/127.0.0.1", "c1", (("t", 1), ("t", 0), ("u", 2))),
                Member("g", "m-2", None, "/127.0.0.1", "c2", ())]
-    lines = format_members(members, verbose=True)
+    lines = format_members(members, verbose=False)
     assert lines[1] == ("GROUP           CONSUMER-ID     HOST            CLIENT-ID       "
-                        "#PARTITIONS     ASSIGNMENT")
+                        "#PARTITIONS     ")
     assert lines[2] == ("g               m-1             /127.0.0.1      c1              "
-                        "3               t(0,1), u(2)")
-    assert lines[3].endswith("0               -")
+                        "3               ")
     static = format_members([Member("g", "m-1", "i-1", "h", "c", ())], verbose=False)
     assert static[1].split() == ["GROUP", "CONSUMER-ID", "GROUP-INSTANCE-ID", "HOST",
                                  "CLIENT-ID", "#PARTITIONS"]
+
+
+def test_verbose_members_show_kafka_4s_epoch_and_assignment_columns():
+    members = [Member("g", "m-1", None, "/127.0.0.1", "c1",
+                      (("t", 10), ("t", 2), ("a-topic-with-a-long-name", 0))),
+               Member("g", "m-2", None, "/127.0.0.1", "c2", (), (("t", 0),))]
+    lines = format_members(members, verbose=True)
+    prefix = format_members(members, verbose=False)
+    # Each verbose line is the plain one with the four columns after it; partitions in
+    # numeric order, topics sorted, ';' between them, at least 20 wide.
+    assert [line[:len(p)] for line, p in zip(lines, prefix, strict=True)] == prefix
+    current = "a-topic-with-a-long-name:0;t:2,10"  # 33 characters: the column's width
+    assert lines[1][len(prefix[1]):] == (
+        f"CURRENT-EPOCH   {'CURRENT-ASSIGNMENT':<33} TARGET-EPOCH    TARGET-ASSIGNMENT   ")
+    assert lines[2][len(prefix[2]):] == (
+        f"-               {current} -               -                   ")
+    assert lines[3][len(prefix[3]):] == (
+        f"-               {'-':<33} -               t:0                 ")
+
+
+def test_state_line_pads_the_coordinator_to_25_and_dashes_a_missing_assignor():
+    summary = GroupSummary("g", "127.0.0.1", 9092, 3, "range", "Stable", 1)
+    assert format_state(summary) == [
+        "",
+        "GROUP           COORDINATOR (ID)          ASSIGNMENT-STRATEGY  STATE                "
+        "#MEMBERS",
+        "g               127.0.0.1:9092  (3)       range                Stable               1"]
+    empty = GroupSummary("a-group-with-a-long-name", "a-long-broker-host-name", 19092, 1003,
+                         "", "Empty", 0)
+    coordinator = "a-long-broker-host-name:19092  (1003)"  # 37 characters
+    assert format_state(empty, verbose=True) == [
+        "",
+        f"GROUP                    {'COORDINATOR (ID)':<37} ASSIGNMENT-STRATEGY  "
+        "STATE                GROUP-EPOCH     TARGET-ASSIGNMENT-EPOCH   #MEMBERS",
+        f"a-group-with-a-long-name {coordinator} -                    "
+        "Empty                -               -                         0"]
 
 
 def test_reset_lines_and_clamping():

@@ -3,8 +3,10 @@
 
 from __future__ import annotations
 
+import uuid
+
 from brownout.cluster.quorum import format_replication, format_status, format_table
-from brownout.cluster.wire import QuorumInfo, QuorumReplica
+from brownout.cluster.wire import QuorumInfo, QuorumReplica, endpoint_text, kafka_uuid_text
 
 QUORUM = QuorumInfo(
     leader_id=2, leader_epoch=7, high_watermark=150, voters=(1, 2, 3), observers=(10,),
@@ -22,13 +24,26 @@ def test_status_measures_the_furthest_follower():
         "HighWatermark:          150",
         "MaxFollowerLag:         10",
         "MaxFollowerLagTimeMs:   200",
-        'CurrentVoters:          [{"id": 1, "directoryId": null}, {"id": 2, "directoryId": '
-        'null}, {"id": 3, "directoryId": null}]',
-        'CurrentObservers:       [{"id": 10, "directoryId": null}]',
+        'CurrentVoters:          [{"id": 1}, {"id": 2}, {"id": 3}]',
+        'CurrentObservers:       [{"id": 10}]',
     ]
     alone = QuorumInfo(1, 1, 5, (1,), (), (QuorumReplica(1, 5, -1, -1),))
     assert format_status("x", alone)[4:6] == ["MaxFollowerLag:         0",
                                                "MaxFollowerLagTimeMs:   0"]
+
+
+def test_status_names_directory_ids_and_endpoints_when_describe_quorum_v2_has_them():
+    voters = (QuorumReplica(1, 5, 1, 1, "MvDxzVmcRsaTz33bUuRU6A"), QuorumReplica(2, 5, 1, 1))
+    q = QuorumInfo(1, 3, 5, (1, 2), (), voters, (),
+                   ((1, ("CONTROLLER://127.0.0.1:9093", "SSL://[::1]:9094")),))
+    assert format_status("c", q)[6] == (
+        'CurrentVoters:          [{"id": 1, "directoryId": "MvDxzVmcRsaTz33bUuRU6A", '
+        '"endpoints": ["CONTROLLER://127.0.0.1:9093", "SSL://[::1]:9094"]}, {"id": 2}]')
+    assert format_replication(q)[1].split("\t")[1] == "MvDxzVmcRsaTz33bUuRU6A"
+    assert endpoint_text("SSL", "::1", 9094) == "SSL://[::1]:9094"
+    assert kafka_uuid_text(uuid.UUID("32f0f1cd-599c-46c6-93cf-7ddb52e454e8")) == (
+        "MvDxzVmcRsaTz33bUuRU6A")
+    assert kafka_uuid_text(None) == "AAAAAAAAAAAAAAAAAAAAAA"
 
 
 def test_replication_rows_leader_first_and_padded_with_tabs():

@@ -1,5 +1,5 @@
 """The pure half of `brownout reassign-partitions`: kafka-reassign-partitions.sh's JSON
-files, its proposal (AdminUtils without racks) and its printed lines."""
+files, its proposal (Kafka 4.x's striped placement) and its printed lines."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ import pytest
 from brownout.cluster.reassign import (
     PartitionState,
     ReassignError,
-    assign_replicas,
     clearing_lines,
     format_reassignment_json,
     list_lines,
@@ -19,6 +18,7 @@ from brownout.cluster.reassign import (
     parse_reassignment_json,
     parse_topics_json,
     propose,
+    striped_placement,
     throttles,
     verify_lines,
 )
@@ -30,21 +30,50 @@ def test_json_is_kafkas_compact_sorted_form():
                     '"log_dirs":["any"]},{"topic":"b","partition":1,"replicas":[3,1],'
                     '"log_dirs":["any","any"]}]}')
     assert parse_reassignment_json(text) == {("a", 0): [2], ("b", 1): [3, 1]}
+    with_dirs = format_reassignment_json({("a", 0): [1, 2]}, {("a", 0, 2): "/data/2"})
+    assert '"replicas":[1,2],"log_dirs":["any","/data/2"]' in with_dirs
 
 
-def test_assignment_spreads_like_kafka():
-    # Kafka's AdminUtils with start index 0 and shift 0 over brokers [1, 2, 3].
-    class Fixed(random.Random):
-        def randrange(self, *_a, **_k):  # type: ignore[no-untyped-def, override]
-            return 0
+class Scripted:
+    """The placement's random choices, given in advance: offsets drawn, then
+    permutations applied by each shuffle (as lists of positions)."""
 
-    assert assign_replicas([1, 2, 3], 4, 2, Fixed()) == {
-        0: [1, 2], 1: [2, 3], 2: [3, 1], 3: [1, 3]}
-    with pytest.raises(ReassignError, match=r"Replication factor: 3 larger than available "
-                       r"brokers: 2\."):
-        assign_replicas([1, 2], 1, 3, random.Random(1))
-    proposed = propose({("t", 0): [1, 2, 3], ("t", 1): [2, 3, 1]}, [4, 2, 3],
-                       random.Random(7))
+    def __init__(self, offsets: list[int], permutations: list[list[int]] = ()) -> None:
+        self.offsets = list(offsets)
+        self.permutations = [list(p) for p in permutations]
+
+    def randrange(self, stop: int, /) -> int:
+        return self.offsets.pop(0) % stop
+
+    def shuffle(self, x: list[object], /) -> None:
+        order = self.permutations.pop(0) if self.permutations else list(range(len(x)))
+        x[:] = [x[i] for i in order]
+
+
+def test_striped_placement_walks_the_brokers_and_reshuffles_after_each_round():
+    # One rack: the brokers' offset (1) and the racks' offset (0) are drawn; each
+    # partition starts one broker further along; after three (every broker has led one)
+    # the brokers are shuffled (racks first: one rack, then the brokers: 3, 1, 2).
+    placed = striped_placement({1: None, 2: None, 3: None}, 5, 2,
+                               Scripted([1, 0], [[0], [2, 0, 1]]))
+    assert placed == [[2, 3], [3, 1], [1, 2], [1, 2], [2, 3]]
+    # What kafka-reassign-partitions 4.4 proposed for four partitions over 1,2,3:
+    # the brokers' offset 0, and a shuffle that kept their order.
+    assert striped_placement({1: None, 2: None, 3: None}, 4, 2, Scripted([0, 0])) == [
+        [1, 2], [2, 3], [3, 1], [1, 2]]
+
+
+def test_striped_placement_puts_followers_on_other_racks():
+    brokers = {1: "a", 2: "a", 3: "b", 4: "b", 5: "c"}
+    placed = striped_placement(brokers, 5, 3, Scripted([0, 0, 0, 0]))
+    racks = [[brokers[b] for b in replicas] for replicas in placed]
+    assert all(len(set(r)) == 3 for r in racks), placed
+    assert [r[0] for r in racks] == ["a", "b", "c", "a", "b"]  # leaders take turns
+    with pytest.raises(ReassignError, match=r"The target replication factor of 3 cannot "
+                       r"be reached because only 2 broker\(s\) are registered\."):
+        striped_placement({1: None, 2: None}, 1, 3, random.Random(1))
+    proposed = propose({("t", 0): [1, 2, 3], ("t", 1): [2, 3, 1]},
+                       {4: None, 2: None, 3: None}, random.Random(7))
     assert sorted(proposed) == [("t", 0), ("t", 1)]
     assert all(sorted(r) == [2, 3, 4] for r in proposed.values())
 
