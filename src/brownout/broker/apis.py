@@ -468,7 +468,7 @@ class KafkaApis:
         fetch_data: dict[TopicIdPartition, PartitionData] = {}
         for topic in body.topics:
             topic_id = topic.topic_id if uses_ids else None
-            name = names.get(topic_id) if uses_ids else topic.topic
+            name = names.get(topic.topic_id) if uses_ids else topic.topic
             for p in topic.partitions:
                 fetch_data[TopicIdPartition(topic_id, name, int(p.partition))] = PartitionData(
                     int(p.fetch_offset),

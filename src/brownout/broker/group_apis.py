@@ -233,7 +233,8 @@ class GroupApis:
             group_instance_id=getattr(body, "group_instance_id", None),
             protocol_type=getattr(body, "protocol_type", None),
             protocol_name=getattr(body, "protocol_name", None),
-            assignments=tuple((a.member_id, bytes(a.assignment)) for a in body.assignments),
+            assignments=tuple(g.MemberAssignment(a.member_id, bytes(a.assignment))
+                              for a in body.assignments),
         )
         result: g.SyncGroupResult = await self.runtime.request(message)
         return self._response(
@@ -296,9 +297,9 @@ class GroupApis:
     async def handle_offset_commit(self, request: Request, ctx: ClientContext) -> Any:
         body = request.body
         version = request.header.api_version
-        generation = getattr(body, "generation_id_or_member_epoch", None)
-        if generation is None:
-            generation = getattr(body, "generation_id", -1)
+        # v9+ (KIP-848) renamed the field
+        generation = int(getattr(body, "generation_id_or_member_epoch",
+                                 getattr(body, "generation_id", -1)))
         # Kafka's KafkaApis answers partitions of unknown topics, and unknown partitions
         # of known ones, itself with UNKNOWN_TOPIC_OR_PARTITION; only the rest reach the
         # coordinator, so no offset is ever stored for a partition that does not exist.
@@ -348,7 +349,7 @@ class GroupApis:
             result: g.OffsetCommitResult = await self.runtime.request(
                 g.OffsetCommitRequest(
                     group_id=body.group_id,
-                    generation_id=int(generation),
+                    generation_id=generation,
                     member_id=getattr(body, "member_id", ""),
                     group_instance_id=getattr(body, "group_instance_id", None),
                     offsets=offsets,

@@ -34,7 +34,7 @@ import logging
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from types import FrameType
 
 from ..common.stalls import RECENT_WINDOW_S, Stall, worst_stall
@@ -97,7 +97,7 @@ def thread_cpu_times() -> CpuTimes | None:
 
 
 def log_stall(
-    node_id: int, stall: Stall, tracker: StallTracker, stacks: list[tuple[str, int]] = (),
+    node_id: int, stall: Stall, tracker: StallTracker, stacks: Sequence[tuple[str, int]] = (),
 ) -> None:
     worst = tracker.worst(stall.at) or stall
     split = "" if stall.ran_ms is None or stall.runqueue_ms is None else (

@@ -21,7 +21,7 @@ from typing import Any
 from kio.serial import entity_writer
 
 from ..common.tasks import cancel_and_wait
-from ..protocol.apis import request_class, response_class
+from ..protocol.apis import header_class, request_class, response_class
 from ..protocol.errors import ProtocolError
 from ..protocol.framecheck import decode_entity
 
@@ -63,7 +63,7 @@ class _Connection:
         cls = request_class(api_key, version)
         out = io.BytesIO()
         out.write(b"\0\0\0\0")
-        header_cls = cls.__header_schema__
+        header_cls = header_class(cls)
         entity_writer(header_cls)(
             out,
             header_cls(request_api_key=api_key, request_api_version=version,
@@ -89,7 +89,7 @@ class _Connection:
                     raise NodeUnreachable("response without a request")
                 correlation_id, api_key, version, future = self.pending.popleft()
                 cls = response_class(api_key, version)
-                header, offset = decode_entity(cls.__header_schema__, frame, 0)
+                header, offset = decode_entity(header_class(cls), frame, 0)
                 if header.correlation_id != correlation_id:
                     raise NodeUnreachable(
                         f"correlation id {header.correlation_id} != expected {correlation_id}"

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import functools
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
@@ -77,7 +78,7 @@ class SocketServer:
             security = self.security.get(endpoint.listener)
             try:
                 server = await asyncio.start_server(
-                    lambda r, w, name=endpoint.listener: self._accept(r, w, name),
+                    functools.partial(self._accept, listener=endpoint.listener),
                     host,
                     endpoint.port,
                     reuse_address=True,

@@ -171,6 +171,12 @@ def _in_zkapis(api_key: int, api_version: int) -> bool:
 
 
 @functools.cache
+def header_class(entity: type) -> type:
+    """The header class a request or response class is sent with."""
+    header: type = entity.__header_schema__  # type: ignore[attr-defined]
+    return header
+
+
 def request_class(api_key: int, api_version: int) -> type:
     if _in_zkapis(api_key, api_version):
         return zkapis.load_request_schema(api_key, api_version)

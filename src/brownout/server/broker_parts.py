@@ -224,6 +224,7 @@ async def send_alter_partition(
         else:
             error = answer if isinstance(answer, ErrorCode) else answer.error_code
         outcome = replication.isr_change_outcome(error)
+        why = "no answer" if error is None else error.name
         if outcome == replication.ISR_CHANGE_ADOPT:
             isr = tuple(int(b) for b in answer.isr)
             shared.events.emit("isr", partition=str(partition.tp), isr=list(isr))
@@ -232,12 +233,12 @@ async def send_alter_partition(
             return
         if outcome == replication.ISR_CHANGE_RESET:
             log.info("AlterPartition for %s refused: %s; back to the committed ISR %s",
-                     partition.tp, error.name, list(partition.isr))
+                     partition.tp, why, list(partition.isr))
             replica_manager.isr_change_reset(partition, new_isr)
             return
         if outcome == replication.ISR_CHANGE_AWAIT_METADATA:
             log.info("AlterPartition for %s refused: %s; the ISR change stays pending "
-                     "until newer metadata arrives", partition.tp, error.name)
+                     "until newer metadata arrives", partition.tp, why)
             return
         if error is not None:
             log.info("AlterPartition for %s refused: %s; trying again",

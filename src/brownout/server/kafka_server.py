@@ -34,6 +34,7 @@ from kio.schema.errors import ErrorCode
 from ..broker.acl_apis import AuthorizerConfigError
 from ..broker.apis import ApiGroup, KafkaApis, api_table
 from ..broker.controller_channel import ControllerUnavailable, RemoteControllerChannel
+from ..broker.metadata_cache import ZkCachedControllerId
 from ..broker.partition import Partition
 from ..broker.producer_ids import ProducerIdManager
 from ..broker.replica_manager import ReplicaManager
@@ -223,7 +224,7 @@ class KafkaServer:
 
     def _controller_endpoint(self) -> tuple[str, int] | None:
         controller = self.metadata.controller_id()
-        if controller is None:
+        if not isinstance(controller, ZkCachedControllerId):
             return None
         return self._broker_endpoint(controller.controller_id)
 

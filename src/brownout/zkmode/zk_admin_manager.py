@@ -37,6 +37,7 @@ import logging
 import random
 from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from functools import partial
 from typing import Any, TypeVar
 
 from kazoo.exceptions import KazooException
@@ -337,11 +338,11 @@ class ZkAdminManager:
                 continue
             try:
                 what = f"add partitions to '{t.name}'"
-                if await self._zk(lambda t=t: self.zk.exists(zd.delete_topic_path(t.name)),
+                if await self._zk(partial(self.zk.exists, zd.delete_topic_path(t.name)),
                                   zk_deadline, what):
                     raise AdminError(ErrorCode.invalid_topic_exception,
                                      admin.QUEUED_FOR_DELETION)
-                znode = await self._zk(lambda t=t: self.zk.get_topic(t.name), zk_deadline, what)
+                znode = await self._zk(partial(self.zk.get_topic, t.name), zk_deadline, what)
                 existing = {} if znode is None else dict(znode.partitions)
                 new = admin.new_partitions_assignment(
                     t.name, existing, brokers, t.count, t.assignments)
@@ -350,8 +351,8 @@ class ZkAdminManager:
                     combined.update(new)
                     assert znode is not None
                     await self._zk(
-                        lambda t=t, c=combined, z=znode: self.zk.set_topic_assignment(
-                            t.name, z.topic_id, c),
+                        partial(self.zk.set_topic_assignment, t.name, znode.topic_id,
+                                combined),
                         zk_deadline, what)
                     log.info("Creating %d partitions for '%s' with the following replica "
                              "assignment: %s.", len(new), t.name, new)
