@@ -89,7 +89,8 @@ class ReplicaFetcherManager:
     def followed_by_leader(self) -> dict[int, list[Partition]]:
         result: dict[int, list[Partition]] = {}
         for partition in self.replica_manager.partitions.values():
-            if not partition.is_leader and partition.leader >= 0:
+            if (not partition.is_leader and partition.leader >= 0
+                    and partition.tp not in self.replica_manager.unfetched):
                 result.setdefault(partition.leader, []).append(partition)
         return result
 

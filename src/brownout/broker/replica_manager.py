@@ -120,6 +120,13 @@ class ReplicaManager:
         self.clock = clock
         self.partitions: dict[TopicPartition, Partition] = {}
         self.topic_names: dict[uuid.UUID, str] = {}
+        # Kafka's isShuttingDown, set once the broker's shutdown has begun (ZooKeeper
+        # mode: before its controlled shutdown). A partition this broker becomes a
+        # follower of from then on is not fetched (Kafka skips the adding-fetcher step):
+        # the broker handing its leaderships over must not catch up with the new leaders
+        # on its way out, or they would count it in their ISRs' high watermark.
+        self.shutting_down = False
+        self.unfetched: set[TopicPartition] = set()
         self._changed = asyncio.Event()
         self.leadership_listeners: list[Callable[[set[TopicPartition], set[TopicPartition]], None]]
         self.leadership_listeners = []
@@ -267,6 +274,7 @@ class ReplicaManager:
 
     def _remove(self, tp: TopicPartition) -> None:
         self.partitions.pop(tp)
+        self.unfetched.discard(tp)
         self.log_manager.delete_log(tp.topic, tp.partition)
         log.info("Deleted log for partition %s", tp)
 

@@ -315,6 +315,8 @@ class KafkaServer:
         """Safe after a start that failed half way."""
         shared = self.shared
         log.info("%s shutting down", shared.prefix)
+        if getattr(self, "replica_manager", None) is not None:
+            self.replica_manager.shutting_down = True
         if (self._started and self.config["controlled.shutdown.enable"]
                 and shared.fatal_error is None):
             await self._controlled_shutdown()

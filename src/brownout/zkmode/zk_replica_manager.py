@@ -155,6 +155,7 @@ class ZkReplicaManager:
             if state.partition_epoch >= partition.partition_epoch:
                 partition.make_leader(state.leader_epoch, state.partition_epoch,
                                       tuple(state.replicas), tuple(state.isr), now)
+                replicas.unfetched.discard(tp)
         for tp, state in to_follow:
             errors[tp] = ErrorCode.none
             partition = replicas.hosted(tp, _topic_id(request.topic_ids, tp.topic))
@@ -165,10 +166,15 @@ class ZkReplicaManager:
                     "[Broker id=%d] Received LeaderAndIsrRequest for partition %s but cannot "
                     "become follower since the new leader %d is unavailable.",
                     self.node_id, tp, state.leader)
-            elif state.partition_epoch >= partition.partition_epoch:
-                partition.make_follower(state.leader, state.leader_epoch,
-                                        state.partition_epoch, tuple(state.replicas),
-                                        tuple(state.isr))
+            elif partition.make_follower(state.leader, state.leader_epoch,
+                                         state.partition_epoch, tuple(state.replicas),
+                                         tuple(state.isr)):
+                # Kafka's makeFollowers stops the partition's fetcher, and starts one for
+                # the new leader only while the broker is not shutting down.
+                if replicas.shutting_down:
+                    replicas.unfetched.add(tp)
+                else:
+                    replicas.unfetched.discard(tp)
         replicas.after_state_change(was_leading)
         return errors, ErrorCode.none
 

@@ -9,7 +9,9 @@ from pathlib import Path
 import pytest
 from kio.schema.errors import ErrorCode
 
+from brownout.broker.network_client import NetworkClient
 from brownout.broker.partition import TopicPartition
+from brownout.broker.replica_fetcher import ReplicaFetcherManager
 from brownout.broker.replica_manager import ReplicaManager
 from brownout.protocol.records import build_batch
 from brownout.storage import LogConfig, LogManager
@@ -263,3 +265,35 @@ def test_stop_replica_deletes_a_log_left_on_disk(tmp_path: Path) -> None:
     errors, _ = restarted.stop_replicas(stop(0, -2, True))
     assert errors == {P0: ErrorCode.none}
     assert not restarted.log_dir(P0).exists()
+
+
+def fetched(broker: Broker) -> dict[int, set[TopicPartition]]:
+    """What the broker's replica fetchers fetch, by leader."""
+    fetchers = ReplicaFetcherManager(
+        broker.replica_manager, NetworkClient("test"), lambda _b: None, node_id=NODE,
+        max_wait_ms=500, min_bytes=1, max_bytes=1 << 20, partition_max_bytes=1 << 20,
+        backoff_ms=100)
+    return {leader: {p.tp for p in ps} for leader, ps in fetchers.followed_by_leader().items()}
+
+
+def test_a_broker_shutting_down_does_not_fetch_what_it_starts_to_follow(broker: Broker) -> None:
+    # The rolling restart whose acks=all writes stood 10 s: broker 1's controlled
+    # shutdown made it a follower of broker 2, it fetched, caught up, and broker 2
+    # asked to add it back to the ISR; until the controller refused, broker 2's high
+    # watermark waited for a broker that had gone. Kafka's makeFollowers adds no fetcher
+    # once the broker's shutdown has begun.
+    broker.leader_and_isr(lisr(0, 1, 0, isr=(1, 2)), lisr(1, 3, 0))
+    assert fetched(broker) == {3: {P1}}
+    broker.replica_manager.shutting_down = True
+    broker.leader_and_isr(lisr(0, 2, 1, isr=(2,), partition_epoch=1))
+    partition = broker.replica_manager.partitions[P0]
+    assert (partition.leader, partition.leader_epoch) == (2, 1)  # it follows, as Kafka's
+    assert fetched(broker) == {3: {P1}}  # but does not fetch; P1's fetcher stays
+    broker.leader_and_isr(lisr(1, 2, 1, partition_epoch=1))
+    assert fetched(broker) == {}
+
+
+def test_a_broker_not_shutting_down_fetches_from_each_new_leader(broker: Broker) -> None:
+    broker.leader_and_isr(lisr(0, 1, 0, isr=(1, 2)))
+    broker.leader_and_isr(lisr(0, 2, 1, isr=(2,), partition_epoch=1))
+    assert fetched(broker) == {2: {P0}}
