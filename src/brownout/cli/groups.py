@@ -27,6 +27,7 @@ from ..cluster.groups import (
     parse_iso_duration,
     parse_reset_datetime,
     parse_reset_plan,
+    reset_order,
     shifted_offsets,
 )
 from ..common.java_hashmap import hashmap_order
@@ -286,7 +287,8 @@ class _Resetter:
         _, latest = self.bounds(partitions)
         found = self.admin.log_offsets(partitions, timestamp)
         chosen = {}
-        for tp in partitions:
+        # Kafka warns as it walks ListOffsets' answer, a HashMap<TopicPartition, ...>.
+        for tp in reset_order(dict.fromkeys(partitions, 0)):
             offset = found.get(tp)
             if offset is None:
                 raise AdminError(f"cannot read the offset by timestamp of {tp[0]}-{tp[1]}")
