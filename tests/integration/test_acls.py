@@ -1,7 +1,8 @@
 """ACLs with Kafka's StandardAuthorizer settings, against confluent-kafka: a principal
 without an ACL is refused with Kafka's per-API errors, an ACL created through the Admin
 API (CreateAcls, written to the metadata log by the controller) lets it through,
-DescribeAcls lists it, DeleteAcls removes it, and a DENY wins over an ALLOW.
+DescribeAcls lists it, DeleteAcls removes it, and a DENY wins over an ALLOW; and
+`brownout acls` lists what Kafka's kafka-acls.sh lists.
 
 One node for the module: PLAINTEXT (inter-broker, User:ANONYMOUS, a super user like
 Kafka deployments make it) and SASL_PLAINTEXT with PLAIN users admin (super user) and
@@ -14,6 +15,7 @@ from collections.abc import Iterator
 
 import pytest
 from _kafka_clients import create_topic
+from _time_scale import scaled
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
 from confluent_kafka.admin import (
     AclBinding,
@@ -24,7 +26,7 @@ from confluent_kafka.admin import (
     ResourcePatternType,
     ResourceType,
 )
-from conftest import Node
+from conftest import Node, run_brownout
 
 from brownout.cluster.ports import PortAllocator
 
@@ -194,3 +196,61 @@ def test_configs_and_partitions_need_their_acls(acl_node: AclNode) -> None:
         for future in admin.create_partitions([NewPartitions("settings", 2)]).values():
             future.result(15)
     assert refused.value.args[0].code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+
+
+def acl_blocks(text: str) -> list[tuple[str, list[str]]]:
+    """--list's blocks (a resource line and its entries), each sorted: Kafka's tool walks
+    a HashMap and HashSets that hash Java enums by identity, an order of its own each run."""
+    blocks = [block.splitlines() for block in text.strip("\n").split("\n\n") if block]
+    return sorted((lines[0], sorted(lines[1:])) for lines in blocks)
+
+
+@pytest.mark.timeout(600)
+def test_acls_twin_adds_removes_and_lists_what_kafka_acls_lists(
+        acl_node: AclNode, kafka_installed: str) -> None:
+    # The PLAINTEXT listener: User:ANONYMOUS, a super user, as an operator's tool runs.
+    bootstrap = ("--bootstrap", acl_node.node.bootstrap)
+    added = run_brownout("acls", "--add", "--allow-principal", "User:carol",
+                         "--allow-principal", "User:dave", "--operation", "Read",
+                         "--operation", "Describe", "--topic", "ledger", "--group", "audit",
+                         *bootstrap)
+    # Each resource's new entries, by principal, host and operation.
+    assert added.stdout.splitlines()[:6] == [
+        "Adding ACLs for resource `ResourcePattern(resourceType=GROUP, name=audit, "
+        "patternType=LITERAL)`: ",
+        " \t(principal=User:carol, host=*, operation=DESCRIBE, permissionType=ALLOW)",
+        "\t(principal=User:carol, host=*, operation=READ, permissionType=ALLOW)",
+        "\t(principal=User:dave, host=*, operation=DESCRIBE, permissionType=ALLOW)",
+        "\t(principal=User:dave, host=*, operation=READ, permissionType=ALLOW)",
+        ""], added.stdout
+    run_brownout("acls", "--add", "--deny-principal", "User:dave", "--deny-host",
+                 "10.0.0.9", "--operation", "Write", "--topic", "ledger",
+                 "--resource-pattern-type", "prefixed", *bootstrap)
+    again = run_brownout("acls", "--add", "--allow-principal", "User:carol", "--operation",
+                         "Read", "--topic", "ledger", *bootstrap)
+    assert again.stdout.splitlines() == [
+        "Acl (pattern=ResourcePattern(resourceType=TOPIC, name=ledger, patternType=LITERAL), "
+        "entry=(principal=User:carol, host=*, operation=READ, permissionType=ALLOW)) already "
+        "exists."]
+    run_brownout("acls", "--remove", "--allow-principal", "User:dave", "--operation", "Read",
+                 "--group", "audit", "--force", *bootstrap)
+
+    # The ACLs reach the broker's image a moment after CreateAcls and DeleteAcls answered.
+    def listed() -> str:
+        return run_brownout("acls", "--list", "--topic", "ledger", "--group", "audit",
+                            "--resource-pattern-type", "match", *bootstrap).stdout
+
+    def settled(text: str) -> bool:  # three resources, dave's READ gone from the group
+        return [len(entries) for _, entries in acl_blocks(text)] == [3, 4, 1]
+
+    deadline = time.monotonic() + scaled(30)
+    while not settled(twin := listed()):
+        assert time.monotonic() < deadline, twin
+        time.sleep(0.2)
+    kafka = run_brownout("kafka", "tool", "kafka-acls", "--bootstrap-server",
+                         acl_node.node.bootstrap, "--list", "--topic", "ledger", "--group",
+                         "audit", "--resource-pattern-type", "match", timeout=180)
+    assert acl_blocks(twin) == acl_blocks(kafka.stdout), (twin, kafka.stdout)
+    assert ("\t(principal=User:dave, host=10.0.0.9, operation=WRITE, permissionType=DENY)"
+            in kafka.stdout.splitlines())
+    assert twin.endswith("\n\n") and kafka.stdout.endswith("\n\n")

@@ -168,11 +168,54 @@ def test_reset_offsets_prints_what_kafka_consumer_groups_prints(cluster: LabClus
         twin = brownout("consumer-groups", *args, "--bootstrap", cluster.bootstrap)
         kafka = kafka_tool("kafka-consumer-groups", "--bootstrap-server", cluster.bootstrap,
                            *args)
-        # Kafka prints the partitions in its HashMap's order; the lines are the same.
-        assert sorted(twin.stdout.splitlines()) == sorted(kafka.stdout.splitlines()), (
+        # The same lines in the same order: Kafka's HashMap<TopicPartition, ...>'s.
+        assert twin.stdout.splitlines() == kafka.stdout.splitlines(), (
             f"{' '.join(args)}\nbrownout:\n{twin.stdout}\nkafka-consumer-groups:\n"
             f"{kafka.stdout}")
         assert "NEW-OFFSET" in kafka.stdout
+
+
+def test_reset_offsets_of_several_groups_from_a_file_matches_kafka_consumer_groups(
+        cluster: LabCluster, kafka_installed: str, tmp_path: Path):
+    from confluent_kafka import Producer, TopicPartition
+
+    topic = create_topic(cluster)
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all"})
+    for partition in range(PARTITIONS):
+        for _ in range(5):
+            producer.produce(topic, b"v", partition=partition)
+    assert producer.flush(120) == 0
+    suffix = uuid.uuid4().hex[:6]
+    # A space in a group id: the CSV must quote it as Jackson does.
+    spaced, plain = f"export {suffix}", f"export-{suffix}"
+    commit(cluster.bootstrap, spaced, [TopicPartition(topic, 0, 1)])
+    commit(cluster.bootstrap, plain, [TopicPartition(topic, 1, 2), TopicPartition(topic, 2, 3)])
+    bootstrap = ("--bootstrap", cluster.bootstrap)
+    # Every group's committed offsets, one back: whatever else the module's groups hold,
+    # this test's two are among them.
+    everything = brownout("consumer-groups", "--reset-offsets", "--all-groups", "--all-topics",
+                          "--shift-by", "-1", "--export", "--dry-run", *bootstrap)
+    exported = everything.stdout.splitlines()
+    assert {f'"{spaced}",{topic},0,0', f"{plain},{topic},1,1",
+            f"{plain},{topic},2,2"} <= set(exported), everything.stdout
+    # That export, less the module's other groups, plus an offset past the log end (kept
+    # at 5), is the plan both tools read back.
+    plan = tmp_path / "plan.csv"
+    plan.write_text("\n".join([*(line for line in exported if suffix in line),
+                                f"{plain},{topic},3,99"]) + "\n")
+    args = ("--reset-offsets", "--group", spaced, "--group", plain, "--from-file", str(plan),
+            "--export", "--dry-run")
+    twin = brownout("consumer-groups", *args, *bootstrap)
+    kafka = kafka_tool("kafka-consumer-groups", "--bootstrap-server", cluster.bootstrap, *args)
+    assert_same(twin, kafka, " ".join(args))
+    assert sorted(kafka.stdout.splitlines()) == sorted([
+        "", f'"{spaced}",{topic},0,0', f"{plain},{topic},1,1", f"{plain},{topic},2,2",
+        f"{plain},{topic},3,5"]), kafka.stdout
+    # Executed, the plan is what both groups have committed.
+    brownout("consumer-groups", *args[:-2], "--execute", *bootstrap)
+    described = brownout("consumer-groups", "--describe", "--group", plain, *bootstrap).stdout
+    assert [line.split()[1:4] for line in described.splitlines()[2:]] == [
+        [topic, "1", "1"], [topic, "2", "2"], [topic, "3", "5"]], described
 
 
 def commit(bootstrap: str, group: str, offsets: list[object]) -> None:

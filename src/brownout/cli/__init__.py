@@ -5,6 +5,7 @@ from __future__ import annotations
 import typer
 
 from ._flags import show_flags_bare
+from .acls import ACLS_HELP, acls_command
 from .clean import CLEAN_HELP, clean_command
 from .cluster import DOWN_HELP, STATUS_HELP, UP_HELP, down_command, status_command, up_command
 from .compare import COMPARE_HELP, compare_command
@@ -49,6 +50,7 @@ app.command("offsets", help=OFFSETS_HELP)(offsets_command)
 app.command("consumer-groups", help=CONSUMER_GROUPS_HELP)(consumer_groups_command)
 app.command("leader-election", help=LEADER_ELECTION_HELP)(leader_election_command)
 app.command("configs", help=CONFIGS_HELP)(configs_command)
+app.command("acls", help=ACLS_HELP)(acls_command)
 app.command("reassign-partitions", help=REASSIGN_HELP)(reassign_partitions_command)
 app.add_typer(quorum_app, name="metadata-quorum")
 app.add_typer(fault_app, name="fault")

@@ -56,6 +56,8 @@ TOOLS: dict[str, tuple[str, str]] = {
     "kafka-console-consumer": ("org.apache.kafka.tools.consumer.ConsoleConsumer",) * 2,
     "kafka-leader-election": ("org.apache.kafka.tools.LeaderElectionCommand",) * 2,
     "kafka-get-offsets": ("org.apache.kafka.tools.GetOffsetShell",) * 2,
+    # 3.9's bin/kafka-acls.sh runs the Scala kafka.admin.AclCommand.
+    "kafka-acls": ("org.apache.kafka.tools.AclCommand", "kafka.admin.AclCommand"),
 }
 
 class ToolUsageError(ValueError):

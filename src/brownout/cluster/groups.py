@@ -8,12 +8,14 @@ half wraps confluent-kafka's AdminClient through `cluster.admin.Admin`.
 
 from __future__ import annotations
 
+import csv
 import dataclasses
 import datetime
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..common.java_hashmap import hashmap_order, hashmap_order_by, topic_partition_hash
 from .admin import Admin, AdminError, _error_text
 
 MISSING = "-"  # Kafka's MISSING_COLUMN_VALUE
@@ -172,19 +174,117 @@ def format_state(summary: GroupSummary, verbose: bool = False) -> list[str]:
                  summary.state, *values, summary.members)]
 
 
-def format_reset(group: str, offsets: Mapping[tuple[str, int], int]) -> list[str]:
-    """`--reset-offsets`: a blank line, the header, one line per partition; the group
-    and topic columns as wide as their longest value, at least 15 (Kafka 4.x)."""
-    if not offsets:
+def reset_order(offsets: Mapping[tuple[str, int], int]) -> list[tuple[str, int]]:
+    """The partitions of one group's reset in the order Kafka's tool prints them: its
+    HashMap<TopicPartition, ...>'s."""
+    return hashmap_order_by(sorted(offsets), lambda tp: topic_partition_hash(*tp))
+
+
+def format_reset(plans: Mapping[str, Mapping[tuple[str, int], int]]) -> list[str]:
+    """`--reset-offsets`: a blank line, the header, one line per partition of each group
+    (groups and partitions in the order of Kafka's HashMaps); the group and topic columns
+    as wide as their longest value, at least 15 (Kafka 4.x). A group with nothing to
+    reset still counts for the group column, and the header is printed as long as any
+    group was asked about, as Kafka does."""
+    if not plans:
         return []
-    group_width = max(15, len(group))
-    topic_width = max(15, *(len(t) for t, _ in offsets))
+    group_width = max([15, *(len(g) for g in plans)])
+    topic_width = max([15, *(len(t) for offsets in plans.values() for t, _ in offsets)])
 
     def line(g: object, t: object, p: object, o: object) -> str:
         return f"{g!s:<{group_width}} {t!s:<{topic_width}} {p!s:<10} {o}"
 
     return ["", line("GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"),
-            *(line(group, t, p, o) for (t, p), o in sorted(offsets.items()))]
+            *(line(group, t, p, plans[group][(t, p)])
+              for group in hashmap_order(plans) for t, p in reset_order(plans[group]))]
+
+
+def csv_field(text: str) -> str:
+    """One field as Jackson's CSV writer (the one kafka-consumer-groups' --export uses)
+    writes it: quoted when any character is at or below ',' or is a backslash, with
+    inner quotes doubled."""
+    if any(c <= "," or c == "\\" for c in text):
+        return '"' + text.replace('"', '""') + '"'
+    return text
+
+
+def format_reset_csv(plans: Mapping[str, Mapping[tuple[str, int], int]],
+                     with_group: bool) -> list[str]:
+    """`--reset-offsets --export`: one `topic,partition,offset` line per partition, or
+    `group,topic,partition,offset` unless exactly one --group was named, then the empty
+    line Kafka's println adds after the last record's own line end."""
+    lines = [",".join([*([csv_field(group)] if with_group else []), csv_field(t), str(p),
+                       str(plans[group][(t, p)])])
+             for group in hashmap_order(plans) for t, p in reset_order(plans[group])]
+    return [*lines, ""]
+
+
+def parse_reset_plan(text: str, group: str | None
+                     ) -> dict[str, dict[tuple[str, int], int]]:
+    """A `--from-file` CSV, as `--export` writes it: `topic,partition,offset` lines when
+    `group` (the one --group named) is given and the first line has three fields, else
+    `group,topic,partition,offset` lines. Blank lines are skipped. ValueError names the
+    first line that does not fit."""
+    rows = [(number, fields) for number, fields in enumerate(
+        csv.reader(text.splitlines()), start=1) if fields and any(f.strip() for f in fields)]
+    without_group = group is not None and bool(rows) and len(rows[0][1]) == 3
+    plans: dict[str, dict[tuple[str, int], int]] = {}
+    for number, fields in rows:
+        expected = 3 if without_group else 4
+        if len(fields) != expected:
+            form = ("topic,partition,offset" if without_group
+                    else "group,topic,partition,offset")
+            hint = "" if without_group or len(fields) != 3 else (
+                " (three fields only go with exactly one --group)")
+            raise ValueError(f"line {number}: expected {form}, got {len(fields)} "
+                             f"field(s){hint}")
+        if without_group:
+            assert group is not None
+            owner, topic, partition, offset = group, *fields
+        else:
+            owner, topic, partition, offset = fields
+        try:
+            tp = (topic, int(partition))
+            plans.setdefault(owner, {})[tp] = int(offset)
+        except ValueError:
+            raise ValueError(f"line {number}: the partition and offset must be whole "
+                             f"numbers, got {partition!r} and {offset!r}") from None
+    return plans
+
+
+_DURATION = re.compile(
+    r"([-+]?)P(?:([-+]?\d+)D)?"
+    r"(T(?:([-+]?\d+)H)?(?:([-+]?\d+)M)?(?:([-+]?\d+)(?:[.,](\d{0,9}))?S)?)?",
+    re.IGNORECASE)
+
+
+def parse_iso_duration(text: str) -> int:
+    """`--by-duration`'s value in nanoseconds, read as Java's Duration.parse reads it:
+    PnDTnHnMn.nS (days of 24 hours, any part signed, a sign before the P negating the
+    whole, seconds with up to nine decimals); at least one part, and a T only with a
+    time part after it."""
+    match = _DURATION.fullmatch(text)
+    if match is None or match.group(3) == "T" or not any(
+            match.group(i) for i in (2, 4, 5, 6)):
+        raise ValueError(f"cannot read {text!r} as a duration: expected PnDTnHnMnS, "
+                         "e.g. PT15M, P1DT12H or PT0.5S")
+    sign, days, _, hours, minutes, seconds, fraction = match.groups()
+
+    def whole(value: str | None) -> int:
+        return int(value) if value else 0
+
+    nanos = (((whole(days) * 24 + whole(hours)) * 60 + whole(minutes)) * 60
+             + whole(seconds)) * 1_000_000_000
+    if fraction:
+        part = int(fraction.ljust(9, "0"))
+        nanos += -part if (seconds or "").startswith("-") else part
+    return -nanos if sign == "-" else nanos
+
+
+def duration_ago(now_ns: int, duration_ns: int) -> int:
+    """The timestamp (ms) `--by-duration` looks offsets up for: now minus the duration,
+    in whole milliseconds rounded toward the past, as Instant.toEpochMilli rounds."""
+    return (now_ns - duration_ns) // 1_000_000
 
 
 def format_election(election: str, results: Mapping[tuple[str, int], str | None]

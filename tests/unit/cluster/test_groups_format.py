@@ -9,12 +9,17 @@ from brownout.cluster.groups import (
     Member,
     OffsetRow,
     clamp_offset,
+    csv_field,
+    duration_ago,
     format_election,
     format_members,
     format_offsets,
     format_reset,
+    format_reset_csv,
     format_state,
+    parse_iso_duration,
     parse_reset_datetime,
+    parse_reset_plan,
     shifted_offsets,
 )
 
@@ -98,19 +103,103 @@ def test_state_line_pads_the_coordinator_to_25_and_dashes_a_missing_assignor():
 
 
 def test_reset_lines_and_clamping():
-    lines = format_reset("g", {("t", 1): 5, ("t", 0): 0})
-    # Kafka 4.x: group and topic as wide as their longest value, 15 at least
+    lines = format_reset({"g": {("t", 1): 5, ("t", 0): 0}})
+    # Kafka 4.x: group and topic as wide as their longest value, 15 at least; the
+    # partitions in the order of Java's HashMap<TopicPartition, ...> (t-1 before t-0)
     assert lines == ["",
                      "GROUP           TOPIC           PARTITION  NEW-OFFSET",
-                     "g               t               0          0",
-                     "g               t               1          5"]
-    wide = format_reset("a-group-with-a-long-name", {("a-topic-with-a-longer-name", 0): 7})
+                     "g               t               1          5",
+                     "g               t               0          0"]
+    wide = format_reset({"a-group-with-a-long-name": {("a-topic-with-a-longer-name", 0): 7}})
     assert wide[2] == "a-group-with-a-long-name a-topic-with-a-longer-name 0          7"
-    assert format_reset("g", {}) == []
+    # A group asked about with nothing to reset: Kafka still prints the header.
+    assert format_reset({"g": {}}) == [
+        "", "GROUP           TOPIC           PARTITION  NEW-OFFSET"]
+    assert format_reset({}) == []
     assert clamp_offset(3, 0, 10) == (3, None)
     assert clamp_offset(12, 0, 10) == (
         10, "New offset (12) is higher than latest offset. Value will be set to 10")
     assert clamp_offset(-4, 2, 10)[0] == 2
+
+
+def test_reset_of_several_groups_in_kafkas_order_with_shared_widths():
+    # Java: a HashMap of "b", "a", "a-group-left-alone" iterates a, b, a-group-left-alone;
+    # the group left alone (active, so not reset) still widens the group column.
+    plans = {"b": {("orders", 0): 1}, "a": {("payments", 3): 4, ("payments", 0): 2},
+             "a-group-left-alone": {}}
+    assert format_reset(plans) == [
+        "",
+        "GROUP              TOPIC           PARTITION  NEW-OFFSET",
+        "a                  payments        3          4",
+        "a                  payments        0          2",
+        "b                  orders          0          1"]
+
+
+def test_export_writes_kafkas_csv():
+    one = {"g": {("payments", 0): 2, ("payments", 3): 4}}
+    assert format_reset_csv(one, with_group=False) == ["payments,3,4", "payments,0,2", ""]
+    assert format_reset_csv(one, with_group=True) == ["g,payments,3,4", "g,payments,0,2", ""]
+    assert format_reset_csv({"g": {}}, with_group=True) == [""]
+
+
+@pytest.mark.parametrize(("text", "field"), [
+    # As Jackson's CSV writer (2.21, Kafka 4.4's) wrote these group ids.
+    ("plain", "plain"), ("-dash", "-dash"), ("a;b", "a;b"), ("é", "é"), ("~", "~"),
+    ("", ""), ("a b", '"a b"'), (" lead", '" lead"'), ("a,b", '"a,b"'),
+    ('a"b', '"a""b"'), ("#hash", '"#hash"'), ("x!", '"x!"'), ("+", '"+"'),
+    ("a'b", '"a\'b"'), ("a\\b", '"a\\b"'), ("a\nb", '"a\nb"'),
+])
+def test_csv_fields_are_quoted_as_jackson_quotes_them(text, field):
+    assert csv_field(text) == field
+
+
+def test_from_file_reads_what_export_writes():
+    plans = {"g,1": {("payments", 0): 2, ("payments", 3): 4}, "h": {("orders", 1): 0}}
+    text = "\n".join(format_reset_csv(plans, with_group=True)) + "\n"
+    assert parse_reset_plan(text, None) == plans
+    assert parse_reset_plan(text, "g,1") == plans  # four fields: the groups are named
+    three = "\n".join(format_reset_csv({"g": plans["g,1"]}, with_group=False))
+    assert parse_reset_plan(three, "g") == {"g": plans["g,1"]}
+    assert parse_reset_plan("", "g") == {}
+
+
+@pytest.mark.parametrize(("text", "group", "message"), [
+    ("t,0,5\n", None, r"^line 1: expected group,topic,partition,offset, got 3 field\(s\) "
+     r"\(three fields only go with exactly one --group\)$"),
+    ("t,0,5\ng,t,1,5\n", "g", r"^line 2: expected topic,partition,offset, got 4"),
+    ("g,t,x,5\n", None, r"^line 1: the partition and offset must be whole numbers, got "
+     r"'x' and '5'$"),
+    ("\ng,t,0,\n", None, r"^line 2: the partition and offset"),
+])
+def test_from_file_names_the_line_that_does_not_fit(text, group, message):
+    with pytest.raises(ValueError, match=message):
+        parse_reset_plan(text, group)
+
+
+@pytest.mark.parametrize(("text", "nanos"), [
+    # Java's Duration.parse(text).toNanos()
+    ("PT15M", 900_000_000_000), ("P1DT12H", 129_600_000_000_000), ("PT0.5S", 500_000_000),
+    ("-PT6H3M", -21_780_000_000_000), ("PT-6H3M", -21_420_000_000_000),
+    ("PT-0.5S", -500_000_000), ("P2D", 172_800_000_000_000), ("pt1m", 60_000_000_000),
+    ("PT1,5S", 1_500_000_000), ("P-1DT1H", -82_800_000_000_000), ("PT0.000000001S", 1),
+    ("-PT-1S", 1_000_000_000),
+])
+def test_by_duration_reads_javas_durations(text, nanos):
+    assert parse_iso_duration(text) == nanos
+
+
+@pytest.mark.parametrize("text", ["P", "PT", "15M", "P1H", "PT1.5", "1D",
+                                  "PT1.1234567891S", " PT1S"])
+def test_by_duration_refuses_what_java_refuses(text):
+    with pytest.raises(ValueError, match=r"cannot read .* as a duration"):
+        parse_iso_duration(text)
+
+
+def test_by_duration_rounds_toward_the_past_as_instant_does():
+    now = 1_700_000_000_123_456_789  # ns
+    assert duration_ago(now, parse_iso_duration("PT0.0005S")) == 1_700_000_000_122
+    assert duration_ago(now, parse_iso_duration("PT-0.0005S")) == 1_700_000_000_123
+    assert duration_ago(now, parse_iso_duration("PT1M")) == 1_699_999_940_123
 
 
 def test_shift_by_moves_committed_offsets_and_needs_one():

@@ -39,6 +39,8 @@ def test_main_classes_follow_the_version():
     assert main_class("kafka-configs", 3) == "kafka.admin.ConfigCommand"
     assert main_class("kafka-dump-log", 4) == "org.apache.kafka.tools.DumpLogSegments"
     assert main_class("kafka-dump-log", 3) == "kafka.tools.DumpLogSegments"
+    assert main_class("kafka-acls", 4) == "org.apache.kafka.tools.AclCommand"
+    assert main_class("kafka-acls", 3) == "kafka.admin.AclCommand"
     assert main_class("kafka-console-producer", 3) == "kafka.tools.ConsoleProducer"
     for name in ("kafka-topics", "kafka-consumer-groups", "kafka-configs",
                  "kafka-metadata-quorum", "kafka-reassign-partitions", "kafka-dump-log",

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from brownout.common.java_hashmap import bucket, hashmap_order, string_hash
+from brownout.common.java_hashmap import (
+    bucket,
+    hashmap_order,
+    hashmap_order_by,
+    string_hash,
+    topic_partition_hash,
+)
 
 
 def test_string_hash_is_javas():
@@ -35,3 +41,16 @@ def test_a_sized_map_starts_small_and_grows():
     printed = ["tools-c73ac4", "tools-5d6914", "tools-688d3d", "tools-e0aa79"]
     assert hashmap_order(hashmap_order(names, 4), 4) == printed
     assert hashmap_order(names, 0) == hashmap_order(names, 1)
+
+
+def test_topic_partitions_iterate_as_javas_hashmap_of_topic_partition():
+    # Java: new TopicPartition("payments", 3).hashCode() == 1382683467, and a HashMap of
+    # payments-0..3 and orders-0..2 iterates payments-3, -0, -2, -1, orders-0, -1, -2.
+    assert topic_partition_hash("payments", 3) == 1382683467
+    keys = [("payments", p) for p in range(4)] + [("orders", p) for p in range(3)]
+    assert hashmap_order_by(keys, lambda tp: topic_partition_hash(*tp)) == [
+        ("payments", 3), ("payments", 0), ("payments", 2), ("payments", 1),
+        ("orders", 0), ("orders", 1), ("orders", 2)]
+    # Twenty partitions of "t" grow the table to 32 and come out from the highest down.
+    many = [("t", p) for p in range(20)]
+    assert hashmap_order_by(many, lambda tp: topic_partition_hash(*tp)) == many[::-1]
