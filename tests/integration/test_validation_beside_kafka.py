@@ -1,0 +1,136 @@
+"""The same invalid Produce requests sent to Brownout's node and to Apache Kafka (the
+default 4.x version), each a one-node combined cluster built by the lab: both answer
+with the same error code, the same record errors (KIP-467: which records of the batch,
+and why) and the same error message.
+
+The requests are sent by the node's own client (conftest.produce_raw): batches no client
+library would send, or not as one request.
+"""
+
+from __future__ import annotations
+
+import re
+import struct
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from _cluster import LabCluster
+from _kafka_clients import create_topic
+from conftest import produce_raw
+
+from brownout.cluster import kafka_install
+from brownout.cluster.distribution import DEFAULT_KAFKA_4, cache_root
+from brownout.protocol.records import build_batch
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
+
+HOUR = 3_600_000
+TOPICS = {
+    "compacted": {"cleanup.policy": "compact"},
+    "bounded": {"message.timestamp.before.max.ms": str(HOUR),
+                "message.timestamp.after.max.ms": str(HOUR)},
+    "small": {"max.message.bytes": "1024"},
+    "plain": {},
+}
+
+
+@pytest.fixture(scope="module")
+def engines(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, int]]:
+    """The node and Kafka, one combined node each with the same topics: name -> port."""
+    home = str(kafka_install.install(DEFAULT_KAFKA_4, cache_root()).distribution.home)
+    root = tmp_path_factory.mktemp("validation")
+    with LabCluster(root / "node", brokers=1, combined=True) as node, \
+            LabCluster(root / "kafka", brokers=1, combined=True, distribution=home,
+                       start_timeout=300) as kafka:
+        ports = {}
+        for name, cluster in (("node", node), ("kafka", kafka)):
+            for topic, configs in TOPICS.items():
+                create_topic(cluster.bootstrap, topic, 1, configs)
+            ports[name] = int(cluster.bootstrap.split(",")[0].rsplit(":", 1)[1])
+        yield ports
+
+
+def corrupt(batch: bytes) -> bytes:
+    spoilt = bytearray(batch)
+    spoilt[-1] ^= 0xFF  # the last value byte: the CRC no longer matches
+    return bytes(spoilt)
+
+
+def old_magic(value: bytes, timestamp_ms: int) -> bytes:
+    """A magic v1 message set of one message (no key)."""
+    import zlib
+
+    body = struct.pack(">bbq", 1, 0, timestamp_ms) + struct.pack(">i", -1)
+    body += struct.pack(">i", len(value)) + value
+    message = struct.pack(">I", zlib.crc32(body)) + body
+    return struct.pack(">qi", 0, len(message)) + message
+
+
+def cases() -> list[tuple[str, str, int, bytes]]:
+    now = int(time.time() * 1000)
+    one = build_batch([(b"k", b"v")], timestamp_ms=now)
+    return [
+        ("keyless records to a compacted topic", "compacted", 9,
+         build_batch([(b"a", b"1"), (None, b"2"), (b"c", b"3"), (None, b"4")],
+                     timestamp_ms=now)),
+        ("a timestamp two hours old", "bounded", 9,
+         build_batch([(b"a", b"1"), (b"b", b"2")], timestamp_ms=now - 2 * HOUR,
+                     timestamp_deltas=[0, 2 * HOUR])),
+        ("a timestamp two hours ahead", "bounded", 9,
+         build_batch([(b"a", b"1")], timestamp_ms=now + 2 * HOUR)),
+        ("a batch over max.message.bytes", "small", 9,
+         build_batch([(b"k", b"x" * 2000)], timestamp_ms=now)),
+        ("a batch whose CRC does not match", "plain", 9, corrupt(one)),
+        ("two batches in one partition's records", "plain", 9, one + one),
+        ("a magic v1 message set on Produce v9", "plain", 9, old_magic(b"v", now)),
+        # A producer the partition has no state of may start at any sequence (its state
+        # may have expired); from then on a gap is out of order.
+        ("an idempotent producer's sequence gap", "plain", 9,
+         idempotent(4242, 5, now) + idempotent(4242, 7, now)),
+    ]
+
+
+def idempotent(producer_id: int, sequence: int, timestamp_ms: int) -> bytes:
+    return build_batch([(b"k", b"v")], timestamp_ms=timestamp_ms, producer_id=producer_id,
+                       producer_epoch=0, base_sequence=sequence)
+
+
+def _window(message: str | None) -> str | None:
+    """A timestamp error names the window around the broker's clock when it checked,
+    which differs between two brokers by the time between the requests: the window's
+    width is compared, not its place."""
+    if message is None:
+        return None
+
+    def width(match: re.Match[str]) -> str:
+        return f"within a window of {int(match.group(2)) - int(match.group(1))} ms"
+
+    return re.sub(r"within \[(\d+), (\d+)\]", width, message)
+
+
+def answer(port: int, topic: str, version: int, records: bytes) -> dict[str, Any]:
+    response = produce_raw(port, topic, records, version=version, acks=-1)
+    return {
+        "error": response.error_code,
+        "record errors": [(e.batch_index, _window(e.batch_index_error_message))
+                          for e in response.record_errors],
+        "message": response.error_message,
+        "log start offset": response.log_start_offset,
+    }
+
+
+def test_invalid_produce_requests_get_kafkas_answers(engines: dict[str, int]) -> None:
+    differences = []
+    for name, topic, version, records in cases():
+        # The idempotent case is two requests, a batch each; the others one request.
+        requests = ([records[:len(records) // 2], records[len(records) // 2:]]
+                    if name.startswith("an idempotent") else [records])
+        for records_of_one in requests:
+            node = answer(engines["node"], topic, version, records_of_one)
+            kafka = answer(engines["kafka"], topic, version, records_of_one)
+            if node != kafka:
+                differences.append(f"{name}:\n  node  {node}\n  kafka {kafka}")
+        assert kafka["error"] != 0, f"{name}: Kafka took it, so it checks nothing"
+    assert not differences, "\n".join(differences)
