@@ -65,9 +65,10 @@ def parse_header_prefix(frame: bytes | memoryview) -> RequestHeader:
         raise InvalidRequestError(f"request header too short ({len(frame)} bytes)")
     (n,) = _STRING_LEN.unpack_from(frame, _HEADER_PREFIX.size)
     start = _HEADER_PREFIX.size + _STRING_LEN.size
-    if n < -1 or start + max(n, 0) > len(frame):
+    if start + max(n, 0) > len(frame):
         raise InvalidRequestError("request header has a malformed client id")
-    client_id = None if n == -1 else bytes(frame[start : start + n]).decode("utf-8", "replace")
+    # Kafka's header reader takes any negative length as a null client id.
+    client_id = None if n < 0 else bytes(frame[start : start + n]).decode("utf-8", "replace")
     return RequestHeader(api_key, api_version, correlation_id, client_id)
 
 
