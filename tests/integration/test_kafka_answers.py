@@ -12,18 +12,32 @@ The same frames sent to Kafka 4.4.0 and to the node got different answers:
 - Produce with invalid acks to a partition that does not exist: Kafka
   UNKNOWN_TOPIC_OR_PARTITION (existence is checked first), the node
   INVALID_REQUIRED_ACKS.
+- Requests outside the canonical encoding (a string that is not UTF-8, a nullable
+  length below -1, a boolean byte other than 0 or 1): Kafka's readers take them and
+  Kafka answered, the node closed the connection.
+- ACL requests naming the UNKNOWN code 0: Kafka's request classes refuse them while
+  parsing and close the connection, the node answered SECURITY_DISABLED. CreateAcls on
+  the controller listener without an authorizer: Kafka SECURITY_DISABLED, the node
+  created the binding.
+- CreateTopics, DeleteTopics, CreatePartitions, ElectLeaders with a timeout of 0 or
+  less: Kafka's controller queues the work with a deadline already passed and answers
+  REQUEST_TIMED_OUT, the node did the work.
 """
 
 from __future__ import annotations
 
+import socket
+import struct
 import uuid
+from typing import Any
 
 import pytest
 from _kafka_clients import create_topic
 from kio.schema.errors import ErrorCode
 
 from brownout.cluster.wire import WireClient
-from brownout.protocol.apis import ApiKey
+from brownout.protocol.apis import ApiKey, response_class
+from brownout.protocol.framecheck import decode_entity
 from brownout.protocol.records import build_batch
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
@@ -97,3 +111,100 @@ def test_produce_checks_the_partition_before_the_acks(bootstrap):
 
     assert produce("no-such-topic") == ErrorCode.unknown_topic_or_partition
     assert produce(TOPIC) == ErrorCode.invalid_required_acks
+
+
+# -- frames outside the canonical encoding ---------------------------------------------
+
+
+def string16(data: bytes) -> bytes:
+    return struct.pack(">h", len(data)) + data
+
+
+def exchange(bootstrap: str, key: int, version: int, body: bytes,
+             client_id: bytes = b"answers") -> Any:
+    """Send one hand-built request (header v1); its decoded response, or None when the
+    connection is closed without one."""
+    host, port = bootstrap.rsplit(":", 1)
+    header = struct.pack(">hhi", key, version, 7) + string16(client_id)
+    with socket.create_connection((host, int(port)), timeout=30) as s:
+        s.sendall(struct.pack(">i", len(header) + len(body)) + header + body)
+        s.shutdown(socket.SHUT_WR)
+        data = b""
+        while chunk := s.recv(65536):
+            data += chunk
+    if not data:
+        return None
+    cls: Any = response_class(key, version)
+    _, offset = decode_entity(cls.__header_schema__, data[4:], 0)
+    return decode_entity(cls, data[4:], offset)[0]
+
+
+def test_metadata_reads_bytes_that_are_not_utf8_and_any_true_byte(bootstrap):
+    # Metadata v4 from client "an\xffswers": the topic, a name Kafka reads as
+    # "ans\ufffdwers", allow_auto_topic_creation 0x02 (true).
+    body = (struct.pack(">i", 2) + string16(TOPIC.encode()) + string16(b"ans\xffwers")
+            + b"\x02")
+    response = exchange(bootstrap, ApiKey.METADATA, 4, body, client_id=b"an\xffswers")
+    assert [(t.name, t.error_code) for t in response.topics] == [
+        (TOPIC, ErrorCode.none), ("ans\ufffdwers", ErrorCode.invalid_topic_exception)]
+
+
+def test_produce_reads_a_transactional_id_of_length_minus_two_as_null(bootstrap):
+    batch = build_batch([(b"k", b"v")], timestamp_ms=1_700_000_000_000)
+    body = (struct.pack(">hhi", -2, 1, 10_000) + struct.pack(">i", 1) + string16(TOPIC.encode())
+            + struct.pack(">iii", 1, 0, len(batch)) + batch)
+    response = exchange(bootstrap, ApiKey.PRODUCE, 7, body)
+    [topic] = response.responses
+    assert [p.error_code for p in topic.partition_responses] == [ErrorCode.none]
+
+
+# -- ACL requests ---------------------------------------------------------------------
+
+
+def describe_acls(bootstrap: str, resource_type: int, operation: int) -> Any:
+    # DescribeAcls v1: resource type, name filter null, pattern LITERAL (3), principal
+    # and host null, operation, permission ANY (1).
+    body = (struct.pack(">bh", resource_type, -1) + struct.pack(">bhhbb", 3, -1, -1,
+                                                                  operation, 1))
+    return exchange(bootstrap, ApiKey.DESCRIBE_ACLS, 1, body)
+
+
+def test_acl_requests_naming_unknown_codes_close_the_connection(bootstrap):
+    assert describe_acls(bootstrap, resource_type=0, operation=2) is None
+    # 127 is no operation either, but only code 0 is refused while parsing.
+    answer = describe_acls(bootstrap, resource_type=2, operation=127)
+    assert answer.error_code == ErrorCode.security_disabled
+
+
+def test_the_controller_refuses_acl_changes_without_an_authorizer(node, bootstrap):
+    response = ask(f"127.0.0.1:{node.controller_port}", ApiKey.CREATE_ACLS, 2, {
+        "creations": [{"resource_type": 2, "resource_name": TOPIC, "resource_pattern_type": 3,
+                       "principal": "User:a", "host": "*", "operation": 3,
+                       "permission_type": 3}]})
+    assert [r.error_code for r in response.results] == [ErrorCode.security_disabled]
+
+
+# -- a timeout of 0 ---------------------------------------------------------------------
+
+
+def test_topic_changes_with_a_timeout_of_zero_time_out(node, bootstrap):
+    name = "answers-zero-timeout"
+    for listener in (bootstrap, f"127.0.0.1:{node.controller_port}"):
+        created = ask(listener, ApiKey.CREATE_TOPICS, 4, {
+            "topics": [{"name": name, "num_partitions": 1, "replication_factor": 1,
+                        "assignments": [], "configs": []}],
+            "timeout": 0, "validate_only": False})
+        assert [(t.name, t.error_code) for t in created.topics] == [
+            (name, ErrorCode.request_timed_out)]
+        deleted = ask(listener, ApiKey.DELETE_TOPICS, 4, {"topic_names": [TOPIC],
+                                                          "timeout": 0})
+        assert [(t.name, t.error_code) for t in deleted.responses] == [
+            (TOPIC, ErrorCode.request_timed_out)]
+        # Nothing to queue: answered at once, as Kafka's controller does.
+        empty = ask(listener, ApiKey.CREATE_TOPICS, 4, {"topics": [], "timeout": 0,
+                                                        "validate_only": False})
+        assert empty.topics == ()
+    metadata = ask(bootstrap, ApiKey.METADATA, 4, {
+        "topics": [{"name": TOPIC}, {"name": name}], "allow_auto_topic_creation": False})
+    assert [(t.name, t.error_code) for t in metadata.topics] == [
+        (TOPIC, ErrorCode.none), (name, ErrorCode.unknown_topic_or_partition)]

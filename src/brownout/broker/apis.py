@@ -671,7 +671,7 @@ class KafkaApis:
                 )
             )
         results = await self.controller.create_topics(
-            topics, validate_only=bool(body.validate_only), timeout_ms=_timeout_ms(body)
+            topics, validate_only=bool(body.validate_only), timeout_ms=millis(body.timeout)
         ) if topics else []
         results = [*results, *(TopicResult(n, ErrorCode.topic_authorization_failed,
                                            "Authorization failed.") for n in denied)]
@@ -724,7 +724,7 @@ class KafkaApis:
         elif names:
             # The controller decides everything else (duplicates, internal topics),
             # so a request on either listener gets the same answer.
-            results = await self.controller.delete_topics(names, timeout_ms=_timeout_ms(body))
+            results = await self.controller.delete_topics(names, timeout_ms=millis(body.timeout))
         else:
             results = []
         results += [TopicResult(n, ErrorCode.topic_authorization_failed, "Authorization failed.")
@@ -955,7 +955,7 @@ class KafkaApis:
                                                                    t.name)]
         topics = [t for t in topics if t.name not in denied]
         results = await self.controller.create_partitions(
-            topics, validate_only=bool(body.validate_only), timeout_ms=_timeout_ms(body)
+            topics, validate_only=bool(body.validate_only), timeout_ms=millis(body.timeout)
         ) if topics else []
         return self._response(request, {"throttle_time": 0, "results": [
             *({"name": r.name, "error_code": r.error, "error_message": r.message}
@@ -973,7 +973,7 @@ class KafkaApis:
             (t.topic, [int(p) for p in t.partitions]) for t in body.topic_partitions]
         # A KRaft broker forwards the whole request; the controller decides and writes.
         error, answers = await self.controller.elect_leaders(
-            election_type, partitions, timeout_ms=_timeout_ms(body))
+            election_type, partitions, timeout_ms=millis(body.timeout))
         return self._response(request, elect_leaders_response(error, answers))
 
     # -- DescribeQuorum -------------------------------------------------------------
@@ -995,7 +995,7 @@ class KafkaApis:
         body = request.body
         response = await self.controller.forward(
             ApiKey.ALTER_PARTITION_REASSIGNMENTS, request.header.api_version, body,
-            timeout_ms=_timeout_ms(body))
+            timeout_ms=millis(body.timeout))
         if response is None:
             return self._response(request, alter_reassignments_response(
                 ErrorCode.request_timed_out, [],
@@ -1006,7 +1006,7 @@ class KafkaApis:
         body = request.body
         response = await self.controller.forward(
             ApiKey.LIST_PARTITION_REASSIGNMENTS, request.header.api_version, body,
-            timeout_ms=_timeout_ms(body))
+            timeout_ms=millis(body.timeout))
         if response is None:
             return self._response(request, list_reassignments_response(
                 ErrorCode.request_timed_out, [],
@@ -1319,13 +1319,6 @@ def elect_leaders_response(error: ErrorCode, answers: list[TopicElections]) -> d
             for a in answers
         ],
     }
-
-
-def _timeout_ms(body: Any) -> int | None:
-    """A CreateTopics/DeleteTopics request's own timeout; None (the broker's
-    request.timeout.ms) when it gives none that can be waited for."""
-    timeout = millis(body.timeout)
-    return timeout if timeout > 0 else None
 
 
 def _fetch_replica_id(body: Any) -> int:

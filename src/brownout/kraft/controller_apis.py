@@ -10,6 +10,7 @@ request's version; a node that is not the active controller answers NOT_CONTROLL
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import uuid
 from collections.abc import Callable, Sequence
@@ -28,18 +29,38 @@ from ..common.topic import NewTopic
 from ..controller.acls import AclCreationResult, AclDeletionResult
 from ..controller.cluster_control import IsrChange
 from ..controller.configs import AlterableConfig, ConfigResource, ConfigResult
-from ..controller.elections import PREFERRED, TopicElections
+from ..controller.elections import PREFERRED, ElectionResult, TopicElections
 from ..controller.partitions import NewPartitions, PartitionsResult
 from ..controller.quorum_controller import QuorumController
 from ..controller.records import BrokerEndpoint, MetadataRecord
 from ..controller.topics import TopicResult
 from ..protocol.apis import ApiKey
-from ..protocol.build import build
+from ..protocol.build import build, millis
 from ..protocol.connection import Request, ServerConnection
 from .controller_runtime import ControllerRuntime, NotController
 
 # Its lines are the active controller's, as in Kafka's log.
 log = logging.getLogger("kafka.controller.QuorumController")
+
+# What Kafka's controller says to CreateAcls and DeleteAcls without an authorizer.
+NO_AUTHORIZER_MESSAGE = "No Authorizer is configured."
+CLUSTER_METADATA_TOPIC = "__cluster_metadata"
+
+
+def deadline_passed(timeout: Any) -> bool:
+    """Kafka's controller queues a request's work with a deadline of now plus the
+    request's timeout, and fails work whose deadline has passed when the queue comes
+    to it: at a timeout of 0 or less, always (REQUEST_TIMED_OUT for the request)."""
+    return millis(timeout) <= 0
+
+
+def named_once(names: Sequence[str | None]) -> list[str]:
+    """The names a request gives exactly once: Kafka answers the others INVALID_REQUEST
+    (duplicates) without queueing any work for them."""
+    counts: dict[str | None, int] = {}
+    for n in names:
+        counts[n] = counts.get(n, 0) + 1
+    return [n for n, c in counts.items() if c == 1 and n is not None]
 
 
 CONTROLLER_APIS: dict[ApiKey, tuple[int, int]] = {
@@ -64,8 +85,12 @@ CONTROLLER_APIS: dict[ApiKey, tuple[int, int]] = {
 class ControllerApis:
     """Requests that arrive on the controller listener."""
 
-    def __init__(self, runtime: ControllerRuntime, raft_handlers: dict[int, Any]) -> None:
+    def __init__(self, runtime: ControllerRuntime, raft_handlers: dict[int, Any],
+                 authorizer_configured: bool = False) -> None:
         self.runtime = runtime
+        # Kafka's controller answers ACL changes through its own authorizer: without
+        # one, SECURITY_DISABLED, whatever the broker that forwarded them has.
+        self.authorizer_configured = authorizer_configured
         self.supported = dict(CONTROLLER_APIS)
         self._handlers: dict[int, Any] = {
             ApiKey.API_VERSIONS: self.handle_api_versions,
@@ -197,6 +222,13 @@ class ControllerApis:
 
     async def handle_create_topics(self, request: Request, ctx: Any) -> Any:
         body = request.body
+        names = [t.name for t in body.topics]
+        if deadline_passed(body.timeout) and any(
+                n != CLUSTER_METADATA_TOPIC for n in named_once(names)):
+            return self._response(request, {"throttle_time": 0, "topics": [
+                {"name": n, "error_code": ErrorCode.request_timed_out, "error_message": None,
+                 "num_partitions": -1, "replication_factor": -1, "configs": []}
+                for n in names]})
         topics = [
             NewTopic(t.name, int(t.num_partitions), int(t.replication_factor),
                      {int(a.partition_index): list(a.broker_ids) for a in t.assignments},
@@ -223,6 +255,11 @@ class ControllerApis:
             names = [t.name for t in body.topics]
         else:
             names = list(body.topic_names)
+        if deadline_passed(body.timeout) and _deletes_something(request):
+            return self._response(request, {"throttle_time": 0, "responses": [
+                {"name": t.name, "topic_id": t.topic_id,
+                 "error_code": ErrorCode.request_timed_out, "error_message": None}
+                for t in _deletable_topics(request)]})
         try:
             results: list[TopicResult] = await self.runtime.run(
                 lambda _o: self.controller.delete_topics(names)
@@ -237,6 +274,10 @@ class ControllerApis:
 
     async def handle_create_partitions(self, request: Request, ctx: Any) -> Any:
         body = request.body
+        if deadline_passed(body.timeout) and named_once([t.name for t in body.topics]):
+            return self._response(request, {"throttle_time": 0, "results": [
+                {"name": t.name, "error_code": ErrorCode.request_timed_out,
+                 "error_message": None} for t in body.topics]})
         topics = [NewPartitions.from_request(t) for t in body.topics]
         try:
             results: list[PartitionsResult] = await self.runtime.run(
@@ -256,6 +297,11 @@ class ControllerApis:
         election_type = int(getattr(body, "election_type", PREFERRED))  # v0: preferred
         partitions = None if body.topic_partitions is None else [
             (t.topic, [int(p) for p in t.partitions]) for t in body.topic_partitions]
+        if deadline_passed(body.timeout) and partitions != []:
+            return self._response(request, elect_leaders_response(
+                ErrorCode.request_timed_out,
+                [TopicElections(t, tuple(ElectionResult(p, ErrorCode.request_timed_out, None)
+                                         for p in ps)) for t, ps in partitions or []]))
         try:
             answers: list[TopicElections] = await self.runtime.run(
                 lambda _o: self.controller.elect_leaders(election_type, partitions))
@@ -293,6 +339,10 @@ class ControllerApis:
 
     async def handle_create_acls(self, request: Request, ctx: Any) -> Any:
         creations = [acl_from_creation(c) for c in request.body.creations]
+        if not self.authorizer_configured:
+            return self._response(request, {"throttle_time": 0, "results": [
+                {"error_code": ErrorCode.security_disabled,
+                 "error_message": NO_AUTHORIZER_MESSAGE} for _ in creations]})
         try:
             results: list[AclCreationResult] = await self.runtime.run(
                 lambda _o: self.controller.create_acls(creations))
@@ -303,6 +353,10 @@ class ControllerApis:
 
     async def handle_delete_acls(self, request: Request, ctx: Any) -> Any:
         filters = [acl_filter(f) for f in request.body.filters]
+        if not self.authorizer_configured:
+            return self._response(request, delete_acls_response(
+                [AclDeletionResult(ErrorCode.security_disabled, NO_AUTHORIZER_MESSAGE)]
+                * len(filters)))
         try:
             results: list[AclDeletionResult] = await self.runtime.run(
                 lambda _o: self.controller.delete_acls(filters))
@@ -366,3 +420,26 @@ def _split(outcome: tuple[Any, Any, list[MetadataRecord]]) -> tuple[Any, list[Me
     error, results, records = outcome
     return (error, results), records
 
+
+def _deletable_topics(request: Request) -> list[Any]:
+    """DeleteTopics' topics as v6 names them (name or id); earlier versions, names."""
+    body = request.body
+    if request.header.api_version >= 6:
+        return list(body.topics)
+    return [_NamedTopic(n, None) for n in body.topic_names]
+
+
+def _deletes_something(request: Request) -> bool:
+    """Whether Kafka's controller would look up any topic: a name or an id given once,
+    not both in one entry."""
+    topics = _deletable_topics(request)
+    names = [t.name for t in topics if t.topic_id in (None, uuid.UUID(int=0))]
+    ids = [str(t.topic_id) for t in topics
+           if t.name is None and t.topic_id not in (None, uuid.UUID(int=0))]
+    return bool(named_once(names) or named_once(ids))
+
+
+@dataclasses.dataclass(frozen=True)
+class _NamedTopic:
+    name: str | None
+    topic_id: uuid.UUID | None

@@ -26,6 +26,7 @@ from .apis import ApiKey, request_class, response_class
 from .build import build
 from .errors import FrameTooLargeError, InvalidRequestError, ResponseTooLongError
 from .framecheck import MalformedFrameError, decode_entity
+from .parse_checks import parse_refusal
 
 _SIZE = struct.Struct(">i")
 _HEADER_PREFIX = struct.Struct(">hhi")  # api key, api version, correlation id
@@ -135,6 +136,10 @@ class ServerConnection:
         # Bytes after the body are ignored, as Kafka's parser does: librdkafka's
         # Metadata v12 request for all topics carries three of them.
         client_id = getattr(header, "client_id", None)  # header v0 has none
+        if (refusal := parse_refusal(key, body)) is not None:
+            raise InvalidRequestError(
+                f"cannot parse {ApiKey(key).name} v{version} request from client "
+                f"{client_id!r}: {refusal}")
         return Request(
             RequestHeader(key, version, prefix.correlation_id, client_id), body, len(frame)
         )
