@@ -176,35 +176,59 @@ def test_acl_requests_naming_unknown_codes_close_the_connection(bootstrap):
     assert answer.error_code == ErrorCode.security_disabled
 
 
-def test_the_controller_refuses_acl_changes_without_an_authorizer(node, bootstrap):
-    response = ask(f"127.0.0.1:{node.controller_port}", ApiKey.CREATE_ACLS, 2, {
-        "creations": [{"resource_type": 2, "resource_name": TOPIC, "resource_pattern_type": 3,
-                       "principal": "User:a", "host": "*", "operation": 3,
-                       "permission_type": 3}]})
-    assert [r.error_code for r in response.results] == [ErrorCode.security_disabled]
+def test_acl_changes_without_an_authorizer_are_security_disabled(node, bootstrap):
+    creation = {"resource_type": 2, "resource_name": TOPIC, "resource_pattern_type": 3,
+                "principal": "User:a", "host": "*", "operation": 3, "permission_type": 3}
+    for listener in (bootstrap, f"127.0.0.1:{node.controller_port}"):
+        response = ask(listener, ApiKey.CREATE_ACLS, 2, {"creations": [creation]})
+        assert [(r.error_code, r.error_message) for r in response.results] == [
+            (ErrorCode.security_disabled, "No Authorizer is configured.")]
 
 
 # -- a timeout of 0 ---------------------------------------------------------------------
 
 
+def topic(name: str) -> dict[str, object]:
+    return {"name": name, "num_partitions": 1, "replication_factor": 1, "assignments": [],
+            "configs": []}
+
+
 def test_topic_changes_with_a_timeout_of_zero_time_out(node, bootstrap):
+    # The error message is Kafka's too: none (a broker that gave up waiting for the
+    # controller would say why).
+    timed_out = (ErrorCode.request_timed_out, None)
     name = "answers-zero-timeout"
     for listener in (bootstrap, f"127.0.0.1:{node.controller_port}"):
-        created = ask(listener, ApiKey.CREATE_TOPICS, 4, {
-            "topics": [{"name": name, "num_partitions": 1, "replication_factor": 1,
-                        "assignments": [], "configs": []}],
-            "timeout": 0, "validate_only": False})
-        assert [(t.name, t.error_code) for t in created.topics] == [
-            (name, ErrorCode.request_timed_out)]
+        created = ask(listener, ApiKey.CREATE_TOPICS, 7, {
+            "topics": [topic(name), topic("twice"), topic("twice")], "timeout": -5,
+            "validate_only": False})
+        assert [(t.name, t.error_code, t.error_message) for t in created.topics] == [
+            (n, *timed_out) for n in (name, "twice", "twice")]
         deleted = ask(listener, ApiKey.DELETE_TOPICS, 4, {"topic_names": [TOPIC],
                                                           "timeout": 0})
         assert [(t.name, t.error_code) for t in deleted.responses] == [
             (TOPIC, ErrorCode.request_timed_out)]
+        grown = ask(listener, ApiKey.CREATE_PARTITIONS, 3, {
+            "topics": [{"name": TOPIC, "count": 3, "assignments": None}], "timeout": 0,
+            "validate_only": False})
+        assert [(r.name, r.error_code, r.error_message) for r in grown.results] == [
+            (TOPIC, *timed_out)]
+        elected = ask(listener, ApiKey.ELECT_LEADERS, 2, {
+            "election_type": 0, "topic_partitions": [{"topic": TOPIC, "partitions": [0]}],
+            "timeout": 0})
+        assert elected.error_code == ErrorCode.request_timed_out
+        assert [(p.partition_id, p.error_code, p.error_message)
+                for r in elected.replica_election_results for p in r.partition_result] == [
+            (0, *timed_out)]
         # Nothing to queue: answered at once, as Kafka's controller does.
         empty = ask(listener, ApiKey.CREATE_TOPICS, 4, {"topics": [], "timeout": 0,
                                                         "validate_only": False})
         assert empty.topics == ()
+        duplicates = ask(listener, ApiKey.CREATE_TOPICS, 4, {
+            "topics": [topic("twice"), topic("twice")], "timeout": 0, "validate_only": False})
+        assert [(t.name, t.error_code) for t in duplicates.topics] == [
+            ("twice", ErrorCode.invalid_request)]
     metadata = ask(bootstrap, ApiKey.METADATA, 4, {
         "topics": [{"name": TOPIC}, {"name": name}], "allow_auto_topic_creation": False})
-    assert [(t.name, t.error_code) for t in metadata.topics] == [
-        (TOPIC, ErrorCode.none), (name, ErrorCode.unknown_topic_or_partition)]
+    assert [(t.name, t.error_code, len(t.partitions)) for t in metadata.topics] == [
+        (TOPIC, ErrorCode.none, 1), (name, ErrorCode.unknown_topic_or_partition, 0)]

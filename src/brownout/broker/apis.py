@@ -38,6 +38,7 @@ from ..protocol.records import check_produce_records
 from ..security.authorizer import AclOperation
 from . import describe_topic_partitions as dtp
 from .acl_apis import (
+    NO_AUTHORIZER_MESSAGE,
     SECURITY_DISABLED_MESSAGE,
     AuthHelper,
     acl_filter,
@@ -1154,7 +1155,7 @@ class KafkaApis:
         """Why CreateAcls/DeleteAcls are refused outright (none: they are not): no
         authorizer configured, or no ALTER on the cluster."""
         if not self.auth.enabled:
-            return ErrorCode.security_disabled, SECURITY_DISABLED_MESSAGE
+            return ErrorCode.security_disabled, NO_AUTHORIZER_MESSAGE
         if not self.auth.allowed(ctx, AclOperation.ALTER):
             return ErrorCode.cluster_authorization_failed, None
         return ErrorCode.none, None

@@ -18,7 +18,12 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from ..broker.acl_apis import acl_filter, acl_from_creation, delete_acls_response
+from ..broker.acl_apis import (
+    NO_AUTHORIZER_MESSAGE,
+    acl_filter,
+    acl_from_creation,
+    delete_acls_response,
+)
 from ..broker.apis import (
     UnsupportedRequest,
     alter_reassignments_response,
@@ -42,8 +47,6 @@ from .controller_runtime import ControllerRuntime, NotController
 # Its lines are the active controller's, as in Kafka's log.
 log = logging.getLogger("kafka.controller.QuorumController")
 
-# What Kafka's controller says to CreateAcls and DeleteAcls without an authorizer.
-NO_AUTHORIZER_MESSAGE = "No Authorizer is configured."
 CLUSTER_METADATA_TOPIC = "__cluster_metadata"
 
 
@@ -226,8 +229,9 @@ class ControllerApis:
         if deadline_passed(body.timeout) and any(
                 n != CLUSTER_METADATA_TOPIC for n in named_once(names)):
             return self._response(request, {"throttle_time": 0, "topics": [
-                {"name": n, "error_code": ErrorCode.request_timed_out, "error_message": None,
-                 "num_partitions": -1, "replication_factor": -1, "configs": []}
+                {"name": n, "topic_id": None, "error_code": ErrorCode.request_timed_out,
+                 "error_message": None, "num_partitions": -1, "replication_factor": -1,
+                 "configs": []}
                 for n in names]})
         topics = [
             NewTopic(t.name, int(t.num_partitions), int(t.replication_factor),
