@@ -22,6 +22,15 @@ The same frames sent to Kafka 4.4.0 and to the node got different answers:
 - CreateTopics, DeleteTopics, CreatePartitions, ElectLeaders with a timeout of 0 or
   less: Kafka's controller queues the work with a deadline already passed and answers
   REQUEST_TIMED_OUT, the node did the work.
+- Produce whose first batch of some partition has a header Kafka's batch iterator
+  cannot read, or is transactional without a transactional id: Kafka refuses the
+  whole request (CORRUPT_MESSAGE, TRANSACTIONAL_ID_AUTHORIZATION_FAILED) before it
+  looks for the partitions, the node answered UNKNOWN_TOPIC_OR_PARTITION.
+- ListOffsets v2+ with an isolation level other than 0 or 1: Kafka
+  UNKNOWN_SERVER_ERROR for every partition, the node answered them.
+- AlterConfigs and IncrementalAlterConfigs on the controller listener naming a
+  resource type Kafka does not know: Kafka UNSUPPORTED_VERSION, the node
+  INVALID_REQUEST (which the broker listener answers, in both).
 """
 
 from __future__ import annotations
@@ -232,3 +241,49 @@ def test_topic_changes_with_a_timeout_of_zero_time_out(node, bootstrap):
         "topics": [{"name": TOPIC}, {"name": name}], "allow_auto_topic_creation": False})
     assert [(t.name, t.error_code, len(t.partitions)) for t in metadata.topics] == [
         (TOPIC, ErrorCode.none, 1), (name, ErrorCode.unknown_topic_or_partition, 0)]
+
+
+# -- what refuses a whole request ------------------------------------------------------
+
+
+def produce_codes(bootstrap: str, partitions: list[tuple[str, int, bytes]],
+                  transactional_id: str | None = None) -> list[tuple[str, int, ErrorCode]]:
+    response = ask(bootstrap, ApiKey.PRODUCE, 8, {
+        "acks": 1, "timeout": 1000, "transactional_id": transactional_id,
+        "topic_data": [{"name": n, "partition_data": [{"index": i, "records": r}]}
+                       for n, i, r in partitions]})
+    return sorted((t.name, p.index, p.error_code)
+                  for t in response.responses for p in t.partition_responses)
+
+
+def test_produce_refuses_the_request_for_a_batch_header_kafka_cannot_read(bootstrap):
+    batch = build_batch([(b"k", b"v")], timestamp_ms=1_700_000_000_000)
+    size_13 = batch[:8] + struct.pack(">i", 13) + batch[12:]
+    transactional = batch[:22] + bytes([batch[22] | 0x10]) + batch[23:]
+    # Sorted: TOPIC ("answers") first.
+    assert produce_codes(bootstrap, [(TOPIC, 0, batch), ("no-such-topic", 0, size_13)]) == [
+        (TOPIC, 0, ErrorCode.corrupt_message), ("no-such-topic", 0, ErrorCode.corrupt_message)]
+    assert produce_codes(bootstrap, [(TOPIC, 0, batch), ("no-such-topic", 0, transactional)]) == [
+        (TOPIC, 0, ErrorCode.transactional_id_authorization_failed),
+        ("no-such-topic", 0, ErrorCode.transactional_id_authorization_failed)]
+
+
+def test_list_offsets_with_an_unknown_isolation_level_is_an_unknown_server_error(bootstrap):
+    response = ask(bootstrap, ApiKey.LIST_OFFSETS, 4, {
+        "replica_id": -1, "isolation_level": 2, "topics": [
+            {"name": TOPIC, "partitions": [
+                {"partition_index": 0, "current_leader_epoch": -1, "timestamp": -1}]}]})
+    assert [(p.error_code, p.offset) for t in response.topics for p in t.partitions] == [
+        (ErrorCode.unknown_server_error, -1)]
+
+
+def test_the_controller_answers_an_unknown_config_resource_type_first(node):
+    response = ask(f"127.0.0.1:{node.controller_port}", ApiKey.INCREMENTAL_ALTER_CONFIGS, 1, {
+        "resources": [
+            {"resource_type": 2, "resource_name": TOPIC, "configs": [
+                {"name": "retention.ms", "config_operation": 0, "value": "1000000"}]},
+            {"resource_type": 127, "resource_name": "x", "configs": []}],
+        "validate_only": True})
+    assert [(r.resource_type, r.error_code, r.error_message) for r in response.responses] == [
+        (127, ErrorCode.unsupported_version, "Unknown resource type 127."),
+        (2, ErrorCode.none, None)]

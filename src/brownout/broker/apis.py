@@ -34,8 +34,8 @@ from ..protocol.errors import (
     InvalidRecordError,
     UnsupportedCompressionTypeError,
 )
-from ..protocol.records import check_produce_records
-from ..security.authorizer import AclOperation
+from ..protocol.records import check_produce_records, first_batch_is_transactional
+from ..security.authorizer import AclOperation, ResourceType
 from . import describe_topic_partitions as dtp
 from .acl_apis import (
     NO_AUTHORIZER_MESSAGE,
@@ -398,6 +398,16 @@ class KafkaApis:
         timeout_ms = millis(body.timeout)
         entries: dict[TopicPartition, bytes] = {}
         errors: dict[TopicPartition, ErrorCode] = {}
+        if (refusal := self._produce_refusal(body, ctx)) is not None:
+            if acks == 0:
+                raise CloseConnection(f"acks=0 produce refused: {refusal[1]}")
+            return self._response(request, {"throttle_time": 0, "responses": [
+                {"name": topic.name, "partition_responses": [
+                    {"index": int(p.index), "error_code": refusal[0], "base_offset": -1,
+                     "log_append_time": -1, "log_start_offset": -1, "record_errors": [],
+                     "error_message": refusal[1]}
+                    for p in topic.partition_data]}
+                for topic in body.topic_data]})
         for topic in body.topic_data:
             for p in topic.partition_data:
                 tp = TopicPartition(topic.name, int(p.index))
@@ -457,6 +467,24 @@ class KafkaApis:
                 "throttle_time": 0,
             },
         )
+
+    def _produce_refusal(
+        self, body: Any, ctx: ClientContext
+    ) -> tuple[ErrorCode, str | None] | None:
+        """What refuses a whole Produce request before any partition is looked at, as
+        Kafka's handler does: each partition's first batch is read until one is
+        transactional, and a batch header that cannot be read is CORRUPT_MESSAGE; a
+        transactional batch needs a transactional id the principal may write."""
+        try:
+            transactional = any(first_batch_is_transactional(p.records)
+                                for t in body.topic_data for p in t.partition_data)
+        except CorruptRecordError as e:
+            return ErrorCode.corrupt_message, str(e)
+        txn_id = getattr(body, "transactional_id", None)
+        if transactional and (txn_id is None or not self.auth.allowed(
+                ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, txn_id)):
+            return ErrorCode.transactional_id_authorization_failed, None
+        return None
 
     # -- Fetch ----------------------------------------------------------------------
 
@@ -570,6 +598,19 @@ class KafkaApis:
     async def handle_list_offsets(self, request: Request, ctx: ClientContext) -> Any:
         body = request.body
         replica_id = int(body.replica_id)
+        if not known_isolation_level(int(getattr(body, "isolation_level", 0))) and any(
+                self.auth.topic_allowed(ctx, AclOperation.DESCRIBE, t.name)
+                for t in body.topics):
+            # Kafka reads the isolation level only once some topic may be described,
+            # and its IsolationLevel.forId throws on a code it does not know: the whole
+            # request is answered UNKNOWN_SERVER_ERROR.
+            return self._response(request, {"throttle_time": 0, "topics": [
+                {"name": t.name, "partitions": [
+                    {"partition_index": int(p.partition_index), "timestamp": -1,
+                     "offset": -1, "leader_epoch": -1, "old_style_offsets": [],
+                     "error_code": ErrorCode.unknown_server_error}
+                    for p in t.partitions]}
+                for t in body.topics]})
         topics = []
         for topic in body.topics:
             parts = []
@@ -1220,6 +1261,11 @@ class KafkaApis:
                 parts.append(entry)
             topics.append({"topic": topic.topic, "partitions": parts})
         return self._response(request, {"throttle_time": 0, "topics": topics})
+
+
+def known_isolation_level(code: int) -> bool:
+    """READ_UNCOMMITTED (0) or READ_COMMITTED (1): the codes Kafka's IsolationLevel has."""
+    return code in (0, 1)
 
 
 # Kafka's ApiVersionsRequest.SOFTWARE_NAME_VERSION_PATTERN.

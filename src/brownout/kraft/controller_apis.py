@@ -50,6 +50,15 @@ log = logging.getLogger("kafka.controller.QuorumController")
 CLUSTER_METADATA_TOPIC = "__cluster_metadata"
 
 
+# The ids of Kafka 4.x's ConfigResource.Type but UNKNOWN (0): TOPIC, BROKER,
+# BROKER_LOGGER, CLIENT_METRICS, GROUP.
+CONFIG_RESOURCE_TYPES = frozenset({2, 4, 8, 16, 32})
+
+
+def known_config_resource_type(code: int) -> bool:
+    return code in CONFIG_RESOURCE_TYPES
+
+
 def deadline_passed(timeout: Any) -> bool:
     """Kafka's controller queues a request's work with a deadline of now plus the
     request's timeout, and fails work whose deadline has passed when the queue comes
@@ -375,9 +384,10 @@ class ControllerApis:
              [AlterableConfig(c.name, int(c.config_operation), c.value) for c in r.configs])
             for r in body.resources
         ]
+        known = [r for r in resources if known_config_resource_type(r[0].type)]
         return await self._alter_configs(
-            request, resources, lambda: self.controller.incremental_alter_configs(
-                resources, validate_only=bool(body.validate_only)))
+            request, resources, known, lambda: self.controller.incremental_alter_configs(
+                known, validate_only=bool(body.validate_only)))
 
     async def handle_alter_configs(self, request: Request, ctx: Any) -> Any:
         body = request.body
@@ -386,22 +396,30 @@ class ControllerApis:
              {c.name: c.value for c in r.configs})
             for r in body.resources
         ]
+        known = [r for r in resources if known_config_resource_type(r[0].type)]
         return await self._alter_configs(
-            request, resources, lambda: self.controller.legacy_alter_configs(
-                resources, validate_only=bool(body.validate_only)))
+            request, resources, known, lambda: self.controller.legacy_alter_configs(
+                known, validate_only=bool(body.validate_only)))
 
     async def _alter_configs(
         self, request: Request, resources: Sequence[tuple[ConfigResource, Any]],
+        known: Sequence[tuple[ConfigResource, Any]],
         decide: Callable[[], tuple[list[ConfigResult], list[MetadataRecord]]],
     ) -> Any:
+        # Kafka's ControllerApis answers a type its ConfigResource.Type does not know
+        # before anything else, then appends the controller's results.
+        unknown = [{"error_code": ErrorCode.unsupported_version,
+                    "error_message": f"Unknown resource type {res.type}.",
+                    "resource_type": res.type, "resource_name": res.name}
+                   for res, _ in resources if not known_config_resource_type(res.type)]
         try:
             results: list[ConfigResult] = await self.runtime.run(lambda _o: decide())
         except NotController:
-            results = [ConfigResult(ErrorCode.not_controller)] * len(resources)
-        return self._response(request, {"throttle_time": 0, "responses": [
+            results = [ConfigResult(ErrorCode.not_controller)] * len(known)
+        return self._response(request, {"throttle_time": 0, "responses": unknown + [
             {"error_code": r.error, "error_message": r.message,
              "resource_type": res.type, "resource_name": res.name}
-            for (res, _), r in zip(resources, results, strict=True)
+            for (res, _), r in zip(known, results, strict=True)
         ]})
 
     async def handle_allocate_producer_ids(self, request: Request, ctx: Any) -> Any:

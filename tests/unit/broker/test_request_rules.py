@@ -1,0 +1,42 @@
+"""Small rules by which Kafka 4.x answers malformed or odd requests, each checked
+against Kafka 4.4.0 by bench/fuzz_vs_kafka.py: a timeout of 0 or less is a deadline
+already passed, names given twice queue no work, isolation levels and config resource
+types outside Kafka's enums."""
+
+from __future__ import annotations
+
+import datetime
+
+import pytest
+
+from brownout.broker.apis import known_isolation_level
+from brownout.kraft.controller_apis import (
+    deadline_passed,
+    known_config_resource_type,
+    named_once,
+)
+
+
+@pytest.mark.parametrize(("timeout", "passed"), [
+    (0, True), (-5, True), (1, False), (datetime.timedelta(0), True),
+    (datetime.timedelta(milliseconds=10), False),
+])
+def test_deadline_passed(timeout, passed):
+    assert deadline_passed(timeout) is passed
+
+
+def test_named_once_keeps_the_names_given_exactly_once_in_order():
+    assert named_once(["a", "b", "a", "c", None, "d", "d"]) == ["b", "c"]
+
+
+@pytest.mark.parametrize(("code", "known"), [
+    (2, True), (4, True), (8, True), (16, True), (32, True),
+    (0, False), (1, False), (-1, False), (127, False),
+])
+def test_known_config_resource_type(code, known):
+    assert known_config_resource_type(code) is known
+
+
+@pytest.mark.parametrize(("code", "known"), [(0, True), (1, True), (2, False), (-1, False)])
+def test_known_isolation_level(code, known):
+    assert known_isolation_level(code) is known
