@@ -28,6 +28,13 @@ The same frames sent to Kafka 4.4.0 and to the node got different answers:
   looks for the partitions, the node answered UNKNOWN_TOPIC_OR_PARTITION.
 - ListOffsets v2+ with an isolation level other than 0 or 1: Kafka
   UNKNOWN_SERVER_ERROR for every partition, the node answered them.
+- InitProducerId giving a producer id without an epoch (or the reverse), or a
+  transactional id that is empty or a transaction timeout outside
+  (0, transaction.max.timeout.ms]: Kafka INVALID_REQUEST or INVALID_TRANSACTION_TIMEOUT
+  before its transaction coordinator looks, the node TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+  (it has no transaction coordinator, and still says so for the rest).
+- Metadata naming a topic it auto-creates: Kafka 4.x (KRaft) UNKNOWN_TOPIC_OR_PARTITION
+  until the topic exists, the node LEADER_NOT_AVAILABLE (ZooKeeper-era Kafka's answer).
 - AlterConfigs and IncrementalAlterConfigs on the controller listener naming a
   resource type Kafka does not know: Kafka UNSUPPORTED_VERSION, the node
   INVALID_REQUEST (which the broker listener answers, in both).
@@ -41,6 +48,7 @@ import uuid
 from typing import Any
 
 import pytest
+from _cluster import wait_until
 from _kafka_clients import create_topic
 from kio.schema.errors import ErrorCode
 
@@ -287,3 +295,30 @@ def test_the_controller_answers_an_unknown_config_resource_type_first(node):
     assert [(r.resource_type, r.error_code, r.error_message) for r in response.responses] == [
         (127, ErrorCode.unsupported_version, "Unknown resource type 127."),
         (2, ErrorCode.none, None)]
+
+
+def test_metadata_answers_a_topic_it_auto_creates_as_unknown_until_it_exists(bootstrap):
+    name = f"answers-auto-{uuid.uuid4().hex[:8]}"
+
+    def metadata() -> tuple[ErrorCode, int]:
+        [topic] = ask(bootstrap, ApiKey.METADATA, 4, {
+            "topics": [{"name": name}], "allow_auto_topic_creation": True}).topics
+        return topic.error_code, len(topic.partitions)
+
+    assert metadata() == (ErrorCode.unknown_topic_or_partition, 0)
+    wait_until(lambda: metadata()[0] == ErrorCode.none, 20, f"{name} auto-created")
+
+
+@pytest.mark.parametrize(("transactional_id", "timeout_ms", "producer_id", "epoch", "error"), [
+    ("tx", 0, -1, -1, ErrorCode.invalid_transaction_timeout),
+    ("tx", 900_001, -1, -1, ErrorCode.invalid_transaction_timeout),
+    ("", 0, -1, -1, ErrorCode.invalid_request),
+    ("tx", 0, -1, 3, ErrorCode.invalid_request),
+    (None, 0, 5, -1, ErrorCode.invalid_request),
+])
+def test_init_producer_id_refuses_what_kafka_refuses_first(
+        bootstrap, transactional_id, timeout_ms, producer_id, epoch, error):
+    response = ask(bootstrap, ApiKey.INIT_PRODUCER_ID, 4, {
+        "transactional_id": transactional_id, "transaction_timeout": timeout_ms,
+        "producer_id": producer_id, "producer_epoch": epoch})
+    assert (response.error_code, response.producer_id) == (error, -1)

@@ -374,7 +374,13 @@ class KafkaApis:
                 name not in INTERNAL_TOPICS and name != CLUSTER_METADATA_TOPIC
             ):
                 self.topic_creator.request([NewTopic(name)])
-                return {"error_code": ErrorCode.leader_not_available, "name": name,
+                # A KRaft broker sends the creation to the controller and answers
+                # UNKNOWN_TOPIC_OR_PARTITION; a ZooKeeper-mode broker writes it
+                # itself and answers LEADER_NOT_AVAILABLE (Kafka's
+                # AutoTopicCreationManager).
+                error = (ErrorCode.leader_not_available if self.config.is_zookeeper_mode
+                         else ErrorCode.unknown_topic_or_partition)
+                return {"error_code": error, "name": name,
                         "topic_id": None, "is_internal": False, "partitions": []}
         return self._topic_metadata(name, listener, version)
 
@@ -1147,13 +1153,25 @@ class KafkaApis:
 
     async def handle_init_producer_id(self, request: Request, ctx: ClientContext) -> Any:
         body = request.body
-        if body.transactional_id is not None:
-            # Transactions are out of the lab's scope; say so instead of pretending.
-            return self._response(
-                request,
-                {"throttle_time": 0, "error_code": ErrorCode.transactional_id_authorization_failed,
-                 "producer_id": -1, "producer_epoch": -1},
-            )
+        txn_id = body.transactional_id
+        producer_id = int(getattr(body, "producer_id", -1))
+        producer_epoch = int(getattr(body, "producer_epoch", -1))
+
+        def refused(error: ErrorCode) -> Any:
+            return self._response(request, {"throttle_time": 0, "error_code": error,
+                                            "producer_id": -1, "producer_epoch": -1})
+
+        if txn_id is not None:
+            if not self.auth.allowed(ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID,
+                                     txn_id):
+                return refused(ErrorCode.transactional_id_authorization_failed)
+            # Transactions are out of the lab's scope: what Kafka refuses before its
+            # transaction coordinator looks at the id is refused the same way, the
+            # rest is answered TRANSACTIONAL_ID_AUTHORIZATION_FAILED, not pretended.
+            return refused(transactional_init_refusal(
+                txn_id, millis(body.transaction_timeout), producer_id, producer_epoch,
+                self.config["transaction.max.timeout.ms"])
+                or ErrorCode.transactional_id_authorization_failed)
         # An idempotent producer needs IDEMPOTENT_WRITE on the cluster or WRITE on some
         # topic (KIP-679).
         if self.auth.enabled and not (
@@ -1161,14 +1179,11 @@ class KafkaApis:
             or any(self.auth.topic_allowed(ctx, AclOperation.WRITE, t)
                    for t in self.metadata.all_topics())
         ):
-            return self._response(
-                request,
-                {"throttle_time": 0, "error_code": ErrorCode.cluster_authorization_failed,
-                 "producer_id": -1, "producer_epoch": -1},
-            )
+            return refused(ErrorCode.cluster_authorization_failed)
+        if not producer_id_and_epoch_agree(producer_id, producer_epoch):
+            return refused(ErrorCode.invalid_request)
         error, producer_id, epoch = await self.producer_ids.init_producer_id(
-            int(getattr(body, "producer_id", -1)), int(getattr(body, "producer_epoch", -1))
-        )
+            producer_id, producer_epoch)
         return self._response(
             request,
             {"throttle_time": 0, "error_code": error, "producer_id": producer_id,
@@ -1261,6 +1276,24 @@ class KafkaApis:
                 parts.append(entry)
             topics.append({"topic": topic.topic, "partitions": parts})
         return self._response(request, {"throttle_time": 0, "topics": topics})
+
+
+def producer_id_and_epoch_agree(producer_id: int, producer_epoch: int) -> bool:
+    """InitProducerId gives both a producer id and an epoch, or neither (-1 each):
+    Kafka answers one without the other INVALID_REQUEST."""
+    return (producer_id == -1) == (producer_epoch == -1)
+
+
+def transactional_init_refusal(transactional_id: str, timeout_ms: int, producer_id: int,
+                               producer_epoch: int, max_timeout_ms: int) -> ErrorCode | None:
+    """What Kafka refuses in a transactional InitProducerId before its transaction
+    coordinator looks the id up, in its order: a producer id without an epoch (or the
+    reverse), an empty id, a timeout outside (0, transaction.max.timeout.ms]."""
+    if not producer_id_and_epoch_agree(producer_id, producer_epoch) or not transactional_id:
+        return ErrorCode.invalid_request
+    if not 0 < timeout_ms <= max_timeout_ms:
+        return ErrorCode.invalid_transaction_timeout
+    return None
 
 
 def known_isolation_level(code: int) -> bool:

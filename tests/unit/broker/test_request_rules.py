@@ -1,15 +1,21 @@
 """Small rules by which Kafka 4.x answers malformed or odd requests, each checked
 against Kafka 4.4.0 by bench/fuzz_vs_kafka.py: a timeout of 0 or less is a deadline
 already passed, names given twice queue no work, isolation levels and config resource
-types outside Kafka's enums."""
+types outside Kafka's enums, what a transactional InitProducerId is refused for
+before Kafka's transaction coordinator looks the id up."""
 
 from __future__ import annotations
 
 import datetime
 
 import pytest
+from kio.schema.errors import ErrorCode
 
-from brownout.broker.apis import known_isolation_level
+from brownout.broker.apis import (
+    known_isolation_level,
+    producer_id_and_epoch_agree,
+    transactional_init_refusal,
+)
 from brownout.kraft.controller_apis import (
     deadline_passed,
     known_config_resource_type,
@@ -40,3 +46,21 @@ def test_known_config_resource_type(code, known):
 @pytest.mark.parametrize(("code", "known"), [(0, True), (1, True), (2, False), (-1, False)])
 def test_known_isolation_level(code, known):
     assert known_isolation_level(code) is known
+
+
+@pytest.mark.parametrize(("producer_id", "epoch", "agree"), [
+    (-1, -1, True), (5, 0, True), (5, -1, False), (-1, 3, False)])
+def test_producer_id_and_epoch_come_together(producer_id, epoch, agree):
+    assert producer_id_and_epoch_agree(producer_id, epoch) is agree
+
+
+@pytest.mark.parametrize(("txn_id", "timeout_ms", "producer_id", "epoch", "error"), [
+    ("tx", 60_000, -1, -1, None),
+    ("tx", 900_000, 7, 2, None),
+    ("tx", 0, -1, -1, ErrorCode.invalid_transaction_timeout),
+    ("tx", 900_001, -1, -1, ErrorCode.invalid_transaction_timeout),
+    ("", 0, -1, -1, ErrorCode.invalid_request),  # the empty id before the timeout
+    ("tx", 0, -1, 3, ErrorCode.invalid_request),  # the id and epoch before the timeout
+])
+def test_transactional_init_refusal(txn_id, timeout_ms, producer_id, epoch, error):
+    assert transactional_init_refusal(txn_id, timeout_ms, producer_id, epoch, 900_000) == error
