@@ -33,6 +33,17 @@ The same frames sent to Kafka 4.4.0 and to the node got different answers:
   (0, transaction.max.timeout.ms]: Kafka INVALID_REQUEST or INVALID_TRANSACTION_TIMEOUT
   before its transaction coordinator looks, the node TRANSACTIONAL_ID_AUTHORIZATION_FAILED
   (it has no transaction coordinator, and still says so for the rest).
+- ElectLeaders with an election type other than PREFERRED or UNCLEAN: Kafka's
+  controller INVALID_REQUEST ("Unknown election type N"), the node elected.
+- DescribeQuorum naming another partition than __cluster_metadata-0: Kafka
+  UNKNOWN_TOPIC_OR_PARTITION for each, the node described the quorum.
+- ApiVersions v3 on the controller listener with a malformed client software name:
+  Kafka INVALID_REQUEST, the node listed its APIs.
+- DescribeCluster v1 for an endpoint type other than BROKER: Kafka
+  MISMATCHED_ENDPOINT_TYPE (CONTROLLER) or UNSUPPORTED_ENDPOINT_TYPE, the node NONE.
+- BrokerHeartbeat from a broker that is not registered, AllocateProducerIds at
+  another epoch than the broker's: Kafka STALE_BROKER_EPOCH, the node
+  BROKER_ID_NOT_REGISTERED or a block of ids.
 - Metadata naming a topic it auto-creates: Kafka 4.x (KRaft) UNKNOWN_TOPIC_OR_PARTITION
   until the topic exists, the node LEADER_NOT_AVAILABLE (ZooKeeper-era Kafka's answer).
 - AlterConfigs and IncrementalAlterConfigs on the controller listener naming a
@@ -322,3 +333,57 @@ def test_init_producer_id_refuses_what_kafka_refuses_first(
         "transactional_id": transactional_id, "transaction_timeout": timeout_ms,
         "producer_id": producer_id, "producer_epoch": epoch})
     assert (response.error_code, response.producer_id) == (error, -1)
+
+
+# -- controller and quorum requests ---------------------------------------------------
+
+
+def test_elect_leaders_refuses_an_unknown_election_type(node, bootstrap):
+    for listener in (bootstrap, f"127.0.0.1:{node.controller_port}"):
+        response = ask(listener, ApiKey.ELECT_LEADERS, 1, {
+            "election_type": 127, "topic_partitions": [{"topic": TOPIC, "partitions": [0]}],
+            "timeout": 10_000})
+        assert response.error_code == ErrorCode.invalid_request
+        assert [(p.error_code, p.error_message) for r in response.replica_election_results
+                for p in r.partition_result] == [
+            (ErrorCode.invalid_request, "Unknown election type 127")]
+
+
+def test_describe_quorum_answers_another_partition_unknown(node, bootstrap):
+    for listener in (bootstrap, f"127.0.0.1:{node.controller_port}"):
+        response = ask(listener, ApiKey.DESCRIBE_QUORUM, 1, {"topics": [
+            {"topic_name": "x", "partitions": [{"partition_index": 3},
+                                               {"partition_index": 4}]}]})
+        assert response.error_code == ErrorCode.none
+        assert [(t.topic_name, p.partition_index, p.error_code)
+                for t in response.topics for p in t.partitions] == [
+            ("x", 3, ErrorCode.unknown_topic_or_partition),
+            ("x", 4, ErrorCode.unknown_topic_or_partition)]
+
+
+def test_the_controller_checks_the_client_software_too(node):
+    response = ask(f"127.0.0.1:{node.controller_port}", ApiKey.API_VERSIONS, 3, {
+        "client_software_name": "__consumer_offsets", "client_software_version": "1"})
+    assert (response.error_code, response.api_keys) == (ErrorCode.invalid_request, ())
+
+
+@pytest.mark.parametrize(("endpoint_type", "error"), [
+    (1, ErrorCode.none), (2, ErrorCode.mismatched_endpoint_type),
+    (127, ErrorCode.unsupported_endpoint_type)])
+def test_describe_cluster_serves_the_broker_endpoint_type_only(bootstrap, endpoint_type,
+                                                               error):
+    response = ask(bootstrap, ApiKey.DESCRIBE_CLUSTER, 1, {
+        "include_cluster_authorized_operations": False, "endpoint_type": endpoint_type})
+    assert (response.error_code, bool(response.brokers)) == (error, error == ErrorCode.none)
+
+
+def test_broker_rpcs_at_another_epoch_are_stale(node):
+    controller = f"127.0.0.1:{node.controller_port}"
+    heartbeat = ask(controller, ApiKey.BROKER_HEARTBEAT, 0, {
+        "broker_id": 4242, "broker_epoch": 1, "current_metadata_offset": 0,
+        "want_fence": True, "want_shut_down": False})
+    assert heartbeat.error_code == ErrorCode.stale_broker_epoch
+    allocated = ask(controller, ApiKey.ALLOCATE_PRODUCER_IDS, 0,
+                    {"broker_id": -1, "broker_epoch": -2})
+    assert (allocated.error_code, allocated.producer_id_len) == (
+        ErrorCode.stale_broker_epoch, 0)

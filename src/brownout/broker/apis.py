@@ -200,7 +200,7 @@ class KafkaApis:
         )
 
     async def handle_api_versions(self, request: Request, ctx: ClientContext) -> Any:
-        if request.header.api_version >= 3 and not _valid_client_software(request.body):
+        if request.header.api_version >= 3 and not valid_client_software(request.body):
             # KIP-511: Kafka checks the client's software name and version and answers
             # INVALID_REQUEST, without the API list, when either is malformed.
             return self._response(request, {"error_code": ErrorCode.invalid_request,
@@ -1125,6 +1125,21 @@ class KafkaApis:
     # -- DescribeCluster ------------------------------------------------------------
 
     async def handle_describe_cluster(self, request: Request, ctx: ClientContext) -> Any:
+        endpoint_type = int(getattr(request.body, "endpoint_type", BROKER_ENDPOINT))
+        if endpoint_type != BROKER_ENDPOINT:
+            # Kafka's broker: CONTROLLER (2) is the wrong endpoint, any other code one
+            # it does not know; both before authorization.
+            error, message = ((ErrorCode.mismatched_endpoint_type,
+                               "The request was sent to an endpoint of type BROKER, but we "
+                               "wanted an endpoint of type CONTROLLER")
+                              if endpoint_type == CONTROLLER_ENDPOINT else
+                              (ErrorCode.unsupported_endpoint_type,
+                               f"Unsupported endpoint type {endpoint_type}"))
+            return self._response(request, {
+                "throttle_time": 0, "error_code": error, "error_message": message,
+                "endpoint_type": BROKER_ENDPOINT, "cluster_id": "", "controller_id": -1,
+                "brokers": [],
+                "cluster_authorized_operations": CLUSTER_AUTHORIZED_OPERATIONS_OMITTED})
         if not self.auth.allowed(ctx, AclOperation.DESCRIBE):
             return self._response(request, {
                 "throttle_time": 0, "error_code": ErrorCode.cluster_authorization_failed,
@@ -1278,6 +1293,11 @@ class KafkaApis:
         return self._response(request, {"throttle_time": 0, "topics": topics})
 
 
+# DescribeCluster v1's endpoint types (Kafka's EndpointType).
+BROKER_ENDPOINT = 1
+CONTROLLER_ENDPOINT = 2
+
+
 def producer_id_and_epoch_agree(producer_id: int, producer_epoch: int) -> bool:
     """InitProducerId gives both a producer id and an epoch, or neither (-1 each):
     Kafka answers one without the other INVALID_REQUEST."""
@@ -1305,7 +1325,9 @@ def known_isolation_level(code: int) -> bool:
 _SOFTWARE_NAME_VERSION = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
 
 
-def _valid_client_software(body: Any) -> bool:
+def valid_client_software(body: Any) -> bool:
+    """ApiVersions v3+'s client software name and version match Kafka's pattern (older
+    versions carry neither, and pass)."""
     return all(
         _SOFTWARE_NAME_VERSION.fullmatch(getattr(body, field, "") or "") is not None
         for field in ("client_software_name", "client_software_version")

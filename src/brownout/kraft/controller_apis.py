@@ -29,6 +29,7 @@ from ..broker.apis import (
     alter_reassignments_response,
     elect_leaders_response,
     list_reassignments_response,
+    valid_client_software,
 )
 from ..common.topic import NewTopic
 from ..controller.acls import AclCreationResult, AclDeletionResult
@@ -57,6 +58,11 @@ CONFIG_RESOURCE_TYPES = frozenset({2, 4, 8, 16, 32})
 
 def known_config_resource_type(code: int) -> bool:
     return code in CONFIG_RESOURCE_TYPES
+
+
+def known_election_type(code: int) -> bool:
+    """PREFERRED (0) or UNCLEAN (1), Kafka's ElectionType values."""
+    return code in (0, 1)
 
 
 def deadline_passed(timeout: Any) -> bool:
@@ -141,6 +147,9 @@ class ControllerApis:
         return await self._handlers[request.header.api_key](request, ctx)
 
     async def handle_api_versions(self, request: Request, ctx: Any) -> Any:
+        if not valid_client_software(request.body):
+            return self._response(request, {"error_code": ErrorCode.invalid_request,
+                                            "api_keys": [], "throttle_time": 0})
         keys = [{"api_key": int(k), "min_version": lo, "max_version": hi}
                 for k, (lo, hi) in sorted(self.supported.items())]
         return self._response(request, {"error_code": ErrorCode.none, "api_keys": keys,
@@ -310,11 +319,17 @@ class ControllerApis:
         election_type = int(getattr(body, "election_type", PREFERRED))  # v0: preferred
         partitions = None if body.topic_partitions is None else [
             (t.topic, [int(p) for p in t.partitions]) for t in body.topic_partitions]
-        if deadline_passed(body.timeout) and partitions != []:
+        if partitions != [] and (deadline_passed(body.timeout)
+                                 or not known_election_type(election_type)):
+            # Queued work that fails as a whole: its deadline has passed, or Kafka's
+            # ReplicationControlManager refuses the election type.
+            error, message = ((ErrorCode.request_timed_out, None)
+                              if deadline_passed(body.timeout) else
+                              (ErrorCode.invalid_request,
+                               f"Unknown election type {election_type}"))
             return self._response(request, elect_leaders_response(
-                ErrorCode.request_timed_out,
-                [TopicElections(t, tuple(ElectionResult(p, ErrorCode.request_timed_out, None)
-                                         for p in ps)) for t, ps in partitions or []]))
+                error, [TopicElections(t, tuple(ElectionResult(p, error, message) for p in ps))
+                        for t, ps in partitions or []]))
         try:
             answers: list[TopicElections] = await self.runtime.run(
                 lambda _o: self.controller.elect_leaders(election_type, partitions))
@@ -425,16 +440,14 @@ class ControllerApis:
     async def handle_allocate_producer_ids(self, request: Request, ctx: Any) -> Any:
         body = request.body
         try:
-            block: range = await self.runtime.run(
+            error, block = await self.runtime.run(
                 lambda _o: self.controller.allocate_producer_ids(
                     int(body.broker_id), int(body.broker_epoch))
             )
         except NotController:
-            return self._response(request, {"throttle_time": 0,
-                                            "error_code": ErrorCode.not_controller,
-                                            "producer_id_start": -1, "producer_id_len": 0})
-        return self._response(request, {"throttle_time": 0, "error_code": ErrorCode.none,
-                                        "producer_id_start": block.start,
+            error, block = ErrorCode.not_controller, range(0)
+        return self._response(request, {"throttle_time": 0, "error_code": error,
+                                        "producer_id_start": block.start if block else -1,
                                         "producer_id_len": len(block)})
 
 

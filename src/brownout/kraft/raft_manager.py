@@ -609,6 +609,18 @@ class RaftManager:
             "leader_epoch": reply.leader_epoch})
 
     async def handle_describe_quorum(self, request: Request, ctx: Any) -> Any:
+        topics = request.body.topics
+        if _only_partition(topics, "topic_name", METADATA_TOPIC) is None:
+            # Kafka's Raft client checks the partition before its role: each partition
+            # named is UNKNOWN_TOPIC_OR_PARTITION, with the fields at their defaults.
+            return self._respond(request, {"error_code": ErrorCode.none, "topics": [
+                {"topic_name": t.topic_name, "partitions": [
+                    {"partition_index": int(p.partition_index),
+                     "error_code": ErrorCode.unknown_topic_or_partition, "leader_id": 0,
+                     "leader_epoch": 0, "high_watermark": 0, "current_voters": [],
+                     "observers": []}
+                    for p in t.partitions]}
+                for t in topics]})
         status = self.node.status()
         if status.role is not Role.LEADER:
             return self._partition_response(request, {

@@ -19,6 +19,7 @@ from brownout.broker.apis import (
 from brownout.kraft.controller_apis import (
     deadline_passed,
     known_config_resource_type,
+    known_election_type,
     named_once,
 )
 
@@ -64,3 +65,8 @@ def test_producer_id_and_epoch_come_together(producer_id, epoch, agree):
 ])
 def test_transactional_init_refusal(txn_id, timeout_ms, producer_id, epoch, error):
     assert transactional_init_refusal(txn_id, timeout_ms, producer_id, epoch, 900_000) == error
+
+
+@pytest.mark.parametrize(("code", "known"), [(0, True), (1, True), (2, False), (127, False)])
+def test_known_election_type(code, known):
+    assert known_election_type(code) is known
