@@ -44,6 +44,8 @@ The same frames sent to Kafka 4.4.0 and to the node got different answers:
 - BrokerHeartbeat from a broker that is not registered, AllocateProducerIds at
   another epoch than the broker's: Kafka STALE_BROKER_EPOCH, the node
   BROKER_ID_NOT_REGISTERED or a block of ids.
+- A Raft Fetch on the controller listener naming another topic id than the metadata
+  topic's: Kafka INVALID_REQUEST with no partitions, the node UNKNOWN_TOPIC_ID.
 - Metadata naming a topic it auto-creates: Kafka 4.x (KRaft) UNKNOWN_TOPIC_OR_PARTITION
   until the topic exists, the node LEADER_NOT_AVAILABLE (ZooKeeper-era Kafka's answer).
 - AlterConfigs and IncrementalAlterConfigs on the controller listener naming a
@@ -387,3 +389,14 @@ def test_broker_rpcs_at_another_epoch_are_stale(node):
                     {"broker_id": -1, "broker_epoch": -2})
     assert (allocated.error_code, allocated.producer_id_len) == (
         ErrorCode.stale_broker_epoch, 0)
+
+
+def test_a_raft_fetch_for_another_topic_id_is_an_invalid_request(node):
+    response = ask(f"127.0.0.1:{node.controller_port}", ApiKey.FETCH, 13, {
+        "replica_id": 5, "max_wait": 0, "min_bytes": 1, "max_bytes": 1024,
+        "isolation_level": 0, "session_id": 0, "session_epoch": -1,
+        "topics": [{"topic_id": uuid.uuid4(), "partitions": [
+            {"partition": 0, "current_leader_epoch": -1, "fetch_offset": 0,
+             "last_fetched_epoch": -1, "log_start_offset": -1, "partition_max_bytes": 1024}]}],
+        "forgotten_topics_data": [], "rack_id": ""})
+    assert (response.error_code, response.responses) == (ErrorCode.invalid_request, ())

@@ -641,13 +641,12 @@ class RaftManager:
 
     async def handle_fetch(self, request: Request, ctx: Any) -> Any:
         body = request.body
-        if len(body.topics) != 1:
-            return self._invalid(request)
-        topic = body.topics[0]
-        if self._wrong_cluster(request) or topic.topic_id != METADATA_TOPIC_ID:
-            error = (ErrorCode.inconsistent_cluster_id if self._wrong_cluster(request)
-                     else ErrorCode.unknown_topic_id)
-            return self._fetch_response(request, topic.topic_id, error, -1, -1, -1, None, b"")
+        # Kafka's Raft client: the cluster id first, then exactly the metadata topic's
+        # id and partition 0; either failure is a top-level error with no partitions.
+        if self._wrong_cluster(request):
+            return self._respond(request, {"throttle_time": 0, "session_id": 0,
+                                           "error_code": ErrorCode.inconsistent_cluster_id,
+                                           "responses": []})
         p = _only_partition(body.topics, "topic_id", METADATA_TOPIC_ID)
         if p is None:
             return self._invalid(request)
@@ -658,7 +657,7 @@ class RaftManager:
             int(p.fetch_offset), int(p.last_fetched_epoch)),
             source, max_wait / 1000 + self.config.request_timeout_ms / 1000)
         records = b"".join(entries_to_batches(reply.entries)) if reply.entries else b""
-        return self._fetch_response(request, topic.topic_id, reply.error_code, reply.leader_id,
+        return self._fetch_response(request, METADATA_TOPIC_ID, reply.error_code, reply.leader_id,
                                     reply.leader_epoch, reply.high_watermark,
                                     reply.diverging_epoch, records)
 
