@@ -26,6 +26,7 @@ from .apis import ApiKey, request_class, response_class
 from .build import build
 from .errors import FrameTooLargeError, InvalidRequestError, ResponseTooLongError
 from .framecheck import MalformedFrameError, decode_entity
+from .kafka_reader import MAX_STRING_BYTES
 from .parse_checks import parse_refusal
 
 _SIZE = struct.Struct(">i")
@@ -162,6 +163,12 @@ class ServerConnection:
             raise ResponseTooLongError(
                 f"{type(body).__name__} cannot be encoded: {e}") from e
         data = out.getbuffer()
+        # Kafka's writers refuse a string above 32 767 bytes in every version, flexible
+        # ones too, where kio would write it. Only a response at least that long can
+        # hold one, so the walk is skipped for nearly all of them.
+        if len(data) > MAX_STRING_BYTES and (field := _overlong_string(body)) is not None:
+            raise ResponseTooLongError(
+                f"{type(body).__name__}: '{field}' field is too long to be serialized")
         _SIZE.pack_into(data, 0, len(data) - 4)
         return bytes(data)
 
@@ -184,6 +191,28 @@ class ServerConnection:
     @staticmethod
     def response_class(header: RequestHeader) -> type:
         return response_class(header.api_key, header.api_version)
+
+
+def _overlong_string(value: Any) -> str | None:
+    """The name of a string field of `value` (walked through its entities) longer than
+    32 767 bytes in UTF-8, or None."""
+    if isinstance(value, tuple):
+        for item in value:
+            if (found := _overlong_string(item)) is not None:
+                return found
+        return None
+    if not dataclasses.is_dataclass(value) or isinstance(value, type):
+        return None
+    for f in dataclasses.fields(value):
+        item = getattr(value, f.name)
+        if isinstance(item, str):
+            # A character takes at most 4 bytes: only long ones need encoding.
+            if len(item) * 4 > MAX_STRING_BYTES and len(item.encode()) > MAX_STRING_BYTES:
+                return f.name
+        elif (isinstance(item, tuple) or dataclasses.is_dataclass(item)) and (
+                found := _overlong_string(item)) is not None:
+            return found
+    return None
 
 
 def _with_error(value: Any, message: str) -> Any:
