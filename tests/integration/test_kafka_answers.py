@@ -46,6 +46,10 @@ The same frames sent to Kafka 4.4.0 and to the node got different answers:
   BROKER_ID_NOT_REGISTERED or a block of ids.
 - A Raft Fetch on the controller listener naming another topic id than the metadata
   topic's: Kafka INVALID_REQUEST with no partitions, the node UNKNOWN_TOPIC_ID.
+- DeleteTopics v6 entries naming a topic by both name and id, by neither, or by an
+  id no topic has: Kafka INVALID_REQUEST (with its reason) or UNKNOWN_TOPIC_ID before
+  any lookup, so a timeout of 0 does not matter; the node's broker looked the names
+  up and timed out, or answered UNKNOWN_TOPIC_OR_PARTITION for the id.
 - Metadata naming a topic it auto-creates: Kafka 4.x (KRaft) UNKNOWN_TOPIC_OR_PARTITION
   until the topic exists, the node LEADER_NOT_AVAILABLE (ZooKeeper-era Kafka's answer).
 - AlterConfigs and IncrementalAlterConfigs on the controller listener naming a
@@ -400,3 +404,31 @@ def test_a_raft_fetch_for_another_topic_id_is_an_invalid_request(node):
              "last_fetched_epoch": -1, "log_start_offset": -1, "partition_max_bytes": 1024}]}],
         "forgotten_topics_data": [], "rack_id": ""})
     assert (response.error_code, response.responses) == (ErrorCode.invalid_request, ())
+
+
+def test_delete_topics_v6_refuses_entries_naming_both_or_neither(node, bootstrap):
+    some_id = uuid.uuid4()
+    both = {"name": TOPIC, "topic_id": some_id}
+    neither = {"name": None, "topic_id": None}
+    unknown_id = {"name": None, "topic_id": some_id}
+    for listener in (bootstrap, f"127.0.0.1:{node.controller_port}"):
+        # Refused before any lookup: a timeout of 0 does not matter.
+        response = ask(listener, ApiKey.DELETE_TOPICS, 6, {"topics": [both, neither],
+                                                           "timeout": 0})
+        assert sorted(((t.name or "", t.error_code, t.error_message)
+                       for t in response.responses), key=str) == sorted([
+            (TOPIC, ErrorCode.invalid_request,
+             "You may not specify both topic name and topic id."),
+            ("", ErrorCode.invalid_request, "Neither topic name nor id were specified."),
+        ], key=str)
+        # An id is looked up (Kafka's findTopicNames), with the request's deadline.
+        for timeout, error, message in (
+                (5000, ErrorCode.unknown_topic_id, "This server does not host this topic ID."),
+                (0, ErrorCode.request_timed_out, None)):
+            response = ask(listener, ApiKey.DELETE_TOPICS, 6, {
+                "topics": [both, unknown_id], "timeout": timeout})
+            assert ("", error, message) in [(t.name or "", t.error_code, t.error_message)
+                                            for t in response.responses]
+    [topic] = ask(bootstrap, ApiKey.METADATA, 4, {
+        "topics": [{"name": TOPIC}], "allow_auto_topic_creation": False}).topics
+    assert topic.error_code == ErrorCode.none

@@ -12,7 +12,6 @@ import dataclasses
 import logging
 import os
 import random
-import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Protocol
 
@@ -68,6 +67,18 @@ from .metadata_cache import MetadataCache, ZkCachedControllerId
 from .partition import PartitionError, TopicPartition
 from .producer_ids import ProducerIdManager
 from .replica_manager import FetchRequestPartition, FetchResult, ReplicaManager, now_ms
+from .request_rules import (
+    BROKER_ENDPOINT,
+    CONTROLLER_ENDPOINT,
+    UNKNOWN_TOPIC_ID_MESSAGE,
+    deadline_passed,
+    deletable_topic_problem,
+    deletes_something,
+    known_isolation_level,
+    producer_id_and_epoch_agree,
+    transactional_init_refusal,
+    valid_client_software,
+)
 from .topic_creator import TopicAutoCreator
 
 log = logging.getLogger("kafka.server.KafkaApis")
@@ -753,14 +764,29 @@ class KafkaApis:
     async def handle_delete_topics(self, request: Request, ctx: ClientContext) -> Any:
         body = request.body
         version = request.header.api_version
+        entries = ([(t.name, t.topic_id) for t in body.topics] if version >= 6
+                   else [(n, None) for n in body.topic_names])
+        if (self.config["delete.topic.enable"] and deadline_passed(body.timeout)
+                and deletes_something(entries)):
+            # What the controller answers, whose lookups come before authorization.
+            return self._response(request, {"throttle_time": 0, "responses": [
+                {"name": name, "topic_id": topic_id,
+                 "error_code": ErrorCode.request_timed_out, "error_message": None}
+                for name, topic_id in entries]})
+        refused: list[TopicResult] = []
         if version >= 6:
             names = []
             for t in body.topics:
-                if t.name is None and t.topic_id is not None:
-                    found = self.metadata.topic_name(t.topic_id)
-                    names.append(found if found is not None else str(t.topic_id))
-                else:
+                if (problem := deletable_topic_problem(t.name, t.topic_id)) is not None:
+                    refused.append(TopicResult(t.name, ErrorCode.invalid_request, problem,
+                                               t.topic_id))
+                elif t.name is not None:
                     names.append(t.name)
+                elif (found := self.metadata.topic_name(t.topic_id)) is not None:
+                    names.append(found)
+                else:
+                    refused.append(TopicResult(t.name, ErrorCode.unknown_topic_id,
+                                               UNKNOWN_TOPIC_ID_MESSAGE, t.topic_id))
         else:
             names = list(body.topic_names)
         denied = [n for n in dict.fromkeys(names)
@@ -777,6 +803,7 @@ class KafkaApis:
             results = []
         results += [TopicResult(n, ErrorCode.topic_authorization_failed, "Authorization failed.")
                     for n in denied]
+        results = refused + results
         responses = [
             {"name": r.name, "topic_id": r.topic_id, "error_code": r.error,
              "error_message": r.message}
@@ -1291,47 +1318,6 @@ class KafkaApis:
                 parts.append(entry)
             topics.append({"topic": topic.topic, "partitions": parts})
         return self._response(request, {"throttle_time": 0, "topics": topics})
-
-
-# DescribeCluster v1's endpoint types (Kafka's EndpointType).
-BROKER_ENDPOINT = 1
-CONTROLLER_ENDPOINT = 2
-
-
-def producer_id_and_epoch_agree(producer_id: int, producer_epoch: int) -> bool:
-    """InitProducerId gives both a producer id and an epoch, or neither (-1 each):
-    Kafka answers one without the other INVALID_REQUEST."""
-    return (producer_id == -1) == (producer_epoch == -1)
-
-
-def transactional_init_refusal(transactional_id: str, timeout_ms: int, producer_id: int,
-                               producer_epoch: int, max_timeout_ms: int) -> ErrorCode | None:
-    """What Kafka refuses in a transactional InitProducerId before its transaction
-    coordinator looks the id up, in its order: a producer id without an epoch (or the
-    reverse), an empty id, a timeout outside (0, transaction.max.timeout.ms]."""
-    if not producer_id_and_epoch_agree(producer_id, producer_epoch) or not transactional_id:
-        return ErrorCode.invalid_request
-    if not 0 < timeout_ms <= max_timeout_ms:
-        return ErrorCode.invalid_transaction_timeout
-    return None
-
-
-def known_isolation_level(code: int) -> bool:
-    """READ_UNCOMMITTED (0) or READ_COMMITTED (1): the codes Kafka's IsolationLevel has."""
-    return code in (0, 1)
-
-
-# Kafka's ApiVersionsRequest.SOFTWARE_NAME_VERSION_PATTERN.
-_SOFTWARE_NAME_VERSION = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
-
-
-def valid_client_software(body: Any) -> bool:
-    """ApiVersions v3+'s client software name and version match Kafka's pattern (older
-    versions carry neither, and pass)."""
-    return all(
-        _SOFTWARE_NAME_VERSION.fullmatch(getattr(body, field, "") or "") is not None
-        for field in ("client_software_name", "client_software_version")
-    )
 
 
 class UnsupportedRequest(Exception):

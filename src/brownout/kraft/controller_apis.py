@@ -10,7 +10,6 @@ request's version; a node that is not the active controller answers NOT_CONTROLL
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import uuid
 from collections.abc import Callable, Sequence
@@ -29,6 +28,16 @@ from ..broker.apis import (
     alter_reassignments_response,
     elect_leaders_response,
     list_reassignments_response,
+)
+from ..broker.request_rules import (
+    CLUSTER_METADATA_TOPIC,
+    UNKNOWN_TOPIC_ID_MESSAGE,
+    deadline_passed,
+    deletable_topic_problem,
+    deletes_something,
+    known_config_resource_type,
+    known_election_type,
+    named_once,
     valid_client_software,
 )
 from ..common.topic import NewTopic
@@ -41,45 +50,12 @@ from ..controller.quorum_controller import QuorumController
 from ..controller.records import BrokerEndpoint, MetadataRecord
 from ..controller.topics import TopicResult
 from ..protocol.apis import ApiKey
-from ..protocol.build import build, millis
+from ..protocol.build import build
 from ..protocol.connection import Request, ServerConnection
 from .controller_runtime import ControllerRuntime, NotController
 
 # Its lines are the active controller's, as in Kafka's log.
 log = logging.getLogger("kafka.controller.QuorumController")
-
-CLUSTER_METADATA_TOPIC = "__cluster_metadata"
-
-
-# The ids of Kafka 4.x's ConfigResource.Type but UNKNOWN (0): TOPIC, BROKER,
-# BROKER_LOGGER, CLIENT_METRICS, GROUP.
-CONFIG_RESOURCE_TYPES = frozenset({2, 4, 8, 16, 32})
-
-
-def known_config_resource_type(code: int) -> bool:
-    return code in CONFIG_RESOURCE_TYPES
-
-
-def known_election_type(code: int) -> bool:
-    """PREFERRED (0) or UNCLEAN (1), Kafka's ElectionType values."""
-    return code in (0, 1)
-
-
-def deadline_passed(timeout: Any) -> bool:
-    """Kafka's controller queues a request's work with a deadline of now plus the
-    request's timeout, and fails work whose deadline has passed when the queue comes
-    to it: at a timeout of 0 or less, always (REQUEST_TIMED_OUT for the request)."""
-    return millis(timeout) <= 0
-
-
-def named_once(names: Sequence[str | None]) -> list[str]:
-    """The names a request gives exactly once: Kafka answers the others INVALID_REQUEST
-    (duplicates) without queueing any work for them."""
-    counts: dict[str | None, int] = {}
-    for n in names:
-        counts[n] = counts.get(n, 0) + 1
-    return [n for n, c in counts.items() if c == 1 and n is not None]
-
 
 CONTROLLER_APIS: dict[ApiKey, tuple[int, int]] = {
     ApiKey.API_VERSIONS: (0, 3),
@@ -273,22 +249,37 @@ class ControllerApis:
 
     async def handle_delete_topics(self, request: Request, ctx: Any) -> Any:
         body = request.body
+        refused: list[dict[str, Any]] = []
         if request.header.api_version >= 6:
-            names = [t.name for t in body.topics]
+            names = []
+            for t in body.topics:
+                problem = deletable_topic_problem(t.name, t.topic_id)
+                by_id = self.controller.image.topics_by_id.get(t.topic_id)
+                if problem is None and t.name is not None:
+                    names.append(t.name)
+                elif problem is None and by_id is not None:
+                    names.append(by_id.name)
+                else:
+                    refused.append({
+                        "name": t.name, "topic_id": t.topic_id,
+                        "error_message": problem or UNKNOWN_TOPIC_ID_MESSAGE,
+                        "error_code": (ErrorCode.unknown_topic_id if problem is None
+                                       else ErrorCode.invalid_request)})
         else:
             names = list(body.topic_names)
-        if deadline_passed(body.timeout) and _deletes_something(request):
+        entries = _deletable_topics(request)
+        if deadline_passed(body.timeout) and deletes_something(entries):
             return self._response(request, {"throttle_time": 0, "responses": [
-                {"name": t.name, "topic_id": t.topic_id,
+                {"name": name, "topic_id": topic_id,
                  "error_code": ErrorCode.request_timed_out, "error_message": None}
-                for t in _deletable_topics(request)]})
+                for name, topic_id in entries]})
         try:
             results: list[TopicResult] = await self.runtime.run(
                 lambda _o: self.controller.delete_topics(names)
             )
         except NotController:
             results = [TopicResult(n, ErrorCode.not_controller) for n in names]
-        return self._response(request, {"throttle_time": 0, "responses": [
+        return self._response(request, {"throttle_time": 0, "responses": refused + [
             {"name": r.name, "topic_id": r.topic_id, "error_code": r.error,
              "error_message": r.message}
             for r in results
@@ -456,25 +447,9 @@ def _split(outcome: tuple[Any, Any, list[MetadataRecord]]) -> tuple[Any, list[Me
     return (error, results), records
 
 
-def _deletable_topics(request: Request) -> list[Any]:
-    """DeleteTopics' topics as v6 names them (name or id); earlier versions, names."""
+def _deletable_topics(request: Request) -> list[tuple[str | None, uuid.UUID | None]]:
+    """DeleteTopics' entries as (name, id): v6 names either, earlier versions names."""
     body = request.body
     if request.header.api_version >= 6:
-        return list(body.topics)
-    return [_NamedTopic(n, None) for n in body.topic_names]
-
-
-def _deletes_something(request: Request) -> bool:
-    """Whether Kafka's controller would look up any topic: a name or an id given once,
-    not both in one entry."""
-    topics = _deletable_topics(request)
-    names = [t.name for t in topics if t.topic_id in (None, uuid.UUID(int=0))]
-    ids = [str(t.topic_id) for t in topics
-           if t.name is None and t.topic_id not in (None, uuid.UUID(int=0))]
-    return bool(named_once(names) or named_once(ids))
-
-
-@dataclasses.dataclass(frozen=True)
-class _NamedTopic:
-    name: str | None
-    topic_id: uuid.UUID | None
+        return [(t.name, t.topic_id) for t in body.topics]
+    return [(n, None) for n in body.topic_names]

@@ -7,20 +7,21 @@ before Kafka's transaction coordinator looks the id up."""
 from __future__ import annotations
 
 import datetime
+import uuid
 
 import pytest
 from kio.schema.errors import ErrorCode
 
-from brownout.broker.apis import (
-    known_isolation_level,
-    producer_id_and_epoch_agree,
-    transactional_init_refusal,
-)
-from brownout.kraft.controller_apis import (
+from brownout.broker.request_rules import (
     deadline_passed,
+    deletable_topic_problem,
+    deletes_something,
     known_config_resource_type,
     known_election_type,
+    known_isolation_level,
     named_once,
+    producer_id_and_epoch_agree,
+    transactional_init_refusal,
 )
 
 
@@ -70,3 +71,29 @@ def test_transactional_init_refusal(txn_id, timeout_ms, producer_id, epoch, erro
 @pytest.mark.parametrize(("code", "known"), [(0, True), (1, True), (2, False), (127, False)])
 def test_known_election_type(code, known):
     assert known_election_type(code) is known
+
+
+ID = uuid.UUID(int=5)
+ZERO = uuid.UUID(int=0)
+
+
+@pytest.mark.parametrize(("name", "topic_id", "problem"), [
+    ("t", None, None), ("t", ZERO, None), (None, ID, None),
+    ("t", ID, "You may not specify both topic name and topic id."),
+    (None, None, "Neither topic name nor id were specified."),
+    (None, ZERO, "Neither topic name nor id were specified."),
+])
+def test_deletable_topic_problem(name, topic_id, problem):
+    assert deletable_topic_problem(name, topic_id) == problem
+
+
+@pytest.mark.parametrize(("entries", "looked_up"), [
+    ([("t", None)], True),
+    ([(None, ID)], True),
+    ([("t", None), ("t", None)], False),  # a duplicate: INVALID_REQUEST, no lookup
+    ([("t", ID), (None, None)], False),  # both and neither: refused before any lookup
+    ([("t", ID), (None, ID)], True),
+    ([], False),
+])
+def test_deletes_something(entries, looked_up):
+    assert deletes_something(entries) is looked_up
