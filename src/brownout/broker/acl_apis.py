@@ -33,6 +33,8 @@ ACL_AUTHORIZER = "kafka.security.authorizer.AclAuthorizer"
 AUTHORIZERS = (STANDARD_AUTHORIZER, ACL_AUTHORIZER)
 
 SECURITY_DISABLED_MESSAGE = "No Authorizer is configured on the broker"
+# What Kafka says to CreateAcls and DeleteAcls without an authorizer, on either listener.
+NO_AUTHORIZER_MESSAGE = "No Authorizer is configured."
 
 
 class AuthorizerConfigError(ValueError):

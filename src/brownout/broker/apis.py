@@ -12,7 +12,6 @@ import dataclasses
 import logging
 import os
 import random
-import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Protocol
 
@@ -34,10 +33,11 @@ from ..protocol.errors import (
     InvalidRecordError,
     UnsupportedCompressionTypeError,
 )
-from ..protocol.records import check_produce_records
-from ..security.authorizer import AclOperation
+from ..protocol.records import check_produce_records, first_batch_is_transactional
+from ..security.authorizer import AclOperation, ResourceType
 from . import describe_topic_partitions as dtp
 from .acl_apis import (
+    NO_AUTHORIZER_MESSAGE,
     SECURITY_DISABLED_MESSAGE,
     AuthHelper,
     acl_filter,
@@ -67,6 +67,18 @@ from .metadata_cache import MetadataCache, ZkCachedControllerId
 from .partition import PartitionError, TopicPartition
 from .producer_ids import ProducerIdManager
 from .replica_manager import FetchRequestPartition, FetchResult, ReplicaManager, now_ms
+from .request_rules import (
+    BROKER_ENDPOINT,
+    CONTROLLER_ENDPOINT,
+    UNKNOWN_TOPIC_ID_MESSAGE,
+    deadline_passed,
+    deletable_topic_problem,
+    deletes_something,
+    known_isolation_level,
+    producer_id_and_epoch_agree,
+    transactional_init_refusal,
+    valid_client_software,
+)
 from .topic_creator import TopicAutoCreator
 
 log = logging.getLogger("kafka.server.KafkaApis")
@@ -199,7 +211,7 @@ class KafkaApis:
         )
 
     async def handle_api_versions(self, request: Request, ctx: ClientContext) -> Any:
-        if request.header.api_version >= 3 and not _valid_client_software(request.body):
+        if request.header.api_version >= 3 and not valid_client_software(request.body):
             # KIP-511: Kafka checks the client's software name and version and answers
             # INVALID_REQUEST, without the API list, when either is malformed.
             return self._response(request, {"error_code": ErrorCode.invalid_request,
@@ -373,7 +385,13 @@ class KafkaApis:
                 name not in INTERNAL_TOPICS and name != CLUSTER_METADATA_TOPIC
             ):
                 self.topic_creator.request([NewTopic(name)])
-                return {"error_code": ErrorCode.leader_not_available, "name": name,
+                # A KRaft broker sends the creation to the controller and answers
+                # UNKNOWN_TOPIC_OR_PARTITION; a ZooKeeper-mode broker writes it
+                # itself and answers LEADER_NOT_AVAILABLE (Kafka's
+                # AutoTopicCreationManager).
+                error = (ErrorCode.leader_not_available if self.config.is_zookeeper_mode
+                         else ErrorCode.unknown_topic_or_partition)
+                return {"error_code": error, "name": name,
                         "topic_id": None, "is_internal": False, "partitions": []}
         return self._topic_metadata(name, listener, version)
 
@@ -397,6 +415,16 @@ class KafkaApis:
         timeout_ms = millis(body.timeout)
         entries: dict[TopicPartition, bytes] = {}
         errors: dict[TopicPartition, ErrorCode] = {}
+        if (refusal := self._produce_refusal(body, ctx)) is not None:
+            if acks == 0:
+                raise CloseConnection(f"acks=0 produce refused: {refusal[1]}")
+            return self._response(request, {"throttle_time": 0, "responses": [
+                {"name": topic.name, "partition_responses": [
+                    {"index": int(p.index), "error_code": refusal[0], "base_offset": -1,
+                     "log_append_time": -1, "log_start_offset": -1, "record_errors": [],
+                     "error_message": refusal[1]}
+                    for p in topic.partition_data]}
+                for topic in body.topic_data]})
         for topic in body.topic_data:
             for p in topic.partition_data:
                 tp = TopicPartition(topic.name, int(p.index))
@@ -456,6 +484,24 @@ class KafkaApis:
                 "throttle_time": 0,
             },
         )
+
+    def _produce_refusal(
+        self, body: Any, ctx: ClientContext
+    ) -> tuple[ErrorCode, str | None] | None:
+        """What refuses a whole Produce request before any partition is looked at, as
+        Kafka's handler does: each partition's first batch is read until one is
+        transactional, and a batch header that cannot be read is CORRUPT_MESSAGE; a
+        transactional batch needs a transactional id the principal may write."""
+        try:
+            transactional = any(first_batch_is_transactional(p.records)
+                                for t in body.topic_data for p in t.partition_data)
+        except CorruptRecordError as e:
+            return ErrorCode.corrupt_message, str(e)
+        txn_id = getattr(body, "transactional_id", None)
+        if transactional and (txn_id is None or not self.auth.allowed(
+                ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, txn_id)):
+            return ErrorCode.transactional_id_authorization_failed, None
+        return None
 
     # -- Fetch ----------------------------------------------------------------------
 
@@ -569,6 +615,19 @@ class KafkaApis:
     async def handle_list_offsets(self, request: Request, ctx: ClientContext) -> Any:
         body = request.body
         replica_id = int(body.replica_id)
+        if not known_isolation_level(int(getattr(body, "isolation_level", 0))) and any(
+                self.auth.topic_allowed(ctx, AclOperation.DESCRIBE, t.name)
+                for t in body.topics):
+            # Kafka reads the isolation level only once some topic may be described,
+            # and its IsolationLevel.forId throws on a code it does not know: the whole
+            # request is answered UNKNOWN_SERVER_ERROR.
+            return self._response(request, {"throttle_time": 0, "topics": [
+                {"name": t.name, "partitions": [
+                    {"partition_index": int(p.partition_index), "timestamp": -1,
+                     "offset": -1, "leader_epoch": -1, "old_style_offsets": [],
+                     "error_code": ErrorCode.unknown_server_error}
+                    for p in t.partitions]}
+                for t in body.topics]})
         topics = []
         for topic in body.topics:
             parts = []
@@ -671,7 +730,7 @@ class KafkaApis:
                 )
             )
         results = await self.controller.create_topics(
-            topics, validate_only=bool(body.validate_only), timeout_ms=_timeout_ms(body)
+            topics, validate_only=bool(body.validate_only), timeout_ms=millis(body.timeout)
         ) if topics else []
         results = [*results, *(TopicResult(n, ErrorCode.topic_authorization_failed,
                                            "Authorization failed.") for n in denied)]
@@ -705,14 +764,29 @@ class KafkaApis:
     async def handle_delete_topics(self, request: Request, ctx: ClientContext) -> Any:
         body = request.body
         version = request.header.api_version
+        entries = ([(t.name, t.topic_id) for t in body.topics] if version >= 6
+                   else [(n, None) for n in body.topic_names])
+        if (self.config["delete.topic.enable"] and deadline_passed(body.timeout)
+                and deletes_something(entries)):
+            # What the controller answers, whose lookups come before authorization.
+            return self._response(request, {"throttle_time": 0, "responses": [
+                {"name": name, "topic_id": topic_id,
+                 "error_code": ErrorCode.request_timed_out, "error_message": None}
+                for name, topic_id in entries]})
+        refused: list[TopicResult] = []
         if version >= 6:
             names = []
             for t in body.topics:
-                if t.name is None and t.topic_id is not None:
-                    found = self.metadata.topic_name(t.topic_id)
-                    names.append(found if found is not None else str(t.topic_id))
-                else:
+                if (problem := deletable_topic_problem(t.name, t.topic_id)) is not None:
+                    refused.append(TopicResult(t.name, ErrorCode.invalid_request, problem,
+                                               t.topic_id))
+                elif t.name is not None:
                     names.append(t.name)
+                elif (found := self.metadata.topic_name(t.topic_id)) is not None:
+                    names.append(found)
+                else:
+                    refused.append(TopicResult(t.name, ErrorCode.unknown_topic_id,
+                                               UNKNOWN_TOPIC_ID_MESSAGE, t.topic_id))
         else:
             names = list(body.topic_names)
         denied = [n for n in dict.fromkeys(names)
@@ -724,11 +798,12 @@ class KafkaApis:
         elif names:
             # The controller decides everything else (duplicates, internal topics),
             # so a request on either listener gets the same answer.
-            results = await self.controller.delete_topics(names, timeout_ms=_timeout_ms(body))
+            results = await self.controller.delete_topics(names, timeout_ms=millis(body.timeout))
         else:
             results = []
         results += [TopicResult(n, ErrorCode.topic_authorization_failed, "Authorization failed.")
                     for n in denied]
+        results = refused + results
         responses = [
             {"name": r.name, "topic_id": r.topic_id, "error_code": r.error,
              "error_message": r.message}
@@ -955,7 +1030,7 @@ class KafkaApis:
                                                                    t.name)]
         topics = [t for t in topics if t.name not in denied]
         results = await self.controller.create_partitions(
-            topics, validate_only=bool(body.validate_only), timeout_ms=_timeout_ms(body)
+            topics, validate_only=bool(body.validate_only), timeout_ms=millis(body.timeout)
         ) if topics else []
         return self._response(request, {"throttle_time": 0, "results": [
             *({"name": r.name, "error_code": r.error, "error_message": r.message}
@@ -973,7 +1048,7 @@ class KafkaApis:
             (t.topic, [int(p) for p in t.partitions]) for t in body.topic_partitions]
         # A KRaft broker forwards the whole request; the controller decides and writes.
         error, answers = await self.controller.elect_leaders(
-            election_type, partitions, timeout_ms=_timeout_ms(body))
+            election_type, partitions, timeout_ms=millis(body.timeout))
         return self._response(request, elect_leaders_response(error, answers))
 
     # -- DescribeQuorum -------------------------------------------------------------
@@ -995,7 +1070,7 @@ class KafkaApis:
         body = request.body
         response = await self.controller.forward(
             ApiKey.ALTER_PARTITION_REASSIGNMENTS, request.header.api_version, body,
-            timeout_ms=_timeout_ms(body))
+            timeout_ms=millis(body.timeout))
         if response is None:
             return self._response(request, alter_reassignments_response(
                 ErrorCode.request_timed_out, [],
@@ -1006,7 +1081,7 @@ class KafkaApis:
         body = request.body
         response = await self.controller.forward(
             ApiKey.LIST_PARTITION_REASSIGNMENTS, request.header.api_version, body,
-            timeout_ms=_timeout_ms(body))
+            timeout_ms=millis(body.timeout))
         if response is None:
             return self._response(request, list_reassignments_response(
                 ErrorCode.request_timed_out, [],
@@ -1077,6 +1152,21 @@ class KafkaApis:
     # -- DescribeCluster ------------------------------------------------------------
 
     async def handle_describe_cluster(self, request: Request, ctx: ClientContext) -> Any:
+        endpoint_type = int(getattr(request.body, "endpoint_type", BROKER_ENDPOINT))
+        if endpoint_type != BROKER_ENDPOINT:
+            # Kafka's broker: CONTROLLER (2) is the wrong endpoint, any other code one
+            # it does not know; both before authorization.
+            error, message = ((ErrorCode.mismatched_endpoint_type,
+                               "The request was sent to an endpoint of type BROKER, but we "
+                               "wanted an endpoint of type CONTROLLER")
+                              if endpoint_type == CONTROLLER_ENDPOINT else
+                              (ErrorCode.unsupported_endpoint_type,
+                               f"Unsupported endpoint type {endpoint_type}"))
+            return self._response(request, {
+                "throttle_time": 0, "error_code": error, "error_message": message,
+                "endpoint_type": BROKER_ENDPOINT, "cluster_id": "", "controller_id": -1,
+                "brokers": [],
+                "cluster_authorized_operations": CLUSTER_AUTHORIZED_OPERATIONS_OMITTED})
         if not self.auth.allowed(ctx, AclOperation.DESCRIBE):
             return self._response(request, {
                 "throttle_time": 0, "error_code": ErrorCode.cluster_authorization_failed,
@@ -1105,13 +1195,25 @@ class KafkaApis:
 
     async def handle_init_producer_id(self, request: Request, ctx: ClientContext) -> Any:
         body = request.body
-        if body.transactional_id is not None:
-            # Transactions are out of the lab's scope; say so instead of pretending.
-            return self._response(
-                request,
-                {"throttle_time": 0, "error_code": ErrorCode.transactional_id_authorization_failed,
-                 "producer_id": -1, "producer_epoch": -1},
-            )
+        txn_id = body.transactional_id
+        producer_id = int(getattr(body, "producer_id", -1))
+        producer_epoch = int(getattr(body, "producer_epoch", -1))
+
+        def refused(error: ErrorCode) -> Any:
+            return self._response(request, {"throttle_time": 0, "error_code": error,
+                                            "producer_id": -1, "producer_epoch": -1})
+
+        if txn_id is not None:
+            if not self.auth.allowed(ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID,
+                                     txn_id):
+                return refused(ErrorCode.transactional_id_authorization_failed)
+            # Transactions are out of the lab's scope: what Kafka refuses before its
+            # transaction coordinator looks at the id is refused the same way, the
+            # rest is answered TRANSACTIONAL_ID_AUTHORIZATION_FAILED, not pretended.
+            return refused(transactional_init_refusal(
+                txn_id, millis(body.transaction_timeout), producer_id, producer_epoch,
+                self.config["transaction.max.timeout.ms"])
+                or ErrorCode.transactional_id_authorization_failed)
         # An idempotent producer needs IDEMPOTENT_WRITE on the cluster or WRITE on some
         # topic (KIP-679).
         if self.auth.enabled and not (
@@ -1119,14 +1221,11 @@ class KafkaApis:
             or any(self.auth.topic_allowed(ctx, AclOperation.WRITE, t)
                    for t in self.metadata.all_topics())
         ):
-            return self._response(
-                request,
-                {"throttle_time": 0, "error_code": ErrorCode.cluster_authorization_failed,
-                 "producer_id": -1, "producer_epoch": -1},
-            )
+            return refused(ErrorCode.cluster_authorization_failed)
+        if not producer_id_and_epoch_agree(producer_id, producer_epoch):
+            return refused(ErrorCode.invalid_request)
         error, producer_id, epoch = await self.producer_ids.init_producer_id(
-            int(getattr(body, "producer_id", -1)), int(getattr(body, "producer_epoch", -1))
-        )
+            producer_id, producer_epoch)
         return self._response(
             request,
             {"throttle_time": 0, "error_code": error, "producer_id": producer_id,
@@ -1154,7 +1253,7 @@ class KafkaApis:
         """Why CreateAcls/DeleteAcls are refused outright (none: they are not): no
         authorizer configured, or no ALTER on the cluster."""
         if not self.auth.enabled:
-            return ErrorCode.security_disabled, SECURITY_DISABLED_MESSAGE
+            return ErrorCode.security_disabled, NO_AUTHORIZER_MESSAGE
         if not self.auth.allowed(ctx, AclOperation.ALTER):
             return ErrorCode.cluster_authorization_failed, None
         return ErrorCode.none, None
@@ -1219,17 +1318,6 @@ class KafkaApis:
                 parts.append(entry)
             topics.append({"topic": topic.topic, "partitions": parts})
         return self._response(request, {"throttle_time": 0, "topics": topics})
-
-
-# Kafka's ApiVersionsRequest.SOFTWARE_NAME_VERSION_PATTERN.
-_SOFTWARE_NAME_VERSION = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
-
-
-def _valid_client_software(body: Any) -> bool:
-    return all(
-        _SOFTWARE_NAME_VERSION.fullmatch(getattr(body, field, "") or "") is not None
-        for field in ("client_software_name", "client_software_version")
-    )
 
 
 class UnsupportedRequest(Exception):
@@ -1319,13 +1407,6 @@ def elect_leaders_response(error: ErrorCode, answers: list[TopicElections]) -> d
             for a in answers
         ],
     }
-
-
-def _timeout_ms(body: Any) -> int | None:
-    """A CreateTopics/DeleteTopics request's own timeout; None (the broker's
-    request.timeout.ms) when it gives none that can be waited for."""
-    timeout = millis(body.timeout)
-    return timeout if timeout > 0 else None
 
 
 def _fetch_replica_id(body: Any) -> int:

@@ -89,11 +89,12 @@ class RemoteControllerChannel:
                  "configs": [{"name": k, "value": v} for k, v in t.configs.items()]}
                 for t in topics
             ],
-            "timeout": timeout_ms or self.request_timeout_ms,
+            "timeout": self.request_timeout_ms if timeout_ms is None else timeout_ms,
             "validate_only": validate_only,
         })
         try:
-            response = await self.send(ApiKey.CREATE_TOPICS, 7, body, timeout_ms=timeout_ms)
+            response = await self.send(ApiKey.CREATE_TOPICS, 7, body,
+                                       timeout_ms=_wait_ms(timeout_ms))
         except ControllerUnavailable as e:
             return [TopicResult(n, ErrorCode.request_timed_out, str(e))
                     for n in dict.fromkeys(t.name for t in topics)]
@@ -108,10 +109,11 @@ class RemoteControllerChannel:
     ) -> list[TopicResult]:
         body = build(request_class(ApiKey.DELETE_TOPICS, 6), {
             "topics": [{"name": n, "topic_id": None} for n in names],
-            "timeout": timeout_ms or self.request_timeout_ms,
+            "timeout": self.request_timeout_ms if timeout_ms is None else timeout_ms,
         })
         try:
-            response = await self.send(ApiKey.DELETE_TOPICS, 6, body, timeout_ms=timeout_ms)
+            response = await self.send(ApiKey.DELETE_TOPICS, 6, body,
+                                       timeout_ms=_wait_ms(timeout_ms))
         except ControllerUnavailable as e:
             return [TopicResult(n, ErrorCode.request_timed_out, str(e))
                     for n in dict.fromkeys(names)]
@@ -131,11 +133,12 @@ class RemoteControllerChannel:
                  else [{"broker_ids": list(a)} for a in t.assignments]}
                 for t in topics
             ],
-            "timeout": timeout_ms or self.request_timeout_ms,
+            "timeout": self.request_timeout_ms if timeout_ms is None else timeout_ms,
             "validate_only": validate_only,
         })
         try:
-            response = await self.send(ApiKey.CREATE_PARTITIONS, 3, body, timeout_ms=timeout_ms)
+            response = await self.send(ApiKey.CREATE_PARTITIONS, 3, body,
+                                       timeout_ms=_wait_ms(timeout_ms))
         except ControllerUnavailable as e:
             return [PartitionsResult(n, ErrorCode.request_timed_out, str(e))
                     for n in dict.fromkeys(t.name for t in topics)]
@@ -150,10 +153,11 @@ class RemoteControllerChannel:
             "election_type": election_type,
             "topic_partitions": None if topic_partitions is None else [
                 {"topic": t, "partitions": list(ps)} for t, ps in topic_partitions],
-            "timeout": timeout_ms or self.request_timeout_ms,
+            "timeout": self.request_timeout_ms if timeout_ms is None else timeout_ms,
         })
         try:
-            response = await self.send(ApiKey.ELECT_LEADERS, 2, body, timeout_ms=timeout_ms)
+            response = await self.send(ApiKey.ELECT_LEADERS, 2, body,
+                                       timeout_ms=_wait_ms(timeout_ms))
         except ControllerUnavailable:
             return ErrorCode.request_timed_out, []
         return response.error_code, [
@@ -259,3 +263,10 @@ class RemoteControllerChannel:
         if response.error_code != ErrorCode.none:
             return response.error_code
         return response.topics[0].partitions[0]
+
+
+def _wait_ms(timeout_ms: int | None) -> int | None:
+    """How long to wait for the controller: a request's timeout of 0 or less goes to
+    the controller as it is (which answers REQUEST_TIMED_OUT, as Kafka's does), but
+    the broker still waits its request.timeout.ms for that answer."""
+    return timeout_ms if timeout_ms is not None and timeout_ms > 0 else None

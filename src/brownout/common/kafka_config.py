@@ -216,6 +216,7 @@ BROKER_CONFIG = ConfigDef(
         ConfigKey("transaction.state.log.replication.factor", SHORT, 3, "", at_least(1)),
         ConfigKey("transaction.state.log.min.isr", INT, 2, "", at_least(1)),
         ConfigKey("transaction.state.log.num.partitions", INT, 50, "", at_least(1)),
+        ConfigKey("transaction.max.timeout.ms", INT, 900000, "", at_least(1)),
         ConfigKey("producer.id.expiration.ms", INT, 86400000),
         # ZooKeeper mode
         ConfigKey("zookeeper.connect", S, None),

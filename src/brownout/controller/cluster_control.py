@@ -234,9 +234,8 @@ class ClusterControl:
         next_offset: int,
     ) -> tuple[HeartbeatResult, list[MetadataRecord]]:
         reg = self.image.brokers.get(broker_id)
-        if reg is None:
-            return HeartbeatResult(ErrorCode.broker_id_not_registered), []
-        if reg.broker_epoch != broker_epoch:
+        # Kafka's checkBrokerEpoch: an unknown broker is a stale epoch too.
+        if reg is None or reg.broker_epoch != broker_epoch:
             return HeartbeatResult(ErrorCode.stale_broker_epoch), []
         self.last_contact_ms[broker_id] = now_ms
         caught_up = metadata_offset >= reg.broker_epoch

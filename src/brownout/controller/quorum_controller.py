@@ -197,7 +197,12 @@ class QuorumController:
 
     def allocate_producer_ids(
         self, broker_id: int, broker_epoch: int
-    ) -> tuple[range, list[MetadataRecord]]:
+    ) -> tuple[tuple[ErrorCode, range], list[MetadataRecord]]:
+        """(error, the next block) and its record: only for a registered broker at its
+        current epoch (Kafka's checkBrokerEpoch: STALE_BROKER_EPOCH otherwise)."""
+        reg = self.image.brokers.get(broker_id)
+        if reg is None or reg.broker_epoch != broker_epoch:
+            return (ErrorCode.stale_broker_epoch, range(0)), []
         start = self.image.next_producer_id
         block = range(start, start + PRODUCER_ID_BLOCK_SIZE)
-        return block, [ProducerIdsRecord(broker_id, broker_epoch, block.stop)]
+        return (ErrorCode.none, block), [ProducerIdsRecord(broker_id, broker_epoch, block.stop)]

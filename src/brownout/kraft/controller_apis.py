@@ -17,18 +17,34 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from ..broker.acl_apis import acl_filter, acl_from_creation, delete_acls_response
+from ..broker.acl_apis import (
+    NO_AUTHORIZER_MESSAGE,
+    acl_filter,
+    acl_from_creation,
+    delete_acls_response,
+)
 from ..broker.apis import (
     UnsupportedRequest,
     alter_reassignments_response,
     elect_leaders_response,
     list_reassignments_response,
 )
+from ..broker.request_rules import (
+    CLUSTER_METADATA_TOPIC,
+    UNKNOWN_TOPIC_ID_MESSAGE,
+    deadline_passed,
+    deletable_topic_problem,
+    deletes_something,
+    known_config_resource_type,
+    known_election_type,
+    named_once,
+    valid_client_software,
+)
 from ..common.topic import NewTopic
 from ..controller.acls import AclCreationResult, AclDeletionResult
 from ..controller.cluster_control import IsrChange
 from ..controller.configs import AlterableConfig, ConfigResource, ConfigResult
-from ..controller.elections import PREFERRED, TopicElections
+from ..controller.elections import PREFERRED, ElectionResult, TopicElections
 from ..controller.partitions import NewPartitions, PartitionsResult
 from ..controller.quorum_controller import QuorumController
 from ..controller.records import BrokerEndpoint, MetadataRecord
@@ -40,7 +56,6 @@ from .controller_runtime import ControllerRuntime, NotController
 
 # Its lines are the active controller's, as in Kafka's log.
 log = logging.getLogger("kafka.controller.QuorumController")
-
 
 CONTROLLER_APIS: dict[ApiKey, tuple[int, int]] = {
     ApiKey.API_VERSIONS: (0, 3),
@@ -64,8 +79,12 @@ CONTROLLER_APIS: dict[ApiKey, tuple[int, int]] = {
 class ControllerApis:
     """Requests that arrive on the controller listener."""
 
-    def __init__(self, runtime: ControllerRuntime, raft_handlers: dict[int, Any]) -> None:
+    def __init__(self, runtime: ControllerRuntime, raft_handlers: dict[int, Any],
+                 authorizer_configured: bool = False) -> None:
         self.runtime = runtime
+        # Kafka's controller answers ACL changes through its own authorizer: without
+        # one, SECURITY_DISABLED, whatever the broker that forwarded them has.
+        self.authorizer_configured = authorizer_configured
         self.supported = dict(CONTROLLER_APIS)
         self._handlers: dict[int, Any] = {
             ApiKey.API_VERSIONS: self.handle_api_versions,
@@ -104,6 +123,9 @@ class ControllerApis:
         return await self._handlers[request.header.api_key](request, ctx)
 
     async def handle_api_versions(self, request: Request, ctx: Any) -> Any:
+        if not valid_client_software(request.body):
+            return self._response(request, {"error_code": ErrorCode.invalid_request,
+                                            "api_keys": [], "throttle_time": 0})
         keys = [{"api_key": int(k), "min_version": lo, "max_version": hi}
                 for k, (lo, hi) in sorted(self.supported.items())]
         return self._response(request, {"error_code": ErrorCode.none, "api_keys": keys,
@@ -197,6 +219,14 @@ class ControllerApis:
 
     async def handle_create_topics(self, request: Request, ctx: Any) -> Any:
         body = request.body
+        names = [t.name for t in body.topics]
+        if deadline_passed(body.timeout) and any(
+                n != CLUSTER_METADATA_TOPIC for n in named_once(names)):
+            return self._response(request, {"throttle_time": 0, "topics": [
+                {"name": n, "topic_id": None, "error_code": ErrorCode.request_timed_out,
+                 "error_message": None, "num_partitions": -1, "replication_factor": -1,
+                 "configs": []}
+                for n in names]})
         topics = [
             NewTopic(t.name, int(t.num_partitions), int(t.replication_factor),
                      {int(a.partition_index): list(a.broker_ids) for a in t.assignments},
@@ -219,17 +249,37 @@ class ControllerApis:
 
     async def handle_delete_topics(self, request: Request, ctx: Any) -> Any:
         body = request.body
+        refused: list[dict[str, Any]] = []
         if request.header.api_version >= 6:
-            names = [t.name for t in body.topics]
+            names = []
+            for t in body.topics:
+                problem = deletable_topic_problem(t.name, t.topic_id)
+                by_id = self.controller.image.topics_by_id.get(t.topic_id)
+                if problem is None and t.name is not None:
+                    names.append(t.name)
+                elif problem is None and by_id is not None:
+                    names.append(by_id.name)
+                else:
+                    refused.append({
+                        "name": t.name, "topic_id": t.topic_id,
+                        "error_message": problem or UNKNOWN_TOPIC_ID_MESSAGE,
+                        "error_code": (ErrorCode.unknown_topic_id if problem is None
+                                       else ErrorCode.invalid_request)})
         else:
             names = list(body.topic_names)
+        entries = _deletable_topics(request)
+        if deadline_passed(body.timeout) and deletes_something(entries):
+            return self._response(request, {"throttle_time": 0, "responses": [
+                {"name": name, "topic_id": topic_id,
+                 "error_code": ErrorCode.request_timed_out, "error_message": None}
+                for name, topic_id in entries]})
         try:
             results: list[TopicResult] = await self.runtime.run(
                 lambda _o: self.controller.delete_topics(names)
             )
         except NotController:
             results = [TopicResult(n, ErrorCode.not_controller) for n in names]
-        return self._response(request, {"throttle_time": 0, "responses": [
+        return self._response(request, {"throttle_time": 0, "responses": refused + [
             {"name": r.name, "topic_id": r.topic_id, "error_code": r.error,
              "error_message": r.message}
             for r in results
@@ -237,6 +287,10 @@ class ControllerApis:
 
     async def handle_create_partitions(self, request: Request, ctx: Any) -> Any:
         body = request.body
+        if deadline_passed(body.timeout) and named_once([t.name for t in body.topics]):
+            return self._response(request, {"throttle_time": 0, "results": [
+                {"name": t.name, "error_code": ErrorCode.request_timed_out,
+                 "error_message": None} for t in body.topics]})
         topics = [NewPartitions.from_request(t) for t in body.topics]
         try:
             results: list[PartitionsResult] = await self.runtime.run(
@@ -256,6 +310,17 @@ class ControllerApis:
         election_type = int(getattr(body, "election_type", PREFERRED))  # v0: preferred
         partitions = None if body.topic_partitions is None else [
             (t.topic, [int(p) for p in t.partitions]) for t in body.topic_partitions]
+        if partitions != [] and (deadline_passed(body.timeout)
+                                 or not known_election_type(election_type)):
+            # Queued work that fails as a whole: its deadline has passed, or Kafka's
+            # ReplicationControlManager refuses the election type.
+            error, message = ((ErrorCode.request_timed_out, None)
+                              if deadline_passed(body.timeout) else
+                              (ErrorCode.invalid_request,
+                               f"Unknown election type {election_type}"))
+            return self._response(request, elect_leaders_response(
+                error, [TopicElections(t, tuple(ElectionResult(p, error, message) for p in ps))
+                        for t, ps in partitions or []]))
         try:
             answers: list[TopicElections] = await self.runtime.run(
                 lambda _o: self.controller.elect_leaders(election_type, partitions))
@@ -293,6 +358,10 @@ class ControllerApis:
 
     async def handle_create_acls(self, request: Request, ctx: Any) -> Any:
         creations = [acl_from_creation(c) for c in request.body.creations]
+        if not self.authorizer_configured:
+            return self._response(request, {"throttle_time": 0, "results": [
+                {"error_code": ErrorCode.security_disabled,
+                 "error_message": NO_AUTHORIZER_MESSAGE} for _ in creations]})
         try:
             results: list[AclCreationResult] = await self.runtime.run(
                 lambda _o: self.controller.create_acls(creations))
@@ -303,6 +372,10 @@ class ControllerApis:
 
     async def handle_delete_acls(self, request: Request, ctx: Any) -> Any:
         filters = [acl_filter(f) for f in request.body.filters]
+        if not self.authorizer_configured:
+            return self._response(request, delete_acls_response(
+                [AclDeletionResult(ErrorCode.security_disabled, NO_AUTHORIZER_MESSAGE)]
+                * len(filters)))
         try:
             results: list[AclDeletionResult] = await self.runtime.run(
                 lambda _o: self.controller.delete_acls(filters))
@@ -317,9 +390,10 @@ class ControllerApis:
              [AlterableConfig(c.name, int(c.config_operation), c.value) for c in r.configs])
             for r in body.resources
         ]
+        known = [r for r in resources if known_config_resource_type(r[0].type)]
         return await self._alter_configs(
-            request, resources, lambda: self.controller.incremental_alter_configs(
-                resources, validate_only=bool(body.validate_only)))
+            request, resources, known, lambda: self.controller.incremental_alter_configs(
+                known, validate_only=bool(body.validate_only)))
 
     async def handle_alter_configs(self, request: Request, ctx: Any) -> Any:
         body = request.body
@@ -328,37 +402,43 @@ class ControllerApis:
              {c.name: c.value for c in r.configs})
             for r in body.resources
         ]
+        known = [r for r in resources if known_config_resource_type(r[0].type)]
         return await self._alter_configs(
-            request, resources, lambda: self.controller.legacy_alter_configs(
-                resources, validate_only=bool(body.validate_only)))
+            request, resources, known, lambda: self.controller.legacy_alter_configs(
+                known, validate_only=bool(body.validate_only)))
 
     async def _alter_configs(
         self, request: Request, resources: Sequence[tuple[ConfigResource, Any]],
+        known: Sequence[tuple[ConfigResource, Any]],
         decide: Callable[[], tuple[list[ConfigResult], list[MetadataRecord]]],
     ) -> Any:
+        # Kafka's ControllerApis answers a type its ConfigResource.Type does not know
+        # before anything else, then appends the controller's results.
+        unknown = [{"error_code": ErrorCode.unsupported_version,
+                    "error_message": f"Unknown resource type {res.type}.",
+                    "resource_type": res.type, "resource_name": res.name}
+                   for res, _ in resources if not known_config_resource_type(res.type)]
         try:
             results: list[ConfigResult] = await self.runtime.run(lambda _o: decide())
         except NotController:
-            results = [ConfigResult(ErrorCode.not_controller)] * len(resources)
-        return self._response(request, {"throttle_time": 0, "responses": [
+            results = [ConfigResult(ErrorCode.not_controller)] * len(known)
+        return self._response(request, {"throttle_time": 0, "responses": unknown + [
             {"error_code": r.error, "error_message": r.message,
              "resource_type": res.type, "resource_name": res.name}
-            for (res, _), r in zip(resources, results, strict=True)
+            for (res, _), r in zip(known, results, strict=True)
         ]})
 
     async def handle_allocate_producer_ids(self, request: Request, ctx: Any) -> Any:
         body = request.body
         try:
-            block: range = await self.runtime.run(
+            error, block = await self.runtime.run(
                 lambda _o: self.controller.allocate_producer_ids(
                     int(body.broker_id), int(body.broker_epoch))
             )
         except NotController:
-            return self._response(request, {"throttle_time": 0,
-                                            "error_code": ErrorCode.not_controller,
-                                            "producer_id_start": -1, "producer_id_len": 0})
-        return self._response(request, {"throttle_time": 0, "error_code": ErrorCode.none,
-                                        "producer_id_start": block.start,
+            error, block = ErrorCode.not_controller, range(0)
+        return self._response(request, {"throttle_time": 0, "error_code": error,
+                                        "producer_id_start": block.start if block else -1,
                                         "producer_id_len": len(block)})
 
 
@@ -366,3 +446,10 @@ def _split(outcome: tuple[Any, Any, list[MetadataRecord]]) -> tuple[Any, list[Me
     error, results, records = outcome
     return (error, results), records
 
+
+def _deletable_topics(request: Request) -> list[tuple[str | None, uuid.UUID | None]]:
+    """DeleteTopics' entries as (name, id): v6 names either, earlier versions names."""
+    body = request.body
+    if request.header.api_version >= 6:
+        return [(t.name, t.topic_id) for t in body.topics]
+    return [(n, None) for n in body.topic_names]

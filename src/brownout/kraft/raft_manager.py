@@ -609,6 +609,18 @@ class RaftManager:
             "leader_epoch": reply.leader_epoch})
 
     async def handle_describe_quorum(self, request: Request, ctx: Any) -> Any:
+        topics = request.body.topics
+        if _only_partition(topics, "topic_name", METADATA_TOPIC) is None:
+            # Kafka's Raft client checks the partition before its role: each partition
+            # named is UNKNOWN_TOPIC_OR_PARTITION, with the fields at their defaults.
+            return self._respond(request, {"error_code": ErrorCode.none, "topics": [
+                {"topic_name": t.topic_name, "partitions": [
+                    {"partition_index": int(p.partition_index),
+                     "error_code": ErrorCode.unknown_topic_or_partition, "leader_id": 0,
+                     "leader_epoch": 0, "high_watermark": 0, "current_voters": [],
+                     "observers": []}
+                    for p in t.partitions]}
+                for t in topics]})
         status = self.node.status()
         if status.role is not Role.LEADER:
             return self._partition_response(request, {
@@ -629,13 +641,12 @@ class RaftManager:
 
     async def handle_fetch(self, request: Request, ctx: Any) -> Any:
         body = request.body
-        if len(body.topics) != 1:
-            return self._invalid(request)
-        topic = body.topics[0]
-        if self._wrong_cluster(request) or topic.topic_id != METADATA_TOPIC_ID:
-            error = (ErrorCode.inconsistent_cluster_id if self._wrong_cluster(request)
-                     else ErrorCode.unknown_topic_id)
-            return self._fetch_response(request, topic.topic_id, error, -1, -1, -1, None, b"")
+        # Kafka's Raft client: the cluster id first, then exactly the metadata topic's
+        # id and partition 0; either failure is a top-level error with no partitions.
+        if self._wrong_cluster(request):
+            return self._respond(request, {"throttle_time": 0, "session_id": 0,
+                                           "error_code": ErrorCode.inconsistent_cluster_id,
+                                           "responses": []})
         p = _only_partition(body.topics, "topic_id", METADATA_TOPIC_ID)
         if p is None:
             return self._invalid(request)
@@ -646,7 +657,7 @@ class RaftManager:
             int(p.fetch_offset), int(p.last_fetched_epoch)),
             source, max_wait / 1000 + self.config.request_timeout_ms / 1000)
         records = b"".join(entries_to_batches(reply.entries)) if reply.entries else b""
-        return self._fetch_response(request, topic.topic_id, reply.error_code, reply.leader_id,
+        return self._fetch_response(request, METADATA_TOPIC_ID, reply.error_code, reply.leader_id,
                                     reply.leader_epoch, reply.high_watermark,
                                     reply.diverging_epoch, records)
 

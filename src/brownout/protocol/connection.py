@@ -26,6 +26,8 @@ from .apis import ApiKey, request_class, response_class
 from .build import build
 from .errors import FrameTooLargeError, InvalidRequestError, ResponseTooLongError
 from .framecheck import MalformedFrameError, decode_entity
+from .kafka_reader import MAX_STRING_BYTES
+from .parse_checks import parse_refusal
 
 _SIZE = struct.Struct(">i")
 _HEADER_PREFIX = struct.Struct(">hhi")  # api key, api version, correlation id
@@ -65,9 +67,10 @@ def parse_header_prefix(frame: bytes | memoryview) -> RequestHeader:
         raise InvalidRequestError(f"request header too short ({len(frame)} bytes)")
     (n,) = _STRING_LEN.unpack_from(frame, _HEADER_PREFIX.size)
     start = _HEADER_PREFIX.size + _STRING_LEN.size
-    if n < -1 or start + max(n, 0) > len(frame):
+    if start + max(n, 0) > len(frame):
         raise InvalidRequestError("request header has a malformed client id")
-    client_id = None if n == -1 else bytes(frame[start : start + n]).decode("utf-8", "replace")
+    # Kafka's header reader takes any negative length as a null client id.
+    client_id = None if n < 0 else bytes(frame[start : start + n]).decode("utf-8", "replace")
     return RequestHeader(api_key, api_version, correlation_id, client_id)
 
 
@@ -134,6 +137,10 @@ class ServerConnection:
         # Bytes after the body are ignored, as Kafka's parser does: librdkafka's
         # Metadata v12 request for all topics carries three of them.
         client_id = getattr(header, "client_id", None)  # header v0 has none
+        if (refusal := parse_refusal(key, body)) is not None:
+            raise InvalidRequestError(
+                f"cannot parse {ApiKey(key).name} v{version} request from client "
+                f"{client_id!r}: {refusal}")
         return Request(
             RequestHeader(key, version, prefix.correlation_id, client_id), body, len(frame)
         )
@@ -156,6 +163,12 @@ class ServerConnection:
             raise ResponseTooLongError(
                 f"{type(body).__name__} cannot be encoded: {e}") from e
         data = out.getbuffer()
+        # Kafka's writers refuse a string above 32 767 bytes in every version, flexible
+        # ones too, where kio would write it. Only a response at least that long can
+        # hold one, so the walk is skipped for nearly all of them.
+        if len(data) > MAX_STRING_BYTES and (field := _overlong_string(body)) is not None:
+            raise ResponseTooLongError(
+                f"{type(body).__name__}: '{field}' field is too long to be serialized")
         _SIZE.pack_into(data, 0, len(data) - 4)
         return bytes(data)
 
@@ -178,6 +191,28 @@ class ServerConnection:
     @staticmethod
     def response_class(header: RequestHeader) -> type:
         return response_class(header.api_key, header.api_version)
+
+
+def _overlong_string(value: Any) -> str | None:
+    """The name of a string field of `value` (walked through its entities) longer than
+    32 767 bytes in UTF-8, or None."""
+    if isinstance(value, tuple):
+        for item in value:
+            if (found := _overlong_string(item)) is not None:
+                return found
+        return None
+    if not dataclasses.is_dataclass(value) or isinstance(value, type):
+        return None
+    for f in dataclasses.fields(value):
+        item = getattr(value, f.name)
+        if isinstance(item, str):
+            # A character takes at most 4 bytes: only long ones need encoding.
+            if len(item) * 4 > MAX_STRING_BYTES and len(item.encode()) > MAX_STRING_BYTES:
+                return f.name
+        elif (isinstance(item, tuple) or dataclasses.is_dataclass(item)) and (
+                found := _overlong_string(item)) is not None:
+            return found
+    return None
 
 
 def _with_error(value: Any, message: str) -> Any:

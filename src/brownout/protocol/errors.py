@@ -12,6 +12,7 @@ __all__ = [
     "FrameTooLargeError",
     "InvalidRecordError",
     "InvalidRequestError",
+    "MalformedFrameError",
     "ProtocolError",
     "ResponseTooLongError",
     "UnsupportedCompressionTypeError",
@@ -24,6 +25,10 @@ class ProtocolError(Exception):
 
 class InvalidRequestError(ProtocolError):
     """A frame that cannot be decoded as the request its header names."""
+
+
+class MalformedFrameError(ProtocolError):
+    """A frame whose lengths, counts or nulls do not fit its schema."""
 
 
 class FrameTooLargeError(ProtocolError):

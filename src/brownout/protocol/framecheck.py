@@ -13,6 +13,11 @@ refused where the schema does not allow it, and tagged fields are checked inside
 size they declare. Nothing is allocated from a length read off the wire. The walk
 returns the offset where the entity ends; kio then decodes a frame known to be sane.
 
+The walk and kio take only the canonical encoding. A frame either refuses is read
+again by Kafka's own, looser rules (kafka_reader.py: any negative length is null where
+null is allowed, bad UTF-8 becomes U+FFFD, ...) and decoded from what that reading
+re-encodes, so the node refuses what Kafka refuses and no more.
+
 A step is compiled once per schema class into closures, so the walk costs a few
 microseconds for the requests clients send most (Produce, Fetch).
 """
@@ -27,7 +32,8 @@ from typing import Any
 
 from kio.serial import entity_reader
 
-from .errors import ProtocolError
+from .errors import MalformedFrameError
+from .kafka_reader import FIXED_SIZE, MAX_ARRAY_LENGTH, MAX_STRING_BYTES, read_as_kafka
 from .schema_fields import (
     EntityField,
     EntityTupleField,
@@ -44,33 +50,13 @@ __all__ = ["MalformedFrameError", "check_entity", "decode_entity"]
 Step = Callable[[bytes | memoryview, int, int], int]
 LengthReader = Callable[[bytes | memoryview, int, int], tuple[int, int]]
 
-_FIXED_SIZE = {
-    "bool": 1,
-    "int8": 1,
-    "uint8": 1,
-    "int16": 2,
-    "uint16": 2,
-    "error_code": 2,
-    "int32": 4,
-    "uint32": 4,
-    "timedelta_i32": 4,
-    "int64": 8,
-    "uint64": 8,
-    "float64": 8,
-    "timedelta_i64": 8,
-    "datetime_i64": 8,
-    "uuid": 16,
-}
+_FIXED_SIZE = FIXED_SIZE
 _VARIABLE = ("string", "bytes", "records")
 _INT16 = struct.Struct(">h")
 _INT32 = struct.Struct(">i")
 _INT8 = struct.Struct(">b")
 # Kafka reads an unsigned varint of at most 5 bytes (32 bits).
 _MAX_UVARINT_BYTES = 5
-
-
-class MalformedFrameError(ProtocolError):
-    """A frame whose lengths, counts or nulls do not fit its schema."""
 
 
 def check_entity(cls: type, buf: bytes | memoryview, offset: int = 0) -> int:
@@ -82,11 +68,23 @@ def check_entity(cls: type, buf: bytes | memoryview, offset: int = 0) -> int:
 
 
 def decode_entity(cls: type, buf: bytes | memoryview, offset: int = 0) -> tuple[Any, int]:
-    """Decode an instance of `cls` from `buf[offset:]` with kio, after check_entity.
+    """Decode an instance of `cls` from `buf[offset:]`: (the value, its end offset).
 
-    Every failure is a MalformedFrameError: kio raises several exception types for
-    bad input, and the caller only needs to know that these bytes are not a `cls`.
+    The canonical encoding goes through check_entity and kio; anything else is read
+    by Kafka's rules first. Every failure is a MalformedFrameError naming why Kafka's
+    reader would refuse the bytes too.
     """
+    try:
+        return _decode_canonical(cls, buf, offset)
+    except MalformedFrameError:
+        as_read, end = read_as_kafka(cls, buf, offset)
+    value, _ = _decode_canonical(cls, as_read, 0)
+    return value, end
+
+
+def _decode_canonical(cls: type, buf: bytes | memoryview, offset: int) -> tuple[Any, int]:
+    # kio raises several exception types for bad input; the caller only needs to
+    # know that these bytes are not a `cls`.
     check_entity(cls, buf, offset)
     try:
         return entity_reader(cls)(buf, offset)  # type: ignore[no-any-return]
@@ -158,6 +156,8 @@ def _uvarint(name: str, buf: bytes | memoryview, pos: int, end: int) -> tuple[in
 
 def _variable(name: str, kafka_type: str, flexible: bool, nullable: bool) -> Step:
     length = _length_prefix(name, flexible, _INT16 if kafka_type == "string" else _INT32)
+    # Kafka refuses a string above 32 767 bytes in flexible versions too.
+    max_length = MAX_STRING_BYTES if kafka_type == "string" else 1 << 32
 
     def step(buf: bytes | memoryview, pos: int, end: int) -> int:
         n, pos = length(buf, pos, end)
@@ -169,6 +169,8 @@ def _variable(name: str, kafka_type: str, flexible: bool, nullable: bool) -> Ste
             raise MalformedFrameError(
                 f"{name}: a {kafka_type} of length {n} needs {n} bytes, {end - pos} left"
             )
+        if n > max_length:
+            raise MalformedFrameError(f"{name}: a string of length {n}, more than 32767")
         return pos + n
 
     return step
@@ -187,6 +189,8 @@ def _array(
                 raise MalformedFrameError(f"{name}: null for a non-nullable array")
             return pos
         _need(name, f"an array of {n} entries", pos, n * min_size, end)
+        if n > MAX_ARRAY_LENGTH:
+            raise MalformedFrameError(f"{name}: an array of {n} entries, more than Kafka reads")
         if element is None:
             return pos + n * min_size
         for _ in range(n):

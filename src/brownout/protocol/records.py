@@ -186,6 +186,36 @@ def _signed_byte(value: int) -> int:
     return value - 256 if value > 127 else value
 
 
+# Kafka's batch iterator: a batch's size field is below the smallest record (a v0
+# message: 14 bytes), or its magic is not 0-2, and the iterator throws.
+_MIN_RECORD_OVERHEAD = 14
+_LOG_OVERHEAD = 12
+_HEADER_UP_TO_MAGIC = 17
+
+
+def first_batch_is_transactional(buf: bytes | bytearray | memoryview | None) -> bool:
+    """Whether a partition's first batch is transactional, read as Kafka's
+    RequestUtils.hasTransactionalRecords reads it before anything else in a Produce
+    request: only as far as it must. False without a whole batch. Raises
+    CorruptRecordError where Kafka's batch iterator throws (size below 14, magic
+    outside 0-2), which costs the whole request CORRUPT_MESSAGE."""
+    if buf is None or len(buf) < _LOG_OVERHEAD:
+        return False
+    (size,) = struct.unpack_from(">i", buf, 8)
+    if size < _MIN_RECORD_OVERHEAD:
+        raise CorruptRecordError(f"Record size {size} is less than the minimum record "
+                                 f"overhead ({_MIN_RECORD_OVERHEAD})")
+    if len(buf) < _HEADER_UP_TO_MAGIC:
+        return False
+    (magic,) = struct.unpack_from(">b", buf, 16)
+    if magic < 0 or magic > MAGIC_V2:
+        raise CorruptRecordError(f"Invalid magic found in record: {magic}")
+    if len(buf) < size + _LOG_OVERHEAD or magic < MAGIC_V2:
+        return False
+    (attributes,) = struct.unpack_from(">h", buf, CRC_START)
+    return bool(attributes & _ATTR_TRANSACTIONAL)
+
+
 def check_produce_records(version: int, buf: bytes | bytearray | memoryview) -> None:
     """Kafka's check of one partition's records in a Produce request (v3 and later,
     the only ones this node serves), before anything else looks at them: exactly one

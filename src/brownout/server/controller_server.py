@@ -47,7 +47,9 @@ class ControllerServer:
             rebalance_interval_s=config["leader.imbalance.check.interval.seconds"],
             unclean_interval_s=config["unclean.leader.election.interval.ms"] / 1000,
         )
-        apis = ControllerApis(self.runtime, shared.raft.handlers())
+        apis = ControllerApis(
+            self.runtime, shared.raft.handlers(),
+            authorizer_configured=bool((config["authorizer.class.name"] or "").strip()))
         endpoints = [e for e in config.listeners
                      if e.listener in config.controller_listener_names]
         self.socket_server = SocketServer(

@@ -12,7 +12,8 @@ from kio.schema.errors import ErrorCode
 from brownout.broker.apis import _produce_records_problem
 from brownout.broker.partition import Partition, TopicPartition
 from brownout.broker.replica_manager import ProduceResult, ReplicaManager
-from brownout.protocol.records import build_batch
+from brownout.protocol.errors import CorruptRecordError
+from brownout.protocol.records import build_batch, first_batch_is_transactional
 from brownout.storage import LogConfig, LogManager
 
 NOW = 1_700_000_000_000
@@ -92,3 +93,37 @@ def test_the_request_check_comes_before_the_log():
     assert _produce_records_problem(9, one + one) == ErrorCode.invalid_record
     assert _produce_records_problem(9, b"\0" * 8 + b"\0\0\0\x05" + b"\0" * 20) == \
         ErrorCode.corrupt_message
+
+
+# -- what refuses a whole Produce request before any partition is looked at ----------
+
+
+def _with(batch: bytes, at: int, value: bytes) -> bytes:
+    return batch[:at] + value + batch[at + len(value):]
+
+
+@pytest.mark.parametrize(("records", "transactional"), [
+    (None, False),
+    (b"", False),
+    (build_batch([(b"k", b"v")], timestamp_ms=NOW), False),
+    (_with(build_batch([(b"k", b"v")], timestamp_ms=NOW), 22, b"\x10"), True),
+    # A batch cut short is no batch to Kafka's iterator, transactional or not.
+    (_with(build_batch([(b"k", b"v")], timestamp_ms=NOW), 22, b"\x10")[:40], False),
+    # A v1 message whose attribute byte has 0x10 set: only v2 batches are transactional.
+    (_with(_with(build_batch([(b"k", b"v")], timestamp_ms=NOW), 16, b"\x01"), 22, b"\x10"),
+     False),
+])
+def test_first_batch_is_transactional(records, transactional):
+    assert first_batch_is_transactional(records) is transactional
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    ((8, (13).to_bytes(4, "big")), "Record size 13 is less than the minimum record overhead"),
+    ((8, (-1).to_bytes(4, "big", signed=True)), "Record size -1"),
+    ((16, b"\x03"), "Invalid magic found in record: 3"),
+    ((16, b"\xff"), "Invalid magic found in record: -1"),
+])
+def test_a_first_batch_header_kafka_cannot_iterate_is_corrupt(change, message):
+    records = _with(build_batch([(b"k", b"v")], timestamp_ms=NOW), *change)
+    with pytest.raises(CorruptRecordError, match=message):
+        first_batch_is_transactional(records)

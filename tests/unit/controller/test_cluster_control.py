@@ -1,3 +1,4 @@
+import random
 import uuid
 
 from kio.schema.errors import ErrorCode
@@ -9,6 +10,7 @@ from brownout.controller.cluster_control import (
     IsrChange,
 )
 from brownout.controller.image import NO_LEADER, MetadataImage
+from brownout.controller.quorum_controller import QuorumController
 from brownout.controller.records import (
     BrokerEndpoint,
     ConfigRecord,
@@ -84,9 +86,10 @@ def test_stale_epoch_and_unknown_broker_are_refused():
     result, _ = c.control.heartbeat(1, 999, 0, want_fence=False, want_shut_down=False,
                                     now_ms=0, next_offset=c.offset)
     assert result.error == ErrorCode.stale_broker_epoch
+    # Kafka's checkBrokerEpoch finds no registration: STALE_BROKER_EPOCH as well.
     result, _ = c.control.heartbeat(9, 0, 0, want_fence=False, want_shut_down=False,
                                     now_ms=0, next_offset=c.offset)
-    assert result.error == ErrorCode.broker_id_not_registered
+    assert result.error == ErrorCode.stale_broker_epoch
 
 
 def test_session_expiry_fences_and_moves_leadership_out_of_the_isr():
@@ -265,3 +268,16 @@ def test_rebalance_disabled_does_nothing():
     c = Cluster(auto_leader_rebalance_enable=False)
     c.topic([[1, 2]], leaders=[2])
     assert c.control.rebalance_leaders() == []
+
+
+def test_producer_id_blocks_go_only_to_a_registered_broker_at_its_epoch():
+    c = Cluster(brokers=(1,))
+    controller = QuorumController(c.image, cluster_id="c", default_partitions=1,
+                                  default_replication_factor=1,
+                                  cluster_config=ClusterControlConfig(),
+                                  rng=random.Random(1))
+    for broker, epoch in ((1, c.epochs[1] + 1), (2, 0), (-1, -2)):
+        assert controller.allocate_producer_ids(broker, epoch) == (
+            (ErrorCode.stale_broker_epoch, range(0)), [])
+    (error, block), records = controller.allocate_producer_ids(1, c.epochs[1])
+    assert (error, len(block), len(records)) == (ErrorCode.none, 1000, 1)
