@@ -42,7 +42,7 @@ EXCESSIVE_BATCH = "Unable to perform excessively large batch operation."
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class TopicResult:
-    name: str
+    name: str | None  # None: a DeleteTopics v6+ entry named by its id only
     error: ErrorCode
     message: str | None = None
     topic_id: uuid.UUID | None = None
