@@ -593,10 +593,40 @@ def _varint(buf: bytes | bytearray | memoryview, pos: int) -> tuple[int, int]:
     return read_varint(buf, pos)
 
 
+@dataclass(frozen=True, slots=True)
+class RecordView:
+    """One record of a batch as it sits in the log, header keys included (what
+    kafka-dump-log's record lines show); key, value and header keys are views."""
+
+    offset_delta: int
+    timestamp_delta: int
+    key: memoryview | None
+    value: memoryview | None
+    header_keys: tuple[memoryview, ...]
+
+
+def record_views(batch: bytes | bytearray | memoryview,
+                 header: BatchHeader) -> Iterator[RecordView]:
+    """Every record of one batch, decompressing it first when needed. The CRC is not
+    checked, so a damaged batch whose records still parse is listed; records that do
+    not parse raise CorruptRecordError."""
+    for offset_delta, ts_delta, key, value, header_keys in _parse_records(
+            batch, header, keep_header_keys=True):
+        yield RecordView(offset_delta, ts_delta, key, value, tuple(header_keys))
+
+
 def _records(
     batch: bytes | bytearray | memoryview, header: BatchHeader
 ) -> Iterator[tuple[int, int, memoryview | None, memoryview | None]]:
     """(offset delta, timestamp delta, key, value) of each record; views, no copies."""
+    for offset_delta, ts_delta, key, value, _ in _parse_records(
+            batch, header, keep_header_keys=False):
+        yield offset_delta, ts_delta, key, value
+
+
+def _parse_records(
+    batch: bytes | bytearray | memoryview, header: BatchHeader, *, keep_header_keys: bool
+) -> Iterator[tuple[int, int, memoryview | None, memoryview | None, list[memoryview]]]:
     buf = memoryview(batch)
     pos = BATCH_HEADER_SIZE
     if header.compression != COMPRESSION_NONE:
@@ -621,19 +651,22 @@ def _records(
                 f"batch at offset {header.base_offset}: record at position {pos} claims "
                 f"{n_headers} headers"
             )
+        header_keys: list[memoryview] = []
         for _ in range(n_headers):
             header_key, pos = _read_nullable(buf, pos, end)
             if header_key is None:
                 raise CorruptRecordError(
                     f"batch at offset {header.base_offset}: a record header with a null key"
                 )
+            if keep_header_keys:
+                header_keys.append(header_key)
             _, pos = _read_nullable(buf, pos, end)
         if pos != end:
             raise CorruptRecordError(
                 f"batch at offset {header.base_offset}: record ends at {pos}, "
                 f"its length says {end}"
             )
-        yield offset_delta, ts_delta, key, value
+        yield offset_delta, ts_delta, key, value, header_keys
     if pos != len(buf):
         raise CorruptRecordError(
             f"batch at offset {header.base_offset}: {len(buf) - pos} bytes after the last record"
