@@ -63,7 +63,9 @@ def format_command(
 
 
 DUMP_LOG_HELP = ("Print the record batches of log segment files (like kafka-dump-log.sh "
-                 "--files): offsets, producer id, epoch and sequence of every batch.")
+                 "--files): offsets, producer id, epoch and sequence of every batch; with "
+                 "--deep-iteration a line per record, with --print-data-log its key and "
+                 "payload too.")
 
 
 def dump_log_command(
@@ -71,8 +73,20 @@ def dump_log_command(
         list[Path], typer.Option("--files", metavar="FILE",
                                  help="Segment files (*.log) to print; repeat it.")
     ],
+    deep_iteration: Annotated[
+        bool, typer.Option("--deep-iteration",
+                           help="Also print a line per record (offset, timestamp, key and "
+                                "value sizes, sequence, header keys), compressed batches "
+                                "included; a control record's line says what it marks.")
+    ] = False,
+    print_data_log: Annotated[
+        bool, typer.Option("--print-data-log",
+                           help="Also print each data record's key and payload as UTF-8 "
+                                "text (a null one is left out); implies --deep-iteration.")
+    ] = False,
 ) -> None:
-    from ..storage.dump_log import LOG_SUFFIX, describe, read_batches, trailing_bytes_line
+    from ..protocol.errors import CorruptRecordError
+    from ..storage.dump_log import LOG_SUFFIX, dump_segment
 
     for path in files:
         if not path.is_file() or path.suffix != LOG_SUFFIX:
@@ -80,11 +94,10 @@ def dump_log_command(
                                      param_hint="--files")
     for path in files:
         typer.echo(f"Dumping {path}")
-        typer.echo(f"Log starting offset: {int(path.stem) if path.stem.isdigit() else 0}")
-        end = 0
-        for position, header, valid in read_batches(path):
-            typer.echo(describe(header, position, valid))
-            end = position + header.size
-        trailing = trailing_bytes_line(path, end, path.stat().st_size)
-        if trailing:
-            typer.echo(trailing)
+        try:
+            for line in dump_segment(path, deep_iteration, print_data_log):
+                typer.echo(line)
+        except CorruptRecordError as e:
+            # Kafka's tool dies with a stack trace here; the lines before it still stand.
+            typer.echo(f"Error: {path}: {e}", err=True)
+            raise typer.Exit(1) from None

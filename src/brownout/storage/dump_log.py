@@ -1,6 +1,6 @@
 """Read batch headers straight from a log directory's segment files, read-only (what
 kafka-dump-log.sh prints), for evidence after a run: which producer id, epoch and
-sequence wrote the batch at an offset.
+sequence wrote the batch at an offset, and with deep iteration each record in it.
 
 Nothing here opens a segment for writing or repairs it; a torn tail ends the listing.
 """
@@ -13,8 +13,15 @@ from pathlib import Path
 
 import crc32c
 
-from brownout.protocol.records import CRC_START, BatchHeader, CorruptRecordError
-from brownout.storage.producer_state import last_sequence
+from brownout.protocol.records import (
+    CRC_START,
+    BatchHeader,
+    CorruptRecordError,
+    RecordView,
+    record_views,
+)
+from brownout.storage.control_records import describe_control
+from brownout.storage.producer_state import INT32_MAX, last_sequence
 from brownout.storage.segment import LOG_SUFFIX, walk_headers
 
 
@@ -34,15 +41,23 @@ def read_batches(segment: Path, check_crc: bool = True
                  ) -> Iterator[tuple[int, BatchHeader, bool]]:
     """(position, header, whether its CRC matches its bytes) of every whole batch; a
     batch whose CRC does not match is still listed, as kafka-dump-log lists it."""
+    for position, header, valid, _ in _batches(segment, check_crc, keep_bytes=False):
+        yield position, header, valid
+
+
+def _batches(segment: Path, check_crc: bool, keep_bytes: bool
+             ) -> Iterator[tuple[int, BatchHeader, bool, bytes]]:
+    """As read_batches, with each batch's bytes when keep_bytes (else b"")."""
     with segment.open("rb") as f:
         def pread(n: int, pos: int) -> bytes:
             return os.pread(f.fileno(), n, pos)
 
         try:
             for position, header in walk_headers(pread, f.seek(0, 2), 0, segment):
-                valid = (not check_crc or crc32c.crc32c(
-                    pread(header.size - CRC_START, position + CRC_START)) == header.crc)
-                yield position, header, valid
+                data = pread(header.size, position) if keep_bytes or check_crc else b""
+                valid = (not check_crc
+                         or crc32c.crc32c(data[CRC_START:]) == header.crc)
+                yield position, header, valid, data if keep_bytes else b""
         except CorruptRecordError:
             return
 
@@ -89,9 +104,77 @@ def describe(header: BatchHeader, position: int, valid: bool = True) -> str:
             f"isvalid: {str(valid).lower()}")
 
 
+def record_line(header: BatchHeader, record: RecordView, print_data: bool) -> str:
+    """One record's line in kafka-dump-log.sh's words (Kafka 4.x, deep iteration):
+    with print_data, a data record's key and payload as UTF-8 text, each left out when
+    null; a control record's line says what it controls instead."""
+    offset = header.base_offset + record.offset_delta
+    # With LogAppendTime the broker stamped the whole batch: each record reports it.
+    timestamp = (header.max_timestamp if header.timestamp_type
+                 else header.base_timestamp + record.timestamp_delta)
+    sequence = (-1 if header.base_sequence < 0
+                else _wrap_sequence(header.base_sequence + record.offset_delta))
+    header_keys = ",".join(_text(k) for k in record.header_keys)
+    timestamp_type = "LogAppendTime" if header.timestamp_type else "CreateTime"
+    line = (f"| offset: {offset} {timestamp_type}: {timestamp} "
+            f"keySize: {_size(record.key)} valueSize: {_size(record.value)} "
+            f"sequence: {sequence} headerKeys: [{header_keys}]")
+    if header.is_control:
+        return line + describe_control(_bytes(record.key), _bytes(record.value))
+    if print_data:
+        if record.key is not None:
+            line += f" key: {_text(record.key)}"
+        if record.value is not None:
+            line += f" payload: {_text(record.value)}"
+    return line
+
+
+def dump_segment(segment: Path, deep_iteration: bool = False, print_data: bool = False
+                 ) -> Iterator[str]:
+    """Every line kafka-dump-log.sh --files prints for one .log segment, after its
+    "Dumping" line; print_data implies deep_iteration, as in Kafka. A batch whose
+    records do not parse raises CorruptRecordError after the lines before it."""
+    deep = deep_iteration or print_data
+    yield f"Log starting offset: {int(segment.stem) if segment.stem.isdigit() else 0}"
+    end = 0
+    for position, header, valid, data in _batches(segment, True, keep_bytes=deep):
+        yield describe(header, position, valid)
+        if deep:
+            try:
+                for record in record_views(data, header):
+                    yield record_line(header, record, print_data)
+            except CorruptRecordError as e:
+                # Name the batch: some decoding errors know only a position inside it.
+                raise CorruptRecordError(
+                    f"batch at offset {header.base_offset} (position {position}): {e}"
+                ) from e
+        end = position + header.size
+    trailing = trailing_bytes_line(segment, end, segment.stat().st_size)
+    if trailing:
+        yield trailing
+
+
 def trailing_bytes_line(segment: Path, end: int, size: int) -> str | None:
     """What kafka-dump-log prints after the last whole batch when bytes are left."""
     return None if end >= size else f"Found {size - end} invalid bytes at the end of {segment.name}"
+
+
+def _wrap_sequence(seq: int) -> int:
+    # Sequences wrap from Int32.MAX to 0, as the producer numbers them.
+    return seq - INT32_MAX - 1 if seq > INT32_MAX else seq
+
+
+def _size(field: memoryview | None) -> int:
+    return -1 if field is None else len(field)
+
+
+def _bytes(field: memoryview | None) -> bytes | None:
+    return None if field is None else bytes(field)
+
+
+def _text(field: memoryview) -> str:
+    # Kafka's StringDecoder: new String(bytes, UTF_8), which replaces bad bytes with U+FFFD.
+    return bytes(field).decode("utf-8", "replace")
 
 
 _CODECS = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
