@@ -452,12 +452,16 @@ def test_dump_log_prints_what_kafka_dump_log_prints(cluster: LabCluster,
                              "enable.idempotence": True, "compression.type": codec,
                              "linger.ms": 50})
         for i in range(6):
-            producer.produce(topic, f"v{i}".encode() * 20, partition=0)
+            # Keyed and keyless records, some with headers: --print-data-log prints each.
+            producer.produce(topic, f"v{i}".encode() * 20, partition=0,
+                             key=f"k{i}".encode() if i % 2 else None,
+                             headers=[("trace", b"t"), ("n", str(i).encode())] if i % 3 else None)
         assert producer.flush(120) == 0
     leader = cluster.describe(topic).partitions[0].leader
     assert leader is not None
     [segment] = sorted((cluster.data_dir(leader) / f"{topic}-0").glob("*.log"))
-    twin = brownout("dump-log", "--files", str(segment))
-    kafka = kafka_tool("kafka-dump-log", "--files", str(segment))
-    assert_same(twin, kafka, "dump-log")
+    twin = brownout("dump-log", "--files", str(segment), "--print-data-log")
+    kafka = kafka_tool("kafka-dump-log", "--files", str(segment), "--print-data-log")
+    assert_same(twin, kafka, "dump-log --print-data-log")
     assert "compresscodec: gzip" in kafka.stdout and "isvalid: true" in kafka.stdout
+    assert "headerKeys: [trace,n]" in kafka.stdout and "key: k1 payload: v1" in kafka.stdout
