@@ -11,6 +11,7 @@ from _kafka_clients import (
     consume_confluent,
     create_topic,
     produce_confluent,
+    wait_for_topic,
 )
 from _time_scale import scaled
 from confluent_kafka import KafkaError, KafkaException, Producer, TopicPartition
@@ -111,6 +112,10 @@ def test_admin_create_list_describe_delete(node, topic):
     )
     for f in futures.values():
         assert f.result(timeout=15) is None
+    # As in Kafka, CreateTopics answers once the controller has committed the topics; a
+    # broker's Metadata shows them once it has published them (after making their logs).
+    wait_for_topic(node.bootstrap, topic, 3)
+    wait_for_topic(node.bootstrap, overridden, 1)
 
     md = admin.list_topics(timeout=5)
     assert topic in md.topics and overridden in md.topics
