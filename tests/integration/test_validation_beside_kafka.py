@@ -68,27 +68,28 @@ def old_magic(value: bytes, timestamp_ms: int) -> bytes:
     return struct.pack(">qi", 0, len(message)) + message
 
 
-def cases() -> list[tuple[str, str, int, bytes]]:
+def cases() -> list[tuple[str, str, int, list[bytes]]]:
+    """(what, topic, Produce version, the records of each request, sent in turn)."""
     now = int(time.time() * 1000)
     one = build_batch([(b"k", b"v")], timestamp_ms=now)
     return [
         ("keyless records to a compacted topic", "compacted", 9,
-         build_batch([(b"a", b"1"), (None, b"2"), (b"c", b"3"), (None, b"4")],
-                     timestamp_ms=now)),
+         [build_batch([(b"a", b"1"), (None, b"2"), (b"c", b"3"), (None, b"4")],
+                      timestamp_ms=now)]),
         ("a timestamp two hours old", "bounded", 9,
-         build_batch([(b"a", b"1"), (b"b", b"2")], timestamp_ms=now - 2 * HOUR,
-                     timestamp_deltas=[0, 2 * HOUR])),
+         [build_batch([(b"a", b"1"), (b"b", b"2")], timestamp_ms=now - 2 * HOUR,
+                      timestamp_deltas=[0, 2 * HOUR])]),
         ("a timestamp two hours ahead", "bounded", 9,
-         build_batch([(b"a", b"1")], timestamp_ms=now + 2 * HOUR)),
+         [build_batch([(b"a", b"1")], timestamp_ms=now + 2 * HOUR)]),
         ("a batch over max.message.bytes", "small", 9,
-         build_batch([(b"k", b"x" * 2000)], timestamp_ms=now)),
-        ("a batch whose CRC does not match", "plain", 9, corrupt(one)),
-        ("two batches in one partition's records", "plain", 9, one + one),
-        ("a magic v1 message set on Produce v9", "plain", 9, old_magic(b"v", now)),
+         [build_batch([(b"k", b"x" * 2000)], timestamp_ms=now)]),
+        ("a batch whose CRC does not match", "plain", 9, [corrupt(one)]),
+        ("two batches in one partition's records", "plain", 9, [one + one]),
+        ("a magic v1 message set on Produce v9", "plain", 9, [old_magic(b"v", now)]),
         # A producer the partition has no state of may start at any sequence (its state
         # may have expired); from then on a gap is out of order.
         ("an idempotent producer's sequence gap", "plain", 9,
-         idempotent(4242, 5, now) + idempotent(4242, 7, now)),
+         [idempotent(4242, 5, now), idempotent(4242, 7, now)]),
     ]
 
 
@@ -123,13 +124,10 @@ def answer(port: int, topic: str, version: int, records: bytes) -> dict[str, Any
 
 def test_invalid_produce_requests_get_kafkas_answers(engines: dict[str, int]) -> None:
     differences = []
-    for name, topic, version, records in cases():
-        # The idempotent case is two requests, a batch each; the others one request.
-        requests = ([records[:len(records) // 2], records[len(records) // 2:]]
-                    if name.startswith("an idempotent") else [records])
-        for records_of_one in requests:
-            node = answer(engines["node"], topic, version, records_of_one)
-            kafka = answer(engines["kafka"], topic, version, records_of_one)
+    for name, topic, version, requests in cases():
+        for records in requests:
+            node = answer(engines["node"], topic, version, records)
+            kafka = answer(engines["kafka"], topic, version, records)
             if node != kafka:
                 differences.append(f"{name}:\n  node  {node}\n  kafka {kafka}")
         assert kafka["error"] != 0, f"{name}: Kafka took it, so it checks nothing"
