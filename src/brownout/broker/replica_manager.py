@@ -204,18 +204,19 @@ class ReplicaManager:
         what it names is looked at (Kafka's applyDelta); without, every topic."""
         now = self.clock()
         was_leading = self.leading()
+        names: dict[uuid.UUID, str]
         if delta is None:
             topics = list(image.topics_by_id.values())
             gone = {tp for tp, p in self.partitions.items()
                     if p.topic_id not in image.topics_by_id}
+            names = {}
         else:
             topics = _topics_to_apply(image, delta)
             gone = {tp for tp, p in self.partitions.items() if p.topic_id in delta.removed_topics}
+            names = {topic_id: name for topic_id, name in self.topic_names.items()
+                     if topic_id not in delta.removed_topics}
         for tp in sorted(gone, key=lambda tp: (tp.topic, tp.partition)):
             self._remove(tp)
-        names = {} if delta is None else dict(self.topic_names)
-        for topic_id in () if delta is None else delta.removed_topics:
-            names.pop(topic_id, None)
         for topic in topics:
             names[topic.topic_id] = topic.name
             self._apply_topic(topic, now)
