@@ -143,7 +143,8 @@ def consumer_groups_command(
     admin = GroupAdmin(resolve_bootstrap(bootstrap, directory), timeout)
     if list_:
         # Kafka's AdminClient gathers the brokers' listings into a HashMap by group id,
-        # and the tool prints that map's values.
+        # and the tool prints that map's values. Groups sharing a bucket come in the order
+        # the brokers answered there, here in the order of our own listing.
         for name in hashmap_order(admin.group_ids()):
             typer.echo(name)
     elif describe:
