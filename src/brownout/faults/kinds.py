@@ -161,7 +161,8 @@ KINDS: dict[str, Kind] = {
                       Option("jitter", ("--jitter",), "e.g. 10ms."))),
         Kind("heal", NETWORK,
              "Remove every network fault (flush the lab's chains, qdiscs).", target="none"),
-        # Storage faults: Brownout nodes the lab started only; no command (yet).
+        # Storage faults: nodes the lab started only (power-loss: Brownout's node only);
+        # no command (yet).
         Kind("power-loss", STORAGE,
              "SIGKILL the targets together, cut their files to what each had fsynced, start "
              "them again (after `down` seconds) and wait until they serve.",
@@ -187,6 +188,10 @@ NETWORK_ACTIONS = tuple(k.name for k in KINDS.values() if k.family == NETWORK)
 STORAGE_ACTIONS = tuple(k.name for k in KINDS.values() if k.family == STORAGE)
 # Storage faults that change the mount or file attributes of a log dir: they need root.
 ROOT_ACTIONS = ("read-only-logdir", "disk-full")
+# Storage faults that need to know what a node fsynced: its durability journal, which
+# only Brownout's node writes. The others act on files and mounts in Kafka's own log
+# format, whichever engine wrote them.
+JOURNAL_ACTIONS = ("power-loss",)
 # The kinds that undo others (with no target).
 UNDO_ACTIONS = tuple(dict.fromkeys(k.undo for k in KINDS.values() if k.undo))
 # Kinds that may be given without a target.
@@ -224,6 +229,7 @@ __all__ = [
     "EXTERNAL_NETWORK",
     "FROM_GROUPS",
     "FROM_ZOOKEEPER_KRAFT",
+    "JOURNAL_ACTIONS",
     "KINDS",
     "NETWORK_ACTIONS",
     "PROCESS_ACTIONS",

@@ -112,9 +112,8 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 from ..check.over_runs import OverRunsSpec
 from ..cluster.topology import CONTROLLER_ID_BASE, DEFAULT_ZOOKEEPERS
 from ..faults.kinds import ACTIONS as FAULT_ACTIONS
-from ..faults.kinds import FROM_GROUPS, FROM_ZOOKEEPER_KRAFT
+from ..faults.kinds import FROM_GROUPS, FROM_ZOOKEEPER_KRAFT, JOURNAL_ACTIONS
 from ..faults.kinds import ROOT_ACTIONS as ROOT_STORAGE_ACTIONS
-from ..faults.kinds import STORAGE_ACTIONS as STORAGE_FAULT_ACTIONS
 from ..faults.targets import KEYWORDS as TARGET_KEYWORDS
 from ..faults.targets import Target, TargetError, check_ensemble, check_mode
 from ..faults.targets import parse as parse_target
@@ -1352,15 +1351,17 @@ def _over_runs(r: _Reader, node: Node | None, labels: tuple[str, ...],
 def with_distribution(scenario: Scenario, home: str) -> Scenario:
     """`scenario` with its nodes run by the Apache Kafka in `home` (a folder with libs/:
     `brownout run --engine kafka` or `--distribution`). ScenarioError (file, line,
-    field) when the scenario needs Brownout's own nodes: a storage fault, which acts on
-    the files and durability journal only Brownout's node keeps."""
+    field) when the scenario needs Brownout's own nodes: a power loss, which cuts a
+    node's files to what its durability journal says was fsynced, a journal only
+    Brownout's node keeps. Kafka writes the same log format, so the other storage faults
+    (damaged files, a read-only or full log dir) run on it as they do on the node."""
     for i, step in enumerate(scenario.schedule):
-        if step.action in STORAGE_FAULT_ACTIONS:
+        if step.action in JOURNAL_ACTIONS:
             raise ScenarioError(
-                f"cannot run on Apache Kafka: {step.action} is a storage fault, which needs "
-                "Brownout's own nodes (it cuts files to what the node's durability journal "
-                "says was synced); run it with --engine node", source=scenario.source,
-                line=step.line, field=f"schedule[{i}]")
+                f"cannot run on Apache Kafka: {step.action} needs Brownout's own nodes (it "
+                "cuts a node's files to what its durability journal says was fsynced, and "
+                "Kafka's JVM keeps no such journal); run it with --engine node",
+                source=scenario.source, line=step.line, field=f"schedule[{i}]")
     return dataclasses.replace(
         scenario, cluster=dataclasses.replace(scenario.cluster, distribution=home))
 

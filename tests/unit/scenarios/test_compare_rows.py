@@ -405,14 +405,14 @@ def test_dry_run_checks_the_scenario_with_its_settings_and_runs_nothing(
 
 def test_a_scenario_only_brownouts_node_can_run_is_refused(
         kafka_cache: dict[str, str]) -> None:
-    result = invoke(["compare", "storage-faults", "--dry-run"], env=kafka_cache)
+    result = invoke(["compare", "power-loss", "--dry-run"], env=kafka_cache)
     assert result.exit_code == 2
     uninstalled = invoke(
         ["compare", "minority-outage", "--engines", "brownout,kafka:4.0.0", "--dry-run"],
         env=kafka_cache)
     assert uninstalled.exit_code == 2
     assert "brownout kafka install 4.0.0" in uninstalled.output
-    assert "cannot run on Apache Kafka: corrupt-log is a storage fault" in result.output
+    assert "cannot run on Apache Kafka: power-loss needs Brownout's own nodes" in result.output
 
 
 def test_the_table_says_which_pairs_differ_among_three_engines() -> None:

@@ -1,6 +1,7 @@
-"""Storage faults on the log dir of a Brownout node the lab started (faults.storage does
-the file work): power-loss, corrupt-log, read-only-logdir, disk-full. The node's kills
-and starts go through the process executor."""
+"""Storage faults on the log dir of a node the lab started (faults.storage does the file
+work): corrupt-log, read-only-logdir and disk-full on either engine (Kafka writes the
+same log format), power-loss on Brownout's node only (it reads the node's durability
+journal). The node's kills and starts go through the process executor."""
 
 from __future__ import annotations
 
@@ -29,23 +30,26 @@ class StorageExecutor:
         self.processes = processes
         self.timeouts = timeouts
 
-    def _lab_node_dirs(self, nodes: tuple[int, ...]) -> dict[int, tuple[Path, Path]]:
-        """(log dir, durability journal) of each node; refused outside the lab."""
-        if self.state is None or self.topology.request.distribution:
-            raise Failed(
-                "storage faults act on the files of Brownout nodes the lab started itself "
-                "(not an external cluster, not an Apache Kafka distribution)")
+    def _log_dirs(self, nodes: tuple[int, ...]) -> dict[int, Path]:
+        """The log dir of each node; refused outside the lab."""
+        if self.state is None:
+            raise Failed("storage faults act on the files of nodes the lab started itself "
+                         "(not an external cluster)")
         out = {}
         for n in nodes:
             if zookeeper_server(n) is not None:
                 raise Failed(f"{describe_id(n)} is a ZooKeeper server: storage faults "
                               "target nodes")
-            out[n] = (Path(self.state.nodes[n].data_dir),
-                      self.topology.node(n).directory / DURABILITY_JOURNAL)
+            out[n] = Path(self.state.nodes[n].data_dir)
         return out
 
     def power_loss(self, fault: Fault, nodes: tuple[int, ...], details: dict[str, Any]) -> str:
-        dirs = self._lab_node_dirs(nodes)
+        if self.topology.request.distribution:
+            raise Failed("power-loss needs Brownout's own nodes: it cuts a node's files to "
+                         "what its durability journal says was fsynced, and Apache Kafka "
+                         "keeps no such journal")
+        dirs = {n: (log_dir, self.topology.node(n).directory / DURABILITY_JOURNAL)
+                for n, log_dir in self._log_dirs(nodes).items()}
         down = down_param(fault)
         killed = [n for n in nodes if self.processes.kill_one(n)]
         details["killed"] = killed
@@ -72,7 +76,7 @@ class StorageExecutor:
                 + ", ".join(f"{k}: {v}" for k, v in lost.items()) + "; serving again")
 
     def corrupt_log(self, fault: Fault, nodes: tuple[int, ...], details: dict[str, Any]) -> str:
-        dirs = self._lab_node_dirs(nodes)
+        dirs = self._log_dirs(nodes)
         damage = str(fault.params.get("damage", "crc"))
         if damage not in storage_faults.DAMAGE:
             raise Failed(f"damage must be one of {', '.join(storage_faults.DAMAGE)}, "
@@ -88,7 +92,7 @@ class StorageExecutor:
         for n in killed:
             try:
                 done[str(n)] = storage_faults.corrupt(
-                    dirs[n][0], damage, None if partition is None else str(partition))
+                    dirs[n], damage, None if partition is None else str(partition))
             except storage_faults.StorageFaultError as e:
                 self.processes.start_nodes(killed, {})
                 raise Indeterminate(f"node {describe_id(n)} killed but not damaged: {e}; "
@@ -110,7 +114,7 @@ class StorageExecutor:
     def read_only_logdir(
         self, fault: Fault, nodes: tuple[int, ...], details: dict[str, Any]
     ) -> str:
-        dirs = self._lab_node_dirs(nodes)
+        dirs = self._log_dirs(nodes)
         timeout = float(fault.params.get("timeout", self.timeouts.terminate))
         running = [n for n in nodes if self.processes.process_state(n) == "running"]
         if not running:
@@ -120,7 +124,7 @@ class StorageExecutor:
         details["halted_after_s"] = halted
         try:
             for n in running:
-                storage_faults.set_read_only(dirs[n][0])
+                storage_faults.set_read_only(dirs[n])
             for n in running:
                 ok = self._wait_stopped(n, max(0.0, timeout - (time.monotonic() - t0)))
                 halted[str(n)] = round(time.monotonic() - t0, 3) if ok else None
@@ -128,7 +132,7 @@ class StorageExecutor:
             raise Failed(str(e)) from None
         finally:
             for n in running:
-                storage_faults.clear_read_only(dirs[n][0])
+                storage_faults.clear_read_only(dirs[n])
         stuck = [int(k) for k, v in halted.items() if v is None]
         if stuck:
             raise Indeterminate(
@@ -139,7 +143,7 @@ class StorageExecutor:
                 + "; left stopped, dir writable again")
 
     def disk_full(self, fault: Fault, nodes: tuple[int, ...], details: dict[str, Any]) -> str:
-        dirs = self._lab_node_dirs(nodes)
+        dirs = self._log_dirs(nodes)
         if len(nodes) != 1:
             raise Failed("disk-full takes one node")
         (n,) = nodes
@@ -149,7 +153,7 @@ class StorageExecutor:
             raise Failed(f"node {describe_id(n)} not running")
         t0 = time.monotonic()
         try:
-            with storage_faults.small_disk(dirs[n][0], free) as size:
+            with storage_faults.small_disk(dirs[n], free) as size:
                 details["tmpfs_bytes"] = size
                 # Not waiting until it serves: it may fill the disk while catching up,
                 # and halting then is the point.
