@@ -64,8 +64,9 @@ class UsageError(Exception):
 ENGINE_HELP = (
     "What runs the nodes: node (Brownout's own node, the default), kafka (Apache Kafka "
     f"{DEFAULT_KAFKA_4}, real JVMs) or kafka:VERSION, a version installed with `brownout "
-    "kafka install VERSION`. Kafka's nodes get the same server.properties, ports, log "
-    "dirs and signals; their storage is formatted by Kafka's own storage tool.")
+    "kafka install VERSION` (kafka:3.9 is the 3.9 line's default, 3.9.2). Kafka's nodes "
+    "get the same server.properties, ports, log dirs and signals; their storage is "
+    "formatted by Kafka's own storage tool.")
 DISTRIBUTION_HELP = (
     "Run the nodes with your own Apache Kafka download (the folder with libs/), as "
     "--engine kafka does with an installed version. Needs Java 17.")

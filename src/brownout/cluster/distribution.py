@@ -41,6 +41,8 @@ CDS_ARCHIVE = "kafka.jsa"
 
 # A release (3.9.2), a release candidate or a snapshot (4.1.0-rc2, 4.2.0-SNAPSHOT).
 _VERSION_RE = re.compile(r"^\d+\.\d+\.\d+(?:-[A-Za-z0-9.]+)?$")
+# A release line (3.9, 4.4): `--engine kafka:3.9` means the line's default version.
+_LINE_RE = re.compile(r"^\d+\.\d+$")
 # The broker's jar: kafka_<scala version>-<kafka version>.jar (not -test, -sources).
 _BROKER_JAR_RE = re.compile(r"^kafka_\d+\.\d+-(\d+\.\d+\.\d+(?:-[A-Za-z0-9.]+)?)\.jar$")
 _CLIENTS_JAR_RE = re.compile(r"^kafka-clients-(\d+\.\d+\.\d+(?:-[A-Za-z0-9.]+)?)\.jar$")
@@ -99,9 +101,21 @@ def version_key(version: str) -> tuple[int, int, int, str]:
     return major, minor, patch, suffix
 
 
+def line_default(line: str) -> str:
+    """The default version of a release line (3.9 -> 3.9.2); DistributionError for a line
+    without one here."""
+    for version in DEFAULT_VERSIONS:
+        if version.startswith(line + "."):
+            return version
+    raise DistributionError(
+        f"{line!r} is a release line without a default version here (the defaults are "
+        f"{', '.join(DEFAULT_VERSIONS)}): give the whole version, e.g. {line}.0")
+
+
 def parse_engine(text: str | None) -> str | None:
     """The Kafka version an engine option asks for: None for Brownout's node; a version
-    for ``kafka`` (the default 4.x) and ``kafka:VERSION``."""
+    for ``kafka`` (the default 4.x), ``kafka:VERSION`` and ``kafka:MAJOR.MINOR`` (that
+    line's default version: kafka:3.9 is 3.9.2)."""
     if text is None or text == NODE_ENGINE:
         return None
     name, colon, version = text.partition(":")
@@ -109,7 +123,9 @@ def parse_engine(text: str | None) -> str | None:
         raise DistributionError(
             f"--engine {text}: expected {NODE_ENGINE}, {KAFKA_ENGINE} or "
             f"{KAFKA_ENGINE}:VERSION (e.g. {KAFKA_ENGINE}:{DEFAULT_KAFKA_3})")
-    return check_version(version) if colon else DEFAULT_KAFKA_4
+    if not colon:
+        return DEFAULT_KAFKA_4
+    return line_default(version) if _LINE_RE.match(version) else check_version(version)
 
 
 def version_from_jars(names: list[str]) -> str | None:

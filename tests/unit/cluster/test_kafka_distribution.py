@@ -53,12 +53,16 @@ def test_engine_names_a_version_or_the_node():
     assert parse_engine("kafka") == DEFAULT_KAFKA_4
     assert parse_engine("kafka:3.9.2") == "3.9.2"
     assert parse_engine("kafka:4.1.0-rc2") == "4.1.0-rc2"
+    # A release line with a default version here is that version.
+    assert parse_engine("kafka:3.9") == DEFAULT_KAFKA_3
+    assert parse_engine(f"kafka:{DEFAULT_KAFKA_4.rsplit('.', 1)[0]}") == DEFAULT_KAFKA_4
 
 
 @pytest.mark.parametrize("text", ["kafka:", "kafka:4", "kafka:4.1", "kafka:latest",
                                   "zookeeper", "Kafka:4.1.0", "kafka:4.1.0;rm"])
 def test_engine_that_is_no_version_is_refused(text: str):
-    with pytest.raises(DistributionError, match=r"--engine|not a Kafka version"):
+    with pytest.raises(DistributionError,
+                       match=r"--engine|not a Kafka version|line without a default"):
         parse_engine(text)
 
 

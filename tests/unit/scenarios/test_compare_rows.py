@@ -99,6 +99,8 @@ def test_engines_parse_with_the_node_first_and_kafka_as_its_default_version() ->
         "brownout", f"kafka-{DEFAULT_KAFKA_4}", "kafka-3.9.2"]
     assert [e.option for e in engines] == [None, KAFKA, "kafka:3.9.2"]
     assert parse_engines("node,kafka:3.9.2")[0] == Engine("brownout", None)
+    # A release line is its default version, so kafka:3.9 and kafka:3.9.2 are one engine.
+    assert [e.label for e in parse_engines("node,kafka:3.9")] == ["brownout", "kafka:3.9.2"]
 
 
 @pytest.mark.parametrize(("text", "words"), [
@@ -108,6 +110,8 @@ def test_engines_parse_with_the_node_first_and_kafka_as_its_default_version() ->
     ("brownout,,kafka", "comma-separated list"),
     ("node,brownout", "names brownout twice"),
     (f"kafka,{KAFKA}", f"names {KAFKA} twice"),
+    ("kafka:3.9,kafka:3.9.2", "names kafka:3.9.2 twice"),
+    ("brownout,kafka:4.1", "'4.1' is a release line without a default version"),
 ])
 def test_an_engine_list_that_cannot_be_compared_is_refused(text: str, words: str) -> None:
     with pytest.raises(CompareError, match="--engines") as e:
