@@ -21,7 +21,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from ..common.kafka_config import replica_throttled
-from ..controller.image import MetadataDelta, MetadataImage, TopicImage
+from ..controller.image import MetadataDelta, MetadataImage, PartitionRegistration, TopicImage
 from ..controller.topics import INTERNAL_TOPICS
 from ..protocol.records import CorruptRecordError, InvalidRecordError
 from ..storage import LogConfig, OffsetOutOfRangeError, RecordValidationError, StorageError
@@ -120,11 +120,16 @@ class ReplicaManager:
         self.clock = clock
         self.partitions: dict[TopicPartition, Partition] = {}
         self.topic_names: dict[uuid.UUID, str] = {}
-        # Kafka's isShuttingDown, set once the broker's shutdown has begun (ZooKeeper
-        # mode: before its controlled shutdown). A partition this broker becomes a
-        # follower of from then on is not fetched (Kafka skips the adding-fetcher step):
-        # the broker handing its leaderships over must not catch up with the new leaders
-        # on its way out, or they would count it in their ISRs' high watermark.
+        # Set once the broker's shutdown has begun: Kafka's isShuttingDown in ZooKeeper
+        # mode (before its controlled shutdown), its isInControlledShutdown in KRaft mode
+        # (beginControlledShutdown, before the lifecycle manager asks the controller).
+        # From then on a partition this broker becomes a follower of is not fetched
+        # (`unfetched`): in ZooKeeper mode any (makeFollowers skips the adding-fetcher
+        # step), in KRaft mode one whose new registration has no leader or leaves this
+        # broker out of the ISR (applyLocalFollowersDelta,
+        # replication.follower_fetcher_change). The broker handing its leaderships over
+        # must not catch up with the new leaders on its way out, or they would count it
+        # in their ISRs' high watermark.
         self.shutting_down = False
         self.unfetched: set[TopicPartition] = set()
         self._changed = asyncio.Event()
@@ -217,13 +222,20 @@ class ReplicaManager:
                      if topic_id not in delta.removed_topics}
         for tp in sorted(gone, key=lambda tp: (tp.topic, tp.partition)):
             self._remove(tp)
+        stopped = 0
         for topic in topics:
             names[topic.topic_id] = topic.name
-            self._apply_topic(topic, now)
+            stopped += self._apply_topic(topic, now)
+        if stopped:
+            log.info("Stopped fetchers as part of controlled shutdown for %d partitions",
+                     stopped)
         self.topic_names = names
         self.after_state_change(was_leading)
 
-    def _apply_topic(self, topic: TopicImage, now: int) -> None:
+    def _apply_topic(self, topic: TopicImage, now: int) -> int:
+        """Apply one topic's partitions; returns how many this broker stopped fetching
+        (controlled shutdown)."""
+        stopped = 0
         configs = self._topic_config(topic.name)
         log_config: LogConfig | None = None
         wanted: set[TopicPartition] = set()
@@ -254,14 +266,35 @@ class ReplicaManager:
                 partition.make_leader(
                     reg.leader_epoch, reg.partition_epoch, reg.replicas, reg.isr, now
                 )
-            else:
-                partition.make_follower(
-                    reg.leader, reg.leader_epoch, reg.partition_epoch, reg.replicas, reg.isr
-                )
+                self.unfetched.discard(tp)  # a leader fetches nothing (Kafka removes its fetcher)
+            elif self._apply_follower(partition, reg) == replication.FETCHER_STOP:
+                stopped += 1
         # Replicas moved away from this broker, and the partitions of an earlier topic
         # of the same name that the new one does not have here.
         for tp in [tp for tp in self.partitions if tp.topic == topic.name and tp not in wanted]:
             self._remove(tp)
+        return stopped
+
+    def _apply_follower(self, partition: Partition, reg: PartitionRegistration) -> str:
+        """Follow the registration's leader; fetch, or not, as Kafka's
+        applyLocalFollowersDelta decides (replication.follower_fetcher_change, whose
+        answer is returned)."""
+        # The partition epoch this replica holds is the one of the registration last
+        # applied to it (-1 for a new replica): Kafka's "changed in this delta".
+        changed = reg.partition_epoch != partition.partition_epoch
+        previous_leader_epoch = partition.leader_epoch
+        # Kafka's makeFollower answers isNewLeaderEpoch, false for a skipped state too.
+        new_leader_epoch = partition.make_follower(
+            reg.leader, reg.leader_epoch, reg.partition_epoch, reg.replicas, reg.isr
+        ) and reg.leader_epoch > previous_leader_epoch
+        change = replication.follower_fetcher_change(
+            self.node_id, changed=changed, leader=reg.leader, isr=reg.isr,
+            new_leader_epoch=new_leader_epoch, in_controlled_shutdown=self.shutting_down)
+        if change == replication.FETCHER_STOP:
+            self.unfetched.add(partition.tp)
+        elif change == replication.FETCHER_START:
+            self.unfetched.discard(partition.tp)
+        return change
 
     def topic_config_changed(self, topic: str) -> None:
         """A topic's configs changed (ZooKeeper mode's /config/changes): its partitions

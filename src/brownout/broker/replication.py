@@ -117,6 +117,42 @@ def follower_truncation_offset(
     return min(target, log_end_offset)
 
 
+# -- follower fetching (KRaft) -------------------------------------------------------
+
+# What applying a metadata delta does to the fetcher of a partition this broker follows
+# (Kafka's applyLocalFollowersDelta sorts the partitions into partitionsToStartFetching
+# and partitionsToStopFetching; the others keep their fetcher as it is).
+FETCHER_START = "start"  # (re)start fetching from the leader the registration names
+FETCHER_STOP = "stop"  # fetch no more
+FETCHER_AS_IS = "as-is"  # fetching, or not, as before
+
+
+def follower_fetcher_change(
+    node_id: int,
+    *,
+    changed: bool,
+    leader: int,
+    isr: Sequence[int],
+    new_leader_epoch: bool,
+    in_controlled_shutdown: bool,
+) -> str:
+    """The fetcher change for a partition this broker follows, after a KRaft metadata
+    delta, Kafka's way (ReplicaManager.applyLocalFollowersDelta).
+
+    Only a partition whose registration changed (a new partition epoch, Kafka's
+    localChanges) is looked at. While the broker is in controlled shutdown, one with no
+    leader or whose ISR leaves this broker out stops fetching: the controller has just
+    taken the broker out of the ISR (or, the ISR's last member, left the partition
+    without a leader), and a replica that fetched on could catch up and rejoin the ISR
+    of a partition it is about to leave (KAFKA-13858). Otherwise, as at any time, a new
+    leader epoch (re)starts the fetcher, at the new leader or epoch."""
+    if not changed:
+        return FETCHER_AS_IS
+    if in_controlled_shutdown and (leader < 0 or node_id not in isr):
+        return FETCHER_STOP
+    return FETCHER_START if new_leader_epoch else FETCHER_AS_IS
+
+
 # -- DeleteRecords ------------------------------------------------------------------
 
 DELETE_TO_HIGH_WATERMARK = -1  # DeleteRecordsRequest.HIGH_WATERMARK

@@ -187,6 +187,12 @@ class BrokerServer:
         shared = self.shared
         if self.lifecycle is not None:
             if controlled:
+                # Kafka's replicaManager.beginControlledShutdown, before the lifecycle
+                # manager asks: the metadata the controller writes for this shutdown
+                # (this broker out of ISRs, leaderships moved) must find it set, so that
+                # the partitions this broker is taken out of are no longer fetched.
+                if getattr(self, "replica_manager", None) is not None:
+                    self.replica_manager.shutting_down = True
                 await self.lifecycle.controlled_shutdown()
             shared.stopping("the lifecycle manager")
             await self.lifecycle.stop()

@@ -5,7 +5,8 @@ name and removed, partitions added, leaders, ISRs and replica sets changed, topi
 broker configs changed) are replayed into one image and published at random points.
 One replica manager applies each publish's delta, another the whole published image;
 after every publish both host the same partitions, in the same roles and epochs, with
-the same topic configs, and both match what the published image asks of the broker.
+the same topic configs, fetch the same ones (half of each history is applied in
+controlled shutdown), and both match what the published image asks of the broker.
 """
 
 import random
@@ -106,6 +107,8 @@ def test_deltas_and_whole_images_leave_the_same_partitions(tmp_path: Path, seed:
     for offset in range(1, 400):
         record = next_record(rng, image)
         assert image.apply(record, offset) is None, record
+        if offset == 200:  # the second half in controlled shutdown
+            by_delta.rm.shutting_down = whole.rm.shutting_down = True
         if rng.random() < 0.15:
             published, delta = image.publish()
             by_delta.image = whole.image = published
@@ -114,6 +117,7 @@ def test_deltas_and_whole_images_leave_the_same_partitions(tmp_path: Path, seed:
             publishes += 1
             assert by_delta.state() == whole.state(), f"seed {seed}, offset {offset}"
             assert by_delta.rm.topic_names == whole.rm.topic_names
+            assert by_delta.rm.unfetched == whole.rm.unfetched
             assert {(tp.topic, tp.partition): (p.topic_id, p.is_leader)
                     for tp, p in by_delta.rm.partitions.items()} == asked_of(published)
     assert publishes > 20

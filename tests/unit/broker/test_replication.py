@@ -1,5 +1,9 @@
 from brownout.broker.replication import (
+    FETCHER_AS_IS,
+    FETCHER_START,
+    FETCHER_STOP,
     can_join_isr,
+    follower_fetcher_change,
     high_watermark,
     high_watermark_lagging,
     out_of_sync_replicas,
@@ -52,3 +56,22 @@ def test_a_new_leader_lags_while_its_high_watermark_is_below_its_epoch_start():
     assert high_watermark_lagging(7, 10)
     assert not high_watermark_lagging(10, 10)
     assert not high_watermark_lagging(12, 10)
+
+
+def test_in_controlled_shutdown_a_changed_partition_is_fetched_only_with_a_leader_and_in_isr():
+    def change(changed=True, leader=2, isr=(2, 1), new_epoch=True, shutdown=True):
+        return follower_fetcher_change(1, changed=changed, leader=leader, isr=isr,
+                                       new_leader_epoch=new_epoch,
+                                       in_controlled_shutdown=shutdown)
+
+    assert change(isr=(2, 3)) == FETCHER_STOP  # out of the ISR
+    assert change(isr=(2, 3), new_epoch=False) == FETCHER_STOP
+    assert change(leader=-1, isr=(1,)) == FETCHER_STOP  # no leader
+    assert change() == FETCHER_START  # in the ISR, a new leader epoch
+    assert change(new_epoch=False) == FETCHER_AS_IS
+    # A partition the delta did not change keeps its fetcher, even out of the ISR.
+    assert change(changed=False, isr=(2, 3)) == FETCHER_AS_IS
+    # Not in controlled shutdown: only a new leader epoch matters, as ever.
+    assert change(isr=(2, 3), shutdown=False) == FETCHER_START
+    assert change(leader=-1, isr=(1,), shutdown=False) == FETCHER_START
+    assert change(isr=(2, 3), new_epoch=False, shutdown=False) == FETCHER_AS_IS
