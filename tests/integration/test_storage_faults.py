@@ -124,3 +124,42 @@ def test_read_only_log_dir_halts_the_broker(cluster) -> None:
     # Every acknowledged write kept, recovered at the restart (a send that failed on the
     # client may still have been written before the fault).
     assert log_end(bootstrap, "doomed") >= acked[0]
+
+
+def test_a_full_disk_keeps_its_free_space_when_a_preallocated_index_is_reset(
+        tmp_path: Path) -> None:
+    """disk-full's tmpfs holds the files as they take space, holes kept: Kafka's sparse,
+    preallocated index, reset by its recovery, must not free what the fault promised
+    to leave out."""
+    import errno
+    import os
+
+    from brownout.faults.storage import small_disk, tmpfs_mounted
+
+    data = tmp_path / "data"
+    (data / "orders-0").mkdir(parents=True)
+    index = data / "orders-0" / "00000000000000000000.index"
+    with open(index, "wb") as f:  # one page of entries in 10 MiB, as Kafka leaves it
+        f.write(b"\x01" * 4096)
+        f.truncate(10 << 20)
+    log = data / "orders-0" / "00000000000000000000.log"
+    log.write_bytes(b"\x02" * 10_000)
+    free = 64 * 1024
+    written = 0
+    with small_disk(data, free) as size:
+        assert tmpfs_mounted(data)
+        assert size < 1 << 20  # what the files take, not the index's 10 MiB
+        os.truncate(index, 0)  # Kafka's recovery resets the index...
+        os.truncate(index, 10 << 20)  # ...and preallocates it again, sparse
+        with pytest.raises(OSError) as full, open(log, "ab") as f:
+            for _ in range(64):
+                f.write(b"\x03" * 4096)
+                f.flush()
+                os.fsync(f.fileno())
+                written += 4096
+        assert full.value.errno == errno.ENOSPC
+    assert not tmpfs_mounted(data)
+    # The room promised and the one page the reset gave back, no more.
+    assert free <= written <= free + 2 * 4096
+    assert log.read_bytes()[:10_000] == b"\x02" * 10_000  # copied back to the disk
+    assert index.stat().st_size == 10 << 20

@@ -143,22 +143,34 @@ def clear_read_only(data_dir: Path) -> None:
 def small_disk(data_dir: Path, free_bytes: int) -> Iterator[int]:
     """The node's log dir on a tmpfs (its files copied in) with `free_bytes` left, for
     the duration; afterwards the files, as the node left them, are copied back. Yields
-    the tmpfs size."""
+    the tmpfs size.
+
+    Files are copied with their holes, and the size is set from what the copies take
+    on the tmpfs: Kafka preallocates each active segment's index files
+    (segment.index.bytes, sparse), and its recovery after a kill resets them, so a
+    tmpfs sized by file lengths would gain megabytes as Kafka starts."""
     if os.geteuid() != 0:
         raise StorageFaultError("disk-full needs root (mount -t tmpfs)")
     data_dir = Path(data_dir)
-    # Whole pages per file, as tmpfs counts them.
-    used = sum(-(-p.stat().st_size // 4096) * 4096
-               for p in data_dir.rglob("*") if p.is_file())
-    size_bytes = used + free_bytes
+    # Room for every file as long as it claims to be, whole pages, while copying.
+    claimed = sum(-(-p.stat().st_size // 4096) * 4096
+                  for p in data_dir.rglob("*") if p.is_file())
     saved = Path(tempfile.mkdtemp(prefix=DISK_FULL_COPY, dir=data_dir.parent))
-    shutil.copytree(data_dir, saved, dirs_exist_ok=True)
-    _run("mount", "-t", "tmpfs", "-o", f"size={size_bytes}", "tmpfs", str(data_dir))
+    _copy_sparse(data_dir, saved)
+    _run("mount", "-t", "tmpfs", "-o", f"size={claimed + free_bytes}", "tmpfs", str(data_dir))
     try:
-        shutil.copytree(saved, data_dir, dirs_exist_ok=True)
+        _copy_sparse(saved, data_dir)
+        stat = os.statvfs(data_dir)
+        size_bytes = (stat.f_blocks - stat.f_bfree) * stat.f_frsize + free_bytes
+        _run("mount", "-o", f"remount,size={size_bytes}", str(data_dir))
         yield size_bytes
     finally:
         _unmount_copying_back(data_dir, saved)
+
+
+def _copy_sparse(source: Path, target: Path) -> None:
+    """Everything under `source` into `target`, keeping modes, times and holes."""
+    _run("cp", "-a", "--sparse=always", f"{source}/.", str(target))
 
 
 DISK_FULL_COPY = "brownout-disk-full-"  # small_disk's copy, beside the log dir
@@ -169,7 +181,7 @@ def _unmount_copying_back(data_dir: Path, saved: Path) -> None:
     it; the tmpfs unmounted; `saved` (a scratch directory) removed."""
     shutil.rmtree(saved, ignore_errors=True)
     saved.mkdir()
-    shutil.copytree(data_dir, saved, dirs_exist_ok=True)
+    _copy_sparse(data_dir, saved)
     umount = subprocess.run(["umount", str(data_dir)], capture_output=True, check=False)
     if umount.returncode != 0:
         subprocess.run(["umount", "-l", str(data_dir)], capture_output=True, check=False)
@@ -178,7 +190,7 @@ def _unmount_copying_back(data_dir: Path, saved: Path) -> None:
             shutil.rmtree(child)
         else:
             child.unlink()
-    shutil.copytree(saved, data_dir, dirs_exist_ok=True)
+    _copy_sparse(saved, data_dir)
     shutil.rmtree(saved, ignore_errors=True)
 
 
