@@ -34,25 +34,25 @@ from ._common import BootstrapOption, DirOption, UsageError, fail, handle_errors
 CONSOLE_PRODUCER_HELP = "\n\n".join([
     "Send each line of stdin to a topic as one record (like kafka-console-producer.sh).",
     "--reader-property (or --property, Kafka's older name) parse.key=true reads "
-    "key<TAB>value lines, parse.headers=true "
-    "h1:v1,h2:v2<TAB>... lines; key.separator, headers.delimiter, headers.separator, "
-    "headers.key.separator and null.marker change the separators and name a null, "
-    "ignore.error=true takes a line without a separator as it is. Without --sync the "
-    "records are sent in batches. Exit status 0 when every record was acknowledged; a "
-    "record the cluster refused is reported on stderr, the others are still sent, and "
-    "the command exits 1; a line it cannot read stops it (exit 1) after the lines before "
-    "it were sent.",
+    "key<TAB>value lines, parse.headers=true h1:v1,h2:v2<TAB>... lines; key.separator, "
+    "headers.delimiter, headers.separator, headers.key.separator and null.marker change "
+    "the separators and name a null, ignore.error=true takes a line without a separator "
+    "as it is. Without --sync the records are sent in batches. Exit status 0 when every "
+    "record was acknowledged; a record the cluster refused is reported on stderr, the "
+    "others are still sent, and the command exits 1; a line it cannot read stops it "
+    "(exit 1) after the lines before it were sent.",
 ])
 
 CONSOLE_CONSUMER_HELP = "\n\n".join([
     "Print the records of a topic on stdout (like kafka-console-consumer.sh), as Kafka's "
     "default formatter prints them, and `Processed a total of N messages` on stderr.",
     "--formatter-property (or --property, Kafka's older name) print.timestamp, "
-    "print.partition, print.offset, print.headers, print.key (=true) add those fields before the value (print.value=false leaves it out), "
-    "separated by key.separator, each record ended by line.separator; headers.separator "
-    "and null.literal as in Kafka. Without --group the consumer joins a group of its own "
-    "that commits nothing; --partition reads one partition from --offset without a "
-    "group. It runs until --max-messages, --timeout-ms without a record, or Ctrl-C.",
+    "print.partition, print.offset, print.headers, print.key (=true) add those fields "
+    "before the value (print.value=false leaves it out), separated by key.separator, "
+    "each record ended by line.separator; headers.separator and null.literal as in "
+    "Kafka. Without --group the consumer joins a group of its own that commits nothing; "
+    "--partition reads one partition from --offset without a group. It runs until "
+    "--max-messages, --timeout-ms without a record, or Ctrl-C.",
 ])
 
 ReaderPropertyAlias = Annotated[list[str] | None, typer.Option(
