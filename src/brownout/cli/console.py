@@ -150,8 +150,8 @@ def console_producer_command(
 
     producer = LineProducer(config, topic, lambda text: typer.echo(text, err=True))
     sent = 0
+    lines = text_lines(sys.stdin.buffer, _prompt if _interactive() else None)
     try:
-        lines = text_lines(sys.stdin.buffer, _prompt if _interactive() else None)
         for number, line in enumerate(lines, 1):
             sent += 1
             if not producer.send(parse_line(line, number, settings), sync):
@@ -163,6 +163,8 @@ def console_producer_command(
     except KeyboardInterrupt:
         producer.flush()
         raise
+    finally:
+        lines.close()
     if producer.failures:
         raise fail(f"{producer.failures} of {sent} records were not acknowledged", 1)
 

@@ -197,4 +197,5 @@ def text_lines(stream: BinaryIO, before_each: Callable[[], None] | None = None
                 return
             yield line.removesuffix("\n")
     finally:
-        text.detach()  # the stream stays open: it is the caller's
+        if not stream.closed:
+            text.detach()  # the stream stays open: it is the caller's

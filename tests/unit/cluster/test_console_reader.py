@@ -168,3 +168,11 @@ def test_the_stream_is_left_open():
     assert next(lines) == "x"
     lines.close()
     assert not stream.closed
+
+
+def test_a_stream_closed_under_the_reader_is_no_error():
+    stream = io.BytesIO(b"x\ny\n")
+    lines = text_lines(stream)
+    assert next(lines) == "x"
+    stream.close()
+    lines.close()
