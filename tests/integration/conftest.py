@@ -67,16 +67,17 @@ BROWNOUT = (
 )
 
 
-def run_brownout(*args: str, check: bool = True,
-                 timeout: float = 60) -> subprocess.CompletedProcess[str]:
+def run_brownout(*args: str, check: bool = True, timeout: float = 60,
+                 input: str | None = None) -> subprocess.CompletedProcess[str]:
     """`brownout ARGS` as a user types it (no BROWNOUT_DIR from the environment, wide
-    tables); with `check`, a non-zero exit fails the test with both outputs. `timeout`
-    is scaled by the suite's time scale."""
+    tables), with `input` on its stdin (none: the test's); with `check`, a non-zero exit
+    fails the test with both outputs. `timeout` is scaled by the suite's time scale."""
     env = dict(os.environ)
     env.pop("BROWNOUT_DIR", None)
     env["COLUMNS"] = "200"
     result = subprocess.run(
-        [*BROWNOUT, *args], capture_output=True, text=True, timeout=scaled(timeout), env=env
+        [*BROWNOUT, *args], capture_output=True, text=True, timeout=scaled(timeout), env=env,
+        input=input,
     )
     if check and result.returncode != 0:
         raise AssertionError(

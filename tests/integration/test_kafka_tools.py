@@ -2,8 +2,8 @@
 version) against a lab cluster of Brownout's node, beside Brownout's twins of them: what
 the twin prints is what Kafka's tool prints, line for line, up to what must differ.
 Compared here: kafka-topics, kafka-configs, kafka-consumer-groups, kafka-get-offsets,
-kafka-metadata-quorum, kafka-reassign-partitions, kafka-leader-election and
-kafka-dump-log.
+kafka-metadata-quorum, kafka-reassign-partitions, kafka-leader-election,
+kafka-dump-log, kafka-console-producer and kafka-console-consumer.
 
 One lab cluster (three combined nodes, the cheapest with room for replication) serves
 the module. Each JVM tool takes seconds to start on a busy two-core machine, so every
@@ -42,19 +42,20 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabCluster]:
         yield c
 
 
-def brownout(*args: str, timeout: float = TOOL_TIMEOUT) -> subprocess.CompletedProcess[str]:
-    return run_brownout(*args, timeout=timeout)
+def brownout(*args: str, timeout: float = TOOL_TIMEOUT,
+             input: str | None = None) -> subprocess.CompletedProcess[str]:
+    return run_brownout(*args, timeout=timeout, input=input)
 
 
-def kafka_tool(*args: str) -> subprocess.CompletedProcess[str]:
-    return run_brownout("kafka", "tool", *args, timeout=TOOL_TIMEOUT)
+def kafka_tool(*args: str, input: str | None = None) -> subprocess.CompletedProcess[str]:
+    return run_brownout("kafka", "tool", *args, timeout=TOOL_TIMEOUT, input=input)
 
 
-def create_topic(cluster: LabCluster, *configs: str) -> str:
+def create_topic(cluster: LabCluster, *configs: str, partitions: int = PARTITIONS) -> str:
     topic = f"tools-{uuid.uuid4().hex[:6]}"
-    brownout("topics", "create", topic, "-p", str(PARTITIONS), "-r", str(RF),
+    brownout("topics", "create", topic, "-p", str(partitions), "-r", str(RF),
              *(a for c in configs for a in ("-c", c)), "--bootstrap", cluster.bootstrap)
-    wait_until(lambda: full_isr(cluster.describe(topic), RF, PARTITIONS), 120,
+    wait_until(lambda: full_isr(cluster.describe(topic), RF, partitions), 120,
                f"{topic}: every partition led, with {RF} in sync")
     return topic
 
@@ -483,3 +484,60 @@ def test_dump_log_prints_what_kafka_dump_log_prints(cluster: LabCluster,
     assert_same(twin, kafka, "dump-log --print-data-log")
     assert "compresscodec: gzip" in kafka.stdout and "isvalid: true" in kafka.stdout
     assert "headerKeys: [trace,n]" in kafka.stdout and "key: k1 payload: v1" in kafka.stdout
+
+
+# Lines with headers, keys and the null marker: a header with a null value, a line
+# without headers, a null key, a value with a tab in it, repeated header keys and an
+# empty value.
+CONSOLE_INPUT = ("trace:t1,n:NULL\tk1\tfirst value\n"
+                 "NULL\tk2\tNULL\n"
+                 "trace:t3\tNULL\tthird\tvalue\n"
+                 "a:1,b:2,a:3\tk4\t\n")
+CONSOLE_RECORDS = CONSOLE_INPUT.count("\n")
+READER = ("parse.key=true", "parse.headers=true", "null.marker=NULL")
+FORMATTER = ("print.timestamp=true", "print.partition=true", "print.offset=true",
+             "print.headers=true", "print.key=true", "key.separator= | ",
+             "headers.separator=;", "null.literal=<null>")
+
+
+def _properties(option: str, pairs: tuple[str, ...]) -> list[str]:
+    return [arg for pair in pairs for arg in (option, pair)]
+
+
+def _create_times(text: str) -> str:
+    return re.sub(r"CreateTime:\d+", "CreateTime:T", text)
+
+
+def test_console_producer_and_consumer_match_kafkas(cluster: LabCluster,
+                                                    kafka_installed: str):
+    # One partition each: the records come in one order, whichever consumer reads them.
+    mine, theirs = create_topic(cluster, partitions=1), create_topic(cluster, partitions=1)
+    bootstrap = ("--bootstrap-server", cluster.bootstrap)
+    read = ("--max-messages", str(CONSOLE_RECORDS), "--timeout-ms", "60000",
+            *_properties("--formatter-property", FORMATTER))
+    brownout("console-producer", *bootstrap, "--topic", mine,
+             *_properties("--reader-property", READER), input=CONSOLE_INPUT)
+    # The twin reads as a group member from the beginning, Kafka's tool the partition.
+    twin = brownout("console-consumer", *bootstrap, "--topic", mine, "--from-beginning",
+                    *read)
+    kafka = kafka_tool("kafka-console-consumer", *bootstrap, "--topic", mine,
+                       "--partition", "0", "--offset", "earliest", *read)
+    assert twin.stdout == kafka.stdout, (
+        f"brownout console-consumer:\n{twin.stdout}\nkafka-console-consumer:\n{kafka.stdout}")
+    assert _create_times(kafka.stdout).splitlines() == [
+        "CreateTime:T | Partition:0 | Offset:0 | trace:t1;n:<null> | k1 | first value",
+        "CreateTime:T | Partition:0 | Offset:1 | NO_HEADERS | k2 | <null>",
+        "CreateTime:T | Partition:0 | Offset:2 | trace:t3 | <null> | third\tvalue",
+        "CreateTime:T | Partition:0 | Offset:3 | a:1;b:2;a:3 | k4 | "], kafka.stdout
+    processed = f"Processed a total of {CONSOLE_RECORDS} messages"
+    for result in (twin, kafka):
+        assert processed in result.stderr.splitlines(), result.stderr
+
+    # The same lines through Kafka's producer are the same records, up to their times.
+    kafka_tool("kafka-console-producer", *bootstrap, "--topic", theirs,
+               *_properties("--reader-property", READER), input=CONSOLE_INPUT)
+    twin_of_theirs = brownout("console-consumer", *bootstrap, "--topic", theirs,
+                              "--partition", "0", "--offset", "earliest", *read)
+    assert _create_times(twin_of_theirs.stdout) == _create_times(twin.stdout), (
+        f"kafka-console-producer's records:\n{twin_of_theirs.stdout}\n"
+        f"brownout console-producer's:\n{twin.stdout}")

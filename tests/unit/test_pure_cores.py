@@ -22,6 +22,9 @@ PURE = [
     SRC / "scenarios" / "compare.py",
     SRC / "report" / "compare_text.py",
     SRC / "common" / "topic.py",
+    SRC / "cluster" / "console_reader.py",
+    SRC / "cluster" / "console_formatter.py",
+    SRC / "cluster" / "console_options.py",
 ]
 FORBIDDEN_MODULES = {"asyncio", "socket", "selectors", "time", "threading", "subprocess", "os"}
 FORBIDDEN_CALLS = {"open"}

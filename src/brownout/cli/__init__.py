@@ -10,6 +10,12 @@ from .clean import CLEAN_HELP, clean_command
 from .cluster import DOWN_HELP, STATUS_HELP, UP_HELP, down_command, status_command, up_command
 from .compare import COMPARE_HELP, compare_command
 from .configs import CONFIGS_HELP, configs_command
+from .console import (
+    CONSOLE_CONSUMER_HELP,
+    CONSOLE_PRODUCER_HELP,
+    console_consumer_command,
+    console_producer_command,
+)
 from .demo import demo_command
 from .faults import fault_app
 from .groups import (
@@ -51,6 +57,8 @@ app.command("consumer-groups", help=CONSUMER_GROUPS_HELP)(consumer_groups_comman
 app.command("leader-election", help=LEADER_ELECTION_HELP)(leader_election_command)
 app.command("configs", help=CONFIGS_HELP)(configs_command)
 app.command("acls", help=ACLS_HELP)(acls_command)
+app.command("console-producer", help=CONSOLE_PRODUCER_HELP)(console_producer_command)
+app.command("console-consumer", help=CONSOLE_CONSUMER_HELP)(console_consumer_command)
 app.command("reassign-partitions", help=REASSIGN_HELP)(reassign_partitions_command)
 app.add_typer(quorum_app, name="metadata-quorum")
 app.add_typer(fault_app, name="fault")
