@@ -34,10 +34,13 @@ kafka: $(STAMP)
 # (about a minute each), then minority-outage on Apache Kafka (a few minutes: four JVMs),
 # with the two engines' verdicts side by side. Each run directory under $(DEMO_OUT) holds
 # verdict.json, check.json and report.html; docs/fidelity.md says what each reproduces.
+# A run the lab could not judge because the machine was overloaded is "unknown" (exit
+# status 3, its reason printed): the demo ran, so make succeeds; a failed run fails it.
 DEMO_OUT := runs/demo
 
 demo: $(STAMP) sysdeps kafka
-	$(BIN)/brownout demo --kafka --out $(DEMO_OUT)
+	$(BIN)/brownout demo --kafka --out $(DEMO_OUT) || { status=$$?; [ $$status -eq 3 ] \
+	  && echo "demo: some verdicts are unknown (this machine was too busy to judge them)"; }
 
 # Spark's Kafka source (spark-sql-kafka-0-10 at PySpark's version), which the pipeline
 # reads with: fetched once from Maven Central into the Ivy cache (sessions then resolve

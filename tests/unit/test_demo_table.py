@@ -4,8 +4,8 @@ from pathlib import Path
 
 from rich.console import Console
 
-from brownout.cli.demo import side_by_side
-from brownout.scenarios.verdict import RunOutcome
+from brownout.cli.demo import side_by_side, verdict_lines
+from brownout.scenarios.verdict import RunOutcome, combined_exit_code
 
 
 def _outcome(verdict: str, lost: int, held: bool) -> RunOutcome:
@@ -42,3 +42,19 @@ def test_an_expectation_kafka_did_not_judge_says_so_rather_than_a_value() -> Non
     text = _text(side_by_side(_outcome("pass", 0, True), kafka, "4.4.0"))
     row = next(line for line in text.splitlines() if "acked_writes_lost" in line)
     assert "not judged" in row
+
+
+def test_an_unknown_run_is_called_unknown_with_its_reason_and_fails_nothing() -> None:
+    passed = _outcome("pass", 0, True)
+    unknown = _outcome("pass", 0, True)
+    unknown.run_dir, unknown.passed, unknown.exit_code = Path("/runs/k"), False, 3
+    unknown.verdict = "unknown"
+    unknown.unknown_reason = "lab overloaded: the producers were behind [by 17.6s]"
+    lines = verdict_lines([passed, unknown])
+    text = _text("\n".join(lines))
+    assert "x: PASSED (60s)" in text
+    assert "k: UNKNOWN (60s)" in text and "FAILED" not in text
+    assert "  lab overloaded: the producers were behind [by 17.6s]" in text  # not markup
+    assert combined_exit_code(o.exit_code for o in [passed, unknown]) == 3
+    failed = _outcome("fail", 3, False)
+    assert "FAILED" in _text("\n".join(verdict_lines([failed])))

@@ -7,8 +7,10 @@ down; acks=all stops with NOT_ENOUGH_REPLICAS while acks=1 keeps writing) run on
 Brownout's node. When Apache Kafka is installed (`brownout kafka install`, which `make
 demo` runs) `minority-outage` runs once more on Kafka's own JVMs, and the two verdicts
 are printed side by side, expectation by expectation. Each run has its own fresh cluster
-and directory under <out>/; the command ends with where the reports are. Exit status 0
-when every run passed, 1 otherwise.
+and directory under <out>/; the command ends with each run's verdict and where its
+report is. Exit status as `brownout run --repeat`'s: 0 every run passed, 1 one failed, 3
+none failed but some were unknown (the lab was overloaded, so the run measured the
+machine rather than Kafka; its reason is printed).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from ..cluster.distribution import DEFAULT_KAFKA_4, Distribution, cache_root, installed
@@ -38,6 +41,7 @@ KAFKA_SUFFIX = "-kafka"
 def run_demo(out: Path, seed: int = 0, kafka: Distribution | None = None) -> int:
     from ..scenarios.runner import ScenarioRefused, run_scenario
     from ..scenarios.schema import with_distribution
+    from ..scenarios.verdict import combined_exit_code
 
     console = Console(highlight=False)
     outcomes: list[RunOutcome] = []
@@ -62,14 +66,30 @@ def run_demo(out: Path, seed: int = 0, kafka: Distribution | None = None) -> int
     if kafka is not None:
         console.print(side_by_side(outcomes[0], outcomes[-1], kafka.version))
     console.rule("demo")
-    for o in outcomes:
-        word = "[green]PASSED[/green]" if o.passed else "[red]FAILED[/red]"
-        where = o.report or (o.run_dir / VERDICT_FILE)
-        console.print(f"{o.run_dir.name}: {word} ({o.elapsed:.0f}s)  report: {where}")
+    for line in verdict_lines(outcomes):
+        console.print(line)
     if kafka is None:
         console.print(f"Apache Kafka is not installed: `brownout kafka install` and run the "
                       f"demo again to see {COMPARED} on Kafka beside the node")
-    return 0 if all(o.passed for o in outcomes) else 1
+    return combined_exit_code(o.exit_code for o in outcomes)
+
+
+def verdict_lines(outcomes: list[RunOutcome]) -> list[str]:
+    """A line per run (console markup): its verdict, time and report; an unknown one's
+    reason below it."""
+    from ..scenarios.verdict import FAIL, PASS, UNKNOWN
+
+    words = {PASS: "[green]PASSED[/green]", FAIL: "[red]FAILED[/red]",
+             UNKNOWN: "[yellow]UNKNOWN[/yellow]"}
+    lines = []
+    for o in outcomes:
+        word = words.get(o.verdict, words[FAIL])
+        where = o.report or (o.run_dir / VERDICT_FILE)
+        lines.append(escape(f"{o.run_dir.name}: ") + word
+                     + escape(f" ({o.elapsed:.0f}s)  report: {where}"))
+        if o.verdict == UNKNOWN and o.unknown_reason:
+            lines.append(escape(f"  {o.unknown_reason}"))
+    return lines
 
 
 def side_by_side(node: RunOutcome, kafka: RunOutcome, version: str) -> Table:

@@ -373,12 +373,3 @@ def comparison_rows(engines: Mapping[str, Sequence[RunDocuments]]) -> list[dict[
     return rows
 
 
-def exit_code(codes: Iterable[int]) -> int:
-    """The comparison's exit status from each engine's (its summary's): 1 when one
-    failed, else 3 when one was unknown, else 0."""
-    seen = set(codes)
-    if EXIT_CODES[FAIL] in seen:
-        return EXIT_CODES[FAIL]
-    if EXIT_CODES[UNKNOWN] in seen:
-        return EXIT_CODES[UNKNOWN]
-    return EXIT_CODES[PASS]

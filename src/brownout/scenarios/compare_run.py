@@ -48,12 +48,12 @@ from .compare import (
     Engine,
     RunDocuments,
     comparison_rows,
-    exit_code,
     why,
 )
 from .repeat import plan, run_repeated
 from .runner import preflight
 from .schema import Scenario
+from .verdict import combined_exit_code
 
 
 @dataclasses.dataclass
@@ -164,7 +164,7 @@ def summarise_compare(out: Path, engines: Sequence[Engine], repeat: int, seed: i
         "repeat": repeat,
         "set": dict(settings or {}),
         "engines": listed,
-        "exit_code": exit_code(e["exit_code"] for e in listed),
+        "exit_code": combined_exit_code(e["exit_code"] for e in listed),
         "rows": rows,
     })
     path = out / COMPARE_FILE

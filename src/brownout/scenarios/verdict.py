@@ -17,7 +17,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -65,6 +65,17 @@ from .schema import Scenario
 
 PASS, FAIL, UNKNOWN = "pass", "fail", "unknown"
 EXIT_CODES = {PASS: 0, FAIL: 1, UNKNOWN: 3}
+
+
+def combined_exit_code(codes: Iterable[int]) -> int:
+    """Several runs' exit status from each one's: 1 when one failed, else 3 when one was
+    unknown, else 0."""
+    seen = set(codes)
+    if EXIT_CODES[FAIL] in seen:
+        return EXIT_CODES[FAIL]
+    if EXIT_CODES[UNKNOWN] in seen:
+        return EXIT_CODES[UNKNOWN]
+    return EXIT_CODES[PASS]
 
 
 @dataclasses.dataclass

@@ -21,13 +21,13 @@ from brownout.scenarios.compare import (
     RunDocuments,
     apart,
     comparison_rows,
-    exit_code,
     parse_engines,
     ranges_apart_by_chance,
     run_values,
     why,
 )
 from brownout.scenarios.compare_run import print_comparison, summarise_compare
+from brownout.scenarios.verdict import combined_exit_code
 
 KAFKA = f"kafka:{DEFAULT_KAFKA_4}"
 
@@ -277,9 +277,9 @@ def test_cell_text() -> None:
 
 
 def test_exit_status_fail_over_unknown_over_pass() -> None:
-    assert exit_code([0, 0]) == 0
-    assert exit_code([0, 3]) == 3
-    assert exit_code([3, 1, 0]) == 1
+    assert combined_exit_code([0, 0]) == 0
+    assert combined_exit_code([0, 3]) == 3
+    assert combined_exit_code([3, 1, 0]) == 1
 
 
 # -- the comparison from run directories, its page and table -------------------------
