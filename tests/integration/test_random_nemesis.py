@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
+from conftest import assert_run_held
 from test_scenarios import no_node_left, run
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(200)]
@@ -52,7 +53,9 @@ def test_one_seed_gives_one_fault_sequence(tmp_path: Path) -> None:
     for k in (1, 2):
         out = tmp_path / f"run-{k}"
         result = run(str(scenario), "--out", str(out), "--seed", "5", timeout=180)
-        assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
+        verdict = json.loads((out / "verdict.json").read_text())
+        assert_run_held(result.returncode, verdict,
+                        result.stdout[-3000:] + result.stderr[-2000:])
         no_node_left(out)
         seen.append(faults(out))
     (plan, injected), (plan2, injected2) = seen

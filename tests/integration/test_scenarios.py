@@ -212,8 +212,11 @@ def test_pipeline_runs_through_a_broker_kill_and_matches_the_ground_truth(
     finally:
         subprocess.run([*BROWNOUT, "spark", "down", "--dir", str(spark_dir)],
                        capture_output=True, timeout=scaled(60))
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
     verdict = json.loads((run_dir / "verdict.json").read_text())
+    # Three Spark JVMs start beside the cluster: on a busy machine a node may wait for a
+    # CPU long enough before the fault that the lab calls the run unknown (a clone's run
+    # saw node 3 wait 1.2 s in the run queue, having run 2.9 ms).
+    assert_run_held(result.returncode, verdict, result.stdout[-3000:] + result.stderr[-2000:])
     assert verdict["pipeline"]["master"] == master
     # the scenario's pipeline.config reached the pipeline's session
     config = json.loads((run_dir / "pipeline" / "pipeline-config.json").read_text())

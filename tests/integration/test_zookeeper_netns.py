@@ -19,7 +19,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import BROWNOUT
+from conftest import BROWNOUT, assert_run_held
 
 from brownout.cluster import lab, netns
 from brownout.cluster.state import ClusterState
@@ -90,8 +90,9 @@ def test_leader_cut_from_zookeeper_loses_acks_1_not_acks_all(tmp_path: Path) -> 
             timeout=220,
             env={**os.environ, "COLUMNS": "200"},
         )
-        assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
         verdict = json.loads((run_dir / "verdict.json").read_text())
+        assert_run_held(result.returncode, verdict,
+                        result.stdout[-3000:] + result.stderr[-2000:])
         observed = {e["name"]: e["observed"] for e in verdict["expectations"]}
         assert observed["acked_writes_lost[acks-1]"] > 0
         assert observed["acked_writes_lost[acks-all]"] == 0
