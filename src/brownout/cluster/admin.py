@@ -155,11 +155,21 @@ def kafka_uuid_str(most: int, least: int) -> str:
 # -- confluent-kafka adapters ----------------------------------------------------------
 
 
-def _quiet_logger() -> logging.Logger:
-    logger = logging.getLogger("brownout.admin.librdkafka")
+def quiet_logger(name: str) -> logging.Logger:
+    """A logger for librdkafka's log lines that prints nothing (given as a client's
+    "logger", so they do not reach stderr)."""
+    logger = logging.getLogger(name)
     logger.addHandler(logging.NullHandler())
     logger.propagate = False
     return logger
+
+
+def kafka_error_text(err: Any) -> str | None:
+    """A KafkaError as one line, ``NAME: description``; None for anything else."""
+    name, text = getattr(err, "name", None), getattr(err, "str", None)
+    if callable(name) and callable(text):
+        return f"{name()}: {text()}"
+    return None
 
 
 def _broker_error_text(code: int) -> str:
@@ -173,11 +183,7 @@ def _broker_error_text(code: int) -> str:
 def _error_text(e: BaseException) -> str:
     """One line from a KafkaException / KafkaError / anything."""
     arg = e.args[0] if getattr(e, "args", None) else e
-    name = getattr(arg, "name", None)
-    text = getattr(arg, "str", None)
-    if callable(name) and callable(text):
-        return f"{name()}: {text()}"
-    return str(e) or type(e).__name__
+    return kafka_error_text(arg) or str(e) or type(e).__name__
 
 
 # ListOffsets errors that Kafka's own clients retry until their timeout (the Admin
@@ -222,7 +228,7 @@ class Admin:
                 "bootstrap.servers": bootstrap,
                 "client.id": "brownout-cli",
                 "socket.connection.setup.timeout.ms": int(min(timeout, 10) * 1000),
-                "logger": _quiet_logger(),
+                "logger": quiet_logger("brownout.admin.librdkafka"),
             }
         )
 

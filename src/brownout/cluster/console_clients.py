@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from .admin import AdminError
+from .admin import AdminError, kafka_error_text, quiet_logger
 from .console_formatter import CREATE_TIME, LOG_APPEND_TIME, ConsumedRecord
 from .console_options import EARLIEST, LATEST
 from .console_reader import LineRecord
@@ -19,18 +19,12 @@ POLL_S = 0.5  # the longest a blocking call waits at once, so that Ctrl-C gets t
 
 
 def _quiet_logger() -> logging.Logger:
-    logger = logging.getLogger("brownout.console.librdkafka")
-    logger.addHandler(logging.NullHandler())
-    logger.propagate = False
-    return logger
+    return quiet_logger("brownout.console.librdkafka")
 
 
 def error_text(err: Any) -> str:
     """A KafkaError as one line: ``NAME: description``."""
-    name, text = getattr(err, "name", None), getattr(err, "str", None)
-    if callable(name) and callable(text):
-        return f"{name()}: {text()}"
-    return str(err)
+    return kafka_error_text(err) or str(err)
 
 
 def _size(data: bytes | None) -> str:
