@@ -49,6 +49,10 @@ __all__ = ["MalformedFrameError", "check_entity", "decode_entity"]
 # (buffer, position, end) -> position after the value. Raises MalformedFrameError.
 Step = Callable[[bytes | memoryview, int, int], int]
 LengthReader = Callable[[bytes | memoryview, int, int], tuple[int, int]]
+# (buffer, position, end, count) -> position after `count` entries of an array.
+Entries = Callable[[bytes | memoryview, int, int, int], int]
+# A flat entity's string or bytes field: (fixed-size bytes before it, a string or not).
+FlatField = tuple[int, bool]
 
 _FIXED_SIZE = FIXED_SIZE
 _VARIABLE = ("string", "bytes", "records")
@@ -177,9 +181,9 @@ def _variable(name: str, kafka_type: str, flexible: bool, nullable: bool) -> Ste
 
 
 def _array(
-    name: str, flexible: bool, nullable: bool, element: Step | None, min_size: int
+    name: str, flexible: bool, nullable: bool, entries: Entries | None, min_size: int
 ) -> Step:
-    """An array; `element` None means fixed-size entries of `min_size`, skipped whole."""
+    """An array; `entries` None means fixed-size entries of `min_size`, skipped whole."""
     count = _length_prefix(name, flexible, _INT32)
 
     def step(buf: bytes | memoryview, pos: int, end: int) -> int:
@@ -191,13 +195,89 @@ def _array(
         _need(name, f"an array of {n} entries", pos, n * min_size, end)
         if n > MAX_ARRAY_LENGTH:
             raise MalformedFrameError(f"{name}: an array of {n} entries, more than Kafka reads")
-        if element is None:
+        if entries is None:
             return pos + n * min_size
+        return entries(buf, pos, end, n)
+
+    return step
+
+
+def _each(element: Step) -> Entries:
+    def entries(buf: bytes | memoryview, pos: int, end: int, n: int) -> int:
         for _ in range(n):
             pos = element(buf, pos, end)
         return pos
 
-    return step
+    return entries
+
+
+
+
+def _flat_entries(
+    fields: tuple[FlatField, ...], tail: int, flexible: bool, tagged: bool, element: Step
+) -> Entries:
+    """Entries of fixed-size fields and strings or bytes (`fields`, then `tail` fixed
+    bytes), walked in one loop.
+
+    A request of socket.request.max.bytes holds up to hundreds of thousands of such
+    entries (a Metadata naming topics), and `_each` makes several calls for every one.
+    This loop takes the common shape in line: non-negative lengths that fit, one-byte
+    compact lengths, no tagged fields. An entry it does not take so (a null, a longer
+    varint, a tag, a length past the end) is walked again from its start by `element`,
+    which accepts or refuses it with its reason: both give the same answer for every
+    frame, this one only sooner.
+    """
+    if flexible:
+        befores = tuple(before for before, _ in fields)
+
+        def compact(buf: bytes | memoryview, pos: int, end: int, n: int) -> int:
+            for _ in range(n):
+                start = pos
+                for before in befores:
+                    pos += before
+                    if pos >= end or not 0 < buf[pos] < 0x80:  # null, or a longer varint
+                        break
+                    pos += buf[pos]  # the length byte and the length - 1 bytes
+                else:
+                    # A field past the end left pos past it: the checks here see it.
+                    pos += tail
+                    if tagged:
+                        if pos < end and buf[pos] == 0:
+                            pos += 1
+                            continue
+                    elif pos <= end:
+                        continue
+                pos = element(buf, start, end)
+            return pos
+
+        return compact
+
+    # A string's int16 length cannot pass Kafka's 32 767-byte limit; bytes have an
+    # int32 length and no limit.
+    legacy_fields = tuple(
+        (before, _INT16.unpack_from, 2) if is_string else (before, _INT32.unpack_from, 4)
+        for before, is_string in fields)
+
+    def legacy(buf: bytes | memoryview, pos: int, end: int, n: int) -> int:
+        for _ in range(n):
+            start = pos
+            for before, unpack, size in legacy_fields:
+                pos += before
+                if pos + size > end:
+                    break
+                (length,) = unpack(buf, pos)
+                pos += size
+                if length < 0 or length > end - pos:
+                    break
+                pos += length
+            else:
+                pos += tail
+                if pos <= end:
+                    continue
+            pos = element(buf, start, end)
+        return pos
+
+    return legacy
 
 
 def _nullable_entity(name: str, inner: Step) -> Step:
@@ -237,19 +317,23 @@ def _field_step(
                 return _variable(name, kafka_type, flexible, nullable), 1 if flexible else 2
             raise TypeError(f"{owner.__name__}.{name}: unknown kafka_type {kafka_type!r}")
         case PrimitiveTupleField():
+            entries: Entries | None
             if kafka_type in _FIXED_SIZE:
-                element, min_size = None, _FIXED_SIZE[kafka_type]
+                entries, min_size = None, _FIXED_SIZE[kafka_type]
             elif kafka_type in _VARIABLE:
-                element = _variable(name, kafka_type, flexible, False)
+                entries = _flat_entries(((0, kafka_type == "string"),), 0, flexible, False,
+                                        _variable(name, kafka_type, flexible, False))
                 min_size = 1 if flexible else 2
             else:
                 raise TypeError(f"{owner.__name__}.{name}: unknown kafka_type {kafka_type!r}")
-            return _array(name, flexible, nullable, element, min_size), 1 if flexible else 4
+            return _array(name, flexible, nullable, entries, min_size), 1 if flexible else 4
         case EntityTupleField(entity):
             # max(1, ...): an entry must take a byte for a count to be bounded by them.
             min_size = max(1, _entity_min_size(entity))
-            step = _array(name, flexible, nullable, _entity_step(entity), min_size)
-            return step, 1 if flexible else 4
+            layout = _flat_layout(entity)
+            entries = _each(_entity_step(entity)) if layout is None else _flat_entries(
+                *layout, flexible, flexible, _entity_step(entity))
+            return _array(name, flexible, nullable, entries, min_size), 1 if flexible else 4
         case EntityField(entity):
             inner = _entity_step(entity)
             if nullable:
@@ -290,6 +374,29 @@ def _compiled(cls: type) -> tuple[tuple[Step, ...], dict[int, Step], int]:
         steps.append(_fixed(",".join(run_names), run_size))
         min_size += run_size
     return tuple(steps), tagged, min_size
+
+
+@functools.cache
+def _flat_layout(cls: type) -> tuple[tuple[FlatField, ...], int] | None:
+    """(its strings and bytes, the fixed-size bytes after the last) when every untagged
+    field of `cls` is one of those or fixed-size; None when one nests an entity or an
+    array."""
+    fields: list[FlatField] = []
+    before = 0
+    for field in dataclasses.fields(cls):
+        if get_field_tag(field) is not None:
+            continue
+        kafka_type = field.metadata.get("kafka_type")
+        if classify_field(field).__class__ is not PrimitiveField:
+            return None
+        if kafka_type in _FIXED_SIZE:
+            before += _FIXED_SIZE[kafka_type]
+        elif kafka_type in _VARIABLE:
+            fields.append((before, kafka_type == "string"))
+            before = 0
+        else:
+            return None
+    return tuple(fields), before
 
 
 def _entity_min_size(cls: type) -> int:

@@ -7,18 +7,22 @@ refuse it with a reason naming the field, and must accept everything a real clie
 
 from __future__ import annotations
 
+import dataclasses
 import io
+import random
 import struct
 
 import pytest
 from kio.serial import entity_writer
 
+from brownout.protocol import framecheck
 from brownout.protocol.apis import BROKER_APIS, ApiKey, request_class
 from brownout.protocol.build import build
 from brownout.protocol.connection import ServerConnection
 from brownout.protocol.errors import InvalidRequestError
 from brownout.protocol.framecheck import MalformedFrameError, check_entity, decode_entity
 from brownout.protocol.samples import sample
+from brownout.protocol.schema_fields import EntityField, EntityTupleField, classify_field
 
 
 def uvarint(n: int) -> bytes:
@@ -148,3 +152,80 @@ def test_decode_entity_turns_kio_errors_into_malformed_frames():
     body = struct.pack(">ih", 1, 12_000) + b"\xff" * 12_000
     with pytest.raises(MalformedFrameError, match="groups: 36000 bytes"):
         decode_entity(cls, body)
+
+
+# -- the one-loop walk of flat entries --------------------------------------------------
+
+
+def _flat_entities() -> list[type]:
+    """Every entity of a served request's array whose fields are fixed-size, strings or
+    bytes (a Metadata topic, a config entry, ...)."""
+    found: dict[str, type] = {}
+
+    def visit(cls: type) -> None:
+        for field in dataclasses.fields(cls):
+            match classify_field(field):
+                case EntityTupleField(entity) | EntityField(entity):
+                    if framecheck._flat_layout(entity) is not None:
+                        found[f"{entity.__module__}.{entity.__qualname__}"] = entity
+                    visit(entity)
+
+    for key, (low, high) in BROKER_APIS.items():
+        for version in range(low, high + 1):
+            visit(request_class(key, version))
+    return list(found.values())
+
+
+def _walk(entries: framecheck.Entries, buf: bytes, n: int) -> int | str:
+    try:
+        return entries(buf, 0, len(buf), n)
+    except MalformedFrameError as e:
+        return str(e)
+
+
+def _mutations(body: bytes, rng: random.Random) -> list[bytes]:
+    out = [body, body[:-1], body + b"\0"]
+    for _ in range(150):
+        b = bytearray(body)
+        for _ in range(rng.choice([1, 1, 2])):
+            b[rng.randrange(len(b))] = rng.choice([0x00, 0x01, 0x02, 0x7F, 0x80, 0xFF,
+                                                   rng.randrange(256)])
+        out.append(bytes(b[:rng.randrange(len(b) + 1)] if rng.random() < 0.2 else b))
+    return out
+
+
+def _entity_id(entity: type) -> str:
+    return f"{entity.__module__.removeprefix('kio.schema.')}.{entity.__qualname__}"
+
+
+@pytest.mark.parametrize("entity", _flat_entities(), ids=_entity_id)
+def test_flat_entries_are_walked_in_one_loop_with_the_same_verdicts(entity: type):
+    layout = framecheck._flat_layout(entity)
+    assert layout is not None
+    flexible = entity.__flexible__  # type: ignore[attr-defined]
+    element = framecheck._entity_step(entity)
+    fast = framecheck._flat_entries(*layout, flexible, flexible, element)
+    slow = framecheck._each(element)
+    out = io.BytesIO()
+    for _ in range(3):
+        entity_writer(entity)(out, sample(entity))
+    rng = random.Random(entity.__module__)
+    for body in _mutations(out.getvalue(), rng):
+        for n in (3, 4):
+            assert _walk(fast, body, n) == _walk(slow, body, n), body.hex()
+
+
+@pytest.mark.parametrize(("kafka_type", "flexible"),
+                         [("string", False), ("string", True), ("bytes", False)])
+def test_arrays_of_strings_are_walked_in_one_loop_with_the_same_verdicts(
+        kafka_type: str, flexible: bool):
+    element = framecheck._variable("names", kafka_type, flexible, False)
+    fast = framecheck._flat_entries(((0, kafka_type == "string"),), 0, flexible, False,
+                                    element)
+    slow = framecheck._each(element)
+    width = ">h" if kafka_type == "string" else ">i"
+    one = (uvarint(4) if flexible else struct.pack(width, 3)) + b"abc"
+    rng = random.Random(kafka_type)
+    for body in _mutations(one * 4, rng):
+        for n in (4, 5):
+            assert _walk(fast, body, n) == _walk(slow, body, n), body.hex()
