@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import itertools
 import struct
 from collections.abc import Callable
 from typing import Any
@@ -61,6 +62,11 @@ _INT32 = struct.Struct(">i")
 _INT8 = struct.Struct(">b")
 # Kafka reads an unsigned varint of at most 5 bytes (32 bits).
 _MAX_UVARINT_BYTES = 5
+# Frames longer than this whose first array repeats entries are decoded run by run
+# (_decode_runs); a shorter one costs less than looking for runs.
+RUNS_FROM_BYTES = 64 * 1024
+# Runs looked for before _decode_runs gives up on a frame whose entries mostly differ.
+_FEW_RUNS = 1000
 
 
 def check_entity(cls: type, buf: bytes | memoryview, offset: int = 0) -> int:
@@ -89,11 +95,122 @@ def decode_entity(cls: type, buf: bytes | memoryview, offset: int = 0) -> tuple[
 def _decode_canonical(cls: type, buf: bytes | memoryview, offset: int) -> tuple[Any, int]:
     # kio raises several exception types for bad input; the caller only needs to
     # know that these bytes are not a `cls`.
-    check_entity(cls, buf, offset)
     try:
+        if len(buf) - offset > RUNS_FROM_BYTES and (
+                runs := _decode_runs(cls, buf, offset)) is not None:
+            return runs
+        check_entity(cls, buf, offset)
         return entity_reader(cls)(buf, offset)  # type: ignore[no-any-return]
+    except MalformedFrameError:
+        raise
     except Exception as e:
         raise MalformedFrameError(f"{cls.__name__}: {e}") from e
+
+
+def _decode_runs(cls: type, buf: bytes | memoryview, offset: int) -> tuple[Any, int] | None:
+    """Decode a frame whose first field is an array of flat entries that repeat (a
+    Metadata naming one topic 120 000 times) from one copy of each run; None when the
+    frame is not of that shape, has few repeats, or is not canonical (check_entity then
+    says why).
+
+    Python pays for every entry it walks and kio for every object it builds: that frame
+    of 1 MiB took 80 ms to check and decode, longer than Kafka takes to answer it. Here a
+    run of equal entries is checked once, its copies compared byte for byte in doubling
+    chunks, and decoded once: the value holds the same immutable entry as often as the
+    frame has it, and walking the frame accepts and refuses what check_entity does.
+    """
+    if not isinstance(buf, bytes):
+        return None
+    shape = _runs_shape(cls)
+    if shape is None:
+        return None
+    name, one, min_size, rest, tagged = shape
+    flexible: bool = cls.__flexible__  # type: ignore[attr-defined]
+    end = len(buf)
+    try:
+        if flexible:
+            n, pos = read_uvarint(buf, offset, end)
+            n -= 1
+        else:
+            (n,), pos = _INT32.unpack_from(buf, offset), offset + 4
+        if n < 0 or n > MAX_ARRAY_LENGTH or n * min_size > end - pos:
+            return None
+        runs: list[tuple[int, int, int]] = []  # (start, end, how often) of each run's entry
+        left = n
+        while left > 0:
+            start = pos
+            pos = one(buf, pos, end, 1)
+            entry = buf[start:pos]
+            copies = _copies(buf, entry, pos, end, left - 1)
+            runs.append((start, pos, 1 + copies))
+            pos += copies * len(entry)
+            left -= 1 + copies
+            if len(runs) > _FEW_RUNS and 2 * len(runs) > n - left:
+                return None  # mostly distinct entries: kio takes them faster at once
+        array_end = pos
+        for step in rest:
+            pos = step(buf, pos, end)
+        if tagged is not None:
+            pos = _tagged_fields(cls.__name__, tagged, buf, pos, end)
+    except MalformedFrameError:
+        return None
+    count = _uvarint_bytes(len(runs) + 1) if flexible else _INT32.pack(len(runs))
+    distinct = b"".join(buf[start:stop] for start, stop, _ in runs)
+    value: Any
+    value, _ = entity_reader(cls)(count + distinct + buf[array_end:pos], 0)
+    entries = tuple(itertools.chain.from_iterable(
+        map(itertools.repeat, getattr(value, name), [k for _, _, k in runs])))
+    return dataclasses.replace(value, **{name: entries}), pos
+
+
+def _copies(buf: bytes, entry: bytes, pos: int, end: int, most: int) -> int:
+    """How many copies of `entry` (at most `most`) follow at `pos`, found in doubling
+    and then halving chunks: a few comparisons for a run of any length."""
+    copies = 0
+    chunk, k = entry, 1
+    while k <= most - copies and buf.startswith(chunk, pos, end):
+        pos += len(chunk)
+        copies += k
+        chunk, k = chunk + chunk, k * 2
+    while k > 1:
+        chunk, k = chunk[:len(chunk) // 2], k // 2
+        if k <= most - copies and buf.startswith(chunk, pos, end):
+            pos += len(chunk)
+            copies += k
+    return copies
+
+
+def _uvarint_bytes(n: int) -> bytes:
+    out = bytearray()
+    while n >= 0x80:
+        out.append(n & 0x7F | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+@functools.cache
+def _runs_shape(cls: type) -> tuple[str, Entries, int, tuple[Step, ...],
+                                    dict[int, Step] | None] | None:
+    """For `_decode_runs`: (the first field's name, the walk of its entries, an entry's
+    fewest bytes, the steps of the fields after it, the known tags when flexible), or
+    None when the first field is not an array of flat entries."""
+    fields = dataclasses.fields(cls)
+    if not fields or get_field_tag(fields[0]) is not None:
+        return None
+    field = fields[0]
+    flexible: bool = cls.__flexible__  # type: ignore[attr-defined]
+    steps, tagged, _ = _compiled(cls)
+    match classify_field(field):
+        case EntityTupleField(entity):
+            layout = _flat_layout(entity)
+            if layout is None:
+                return None
+            one = _flat_entries(*layout, flexible, flexible, _entity_step(entity))
+            min_size = max(1, _entity_min_size(entity))
+        case _:
+            return None
+    return field.name, one, min_size, steps[1:], tagged if flexible else None
 
 
 def read_uvarint(buf: bytes | memoryview, pos: int, end: int) -> tuple[int, int]:

@@ -13,7 +13,7 @@ import random
 import struct
 
 import pytest
-from kio.serial import entity_writer
+from kio.serial import entity_reader, entity_writer
 
 from brownout.protocol import framecheck
 from brownout.protocol.apis import BROKER_APIS, ApiKey, request_class
@@ -229,3 +229,69 @@ def test_arrays_of_strings_are_walked_in_one_loop_with_the_same_verdicts(
     for body in _mutations(one * 4, rng):
         for n in (4, 5):
             assert _walk(fast, body, n) == _walk(slow, body, n), body.hex()
+
+
+# -- decoding a frame whose first array repeats entries run by run ----------------------
+
+
+def _metadata(version: int, names: list[str | None]) -> bytes:
+    cls = request_class(ApiKey.METADATA, version)
+    return encode(cls, {
+        "topics": [{"name": n, "topic_id": None} for n in names],
+        "allow_auto_topic_creation": False, "include_cluster_authorized_operations": False,
+        "include_topic_authorized_operations": False})
+
+
+def _outcome(cls: type, body: bytes) -> tuple[object, int] | str:
+    try:
+        return decode_entity(cls, body)
+    except MalformedFrameError as e:
+        return str(e)
+
+
+def _by_runs_and_whole(monkeypatch: pytest.MonkeyPatch, cls: type,
+                       body: bytes) -> tuple[object, object]:
+    with monkeypatch.context() as m:
+        m.setattr(framecheck, "RUNS_FROM_BYTES", 0)
+        by_runs = _outcome(cls, body)
+    with monkeypatch.context() as m:
+        m.setattr(framecheck, "RUNS_FROM_BYTES", 1 << 40)
+        whole = _outcome(cls, body)
+    return by_runs, whole
+
+
+def test_a_frame_of_one_name_repeated_decodes_to_the_same_value_from_one_copy():
+    cls = request_class(ApiKey.METADATA, 4)
+    body = _metadata(4, ["fuzz-a"] * 120_000) + b"trailing"
+    assert len(body) > framecheck.RUNS_FROM_BYTES
+    value, end = decode_entity(cls, body)
+    assert (value, end) == _decode_whole(cls, body)
+    assert len({id(t) for t in value.topics}) == 1  # one object, 120 000 times
+
+
+def _decode_whole(cls: type, body: bytes) -> tuple[object, int]:
+    end = check_entity(cls, body)
+    value, _ = entity_reader(cls)(body, 0)
+    return value, end
+
+
+@pytest.mark.parametrize("version", [0, 4, 9, 12])
+def test_runs_and_the_whole_frame_decode_alike(monkeypatch: pytest.MonkeyPatch,
+                                               version: int):
+    cls = request_class(ApiKey.METADATA, version)
+    rng = random.Random(version)
+    names = ["a"] * 300 + ["b", "a", "c"] + ["x" * 126] * 5 + ["y" * 127] * 3 + ["a"] * 8
+    body = _metadata(version, names)
+    flexible = cls.__flexible__  # type: ignore[attr-defined]
+    count = uvarint(len(names) + 1) if flexible else struct.pack(">i", len(names))
+    fewer = uvarint(len(names)) if flexible else struct.pack(">i", len(names) - 1)
+    assert body.startswith(count)
+    # The last entry is read as the fields after the array: not a copy of the run.
+    one_fewer = fewer + body[len(count):]
+    for body in [_metadata(version, names), one_fewer, _metadata(version, []),
+                 _metadata(version, [f"t{i}" for i in range(1500)])]:
+        by_runs, whole = _by_runs_and_whole(monkeypatch, cls, body)
+        assert by_runs == whole and not isinstance(whole, str)
+        for mutated in _mutations(body, rng)[:60]:
+            by_runs, whole = _by_runs_and_whole(monkeypatch, cls, mutated)
+            assert by_runs == whole, mutated.hex()
