@@ -280,7 +280,8 @@ def test_runs_and_the_whole_frame_decode_alike(monkeypatch: pytest.MonkeyPatch,
                                                version: int):
     cls = request_class(ApiKey.METADATA, version)
     rng = random.Random(version)
-    names = ["a"] * 300 + ["b", "a", "c"] + ["x" * 126] * 5 + ["y" * 127] * 3 + ["a"] * 8
+    names = (["a"] * 300 + ["b", "a", "c"] + ["x" * 126] * 5 + ["y" * 127] * 3
+             + [f"d{i}" for i in range(40)] + ["b"] * 50 + ["a"] * 8)
     body = _metadata(version, names)
     flexible = cls.__flexible__  # type: ignore[attr-defined]
     count = uvarint(len(names) + 1) if flexible else struct.pack(">i", len(names))
@@ -288,8 +289,9 @@ def test_runs_and_the_whole_frame_decode_alike(monkeypatch: pytest.MonkeyPatch,
     assert body.startswith(count)
     # The last entry is read as the fields after the array: not a copy of the run.
     one_fewer = fewer + body[len(count):]
+    distinct = [f"t{i}" for i in range(1500)]
     for body in [_metadata(version, names), one_fewer, _metadata(version, []),
-                 _metadata(version, [f"t{i}" for i in range(1500)])]:
+                 _metadata(version, distinct), _metadata(version, [distinct[0], *distinct])]:
         by_runs, whole = _by_runs_and_whole(monkeypatch, cls, body)
         assert by_runs == whole and not isinstance(whole, str)
         for mutated in _mutations(body, rng)[:60]:
