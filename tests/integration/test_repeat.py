@@ -39,7 +39,9 @@ def test_repeat_twice_writes_two_runs_and_a_summary(tmp_path: Path) -> None:
     words = [v["verdict"] for v in verdicts]
     # group-correctness holds on the node; a run on a machine too loaded to judge it is
     # "unknown" (lab overloaded), which the summary must count as such, never as passed
-    assert set(words) <= {"pass", "unknown"}, [v.get("expectations") for v in verdicts]
+    failed = {run: [f"{e['name']}: {e.get('detail', '')}" for e in v["expectations"]
+                    if e["passed"] is not True] for run, v in zip(runs, verdicts, strict=True)}
+    assert set(words) <= {"pass", "unknown"}, f"{words}: expectations not met: {failed}\n{text}"
     passed, unknown = words.count("pass"), words.count("unknown")
     assert result.returncode == (0 if unknown == 0 else 3), text
     summary = json.loads((out / "summary.json").read_text())
