@@ -107,9 +107,9 @@ def test_java_names_are_mapped_and_java_only_configs_refused():
                                   "fetch.max.wait.ms": "3", "linger.ms": "4"}) == {
         "socket.receive.buffer.bytes": "1", "message.max.bytes": "2",
         "fetch.wait.max.ms": "3", "linger.ms": "4"}
-    with pytest.raises(OptionError, match="max.block.ms is a config of Kafka's Java"):
+    with pytest.raises(OptionError, match=r"max\.block\.ms is a config of Kafka's Java"):
         librdkafka_properties({"max.block.ms": "1"})
-    with pytest.raises(OptionError, match="buffer.memory=lots"):
+    with pytest.raises(OptionError, match=r"buffer\.memory=lots"):
         librdkafka_properties({"buffer.memory": "lots"})
 
 
