@@ -193,9 +193,21 @@ class ConsumerRun:
         self.join_ms += elapsed
         self.join_ms_since_report += elapsed
 
+    def _poll(self) -> list[Any]:
+        """Up to MAX_POLL_RECORDS messages, as soon as there is one (or none after
+        POLL_TIMEOUT_S), as Java's poll returns: librdkafka's batch consume would wait
+        out its timeout for a full batch."""
+        consumer = self.consumer
+        messages = _kafka_call("poll", lambda: consumer.consume(MAX_POLL_RECORDS, 0))
+        if messages:
+            return list(messages)
+        first = _kafka_call("poll", lambda: consumer.poll(POLL_TIMEOUT_S))
+        if first is None:
+            return []
+        return [first, *_kafka_call("poll", lambda: consumer.consume(MAX_POLL_RECORDS - 1, 0))]
+
     def _records(self) -> list[Any]:
-        messages = _kafka_call("poll", lambda: self.consumer.consume(
-            MAX_POLL_RECORDS, POLL_TIMEOUT_S))
+        messages = self._poll()
         records = []
         for msg in messages:
             err = msg.error()

@@ -148,12 +148,21 @@ class FakeConsumer:
     def subscribe(self, topics: list[str], on_assign: Any, on_revoke: Any) -> None:
         self.on_assign = on_assign
 
-    def consume(self, num_messages: int, timeout: float) -> list[Message]:
+    def _serve(self) -> None:
         if self.on_assign is not None:
             self.clock.now += self.join_ms
             self.on_assign(self, [])
             self.on_assign = None
-        return self.batches.pop(0) if self.batches else []
+
+    def consume(self, num_messages: int, timeout: float) -> list[Message]:
+        self._serve()
+        if not self.batches or len(self.batches[0]) > num_messages:
+            return []
+        return self.batches.pop(0)
+
+    def poll(self, timeout: float) -> Message | None:
+        self._serve()
+        return None
 
     def close(self) -> None:
         self.closed = True
@@ -209,3 +218,33 @@ def test_a_config_librdkafka_does_not_know_is_a_usage_error(kind):
 
     with pytest.raises(OptionError, match=r'No such configuration property: "no\.such"'):
         perf_clients._client(kind, {"no.such": "1", "group.id": "g"})
+
+
+class Scripted:
+    """consume() answers from `consumed` in turn, poll() from `polled`."""
+
+    def __init__(self, consumed: list[list[Message]], polled: list[Message | None]) -> None:
+        self.consumed = consumed
+        self.polled = polled
+        self.asked: list[tuple[str, int | float]] = []
+
+    def consume(self, num_messages: int, timeout: float) -> list[Message]:
+        self.asked.append(("consume", num_messages))
+        return self.consumed.pop(0)
+
+    def poll(self, timeout: float) -> Message | None:
+        self.asked.append(("poll", timeout))
+        return self.polled.pop(0)
+
+
+def test_a_poll_returns_as_soon_as_a_record_is_there_as_javas(monkeypatch):
+    one, two, three = Message(b"1"), Message(b"2"), Message(b"3")
+    fake = Scripted([[], [two, three], [one]], [one, None])
+    monkeypatch.setattr(perf_clients, "_client", lambda kind, config: fake)
+    run = ConsumerRun({}, "t", print, print, str, Clock())
+    # Nothing waiting: wait for one record, then take what came with it.
+    assert run._poll() == [one, two, three]
+    assert fake.asked == [("consume", 500), ("poll", 0.1), ("consume", 499)]
+    assert run._poll() == [one]  # records waiting: no wait at all
+    fake.consumed.append([])
+    assert run._poll() == []  # none within the poll's 100 ms
