@@ -78,6 +78,9 @@ class ProducerRun:
                  txn: Transactions | None, payloads: Sequence[bytes],
                  print_line: Callable[[str], None], report_error: Callable[[str], None],
                  clock_ms: Callable[[], int] = monotonic_ms) -> None:
+        from confluent_kafka import KafkaException
+
+        self.kafka_exception = KafkaException
         self.producer = _client("producer", config)
         self.options = options
         self.txn = txn
@@ -114,14 +117,19 @@ class ProducerRun:
 
     def _send(self, key: bytes | None, value: bytes,
               callback: Callable[[Any, Any], None]) -> None:
-        topic = self.options.topic
         while True:
             try:
-                _kafka_call("produce", lambda: self.producer.produce(
-                    topic, value=value, key=key, on_delivery=callback))
+                self.producer.produce(self.options.topic, value=value, key=key,
+                                      on_delivery=callback)
                 break
             except BufferError:  # librdkafka's queue is full: serve deliveries for room
                 self.producer.poll(POLL_S)
+            except self.kafka_exception as e:
+                # Refused before it left (too large, say): as Kafka's send() does, the
+                # record fails and the run goes on.
+                self.failures += 1
+                self.report_error(error_text(e.args[0]))
+                break
         self.producer.poll(0)
 
     def run(self) -> None:

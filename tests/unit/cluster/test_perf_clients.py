@@ -65,6 +65,10 @@ class FakeProducer:
         self.refuse = refuse
 
     def produce(self, topic: str, value: bytes, key: bytes | None, on_delivery: Any) -> None:
+        if value == b"too large":
+            from confluent_kafka import KafkaError, KafkaException
+
+            raise KafkaException(KafkaError(KafkaError.MSG_SIZE_TOO_LARGE))
         self.sent.append((key, value))
         err = Refused() if value in self.refuse else None
         self.pending.append((Message(value, key, err=err), on_delivery))
@@ -125,6 +129,15 @@ def test_a_refused_record_is_reported_and_counted_not_measured(monkeypatch):
     assert run.failures == 1
     assert errors == ["MSG_SIZE_TOO_LARGE: Broker: Message size too large"]
     assert lines[0].startswith("4 records sent, ")
+
+
+def test_a_record_refused_before_it_is_sent_fails_and_the_run_goes_on(monkeypatch):
+    run, lines, errors = producer_run(monkeypatch, FakeProducer())
+    run.maker.payloads = [b"too large"]  # the only payload there is
+    run.run()
+    assert run.failures == 5 and len(errors) == 5
+    assert errors[0].startswith("MSG_SIZE_TOO_LARGE")
+    assert lines[0].startswith("0 records sent, ")
 
 
 def test_transactions_begin_and_commit_around_the_records(monkeypatch):
