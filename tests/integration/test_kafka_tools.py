@@ -3,7 +3,9 @@ version) against a lab cluster of Brownout's node, beside Brownout's twins of th
 the twin prints is what Kafka's tool prints, line for line, up to what must differ.
 Compared here: kafka-topics, kafka-configs, kafka-consumer-groups, kafka-get-offsets,
 kafka-metadata-quorum, kafka-reassign-partitions, kafka-leader-election,
-kafka-dump-log, kafka-console-producer and kafka-console-consumer.
+kafka-dump-log, kafka-console-producer and kafka-console-consumer; the perf tests
+(kafka-producer-perf-test, kafka-consumer-perf-test), whose numbers differ run to run,
+by the shape of their lines.
 
 One lab cluster (three combined nodes, the cheapest with room for replication) serves
 the module. Each JVM tool takes seconds to start on a busy two-core machine, so every
@@ -567,3 +569,82 @@ def test_console_producer_and_consumer_match_kafkas(cluster: LabCluster,
     assert _create_times(twin_of_theirs.stdout) == _create_times(twin.stdout), (
         f"kafka-console-producer's records:\n{twin_of_theirs.stdout}\n"
         f"brownout console-producer's:\n{twin.stdout}")
+
+
+# The perf tests' lines, numbers aside (Java's formats: %.1f, %.2f, %f, %.4f).
+_F1, _F2, _F4, _F6 = (rf"\d+\.\d{{{n}}}" for n in (1, 2, 4, 6))
+PERF_LINES = {
+    "warmup": re.compile(r"Warmup first \d+ records\. Steady state results will print "
+                         r"after the complete test summary\."),
+    "window": re.compile(rf"\d+ records sent, {_F1} records/sec \({_F2} MB/sec\), {_F1} ms "
+                         rf"avg latency, {_F1} ms max latency\."),
+    "steady": re.compile(r"In steady state\."),
+    "total": re.compile(rf"\d+( steady state)? records sent, {_F6} records/sec \({_F2} "
+                        rf"MB/sec\), {_F2} ms avg latency, {_F2} ms max latency, \d+ ms "
+                        r"50th, \d+ ms 95th, \d+ ms 99th, \d+ ms 99\.9th\."),
+}
+_DATE = r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d:\d{3}"
+# The fetch time can be a little negative: Kafka counts the first join from before it
+# subscribed, the first interval from after.
+_RATES = rf"{_F4}, {_F4}, \d+, {_F4}, \d+, -?\d+, {_F4}, {_F4}"
+CONSUMER_RESULT = re.compile(rf"{_DATE}, {_DATE}, {_RATES}")
+CONSUMER_PROGRESS = re.compile(rf"\d{{8}}T\d{{6}}\.\d{{3}}, 0, {_RATES}")
+
+
+def _perf_kinds(text: str) -> list[str]:
+    """Each line's kind, runs of windows as one: how many windows print depends on
+    timing."""
+    kinds: list[str] = []
+    for line in text.splitlines():
+        kind = next((k for k, p in PERF_LINES.items() if p.fullmatch(line)), None)
+        assert kind is not None, f"not a perf-test line: {line!r} in\n{text}"
+        if not (kind == "window" and kinds and kinds[-1] == "window"):
+            kinds.append(kind)
+    return kinds
+
+
+def test_perf_tests_print_what_kafkas_print(cluster: LabCluster, kafka_installed: str):
+    topic = create_topic(cluster)
+    bootstrap = ("--bootstrap-server", cluster.bootstrap)
+    # 300 records at 1000/s with a 1 ms reporting interval: windows print for sure; the
+    # first 50 are warm-up, which adds the steady-state lines. Two properties after one
+    # --command-property, as Kafka's tool takes them.
+    produce = ("--topic", topic, "--num-records", "300", "--record-size", "100",
+               "--throughput", "1000", "--warmup-records", "50", "--reporting-interval",
+               "1", "--key-distribution", "range", "--record-key-range", "4",
+               "--command-property", "acks=all", "linger.ms=1")
+    twin = brownout("producer-perf-test", *bootstrap, *produce)
+    kafka = kafka_tool("kafka-producer-perf-test", *bootstrap, *produce)
+    for result in (twin, kafka):
+        kinds = _perf_kinds(result.stdout)
+        assert kinds[0] == "warmup" and kinds[-2:] == ["total", "total"], result.stdout
+        assert "window" in kinds, result.stdout
+        if "steady" in kinds:  # announced before the steady state's first window
+            assert kinds[kinds.index("steady") + 1] == "window", result.stdout
+        lines = result.stdout.splitlines()
+        assert lines[-2].startswith("300 records sent, "), result.stdout
+        assert lines[-1].startswith("250 steady state records sent, "), result.stdout
+
+    # Both consumers read the 600 records in groups of their own.
+    consume = ("--topic", topic, "--num-records", "600", "--timeout", "60000")
+    twin = brownout("consumer-perf-test", *bootstrap, *consume, "--group", "perf-twin")
+    kafka = kafka_tool("kafka-consumer-perf-test", *bootstrap, *consume, "--group",
+                       "perf-kafka")
+    twin_lines, kafka_lines = twin.stdout.splitlines(), kafka.stdout.splitlines()
+    assert twin_lines[0] == kafka_lines[0] == (
+        "start.time, end.time, data.consumed.in.MB, MB.sec, data.consumed.in.nMsg, "
+        "nMsg.sec, rebalance.time.ms, fetch.time.ms, fetch.MB.sec, fetch.nMsg.sec")
+    for lines in (twin_lines, kafka_lines):
+        assert len(lines) == 2 and CONSUMER_RESULT.fullmatch(lines[1]), lines
+        assert lines[1].split(", ")[4] == "600", lines
+        assert lines[1].split(", ")[2] == "0.0578", lines  # 600 values of 100 bytes, 1-byte keys
+
+    detailed = (*consume, "--show-detailed-stats", "--reporting-interval", "1",
+                "--hide-header", "--date-format", "yyyyMMdd'T'HHmmss.SSS")
+    twin = brownout("consumer-perf-test", *bootstrap, *detailed, "--group", "perf-twin-2")
+    kafka = kafka_tool("kafka-consumer-perf-test", *bootstrap, *detailed, "--group",
+                       "perf-kafka-2")
+    for result in (twin, kafka):
+        lines = result.stdout.splitlines()
+        assert lines and all(CONSUMER_PROGRESS.fullmatch(line) for line in lines), (
+            result.stdout)

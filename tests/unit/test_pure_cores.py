@@ -25,6 +25,9 @@ PURE = [
     SRC / "cluster" / "console_reader.py",
     SRC / "cluster" / "console_formatter.py",
     SRC / "cluster" / "console_options.py",
+    SRC / "cluster" / "perf_options.py",
+    SRC / "cluster" / "perf_stats.py",
+    SRC / "cluster" / "throttler.py",
 ]
 FORBIDDEN_MODULES = {"asyncio", "socket", "selectors", "time", "threading", "subprocess", "os"}
 FORBIDDEN_CALLS = {"open"}

@@ -26,6 +26,13 @@ from .groups import (
 )
 from .kafka import kafka_app
 from .kafka_tool import tool_command  # noqa: F401  (registers `brownout kafka tool`)
+from .perf import (
+    CONSUMER_PERF_HELP,
+    PERF_CONTEXT,
+    PRODUCER_PERF_HELP,
+    consumer_perf_test_command,
+    producer_perf_test_command,
+)
 from .pipeline import pipeline_app
 from .quorum import quorum_app
 from .reassign import REASSIGN_HELP, reassign_partitions_command
@@ -59,6 +66,9 @@ app.command("configs", help=CONFIGS_HELP)(configs_command)
 app.command("acls", help=ACLS_HELP)(acls_command)
 app.command("console-producer", help=CONSOLE_PRODUCER_HELP)(console_producer_command)
 app.command("console-consumer", help=CONSOLE_CONSUMER_HELP)(console_consumer_command)
+app.command("producer-perf-test", help=PRODUCER_PERF_HELP, context_settings=PERF_CONTEXT)(
+    producer_perf_test_command)
+app.command("consumer-perf-test", help=CONSUMER_PERF_HELP)(consumer_perf_test_command)
 app.command("reassign-partitions", help=REASSIGN_HELP)(reassign_partitions_command)
 app.add_typer(quorum_app, name="metadata-quorum")
 app.add_typer(fault_app, name="fault")

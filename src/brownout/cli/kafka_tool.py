@@ -49,6 +49,7 @@ TOOLS: dict[str, tuple[str, str]] = {
     # 3.9's bin/kafka-dump-log.sh runs the Scala kafka.tools.DumpLogSegments.
     "kafka-dump-log": ("org.apache.kafka.tools.DumpLogSegments", "kafka.tools.DumpLogSegments"),
     "kafka-producer-perf-test": ("org.apache.kafka.tools.ProducerPerformance",) * 2,
+    "kafka-consumer-perf-test": ("org.apache.kafka.tools.ConsumerPerformance",) * 2,
     # 3.9's bin/kafka-console-producer.sh runs the Scala kafka.tools.ConsoleProducer.
     "kafka-console-producer": ("org.apache.kafka.tools.ConsoleProducer",
                                "kafka.tools.ConsoleProducer"),

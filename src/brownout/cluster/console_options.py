@@ -22,6 +22,7 @@ ALIASES: dict[str, tuple[str, ...]] = {
     "retries": ("message.send.max.retries",),
     "delivery.timeout.ms": ("message.timeout.ms",),
     "compression.type": ("compression.codec",),
+    "max.partition.fetch.bytes": ("fetch.message.max.bytes",),
 }
 
 PRODUCER_CLIENT_ID = "console-producer"
@@ -111,7 +112,59 @@ PRODUCER_OPTION_CONFIGS: dict[str, tuple[str, str]] = {
 JAVA_PRODUCER_DEFAULTS = {
     "partitioner": "murmur2_random",
     "delivery.timeout.ms": "120000",
+    "batch.size": "16384",
+    "linger.ms": "5",
 }
+
+# Java client configs librdkafka knows under another name (same value).
+JAVA_RENAMES = {
+    "send.buffer.bytes": "socket.send.buffer.bytes",
+    "receive.buffer.bytes": "socket.receive.buffer.bytes",
+    "max.request.size": "message.max.bytes",
+    "fetch.max.wait.ms": "fetch.wait.max.ms",
+}
+# Java client configs with no librdkafka counterpart; any other name librdkafka does not
+# know is refused by librdkafka itself when the client is created.
+JAVA_ONLY = frozenset({
+    "max.block.ms", "max.poll.records", "partitioner.class", "interceptor.classes",
+    "metric.reporters", "sasl.jaas.config", "sasl.login.callback.handler.class",
+    "sasl.client.callback.handler.class", "ssl.truststore.location",
+    "ssl.truststore.password", "ssl.truststore.type", "partitioner.ignore.keys",
+    "partitioner.adaptive.partitioning.enable", "partitioner.availability.timeout.ms",
+})
+
+
+def librdkafka_properties(properties: Mapping[str, str]) -> dict[str, str]:
+    """Java client properties as librdkafka takes them: renamed where librdkafka's name
+    differs, buffer.memory (bytes) as queue.buffering.max.kbytes; a Java-only config is
+    an OptionError. Names librdkafka shares with Java pass as they are."""
+    conf: dict[str, str] = {}
+    for key, value in properties.items():
+        if key in JAVA_ONLY:
+            raise OptionError(f"{key} is a config of Kafka's Java client that librdkafka "
+                              "(confluent-kafka, which this command runs on) does not have")
+        if key == "buffer.memory":
+            try:
+                kbytes = max(int(value) // 1024, 1)
+            except ValueError:
+                raise OptionError(f"buffer.memory={value}: expected a number of bytes") from None
+            conf["queue.buffering.max.kbytes"] = str(kbytes)
+        else:
+            conf[JAVA_RENAMES.get(key, key)] = value
+    return conf
+
+
+def with_java_producer_defaults(conf: Mapping[str, str]) -> dict[str, str]:
+    """`conf` with the Java producer's defaults where librdkafka's differ and the user
+    set nothing: the murmur2 partitioner, delivery.timeout.ms, batch.size and linger.ms,
+    and idempotence unless acks is not all (Java's producer is idempotent by default)."""
+    out = dict(conf)
+    for key, default in JAVA_PRODUCER_DEFAULTS.items():
+        if not _has(out, key):
+            out[key] = default
+    if "enable.idempotence" not in out and (_value(out, "acks") or "all") in ("all", "-1"):
+        out["enable.idempotence"] = "true"
+    return out
 
 
 def producer_config(bootstrap: str, options: ProducerOptions,
@@ -130,13 +183,7 @@ def producer_config(bootstrap: str, options: ProducerOptions,
             _put(conf, key, str(given))
         elif not _has(conf, key):
             conf[key] = default
-    for key, default in JAVA_PRODUCER_DEFAULTS.items():
-        if not _has(conf, key):
-            conf[key] = default
-    # Java's producer is idempotent unless told otherwise, or acks is not all.
-    if "enable.idempotence" not in conf and _value(conf, "acks") in ("all", "-1"):
-        conf["enable.idempotence"] = "true"
-    return conf
+    return with_java_producer_defaults(conf)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -44,8 +44,8 @@ def test_main_classes_follow_the_version():
     assert main_class("kafka-console-producer", 3) == "kafka.tools.ConsoleProducer"
     for name in ("kafka-topics", "kafka-consumer-groups", "kafka-configs",
                  "kafka-metadata-quorum", "kafka-reassign-partitions", "kafka-dump-log",
-                 "kafka-producer-perf-test", "kafka-console-producer",
-                 "kafka-console-consumer"):
+                 "kafka-producer-perf-test", "kafka-consumer-perf-test",
+                 "kafka-console-producer", "kafka-console-consumer"):
         assert name in TOOLS
     with pytest.raises(ToolUsageError, match="known tools: kafka-topics, "):
         main_class("kafka-nope", 4)
