@@ -40,7 +40,9 @@ def test_dump_log_prints_each_batch_like_kafka_dump_log(tmp_path: Path) -> None:
     assert ("baseOffset: 0 lastOffset: 1 count: 2 baseSequence: 7 lastSequence: 8 "
             "producerId: 3 producerEpoch: 1") in result.output
     bad = CliRunner().invoke(app, ["dump-log", "--files", str(tmp_path / "x.index")])
-    assert bad.exit_code == 2 and "not a log segment file" in bad.output
+    assert bad.exit_code == 2 and bad.stderr == (
+        f"Error: {tmp_path / 'x.index'} is not a log segment file (*.log) or an index "
+        "(*.index, *.timeindex)\n")
 
 
 def test_dump_log_line_carries_kafka_4s_delete_horizon_timestamp_type_and_crc_check(
