@@ -138,6 +138,7 @@ def dump_log_command(
         IndexReports,
         dump_index,
         dump_time_index,
+        java_path,
     )
     from ..storage.dump_log import LOG_SUFFIX, dump_segment
     from ..storage.segment import INDEX_SUFFIX
@@ -150,8 +151,8 @@ def dump_log_command(
         typer.echo(f"Error: brownout dump-log does not support kafka-dump-log.sh's "
                    f"{', '.join(unsupported)}", err=True)
         raise typer.Exit(2)
-    paths = [Path(name) for value in files for name in value.split(",") if name]
-    for path in paths:
+    names = [java_path(name) for value in files for name in value.split(",") if name]
+    for path in map(Path, names):
         if path.suffix in _KAFKA_ONLY_SUFFIXES:
             typer.echo(f"Error: {path}: brownout dump-log does not read {path.suffix} files",
                        err=True)
@@ -167,22 +168,24 @@ def dump_log_command(
             raise typer.Exit(2)
     reports = IndexReports()
 
-    def lines(path: Path) -> Iterator[str]:
+    def lines(name: str) -> Iterator[str]:
+        path = Path(name)
         if path.suffix == INDEX_SUFFIX:
             return dump_index(path, reports, index_sanity_check, verify_index_only,
-                              max_message_size)
+                              max_message_size, shown=name)
         if path.suffix == TIME_INDEX_SUFFIX:
-            return dump_time_index(path, reports, index_sanity_check, verify_index_only)
+            return dump_time_index(path, reports, index_sanity_check, verify_index_only,
+                                   shown=name)
         return dump_segment(path, deep_iteration, print_data_log, cluster_metadata_decoder)
 
-    for path in paths:
-        typer.echo(f"Dumping {path}")
+    for name in names:
+        typer.echo(f"Dumping {name}")
         try:
-            for line in lines(path):
+            for line in lines(name):
                 typer.echo(line)
         except (CorruptRecordError, CorruptIndexError, OSError, ValueError) as e:
             # Kafka's tool dies with a stack trace here; the lines before it still stand.
-            typer.echo(f"Error: {path}: {e}", err=True)
+            typer.echo(f"Error: {name}: {e}", err=True)
             raise typer.Exit(1) from None
     for line in reports.lines():
         typer.echo(line, err=True)

@@ -11,6 +11,7 @@ files, or a Kafka broker's, read the same way here.
 from __future__ import annotations
 
 import os
+import re
 import struct
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -80,9 +81,16 @@ def sibling(path: Path, suffix: str) -> Path:
     return path.parent / (path.name.split(".")[0] + suffix)
 
 
-def absolute(path: Path) -> str:
+def java_path(name: str) -> str:
+    """A file name as Java's File prints it: repeated and trailing slashes dropped, and
+    nothing else ("./" stays)."""
+    collapsed = re.sub("/+", "/", name)
+    return collapsed.rstrip("/") or collapsed
+
+
+def absolute(name: str) -> str:
     # Java's File.getAbsolutePath: joined to the working directory, not resolved.
-    return str(path) if path.is_absolute() else os.path.join(os.getcwd(), path)
+    return name if name.startswith("/") else os.path.join(os.getcwd(), name)
 
 
 def read_offset_index(path: Path, base_offset: int) -> list[tuple[int, int]]:
@@ -106,38 +114,41 @@ def _whole_entries(path: Path, entry_size: int) -> bytes:
     return data[:len(data) - len(data) % entry_size]
 
 
-def offset_index_sanity(path: Path, base_offset: int, entries: Sequence[tuple[int, int]]
-                        ) -> None:
-    """Kafka's OffsetIndex.sanityCheck, which decides at startup whether to rebuild it."""
+def offset_index_sanity(path: Path, base_offset: int, entries: Sequence[tuple[int, int]],
+                        shown: str | None = None) -> None:
+    """Kafka's OffsetIndex.sanityCheck, which decides at startup whether to rebuild it;
+    its messages name the file as ``shown`` (as given), made absolute."""
     length = path.stat().st_size if path.exists() else 0
+    where = absolute(str(path) if shown is None else shown)
     if entries and entries[-1][0] < base_offset:
         raise CorruptIndexError(
-            f"Corrupt index found, index file {absolute(path)} has non-zero size but the "
+            f"Corrupt index found, index file {where} has non-zero size but the "
             f"last offset is {entries[-1][0]} which is less than the base offset "
             f"{base_offset}")
     if length % OFFSET_ENTRY.size:
         raise CorruptIndexError(
-            f"Index file {absolute(path)} is corrupt, found {length} bytes which is neither "
+            f"Index file {where} is corrupt, found {length} bytes which is neither "
             f"positive nor a multiple of {OFFSET_ENTRY.size}")
 
 
-def time_index_sanity(path: Path, base_offset: int, entries: Sequence[tuple[int, int]]
-                      ) -> None:
+def time_index_sanity(path: Path, base_offset: int, entries: Sequence[tuple[int, int]],
+                      shown: str | None = None) -> None:
     """Kafka's TimeIndex.sanityCheck."""
     length = path.stat().st_size if path.exists() else 0
+    where = absolute(str(path) if shown is None else shown)
     if entries and entries[-1][0] < entries[0][0]:
         raise CorruptIndexError(
-            f"Corrupt time index found, time index file ({absolute(path)}) has non-zero "
+            f"Corrupt time index found, time index file ({where}) has non-zero "
             f"size but the last timestamp is {entries[-1][0]} which is less than the first "
             f"timestamp {entries[0][0]}")
     if entries and entries[-1][1] < base_offset:
         raise CorruptIndexError(
-            f"Corrupt time index found, time index file ({absolute(path)}) has non-zero "
+            f"Corrupt time index found, time index file ({where}) has non-zero "
             f"size but the last offset is {entries[-1][1]} which is less than the first "
             f"offset {base_offset}")
     if length % TIME_ENTRY.size:
         raise CorruptIndexError(
-            f"Time index file {absolute(path)} is corrupt, found {length} bytes which is "
+            f"Time index file {where} is corrupt, found {length} bytes which is "
             f"neither positive nor a multiple of {TIME_ENTRY.size}")
 
 
@@ -174,45 +185,48 @@ def lookup_position(entries: Sequence[tuple[int, int]], base_offset: int, target
 
 
 def dump_index(path: Path, reports: IndexReports, sanity_only: bool = False,
-               verify_only: bool = False,
-               max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE) -> Iterator[str]:
+               verify_only: bool = False, max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
+               shown: str | None = None) -> Iterator[str]:
     """The lines Kafka's tool prints for a .index file after "Dumping"; each entry whose
     offset is not the last offset of the batch at its position goes to
     reports.mismatches. Raises CorruptIndexError (a failed sanity check) or
-    CorruptRecordError (no whole batch at an entry's position) where Kafka's dies."""
+    CorruptRecordError (no whole batch at an entry's position) where Kafka's dies.
+    ``shown`` is the name to print (the path as given)."""
+    shown = str(path) if shown is None else shown
     base = base_offset_of(path)
     log = _log_beside(path)
     entries = read_offset_index(path, base)
     if not entries:
-        yield f"{path} is empty."
+        yield f"{shown} is empty."
         return
     if sanity_only:
-        offset_index_sanity(path, base, entries)
-        yield f"{path} passed sanity check."
+        offset_index_sanity(path, base, entries, shown)
+        yield f"{shown} passed sanity check."
         return
     for offset, position in _until_zero_fill(entries, base, lambda e: e[0]):
         last = _first_batch_last_offset(log, position, max_message_size)
         if last != offset:
-            reports.mismatches.setdefault(absolute(path), {})[offset] = last
+            reports.mismatches.setdefault(absolute(shown), {})[offset] = last
         if not verify_only:
             yield f"offset: {offset} position: {position}"
 
 
 def dump_time_index(path: Path, reports: IndexReports, sanity_only: bool = False,
-                    verify_only: bool = False) -> Iterator[str]:
+                    verify_only: bool = False, shown: str | None = None) -> Iterator[str]:
     """The lines Kafka's tool prints for a .timeindex file after "Dumping": each entry
     is checked against the batch the offset index leads to (its last offset must be the
     entry's, its records' greatest timestamp the entry's, and timestamps must rise);
     what does not hold goes to reports. Raises CorruptIndexError where Kafka's dies."""
+    shown = str(path) if shown is None else shown
     base = base_offset_of(path)
     log = _log_beside(path)
     offsets = read_offset_index(sibling(path, INDEX_SUFFIX), base)
     entries = read_time_index(path, base)
     if sanity_only:
-        time_index_sanity(path, base, entries)
-        yield f"{path} passed sanity check."
+        time_index_sanity(path, base, entries, shown)
+        yield f"{shown} passed sanity check."
         return
-    where = absolute(path)
+    where = absolute(shown)
     previous = NO_TIMESTAMP
     for timestamp, offset in _until_zero_fill(entries, base, lambda e: e[1]):
         batch = _batch_ending_at_or_after(log, lookup_position(offsets, base, offset), offset)

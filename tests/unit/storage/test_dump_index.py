@@ -262,3 +262,18 @@ def test_the_lookup_search_is_kafkas_on_sorted_and_broken_indexes() -> None:
     # target of 0, so the search falls back to the cold part as Kafka's does.
     assert largest_lower_bound([5, 9, 0, 0], 7, warm_entries=2) == 0
     assert largest_lower_bound([5, 9, 0, 0], 0, warm_entries=2) == -1
+
+
+def test_files_are_named_as_java_names_them(segment: Path,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    # java.io.File keeps "./" and drops repeated slashes; its absolute path is joined to
+    # the working directory without normalising.
+    monkeypatch.chdir(segment.parent)
+    index_file(segment, ".index", offset_entries((BASE, 0)))
+    given = f".//{NAME}.index"
+    result = dump("--files", given)
+    assert result.stdout.splitlines()[0] == f"Dumping ./{NAME}.index"
+    assert result.stderr.splitlines()[0] == (
+        f"Mismatches in :{os.path.join(segment.parent, '.', NAME + '.index')}")
+    assert dump("--files", given, "--index-sanity-check").stdout.splitlines()[1] == (
+        f"./{NAME}.index passed sanity check.")
