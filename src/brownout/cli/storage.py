@@ -135,7 +135,8 @@ def dump_log_command(
     from ..storage.dump_index import (
         TIME_INDEX_SUFFIX,
         CorruptIndexError,
-        IndexReports,
+        DumpReports,
+        absolute,
         dump_index,
         dump_time_index,
         java_path,
@@ -166,9 +167,9 @@ def dump_log_command(
             typer.echo(f"Error: {path}: an index is named after its segment's base offset",
                        err=True)
             raise typer.Exit(2)
-    reports = IndexReports()
+    reports = DumpReports()
 
-    def lines(name: str) -> Iterator[str]:
+    def lines(name: str, gaps: dict[int, int]) -> Iterator[str]:
         path = Path(name)
         if path.suffix == INDEX_SUFFIX:
             return dump_index(path, reports, index_sanity_check, verify_index_only,
@@ -176,16 +177,20 @@ def dump_log_command(
         if path.suffix == TIME_INDEX_SUFFIX:
             return dump_time_index(path, reports, index_sanity_check, verify_index_only,
                                    shown=name)
-        return dump_segment(path, deep_iteration, print_data_log, cluster_metadata_decoder)
+        return dump_segment(path, deep_iteration, print_data_log, cluster_metadata_decoder,
+                            gaps)
 
     for name in names:
         typer.echo(f"Dumping {name}")
+        gaps: dict[int, int] = {}
         try:
-            for line in lines(name):
+            for line in lines(name, gaps):
                 typer.echo(line)
         except (CorruptRecordError, CorruptIndexError, OSError, ValueError) as e:
             # Kafka's tool dies with a stack trace here; the lines before it still stand.
             typer.echo(f"Error: {name}: {e}", err=True)
             raise typer.Exit(1) from None
+        if gaps:
+            reports.non_consecutive[absolute(name)] = gaps
     for line in reports.lines():
         typer.echo(line, err=True)

@@ -37,22 +37,26 @@ class CorruptIndexError(ValueError):
 
 
 @dataclass
-class IndexReports:
-    """What Kafka's tool collects while dumping indexes and prints on stderr after the
-    last file, keyed by each index's absolute path in the order first met.
+class DumpReports:
+    """What Kafka's tool collects while dumping and prints on stderr after the last
+    file, keyed by each file's absolute path in the order first met (Kafka's HashMap
+    orders several files by hash).
 
     mismatches: per offset index, index offset -> the last offset of the batch at its
-    position; the others are per time index, lists of (index value, log value)."""
+    position; time_mismatches, out_of_order and not_found: per time index, lists of
+    (index value, log value); non_consecutive: per segment, offset -> the next record's
+    offset where that is not one more."""
 
     mismatches: dict[str, dict[int, int]] = field(default_factory=dict)
     time_mismatches: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
     out_of_order: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
     not_found: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
+    non_consecutive: dict[str, dict[int, int]] = field(default_factory=dict)
 
     def lines(self) -> Iterator[str]:
         """Kafka's stderr report, in its order: offset index mismatches (highest index
         offset first), then time index timestamp mismatches, out-of-order timestamps and
-        indexed offsets no batch ends at."""
+        indexed offsets no batch ends at; then segments' non-consecutive offsets."""
         for path, found in self.mismatches.items():
             yield f"Mismatches in :{path}"
             for index_offset in sorted(found, reverse=True):
@@ -67,6 +71,9 @@ class IndexReports:
         for path, pairs in self.not_found.items():
             yield f"The following indexed offsets are not found in :{path}"
             yield from (f"Indexed offset: {i}, found log offset: {o}" for i, o in pairs)
+        for path, gaps in self.non_consecutive.items():
+            yield f"Non-consecutive offsets in {path}"
+            yield from (f"  {first} is followed by {gaps[first]}" for first in sorted(gaps))
 
 
 def base_offset_of(path: Path) -> int:
@@ -184,7 +191,7 @@ def lookup_position(entries: Sequence[tuple[int, int]], base_offset: int, target
     return 0 if slot < 0 else entries[slot][1]
 
 
-def dump_index(path: Path, reports: IndexReports, sanity_only: bool = False,
+def dump_index(path: Path, reports: DumpReports, sanity_only: bool = False,
                verify_only: bool = False, max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
                shown: str | None = None) -> Iterator[str]:
     """The lines Kafka's tool prints for a .index file after "Dumping"; each entry whose
@@ -211,7 +218,7 @@ def dump_index(path: Path, reports: IndexReports, sanity_only: bool = False,
             yield f"offset: {offset} position: {position}"
 
 
-def dump_time_index(path: Path, reports: IndexReports, sanity_only: bool = False,
+def dump_time_index(path: Path, reports: DumpReports, sanity_only: bool = False,
                     verify_only: bool = False, shown: str | None = None) -> Iterator[str]:
     """The lines Kafka's tool prints for a .timeindex file after "Dumping": each entry
     is checked against the batch the offset index leads to (its last offset must be the

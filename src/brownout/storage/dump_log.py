@@ -151,19 +151,29 @@ def record_timestamp(header: BatchHeader, record: RecordView) -> int:
 
 
 def dump_segment(segment: Path, deep_iteration: bool = False, print_data: bool = False,
-                 cluster_metadata: bool = False) -> Iterator[str]:
+                 cluster_metadata: bool = False, gaps: dict[int, int] | None = None
+                 ) -> Iterator[str]:
     """Every line kafka-dump-log.sh --files prints for one .log segment, after its
     "Dumping" line; print_data, and cluster_metadata (--cluster-metadata-decoder), imply
-    deep_iteration, as in Kafka. A batch whose records do not parse raises
+    deep_iteration, as in Kafka. With deep iteration, each record whose offset does not
+    follow the one before goes into ``gaps`` (previous offset -> its offset), for Kafka's
+    "Non-consecutive offsets" report. A batch whose records do not parse raises
     CorruptRecordError after the lines before it."""
     deep = deep_iteration or print_data or cluster_metadata
     yield f"Log starting offset: {int(segment.stem) if segment.stem.isdigit() else 0}"
     end = 0
+    # Kafka 4.x starts from -1 without special-casing it, so a segment whose first
+    # offset is not 0 reports "-1 is followed by" that offset.
+    previous = -1
     for position, header, valid, data in _batches(segment, True, keep_bytes=deep):
         yield describe(header, position, valid)
         if deep:
             try:
                 for record in record_views(data, header):
+                    offset = header.base_offset + record.offset_delta
+                    if offset != previous + 1 and gaps is not None:
+                        gaps[previous] = offset
+                    previous = offset
                     yield record_line(header, record, print_data, cluster_metadata)
             except CorruptRecordError as e:
                 # Name the batch: some decoding errors know only a position inside it.
