@@ -184,8 +184,9 @@ def _binary_search(keys: Sequence[int], target: int, lo: int, hi: int) -> int:
     return lo
 
 
-def lookup_position(entries: Sequence[tuple[int, int]], base_offset: int, target: int) -> int:
-    """Kafka's OffsetIndex.lookup: the position to start reading for ``target``."""
+def lookup_position(entries: Sequence[tuple[int, int]], target: int) -> int:
+    """Kafka's OffsetIndex.lookup: the position to start reading for ``target`` (the
+    segment's start when no entry is at or below it)."""
     slot = largest_lower_bound([o for o, _ in entries], target,
                                WARM_BYTES // OFFSET_ENTRY.size)
     return 0 if slot < 0 else entries[slot][1]
@@ -236,7 +237,7 @@ def dump_time_index(path: Path, reports: DumpReports, sanity_only: bool = False,
     where = absolute(shown)
     previous = NO_TIMESTAMP
     for timestamp, offset in _until_zero_fill(entries, base, lambda e: e[1]):
-        batch = _batch_ending_at_or_after(log, lookup_position(offsets, base, offset), offset)
+        batch = _batch_ending_at_or_after(log, lookup_position(offsets, offset), offset)
         if batch is None:
             reports.not_found.setdefault(where, []).append((offset, -1))
         elif batch[0] != offset:
