@@ -40,7 +40,7 @@ def _frame_error(offset: int, value: bytes) -> str:
     if frame_version == 0:
         return ("Could not deserialize metadata record with frame version 0. Note that "
                 "upgrades from the preview release of KRaft in 2.8 to newer versions are "
-                "not supported")
+                "not supported.")
     if frame_version != FRAME_VERSION:
         return (f"Could not deserialize metadata record due to unknown frame version "
                 f"{frame_version}(only frame version {FRAME_VERSION} is supported)")

@@ -30,7 +30,7 @@ UNKNOWN_FRAME = ("Could not deserialize metadata record due to unknown frame ver
     (b"\xff\xff\xff\xff\x7f", UNKNOWN_FRAME.format(-1)),  # Java's int, then short
     (b"\x00", "Could not deserialize metadata record with frame version 0. Note that "
               "upgrades from the preview release of KRaft in 2.8 to newer versions are "
-              "not supported"),
+              "not supported."),
     (b"\x80\x80\x02", "Value for frame version was too large."),
 ])
 def test_a_value_outside_kafkas_frame_gets_kafkas_error_text(value: bytes, error: str) -> None:
