@@ -17,6 +17,7 @@ from __future__ import annotations
 import csv
 import json
 import re
+import struct
 import subprocess
 import uuid
 from collections.abc import Callable, Iterator
@@ -512,6 +513,90 @@ def test_dump_log_prints_what_kafka_dump_log_prints(cluster: LabCluster,
     assert_same(twin, kafka, "dump-log --print-data-log")
     assert "compresscodec: gzip" in kafka.stdout and "isvalid: true" in kafka.stdout
     assert "headerKeys: [trace,n]" in kafka.stdout and "key: k1 payload: v1" in kafka.stdout
+
+
+# What Kafka's tool reports on stderr after the last file; the rest of its stderr is the
+# JVM's log.
+INDEX_REPORT = re.compile(r"(Mismatches in :|  Index offset: |Found timestamp mismatch in :"
+                          r"|Found out of order timestamp in :|  Index timestamp: "
+                          r"|The following indexed offsets are not found in :|Indexed offset: "
+                          r"|Non-consecutive offsets in |  -?\d+ is followed by )")
+
+
+def index_reports(result: subprocess.CompletedProcess[str]) -> list[str]:
+    return [line for line in result.stderr.splitlines() if INDEX_REPORT.match(line)]
+
+
+def test_dump_log_prints_indexes_and_the_metadata_log_as_kafka_dump_log_does(
+        cluster: LabCluster, kafka_installed: str, tmp_path: Path):
+    from confluent_kafka import Producer
+
+    from brownout.storage.dump_log import read_headers
+
+    # An index entry for every batch but the first, so the .index has several.
+    topic = create_topic(cluster, "index.interval.bytes=0")
+    for codec in ("none", "gzip", "none"):
+        producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all",
+                             "enable.idempotence": True, "compression.type": codec,
+                             "linger.ms": 50})
+        for i in range(4):
+            producer.produce(topic, f"v{i}".encode() * 20, partition=0)
+        assert producer.flush(120) == 0
+    leader = cluster.describe(topic).partitions[0].leader
+    assert leader is not None
+    # Copies, so that the files do not move under the two tools, and so that a time
+    # index can sit beside them: the node writes none.
+    [segment] = sorted((cluster.data_dir(leader) / f"{topic}-0").glob("*.log"))
+    copy = tmp_path / f"{topic}-0"
+    copy.mkdir()
+    for suffix in (".log", ".index"):
+        source = segment.with_suffix(suffix)
+        (copy / source.name).write_bytes(source.read_bytes())
+    log, index = copy / segment.name, copy / segment.with_suffix(".index").name
+    headers = [h for _, h in read_headers(log)]
+    assert len(headers) >= 3 and index.stat().st_size >= 16, (headers, index)
+    # A time index as Kafka writes one (each batch's greatest timestamp at its last
+    # offset), spoiled twice: a timestamp one below its batch's, and an offset no batch
+    # ends at (the first of a batch of several records).
+    entries = [(h.max_timestamp, h.last_offset) for h in headers]
+    entries[1] = (entries[1][0] - 1, entries[1][1])
+    multi = next(h for h in headers[2:] if h.records_count > 1)
+    entries[headers.index(multi)] = (multi.max_timestamp, multi.base_offset)
+    timeindex = log.with_suffix(".timeindex")
+    timeindex.write_bytes(b"".join(struct.pack(">qi", ts, offset - int(log.stem))
+                                   for ts, offset in entries))
+    files = f"{index},{timeindex}"
+    reports: dict[str, list[str]] = {}
+    for options in ((), ("--index-sanity-check",)):
+        twin = brownout("dump-log", "--files", files, *options)
+        kafka = kafka_tool("kafka-dump-log", "--files", files, *options)
+        what = " ".join(("dump-log --files INDEX,TIMEINDEX", *options))
+        assert_same(twin, kafka, what)
+        reports[what] = index_reports(kafka)
+        assert index_reports(twin) == reports[what], (
+            f"{what} stderr\nbrownout:\n{twin.stderr}\nkafka:\n{kafka.stderr}")
+    # The node indexes a batch's first offset where Kafka indexes its last, so Kafka's
+    # tool reports the node's entries for batches of several records.
+    dumped = reports["dump-log --files INDEX,TIMEINDEX"]
+    assert f"Mismatches in :{index}" in dumped, dumped
+    assert f"Found timestamp mismatch in :{timeindex}" in dumped, dumped
+    assert f"The following indexed offsets are not found in :{timeindex}" in dumped, dumped
+    assert reports["dump-log --files INDEX,TIMEINDEX --index-sanity-check"] == []
+
+    # The node's metadata log: its records are its own JSON and its leader changes its
+    # own text, which Kafka's decoder rejects record by record; the twin says the same.
+    metadata = sorted((cluster.data_dir(leader) / "__cluster_metadata-0").glob("*.log"))[0]
+    snapshot = tmp_path / "__cluster_metadata-0"
+    snapshot.mkdir()
+    (snapshot / metadata.name).write_bytes(metadata.read_bytes())
+    twin = brownout("dump-log", "--files", str(snapshot / metadata.name),
+                    "--cluster-metadata-decoder")
+    kafka = kafka_tool("kafka-dump-log", "--files", str(snapshot / metadata.name),
+                       "--cluster-metadata-decoder")
+    assert_same(twin, kafka, "dump-log --cluster-metadata-decoder")
+    assert index_reports(twin) == index_reports(kafka), (twin.stderr, kafka.stderr)
+    assert "payload: Error at 0, skipping. Could not deserialize metadata record due to " \
+        "unknown frame version" in kafka.stdout
 
 
 # Lines with headers, keys and the null marker: a header with a null value, a line

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated
 
@@ -62,16 +63,26 @@ def format_command(
             typer.echo(f"All of the log directories are already formatted: {d}")
 
 
-DUMP_LOG_HELP = ("Print the record batches of log segment files (like kafka-dump-log.sh "
-                 "--files): offsets, producer id, epoch and sequence of every batch; with "
-                 "--deep-iteration a line per record, with --print-data-log its key and "
-                 "payload too.")
+DUMP_LOG_HELP = ("Print log segment and index files (like kafka-dump-log.sh --files): "
+                 "the record batches of a .log (offsets, producer id, epoch and sequence; "
+                 "with --deep-iteration a line per record, with --print-data-log its key "
+                 "and payload too), the entries of a .index or .timeindex checked against "
+                 "their segment, with Kafka's mismatch reports on stderr at the end.")
+
+# kafka-dump-log.sh's options this twin does not have: refused by name, not ignored.
+_KAFKA_ONLY = ("--max-bytes", "--skip-record-metadata", "--offsets-decoder",
+               "--transaction-log-decoder", "--remote-log-metadata-decoder",
+               "--share-group-state-decoder", "--key-decoder-class", "--value-decoder-class")
+# Kafka's other file types; it ignores any other suffix, the twin refuses it.
+_KAFKA_ONLY_SUFFIXES = (".snapshot", ".txnindex", ".checkpoint")
 
 
 def dump_log_command(
     files: Annotated[
-        list[Path], typer.Option("--files", metavar="FILE",
-                                 help="Segment files (*.log) to print; repeat it.")
+        list[str], typer.Option("--files", metavar="FILE[,FILE...]",
+                                help="Files to print: segments (*.log), offset indexes "
+                                     "(*.index) and time indexes (*.timeindex); comma "
+                                     "separated as Kafka's, or repeat it.")
     ],
     deep_iteration: Annotated[
         bool, typer.Option("--deep-iteration",
@@ -84,20 +95,102 @@ def dump_log_command(
                            help="Also print each data record's key and payload as UTF-8 "
                                 "text (a null one is left out); implies --deep-iteration.")
     ] = False,
+    cluster_metadata_decoder: Annotated[
+        bool, typer.Option("--cluster-metadata-decoder",
+                           help="Read each data record's value as Kafka's metadata decoder "
+                                "does (a __cluster_metadata segment); implies "
+                                "--print-data-log.")
+    ] = False,
+    index_sanity_check: Annotated[
+        bool, typer.Option("--index-sanity-check",
+                           help="For an index, only run the check Kafka runs at startup "
+                                "to decide whether to rebuild it.")
+    ] = False,
+    verify_index_only: Annotated[
+        bool, typer.Option("--verify-index-only",
+                           help="For an index, check its entries against the segment "
+                                "without printing them.")
+    ] = False,
+    max_message_size: Annotated[
+        int, typer.Option("--max-message-size", metavar="SIZE", min=1,
+                          help="For an offset index, the most bytes read for the batch "
+                               "at an entry's position.")
+    ] = 5 * 1024 * 1024,
+    max_bytes: Annotated[int | None, typer.Option("--max-bytes", hidden=True)] = None,
+    skip_record_metadata: Annotated[
+        bool, typer.Option("--skip-record-metadata", hidden=True)] = False,
+    offsets_decoder: Annotated[bool, typer.Option("--offsets-decoder", hidden=True)] = False,
+    transaction_log_decoder: Annotated[
+        bool, typer.Option("--transaction-log-decoder", hidden=True)] = False,
+    remote_log_metadata_decoder: Annotated[
+        bool, typer.Option("--remote-log-metadata-decoder", hidden=True)] = False,
+    share_group_state_decoder: Annotated[
+        bool, typer.Option("--share-group-state-decoder", hidden=True)] = False,
+    key_decoder_class: Annotated[
+        str | None, typer.Option("--key-decoder-class", hidden=True)] = None,
+    value_decoder_class: Annotated[
+        str | None, typer.Option("--value-decoder-class", hidden=True)] = None,
 ) -> None:
     from ..protocol.errors import CorruptRecordError
+    from ..storage.dump_index import (
+        TIME_INDEX_SUFFIX,
+        CorruptIndexError,
+        DumpReports,
+        absolute,
+        dump_index,
+        dump_time_index,
+        java_path,
+    )
     from ..storage.dump_log import LOG_SUFFIX, dump_segment
+    from ..storage.segment import INDEX_SUFFIX
 
-    for path in files:
-        if not path.is_file() or path.suffix != LOG_SUFFIX:
-            raise typer.BadParameter(f"{path} is not a log segment file (*.log)",
-                                     param_hint="--files")
-    for path in files:
-        typer.echo(f"Dumping {path}")
+    given = (max_bytes is not None, skip_record_metadata, offsets_decoder,
+             transaction_log_decoder, remote_log_metadata_decoder, share_group_state_decoder,
+             key_decoder_class is not None, value_decoder_class is not None)
+    unsupported = [name for name, on in zip(_KAFKA_ONLY, given, strict=True) if on]
+    if unsupported:
+        typer.echo(f"Error: brownout dump-log does not support kafka-dump-log.sh's "
+                   f"{', '.join(unsupported)}", err=True)
+        raise typer.Exit(2)
+    names = [java_path(name) for value in files for name in value.split(",") if name]
+    for path in map(Path, names):
+        if path.suffix in _KAFKA_ONLY_SUFFIXES:
+            typer.echo(f"Error: {path}: brownout dump-log does not read {path.suffix} files",
+                       err=True)
+            raise typer.Exit(2)
+        if not path.is_file() or path.suffix not in (LOG_SUFFIX, INDEX_SUFFIX,
+                                                      TIME_INDEX_SUFFIX):
+            typer.echo(f"Error: {path} is not a log segment file (*.log) or an index "
+                       "(*.index, *.timeindex)", err=True)
+            raise typer.Exit(2)
+        if path.suffix != LOG_SUFFIX and not path.name.split(".")[0].isdigit():
+            typer.echo(f"Error: {path}: an index is named after its segment's base offset",
+                       err=True)
+            raise typer.Exit(2)
+    reports = DumpReports()
+
+    def lines(name: str, gaps: dict[int, int]) -> Iterator[str]:
+        path = Path(name)
+        if path.suffix == INDEX_SUFFIX:
+            return dump_index(path, reports, index_sanity_check, verify_index_only,
+                              max_message_size, shown=name)
+        if path.suffix == TIME_INDEX_SUFFIX:
+            return dump_time_index(path, reports, index_sanity_check, verify_index_only,
+                                   shown=name)
+        return dump_segment(path, deep_iteration, print_data_log, cluster_metadata_decoder,
+                            gaps)
+
+    for name in names:
+        typer.echo(f"Dumping {name}")
+        gaps: dict[int, int] = {}
         try:
-            for line in dump_segment(path, deep_iteration, print_data_log):
+            for line in lines(name, gaps):
                 typer.echo(line)
-        except CorruptRecordError as e:
+        except (CorruptRecordError, CorruptIndexError, OSError, ValueError) as e:
             # Kafka's tool dies with a stack trace here; the lines before it still stand.
-            typer.echo(f"Error: {path}: {e}", err=True)
+            typer.echo(f"Error: {name}: {e}", err=True)
             raise typer.Exit(1) from None
+        if gaps:
+            reports.non_consecutive[absolute(name)] = gaps
+    for line in reports.lines():
+        typer.echo(line, err=True)

@@ -21,6 +21,7 @@ from brownout.protocol.records import (
     record_views,
 )
 from brownout.storage.control_records import describe_control
+from brownout.storage.metadata_decoder import metadata_payload
 from brownout.storage.producer_state import INT32_MAX, last_sequence
 from brownout.storage.segment import LOG_SUFFIX, walk_headers
 
@@ -45,15 +46,26 @@ def read_batches(segment: Path, check_crc: bool = True
         yield position, header, valid
 
 
-def _batches(segment: Path, check_crc: bool, keep_bytes: bool
-             ) -> Iterator[tuple[int, BatchHeader, bool, bytes]]:
+def batches_in(segment: Path, start: int = 0, end: int | None = None, keep_bytes: bool = False
+               ) -> Iterator[tuple[int, BatchHeader, bytes]]:
+    """(position, header, its bytes when keep_bytes, else b"") of each whole batch from
+    byte ``start`` up to ``end`` (the file's end when None), as Kafka's FileRecords.slice
+    reads them: a batch running past ``end``, or a header that cannot be one, ends it."""
+    for position, header, _, data in _batches(segment, False, keep_bytes, start, end):
+        yield position, header, data
+
+
+def _batches(segment: Path, check_crc: bool, keep_bytes: bool, start: int = 0,
+             end: int | None = None) -> Iterator[tuple[int, BatchHeader, bool, bytes]]:
     """As read_batches, with each batch's bytes when keep_bytes (else b"")."""
     with segment.open("rb") as f:
         def pread(n: int, pos: int) -> bytes:
             return os.pread(f.fileno(), n, pos)
 
+        size = f.seek(0, 2)
+        limit = size if end is None else min(end, size)
         try:
-            for position, header in walk_headers(pread, f.seek(0, 2), 0, segment):
+            for position, header in walk_headers(pread, limit, start, segment):
                 data = pread(header.size, position) if keep_bytes or check_crc else b""
                 valid = (not check_crc
                          or crc32c.crc32c(data[CRC_START:]) == header.crc)
@@ -104,14 +116,14 @@ def describe(header: BatchHeader, position: int, valid: bool = True) -> str:
             f"isvalid: {str(valid).lower()}")
 
 
-def record_line(header: BatchHeader, record: RecordView, print_data: bool) -> str:
+def record_line(header: BatchHeader, record: RecordView, print_data: bool,
+                cluster_metadata: bool = False) -> str:
     """One record's line in kafka-dump-log.sh's words (Kafka 4.x, deep iteration):
     with print_data, a data record's key and payload as UTF-8 text, each left out when
-    null; a control record's line says what it controls instead."""
+    null; with cluster_metadata, no key and the payload as Kafka's metadata decoder
+    reads it; a control record's line says what it controls instead."""
     offset = header.base_offset + record.offset_delta
-    # With LogAppendTime the broker stamped the whole batch: each record reports it.
-    timestamp = (header.max_timestamp if header.timestamp_type
-                 else header.base_timestamp + record.timestamp_delta)
+    timestamp = record_timestamp(header, record)
     sequence = (-1 if header.base_sequence < 0
                 else _wrap_sequence(header.base_sequence + record.offset_delta))
     header_keys = ",".join(_text(k) for k in record.header_keys)
@@ -121,6 +133,8 @@ def record_line(header: BatchHeader, record: RecordView, print_data: bool) -> st
             f"sequence: {sequence} headerKeys: [{header_keys}]")
     if header.is_control:
         return line + describe_control(_bytes(record.key), _bytes(record.value))
+    if cluster_metadata:
+        return line + f" payload: {metadata_payload(offset, _bytes(record.value))}"
     if print_data:
         if record.key is not None:
             line += f" key: {_text(record.key)}"
@@ -129,20 +143,38 @@ def record_line(header: BatchHeader, record: RecordView, print_data: bool) -> st
     return line
 
 
-def dump_segment(segment: Path, deep_iteration: bool = False, print_data: bool = False
+def record_timestamp(header: BatchHeader, record: RecordView) -> int:
+    """A v2 record's timestamp as Kafka's Record.timestamp() gives it."""
+    # With LogAppendTime the broker stamped the whole batch: each record reports it.
+    return (header.max_timestamp if header.timestamp_type
+            else header.base_timestamp + record.timestamp_delta)
+
+
+def dump_segment(segment: Path, deep_iteration: bool = False, print_data: bool = False,
+                 cluster_metadata: bool = False, gaps: dict[int, int] | None = None
                  ) -> Iterator[str]:
     """Every line kafka-dump-log.sh --files prints for one .log segment, after its
-    "Dumping" line; print_data implies deep_iteration, as in Kafka. A batch whose
-    records do not parse raises CorruptRecordError after the lines before it."""
-    deep = deep_iteration or print_data
+    "Dumping" line; print_data, and cluster_metadata (--cluster-metadata-decoder), imply
+    deep_iteration, as in Kafka. With deep iteration, each record whose offset does not
+    follow the one before goes into ``gaps`` (previous offset -> its offset), for Kafka's
+    "Non-consecutive offsets" report. A batch whose records do not parse raises
+    CorruptRecordError after the lines before it."""
+    deep = deep_iteration or print_data or cluster_metadata
     yield f"Log starting offset: {int(segment.stem) if segment.stem.isdigit() else 0}"
     end = 0
+    # Kafka 4.x starts from -1 without special-casing it, so a segment whose first
+    # offset is not 0 reports "-1 is followed by" that offset.
+    previous = -1
     for position, header, valid, data in _batches(segment, True, keep_bytes=deep):
         yield describe(header, position, valid)
         if deep:
             try:
                 for record in record_views(data, header):
-                    yield record_line(header, record, print_data)
+                    offset = header.base_offset + record.offset_delta
+                    if offset != previous + 1 and gaps is not None:
+                        gaps[previous] = offset
+                    previous = offset
+                    yield record_line(header, record, print_data, cluster_metadata)
             except CorruptRecordError as e:
                 # Name the batch: some decoding errors know only a position inside it.
                 raise CorruptRecordError(

@@ -40,7 +40,9 @@ def test_dump_log_prints_each_batch_like_kafka_dump_log(tmp_path: Path) -> None:
     assert ("baseOffset: 0 lastOffset: 1 count: 2 baseSequence: 7 lastSequence: 8 "
             "producerId: 3 producerEpoch: 1") in result.output
     bad = CliRunner().invoke(app, ["dump-log", "--files", str(tmp_path / "x.index")])
-    assert bad.exit_code == 2 and "not a log segment file" in bad.output
+    assert bad.exit_code == 2 and bad.stderr == (
+        f"Error: {tmp_path / 'x.index'} is not a log segment file (*.log) or an index "
+        "(*.index, *.timeindex)\n")
 
 
 def test_dump_log_line_carries_kafka_4s_delete_horizon_timestamp_type_and_crc_check(
@@ -207,3 +209,28 @@ def test_records_that_do_not_parse_end_the_dump_with_an_error(tmp_path: Path) ->
     assert result.exit_code == 1
     assert result.output.splitlines()[3].startswith("| offset: 0 ")
     assert "Error: " in result.output and "batch at offset 1" in result.output
+
+
+def test_deep_iteration_reports_non_consecutive_offsets_on_stderr_as_kafka_4_does(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    compacted = tmp_path / f"{0:020d}.log"
+    compacted.write_bytes(build_batch([(None, b"a")] * 3, timestamp_ms=1)
+                          + build_batch([(None, b"b")], timestamp_ms=1, base_offset=5)
+                          + build_batch([(None, b"c")], timestamp_ms=1, base_offset=9))
+    # Kafka 4.x counts from -1 in every file, so a later segment's first record is
+    # reported too.
+    later = tmp_path / f"{100:020d}.log"
+    later.write_bytes(build_batch([(None, b"d")] * 2, timestamp_ms=1, base_offset=100))
+    result = CliRunner().invoke(app, ["dump-log", "--files", f"{compacted.name},{later.name}",
+                                      "--deep-iteration"])
+    assert result.exit_code == 0, result.output
+    assert result.stderr.splitlines() == [
+        f"Non-consecutive offsets in {tmp_path / compacted.name}",
+        "  2 is followed by 5",
+        "  5 is followed by 9",
+        f"Non-consecutive offsets in {tmp_path / later.name}",
+        "  -1 is followed by 100",
+    ]
+    shallow = CliRunner().invoke(app, ["dump-log", "--files", compacted.name])
+    assert shallow.exit_code == 0 and shallow.stderr == ""
