@@ -38,7 +38,13 @@ from typing import Any
 from kio.serial import entity_reader
 
 from .errors import MalformedFrameError
-from .kafka_reader import FIXED_SIZE, MAX_ARRAY_LENGTH, MAX_STRING_BYTES, read_as_kafka
+from .kafka_reader import (
+    FIXED_SIZE,
+    MAX_ARRAY_LENGTH,
+    MAX_STRING_BYTES,
+    read_as_kafka,
+    write_uvarint,
+)
 from .schema_fields import (
     EntityField,
     EntityTupleField,
@@ -171,10 +177,14 @@ def _decode_runs(cls: type, buf: bytes | memoryview, offset: int) -> tuple[Any, 
             pos = _tagged_fields(cls.__name__, tagged, buf, pos, end)
     except MalformedFrameError:
         return None
-    count = _uvarint_bytes(len(counts) + 1) if flexible else _INT32.pack(len(counts))
+    count = bytearray()
+    if flexible:
+        write_uvarint(count, len(counts) + 1)
+    else:
+        count += _INT32.pack(len(counts))
     kept = b"".join(buf[start:stop] for start, stop in pieces)
     value: Any
-    value, _ = entity_reader(cls)(count + kept + buf[array_end:pos], 0)
+    value, _ = entity_reader(cls)(bytes(count) + kept + buf[array_end:pos], 0)
     if len(counts) == n:
         return value, pos  # no entry repeated
     entries = tuple(itertools.chain.from_iterable(
@@ -197,15 +207,6 @@ def _copies(buf: bytes, entry: bytes, pos: int, end: int, most: int) -> int:
             pos += len(chunk)
             copies += k
     return copies
-
-
-def _uvarint_bytes(n: int) -> bytes:
-    out = bytearray()
-    while n >= 0x80:
-        out.append(n & 0x7F | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
 
 
 @functools.cache
