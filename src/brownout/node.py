@@ -20,13 +20,10 @@ import sys
 import time
 from pathlib import Path
 
-if __name__ == "__main__":
-    # The Kafka protocol library registers a Hypothesis strategy for each of its types at
-    # import whenever Hypothesis is installed (a test dependency, and common in
-    # developers' environments). In a node directory without Hypothesis's Unicode cache
-    # that costs about 3 s of CPU per node start, four times the rest of the import. The
-    # node never generates test data, so its process does without Hypothesis.
-    sys.modules.setdefault("hypothesis", None)  # type: ignore[assignment]
+if __name__ == "__main__":  # before the package's imports: see without_hypothesis
+    from .common.startup import without_hypothesis
+
+    without_hypothesis()
 
 from .common.config import ConfigError
 from .common.events import EventLog

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import typer
 
+from ..common.startup import without_hypothesis
 from ._flags import show_flags_bare
 from .acls import ACLS_HELP, acls_command
 from .clean import CLEAN_HELP, clean_command
@@ -87,4 +88,7 @@ show_flags_bare(app)
 
 
 def main() -> None:
+    """The `brownout` command: no command imports Hypothesis (common/startup.py), and the
+    package's heavier modules are imported by the commands that need them, after this."""
+    without_hypothesis()
     app()
