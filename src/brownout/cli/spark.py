@@ -53,7 +53,9 @@ def up_command(
 @handle_errors
 def install_command() -> None:
     """Fetch Spark's Kafka source (spark-sql-kafka-0-10 at this PySpark's version) from
-    Maven Central into the Ivy cache, so the pipeline starts offline afterwards."""
+    Maven Central into the Ivy cache, so the pipeline starts offline afterwards; and make
+    the class-data archive ZooKeeper-mode labs start their ZooKeeper servers from (they
+    run from PySpark's jars), once per PySpark, in ~/.cache/brownout/zookeeper."""
     pyspark_home("brownout spark install")
     from ..spark.session import KafkaSourceMissing, install_kafka_package
 
@@ -61,7 +63,28 @@ def install_command() -> None:
         done = install_kafka_package()
     except KafkaSourceMissing as e:
         raise UsageError(str(e)) from None
+    done["zookeeper_cds"] = _zookeeper_archive()
     typer.echo(json.dumps(done))
+
+
+def _zookeeper_archive() -> str | None:
+    """The ZooKeeper servers' class-data archive (made when missing), or None with a note
+    on stderr: it only speeds their start up, so its absence fails nothing."""
+    from ..cluster import zookeeper as zk
+    from ..cluster import zookeeper_cds
+    from ..common.java import JavaError, require_java
+
+    try:
+        jars = zk.jars_dir()
+        archive = zookeeper_cds.existing_archive(jars)
+        if archive is None:
+            archive = zookeeper_cds.make_archive(require_java("ZooKeeper (QuorumPeerMain)"),
+                                                 jars)
+    except (JavaError, zk.ZooKeeperError, OSError) as e:
+        typer.echo(f"note: no class-data archive for ZooKeeper's servers ({e}); they start "
+                   "without one", err=True)
+        return None
+    return str(archive)
 
 
 @spark_app.command("down")

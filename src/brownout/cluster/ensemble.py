@@ -32,6 +32,7 @@ from ..common import interrupt
 from ..common.java import JavaError, require_java
 from ..common.properties import format_properties
 from . import zookeeper as zk
+from . import zookeeper_cds
 from .state import ClusterState, ZooKeeperState, atomic_write_text
 from .supervisor import (
     LOG_TAIL_LINES,
@@ -160,6 +161,10 @@ class Ensemble:
         except (JavaError, zk.ZooKeeperError) as e:
             raise SupervisorError(str(e)) from None
 
+    def _command(self, java: Path, jars: Path, spec: ZooKeeperSpec) -> list[str]:
+        """The server's JVM command, from the class-data archive when one was made."""
+        return zk.command(java, jars, spec, zookeeper_cds.existing_archive(jars, self.env))
+
     # -- starting ------------------------------------------------------------------
 
     def spawn(self, server_id: int, java: Path, jars: Path) -> int:
@@ -171,7 +176,7 @@ class Ensemble:
             )
         spec.directory.mkdir(parents=True, exist_ok=True)
         self._log_offsets[server_id] = spec.log_path.stat().st_size if spec.log_path.exists() else 0
-        argv = zk.command(java, jars, spec)
+        argv = self._command(java, jars, spec)
         if self.topology.request.netns:
             from .netns import exec_prefix, lab_prefix
 

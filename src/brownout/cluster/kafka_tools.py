@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..common.java import JIT_FIRST_TIER, log4j2_console
+from ..common.java import JIT_FIRST_TIER, cds_options, log4j2_console
 from .distribution import Distribution
-from .launcher import cds_options, log_option, uses_log4j2
+from .launcher import log_option, uses_log4j2
 
 # bin/kafka-run-class.sh gives every tool -Xmx256M (KAFKA_HEAP_OPTS' default); the serial
 # GC, the JIT's first tier and no hsperfdata file suit a JVM of a few seconds that runs

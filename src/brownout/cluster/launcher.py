@@ -37,7 +37,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO
 
-from ..common.java import JIT_FIRST_TIER, log4j2_console
+from ..common.java import JIT_FIRST_TIER, cds_options, log4j2_console
 from ..common.rundir import NODE_GC_LOG
 from .distribution import Distribution, DistributionError
 
@@ -104,12 +104,6 @@ def log_option(property_name: str, path: Path) -> str:
     # log4j 1 (reload4j) takes a URL, log4j2 a path.
     value = f"file:{path}" if property_name == "log4j.configuration" else str(path)
     return f"-D{property_name}={value}"
-
-
-def cds_options(archive: Path | None) -> list[str]:
-    """Start from the version's class-data archive (`kafka_cds`); -Xshare:auto, the
-    default, makes an archive the JVM cannot use a warning rather than an error."""
-    return ["-Xshare:auto", f"-XX:SharedArchiveFile={archive}"] if archive else []
 
 
 def extra_jvm_options(env: Mapping[str, str]) -> list[str]:

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from ..common.extras import pyspark_home
-from ..common.java import JIT_FIRST_TIER, log4j2_console
+from ..common.java import JIT_FIRST_TIER, cds_options, log4j2_console
 
 MAIN_CLASS = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
 CLIENT, PEER, ELECTION = "client", "peer", "election"
@@ -174,11 +174,14 @@ def jars_dir() -> Path:
     return jars
 
 
-def command(java: Path | str, jars: Path, spec: ZooKeeperSpec) -> list[str]:
-    """The server's JVM command line; its config path identifies the process later."""
+def command(java: Path | str, jars: Path, spec: ZooKeeperSpec,
+            cds_archive: Path | None = None) -> list[str]:
+    """The server's JVM command line; its config path identifies the process later.
+    `cds_archive`: the class-data archive to start from (`zookeeper_cds`)."""
     return [
         str(java),
         *JVM_OPTIONS,
+        *cds_options(cds_archive),
         f"-Dlog4j2.configurationFile={spec.log_config_path}",
         "-cp",
         str(jars / "*"),

@@ -19,6 +19,15 @@ MINIMUM_JAVA = 17  # what PySpark 4 and the lab's ZooKeeper 3.9 are tested with
 # compilations cost more CPU than they save, on two cores shared with the lab.
 JIT_FIRST_TIER = "-XX:TieredStopAtLevel=1"
 
+
+
+def cds_options(archive: Path | None) -> list[str]:
+    """Start a JVM from a class-data archive (AppCDS: the classes of an earlier start,
+    mapped instead of loaded and verified again); -Xshare:auto, the default, makes an
+    archive the JVM cannot use (another JDK, changed jars) a warning, never an error."""
+    return ["-Xshare:auto", f"-XX:SharedArchiveFile={archive}"] if archive else []
+
+
 INSTALL_HINT = (
     "install a Java runtime (Debian: apt-get install openjdk-17-jre-headless) or point "
     "JAVA_HOME at one"

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from brownout.cluster import zookeeper as zk
+from brownout.cluster import zookeeper_cds
 from brownout.cluster.netns import LabNetwork
 from brownout.cluster.ports import PortAllocator
 from brownout.cluster.state import ClusterState
@@ -104,6 +105,29 @@ def test_the_jvm_command_line() -> None:
     assert argv[argv.index("-cp") + 1] == "/site/pyspark/jars/*"
     assert f"-Dlog4j2.configurationFile={spec.log_config_path}" in argv
     assert "-XX:-UsePerfData" in argv  # a SIGKILLed JVM leaves no /tmp/hsperfdata file
+    assert not [a for a in argv if "SharedArchiveFile" in a]
+    archived = zk.command("/usr/bin/java", Path("/site/pyspark/jars"), spec, Path("/c/zk.jsa"))
+    assert archived[archived.index("-XX:SharedArchiveFile=/c/zk.jsa") - 1] == "-Xshare:auto"
+    assert archived[-2:] == argv[-2:]
+
+
+def test_the_class_data_archive_is_named_after_the_jars(tmp_path: Path) -> None:
+    jars = tmp_path / "jars"
+    jars.mkdir()
+    (jars / "zookeeper-3.9.5.jar").write_bytes(b"zk")
+    (jars / "netty-4.jar").write_bytes(b"netty")
+    env = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
+    path = zookeeper_cds.archive_path(jars, env)
+    assert path.parent == tmp_path / "cache" / "brownout" / "zookeeper"
+    assert path.name.startswith("zookeeper-3.9.5-") and path.suffix == ".jsa"
+    assert zookeeper_cds.existing_archive(jars, env) is None  # not made yet
+    path.parent.mkdir(parents=True)
+    path.write_bytes(b"archive")
+    assert zookeeper_cds.existing_archive(jars, env) == path
+    # other jars (another PySpark): another archive, the first one left alone
+    (jars / "netty-4.jar").write_bytes(b"netty, newer")
+    assert zookeeper_cds.archive_path(jars, env) != path
+    assert zookeeper_cds.existing_archive(jars, env) is None
 
 
 def test_pyspark_ships_zookeeper() -> None:
