@@ -6,10 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import typer.main
-from typer.testing import CliRunner
-
-from brownout.cli import app
+from _cli import command, invoke
 
 
 def command_paths(command: Any, path: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
@@ -20,13 +17,15 @@ def command_paths(command: Any, path: tuple[str, ...] = ()) -> list[tuple[str, .
 
 
 def test_no_help_shows_a_value_for_a_flag() -> None:
-    paths = command_paths(typer.main.get_command(app))
+    # one command tree for every --help (tests/_cli.py): typer's runner would build the
+    # ~60 commands again for each of them, 15-19 s of a busy machine's worker
+    paths = command_paths(command())
     assert ("run",) in paths and ("scenarios", "show") in paths and len(paths) > 40
     for path in paths:
-        result = CliRunner().invoke(app, [*path, "--help"], env={"COLUMNS": "200"})
+        result = invoke([*path, "--help"], env={"COLUMNS": "200"})
         assert result.exit_code == 0, (path, result.output)
         assert "<bool>" not in result.output, (path, result.output)
         assert "<list[" not in result.output, (path, result.output)
     # flags are still listed, and options that take a value still say which
-    shown = CliRunner().invoke(app, ["run", "--help"], env={"COLUMNS": "200"}).output
+    shown = invoke(["run", "--help"], env={"COLUMNS": "200"}).output
     assert "--keep-cluster " in shown and "--seed" in shown and "<int>" in shown
