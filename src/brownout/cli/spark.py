@@ -54,8 +54,9 @@ def up_command(
 def install_command() -> None:
     """Fetch Spark's Kafka source (spark-sql-kafka-0-10 at this PySpark's version) from
     Maven Central into the Ivy cache, so the pipeline starts offline afterwards; and make
-    the class-data archive ZooKeeper-mode labs start their ZooKeeper servers from (they
-    run from PySpark's jars), once per PySpark, in ~/.cache/brownout/zookeeper."""
+    the class-data archives Spark's JVMs and ZooKeeper-mode labs' ZooKeeper servers
+    start from (both run from PySpark's jars), once per PySpark, in
+    ~/.cache/brownout/class-data."""
     pyspark_home("brownout spark install")
     from ..spark.session import KafkaSourceMissing, install_kafka_package
 
@@ -63,7 +64,7 @@ def install_command() -> None:
         done = install_kafka_package()
     except KafkaSourceMissing as e:
         raise UsageError(str(e)) from None
-    done["zookeeper_cds"] = _zookeeper_archive()
+    done["zookeeper_class_data"] = _zookeeper_archive()
     typer.echo(json.dumps(done))
 
 

@@ -7,16 +7,15 @@ SIGTERM, which dumps the classes it loaded; every server then starts with
 ``-XX:SharedArchiveFile``: 0.7-0.85 s of CPU instead of 1.2 s to serving, measured on
 this project's two-core machine. The servers run from PySpark's jars, so the archive
 is made by `brownout spark install` and kept in the cache under a name derived from
-those jars: another PySpark (other jars) gets another archive, and one the JVM cannot
-use is ignored with a warning line, never an error. Without an archive the servers
-start as before.
+those jars (`common.java.class_data_archive`): another PySpark (other jars) gets
+another archive, and one the JVM cannot use is ignored with a warning line, never an
+error. Without an archive the servers start as before.
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
-import hashlib
 import os
 import signal
 import subprocess
@@ -25,6 +24,7 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
+from ..common.java import class_data_archive
 from ..common.properties import format_properties
 from . import zookeeper as zk
 from .ports import PortAllocator
@@ -32,22 +32,10 @@ from .ports import PortAllocator
 ARCHIVE_TIMEOUT_S = 120.0
 
 
-def cache_dir(env: Mapping[str, str] | None = None) -> Path:
-    """${XDG_CACHE_HOME:-~/.cache}/brownout/zookeeper."""
-    env = os.environ if env is None else env
-    xdg = env.get("XDG_CACHE_HOME") or str(Path(env.get("HOME") or Path.home()) / ".cache")
-    return Path(xdg).expanduser().absolute() / "brownout" / "zookeeper"
-
-
 def archive_path(jars: Path, env: Mapping[str, str] | None = None) -> Path:
-    """Where the archive for the servers of `jars` lives: named after the ZooKeeper jar
-    and a digest of the folder's jars (names, sizes, times), which the JVM checks too."""
-    listing = sorted((p.name, p.stat().st_size, p.stat().st_mtime_ns)
-                     for p in jars.glob("*.jar"))
-    digest = hashlib.sha256(repr((str(jars.absolute()), listing)).encode()).hexdigest()[:16]
-    [zookeeper_jar] = [name for name, _, _ in listing if name.startswith("zookeeper-3.")][:1] \
-        or ["zookeeper"]
-    return cache_dir(env) / f"{zookeeper_jar.removesuffix('.jar')}-{digest}.jsa"
+    """Where the archive for the servers of `jars` lives (common/java.py)."""
+    names = sorted(p.name.removesuffix(".jar") for p in jars.glob("zookeeper-3.*.jar"))
+    return class_data_archive(jars, names[0] if names else "zookeeper", env)
 
 
 def existing_archive(jars: Path, env: Mapping[str, str] | None = None) -> Path | None:

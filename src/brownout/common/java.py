@@ -7,6 +7,7 @@ which Java they run, and a user fixes both with one setting.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import shutil
@@ -19,6 +20,19 @@ MINIMUM_JAVA = 17  # what PySpark 4 and the lab's ZooKeeper 3.9 are tested with
 # compilations cost more CPU than they save, on two cores shared with the lab.
 JIT_FIRST_TIER = "-XX:TieredStopAtLevel=1"
 
+
+
+def class_data_archive(jars: Path, name: str, env: Mapping[str, str] | None = None) -> Path:
+    """Where the class-data archive of JVMs running from the jars in `jars` lives:
+    ${XDG_CACHE_HOME:-~/.cache}/brownout/class-data/NAME-DIGEST.jsa, the digest over the
+    folder and its jars' names, sizes and times, which the JVM checks too: other jars
+    (another PySpark) get another archive rather than one the JVM would refuse."""
+    env = os.environ if env is None else env
+    listing = sorted((p.name, p.stat().st_size, p.stat().st_mtime_ns)
+                     for p in jars.glob("*.jar"))
+    digest = hashlib.sha256(repr((str(jars.absolute()), listing)).encode()).hexdigest()[:16]
+    xdg = env.get("XDG_CACHE_HOME") or str(Path(env.get("HOME") or Path.home()) / ".cache")
+    return Path(xdg).expanduser().absolute() / "brownout" / "class-data" / f"{name}-{digest}.jsa"
 
 
 def cds_options(archive: Path | None) -> list[str]:

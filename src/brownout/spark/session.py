@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..common.java import JIT_FIRST_TIER
+from . import class_data
 
 LOOPBACK = "127.0.0.1"
 
@@ -55,7 +56,10 @@ def make_spark(master: str = "local[*]", app: str = "brownout",
         .config("spark.eventLog.enabled", "false")
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
     )
-    for k, v in {**LOCAL_TUNING, **(cluster_conf(master)), **conf}.items():
+    settings = class_data.with_archive({**LOCAL_TUNING, **(cluster_conf(master)), **conf},
+                                       class_data.existing_archive(),
+                                       executors=not is_local(master))
+    for k, v in settings.items():
         builder = builder.config(k, str(v))
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(os.environ.get("BROWNOUT_SPARK_LOG_LEVEL", "ERROR"))
@@ -212,10 +216,18 @@ def kafka_reader(reader: Any) -> Any:
 
 def install_kafka_package(ivy_dir: str | None = None) -> dict[str, Any]:
     """Resolve Spark's Kafka source into the Ivy cache by starting a local session with
-    spark.jars.packages once (later sessions resolve it from the cache, offline). Returns
-    the package and the seconds spent; raises KafkaSourceMissing saying what to do."""
+    spark.jars.packages once (later sessions resolve it from the cache, offline); the
+    same session makes Spark's class-data archive when there is none (`class_data`).
+    Returns the package, the seconds spent and the archive (None when it could not be
+    made: it only speeds sessions up); raises KafkaSourceMissing saying what to do."""
     package = kafka_package()
-    conf = {"spark.jars.ivy": ivy_dir} if ivy_dir else {}
+    conf: dict[str, Any] = {"spark.jars.ivy": ivy_dir} if ivy_dir else {}
+    archive = class_data.archive_path()
+    partial = archive.with_name(f".{archive.name}.{os.getpid()}.partial")
+    dump = not archive.is_file()
+    if dump:
+        archive.parent.mkdir(parents=True, exist_ok=True)
+        conf = class_data.dumping_to(conf, partial)
     t0 = time.monotonic()
     try:
         spark = make_spark("local[1]", "brownout-install", conf, shuffle_partitions=1)
@@ -225,9 +237,34 @@ def install_kafka_package(ivy_dir: str | None = None) -> dict[str, Any]:
         if not has_kafka_source(spark):
             raise KafkaSourceMissing(install_advice(package, "resolved, but the class "
                                                     f"{KAFKA_PROVIDER} is not loaded"))
+        if dump:  # the classes a query plans and runs with, into the archive too
+            spark.range(100).selectExpr("id % 3 AS k").groupBy("k").count().collect()
     finally:
         spark.stop()
-    return {"package": package, "seconds": round(time.monotonic() - t0, 1)}
+        if dump:
+            _exit_jvm()
+    if dump and partial.is_file() and partial.stat().st_size > 0:
+        os.replace(partial, archive)
+    with contextlib.suppress(FileNotFoundError):
+        partial.unlink()
+    return {"package": package, "seconds": round(time.monotonic() - t0, 1),
+            "class_data": str(archive) if archive.is_file() else None}
+
+
+def _exit_jvm(timeout: float = 120.0) -> None:
+    """End this process's Spark JVM now (it exits when its stdin closes: PySpark's
+    gateway server's rule), so that what it dumps at exit is complete when this returns;
+    a later session starts a new one."""
+    from pyspark import SparkContext
+
+    gateway = SparkContext._gateway
+    proc = getattr(gateway, "proc", None)
+    if proc is not None and proc.stdin is not None:
+        proc.stdin.close()
+        with contextlib.suppress(Exception):
+            proc.wait(timeout)
+    SparkContext._gateway = None
+    SparkContext._jvm = None
 
 
 def install_advice(package: str, cause: Any) -> str:

@@ -118,7 +118,7 @@ def test_the_class_data_archive_is_named_after_the_jars(tmp_path: Path) -> None:
     (jars / "netty-4.jar").write_bytes(b"netty")
     env = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
     path = zookeeper_cds.archive_path(jars, env)
-    assert path.parent == tmp_path / "cache" / "brownout" / "zookeeper"
+    assert path.parent == tmp_path / "cache" / "brownout" / "class-data"
     assert path.name.startswith("zookeeper-3.9.5-") and path.suffix == ".jsa"
     assert zookeeper_cds.existing_archive(jars, env) is None  # not made yet
     path.parent.mkdir(parents=True)
