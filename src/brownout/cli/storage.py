@@ -133,7 +133,6 @@ def dump_log_command(
 ) -> None:
     from ..protocol.errors import CorruptRecordError
     from ..storage.dump_index import (
-        TIME_INDEX_SUFFIX,
         CorruptIndexError,
         DumpReports,
         absolute,
@@ -142,7 +141,7 @@ def dump_log_command(
         java_path,
     )
     from ..storage.dump_log import LOG_SUFFIX, dump_segment
-    from ..storage.segment import INDEX_SUFFIX
+    from ..storage.segment import INDEX_SUFFIX, TIME_INDEX_SUFFIX
 
     given = (max_bytes is not None, skip_record_metadata, offsets_decoder,
              transaction_log_decoder, remote_log_metadata_decoder, share_group_state_decoder,

@@ -12,8 +12,8 @@ loop devices:
   its segments open for writing, which a running broker always does.
 * disk full: the log dir moved onto a tmpfs mounted over it (needs root) with only the
   free space given, so appends end in ENOSPC; afterwards the files are copied back.
-* power loss: every ``.log`` and ``.index`` file cut to what the node's durability
-  journal says was fsynced (storage.durability).
+* power loss: every ``.log``, ``.index`` and ``.timeindex`` file cut to what the node's
+  durability journal says was fsynced (storage.durability).
 """
 
 from __future__ import annotations

@@ -4,8 +4,8 @@ beside it, with Kafka's sanity checks and the mismatch reports it prints at the 
 
 Kafka reads an index as the entries that fit whole in the file, zeros included: it
 preallocates the active segment's index, so the dump stops at the first entry that
-repeats the base offset. The node writes neither preallocated nor time indexes, but its
-files, or a Kafka broker's, read the same way here.
+repeats the base offset. The node writes both indexes by Kafka's rules (storage.index)
+but does not preallocate them; its files, or a Kafka broker's, read the same way here.
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ from brownout.protocol.records import record_views
 from brownout.storage.dump_log import batches_in, record_timestamp
 from brownout.storage.segment import INDEX_SUFFIX, LOG_SUFFIX
 
-TIME_INDEX_SUFFIX = ".timeindex"
 OFFSET_ENTRY = struct.Struct(">ii")  # offset relative to the base, file position
 TIME_ENTRY = struct.Struct(">qi")  # timestamp, offset relative to the base
 # Kafka's AbstractIndex searches the last 8 KiB of entries first, so a lookup reads the

@@ -10,9 +10,10 @@ segment or index file durable, and each time it shortens one:
     S <size> <path>    fsync returned: the first <size> bytes are on disk
     T <size> <path>    ftruncate: bytes past <size> are gone whatever was durable
 
-The power-loss fault (faults.nemesis) kills the node and then cuts every ``.log`` and
-``.index`` file of its log dirs to its durable length (`power_loss_plan`): a file the
-journal does not know was created since the start and never fsynced, so it is emptied.
+The power-loss fault (faults.nemesis) kills the node and then cuts every ``.log``,
+``.index`` and ``.timeindex`` file of its log dirs to its durable length
+(`power_loss_plan`): a file the journal does not know was created since the start and
+never fsynced, so it is emptied.
 
 Limits of this model, on purpose: it works on whole files, at byte granularity (a real
 disk loses whole pages, and may keep some unflushed pages while losing others); files
@@ -31,7 +32,7 @@ from pathlib import Path
 
 ENV = "BROWNOUT_DURABILITY_JOURNAL"
 # The files a power cut may shorten: appended in place, never replaced by rename.
-APPEND_ONLY_SUFFIXES = (".log", ".index")
+APPEND_ONLY_SUFFIXES = (".log", ".index", ".timeindex")
 
 
 class DurabilityJournal:

@@ -47,7 +47,6 @@ from brownout.protocol.records import (
     CorruptRecordError,
     InvalidRecordError,
     assign_offsets,
-    decode_records,
     iter_batches,
     read_header,
     recompress,
@@ -78,7 +77,7 @@ from brownout.storage.log_validator import (
 )
 from brownout.storage.meta import topic_id_from_str, topic_id_to_str
 from brownout.storage.producer_state import ProducerStateManager
-from brownout.storage.segment import INDEX_SUFFIX, LOG_SUFFIX, LogSegment
+from brownout.storage.segment import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, LogSegment
 
 PARTITION_METADATA = "partition.metadata"
 INT32_MAX = 2**31 - 1
@@ -111,6 +110,11 @@ def parse_partition_dir_name(name: str) -> tuple[str, int]:
 def _log_recovery_reason(prefix: str, seg: LogSegment, unflushed: bool) -> None:
     if seg.index_missing:
         log.warning("%s Could not find offset index file corresponding to log file %s, "
+                    "recovering segment and rebuilding index files...", prefix, seg.log_path)
+    elif seg.time_index_missing:
+        # Not Kafka's case (it starts an empty time index): a segment the node wrote
+        # before it kept time indexes, whose offset index is also of the older kind.
+        log.warning("%s Could not find time index file corresponding to log file %s, "
                     "recovering segment and rebuilding index files...", prefix, seg.log_path)
     elif seg.load_problem:
         log.warning("%s Found a corrupted index file corresponding to log file %s due to "
@@ -238,9 +242,10 @@ class Log:
                 continue
             if path.suffix == LOG_SUFFIX and path.stem.isdigit():
                 bases.append(int(path.stem))
-        for path in self.dir.glob(f"*{INDEX_SUFFIX}"):
-            if not path.with_suffix(LOG_SUFFIX).exists():
-                path.unlink(missing_ok=True)  # orphan index of a deleted segment
+        for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+            for path in self.dir.glob(f"*{suffix}"):
+                if not path.with_suffix(LOG_SUFFIX).exists():
+                    path.unlink(missing_ok=True)  # orphan index of a deleted segment
         return sorted(bases)
 
     def _load_epoch_cache(self) -> bool:
@@ -447,6 +452,7 @@ class Log:
             seg = self.active_segment
             if seg.size == 0:
                 return seg
+            seg.on_become_inactive()
             new = LogSegment.create(self.dir, self.log_end_offset,
                                     self.config.index_interval_bytes,
                                     _now_ms() if now_ms is None else now_ms)
@@ -535,50 +541,29 @@ class Log:
     # ------------------------------------------------------------------ ListOffsets
 
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
-        """ListOffsets by timestamp: (offset, timestamp) of the first record whose timestamp
-        is >= ``timestamp``, or None.
+        """ListOffsets by timestamp: (offset, timestamp) of the first record at or after
+        the log start whose timestamp is >= ``timestamp``, or None.
 
-        Batch headers (max timestamps) find the batch; only that batch is decoded
-        (decompressed if needed) to find the record, as Kafka does.
+        As Kafka's UnifiedLog answers it: only the first segment whose largest
+        timestamp reaches ``timestamp`` is searched, through its time and offset
+        indexes; only the batch found is decoded (decompressed if needed).
         """
         with self._lock:
             for seg in self._segments:
-                if seg.max_timestamp < timestamp:
-                    continue
-                for _, header in seg.iter_headers():
-                    if header.last_offset < self._log_start_offset:
-                        continue
-                    if header.max_timestamp >= timestamp:
-                        for offset, ts in self._record_timestamps(header):
-                            if ts >= timestamp:
-                                return offset, ts
+                if seg.largest_timestamp >= timestamp:
+                    return seg.find_offset_by_timestamp(timestamp, self._log_start_offset)
             return None
 
     def max_timestamp_offset(self) -> tuple[int, int] | None:
         """ListOffsets MAX_TIMESTAMP (-3): (offset, timestamp) of the first record holding
-        the largest timestamp."""
+        the largest timestamp, in the first segment that holds it. Kafka does not check
+        this against the log start offset, and neither does the node."""
         with self._lock:
-            best = None
-            for seg in self._segments:
-                for _, header in seg.iter_headers():
-                    if header.last_offset < self._log_start_offset:
-                        continue
-                    if best is None or header.max_timestamp > best.max_timestamp:
-                        best = header
-            if best is None:
-                return None
-            for offset, ts in self._record_timestamps(best):
-                if ts == best.max_timestamp:
-                    return offset, ts
-            return max(best.base_offset, self._log_start_offset), best.max_timestamp
-
-    def _record_timestamps(self, header: BatchHeader) -> list[tuple[int, int]]:
-        data = self.read(max(header.base_offset, self._log_start_offset), header.size)
-        batch = memoryview(data)[: header.size]
-        return [
-            (offset, ts) for offset, ts, _key, _value in decode_records(batch)
-            if offset >= self._log_start_offset
-        ]
+            best = self._segments[0]
+            for seg in self._segments[1:]:
+                if seg.max_timestamp > best.max_timestamp:
+                    best = seg
+            return best.offset_of_max_timestamp()
 
     # ------------------------------------------------------------------ epochs
 

@@ -1,14 +1,16 @@
-"""One log segment: ``{base_offset:020d}.log`` plus its sparse ``.index``.
+"""One log segment: ``{base_offset:020d}.log`` plus its sparse ``.index`` and
+``.timeindex`` (storage.index, in Kafka's format and by Kafka's rules).
 
 The .log file is the concatenation of record batches exactly as they are served to
-fetchers. Everything else about a segment (next offset, timestamps, the index) can be
+fetchers. Everything else about a segment (next offset, timestamps, the indexes) can be
 derived from it, which is why recovery only needs the .log: it re-validates every batch
-from the start, rebuilds the index and cuts the file at the first batch that is torn or
-fails its CRC.
+from the start, rebuilds both indexes and cuts the file at the first batch that is torn
+or fails its CRC.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -19,14 +21,24 @@ from brownout.protocol.records import (
     BatchHeader,
     CorruptRecordError,
     InvalidRecordError,
+    decode_records,
     read_header,
     validate_batch,
 )
 from brownout.storage import durability
-from brownout.storage.index import OffsetIndex
+from brownout.storage.index import (
+    NO_TIMESTAMP,
+    Appended,
+    IndexCursor,
+    OffsetIndex,
+    TimeIndex,
+    appended,
+    index_step,
+)
 
 LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
+TIME_INDEX_SUFFIX = ".timeindex"
 
 
 def segment_file_name(base_offset: int, suffix: str) -> str:
@@ -61,21 +73,29 @@ class LogSegment:
         self.created_ms = created_ms
         self.log_path = self.dir / segment_file_name(base_offset, LOG_SUFFIX)
         self.index_path = self.dir / segment_file_name(base_offset, INDEX_SUFFIX)
+        self.time_index_path = self.dir / segment_file_name(base_offset, TIME_INDEX_SUFFIX)
         self._fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT, 0o644)
         # A segment with data but no index file lost it (or it was deleted): rebuild.
+        # Segments written before the node kept a time index have none: rebuilding
+        # also rewrites their offset index, which named each batch's first offset.
         index_missing = not self.index_path.exists()
+        time_index_missing = not self.time_index_path.exists()
         self.index = OffsetIndex(self.index_path, base_offset)
+        self.time_index = TimeIndex(self.time_index_path, base_offset)
         self.size = os.fstat(self._fd).st_size
         self.next_offset = base_offset
         self.dirty = False
+        # Kafka's bytesSinceLastIndexEntry: 0 whenever a segment is opened or truncated,
+        # not recomputed from the file, so a restart spaces entries as Kafka's does.
         self._bytes_since_index = 0
-        # Timestamps need a full header scan on an opened segment; computed lazily.
+        # Kafka's maxTimestampAndOffsetSoFar: (timestamp, offset) once known; read
+        # lazily from the indexes and the tail of the log (`_largest_timestamp`).
+        self._max_so_far: tuple[int, int] | None = None
         self._first_timestamp: int | None = None
-        self._max_timestamp: int | None = None
-        self._timestamps_known = self.size == 0
         # Why `load` refused the segment (for the log line), or why `recover` cut it.
         self.load_problem = ""
         self.index_missing = index_missing and self.size > 0
+        self.time_index_missing = time_index_missing and self.size > 0
         self.recovery_problem = ""
 
     # --- opening --------------------------------------------------------------------
@@ -91,41 +111,62 @@ class LogSegment:
             durability.note_truncated(seg.log_path, 0)
             seg.size = 0
         seg.index.reset()
-        seg._timestamps_known = True
+        seg.time_index.reset()
         return seg
 
     def load(self) -> bool:
-        """Open without validating: trust the index, find the end by scanning headers
-        from the last index entry. False means the tail is inconsistent (recover it)."""
+        """Open without validating: trust the indexes, find the end by scanning headers
+        from the last offset index entry. False means an index or the tail is
+        inconsistent (recover it)."""
         self.created_ms = int(os.stat(self.log_path).st_mtime * 1000)
         if self.index_missing:
             self.load_problem = "missing index"
             return False
+        if self.time_index_missing:
+            self.load_problem = "missing time index"
+            return False
         if not self.index.load(self.size):
             self.load_problem = "corrupt index"
             return False
-        _, pos = self.index.last_entry()
+        last_offset, pos = self.index.last_entry()
         self.next_offset = self.base_offset
         try:
             for p, header in self.iter_headers(pos):
+                if p == pos and len(self.index) and header.last_offset > last_offset:
+                    # An entry names the largest offset of the append at its position,
+                    # so the first batch there cannot end after it; an index of first
+                    # offsets (older nodes) fails here.
+                    self.load_problem = (f"corrupt index: entry offset {last_offset} is "
+                                         f"below the last offset {header.last_offset} of "
+                                         f"the batch at position {pos}")
+                    return False
                 self.next_offset = header.next_offset
-                self._bytes_since_index = (p + header.size) - pos
         except CorruptRecordError as e:
             self.load_problem = f"torn tail: {e}"
             return False
+        if len(self.index) and last_offset >= self.next_offset:
+            self.load_problem = "corrupt index: last entry beyond the log end"
+            return False
+        if not self.time_index.load(self.next_offset):
+            self.load_problem = "corrupt time index"
+            return False
+        self._bytes_since_index = 0
+        self._max_so_far = None
         return True
 
     def recover(self, on_batch: Callable[[BatchHeader], None] | None = None) -> int:
-        """Validate every batch, rebuild the index, cut at the first bad batch.
+        """Validate every batch, rebuild both indexes, cut at the first bad batch.
 
+        Kafka's LogSegment.recover: each batch counts as an append of its own, and the
+        time index gets its final entry at the end, as a rolled segment's does.
         Returns the number of bytes truncated.
         """
         self.index.reset()
-        self.index_missing = False
-        self._bytes_since_index = 0
+        self.time_index.reset()
+        self.index_missing = self.time_index_missing = False
         self.next_offset = self.base_offset
         self._first_timestamp = None
-        self._max_timestamp = None
+        cursor = IndexCursor(0, NO_TIMESTAMP, self.base_offset)
         pos = 0
         self.recovery_problem = ""
         while pos < self.size:
@@ -137,19 +178,19 @@ class LogSegment:
             if header is None:
                 self.recovery_problem = f"at byte offset {pos}: {problem}"
                 break
-            self._maybe_index(header, pos)
-            self._note_timestamp(header)
+            cursor = self._index(cursor, appended(pos, [header]))
             self.next_offset = header.next_offset
             if on_batch is not None:
                 on_batch(header)
             pos += header.size
+        self._max_so_far = (cursor.max_timestamp, cursor.offset_of_max_timestamp)
+        self.time_index.maybe_append(*self._max_so_far)
         truncated = self.size - pos
         if truncated:
             os.ftruncate(self._fd, pos)
             os.fsync(self._fd)
             durability.note_synced(self.log_path, pos)
             self.size = pos
-        self._timestamps_known = True
         # Recovered bytes may only be in the page cache; the caller fsyncs before it
         # moves the recovery point past them.
         self.dirty = True
@@ -176,7 +217,9 @@ class LogSegment:
 
     def append(self, data: bytes | bytearray | memoryview,
                headers: list[tuple[int, BatchHeader]]) -> None:
-        """Write already-validated batches; ``headers`` are (position in data, header)."""
+        """Write already-validated batches; ``headers`` are (position in data, header).
+        The whole call is one append for the indexes, as one LogSegment.append is in
+        Kafka: a follower's fetched run of batches gets at most one entry."""
         start = self.size
         view = memoryview(data)
         written = 0
@@ -188,26 +231,100 @@ class LogSegment:
                 raise OSError(f"short write to {self.log_path}: {written} of {len(view)} "
                               "bytes")
             written += n
-        for rel, header in headers:
-            self._maybe_index(header, start + rel)
-            self._note_timestamp(header)
+        if self._first_timestamp is None and start == 0:
+            self._first_timestamp = headers[0][1].max_timestamp
+        cursor = IndexCursor(self._bytes_since_index, *self._read_max_so_far())
+        cursor = self._index(cursor, appended(start, [h for _, h in headers]))
+        self._bytes_since_index = cursor.bytes_since_last_entry
+        self._max_so_far = (cursor.max_timestamp, cursor.offset_of_max_timestamp)
         self.size = start + len(data)
         self.next_offset = headers[-1][1].next_offset
         self.dirty = True
 
-    def _maybe_index(self, header: BatchHeader, pos: int) -> None:
-        # Same rule as Kafka: an entry once more than index.interval.bytes were written
-        # since the previous one, so the index stays sparse whatever the batch sizes.
-        if self._bytes_since_index > self.index_interval_bytes:
-            self.index.append(header.base_offset, pos)
-            self._bytes_since_index = 0
-        self._bytes_since_index += header.size
+    def _index(self, cursor: IndexCursor, append: Appended) -> IndexCursor:
+        cursor, offset_entry, time_entry = index_step(cursor, append,
+                                                      self.index_interval_bytes)
+        if offset_entry is not None:
+            self.index.append(*offset_entry)
+        if time_entry is not None:
+            self.time_index.maybe_append(*time_entry)
+        return cursor
 
-    def _note_timestamp(self, header: BatchHeader) -> None:
-        if self._first_timestamp is None:
-            self._first_timestamp = header.max_timestamp
-        if self._max_timestamp is None or header.max_timestamp > self._max_timestamp:
-            self._max_timestamp = header.max_timestamp
+    def on_become_inactive(self) -> None:
+        """Kafka's onBecomeInactiveSegment, on roll: the largest timestamp becomes the
+        time index's last entry, which retention and ListOffsets read later."""
+        if self.time_index.maybe_append(*self._read_max_so_far()):
+            self.dirty = True  # so the roll's flush makes the entry durable
+
+    # --- timestamps -----------------------------------------------------------------
+
+    def _read_max_so_far(self) -> tuple[int, int]:
+        if self._max_so_far is None:
+            self._max_so_far = self._largest_timestamp()
+        return self._max_so_far
+
+    def _largest_timestamp(self) -> tuple[int, int]:
+        """Kafka's readLargestTimestamp: the time index's last entry, unless a batch from
+        the position the offset index gives for it holds a larger timestamp (the entries
+        past the last interval). The first batch reaching the largest wins ties."""
+        timestamp, offset = self.time_index.last_entry()
+        _, pos = self.index.lookup(offset)
+        for _, header in self.iter_headers(pos):
+            if header.max_timestamp > timestamp:
+                timestamp, offset = header.max_timestamp, header.last_offset
+        return timestamp, offset
+
+    @property
+    def max_timestamp(self) -> int:
+        """Largest batch max_timestamp in the segment, -1 when empty."""
+        return self._read_max_so_far()[0]
+
+    @property
+    def largest_timestamp(self) -> int:
+        """Kafka's LogSegment.largestTimestamp, which ListOffsets picks a segment by:
+        the largest timestamp, or the file's modification time when it has none."""
+        largest = self.max_timestamp
+        return largest if largest >= 0 else int(os.stat(self.log_path).st_mtime * 1000)
+
+    @property
+    def first_timestamp(self) -> int | None:
+        """max_timestamp of the first batch (what time-based rolling measures from)."""
+        if self._first_timestamp is None and self.size >= BATCH_HEADER_SIZE:
+            self._first_timestamp = read_header(
+                os.pread(self._fd, BATCH_HEADER_SIZE, 0)).max_timestamp
+        return self._first_timestamp
+
+    def find_offset_by_timestamp(self, timestamp: int, starting_offset: int,
+                                 ) -> tuple[int, int] | None:
+        """Kafka's findOffsetByTimestamp: (offset, timestamp) of the first record at or
+        after ``starting_offset`` whose timestamp is >= ``timestamp``, or None. The time
+        index says from which offset on such a record can be; the offset index where
+        that is in the file."""
+        _, offset = self.time_index.lookup(timestamp)
+        _, pos = self.index.lookup(max(offset, starting_offset))
+        for p, header in self.iter_headers(pos):
+            if header.max_timestamp >= timestamp:
+                for record_offset, ts in self.record_timestamps(p, header):
+                    if ts >= timestamp and record_offset >= starting_offset:
+                        return record_offset, ts
+        return None
+
+    def offset_of_max_timestamp(self) -> tuple[int, int] | None:
+        """ListOffsets MAX_TIMESTAMP within this segment, as Kafka answers it: from the
+        position the offset index gives for the largest timestamp's offset, the first
+        batch whose max timestamp it is, and in it the first record holding it."""
+        timestamp, offset = self._read_max_so_far()
+        _, pos = self.index.lookup(offset)
+        for p, header in self.iter_headers(pos):
+            if header.max_timestamp == timestamp:
+                return next(((o, ts) for o, ts in self.record_timestamps(p, header)
+                             if ts == timestamp), None)
+        return None
+
+    def record_timestamps(self, position: int, header: BatchHeader) -> list[tuple[int, int]]:
+        """(offset, timestamp) of each record of the batch at ``position``."""
+        return [(offset, ts) for offset, ts, _key, _value
+                in decode_records(self.read(position, header.size))]
 
     # --- reading --------------------------------------------------------------------
 
@@ -227,55 +344,31 @@ class LogSegment:
     def read(self, position: int, length: int) -> bytes:
         return os.pread(self._fd, length, position)
 
-    def _scan_timestamps(self) -> None:
-        if self._timestamps_known:
-            return
-        self._first_timestamp = None
-        self._max_timestamp = None
-        for _, header in self.iter_headers():
-            self._note_timestamp(header)
-        self._timestamps_known = True
-
-    @property
-    def max_timestamp(self) -> int:
-        """Largest batch max_timestamp in the segment, -1 when empty."""
-        self._scan_timestamps()
-        return -1 if self._max_timestamp is None else self._max_timestamp
-
-    @property
-    def first_timestamp(self) -> int | None:
-        """max_timestamp of the first batch (what time-based rolling measures from)."""
-        if self._first_timestamp is None and self.size >= BATCH_HEADER_SIZE:
-            self._first_timestamp = read_header(
-                os.pread(self._fd, BATCH_HEADER_SIZE, 0)).max_timestamp
-        return self._first_timestamp
-
     # --- truncation and lifecycle ---------------------------------------------------
 
     def truncate_to(self, offset: int) -> int:
-        """Remove every batch whose last offset >= ``offset`` (whole batches only).
+        """Remove every batch whose last offset >= ``offset`` (whole batches only), and
+        every index entry at or above ``offset``, as Kafka's LogSegment.truncateTo.
 
         Returns the bytes removed.
         """
         found = self.find_batch(offset)
         if found is None:
             return 0
-        pos, header = found
+        pos, _ = found
         removed = self.size - pos
         os.ftruncate(self._fd, pos)
         durability.note_truncated(self.log_path, pos)
         self.size = pos
-        # The cut batch may start before ``offset``; its own index entry must go too.
-        self.index.truncate_to(header.base_offset)
+        self.index.truncate_to(offset)
+        self.time_index.truncate_to(offset)
         _, last_pos = self.index.last_entry()
         self.next_offset = self.base_offset
-        self._bytes_since_index = 0
-        for p, header in self.iter_headers(last_pos):
+        for _, header in self.iter_headers(last_pos):
             self.next_offset = header.next_offset
-            self._bytes_since_index = (p + header.size) - last_pos
-        self._timestamps_known = self.size == 0
+        self._bytes_since_index = 0
+        self._max_so_far = None  # re-read from what is left, as Kafka does
         self._first_timestamp = None
-        self._max_timestamp = None
         self.dirty = True
         return removed
 
@@ -284,17 +377,25 @@ class LogSegment:
             os.fsync(self._fd)
             durability.note_synced(self.log_path, self.size)
             self.index.flush()
+            self.time_index.flush()
             self.dirty = False
 
-    def close(self) -> None:
+    def close(self, final_time_entry: bool = True) -> None:
+        """Close the files. Like Kafka, a segment whose largest timestamp is known leaves
+        it as the time index's last entry, so a clean restart need not scan for it."""
         if self._fd >= 0:
+            if final_time_entry and self._max_so_far is not None:
+                # Kafka swallows a failure here too: closing must go on.
+                with contextlib.suppress(OSError):
+                    self.time_index.maybe_append(*self._max_so_far)
             os.close(self._fd)
             self._fd = -1
         self.index.close()
+        self.time_index.close()
 
     def delete(self) -> None:
-        self.close()
-        for path in (self.log_path, self.index_path):
+        self.close(final_time_entry=False)
+        for path in (self.log_path, self.index_path, self.time_index_path):
             path.unlink(missing_ok=True)
 
     def __repr__(self) -> str:
