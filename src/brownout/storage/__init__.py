@@ -1,4 +1,5 @@
-"""Partition storage: segments, offset index, recovery, checkpoints, epoch cache."""
+"""Partition storage: segments, offset and time indexes, recovery, checkpoints, epoch
+cache."""
 
 from brownout.storage.checkpoint import (
     LEADER_EPOCH_CHECKPOINT,
