@@ -39,7 +39,7 @@ TIME_ENTRY_SIZE = TIME_ENTRY.size
 NO_TIMESTAMP = -1
 
 
-# --- Kafka's rules, as pure functions ---------------------------------------------------
+# --- Kafka's rules, as pure functions -----------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)

@@ -268,7 +268,11 @@ class LogSegment:
         the position the offset index gives for it holds a larger timestamp (the entries
         past the last interval). The first batch reaching the largest wins ties."""
         timestamp, offset = self.time_index.last_entry()
-        _, pos = self.index.lookup(offset)
+        # Kafka scans from the entry's position. With each offset index entry the time
+        # index was offered the largest timestamp so far, so nothing before the last
+        # offset index entry's position can beat it: starting there gives Kafka's answer
+        # without reading a whole segment whose largest timestamp came early.
+        pos = max(self.index.lookup(offset)[1], self.index.last_entry()[1])
         for _, header in self.iter_headers(pos):
             if header.max_timestamp > timestamp:
                 timestamp, offset = header.max_timestamp, header.last_offset

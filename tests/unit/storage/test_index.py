@@ -201,6 +201,15 @@ def test_a_restart_counts_bytes_for_the_next_entry_from_zero(open_log, log_dir):
                                                                           (14, 4 * s)]
 
 
+def test_the_largest_timestamp_past_the_last_entry_is_found_on_start(open_log, log_dir):
+    six_appends(open_log)  # left open: no final time index entry, as after a kill
+    assert time_entries((log_dir / f"{FIRST}.timeindex").read_bytes())[-1] == (TS + 50, 14)
+    again = open_log(clean=True, index_interval_bytes=len(make_batch(3)))
+    # Kafka's readLargestTimestamp: the batches after the last entries hold TS+60.
+    assert again.active_segment.max_timestamp == TS + 60
+    assert again.max_timestamp_offset() == (15, TS + 60)
+
+
 def write_old_node_segment(log_dir: Path) -> list[int]:
     """A segment as nodes before this change left it: an index of each batch's first
     offset (every batch but the first), and no time index."""
