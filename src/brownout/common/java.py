@@ -31,8 +31,8 @@ def class_data_archive(jars: Path, name: str, env: Mapping[str, str] | None = No
     folder and its jars' names, sizes and times, which the JVM checks too: other jars
     (another PySpark) get another archive rather than one the JVM would refuse."""
     env = os.environ if env is None else env
-    listing = sorted((p.name, p.stat().st_size, p.stat().st_mtime_ns)
-                     for p in jars.glob("*.jar"))
+    listing = sorted((p.name, st.st_size, st.st_mtime_ns)
+                     for p in jars.glob("*.jar") for st in (p.stat(),))
     digest = hashlib.sha256(repr((str(jars.absolute()), listing)).encode()).hexdigest()[:16]
     xdg = env.get("XDG_CACHE_HOME") or str(Path(env.get("HOME") or Path.home()) / ".cache")
     return Path(xdg).expanduser().absolute() / "brownout" / "class-data" / f"{name}-{digest}.jsa"
