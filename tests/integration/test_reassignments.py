@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from _cluster import LabCluster, consume_all, full_isr, wait_until
 from _kafka_clients import admin_for, produce_confluent
+from _time_scale import scaled
 from confluent_kafka.admin import NewTopic
 from kafka.admin import KafkaAdminClient
 from kafka.errors import (
@@ -19,6 +20,8 @@ from kafka.errors import (
     UnknownTopicOrPartitionError,
 )
 from kafka.structs import TopicPartition
+
+from brownout.cluster.admin import Admin
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
 
@@ -278,3 +281,25 @@ def test_throttled_reassignment(cluster, tmp_path: Path):  # type: ignore[no-unt
     for broker in (b1, b4):
         wait_until(lambda broker=broker: _configs(c, "broker", str(broker), rate_keys) == (
             dict.fromkeys(rate_keys, str(2**63 - 1))), 15, f"broker {broker}'s rates cleared")
+
+
+def test_offsets_ask_again_with_the_leader_epoch_of_now(cluster):  # type: ignore[no-untyped-def]
+    # A reassignment that removes a replica bumps the leader epoch, the leader staying.
+    # A client that cached the old epoch is answered FENCED_LEADER_EPOCH; Kafka's admin
+    # client then refreshes its metadata and asks again, and so must `offsets` (a busy
+    # clone's combined-mode test got FENCED_LEADER_EPOCH for 5 s of retries).
+    c = cluster
+    b1, b2, b3 = c.broker_ids[:3]
+    name = "offsets-epoch"
+    _topic(c, name, [[b1, b2, b3]])
+    admin = Admin(c.bootstrap, timeout=scaled(20))
+    assert [(r.offset, r.error) for r in admin.offsets(name)] == [(0, None)]
+    kp = KafkaAdminClient(bootstrap_servers=c.bootstrap, request_timeout_ms=15000)
+    try:
+        p0 = TopicPartition(name, 0)
+        assert kp.alter_partition_reassignments({p0: [b1, b2]}) == {p0: None}
+    finally:
+        kp.close()
+    c.wait_everywhere(name, lambda d: d.partitions[0].replicas == (b1, b2), 30,
+                      f"{name} on brokers {b1} and {b2}")
+    assert [(r.offset, r.error) for r in admin.offsets(name)] == [(0, None)]

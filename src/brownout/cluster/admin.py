@@ -10,6 +10,7 @@ talks to Brownout's node and to Apache Kafka alike; only bootstrap servers are n
 from __future__ import annotations
 
 import base64
+import contextlib
 import dataclasses
 import logging
 import time
@@ -399,7 +400,17 @@ class Admin:
             query = retry
             if query:
                 _sleep(LIST_OFFSETS_RETRY_BACKOFF_S)
+                self._refresh_metadata(topic, deadline)
         return sorted(results, key=lambda r: r.partition)
+
+    def _refresh_metadata(self, topic: str, deadline: float) -> None:
+        """Ask for `topic`'s metadata again before a retry, as Kafka's clients do after a
+        ListOffsets error that says their metadata is behind (FENCED_LEADER_EPOCH, a
+        moved leader): librdkafka's list_offsets keeps sending the leader epoch it
+        cached, so without this a cached epoch older than the leader's is fenced until
+        the timeout. A failure here leaves the retry to say what went wrong."""
+        with contextlib.suppress(Exception):
+            self.client.list_topics(topic=topic, timeout=max(0.1, deadline - _monotonic()))
 
 
 def topic_from_metadata(

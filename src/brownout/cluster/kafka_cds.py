@@ -14,14 +14,11 @@ the archive is only ever a speed-up.
 
 from __future__ import annotations
 
-import contextlib
 import os
-import signal
-import subprocess
 import tempfile
-import time
 from pathlib import Path
 
+from ..common.java import ArchiveError, dump_class_data
 from . import launcher
 from .distribution import CDS_ARCHIVE, Distribution, DistributionError
 from .ports import PortAllocator
@@ -55,8 +52,6 @@ def make_archive(distribution: Distribution, java: Path,
     """Make `distribution`'s archive (replacing any); DistributionError saying why not."""
     target = distribution.home / CDS_ARCHIVE
     partial = distribution.home / f".{CDS_ARCHIVE}.partial"
-    with contextlib.suppress(FileNotFoundError):
-        partial.unlink()
     with tempfile.TemporaryDirectory(prefix="brownout-kafka-cds-") as tmp:
         node_dir = Path(tmp)
         config = node_dir / "server.properties"
@@ -66,41 +61,12 @@ def make_archive(distribution: Distribution, java: Path,
         without = Distribution(distribution.home, distribution.version, use_cds=False)
         launcher.format_storage(without, java, CLUSTER_ID, [config])
         argv = launcher.node_argv(without, java, config, node_dir / "events.jsonl")
-        argv.insert(1, f"-XX:ArchiveClassesAtExit={partial}")
         log_path = node_dir / "node.log"
-        with log_path.open("wb") as log:
-            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log,
-                                    stderr=subprocess.STDOUT, cwd=node_dir,
-                                    start_new_session=True)
         try:
-            _wait_ready(proc, log_path, timeout)
-            os.killpg(proc.pid, signal.SIGTERM)  # the dump happens as the JVM exits
-            proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            raise DistributionError(
-                f"the class-data archive's node did not exit within {timeout:.0f}s") from None
-        finally:
-            if proc.poll() is None:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
-        if not partial.is_file() or partial.stat().st_size == 0:
-            with contextlib.suppress(FileNotFoundError):
-                partial.unlink()
-            tail = log_path.read_text(errors="replace").splitlines()[-5:]
-            raise DistributionError("the JVM wrote no class-data archive:\n" + "\n".join(tail))
+            dump_class_data(argv, partial, log_path, node_dir,
+                            lambda: READY in log_path.read_bytes(),
+                            "the class-data archive's node", timeout)
+        except ArchiveError as e:
+            raise DistributionError(str(e)) from None
     os.replace(partial, target)
     return target
-
-
-def _wait_ready(proc: subprocess.Popen[bytes], log_path: Path, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while READY not in log_path.read_bytes():
-        if proc.poll() is not None:
-            tail = log_path.read_text(errors="replace").splitlines()[-10:]
-            raise DistributionError(f"the class-data archive's node exited with status "
-                                    f"{proc.returncode}:\n" + "\n".join(tail))
-        if time.monotonic() > deadline:
-            raise DistributionError(
-                f"the class-data archive's node was not ready within {timeout:.0f}s")
-        time.sleep(0.1)

@@ -14,17 +14,13 @@ error. Without an archive the servers start as before.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import os
-import signal
-import subprocess
 import tempfile
-import time
 from collections.abc import Mapping
 from pathlib import Path
 
-from ..common.java import class_data_archive
+from ..common.java import ArchiveError, class_data_archive, dump_class_data
 from ..common.properties import format_properties
 from . import zookeeper as zk
 from .ports import PortAllocator
@@ -64,44 +60,11 @@ def make_archive(java: Path, jars: Path, env: Mapping[str, str] | None = None,
         spec.myid_path.write_text(f"{spec.server_id}\n")
         spec.config_path.write_text(format_properties(spec.properties, "class-data archive"))
         spec.log_config_path.write_text(zk.LOG4J2_PROPERTIES)
-        argv = zk.command(java, jars, spec)
-        argv.insert(1, f"-XX:ArchiveClassesAtExit={partial}")
-        with spec.log_path.open("wb") as log:
-            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log,
-                                    stderr=subprocess.STDOUT, cwd=tmp,
-                                    start_new_session=True)
         try:
-            _wait_ok(proc, spec, timeout)
-            os.killpg(proc.pid, signal.SIGTERM)  # the dump happens as the JVM exits
-            proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            raise zk.ZooKeeperError(
-                f"the class-data archive's server did not exit within {timeout:.0f}s"
-            ) from None
-        finally:
-            if proc.poll() is None:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
-        if not partial.is_file() or partial.stat().st_size == 0:
-            with contextlib.suppress(FileNotFoundError):
-                partial.unlink()
-            tail = spec.log_path.read_text(errors="replace").splitlines()[-5:]
-            raise zk.ZooKeeperError("the JVM wrote no class-data archive:\n" + "\n".join(tail))
+            dump_class_data(zk.command(java, jars, spec), partial, spec.log_path, Path(tmp),
+                            lambda: zk.server_status(spec.client_address, 1.0).serving,
+                            "the class-data archive's server", timeout)
+        except ArchiveError as e:
+            raise zk.ZooKeeperError(str(e)) from None
     os.replace(partial, target)
     return target
-
-
-def _wait_ok(proc: subprocess.Popen[bytes], spec: zk.ZooKeeperSpec, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while True:
-        if proc.poll() is not None:
-            tail = spec.log_path.read_text(errors="replace").splitlines()[-10:]
-            raise zk.ZooKeeperError(f"the class-data archive's server exited with status "
-                                    f"{proc.returncode}:\n" + "\n".join(tail))
-        if zk.server_status(spec.client_address, timeout=1.0).serving:
-            return
-        if time.monotonic() > deadline:
-            raise zk.ZooKeeperError(
-                f"the class-data archive's server did not answer within {timeout:.0f}s")
-        time.sleep(0.1)

@@ -7,12 +7,15 @@ which Java they run, and a user fixes both with one setting.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
 import shutil
+import signal
 import subprocess
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 MINIMUM_JAVA = 17  # what PySpark 4 and the lab's ZooKeeper 3.9 are tested with
@@ -28,11 +31,54 @@ def class_data_archive(jars: Path, name: str, env: Mapping[str, str] | None = No
     folder and its jars' names, sizes and times, which the JVM checks too: other jars
     (another PySpark) get another archive rather than one the JVM would refuse."""
     env = os.environ if env is None else env
-    listing = sorted((p.name, p.stat().st_size, p.stat().st_mtime_ns)
-                     for p in jars.glob("*.jar"))
+    listing = sorted((p.name, st.st_size, st.st_mtime_ns)
+                     for p in jars.glob("*.jar") for st in (p.stat(),))
     digest = hashlib.sha256(repr((str(jars.absolute()), listing)).encode()).hexdigest()[:16]
     xdg = env.get("XDG_CACHE_HOME") or str(Path(env.get("HOME") or Path.home()) / ".cache")
     return Path(xdg).expanduser().absolute() / "brownout" / "class-data" / f"{name}-{digest}.jsa"
+
+
+class ArchiveError(RuntimeError):
+    """A JVM did not write the class-data archive it was started to dump."""
+
+
+def dump_class_data(argv: Sequence[str], partial: Path, log_path: Path, cwd: Path,
+                    ready: Callable[[], bool], what: str, timeout: float) -> None:
+    """Run the JVM `argv` with -XX:ArchiveClassesAtExit=`partial` (its output in
+    `log_path`) until `ready()`, stop it with SIGTERM, which is when it dumps the classes
+    it loaded, and check that it wrote them. ArchiveError saying why not, naming the JVM
+    as `what` ("the class-data archive's node")."""
+
+    def tail(lines: int) -> str:
+        return "\n".join(log_path.read_text(errors="replace").splitlines()[-lines:])
+
+    with contextlib.suppress(FileNotFoundError):
+        partial.unlink()
+    command = [argv[0], f"-XX:ArchiveClassesAtExit={partial}", *argv[1:]]
+    with log_path.open("wb") as log:
+        proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log,
+                                stderr=subprocess.STDOUT, cwd=cwd, start_new_session=True)
+    try:
+        deadline = time.monotonic() + timeout
+        while not ready():
+            if proc.poll() is not None:
+                raise ArchiveError(f"{what} exited with status {proc.returncode}:\n{tail(10)}")
+            if time.monotonic() > deadline:
+                raise ArchiveError(f"{what} was not ready within {timeout:.0f}s")
+            time.sleep(0.1)
+        os.killpg(proc.pid, signal.SIGTERM)  # the dump happens as the JVM exits
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        raise ArchiveError(f"{what} did not exit within {timeout:.0f}s") from None
+    finally:
+        if proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    if not partial.is_file() or partial.stat().st_size == 0:
+        with contextlib.suppress(FileNotFoundError):
+            partial.unlink()
+        raise ArchiveError(f"the JVM wrote no class-data archive:\n{tail(5)}")
 
 
 def cds_options(archive: Path | None) -> list[str]:
