@@ -4,11 +4,14 @@ with the same error code, the same record errors (KIP-467: which records of the 
 and why) and the same error message.
 
 The requests are sent by the node's own client (conftest.produce_raw): batches no client
-library would send, or not as one request.
+library would send, or not as one request. Some are compressed batches that Kafka
+accepts although the node cannot hold their records whole: Kafka reads a batch it keeps
+as the client compressed it record by record, skipping keys and values.
 """
 
 from __future__ import annotations
 
+import gzip
 import re
 import struct
 import time
@@ -16,13 +19,14 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from _bombs import zstd_value_batch
 from _cluster import LabCluster
 from _kafka_clients import create_topic
 from conftest import produce_raw
 
 from brownout.cluster import kafka_install
 from brownout.cluster.distribution import DEFAULT_KAFKA_4, cache_root
-from brownout.protocol.records import build_batch
+from brownout.protocol.records import build_batch, read_varint
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 
@@ -33,6 +37,7 @@ TOPICS = {
                 "message.timestamp.after.max.ms": str(HOUR)},
     "small": {"max.message.bytes": "1024"},
     "plain": {},
+    "zstd": {"compression.type": "zstd"},
 }
 
 
@@ -90,7 +95,42 @@ def cases() -> list[tuple[str, str, int, list[bytes]]]:
         # may have expired); from then on a gap is out of order.
         ("an idempotent producer's sequence gap", "plain", 9,
          [idempotent(4242, 5, now), idempotent(4242, 7, now)]),
+        # Read whole, since the topic's codec is not the batch's: the length counts.
+        ("a gzip record shorter than its length says, to a zstd topic", "zstd", 9,
+         [short_record(now)]),
     ]
+
+
+def accepted_cases() -> list[tuple[str, str, bytes]]:
+    """(what, topic, records): batches both engines append."""
+    now = int(time.time() * 1000)
+    return [
+        ("a record whose value expands to 80 MiB, 4 KiB of zstd", "plain",
+         zstd_value_batch(1, 80 << 20, timestamp_ms=now)),
+        # Kept as the client compressed it: the length is read, not checked.
+        ("a gzip record shorter than its length says", "plain", short_record(now)),
+    ]
+
+
+def recompressed(batch: bytes, codec: int, body: bytes) -> bytes:
+    """`batch`'s header over another records section, with its codec, length and CRC."""
+    import crc32c
+
+    out = bytearray(batch[:61]) + body
+    struct.pack_into(">i", out, 8, len(out) - 12)
+    struct.pack_into(">h", out, 21, codec)
+    struct.pack_into(">I", out, 17, crc32c.crc32c(bytes(out[21:])))
+    return bytes(out)
+
+
+def short_record(now: int) -> bytes:
+    """Two gzip records, the first declaring 2 bytes where its fields take more."""
+    batch = build_batch([(b"k", b"v"), (b"k", b"v")], timestamp_ms=now)
+    records = bytearray(batch[61:])
+    length, pos = read_varint(records, 0)
+    assert pos == 1 and length > 2
+    records[0] = 4  # the varint of 2
+    return recompressed(batch, 1, gzip.compress(bytes(records)))
 
 
 def idempotent(producer_id: int, sequence: int, timestamp_ms: int) -> bytes:
@@ -131,4 +171,15 @@ def test_invalid_produce_requests_get_kafkas_answers(engines: dict[str, int]) ->
             if node != kafka:
                 differences.append(f"{name}:\n  node  {node}\n  kafka {kafka}")
         assert kafka["error"] != 0, f"{name}: Kafka took it, so it checks nothing"
+    assert not differences, "\n".join(differences)
+
+
+def test_compressed_batches_kafka_appends_are_appended(engines: dict[str, int]) -> None:
+    differences = []
+    for name, topic, records in accepted_cases():
+        node = answer(engines["node"], topic, 9, records)
+        kafka = answer(engines["kafka"], topic, 9, records)
+        if node != kafka:
+            differences.append(f"{name}:\n  node  {node}\n  kafka {kafka}")
+        assert kafka["error"] == 0, f"{name}: Kafka refused it: {kafka}"
     assert not differences, "\n".join(differences)

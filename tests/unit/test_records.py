@@ -10,6 +10,7 @@ from brownout.protocol.records import (
     TIMESTAMP_LOG_APPEND_TIME,
     CorruptRecordError,
     InvalidRecordError,
+    LongWalk,
     RecordFacts,
     RecordScan,
     assign_offsets,
@@ -241,6 +242,99 @@ def test_scan_records_refuses_fewer_records_than_the_header_counts():
     batch = resealed(two, one[61:])
     with pytest.raises(InvalidRecordError, match="premature EOF"):
         scan_records(batch, validate_batch(batch))
+
+
+# A compressed batch kept as the client sent it is read as Kafka's skipKeyValueIterator
+# reads it: record by record out of the decompressor, keys, values and headers skipped.
+
+
+def gzipped(raw: bytes, records: bytes) -> bytes:
+    import gzip
+
+    return compress_batch(raw, 1, lambda _body: gzip.compress(records))
+
+
+def test_in_place_a_record_expanding_far_past_the_bound_is_accepted_as_kafka_accepts_it():
+    # 80 MiB of value in under 100 KiB of zstd: beyond the bound of whole decompression,
+    # and Kafka 4.4 appends it (its wire size is what max.message.bytes bounds).
+    from _bombs import zstd_value_batch
+
+    size = 80 << 20
+    batch = zstd_value_batch(1, size, timestamp_ms=TS)
+    assert len(batch) < 100 << 10
+    header = validate_batch(batch)
+    assert scan_records(batch, header, in_place=True) == RecordScan(1, 0, 0, True)
+    assert record_facts(batch, header, in_place=True) == [RecordFacts(0, 0, -1, size)]
+    with pytest.raises(CorruptRecordError, match="more than"):
+        scan_records(batch, header)  # read whole, as a rebuild must: the bound holds
+
+
+def test_in_place_a_record_length_is_read_but_not_checked():
+    # Kafka's partial read takes the fields as they come; its whole read (an uncompressed
+    # batch, or one it rebuilds) refuses a length that disagrees with them.
+    raw = build_batch([(b"k", b"v")] * 2, timestamp_ms=TS)
+    short = b"\x04" + record(0)[1:]  # says 2 bytes, its fields take 7
+    batch = gzipped(raw, short + record(1))
+    header = validate_batch(batch)
+    assert scan_records(batch, header, in_place=True) == RecordScan(0, 0, 0, True)
+    with pytest.raises(InvalidRecordError, match="invalid"):
+        scan_records(batch, header)
+
+
+@pytest.mark.parametrize(
+    ("records", "reason"),
+    [
+        (record(0), "premature EOF reached at record 1 of 2"),
+        (record(0) + b"\x10\x00\x00\x00\x02k\x40v", "before skipping all bytes of record 1, 31"),
+        (record(0) + record(1, headers=[(None, b"v")]), "negative header key size -1"),
+        (record(0) + b"\x10\x00\x00\x02\x02k\x02v\x01", "invalid number of record headers -1"),
+        (record(0) + record(1) + b"\x00", "records still remaining"),
+        (record(0) + b"\xff" * 12, "premature EOF"),  # a varint that never ends
+    ],
+)
+def test_in_place_records_that_do_not_read_are_refused(records: bytes, reason: str):
+    raw = build_batch([(b"k", b"v")] * 2, timestamp_ms=TS)
+    batch = gzipped(raw, records)
+    with pytest.raises(InvalidRecordError, match=reason):
+        scan_records(batch, validate_batch(batch), in_place=True)
+
+
+def test_in_place_a_walk_past_its_budget_is_left_for_the_caller_to_finish():
+    raw = build_batch([(b"k", b"v")] * 3, timestamp_ms=TS)
+    records = record(0, value=b"x" * 2000) + record(1, key=None) + record(2, 4)
+    batch = gzipped(raw, records)
+    header = validate_batch(batch)
+    assert scan_records(batch, header, in_place=True, budget=len(records)) \
+        == RecordScan(1, 0, 4, True)
+    with pytest.raises(LongWalk) as walk:
+        scan_records(batch, header, in_place=True, budget=len(records) - 1)
+    assert walk.value.finish() == RecordScan(1, 0, 4, True)
+    broken = gzipped(raw, records + b"\x00")
+    with pytest.raises(LongWalk) as walk:
+        scan_records(broken, validate_batch(broken), in_place=True, budget=100)
+    refused = walk.value.finish()
+    assert isinstance(refused, InvalidRecordError)
+    assert "records still remaining" in str(refused)
+
+
+def test_in_place_a_payload_that_does_not_decompress_is_corrupt():
+    raw = build_batch([(b"k", b"v")], timestamp_ms=TS)
+    batch = compress_batch(raw, 1, lambda _body: b"not gzip")
+    with pytest.raises(CorruptRecordError, match="decompress"):
+        scan_records(batch, validate_batch(batch), in_place=True)
+
+
+@pytest.mark.parametrize("codec", [1, 2, 3, 4])
+def test_in_place_and_whole_agree_on_what_clients_send(codec: int):
+    records = [(b"k%d" % i, b"v" * (i * 37)) for i in range(200)] + [(None, None)]
+    raw = build_batch(records, timestamp_ms=TS)
+    batch = recompress(raw, codec)
+    header = validate_batch(batch)
+    assert header.records_count == 201
+    whole = scan_records(batch, header)
+    assert whole == RecordScan(1, 0, 0, True)
+    assert scan_records(batch, header, in_place=True) == whole
+    assert record_facts(batch, header, in_place=True) == record_facts(batch, header)
 
 
 def test_record_facts_names_sizes_and_deltas():

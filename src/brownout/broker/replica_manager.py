@@ -23,9 +23,10 @@ from kio.schema.errors import ErrorCode
 from ..common.kafka_config import replica_throttled
 from ..controller.image import MetadataDelta, MetadataImage, PartitionRegistration, TopicImage
 from ..controller.topics import INTERNAL_TOPICS
-from ..protocol.records import CorruptRecordError, InvalidRecordError
+from ..protocol.records import CorruptRecordError, InvalidRecordError, LongWalk
 from ..storage import LogConfig, OffsetOutOfRangeError, RecordValidationError, StorageError
 from ..storage.log import write_partition_metadata
+from ..storage.log_validator import Walked
 from . import replication
 from .partition import Partition, PartitionError, TopicPartition
 from .replication_quota import ReplicationQuota
@@ -411,17 +412,27 @@ class ReplicaManager:
     ) -> dict[TopicPartition, ProduceResult]:
         results: dict[TopicPartition, ProduceResult] = {}
         for tp, records in entries.items():
-            results[tp] = self._append_local(tp, records, acks)
+            try:
+                results[tp] = self._append_local(tp, records, acks)
+            except LongWalk as walk:
+                # Records that expand far (a few KiB of zstd may hold GiBs of value) are
+                # walked on a thread, as Kafka's request handler threads walk them, so
+                # the loop keeps heartbeats and fetches on time. Then the append again,
+                # every check on the log as it is by then.
+                walked = await asyncio.to_thread(walk.finish)
+                results[tp] = self._append_local(tp, records, acks, walked=walked)
         self._notify()
         if acks == -1:
             await self._await_replication(results, timeout_ms)
         return results
 
-    def _append_local(self, tp: TopicPartition, records: bytes, acks: int) -> ProduceResult:
+    def _append_local(self, tp: TopicPartition, records: bytes, acks: int, *,
+                      walked: Walked | None = None) -> ProduceResult:
         try:
             partition = self.partition_for_leader(tp)
             partition.check_enough_replicas(acks)
-            info = partition.log.append_as_leader(records, partition.leader_epoch, self.clock())
+            info = partition.log.append_as_leader(records, partition.leader_epoch,
+                                                  self.clock(), walked=walked)
         except PartitionError as e:
             if e.error in _KNOWN_APPEND_ERRORS:
                 return ProduceResult(e.error)

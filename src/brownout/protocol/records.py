@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 import crc32c
 
-from .compression import compress, decompress
+from .compression import compress, decompress, decompressed_chunks
 from .errors import CorruptRecordError, InvalidRecordError, UnsupportedCompressionTypeError
 
 BATCH_HEADER_SIZE = 61
@@ -479,16 +479,44 @@ class RecordScan:
     consecutive: bool
 
 
-def scan_records(batch: bytes | bytearray | memoryview, header: BatchHeader) -> RecordScan:
+class LongWalk(Exception):
+    """The records expand beyond the budget the walk was given: `finish` walks them
+    whole, for a caller that can do that away from its event loop."""
+
+    def __init__(self, batch: bytes | bytearray | memoryview, header: BatchHeader,
+                 budget: int) -> None:
+        super().__init__(f"batch at offset {header.base_offset} expands beyond {budget} "
+                         "bytes")
+        self.batch = batch
+        self.header = header
+
+    def finish(self) -> RecordScan | InvalidRecordError | CorruptRecordError:
+        """The scan, or the error that refuses the records (to be raised where the
+        rules put it)."""
+        try:
+            return scan_records(self.batch, self.header, in_place=True)
+        except (InvalidRecordError, CorruptRecordError) as e:
+            return e
+
+
+def scan_records(batch: bytes | bytearray | memoryview, header: BatchHeader, *,
+                 in_place: bool = False, budget: int | None = None) -> RecordScan:
     """Walk every record of a CRC-valid batch, as Kafka's LogValidator iterates a
-    client's batch before a leader appends it (decompressing it first when needed).
+    client's batch before a leader appends it.
 
     Records that do not decode raise InvalidRecordError (Kafka's InvalidRecordException:
     INVALID_RECORD); a payload that does not decompress raises CorruptRecordError. A
-    negative key or value length is a null one, as Kafka reads it. This runs on every
-    produce, so it is one tight loop over the varints rather than `_records`, which
-    builds views.
+    negative key or value length is a null one, as Kafka reads it.
+
+    `in_place`: the leader keeps the client's compressed batch as it is (the topic's
+    codec is the batch's). Kafka then reads each record partially as it streams out of
+    the decompressor (`_walk_in_place`); with a `budget`, LongWalk is raised once more
+    than that many bytes have come out. Otherwise the records are read whole, and
+    checked to fill exactly the lengths they declare: one tight loop over the varints,
+    since this runs on most produces, rather than `_records`, which builds views.
     """
+    if in_place and header.compression != COMPRESSION_NONE:
+        return _summary(_walk_in_place(batch, header, budget))
     buf: bytes | bytearray | memoryview = batch
     pos = BATCH_HEADER_SIZE
     if header.compression != COMPRESSION_NONE:
@@ -568,15 +596,151 @@ class RecordFacts:
     value_size: int
 
 
-def record_facts(batch: bytes | bytearray | memoryview,
-                 header: BatchHeader) -> list[RecordFacts]:
+def record_facts(batch: bytes | bytearray | memoryview, header: BatchHeader, *,
+                 in_place: bool = False) -> list[RecordFacts]:
     """Every record's facts; for the rare batch that breaks a rule, after
-    `scan_records` accepted its structure."""
+    `scan_records` accepted its structure (read as it read them)."""
+    if in_place and header.compression != COMPRESSION_NONE:
+        return [RecordFacts(*facts) for facts in _walk_in_place(batch, header)]
     return [
         RecordFacts(offset_delta, ts_delta, -1 if key is None else len(key),
                     -1 if value is None else len(value))
         for offset_delta, ts_delta, key, value in _records(batch, header)
     ]
+
+
+def _summary(records: Iterator[tuple[int, int, int, int]]) -> RecordScan:
+    keyless = 0
+    low = high = 0
+    consecutive = True
+    for index, (offset_delta, ts_delta, key_size, _value_size) in enumerate(records):
+        if index == 0:
+            low = high = ts_delta
+        elif ts_delta < low:
+            low = ts_delta
+        elif ts_delta > high:
+            high = ts_delta
+        if offset_delta != index:
+            consecutive = False
+        if key_size < 0:
+            keyless += 1
+    return RecordScan(keyless, low, high, consecutive)
+
+
+class _EndOfRecords(Exception):
+    """A record read past the end of the decompressed records; `missing`: the bytes a
+    skip lacked (0 for a varint cut short)."""
+
+    def __init__(self, missing: int = 0) -> None:
+        super().__init__(missing)
+        self.missing = missing
+
+
+class _RecordStream:
+    """A compressed batch's records read front to back as they leave the decompressor:
+    what was read is dropped, so a record whose value expands to gigabytes costs a
+    chunk of memory to skip."""
+
+    __slots__ = ("_buf", "_chunks", "_pos")
+
+    def __init__(self, chunks: Iterator[bytes]) -> None:
+        self._chunks = chunks
+        self._buf = b""
+        self._pos = 0
+
+    def _ahead(self, want: int) -> bool:
+        """Whether `want` bytes lie ahead, reading chunks until they do."""
+        while len(self._buf) - self._pos < want:
+            chunk = next(self._chunks, None)
+            if chunk is None:
+                return False
+            self._buf = self._buf[self._pos:] + chunk
+            self._pos = 0
+        return True
+
+    def varint(self) -> int:
+        if len(self._buf) - self._pos < 10:
+            self._ahead(10)
+        try:
+            value, self._pos = _varint(self._buf, self._pos)
+        except CorruptRecordError:
+            raise _EndOfRecords from None
+        return value
+
+    def skip(self, n: int) -> None:
+        """Skip `n` bytes (none if `n` is negative)."""
+        if 0 < n <= len(self._buf) - self._pos:
+            self._pos += n
+            return
+        while n > 0:
+            ahead = len(self._buf) - self._pos
+            if n <= ahead:
+                self._pos += n
+                return
+            n -= ahead
+            self._buf, self._pos = next(self._chunks, b""), 0
+            if not self._buf:
+                raise _EndOfRecords(n)
+
+    def at_end(self) -> bool:
+        return not self._ahead(1)
+
+
+def _walk_in_place(batch: bytes | bytearray | memoryview, header: BatchHeader,
+                   budget: int | None = None) -> Iterator[tuple[int, int, int, int]]:
+    """(offset delta, timestamp delta, key size, value size) of each record of a
+    compressed batch, read as Kafka reads a batch it keeps as the client compressed it
+    (DefaultRecord.readPartiallyFrom): key, value and headers are skipped, and a
+    record's declared length is read but not checked against what its fields take."""
+    where = f"batch at offset {header.base_offset}"
+    chunks = decompressed_chunks(header.compression, memoryview(batch)[BATCH_HEADER_SIZE:])
+    stream = _RecordStream(chunks if budget is None else _within(chunks, budget,
+                                                                 batch, header))
+    for index in range(header.records_count):
+        try:
+            stream.varint()  # the record's length
+            stream.skip(1)  # attributes
+            ts_delta = stream.varint()
+            offset_delta = stream.varint()
+            key_size = stream.varint()
+            stream.skip(key_size)
+            value_size = stream.varint()
+            stream.skip(value_size)
+            n_headers = stream.varint()
+            if n_headers < 0:
+                raise InvalidRecordError(
+                    f"{where}: found invalid number of record headers {n_headers} in "
+                    f"record {index}")
+            for _ in range(n_headers):
+                n = stream.varint()
+                if n < 0:
+                    raise InvalidRecordError(
+                        f"{where}: invalid negative header key size {n} in record {index}")
+                stream.skip(n)
+                stream.skip(stream.varint())
+        except _EndOfRecords as end:
+            if end.missing:
+                raise InvalidRecordError(
+                    f"{where}: reached end of input stream before skipping all bytes of "
+                    f"record {index}, {end.missing} bytes remaining") from None
+            raise InvalidRecordError(
+                f"{where}: incorrect declared batch size, premature EOF reached at record "
+                f"{index} of {header.records_count}") from None
+        yield offset_delta, ts_delta, key_size, value_size
+    if not stream.at_end():
+        raise InvalidRecordError(
+            f"{where}: incorrect declared batch size, records still remaining after record "
+            f"{header.records_count - 1}")
+
+
+def _within(chunks: Iterator[bytes], budget: int, batch: bytes | bytearray | memoryview,
+            header: BatchHeader) -> Iterator[bytes]:
+    left = budget
+    for chunk in chunks:
+        left -= len(chunk)
+        if left < 0:
+            raise LongWalk(batch, header, budget)
+        yield chunk
 
 
 def _varint(buf: bytes | bytearray | memoryview, pos: int) -> tuple[int, int]:

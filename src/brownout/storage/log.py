@@ -70,6 +70,7 @@ from brownout.storage.errors import (
 )
 from brownout.storage.leader_epoch import LeaderEpochCache
 from brownout.storage.log_validator import (
+    Walked,
     analyze_client_records,
     max_timestamp,
     needs_rebuild,
@@ -355,11 +356,12 @@ class Log:
                 f"size of {self.config.segment_bytes}.")
 
     def append_as_leader(self, records: bytes | bytearray | memoryview, leader_epoch: int,
-                         now_ms: int) -> AppendInfo:
+                         now_ms: int, *, walked: Walked | None = None) -> AppendInfo:
         """Validate a client's (or a coordinator's) batch as Kafka's leader does
         (storage.log_validator), then give it offsets, this leader's epoch, the topic's
         codec and timestamps, and append it unless it repeats an idempotent producer's
-        last batches."""
+        last batches. A batch whose records expand too far to walk in line raises
+        LongWalk; `walked` is its outcome, for the append again."""
         with self._lock:
             self._check_open()
             cfg = self.config
@@ -368,7 +370,8 @@ class Log:
                                                    tp)
             codec = (header.compression if cfg.compression_type == "producer"
                      else CODEC_IDS[cfg.compression_type])
-            scan = validate_client_batch(batch, header, cfg, now_ms, tp, target_codec=codec)
+            scan = validate_client_batch(batch, header, cfg, now_ms, tp, target_codec=codec,
+                                         walked=walked)
             if needs_rebuild(header, scan, codec):
                 buf = bytearray(recompress(batch, codec, renumber=not scan.consecutive))
                 if len(buf) > cfg.max_message_bytes:

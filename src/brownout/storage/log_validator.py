@@ -11,7 +11,12 @@ batch of magic 2, no zstd below v7 -- come first, in `protocol.records`):
 2. Its header (`batch_problem`): the offset range and the record count agree, it is no
    control batch, an idempotent batch has a sequence. INVALID_RECORD, no record errors.
 3. Its records, walked once (`protocol.records.scan_records`): records that do not
-   decode are INVALID_RECORD. The walk also counts keyless records and the range of the
+   decode are INVALID_RECORD. A compressed batch kept as the client sent it is read
+   partially, as it streams out of the decompressor (keys, values and headers skipped,
+   record lengths not checked), and a batch read whole must fill its lengths exactly.
+   A walk that would decompress more than IN_LINE_WALK_BYTES raises LongWalk: its
+   caller walks it off the event loop and passes the outcome in (`walked`). The walk
+   also counts keyless records and the range of the
    timestamps, which is all that most appends need: only when that summary says a rule
    may be broken (`may_break_record_rules`) are the records decoded one by one and each
    offender named (`record_errors`): a record without a key in a compacted topic
@@ -57,6 +62,11 @@ from brownout.storage.errors import (
 )
 
 NO_TIMESTAMP = -1
+# The most a leader decompresses to walk a batch's records in line: about 10 ms of zlib.
+# A batch expanding further raises LongWalk, for its caller to walk it off the event
+# loop (Kafka's request handler threads walk it beside the threads that heartbeat).
+IN_LINE_WALK_BYTES = 16 * 1024 * 1024
+Walked = RecordScan | InvalidRecordError | CorruptRecordError
 CREATE_TIME = "CreateTime"
 _LONG = 2**64
 _BASE_OFFSET = struct.Struct(">q")
@@ -229,17 +239,26 @@ def validation_error(errors: Sequence[RecordError]) -> RecordValidationError:
 
 
 def validate_client_batch(batch: memoryview, header: BatchHeader, config: LogConfig,
-                          now_ms: int, tp: str, *, target_codec: int) -> RecordScan:
+                          now_ms: int, tp: str, *, target_codec: int,
+                          walked: Walked | None = None) -> RecordScan:
     """Steps 2 and 3 for one batch; raises on the first broken rule, else returns what
-    the walk learned (for `needs_rebuild` and the batch's max timestamp)."""
+    the walk learned (for `needs_rebuild` and the batch's max timestamp). `walked`: the
+    outcome of LongWalk.finish, for a batch that raised it before."""
     problem = batch_problem(header, tp)
     if problem is not None:
         raise InvalidRecordError(problem)
-    scan = scan_records(batch, header)
+    # Kafka keeps a compressed batch as the client sent it when the topic's codec is the
+    # batch's, and then reads its records only partially.
+    in_place = header.compression != COMPRESSION_NONE and header.compression == target_codec
+    if walked is None:
+        scan = scan_records(batch, header, in_place=in_place, budget=IN_LINE_WALK_BYTES)
+    elif isinstance(walked, RecordScan):
+        scan = walked
+    else:
+        raise walked
     if may_break_record_rules(header, scan, config, now_ms):
-        partial = header.compression != COMPRESSION_NONE and header.compression == target_codec
-        errors = record_errors(header, record_facts(batch, header), config, now_ms, tp,
-                               partial=partial)
+        errors = record_errors(header, record_facts(batch, header, in_place=in_place),
+                               config, now_ms, tp, partial=in_place)
         if errors:
             raise validation_error(errors)
     return scan

@@ -9,7 +9,15 @@ import os
 import pytest
 from kafka import codec as client
 
-from brownout.protocol.compression import GZIP, LZ4, SNAPPY, ZSTD, compress, decompress
+from brownout.protocol.compression import (
+    GZIP,
+    LZ4,
+    SNAPPY,
+    ZSTD,
+    compress,
+    decompress,
+    decompressed_chunks,
+)
 from brownout.protocol.errors import CorruptRecordError
 
 PAYLOADS = {
@@ -96,3 +104,47 @@ def test_sizes_up_to_the_limit_decompress(name: str, size: int) -> None:
     codec, encode = CLIENT_ENCODERS[name]
     payload = (b"abcdefgh" * (size // 8 + 1))[:size]
     assert decompress(codec, encode(payload), limit=BOMB_LIMIT) == payload
+
+
+# -- streaming: what a leader reads of a client's batch, a chunk at a time -----------
+
+
+@pytest.mark.parametrize("payload", PAYLOADS.values(), ids=list(PAYLOADS))
+@pytest.mark.parametrize("name", list(CLIENT_ENCODERS))
+def test_chunks_put_together_are_what_a_client_sent(name: str, payload: bytes) -> None:
+    codec, encode = CLIENT_ENCODERS[name]
+    chunks = list(decompressed_chunks(codec, encode(payload), chunk=4096))
+    assert b"".join(chunks) == payload
+    if codec != SNAPPY:  # snappy comes whole (bounded as `decompress` bounds it)
+        assert all(0 < len(c) <= 4096 for c in chunks)
+
+
+@pytest.mark.parametrize("name", ["gzip", "lz4", "zstd"])
+def test_chunks_stream_far_past_the_whole_decompression_bound(name: str) -> None:
+    # 8 times BOMB_LIMIT of zeros: `decompress` with that limit refuses them, the chunks
+    # go through all of them, never more than a chunk at a time.
+    codec, encode = CLIENT_ENCODERS[name]
+    bomb = encode(bytes(8 * BOMB_LIMIT))
+    sizes = [len(c) for c in decompressed_chunks(codec, bomb, chunk=BOMB_LIMIT // 4)]
+    assert sum(sizes) == 8 * BOMB_LIMIT
+    assert max(sizes) <= BOMB_LIMIT // 4
+
+
+def test_chunks_read_every_gzip_member() -> None:
+    data = PAYLOADS["large"]
+    two = gzip.compress(data[:100]) + gzip.compress(data[100:])
+    assert b"".join(decompressed_chunks(GZIP, two, chunk=1000)) == data
+
+
+@pytest.mark.parametrize("name", ["gzip", "lz4"])
+def test_a_stream_cut_short_is_a_corrupt_record(name: str) -> None:
+    codec, encode = CLIENT_ENCODERS[name]
+    whole = encode(PAYLOADS["large"])
+    with pytest.raises(CorruptRecordError, match="ends early"):
+        list(decompressed_chunks(codec, whole[: len(whole) // 2]))
+
+
+@pytest.mark.parametrize("codec", [GZIP, SNAPPY, LZ4, ZSTD, 7])
+def test_garbage_in_chunks_is_a_corrupt_record(codec: int) -> None:
+    with pytest.raises(CorruptRecordError, match=r"decompress|unknown compression codec 7"):
+        list(decompressed_chunks(codec, b"garbage" * 3))

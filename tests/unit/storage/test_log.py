@@ -2,11 +2,14 @@ import itertools
 import uuid
 
 import pytest
+from _bombs import zstd_value_batch
 from conftest import TS, headers, make_batch
 
 from brownout.protocol.records import (
     CorruptRecordError,
     InvalidRecordError,
+    LongWalk,
+    RecordScan,
     build_batch,
     decode_records,
     iter_batches,
@@ -19,6 +22,7 @@ from brownout.storage import (
     UnexpectedAppendOffsetError,
 )
 from brownout.storage.log import PARTITION_METADATA
+from brownout.storage.log_validator import IN_LINE_WALK_BYTES
 
 
 def read_all(log: Log) -> bytes:
@@ -147,6 +151,37 @@ def test_follower_append(open_log):
         log.append_as_follower(make_batch(1, base_offset=7))
     with pytest.raises(UnexpectedAppendOffsetError):
         log.append_as_follower(make_batch(1, base_offset=2))
+
+
+def test_records_expanding_past_the_in_line_walk_are_walked_by_the_caller(open_log):
+    # The caller (the replica manager) walks them off its event loop, then appends again.
+    log = open_log()
+    bomb = zstd_value_batch(1, 2 * IN_LINE_WALK_BYTES, timestamp_ms=TS)
+    assert len(bomb) < 10_000
+    with pytest.raises(LongWalk) as walk:
+        log.append_as_leader(bomb, 0, TS)
+    assert log.log_end_offset == 0
+    walked = walk.value.finish()
+    assert walked == RecordScan(1, 0, 0, True)
+    info = log.append_as_leader(bomb, 0, TS, walked=walked)
+    assert (info.first_offset, info.last_offset, log.log_end_offset) == (0, 0, 1)
+    assert headers(read_all(log))[0].records_count == 1
+
+
+def test_a_walk_refused_elsewhere_is_raised_after_the_batch_checks(open_log):
+    import struct
+
+    import crc32c
+    log = open_log()
+    refused = InvalidRecordError("walked on a thread and refused")
+    with pytest.raises(InvalidRecordError, match="walked on a thread"):
+        log.append_as_leader(make_batch(1), 0, TS, walked=refused)
+    control = bytearray(make_batch(1))
+    struct.pack_into(">h", control, 21, 0x20)
+    struct.pack_into(">I", control, 17, crc32c.crc32c(bytes(control[21:])))
+    with pytest.raises(InvalidRecordError, match="control"):
+        log.append_as_leader(bytes(control), 0, TS, walked=refused)
+    assert log.log_end_offset == 0
 
 
 def test_client_control_batch_rejected(open_log):
