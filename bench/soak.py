@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/soak.py [--minutes 60] [--seed 1] [--rate 200] [--out DIR]
                                    [--sample 10] [--growth-limit-mib 64]
-                                   [--engine node|kafka[:VERSION]]
+                                   [--engine node|kafka[:VERSION]] [--partitions]
 
 Runs the built-in `soak` scenario (idempotent acks=all producers with
 min.insync.replicas 2, a consumer group, one fault at a time drawn from the seed: kill
@@ -10,7 +10,9 @@ min.insync.replicas 2, a consumer group, one fault at a time drawn from the seed
 stretched to --minutes, through `brownout run`, so its verdict is the scenario's:
 nothing acknowledged lost, no producer batch written twice by a broker (duplicates the
 client made by renumbering after an epoch bump are counted and named in duplicates.json),
-every ISR full after the heal.
+every ISR full after the heal. With --partitions the draws also cut the network (root:
+every node in its own network namespace): `isolate` cuts a random broker from every
+other node, `partition-halves` splits the nodes in two, each healed 3-10 s later.
 
 Meanwhile every --sample seconds it reads each node's resident set size from
 /proc/PID/status (the pids the lab records in cluster.json) into DIR/rss.csv. Faults
@@ -55,8 +57,14 @@ def window_median(samples: list[tuple[float, int]], start: float, end: float) ->
     return inside[len(inside) // 2] if inside else None
 
 
-def soak_scenario(minutes: int, rate: int) -> dict:
+def soak_scenario(minutes: int, rate: int, partitions: bool = False) -> dict:
     scenario = yaml.safe_load((builtin_dir() / "soak.yaml").read_text())
+    if partitions:
+        scenario["cluster"]["network"] = "netns"
+        scenario["description"] = scenario["description"].replace(
+            "or kill -9 of the active controller",
+            "kill -9 of the active controller, a broker cut from the other nodes, or the "
+            "nodes split in two")
     scenario["name"] = f"soak-{minutes}m"
     scenario["duration"] = f"{minutes}m"
     scenario["description"] = scenario["description"].replace(
@@ -65,6 +73,8 @@ def soak_scenario(minutes: int, rate: int) -> dict:
         if "random" in step:
             # The last draw may inject up to 15 s + heal 10 s after `for`; leave it time.
             step["random"]["for"] = f"{max(1, minutes - 1)}m"
+            if partitions:
+                step["random"]["faults"] += ["isolate", "partition-halves"]
     for workload in scenario["workloads"]:
         workload["rate"] = rate
     return scenario
@@ -100,6 +110,8 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--engine", default="node",
                         help="node (Brownout's node, default) or kafka[:VERSION]")
+    parser.add_argument("--partitions", action="store_true",
+                        help="network partitions among the faults (root: namespaces)")
     args = parser.parse_args()
     if args.minutes < 2:
         parser.error("--minutes must be at least 2")
@@ -107,7 +119,8 @@ def main() -> int:
     out = args.out or Path(tempfile.mkdtemp(prefix="brownout-soak-"))
     out.mkdir(parents=True, exist_ok=True)
     scenario_file = out / "soak.yaml"
-    scenario_file.write_text(yaml.safe_dump(soak_scenario(args.minutes, args.rate)))
+    scenario_file.write_text(yaml.safe_dump(soak_scenario(args.minutes, args.rate,
+                                                          args.partitions)))
     run_dir = out / "run"
     command = [sys.executable, "-m", "brownout.cli", "run", str(scenario_file),
                "--out", str(run_dir), "--seed", str(args.seed), "--engine", args.engine]
