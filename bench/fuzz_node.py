@@ -505,7 +505,8 @@ def batch_with_body(body: bytes, codec: int, count: int) -> bytes:
 
 def compressed_batches() -> list[tuple[str, bytes]]:
     """(name, batch): valid batches in every codec, and decompression bombs: a few
-    hundred KiB that expand to 128 or 256 MiB, beyond the node's bound per batch."""
+    hundred KiB holding one record whose value expands to 128 or 256 MiB, which a leader
+    streams through (appending it, as Kafka does) rather than holding it."""
     from brownout.protocol.compression import compress
 
     plain = [(b"key", b"value " * 50), (None, b"w" * 1000), (b"k", None)]
@@ -1581,8 +1582,8 @@ class ScaleCampaign:
         self.out = out
         self.rng = random.Random(args.seed)
         self.seeds = seeds
-        # Valid compressed batches get damaged; bombs (each costs the node a few tenths
-        # of a second to refuse) are resent as they are, rarely.
+        # Valid compressed batches get damaged; bombs (each costs a leader a few tenths
+        # of a second to stream through) are resent as they are, rarely.
         self.compressed = [f for f in seeds if f.origin == "compressed"]
         self.bombs = [f for f in seeds if f.origin == "bomb"]
         self.headers = _headers(seeds)
