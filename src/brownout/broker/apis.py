@@ -13,10 +13,12 @@ import logging
 import operator
 import os
 import random
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+import uuid
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
 from kio.schema.errors import ErrorCode
+from kio.static.protocol import ResponsePayload
 
 from ..common.group_config import group_broker_settings
 from ..common.kafka_config import KafkaConfig
@@ -101,7 +103,7 @@ METADATA_NAMES_PER_TURN = 50_000
 _NAME = operator.attrgetter("name")
 _TOPIC_ID = operator.attrgetter("topic_id")
 
-Handler = Callable[[Request, "ClientContext"], Awaitable[Any]]
+Handler = Callable[[Request, "ClientContext"], Awaitable[ResponsePayload | None]]
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -183,7 +185,7 @@ class KafkaApis:
         if unhandled:
             raise ValueError(f"APIs advertised without a handler: {sorted(unhandled)}")
 
-    async def handle(self, request: Request, ctx: ClientContext) -> Any | None:
+    async def handle(self, request: Request, ctx: ClientContext) -> ResponsePayload | None:
         """The response body for `request`, or None when no response is sent."""
         header = request.header
         if request.body is None:
@@ -196,12 +198,12 @@ class KafkaApis:
         return await handler(request, ctx)
 
     @staticmethod
-    def _response(request: Request, data: dict[str, Any]) -> Any:
+    def _response(request: Request, data: dict[str, Any]) -> ResponsePayload:
         return build_response(request, data)
 
     # -- ApiVersions ----------------------------------------------------------------
 
-    def _api_versions_unsupported(self) -> Any:
+    def _api_versions_unsupported(self) -> ResponsePayload:
         # KIP-511: answer an unknown ApiVersions version with a v0 body that names the
         # ApiVersions range, so the client retries with a version both sides speak.
         low, high = self.supported[ApiKey.API_VERSIONS]
@@ -216,7 +218,7 @@ class KafkaApis:
             },
         )
 
-    async def handle_api_versions(self, request: Request, ctx: ClientContext) -> Any:
+    async def handle_api_versions(self, request: Request, ctx: ClientContext) -> ResponsePayload:
         if request.header.api_version >= 3 and not valid_client_software(request.body):
             # KIP-511: Kafka checks the client's software name and version and answers
             # INVALID_REQUEST, without the API list, when either is malformed.
@@ -238,11 +240,12 @@ class KafkaApis:
     # PLAINTEXT or SSL listener, or again after authentication: Kafka answers both with
     # ILLEGAL_SASL_STATE.
 
-    async def handle_sasl_handshake(self, request: Request, ctx: ClientContext) -> Any:
+    async def handle_sasl_handshake(self, request: Request, ctx: ClientContext) -> ResponsePayload:
         return self._response(request, {"error_code": ErrorCode.illegal_sasl_state,
                                         "mechanisms": []})
 
-    async def handle_sasl_authenticate(self, request: Request, ctx: ClientContext) -> Any:
+    async def handle_sasl_authenticate(self, request: Request,
+                                       ctx: ClientContext) -> ResponsePayload:
         return self._response(request, {
             "error_code": ErrorCode.illegal_sasl_state,
             "error_message": "SaslAuthenticate request received after successful authentication",
@@ -282,7 +285,7 @@ class KafkaApis:
             "topic_authorized_operations": CLUSTER_AUTHORIZED_OPERATIONS_OMITTED,
         }
 
-    async def handle_metadata(self, request: Request, ctx: ClientContext) -> Any:
+    async def handle_metadata(self, request: Request, ctx: ClientContext) -> ResponsePayload:
         body = request.body
         version = request.header.api_version
         requested = body.topics
@@ -293,8 +296,8 @@ class KafkaApis:
         # answered once. A request of socket.request.max.bytes names up to hundreds of
         # thousands, so the sets are made at C speed (map, dict.fromkeys), and the
         # checks below look at each distinct name or id only.
-        names: dict[Any, None] = {}
-        ids: dict[Any, None] = {}
+        names: dict[str | None, None] = {}
+        ids: dict[uuid.UUID | None, None] = {}
         if requested:
             with_ids = hasattr(requested[0], "topic_id")  # v10 on
             for start in range(0, len(requested), METADATA_NAMES_PER_TURN):
@@ -334,9 +337,10 @@ class KafkaApis:
                     await asyncio.sleep(0)
         else:
             # With any topic id in the request, Kafka answers the ids and ignores names.
-            for key in ids or names:
+            wanted: Iterable[tuple[str | None, uuid.UUID | None]] = (
+                ((None, i) for i in ids) if ids else ((n, None) for n in names))
+            for name, topic_id in wanted:
                 work += 1
-                name, topic_id = (None, key) if ids else (key, None)
                 entry = await self._requested_topic(name, topic_id, ctx, version, allow_create)
                 topics.append(build(topic_cls, entry))
                 work += len(entry["partitions"])
@@ -358,11 +362,11 @@ class KafkaApis:
         return dataclasses.replace(response, topics=tuple(topics))
 
     async def _requested_topic(
-        self, name: str | None, topic_id: Any, ctx: ClientContext, version: int,
+        self, name: str | None, topic_id: uuid.UUID | None, ctx: ClientContext, version: int,
         allow_create: bool,
     ) -> dict[str, Any]:
         if name is None:
-            name = self.metadata.topic_name(topic_id)
+            name = None if topic_id is None else self.metadata.topic_name(topic_id)
             if name is None:
                 # Names are nullable in responses from v12 only.
                 return {"error_code": ErrorCode.unknown_topic_id,
@@ -417,7 +421,7 @@ class KafkaApis:
 
     # -- Produce --------------------------------------------------------------------
 
-    async def handle_produce(self, request: Request, ctx: ClientContext) -> Any | None:
+    async def handle_produce(self, request: Request, ctx: ClientContext) -> ResponsePayload | None:
         body = request.body
         version = request.header.api_version
         acks = int(body.acks)
@@ -514,7 +518,7 @@ class KafkaApis:
 
     # -- Fetch ----------------------------------------------------------------------
 
-    async def handle_fetch(self, request: Request, ctx: ClientContext) -> Any:
+    async def handle_fetch(self, request: Request, ctx: ClientContext) -> ResponsePayload:
         body = request.body
         version = request.header.api_version
         replica_id = _fetch_replica_id(body)
@@ -621,7 +625,7 @@ class KafkaApis:
 
     # -- ListOffsets ----------------------------------------------------------------
 
-    async def handle_list_offsets(self, request: Request, ctx: ClientContext) -> Any:
+    async def handle_list_offsets(self, request: Request, ctx: ClientContext) -> ResponsePayload:
         body = request.body
         replica_id = int(body.replica_id)
         if not known_isolation_level(int(getattr(body, "isolation_level", 0))) and any(
@@ -718,7 +722,7 @@ class KafkaApis:
 
     # -- Topics ---------------------------------------------------------------------
 
-    async def handle_create_topics(self, request: Request, ctx: ClientContext) -> Any:
+    async def handle_create_topics(self, request: Request, ctx: ClientContext) -> ResponsePayload:
         body = request.body
         version = request.header.api_version
         topics = []
@@ -770,7 +774,7 @@ class KafkaApis:
             out.append(entry)
         return self._response(request, {"throttle_time": 0, "topics": out})
 
-    async def handle_delete_topics(self, request: Request, ctx: ClientContext) -> Any:
+    async def handle_delete_topics(self, request: Request, ctx: ClientContext) -> ResponsePayload:
         body = request.body
         version = request.header.api_version
         entries = ([(t.name, t.topic_id) for t in body.topics] if version >= 6
@@ -822,7 +826,7 @@ class KafkaApis:
 
     # -- DeleteRecords --------------------------------------------------------------
 
-    async def handle_delete_records(self, request: Request, ctx: ClientContext) -> Any:
+    async def handle_delete_records(self, request: Request, ctx: ClientContext) -> ResponsePayload:
         body = request.body
         # As Kafka's KafkaApis: partitions the metadata does not know are answered here;
         # the replica manager does the rest (and the waiting).
@@ -857,7 +861,8 @@ class KafkaApis:
 
     # -- DescribeLogDirs ------------------------------------------------------------
 
-    async def handle_describe_log_dirs(self, request: Request, ctx: ClientContext) -> Any:
+    async def handle_describe_log_dirs(self, request: Request,
+                                       ctx: ClientContext) -> ResponsePayload:
         topics = request.body.topics
         wanted = None if topics is None else {
             t.topic: [int(p) for p in t.partitions] for t in topics}
@@ -879,7 +884,8 @@ class KafkaApis:
 
     # -- DescribeProducers ----------------------------------------------------------
 
-    async def handle_describe_producers(self, request: Request, ctx: ClientContext) -> Any:
+    async def handle_describe_producers(self, request: Request,
+                                        ctx: ClientContext) -> ResponsePayload:
         # Kafka's KafkaApis and ReplicaManager.activeProducerState: any replica with the
         # log answers (an admin client may ask a follower); a known partition this
         # broker does not host is NOT_LEADER_OR_FOLLOWER.
@@ -919,7 +925,7 @@ class KafkaApis:
 
     async def handle_describe_topic_partitions(
         self, request: Request, ctx: ClientContext
-    ) -> Any:
+    ) -> ResponsePayload:
         body = request.body
         requested = [t.name for t in body.topics]
         cursor = (None if body.cursor is None
@@ -938,7 +944,8 @@ class KafkaApis:
 
     # -- DescribeConfigs ------------------------------------------------------------
 
-    async def handle_describe_configs(self, request: Request, ctx: ClientContext) -> Any:
+    async def handle_describe_configs(self, request: Request,
+                                      ctx: ClientContext) -> ResponsePayload:
         body = request.body
         include_synonyms = bool(getattr(body, "include_synonyms", False))
         include_docs = bool(getattr(body, "include_documentation", False))
@@ -1030,7 +1037,8 @@ class KafkaApis:
 
     # -- CreatePartitions -----------------------------------------------------------
 
-    async def handle_create_partitions(self, request: Request, ctx: Any) -> Any:
+    async def handle_create_partitions(self, request: Request,
+                                       ctx: ClientContext) -> ResponsePayload:
         body = request.body
         topics = [NewPartitions.from_request(t) for t in body.topics]
         # ALTER on the topic, as in Kafka; the controller decides everything else
@@ -1050,7 +1058,7 @@ class KafkaApis:
 
     # -- ElectLeaders ---------------------------------------------------------------
 
-    async def handle_elect_leaders(self, request: Request, ctx: Any) -> Any:
+    async def handle_elect_leaders(self, request: Request, ctx: ClientContext) -> ResponsePayload:
         body = request.body
         election_type = int(getattr(body, "election_type", PREFERRED))  # v0: preferred
         partitions = None if body.topic_partitions is None else [
@@ -1062,7 +1070,7 @@ class KafkaApis:
 
     # -- DescribeQuorum -------------------------------------------------------------
 
-    async def handle_describe_quorum(self, request: Request, ctx: Any) -> Any:
+    async def handle_describe_quorum(self, request: Request, ctx: ClientContext) -> ResponsePayload:
         # Kafka 3.9's broker forwards DescribeQuorum to the active controller and returns
         # its answer untouched (the admin client sends it to any broker).
         response = await self.controller.describe_quorum(request.header.api_version,
@@ -1074,7 +1082,8 @@ class KafkaApis:
 
     # -- Alter/ListPartitionReassignments ---------------------------------------------
 
-    async def handle_alter_partition_reassignments(self, request: Request, ctx: Any) -> Any:
+    async def handle_alter_partition_reassignments(self, request: Request,
+                                                   ctx: ClientContext) -> ResponsePayload:
         # A KRaft broker forwards it whole; the controller decides and writes.
         body = request.body
         response = await self.controller.forward(
@@ -1086,7 +1095,8 @@ class KafkaApis:
                 message="No active controller answered in time."))
         return response
 
-    async def handle_list_partition_reassignments(self, request: Request, ctx: Any) -> Any:
+    async def handle_list_partition_reassignments(self, request: Request,
+                                                  ctx: ClientContext) -> ResponsePayload:
         body = request.body
         response = await self.controller.forward(
             ApiKey.LIST_PARTITION_REASSIGNMENTS, request.header.api_version, body,
@@ -1099,7 +1109,8 @@ class KafkaApis:
 
     # -- AlterConfigs and IncrementalAlterConfigs ------------------------------------
 
-    async def handle_incremental_alter_configs(self, request: Request, ctx: Any) -> Any:
+    async def handle_incremental_alter_configs(self, request: Request,
+                                               ctx: ClientContext) -> ResponsePayload:
         body = request.body
         resources = [
             (ConfigResource(int(r.resource_type), r.resource_name),
@@ -1113,7 +1124,7 @@ class KafkaApis:
             forward, validate_only=bool(body.validate_only)) if forward else []
         return self._alter_configs_response(request, resources, early, results)
 
-    async def handle_alter_configs(self, request: Request, ctx: Any) -> Any:
+    async def handle_alter_configs(self, request: Request, ctx: ClientContext) -> ResponsePayload:
         body = request.body
         pairs = [
             (ConfigResource(int(r.resource_type), r.resource_name),
@@ -1148,7 +1159,7 @@ class KafkaApis:
     def _alter_configs_response(
         self, request: Request, resources: list[tuple[ConfigResource, Any]],
         early: list[ConfigResult | None], forwarded: list[ConfigResult],
-    ) -> Any:
+    ) -> ResponsePayload:
         answers = iter(forwarded)
         responses = []
         for (res, _), result in zip(resources, early, strict=True):
@@ -1160,7 +1171,8 @@ class KafkaApis:
 
     # -- DescribeCluster ------------------------------------------------------------
 
-    async def handle_describe_cluster(self, request: Request, ctx: ClientContext) -> Any:
+    async def handle_describe_cluster(self, request: Request,
+                                      ctx: ClientContext) -> ResponsePayload:
         endpoint_type = int(getattr(request.body, "endpoint_type", BROKER_ENDPOINT))
         if endpoint_type != BROKER_ENDPOINT:
             # Kafka's broker: CONTROLLER (2) is the wrong endpoint, any other code one
@@ -1202,13 +1214,14 @@ class KafkaApis:
 
     # -- InitProducerId -------------------------------------------------------------
 
-    async def handle_init_producer_id(self, request: Request, ctx: ClientContext) -> Any:
+    async def handle_init_producer_id(self, request: Request,
+                                      ctx: ClientContext) -> ResponsePayload:
         body = request.body
         txn_id = body.transactional_id
         producer_id = int(getattr(body, "producer_id", -1))
         producer_epoch = int(getattr(body, "producer_epoch", -1))
 
-        def refused(error: ErrorCode) -> Any:
+        def refused(error: ErrorCode) -> ResponsePayload:
             return self._response(request, {"throttle_time": 0, "error_code": error,
                                             "producer_id": -1, "producer_epoch": -1})
 
@@ -1243,7 +1256,7 @@ class KafkaApis:
 
     # -- ACLs -----------------------------------------------------------------------
 
-    async def handle_describe_acls(self, request: Request, ctx: ClientContext) -> Any:
+    async def handle_describe_acls(self, request: Request, ctx: ClientContext) -> ResponsePayload:
         body = request.body
         f = acl_filter(body)
         error, message = ErrorCode.none, None
@@ -1267,7 +1280,7 @@ class KafkaApis:
             return ErrorCode.cluster_authorization_failed, None
         return ErrorCode.none, None
 
-    async def handle_create_acls(self, request: Request, ctx: ClientContext) -> Any:
+    async def handle_create_acls(self, request: Request, ctx: ClientContext) -> ResponsePayload:
         creations = request.body.creations
         error, message = self._acl_change_refusal(ctx)
         if error != ErrorCode.none or not creations:
@@ -1281,7 +1294,7 @@ class KafkaApis:
                 {"error_code": ErrorCode.request_timed_out, "error_message": str(e)}
                 for _ in creations]})
 
-    async def handle_delete_acls(self, request: Request, ctx: ClientContext) -> Any:
+    async def handle_delete_acls(self, request: Request, ctx: ClientContext) -> ResponsePayload:
         filters = request.body.filters
         error, message = self._acl_change_refusal(ctx)
         if error != ErrorCode.none or not filters:
@@ -1299,7 +1312,8 @@ class KafkaApis:
 
     # -- OffsetForLeaderEpoch -------------------------------------------------------
 
-    async def handle_offset_for_leader_epoch(self, request: Request, ctx: ClientContext) -> Any:
+    async def handle_offset_for_leader_epoch(self, request: Request,
+                                             ctx: ClientContext) -> ResponsePayload:
         body = request.body
         topics = []
         for topic in body.topics:

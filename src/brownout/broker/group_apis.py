@@ -13,6 +13,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
+from kio.static.protocol import ResponsePayload
 
 from .. import group as g
 from ..common.topic import NewTopic
@@ -133,7 +134,8 @@ class GroupApis:
     def _topic_allowed(self, ctx: ClientContext, operation: AclOperation, topic: str) -> bool:
         return self.auth.topic_allowed(ctx, operation, topic)
 
-    async def handle_find_coordinator(self, request: Request, ctx: ClientContext) -> Any:
+    async def handle_find_coordinator(self, request: Request,
+                                      ctx: ClientContext) -> ResponsePayload:
         body = request.body
         version = request.header.api_version
         keys = list(body.coordinator_keys) if version >= 4 else [body.key]
@@ -174,7 +176,7 @@ class GroupApis:
 
     # -- membership -----------------------------------------------------------------
 
-    async def handle_join_group(self, request: Request, ctx: ClientContext) -> Any:
+    async def handle_join_group(self, request: Request, ctx: ClientContext) -> ResponsePayload:
         body = request.body
         version = request.header.api_version
         if not self._group_allowed(ctx, AclOperation.READ, body.group_id):
@@ -220,7 +222,7 @@ class GroupApis:
             },
         )
 
-    async def handle_sync_group(self, request: Request, ctx: ClientContext) -> Any:
+    async def handle_sync_group(self, request: Request, ctx: ClientContext) -> ResponsePayload:
         body = request.body
         if not self._group_allowed(ctx, AclOperation.READ, body.group_id):
             return self._response(request, {
@@ -248,7 +250,7 @@ class GroupApis:
             },
         )
 
-    async def handle_heartbeat(self, request: Request, ctx: ClientContext) -> Any:
+    async def handle_heartbeat(self, request: Request, ctx: ClientContext) -> ResponsePayload:
         body = request.body
         if not self._group_allowed(ctx, AclOperation.READ, body.group_id):
             return self._response(request, {
@@ -261,7 +263,7 @@ class GroupApis:
         )
         return self._response(request, {"throttle_time": 0, "error_code": result.error})
 
-    async def handle_leave_group(self, request: Request, ctx: ClientContext) -> Any:
+    async def handle_leave_group(self, request: Request, ctx: ClientContext) -> ResponsePayload:
         body = request.body
         version = request.header.api_version
         if not self._group_allowed(ctx, AclOperation.READ, body.group_id):
@@ -294,7 +296,7 @@ class GroupApis:
 
     # -- offsets --------------------------------------------------------------------
 
-    async def handle_offset_commit(self, request: Request, ctx: ClientContext) -> Any:
+    async def handle_offset_commit(self, request: Request, ctx: ClientContext) -> ResponsePayload:
         body = request.body
         version = request.header.api_version
         # v9+ (KIP-848) renamed the field
@@ -374,7 +376,7 @@ class GroupApis:
             },
         )
 
-    async def handle_offset_fetch(self, request: Request, ctx: ClientContext) -> Any:
+    async def handle_offset_fetch(self, request: Request, ctx: ClientContext) -> ResponsePayload:
         body = request.body
         if not self._group_allowed(ctx, AclOperation.DESCRIBE, body.group_id):
             return self._response(request, {
@@ -419,7 +421,7 @@ class GroupApis:
 
     # -- describe / list ------------------------------------------------------------
 
-    async def handle_describe_groups(self, request: Request, ctx: ClientContext) -> Any:
+    async def handle_describe_groups(self, request: Request, ctx: ClientContext) -> ResponsePayload:
         body = request.body
         result: g.DescribeGroupsResult = await self.runtime.request(
             g.DescribeGroupsRequest(tuple(body.groups))
@@ -460,7 +462,7 @@ class GroupApis:
             },
         )
 
-    async def handle_list_groups(self, request: Request, ctx: ClientContext) -> Any:
+    async def handle_list_groups(self, request: Request, ctx: ClientContext) -> ResponsePayload:
         body = request.body
         result: g.ListGroupsResult = await self.runtime.request(
             g.ListGroupsRequest(tuple(getattr(body, "states_filter", ())))
@@ -480,7 +482,7 @@ class GroupApis:
 
     # -- deletion -------------------------------------------------------------------
 
-    async def handle_delete_groups(self, request: Request, ctx: ClientContext) -> Any:
+    async def handle_delete_groups(self, request: Request, ctx: ClientContext) -> ResponsePayload:
         # A group named twice is deleted (and answered) once, as Kafka's KafkaApis does.
         groups = tuple(dict.fromkeys(request.body.groups_names))
         denied = [n for n in groups if not self._group_allowed(ctx, AclOperation.DELETE, n)]
@@ -492,7 +494,7 @@ class GroupApis:
             *({"group_id": n, "error_code": ErrorCode.group_authorization_failed}
               for n in denied)]})
 
-    async def handle_offset_delete(self, request: Request, ctx: ClientContext) -> Any:
+    async def handle_offset_delete(self, request: Request, ctx: ClientContext) -> ResponsePayload:
         body = request.body
         # As Kafka's KafkaApis: unknown topics and partitions are answered here, the rest
         # goes to the coordinator; a group-level error from it replaces every answer.

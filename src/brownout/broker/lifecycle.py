@@ -16,10 +16,10 @@ import contextlib
 import logging
 import uuid
 from collections.abc import Callable
-from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from ..common.events import EventLog
 from ..common.kafka_config import SECURITY_PROTOCOL_IDS
 from ..common.tasks import cancel_and_wait
 from ..protocol.apis import ApiKey, request_class
@@ -42,7 +42,7 @@ class BrokerLifecycleManager:
         rack: str | None,
         heartbeat_interval_ms: int,
         metadata_offset: Callable[[], int],
-        events: Any,
+        events: EventLog,
     ) -> None:
         self.channel = channel
         self.node_id = node_id

@@ -7,10 +7,10 @@ from __future__ import annotations
 import dataclasses
 import uuid
 from collections.abc import Callable
-from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from ..storage.log import Log
 from . import replication
 
 NO_LEADER = -1
@@ -34,7 +34,8 @@ class TopicPartition:
 
 
 class Partition:
-    def __init__(self, tp: TopicPartition, topic_id: uuid.UUID, log: Any, node_id: int) -> None:
+    def __init__(self, tp: TopicPartition, topic_id: uuid.UUID | None, log: Log,
+                 node_id: int) -> None:
         self.tp = tp
         self.topic_id = topic_id
         self.log = log

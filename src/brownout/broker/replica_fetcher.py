@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -54,7 +55,7 @@ class ReplicaFetcherManager:
         self,
         replica_manager: ReplicaManager,
         network: NetworkClient,
-        endpoint_of: Any,  # Callable[[int], tuple[str, int] | None]
+        endpoint_of: Callable[[int], tuple[str, int] | None],
         *,
         node_id: int,
         max_wait_ms: int,

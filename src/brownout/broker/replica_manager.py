@@ -20,12 +20,13 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from ..common.kafka_config import replica_throttled
+from ..common.kafka_config import KafkaConfig, replica_throttled
 from ..controller.image import MetadataDelta, MetadataImage, PartitionRegistration, TopicImage
 from ..controller.topics import INTERNAL_TOPICS
 from ..protocol.records import CorruptRecordError, InvalidRecordError, LongWalk
 from ..storage import LogConfig, OffsetOutOfRangeError, RecordValidationError, StorageError
 from ..storage.log import write_partition_metadata
+from ..storage.log_manager import LogManager
 from ..storage.log_validator import Walked
 from . import replication
 from .partition import Partition, PartitionError, TopicPartition
@@ -108,7 +109,7 @@ class ReplicaManager:
     def __init__(
         self,
         node_id: int,
-        log_manager: Any,
+        log_manager: LogManager,
         topic_config: Callable[[str], dict[str, Any]],
         *,
         eligible_leader_replicas: bool = False,
@@ -152,7 +153,7 @@ class ReplicaManager:
         self.leader_quota = ReplicationQuota()
         self.follower_quota = ReplicationQuota()
 
-    def configure_replication_quotas(self, config: Any) -> None:
+    def configure_replication_quotas(self, config: KafkaConfig) -> None:
         """Take the quotas' bounds and windows from the broker config in effect (with its
         dynamic configs): a changed leader/follower.replication.throttled.rate applies
         from the next fetch on, as in Kafka. The samples so far are kept."""

@@ -16,6 +16,8 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
+from kio.static.protocol import ResponsePayload
+
 from ..common.kafka_config import Endpoint
 from ..protocol.apis import ApiKey
 from ..protocol.connection import Request, ServerConnection
@@ -27,7 +29,7 @@ from .apis import ClientContext, CloseConnection, UnsupportedRequest
 
 log = logging.getLogger("kafka.network.SocketServer")
 
-RequestHandler = Callable[[Request, ClientContext], Awaitable[Any | None]]
+RequestHandler = Callable[[Request, ClientContext], Awaitable[ResponsePayload | None]]
 
 CLOSE_FLUSH_TIMEOUT_S = 1.0
 # Frames longer than this are decoded on a worker thread, and responses heavier than

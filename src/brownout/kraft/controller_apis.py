@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from kio.schema.errors import ErrorCode
+from kio.static.protocol import ResponsePayload
 
 from ..broker.acl_apis import (
     NO_AUTHORIZER_MESSAGE,
@@ -24,6 +25,7 @@ from ..broker.acl_apis import (
     delete_acls_response,
 )
 from ..broker.apis import (
+    ClientContext,
     UnsupportedRequest,
     alter_reassignments_response,
     elect_leaders_response,
@@ -122,7 +124,7 @@ class ControllerApis:
             )
         return await self._handlers[request.header.api_key](request, ctx)
 
-    async def handle_api_versions(self, request: Request, ctx: Any) -> Any:
+    async def handle_api_versions(self, request: Request, ctx: ClientContext) -> ResponsePayload:
         if not valid_client_software(request.body):
             return self._response(request, {"error_code": ErrorCode.invalid_request,
                                             "api_keys": [], "throttle_time": 0})
@@ -131,7 +133,8 @@ class ControllerApis:
         return self._response(request, {"error_code": ErrorCode.none, "api_keys": keys,
                                         "throttle_time": 0})
 
-    async def handle_broker_registration(self, request: Request, ctx: Any) -> Any:
+    async def handle_broker_registration(self, request: Request,
+                                         ctx: ClientContext) -> ResponsePayload:
         body = request.body
         endpoints = tuple(
             BrokerEndpoint(listener.name, listener.host, int(listener.port))
@@ -153,7 +156,8 @@ class ControllerApis:
         return self._response(request, {"throttle_time": 0, "error_code": result.error,
                                         "broker_epoch": result.broker_epoch})
 
-    async def handle_broker_heartbeat(self, request: Request, ctx: Any) -> Any:
+    async def handle_broker_heartbeat(self, request: Request,
+                                      ctx: ClientContext) -> ResponsePayload:
         body = request.body
         try:
             result = await self.runtime.run(
@@ -173,7 +177,7 @@ class ControllerApis:
             "is_fenced": result.is_fenced, "should_shut_down": result.should_shut_down,
         })
 
-    async def handle_alter_partition(self, request: Request, ctx: Any) -> Any:
+    async def handle_alter_partition(self, request: Request, ctx: ClientContext) -> ResponsePayload:
         body = request.body
         version = request.header.api_version
         image = self.controller.image
@@ -217,7 +221,7 @@ class ControllerApis:
             "topics": [{"topic_id": t, "partitions": ps} for t, ps in by_topic.items()],
         })
 
-    async def handle_create_topics(self, request: Request, ctx: Any) -> Any:
+    async def handle_create_topics(self, request: Request, ctx: ClientContext) -> ResponsePayload:
         body = request.body
         names = [t.name for t in body.topics]
         if deadline_passed(body.timeout) and any(
@@ -247,7 +251,7 @@ class ControllerApis:
             for r in results
         ]})
 
-    async def handle_delete_topics(self, request: Request, ctx: Any) -> Any:
+    async def handle_delete_topics(self, request: Request, ctx: ClientContext) -> ResponsePayload:
         body = request.body
         refused: list[dict[str, Any]] = []
         if request.header.api_version >= 6:
@@ -285,7 +289,8 @@ class ControllerApis:
             for r in results
         ]})
 
-    async def handle_create_partitions(self, request: Request, ctx: Any) -> Any:
+    async def handle_create_partitions(self, request: Request,
+                                       ctx: ClientContext) -> ResponsePayload:
         body = request.body
         if deadline_passed(body.timeout) and named_once([t.name for t in body.topics]):
             return self._response(request, {"throttle_time": 0, "results": [
@@ -305,7 +310,7 @@ class ControllerApis:
             for r in results
         ]})
 
-    async def handle_elect_leaders(self, request: Request, ctx: Any) -> Any:
+    async def handle_elect_leaders(self, request: Request, ctx: ClientContext) -> ResponsePayload:
         body = request.body
         election_type = int(getattr(body, "election_type", PREFERRED))  # v0: preferred
         partitions = None if body.topic_partitions is None else [
@@ -330,7 +335,8 @@ class ControllerApis:
                                             "replica_election_results": []})
         return self._response(request, elect_leaders_response(ErrorCode.none, answers))
 
-    async def handle_alter_partition_reassignments(self, request: Request, ctx: Any) -> Any:
+    async def handle_alter_partition_reassignments(self, request: Request,
+                                                   ctx: ClientContext) -> ResponsePayload:
         topics = [(t.name, [(int(p.partition_index),
                              None if p.replicas is None else [int(b) for b in p.replicas])
                             for p in t.partitions])
@@ -343,7 +349,8 @@ class ControllerApis:
                 ErrorCode.not_controller, []))
         return self._response(request, alter_reassignments_response(ErrorCode.none, answers))
 
-    async def handle_list_partition_reassignments(self, request: Request, ctx: Any) -> Any:
+    async def handle_list_partition_reassignments(self, request: Request,
+                                                  ctx: ClientContext) -> ResponsePayload:
         body = request.body
         topics = None if body.topics is None else [
             (t.name, [int(p) for p in t.partition_indexes]) for t in body.topics]
@@ -356,7 +363,7 @@ class ControllerApis:
                 ErrorCode.not_controller, []))
         return self._response(request, list_reassignments_response(ErrorCode.none, answers))
 
-    async def handle_create_acls(self, request: Request, ctx: Any) -> Any:
+    async def handle_create_acls(self, request: Request, ctx: ClientContext) -> ResponsePayload:
         creations = [acl_from_creation(c) for c in request.body.creations]
         if not self.authorizer_configured:
             return self._response(request, {"throttle_time": 0, "results": [
@@ -370,7 +377,7 @@ class ControllerApis:
         return self._response(request, {"throttle_time": 0, "results": [
             {"error_code": r.error, "error_message": r.message} for r in results]})
 
-    async def handle_delete_acls(self, request: Request, ctx: Any) -> Any:
+    async def handle_delete_acls(self, request: Request, ctx: ClientContext) -> ResponsePayload:
         filters = [acl_filter(f) for f in request.body.filters]
         if not self.authorizer_configured:
             return self._response(request, delete_acls_response(
@@ -383,7 +390,8 @@ class ControllerApis:
             results = [AclDeletionResult(ErrorCode.not_controller, None)] * len(filters)
         return self._response(request, delete_acls_response(results))
 
-    async def handle_incremental_alter_configs(self, request: Request, ctx: Any) -> Any:
+    async def handle_incremental_alter_configs(self, request: Request,
+                                               ctx: ClientContext) -> ResponsePayload:
         body = request.body
         resources = [
             (ConfigResource(int(r.resource_type), r.resource_name),
@@ -395,7 +403,7 @@ class ControllerApis:
             request, resources, known, lambda: self.controller.incremental_alter_configs(
                 known, validate_only=bool(body.validate_only)))
 
-    async def handle_alter_configs(self, request: Request, ctx: Any) -> Any:
+    async def handle_alter_configs(self, request: Request, ctx: ClientContext) -> ResponsePayload:
         body = request.body
         resources = [
             (ConfigResource(int(r.resource_type), r.resource_name),
@@ -428,7 +436,8 @@ class ControllerApis:
             for (res, _), r in zip(known, results, strict=True)
         ]})
 
-    async def handle_allocate_producer_ids(self, request: Request, ctx: Any) -> Any:
+    async def handle_allocate_producer_ids(self, request: Request,
+                                           ctx: ClientContext) -> ResponsePayload:
         body = request.body
         try:
             error, block = await self.runtime.run(

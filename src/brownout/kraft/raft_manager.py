@@ -27,7 +27,9 @@ from pathlib import Path
 from typing import Any
 
 from kio.schema.errors import ErrorCode
+from kio.static.protocol import ResponsePayload
 
+from ..broker.apis import ClientContext
 from ..broker.network_client import NetworkClient, NodeUnreachable
 from ..common.tasks import cancel_and_wait
 from ..controller.records import (
@@ -562,7 +564,7 @@ class RaftManager:
         cluster = getattr(request.body, "cluster_id", None)
         return cluster is not None and cluster != self.cluster_id
 
-    async def handle_vote(self, request: Request, ctx: Any) -> Any:
+    async def handle_vote(self, request: Request, ctx: ClientContext) -> ResponsePayload:
         if self._wrong_cluster(request):
             return self._respond(request, {"error_code": ErrorCode.inconsistent_cluster_id,
                                            "topics": []})
@@ -577,7 +579,8 @@ class RaftManager:
             "error_code": reply.error_code, "leader_id": reply.leader_id,
             "leader_epoch": reply.leader_epoch, "vote_granted": reply.vote_granted})
 
-    async def handle_begin_quorum_epoch(self, request: Request, ctx: Any) -> Any:
+    async def handle_begin_quorum_epoch(self, request: Request,
+                                        ctx: ClientContext) -> ResponsePayload:
         if self._wrong_cluster(request):
             return self._respond(request, {"error_code": ErrorCode.inconsistent_cluster_id,
                                            "topics": []})
@@ -592,7 +595,8 @@ class RaftManager:
             "error_code": reply.error_code, "leader_id": reply.leader_id,
             "leader_epoch": reply.leader_epoch})
 
-    async def handle_end_quorum_epoch(self, request: Request, ctx: Any) -> Any:
+    async def handle_end_quorum_epoch(self, request: Request,
+                                      ctx: ClientContext) -> ResponsePayload:
         if self._wrong_cluster(request):
             return self._respond(request, {"error_code": ErrorCode.inconsistent_cluster_id,
                                            "topics": []})
@@ -608,7 +612,7 @@ class RaftManager:
             "error_code": reply.error_code, "leader_id": reply.leader_id,
             "leader_epoch": reply.leader_epoch})
 
-    async def handle_describe_quorum(self, request: Request, ctx: Any) -> Any:
+    async def handle_describe_quorum(self, request: Request, ctx: ClientContext) -> ResponsePayload:
         topics = request.body.topics
         if _only_partition(topics, "topic_name", METADATA_TOPIC) is None:
             # Kafka's Raft client checks the partition before its role: each partition
@@ -639,7 +643,7 @@ class RaftManager:
             "leader_epoch": status.epoch, "high_watermark": status.high_watermark,
             "current_voters": rows(status.voters), "observers": rows(status.observers)})
 
-    async def handle_fetch(self, request: Request, ctx: Any) -> Any:
+    async def handle_fetch(self, request: Request, ctx: ClientContext) -> ResponsePayload:
         body = request.body
         # Kafka's Raft client: the cluster id first, then exactly the metadata topic's
         # id and partition 0; either failure is a top-level error with no partitions.

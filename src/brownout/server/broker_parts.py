@@ -210,11 +210,13 @@ async def send_alter_partition(
                 and partition.leader_epoch == leader_epoch
                 and partition.partition_epoch == partition_epoch)
 
+    topic_id = partition.topic_id
+    assert topic_id is not None, f"{partition.tp}: a KRaft partition has its topic id"
     while still_pending():
         error: ErrorCode | None
         try:
             answer = await channel.alter_partition(
-                node_id, broker_epoch(), partition.topic_id, partition.tp.partition,
+                node_id, broker_epoch(), topic_id, partition.tp.partition,
                 leader_epoch, partition_epoch, isr_epochs,
             )
         except ControllerUnavailable as e:

@@ -31,7 +31,9 @@ from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
 from kio.schema.errors import ErrorCode
+from kio.static.protocol import ResponsePayload
 
+from ..broker.apis import ClientContext
 from ..broker.metadata_publisher import LOGS_PER_TRIP
 from ..broker.partition import TopicPartition
 from ..broker.replica_manager import NewLog
@@ -131,7 +133,7 @@ class ZkBrokerApis:
 
     # -- LeaderAndIsr ---------------------------------------------------------------
 
-    async def handle_leader_and_isr(self, request: Request, ctx: Any) -> Any:
+    async def handle_leader_and_isr(self, request: Request, ctx: ClientContext) -> ResponsePayload:
         message = leader_and_isr_request(request.body, request.header.api_version,
                                          self.broker_id)
         if self._is_broker_epoch_stale(message.broker_epoch, "LeaderAndIsr",
@@ -162,7 +164,7 @@ class ZkBrokerApis:
 
     # -- StopReplica ----------------------------------------------------------------
 
-    async def handle_stop_replica(self, request: Request, ctx: Any) -> Any:
+    async def handle_stop_replica(self, request: Request, ctx: ClientContext) -> ResponsePayload:
         version = request.header.api_version
         body = request.body
         controller_id, controller_epoch = int(body.controller_id), int(body.controller_epoch)
@@ -184,7 +186,7 @@ class ZkBrokerApis:
 
     # -- UpdateMetadata -------------------------------------------------------------
 
-    async def handle_update_metadata(self, request: Request, ctx: Any) -> Any:
+    async def handle_update_metadata(self, request: Request, ctx: ClientContext) -> ResponsePayload:
         message = update_metadata_request(request.body, request.header.api_version,
                                           self.broker_id)
         if self._is_broker_epoch_stale(message.broker_epoch, "UpdateMetadata",
@@ -197,12 +199,13 @@ class ZkBrokerApis:
 
     # -- to the controller ----------------------------------------------------------
 
-    async def handle_controlled_shutdown(self, request: Request, ctx: Any) -> Any:
+    async def handle_controlled_shutdown(self, request: Request,
+                                         ctx: ClientContext) -> ResponsePayload:
         assert self.controller is not None
         return await self.controller.controlled_shutdown(request.body,
                                                          request.header.api_version)
 
-    async def handle_alter_partition(self, request: Request, ctx: Any) -> Any:
+    async def handle_alter_partition(self, request: Request, ctx: ClientContext) -> ResponsePayload:
         assert self.controller is not None
         return await self.controller.alter_partition(request.body, request.header.api_version)
 
