@@ -55,6 +55,11 @@ The same frames sent to Kafka 4.4.0 and to the node got different answers:
 - AlterConfigs and IncrementalAlterConfigs on the controller listener naming a
   resource type Kafka does not know: Kafka UNSUPPORTED_VERSION, the node
   INVALID_REQUEST (which the broker listener answers, in both).
+- Authorized operations asked for (bench/conformance.py found these): Metadata v8-v10's
+  cluster field and DescribeCluster's, Kafka 8096 (every cluster operation, no
+  authorizer), the node the "omitted" default; Metadata's per-topic field Kafka 3576,
+  DescribeGroups' Kafka 3400 (KIP-848's group config operations among them), the node
+  the default.
 """
 
 from __future__ import annotations
@@ -432,3 +437,36 @@ def test_delete_topics_v6_refuses_entries_naming_both_or_neither(node, bootstrap
     [topic] = ask(bootstrap, ApiKey.METADATA, 4, {
         "topics": [{"name": TOPIC}], "allow_auto_topic_creation": False}).topics
     assert topic.error_code == ErrorCode.none
+
+
+def test_authorized_operations_are_answered_when_asked_for(node, bootstrap):
+    # No authorizer: every operation ACLs know for the resource type, as Kafka 4.4.0
+    # answered the same requests.
+    metadata = ask(bootstrap, ApiKey.METADATA, 10, {
+        "topics": [{"name": TOPIC, "topic_id": uuid.UUID(int=0)}],
+        "allow_auto_topic_creation": False, "include_cluster_authorized_operations": True,
+        "include_topic_authorized_operations": True})
+    assert metadata.cluster_authorized_operations == 8096
+    assert [t.topic_authorized_operations for t in metadata.topics] == [3576]
+    cluster = ask(bootstrap, ApiKey.DESCRIBE_CLUSTER, 1, {
+        "include_cluster_authorized_operations": True, "endpoint_type": 1})
+    assert cluster.cluster_authorized_operations == 8096
+    def described() -> Any:
+        # FindCoordinator creates __consumer_offsets; until it is ready group requests
+        # are answered NOT_COORDINATOR, in Kafka too.
+        ask(bootstrap, ApiKey.FIND_COORDINATOR, 4, {"key_type": 0,
+                                                    "coordinator_keys": ["nobody-here"]})
+        answer = ask(bootstrap, ApiKey.DESCRIBE_GROUPS, 5, {
+            "groups": ["nobody-here"], "include_authorized_operations": True})
+        return None if answer.groups[0].error_code == ErrorCode.not_coordinator else answer
+
+    groups = wait_until(described, 60, "the group coordinator")
+    assert [(g.error_code, g.authorized_operations) for g in groups.groups] == [
+        (ErrorCode.none, 3400)]
+    # Not asked for: the schema's default, as Kafka leaves it.
+    unasked = ask(bootstrap, ApiKey.METADATA, 10, {
+        "topics": [{"name": TOPIC, "topic_id": uuid.UUID(int=0)}],
+        "allow_auto_topic_creation": False, "include_cluster_authorized_operations": False,
+        "include_topic_authorized_operations": False})
+    assert unasked.cluster_authorized_operations == -(2**31)
+    assert [t.topic_authorized_operations for t in unasked.topics] == [-(2**31)]

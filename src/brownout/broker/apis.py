@@ -35,7 +35,7 @@ from ..protocol.errors import (
     UnsupportedCompressionTypeError,
 )
 from ..protocol.records import check_produce_records, first_batch_is_transactional
-from ..security.authorizer import AclOperation, ResourceType
+from ..security.authorizer import CLUSTER_NAME, AclOperation, ResourceType
 from . import describe_topic_partitions as dtp
 from .acl_apis import (
     NO_AUTHORIZER_MESSAGE,
@@ -317,6 +317,16 @@ class KafkaApis:
             })
         topic_cls = field_entity(ServerConnection.response_class(request.header), "topics")
         topics: list[Any] = []
+        # Asked for (v8+), every topic of the answer names what the principal may do
+        # with it, refused ones too (Kafka's setTopicAuthorizedOperations).
+        with_operations = bool(getattr(body, "include_topic_authorized_operations", False))
+
+        def finished(entry: dict[str, Any]) -> Any:
+            if with_operations:
+                entry["topic_authorized_operations"] = self.auth.authorized_operations(
+                    ctx, ResourceType.TOPIC, entry["name"] or "")
+            return build(topic_cls, entry)
+
         # Every topic and partition costs the loop microseconds; a response for a million
         # of them held it for tens of seconds, and a node whose loop stands still misses
         # its heartbeats and is fenced. So the loop gets a turn every so much work.
@@ -327,7 +337,7 @@ class KafkaApis:
                 work += 1
                 if self.auth.topic_allowed(ctx, AclOperation.DESCRIBE, n):
                     entry = self._topic_metadata(n, ctx.listener, version)
-                    topics.append(build(topic_cls, entry))
+                    topics.append(finished(entry))
                     work += len(entry["partitions"])
                 if work >= METADATA_WORK_PER_TURN:
                     work = 0
@@ -338,7 +348,7 @@ class KafkaApis:
                 work += 1
                 name, topic_id = (None, key) if ids else (key, None)
                 entry = await self._requested_topic(name, topic_id, ctx, version, allow_create)
-                topics.append(build(topic_cls, entry))
+                topics.append(finished(entry))
                 work += len(entry["partitions"])
                 if work >= METADATA_WORK_PER_TURN:
                     work = 0
@@ -351,7 +361,12 @@ class KafkaApis:
                 "cluster_id": self.cluster_id,
                 "controller_id": self._controller_id_for_clients(),
                 "topics": [],
-                "cluster_authorized_operations": CLUSTER_AUTHORIZED_OPERATIONS_OMITTED,
+                # v8-v10 only: v11 dropped it for DescribeCluster's.
+                "cluster_authorized_operations": (
+                    self._cluster_operations(ctx)
+                    if version <= 10 and getattr(body, "include_cluster_authorized_operations",
+                                                 False)
+                    else CLUSTER_AUTHORIZED_OPERATIONS_OMITTED),
             },
         )
         # The entries are built already: `build` would walk them all once more.
@@ -403,6 +418,13 @@ class KafkaApis:
                 return {"error_code": error, "name": name,
                         "topic_id": None, "is_internal": False, "partitions": []}
         return self._topic_metadata(name, listener, version)
+
+    def _cluster_operations(self, ctx: ClientContext) -> int:
+        """What the principal may do with the cluster, as Metadata v8-v10 and
+        DescribeCluster answer it when asked: nothing without DESCRIBE."""
+        if not self.auth.allowed(ctx, AclOperation.DESCRIBE):
+            return 0
+        return self.auth.authorized_operations(ctx, ResourceType.CLUSTER, CLUSTER_NAME)
 
     def _controller_id_for_clients(self) -> int:
         # A ZooKeeper-mode broker names the controller broker; KRaft brokers hide the
@@ -934,7 +956,9 @@ class KafkaApis:
         return self._response(request, dtp.describe(
             names, all_topics_requested=not requested, cursor=cursor, limit=limit,
             partitions_of=lambda n: self.metadata.partition_metadata(n, ctx.listener),
-            topic_id_of=self.metadata.topic_id))
+            topic_id_of=self.metadata.topic_id,
+            operations_of=lambda n: self.auth.authorized_operations(
+                ctx, ResourceType.TOPIC, n)))
 
     # -- DescribeConfigs ------------------------------------------------------------
 
@@ -1196,7 +1220,10 @@ class KafkaApis:
                      "rack": b["rack"]}
                     for b in self._brokers(ctx.listener)
                 ],
-                "cluster_authorized_operations": CLUSTER_AUTHORIZED_OPERATIONS_OMITTED,
+                "cluster_authorized_operations": (
+                    self._cluster_operations(ctx)
+                    if request.body.include_cluster_authorized_operations
+                    else CLUSTER_AUTHORIZED_OPERATIONS_OMITTED),
             },
         )
 

@@ -19,7 +19,7 @@ from ..common.topic import NewTopic
 from ..protocol.apis import BROKER_APIS, ApiKey
 from ..protocol.build import millis
 from ..protocol.connection import Request, build_response
-from ..security.authorizer import AclOperation
+from ..security.authorizer import AUTHORIZED_OPERATIONS_OMITTED, AclOperation, ResourceType
 from .acl_apis import AuthHelper
 from .group_runtime import OFFSETS_TOPIC, GroupRuntime
 from .metadata_cache import MetadataCache
@@ -424,6 +424,7 @@ class GroupApis:
         result: g.DescribeGroupsResult = await self.runtime.request(
             g.DescribeGroupsRequest(tuple(body.groups))
         )
+        with_operations = bool(getattr(body, "include_authorized_operations", False))
         denied = {name for name in body.groups
                   if not self._group_allowed(ctx, AclOperation.DESCRIBE, name)}
         if denied:
@@ -453,7 +454,13 @@ class GroupApis:
                             }
                             for m in d.members
                         ],
-                        "authorized_operations": -(2**31),
+                        # Asked for (v3+), a group described without error names
+                        # what the principal may do with it.
+                        "authorized_operations": (
+                            self.auth.authorized_operations(ctx, ResourceType.GROUP,
+                                                            d.group_id)
+                            if with_operations and d.error == ErrorCode.none
+                            else AUTHORIZED_OPERATIONS_OMITTED),
                     }
                     for d in result.groups
                 ],
