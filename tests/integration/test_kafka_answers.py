@@ -55,6 +55,9 @@ The same frames sent to Kafka 4.4.0 and to the node got different answers:
 - AlterConfigs and IncrementalAlterConfigs on the controller listener naming a
   resource type Kafka does not know: Kafka UNSUPPORTED_VERSION, the node
   INVALID_REQUEST (which the broker listener answers, in both).
+- FindCoordinator's error messages: below v4 Kafka answers its error's own message
+  ("NONE" for none, "The coordinator is not available." ...), from v4 an empty one
+  unless the whole request failed; the node answered none, or its own words.
 - Authorized operations asked for (bench/conformance.py found these): Metadata v8-v10's
   cluster field and DescribeCluster's, Kafka 8096 (every cluster operation, no
   authorizer), the node the "omitted" default; Metadata's per-topic field Kafka 3576,
@@ -115,6 +118,33 @@ def test_find_coordinator_refuses_an_unknown_key_type(bootstrap):
     new = ask(bootstrap, ApiKey.FIND_COORDINATOR, 4,
               {"key_type": -1, "coordinator_keys": ["g", "h"]})
     assert [c.error_code for c in new.coordinators] == [ErrorCode.invalid_request] * 2
+
+
+INVALID_REQUEST_MESSAGE = (
+    "This most likely occurs because of a request being malformed by the client library "
+    "or the message was sent to an incompatible broker. See the broker logs for more "
+    "details.")
+
+
+def test_find_coordinator_carries_kafkas_error_messages(bootstrap):
+    # Below v4 the message is the error's own ("NONE" for none); from v4 there is none,
+    # unless the whole request failed (Kafka 4.4.0's answers, bench/conformance.py).
+    def found(version: int, body: dict) -> Any:
+        answer = ask(bootstrap, ApiKey.FIND_COORDINATOR, version, body)
+        code = answer.error_code if version < 4 else answer.coordinators[0].error_code
+        return None if code == ErrorCode.coordinator_not_available else answer
+
+    old = wait_until(lambda: found(3, {"key": "g", "key_type": 0}), 60, "a coordinator")
+    assert (old.error_code, old.error_message) == (ErrorCode.none, "NONE")
+    new = found(4, {"key_type": 0, "coordinator_keys": ["g"]})
+    assert [(c.error_code, c.error_message) for c in new.coordinators] == [
+        (ErrorCode.none, "")]
+    old = ask(bootstrap, ApiKey.FIND_COORDINATOR, 3, {"key": "g", "key_type": 9})
+    assert (old.error_code, old.error_message) == (ErrorCode.invalid_request,
+                                                   INVALID_REQUEST_MESSAGE)
+    new = ask(bootstrap, ApiKey.FIND_COORDINATOR, 4, {"key_type": 9, "coordinator_keys": ["g"]})
+    assert [(c.error_code, c.error_message) for c in new.coordinators] == [
+        (ErrorCode.invalid_request, INVALID_REQUEST_MESSAGE)]
 
 
 def test_metadata_topic_ids_below_v12_are_an_invalid_request(bootstrap):

@@ -19,6 +19,7 @@ from ..common.topic import NewTopic
 from ..protocol.apis import BROKER_APIS, ApiKey
 from ..protocol.build import millis
 from ..protocol.connection import Request, build_response
+from ..protocol.errors import default_message
 from ..security.authorizer import AUTHORIZED_OPERATIONS_OMITTED, AclOperation, ResourceType
 from .acl_apis import AuthHelper
 from .group_runtime import OFFSETS_TOPIC, GroupRuntime
@@ -101,8 +102,7 @@ class GroupApis:
     def _coordinator_for(self, key: str, listener: str) -> dict[str, Any]:
         metadata = self.metadata
         entry: dict[str, Any] = {"key": key, "node_id": -1, "host": "", "port": -1,
-                                 "error_code": ErrorCode.coordinator_not_available,
-                                 "error_message": None}
+                                 "error_code": ErrorCode.coordinator_not_available}
         count = metadata.num_partitions(OFFSETS_TOPIC)
         if not count:
             return entry
@@ -144,29 +144,31 @@ class GroupApis:
             if key_type == COORDINATOR_KEY_GROUP and not self._group_allowed(
                     ctx, AclOperation.DESCRIBE, key):
                 results.append({"key": key, "node_id": -1, "host": "", "port": -1,
-                                "error_code": ErrorCode.group_authorization_failed,
-                                "error_message": None})
+                                "error_code": ErrorCode.group_authorization_failed})
             elif key_type not in KNOWN_COORDINATOR_TYPES:
                 # Kafka's CoordinatorType.forId throws InvalidRequestException.
                 results.append({"key": key, "node_id": -1, "host": "", "port": -1,
-                                "error_code": ErrorCode.invalid_request,
-                                "error_message":
-                                    f"Unknown coordinator type received: {key_type}"})
+                                "error_code": ErrorCode.invalid_request})
             elif key_type != COORDINATOR_KEY_GROUP:
                 # Transactions are not part of the lab; no transaction coordinator exists.
                 results.append({"key": key, "node_id": -1, "host": "", "port": -1,
-                                "error_code": ErrorCode.coordinator_not_available,
-                                "error_message": "transactions are not supported"})
+                                "error_code": ErrorCode.coordinator_not_available})
             elif not key and version < 4:
                 results.append({"key": key, "node_id": -1, "host": "", "port": -1,
-                                "error_code": ErrorCode.invalid_request,
-                                "error_message": "empty group id"})
+                                "error_code": ErrorCode.invalid_request})
             elif not ready:
                 results.append({"key": key, "node_id": -1, "host": "", "port": -1,
-                                "error_code": ErrorCode.coordinator_not_available,
-                                "error_message": None})
+                                "error_code": ErrorCode.coordinator_not_available})
             else:
                 results.append(self._coordinator_for(key, ctx.listener))
+        # The messages are Kafka's: below v4 its error's own message ("NONE" when there
+        # is none); from v4 none at all (the schema's ""), unless the whole request
+        # failed, as for an unknown key type (Kafka's prepareErrorResponse).
+        whole_request_failed = key_type not in KNOWN_COORDINATOR_TYPES
+        for result in results:
+            result["error_message"] = (
+                "" if version >= 4 and not whole_request_failed
+                else default_message(result["error_code"]))
         if version >= 4:
             return self._response(request, {"throttle_time": 0, "coordinators": results})
         single = results[0]
