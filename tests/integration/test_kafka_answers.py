@@ -55,6 +55,8 @@ The same frames sent to Kafka 4.4.0 and to the node got different answers:
 - AlterConfigs and IncrementalAlterConfigs on the controller listener naming a
   resource type Kafka does not know: Kafka UNSUPPORTED_VERSION, the node
   INVALID_REQUEST (which the broker listener answers, in both).
+- DescribeConfigs of a resource type Kafka does not describe (1, 127): Kafka
+  INVALID_REQUEST with that error's own message, the node with its reason.
 - FindCoordinator's error messages: below v4 Kafka answers its error's own message
   ("NONE" for none, "The coordinator is not available." ...), from v4 an empty one
   unless the whole request failed; the node answered none, or its own words.
@@ -144,6 +146,14 @@ def test_find_coordinator_carries_kafkas_error_messages(bootstrap):
                                                    INVALID_REQUEST_MESSAGE)
     new = ask(bootstrap, ApiKey.FIND_COORDINATOR, 4, {"key_type": 9, "coordinator_keys": ["g"]})
     assert [(c.error_code, c.error_message) for c in new.coordinators] == [
+        (ErrorCode.invalid_request, INVALID_REQUEST_MESSAGE)]
+
+
+def test_describe_configs_of_an_unknown_resource_type_says_what_kafka_says(bootstrap):
+    response = ask(bootstrap, ApiKey.DESCRIBE_CONFIGS, 2, {
+        "resources": [{"resource_type": 1, "resource_name": "x", "configuration_keys": None}],
+        "include_synonyms": False})
+    assert [(r.error_code, r.error_message) for r in response.results] == [
         (ErrorCode.invalid_request, INVALID_REQUEST_MESSAGE)]
 
 

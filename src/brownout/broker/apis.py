@@ -33,6 +33,7 @@ from ..protocol.errors import (
     CorruptRecordError,
     InvalidRecordError,
     UnsupportedCompressionTypeError,
+    default_message,
 )
 from ..protocol.records import check_produce_records, first_batch_is_transactional
 from ..security.authorizer import CLUSTER_NAME, AclOperation, ResourceType
@@ -1010,8 +1011,9 @@ class KafkaApis:
             elif rtype == RESOURCE_BROKER_LOGGER:
                 entries = []
             else:
+                # Kafka answers with INVALID_REQUEST's own message, not the reason.
                 error = ErrorCode.invalid_request
-                message = f"Unsupported resource type {rtype}"
+                message = default_message(error)
             keys = res.configuration_keys
             if keys is not None:
                 entries = [e for e in entries if e.name in set(keys)]
