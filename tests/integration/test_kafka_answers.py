@@ -55,6 +55,9 @@ The same frames sent to Kafka 4.4.0 and to the node got different answers:
 - AlterConfigs and IncrementalAlterConfigs on the controller listener naming a
   resource type Kafka does not know: Kafka UNSUPPORTED_VERSION, the node
   INVALID_REQUEST (which the broker listener answers, in both).
+- AlterPartitionReassignments and ListPartitionReassignments with a timeout of 0:
+  Kafka REQUEST_TIMED_OUT (its controller queues both with that deadline), the node did
+  the work.
 - DescribeConfigs of a resource type Kafka does not describe (1, 127): Kafka
   INVALID_REQUEST with that error's own message, the node with its reason.
 - FindCoordinator's error messages: below v4 Kafka answers its error's own message
@@ -155,6 +158,25 @@ def test_describe_configs_of_an_unknown_resource_type_says_what_kafka_says(boots
         "include_synonyms": False})
     assert [(r.error_code, r.error_message) for r in response.results] == [
         (ErrorCode.invalid_request, INVALID_REQUEST_MESSAGE)]
+
+
+def test_reassignment_requests_with_a_timeout_of_zero_time_out(bootstrap):
+    # Kafka's controller queues both with the request's deadline, whatever they name.
+    alter = ask(bootstrap, ApiKey.ALTER_PARTITION_REASSIGNMENTS, 0, {
+        "timeout": 0, "topics": [{"name": TOPIC, "partitions": [
+            {"partition_index": 0, "replicas": None}]}]})
+    assert alter.error_code == ErrorCode.request_timed_out
+    assert [(t.name, [(p.partition_index, p.error_code, p.error_message)
+                      for p in t.partitions]) for t in alter.responses] == [
+        (TOPIC, [(0, ErrorCode.request_timed_out, None)])]
+    listed = ask(bootstrap, ApiKey.LIST_PARTITION_REASSIGNMENTS, 0, {
+        "timeout": 0, "topics": None})
+    assert (listed.error_code, list(listed.topics)) == (ErrorCode.request_timed_out, [])
+    # Nothing named: answered at once, no deadline involved.
+    empty = ask(bootstrap, ApiKey.ALTER_PARTITION_REASSIGNMENTS, 0, {"timeout": 0, "topics": []})
+    assert (empty.error_code, list(empty.responses)) == (ErrorCode.none, [])
+    empty = ask(bootstrap, ApiKey.LIST_PARTITION_REASSIGNMENTS, 0, {"timeout": 0, "topics": []})
+    assert (empty.error_code, list(empty.topics)) == (ErrorCode.none, [])
 
 
 def test_metadata_topic_ids_below_v12_are_an_invalid_request(bootstrap):
