@@ -55,6 +55,8 @@ The same frames sent to Kafka 4.4.0 and to the node got different answers:
 - AlterConfigs and IncrementalAlterConfigs on the controller listener naming a
   resource type Kafka does not know: Kafka UNSUPPORTED_VERSION, the node
   INVALID_REQUEST (which the broker listener answers, in both).
+- A topic naming no partition: Kafka leaves it out of a ListOffsets answer and keeps it
+  in an OffsetFetch answer; the node did the opposite.
 - AlterPartitionReassignments and ListPartitionReassignments with a timeout of 0:
   Kafka REQUEST_TIMED_OUT (its controller queues both with that deadline), the node did
   the work.
@@ -177,6 +179,31 @@ def test_reassignment_requests_with_a_timeout_of_zero_time_out(bootstrap):
     assert (empty.error_code, list(empty.responses)) == (ErrorCode.none, [])
     empty = ask(bootstrap, ApiKey.LIST_PARTITION_REASSIGNMENTS, 0, {"timeout": 0, "topics": []})
     assert (empty.error_code, list(empty.topics)) == (ErrorCode.none, [])
+
+
+def test_a_topic_naming_no_partition_is_left_out_of_list_offsets_kept_in_offset_fetch(
+        bootstrap):
+    # Kafka's ListOffsets answers by partition and groups by topic; its OffsetFetch adds
+    # each topic asked for before its partitions.
+    listed = ask(bootstrap, ApiKey.LIST_OFFSETS, 2, {
+        "replica_id": -1, "isolation_level": 0, "topics": [
+            {"name": TOPIC, "partitions": []},
+            {"name": TOPIC, "partitions": [{"partition_index": 0, "timestamp": -1}]}]})
+    assert [(t.name, len(t.partitions)) for t in listed.topics] == [(TOPIC, 1)]
+
+    def fetched() -> Any:
+        ask(bootstrap, ApiKey.FIND_COORDINATOR, 4, {"key_type": 0,
+                                                    "coordinator_keys": ["offsets-asker"]})
+        answer = ask(bootstrap, ApiKey.OFFSET_FETCH, 4, {
+            "group_id": "offsets-asker", "topics": [
+                {"name": "named-alone", "partition_indexes": []},
+                {"name": TOPIC, "partition_indexes": [0]}]})
+        return None if answer.error_code == ErrorCode.not_coordinator else answer
+
+    answer = wait_until(fetched, 60, "the group coordinator")
+    assert answer.error_code == ErrorCode.none
+    assert [(t.name, [p.partition_index for p in t.partitions]) for t in answer.topics] == [
+        ("named-alone", []), (TOPIC, [0])]
 
 
 def test_metadata_topic_ids_below_v12_are_an_invalid_request(bootstrap):

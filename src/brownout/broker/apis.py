@@ -679,7 +679,11 @@ class KafkaApis:
                         replica_id,
                     )
                 )
-            topics.append({"name": topic.name, "partitions": parts})
+            # Kafka's replica manager answers by partition and groups the answers by
+            # topic, so a described topic naming no partition is left out (a refused
+            # one is answered as it was asked).
+            if parts or not described:
+                topics.append({"name": topic.name, "partitions": parts})
         return self._response(request, {"throttle_time": 0, "topics": topics})
 
     def _list_offset(

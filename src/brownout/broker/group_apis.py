@@ -394,7 +394,11 @@ class GroupApis:
         result: g.OffsetFetchResult = await self.runtime.request(
             g.OffsetFetchRequest(body.group_id, partitions)
         )
-        by_topic: dict[str, list[dict[str, Any]]] = {}
+        # Every topic asked for is answered, in the request's order, one naming no
+        # partition too (Kafka's coordinator adds a topic before its partitions); an
+        # error of the whole request names none (Kafka's error response).
+        by_topic: dict[str, list[dict[str, Any]]] = {
+            t.name: [] for t in body.topics or ()} if result.error == ErrorCode.none else {}
         for p in result.partitions:
             if not self._topic_allowed(ctx, AclOperation.DESCRIBE, p.topic):
                 if body.topics is None:
