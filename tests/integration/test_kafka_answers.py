@@ -55,6 +55,8 @@ The same frames sent to Kafka 4.4.0 and to the node got different answers:
 - AlterConfigs and IncrementalAlterConfigs on the controller listener naming a
   resource type Kafka does not know: Kafka UNSUPPORTED_VERSION, the node
   INVALID_REQUEST (which the broker listener answers, in both).
+- SyncGroup v5+ without a protocol type or name: Kafka INCONSISTENT_GROUP_PROTOCOL
+  before anything else, the node looked the member up (UNKNOWN_MEMBER_ID).
 - A topic naming no partition: Kafka leaves it out of a ListOffsets answer and keeps it
   in an OffsetFetch answer; the node did the opposite.
 - AlterPartitionReassignments and ListPartitionReassignments with a timeout of 0:
@@ -204,6 +206,15 @@ def test_a_topic_naming_no_partition_is_left_out_of_list_offsets_kept_in_offset_
     assert answer.error_code == ErrorCode.none
     assert [(t.name, [p.partition_index for p in t.partitions]) for t in answer.topics] == [
         ("named-alone", []), (TOPIC, [0])]
+
+
+def test_sync_group_v5_without_its_protocol_type_or_name_is_inconsistent(bootstrap):
+    for protocol_type, protocol_name in ((None, "range"), ("consumer", None)):
+        answer = ask(bootstrap, ApiKey.SYNC_GROUP, 5, {
+            "group_id": "syncing", "generation_id": 1, "member_id": "nobody",
+            "group_instance_id": None, "protocol_type": protocol_type,
+            "protocol_name": protocol_name, "assignments": []})
+        assert answer.error_code == ErrorCode.inconsistent_group_protocol
 
 
 def test_metadata_topic_ids_below_v12_are_an_invalid_request(bootstrap):

@@ -224,6 +224,13 @@ class GroupApis:
 
     async def handle_sync_group(self, request: Request, ctx: ClientContext) -> Any:
         body = request.body
+        # From v5 the protocol type and name are mandatory: Kafka refuses a request
+        # without them before it looks at the group (or the principal).
+        if request.header.api_version >= 5 and (body.protocol_type is None
+                                                or body.protocol_name is None):
+            return self._response(request, {
+                "throttle_time": 0, "error_code": ErrorCode.inconsistent_group_protocol,
+                "protocol_type": None, "protocol_name": None, "assignment": b""})
         if not self._group_allowed(ctx, AclOperation.READ, body.group_id):
             return self._response(request, {
                 "throttle_time": 0, "error_code": ErrorCode.group_authorization_failed,
