@@ -55,6 +55,23 @@ The same frames sent to Kafka 4.4.0 and to the node got different answers:
 - AlterConfigs and IncrementalAlterConfigs on the controller listener naming a
   resource type Kafka does not know: Kafka UNSUPPORTED_VERSION, the node
   INVALID_REQUEST (which the broker listener answers, in both).
+- SyncGroup v5+ without a protocol type or name: Kafka INCONSISTENT_GROUP_PROTOCOL
+  before anything else, the node looked the member up (UNKNOWN_MEMBER_ID).
+- A topic naming no partition: Kafka leaves it out of a ListOffsets answer and keeps it
+  in an OffsetFetch answer; the node did the opposite.
+- AlterPartitionReassignments and ListPartitionReassignments with a timeout of 0:
+  Kafka REQUEST_TIMED_OUT (its controller queues both with that deadline), the node did
+  the work.
+- DescribeConfigs of a resource type Kafka does not describe (1, 127): Kafka
+  INVALID_REQUEST with that error's own message, the node with its reason.
+- FindCoordinator's error messages: below v4 Kafka answers its error's own message
+  ("NONE" for none, "The coordinator is not available." ...), from v4 an empty one
+  unless the whole request failed; the node answered none, or its own words.
+- Authorized operations asked for (bench/conformance.py found these): Metadata v8-v10's
+  cluster field and DescribeCluster's, Kafka 8096 (every cluster operation, no
+  authorizer), the node the "omitted" default; Metadata's per-topic field Kafka 3576,
+  DescribeGroups' Kafka 3400 (KIP-848's group config operations among them), the node
+  the default.
 """
 
 from __future__ import annotations
@@ -110,6 +127,94 @@ def test_find_coordinator_refuses_an_unknown_key_type(bootstrap):
     new = ask(bootstrap, ApiKey.FIND_COORDINATOR, 4,
               {"key_type": -1, "coordinator_keys": ["g", "h"]})
     assert [c.error_code for c in new.coordinators] == [ErrorCode.invalid_request] * 2
+
+
+INVALID_REQUEST_MESSAGE = (
+    "This most likely occurs because of a request being malformed by the client library "
+    "or the message was sent to an incompatible broker. See the broker logs for more "
+    "details.")
+
+
+def test_find_coordinator_carries_kafkas_error_messages(bootstrap):
+    # Below v4 the message is the error's own ("NONE" for none); from v4 there is none,
+    # unless the whole request failed (Kafka 4.4.0's answers, bench/conformance.py).
+    def found(version: int, body: dict) -> Any:
+        answer = ask(bootstrap, ApiKey.FIND_COORDINATOR, version, body)
+        code = answer.error_code if version < 4 else answer.coordinators[0].error_code
+        return None if code == ErrorCode.coordinator_not_available else answer
+
+    old = wait_until(lambda: found(3, {"key": "g", "key_type": 0}), 60, "a coordinator")
+    assert (old.error_code, old.error_message) == (ErrorCode.none, "NONE")
+    new = found(4, {"key_type": 0, "coordinator_keys": ["g"]})
+    assert [(c.error_code, c.error_message) for c in new.coordinators] == [
+        (ErrorCode.none, "")]
+    old = ask(bootstrap, ApiKey.FIND_COORDINATOR, 3, {"key": "g", "key_type": 9})
+    assert (old.error_code, old.error_message) == (ErrorCode.invalid_request,
+                                                   INVALID_REQUEST_MESSAGE)
+    new = ask(bootstrap, ApiKey.FIND_COORDINATOR, 4, {"key_type": 9, "coordinator_keys": ["g"]})
+    assert [(c.error_code, c.error_message) for c in new.coordinators] == [
+        (ErrorCode.invalid_request, INVALID_REQUEST_MESSAGE)]
+
+
+def test_describe_configs_of_an_unknown_resource_type_says_what_kafka_says(bootstrap):
+    response = ask(bootstrap, ApiKey.DESCRIBE_CONFIGS, 2, {
+        "resources": [{"resource_type": 1, "resource_name": "x", "configuration_keys": None}],
+        "include_synonyms": False})
+    assert [(r.error_code, r.error_message) for r in response.results] == [
+        (ErrorCode.invalid_request, INVALID_REQUEST_MESSAGE)]
+
+
+def test_reassignment_requests_with_a_timeout_of_zero_time_out(bootstrap):
+    # Kafka's controller queues both with the request's deadline, whatever they name.
+    alter = ask(bootstrap, ApiKey.ALTER_PARTITION_REASSIGNMENTS, 0, {
+        "timeout": 0, "topics": [{"name": TOPIC, "partitions": [
+            {"partition_index": 0, "replicas": None}]}]})
+    assert alter.error_code == ErrorCode.request_timed_out
+    assert [(t.name, [(p.partition_index, p.error_code, p.error_message)
+                      for p in t.partitions]) for t in alter.responses] == [
+        (TOPIC, [(0, ErrorCode.request_timed_out, None)])]
+    listed = ask(bootstrap, ApiKey.LIST_PARTITION_REASSIGNMENTS, 0, {
+        "timeout": 0, "topics": None})
+    assert (listed.error_code, list(listed.topics)) == (ErrorCode.request_timed_out, [])
+    # Nothing named: answered at once, no deadline involved.
+    empty = ask(bootstrap, ApiKey.ALTER_PARTITION_REASSIGNMENTS, 0, {"timeout": 0, "topics": []})
+    assert (empty.error_code, list(empty.responses)) == (ErrorCode.none, [])
+    empty = ask(bootstrap, ApiKey.LIST_PARTITION_REASSIGNMENTS, 0, {"timeout": 0, "topics": []})
+    assert (empty.error_code, list(empty.topics)) == (ErrorCode.none, [])
+
+
+def test_a_topic_naming_no_partition_is_left_out_of_list_offsets_kept_in_offset_fetch(
+        bootstrap):
+    # Kafka's ListOffsets answers by partition and groups by topic; its OffsetFetch adds
+    # each topic asked for before its partitions.
+    listed = ask(bootstrap, ApiKey.LIST_OFFSETS, 2, {
+        "replica_id": -1, "isolation_level": 0, "topics": [
+            {"name": TOPIC, "partitions": []},
+            {"name": TOPIC, "partitions": [{"partition_index": 0, "timestamp": -1}]}]})
+    assert [(t.name, len(t.partitions)) for t in listed.topics] == [(TOPIC, 1)]
+
+    def fetched() -> Any:
+        ask(bootstrap, ApiKey.FIND_COORDINATOR, 4, {"key_type": 0,
+                                                    "coordinator_keys": ["offsets-asker"]})
+        answer = ask(bootstrap, ApiKey.OFFSET_FETCH, 4, {
+            "group_id": "offsets-asker", "topics": [
+                {"name": "named-alone", "partition_indexes": []},
+                {"name": TOPIC, "partition_indexes": [0]}]})
+        return None if answer.error_code == ErrorCode.not_coordinator else answer
+
+    answer = wait_until(fetched, 60, "the group coordinator")
+    assert answer.error_code == ErrorCode.none
+    assert [(t.name, [p.partition_index for p in t.partitions]) for t in answer.topics] == [
+        ("named-alone", []), (TOPIC, [0])]
+
+
+def test_sync_group_v5_without_its_protocol_type_or_name_is_inconsistent(bootstrap):
+    for protocol_type, protocol_name in ((None, "range"), ("consumer", None)):
+        answer = ask(bootstrap, ApiKey.SYNC_GROUP, 5, {
+            "group_id": "syncing", "generation_id": 1, "member_id": "nobody",
+            "group_instance_id": None, "protocol_type": protocol_type,
+            "protocol_name": protocol_name, "assignments": []})
+        assert answer.error_code == ErrorCode.inconsistent_group_protocol
 
 
 def test_metadata_topic_ids_below_v12_are_an_invalid_request(bootstrap):
@@ -432,3 +537,36 @@ def test_delete_topics_v6_refuses_entries_naming_both_or_neither(node, bootstrap
     [topic] = ask(bootstrap, ApiKey.METADATA, 4, {
         "topics": [{"name": TOPIC}], "allow_auto_topic_creation": False}).topics
     assert topic.error_code == ErrorCode.none
+
+
+def test_authorized_operations_are_answered_when_asked_for(node, bootstrap):
+    # No authorizer: every operation ACLs know for the resource type, as Kafka 4.4.0
+    # answered the same requests.
+    metadata = ask(bootstrap, ApiKey.METADATA, 10, {
+        "topics": [{"name": TOPIC, "topic_id": uuid.UUID(int=0)}],
+        "allow_auto_topic_creation": False, "include_cluster_authorized_operations": True,
+        "include_topic_authorized_operations": True})
+    assert metadata.cluster_authorized_operations == 8096
+    assert [t.topic_authorized_operations for t in metadata.topics] == [3576]
+    cluster = ask(bootstrap, ApiKey.DESCRIBE_CLUSTER, 1, {
+        "include_cluster_authorized_operations": True, "endpoint_type": 1})
+    assert cluster.cluster_authorized_operations == 8096
+    def described() -> Any:
+        # FindCoordinator creates __consumer_offsets; until it is ready group requests
+        # are answered NOT_COORDINATOR, in Kafka too.
+        ask(bootstrap, ApiKey.FIND_COORDINATOR, 4, {"key_type": 0,
+                                                    "coordinator_keys": ["nobody-here"]})
+        answer = ask(bootstrap, ApiKey.DESCRIBE_GROUPS, 5, {
+            "groups": ["nobody-here"], "include_authorized_operations": True})
+        return None if answer.groups[0].error_code == ErrorCode.not_coordinator else answer
+
+    groups = wait_until(described, 60, "the group coordinator")
+    assert [(g.error_code, g.authorized_operations) for g in groups.groups] == [
+        (ErrorCode.none, 3400)]
+    # Not asked for: the schema's default, as Kafka leaves it.
+    unasked = ask(bootstrap, ApiKey.METADATA, 10, {
+        "topics": [{"name": TOPIC, "topic_id": uuid.UUID(int=0)}],
+        "allow_auto_topic_creation": False, "include_cluster_authorized_operations": False,
+        "include_topic_authorized_operations": False})
+    assert unasked.cluster_authorized_operations == -(2**31)
+    assert [t.topic_authorized_operations for t in unasked.topics] == [-(2**31)]

@@ -14,6 +14,7 @@ from ..controller.acls import AclDeletionResult
 from ..protocol.errors import ErrorCode
 from ..security.authorizer import (
     CLUSTER_NAME,
+    SUPPORTED_OPERATIONS,
     AclBinding,
     AclBindingFilter,
     AclOperation,
@@ -23,6 +24,7 @@ from ..security.authorizer import (
     PatternType,
     ResourceType,
     authorize,
+    operations_bit_field,
     parse_super_users,
 )
 
@@ -89,6 +91,14 @@ class AuthHelper:
 
     def group_allowed(self, ctx: RequestOrigin, operation: AclOperation, group: str) -> bool:
         return self.allowed(ctx, operation, ResourceType.GROUP, group)
+
+    def authorized_operations(self, ctx: RequestOrigin, resource_type: ResourceType,
+                              name: str) -> int:
+        """Kafka's AuthHelper.authorizedOperations: the operations the principal may do
+        on the resource, of those its type supports, as a bit field (all of them
+        without an authorizer)."""
+        return operations_bit_field(op for op in SUPPORTED_OPERATIONS[resource_type]
+                                    if self.allowed(ctx, op, resource_type, name))
 
     def bindings(self) -> Iterable[AclBinding]:
         """The ACL bindings the authorizer reads: none without one."""

@@ -35,9 +35,10 @@ from ..protocol.errors import (
     CorruptRecordError,
     InvalidRecordError,
     UnsupportedCompressionTypeError,
+    default_message,
 )
 from ..protocol.records import check_produce_records, first_batch_is_transactional
-from ..security.authorizer import AclOperation, ResourceType
+from ..security.authorizer import CLUSTER_NAME, AclOperation, ResourceType
 from . import describe_topic_partitions as dtp
 from .acl_apis import (
     NO_AUTHORIZER_MESSAGE,
@@ -320,6 +321,16 @@ class KafkaApis:
             })
         topic_cls = field_entity(ServerConnection.response_class(request.header), "topics")
         topics: list[Any] = []
+        # Asked for (v8+), every topic of the answer names what the principal may do
+        # with it, refused ones too (Kafka's setTopicAuthorizedOperations).
+        with_operations = bool(getattr(body, "include_topic_authorized_operations", False))
+
+        def finished(entry: dict[str, Any]) -> Any:
+            if with_operations:
+                entry["topic_authorized_operations"] = self.auth.authorized_operations(
+                    ctx, ResourceType.TOPIC, entry["name"] or "")
+            return build(topic_cls, entry)
+
         # Every topic and partition costs the loop microseconds; a response for a million
         # of them held it for tens of seconds, and a node whose loop stands still misses
         # its heartbeats and is fenced. So the loop gets a turn every so much work.
@@ -330,7 +341,7 @@ class KafkaApis:
                 work += 1
                 if self.auth.topic_allowed(ctx, AclOperation.DESCRIBE, n):
                     entry = self._topic_metadata(n, ctx.listener, version)
-                    topics.append(build(topic_cls, entry))
+                    topics.append(finished(entry))
                     work += len(entry["partitions"])
                 if work >= METADATA_WORK_PER_TURN:
                     work = 0
@@ -342,7 +353,7 @@ class KafkaApis:
             for name, topic_id in wanted:
                 work += 1
                 entry = await self._requested_topic(name, topic_id, ctx, version, allow_create)
-                topics.append(build(topic_cls, entry))
+                topics.append(finished(entry))
                 work += len(entry["partitions"])
                 if work >= METADATA_WORK_PER_TURN:
                     work = 0
@@ -355,7 +366,12 @@ class KafkaApis:
                 "cluster_id": self.cluster_id,
                 "controller_id": self._controller_id_for_clients(),
                 "topics": [],
-                "cluster_authorized_operations": CLUSTER_AUTHORIZED_OPERATIONS_OMITTED,
+                # v8-v10 only: v11 dropped it for DescribeCluster's.
+                "cluster_authorized_operations": (
+                    self._cluster_operations(ctx)
+                    if version <= 10 and getattr(body, "include_cluster_authorized_operations",
+                                                 False)
+                    else CLUSTER_AUTHORIZED_OPERATIONS_OMITTED),
             },
         )
         # The entries are built already: `build` would walk them all once more.
@@ -407,6 +423,13 @@ class KafkaApis:
                 return {"error_code": error, "name": name,
                         "topic_id": None, "is_internal": False, "partitions": []}
         return self._topic_metadata(name, listener, version)
+
+    def _cluster_operations(self, ctx: ClientContext) -> int:
+        """What the principal may do with the cluster, as Metadata v8-v10 and
+        DescribeCluster answer it when asked: nothing without DESCRIBE."""
+        if not self.auth.allowed(ctx, AclOperation.DESCRIBE):
+            return 0
+        return self.auth.authorized_operations(ctx, ResourceType.CLUSTER, CLUSTER_NAME)
 
     def _controller_id_for_clients(self) -> int:
         # A ZooKeeper-mode broker names the controller broker; KRaft brokers hide the
@@ -660,7 +683,11 @@ class KafkaApis:
                         replica_id,
                     )
                 )
-            topics.append({"name": topic.name, "partitions": parts})
+            # Kafka's replica manager answers by partition and groups the answers by
+            # topic, so a described topic naming no partition is left out (a refused
+            # one is answered as it was asked).
+            if parts or not described:
+                topics.append({"name": topic.name, "partitions": parts})
         return self._response(request, {"throttle_time": 0, "topics": topics})
 
     def _list_offset(
@@ -940,7 +967,9 @@ class KafkaApis:
         return self._response(request, dtp.describe(
             names, all_topics_requested=not requested, cursor=cursor, limit=limit,
             partitions_of=lambda n: self.metadata.partition_metadata(n, ctx.listener),
-            topic_id_of=self.metadata.topic_id))
+            topic_id_of=self.metadata.topic_id,
+            operations_of=lambda n: self.auth.authorized_operations(
+                ctx, ResourceType.TOPIC, n)))
 
     # -- DescribeConfigs ------------------------------------------------------------
 
@@ -993,8 +1022,9 @@ class KafkaApis:
             elif rtype == RESOURCE_BROKER_LOGGER:
                 entries = []
             else:
+                # Kafka answers with INVALID_REQUEST's own message, not the reason.
                 error = ErrorCode.invalid_request
-                message = f"Unsupported resource type {rtype}"
+                message = default_message(error)
             keys = res.configuration_keys
             if keys is not None:
                 entries = [e for e in entries if e.name in set(keys)]
@@ -1208,7 +1238,10 @@ class KafkaApis:
                      "rack": b["rack"]}
                     for b in self._brokers(ctx.listener)
                 ],
-                "cluster_authorized_operations": CLUSTER_AUTHORIZED_OPERATIONS_OMITTED,
+                "cluster_authorized_operations": (
+                    self._cluster_operations(ctx)
+                    if request.body.include_cluster_authorized_operations
+                    else CLUSTER_AUTHORIZED_OPERATIONS_OMITTED),
             },
         )
 

@@ -26,12 +26,6 @@ from ..controller.topics import INTERNAL_TOPICS
 
 ZERO_UUID = uuid.UUID(int=0)
 NO_LEADER_ID = -1
-# No authorizer: every operation ACLs know for a TOPIC resource (READ 3, WRITE 4,
-# CREATE 5, DELETE 6, ALTER 7, DESCRIBE 8, DESCRIBE_CONFIGS 10, ALTER_CONFIGS 11) as a bit
-# field, which is what Kafka's AuthHelper.authorizedOperations reports without one.
-TOPIC_AUTHORIZED_OPERATIONS_ALL = sum(1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11))
-
-
 @dataclasses.dataclass(frozen=True, slots=True)
 class Cursor:
     topic: str
@@ -73,10 +67,12 @@ def describe(
     limit: int,
     partitions_of: Callable[[str], list[dict[str, Any]] | None],
     topic_id_of: Callable[[str], uuid.UUID | None],
+    operations_of: Callable[[str], int],
 ) -> dict[str, Any]:
     """The response body for `names` (from `topics_to_describe`). `partitions_of` gives a
     topic's partitions as Metadata entries (leader -1 when it is not live), None for an
-    unknown topic."""
+    unknown topic; `operations_of` what the principal may do with a topic, as a bit
+    field."""
     topics: list[dict[str, Any]] = []
     next_cursor: dict[str, Any] | None = None
     remaining = limit
@@ -90,12 +86,13 @@ def describe(
             if not all_topics_requested:
                 error = (ErrorCode.invalid_topic_exception if validate_topic_name(name)
                          else ErrorCode.unknown_topic_or_partition)
-                topics.append(_topic(name, error, ZERO_UUID, []))
+                topics.append(_topic(name, error, ZERO_UUID, [], operations_of(name)))
             continue
         start = cursor.partition if cursor is not None and name == cursor.topic else 0
         upper = min(len(partitions), start + remaining)
         chosen = [_partition(p) for p in partitions[start:upper]]
-        topics.append(_topic(name, ErrorCode.none, topic_id_of(name) or ZERO_UUID, chosen))
+        topics.append(_topic(name, ErrorCode.none, topic_id_of(name) or ZERO_UUID, chosen,
+                             operations_of(name)))
         if upper < len(partitions):
             next_cursor = {"topic_name": name, "partition_index": upper}
             break
@@ -106,17 +103,17 @@ def describe(
 def invalid_request(requested: Sequence[str]) -> dict[str, Any]:
     """Kafka's error response: every named topic with INVALID_REQUEST."""
     return {"throttle_time": 0, "next_cursor": None, "topics": [
-        {**_topic(name, ErrorCode.invalid_request, ZERO_UUID, []),
-         "is_internal": False, "topic_authorized_operations": -(2**31)}
+        {**_topic(name, ErrorCode.invalid_request, ZERO_UUID, [], -(2**31)),
+         "is_internal": False}
         for name in requested]}
 
 
 def _topic(name: str, error: ErrorCode, topic_id: uuid.UUID,
-           partitions: list[dict[str, Any]]) -> dict[str, Any]:
+           partitions: list[dict[str, Any]], operations: int) -> dict[str, Any]:
     return {
         "error_code": error, "name": name, "topic_id": topic_id,
         "is_internal": name in INTERNAL_TOPICS, "partitions": partitions,
-        "topic_authorized_operations": TOPIC_AUTHORIZED_OPERATIONS_ALL,
+        "topic_authorized_operations": operations,
     }
 
 

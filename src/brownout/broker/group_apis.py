@@ -20,7 +20,8 @@ from ..common.topic import NewTopic
 from ..protocol.apis import BROKER_APIS, ApiKey
 from ..protocol.build import millis
 from ..protocol.connection import Request, build_response
-from ..security.authorizer import AclOperation
+from ..protocol.errors import default_message
+from ..security.authorizer import AUTHORIZED_OPERATIONS_OMITTED, AclOperation, ResourceType
 from .acl_apis import AuthHelper
 from .group_runtime import OFFSETS_TOPIC, GroupRuntime
 from .metadata_cache import MetadataCache
@@ -102,8 +103,7 @@ class GroupApis:
     def _coordinator_for(self, key: str, listener: str) -> dict[str, Any]:
         metadata = self.metadata
         entry: dict[str, Any] = {"key": key, "node_id": -1, "host": "", "port": -1,
-                                 "error_code": ErrorCode.coordinator_not_available,
-                                 "error_message": None}
+                                 "error_code": ErrorCode.coordinator_not_available}
         count = metadata.num_partitions(OFFSETS_TOPIC)
         if not count:
             return entry
@@ -146,29 +146,31 @@ class GroupApis:
             if key_type == COORDINATOR_KEY_GROUP and not self._group_allowed(
                     ctx, AclOperation.DESCRIBE, key):
                 results.append({"key": key, "node_id": -1, "host": "", "port": -1,
-                                "error_code": ErrorCode.group_authorization_failed,
-                                "error_message": None})
+                                "error_code": ErrorCode.group_authorization_failed})
             elif key_type not in KNOWN_COORDINATOR_TYPES:
                 # Kafka's CoordinatorType.forId throws InvalidRequestException.
                 results.append({"key": key, "node_id": -1, "host": "", "port": -1,
-                                "error_code": ErrorCode.invalid_request,
-                                "error_message":
-                                    f"Unknown coordinator type received: {key_type}"})
+                                "error_code": ErrorCode.invalid_request})
             elif key_type != COORDINATOR_KEY_GROUP:
                 # Transactions are not part of the lab; no transaction coordinator exists.
                 results.append({"key": key, "node_id": -1, "host": "", "port": -1,
-                                "error_code": ErrorCode.coordinator_not_available,
-                                "error_message": "transactions are not supported"})
+                                "error_code": ErrorCode.coordinator_not_available})
             elif not key and version < 4:
                 results.append({"key": key, "node_id": -1, "host": "", "port": -1,
-                                "error_code": ErrorCode.invalid_request,
-                                "error_message": "empty group id"})
+                                "error_code": ErrorCode.invalid_request})
             elif not ready:
                 results.append({"key": key, "node_id": -1, "host": "", "port": -1,
-                                "error_code": ErrorCode.coordinator_not_available,
-                                "error_message": None})
+                                "error_code": ErrorCode.coordinator_not_available})
             else:
                 results.append(self._coordinator_for(key, ctx.listener))
+        # The messages are Kafka's: below v4 its error's own message ("NONE" when there
+        # is none); from v4 none at all (the schema's ""), unless the whole request
+        # failed, as for an unknown key type (Kafka's prepareErrorResponse).
+        whole_request_failed = key_type not in KNOWN_COORDINATOR_TYPES
+        for result in results:
+            result["error_message"] = (
+                "" if version >= 4 and not whole_request_failed
+                else default_message(result["error_code"]))
         if version >= 4:
             return self._response(request, {"throttle_time": 0, "coordinators": results})
         single = results[0]
@@ -224,6 +226,13 @@ class GroupApis:
 
     async def handle_sync_group(self, request: Request, ctx: ClientContext) -> ResponsePayload:
         body = request.body
+        # From v5 the protocol type and name are mandatory: Kafka refuses a request
+        # without them before it looks at the group (or the principal).
+        if request.header.api_version >= 5 and (body.protocol_type is None
+                                                or body.protocol_name is None):
+            return self._response(request, {
+                "throttle_time": 0, "error_code": ErrorCode.inconsistent_group_protocol,
+                "protocol_type": None, "protocol_name": None, "assignment": b""})
         if not self._group_allowed(ctx, AclOperation.READ, body.group_id):
             return self._response(request, {
                 "throttle_time": 0, "error_code": ErrorCode.group_authorization_failed,
@@ -394,7 +403,11 @@ class GroupApis:
         result: g.OffsetFetchResult = await self.runtime.request(
             g.OffsetFetchRequest(body.group_id, partitions)
         )
-        by_topic: dict[str, list[dict[str, Any]]] = {}
+        # Every topic asked for is answered, in the request's order, one naming no
+        # partition too (Kafka's coordinator adds a topic before its partitions); an
+        # error of the whole request names none (Kafka's error response).
+        by_topic: dict[str, list[dict[str, Any]]] = {
+            t.name: [] for t in body.topics or ()} if result.error == ErrorCode.none else {}
         for p in result.partitions:
             if not self._topic_allowed(ctx, AclOperation.DESCRIBE, p.topic):
                 if body.topics is None:
@@ -426,6 +439,7 @@ class GroupApis:
         result: g.DescribeGroupsResult = await self.runtime.request(
             g.DescribeGroupsRequest(tuple(body.groups))
         )
+        with_operations = bool(getattr(body, "include_authorized_operations", False))
         denied = {name for name in body.groups
                   if not self._group_allowed(ctx, AclOperation.DESCRIBE, name)}
         if denied:
@@ -455,7 +469,13 @@ class GroupApis:
                             }
                             for m in d.members
                         ],
-                        "authorized_operations": -(2**31),
+                        # Asked for (v3+), a group described without error names
+                        # what the principal may do with it.
+                        "authorized_operations": (
+                            self.auth.authorized_operations(ctx, ResourceType.GROUP,
+                                                            d.group_id)
+                            if with_operations and d.error == ErrorCode.none
+                            else AUTHORIZED_OPERATIONS_OMITTED),
                     }
                     for d in result.groups
                 ],

@@ -23,19 +23,17 @@ class NewTopic:
 
 
 def validate_topic_name(name: str) -> str | None:
-    """Kafka's topic name rules; returns the problem or None."""
+    """Kafka's topic name rules; returns the problem, in Kafka's words (3.4 on), or
+    None."""
     if not name:
-        return "Topic name is illegal, it can't be empty"
-    if name in (".", ".."):
-        return "Topic name cannot be \".\" or \"..\""
-    if len(name) > MAX_NAME_LENGTH:
-        return (
-            f"Topic name is illegal, it can't be longer than {MAX_NAME_LENGTH} characters, "
-            f"topic name: {name}"
-        )
-    if not _LEGAL.match(name):
-        return (
-            f"Topic name \"{name}\" is illegal, it contains a character other than ASCII "
-            "alphanumerics, '.', '_' and '-'"
-        )
-    return None
+        reason = "the empty string is not allowed"
+    elif name in (".", ".."):
+        reason = f"'{name}' is not allowed"
+    elif len(name) > MAX_NAME_LENGTH:
+        reason = f"the length of '{name}' is longer than the max allowed length {MAX_NAME_LENGTH}"
+    elif not _LEGAL.match(name):
+        reason = (f"'{name}' contains one or more characters other than ASCII "
+                  "alphanumerics, '.', '_' and '-'")
+    else:
+        return None
+    return f"Topic name is invalid: {reason}"

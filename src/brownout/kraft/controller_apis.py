@@ -49,6 +49,7 @@ from ..controller.configs import AlterableConfig, ConfigResource, ConfigResult
 from ..controller.elections import PREFERRED, ElectionResult, TopicElections
 from ..controller.partitions import NewPartitions, PartitionsResult
 from ..controller.quorum_controller import QuorumController
+from ..controller.reassignments import ReassignmentResult, TopicReassignments
 from ..controller.records import BrokerEndpoint, MetadataRecord
 from ..controller.topics import TopicResult
 from ..protocol.apis import ApiKey
@@ -341,6 +342,15 @@ class ControllerApis:
                              None if p.replicas is None else [int(b) for b in p.replicas])
                             for p in t.partitions])
                   for t in request.body.topics]
+        if topics and deadline_passed(request.body.timeout):
+            # Kafka queues any topic's reassignment with the request's deadline:
+            # REQUEST_TIMED_OUT for the request and every partition.
+            return self._response(request, alter_reassignments_response(
+                ErrorCode.request_timed_out, [
+                    TopicReassignments(name, tuple(
+                        ReassignmentResult(index, ErrorCode.request_timed_out)
+                        for index, _replicas in partitions))
+                    for name, partitions in topics]))
         try:
             answers = await self.runtime.run(
                 lambda _o: self.controller.alter_partition_reassignments(topics))
@@ -354,6 +364,11 @@ class ControllerApis:
         body = request.body
         topics = None if body.topics is None else [
             (t.name, [int(p) for p in t.partition_indexes]) for t in body.topics]
+        if topics != [] and deadline_passed(body.timeout):
+            # A read through the controller's queue with the request's deadline (an empty
+            # list of topics is answered at once).
+            return self._response(request, list_reassignments_response(
+                ErrorCode.request_timed_out, []))
         try:
             # Through the controller's queue (no records), so it sees earlier changes.
             answers = await self.runtime.run(

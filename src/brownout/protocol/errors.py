@@ -16,7 +16,31 @@ __all__ = [
     "ProtocolError",
     "ResponseTooLongError",
     "UnsupportedCompressionTypeError",
+    "default_message",
 ]
+
+
+# Kafka's own message for an error code (Errors.message(): its exception's default
+# message; "NONE" for no error), which some responses carry as their error message.
+_DEFAULT_MESSAGES = {
+    ErrorCode.coordinator_load_in_progress:
+        "The coordinator is loading and hence can't process requests.",
+    ErrorCode.coordinator_not_available: "The coordinator is not available.",
+    ErrorCode.not_coordinator: "This is not the correct coordinator.",
+    ErrorCode.group_authorization_failed: "Group authorization failed.",
+    ErrorCode.transactional_id_authorization_failed: "Transactional Id authorization failed.",
+    ErrorCode.invalid_request: (
+        "This most likely occurs because of a request being malformed by the client "
+        "library or the message was sent to an incompatible broker. See the broker logs "
+        "for more details."),
+}
+
+
+def default_message(code: ErrorCode) -> str:
+    """Kafka's Errors.message() for `code` (the codes the node answers it for)."""
+    if code == ErrorCode.none:
+        return "NONE"
+    return _DEFAULT_MESSAGES[code]
 
 
 class ProtocolError(Exception):

@@ -74,6 +74,33 @@ WILDCARD_PRINCIPAL = "User:*"
 WILDCARD_HOST = "*"
 CLUSTER_NAME = "kafka-cluster"  # the one CLUSTER resource's name
 
+# The operations ACLs know for each resource type (Kafka 4.4's
+# AclEntry.supportedOperations; groups gained the config operations with KIP-848). The
+# `*_authorized_operations` fields of Metadata, DescribeCluster, DescribeGroups and
+# DescribeTopicPartitions name those the principal may do, as a bit field.
+SUPPORTED_OPERATIONS: dict[ResourceType, tuple[AclOperation, ...]] = {
+    ResourceType.TOPIC: (AclOperation.READ, AclOperation.WRITE, AclOperation.CREATE,
+                         AclOperation.DESCRIBE, AclOperation.DELETE, AclOperation.ALTER,
+                         AclOperation.DESCRIBE_CONFIGS, AclOperation.ALTER_CONFIGS),
+    ResourceType.GROUP: (AclOperation.READ, AclOperation.DESCRIBE, AclOperation.DELETE,
+                         AclOperation.DESCRIBE_CONFIGS, AclOperation.ALTER_CONFIGS),
+    ResourceType.CLUSTER: (AclOperation.CREATE, AclOperation.CLUSTER_ACTION,
+                           AclOperation.DESCRIBE_CONFIGS, AclOperation.ALTER_CONFIGS,
+                           AclOperation.IDEMPOTENT_WRITE, AclOperation.ALTER,
+                           AclOperation.DESCRIBE),
+    ResourceType.TRANSACTIONAL_ID: (AclOperation.DESCRIBE, AclOperation.WRITE),
+    ResourceType.DELEGATION_TOKEN: (AclOperation.DESCRIBE,),
+    ResourceType.USER: (AclOperation.CREATE_TOKENS, AclOperation.DESCRIBE_TOKENS),
+}
+# The schemas' default for an authorized-operations field: not asked for.
+AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
+
+
+def operations_bit_field(operations: Iterable[AclOperation]) -> int:
+    """Kafka's Utils.to32BitField: bit `code` set for each operation."""
+    return sum(1 << op for op in set(operations))
+
+
 # What an ALLOW of the key also allows (Kafka's AclEntry implied operations).
 _IMPLIED_BY: dict[AclOperation, frozenset[AclOperation]] = {
     AclOperation.DESCRIBE: frozenset({AclOperation.DESCRIBE, AclOperation.READ,

@@ -19,12 +19,15 @@ def _partitions(n: int, leaderless: frozenset[int] = frozenset()) -> list[dict]:
 
 TOPICS = {"a": _partitions(3), "b": _partitions(2, frozenset({1})), "c": _partitions(1)}
 IDS = {name: uuid.uuid4() for name in TOPICS}
+# What a principal may do with each topic (every topic operation on "a": no authorizer).
+OPERATIONS = {"a": 3576, "b": 1 << 8, "c": 0}
 
 
 def _describe(requested: list[str], cursor: dtp.Cursor | None = None, limit: int = 2000) -> dict:
     names = dtp.topics_to_describe(requested, sorted(TOPICS), cursor)
     return dtp.describe(names, all_topics_requested=not requested, cursor=cursor, limit=limit,
-                        partitions_of=TOPICS.get, topic_id_of=IDS.get)
+                        partitions_of=TOPICS.get, topic_id_of=IDS.get,
+                        operations_of=lambda name: OPERATIONS.get(name, 0))
 
 
 def _shape(response: dict) -> list[tuple[str, list[int]]]:
@@ -42,6 +45,7 @@ def test_all_topics_in_name_order_with_elr_empty_and_leaderless_partitions_no_er
     assert (b1["replica_nodes"], b1["isr_nodes"], b1["offline_replicas"]) == ([1, 2], [1], [2])
     a = response["topics"][0]
     assert (a["topic_id"], a["topic_authorized_operations"]) == (IDS["a"], 3576)
+    assert [t["topic_authorized_operations"] for t in response["topics"]] == [3576, 256, 0]
 
 
 def test_the_limit_cuts_inside_a_topic_and_the_cursor_resumes_there():

@@ -122,7 +122,8 @@ def test_a_string_too_long_for_a_legacy_version_is_refused_by_name():
     cls = response_class(ApiKey.CREATE_TOPICS, 4)
     body = build(cls, {"throttle_time": 0, "topics": [{
         "name": name, "error_code": 17, "error_message":
-        f"Topic name is illegal, it can't be longer than 249 characters, topic name: {name}",
+        f"Topic name is invalid: the length of '{name}' is longer than the max allowed "
+        "length 249",
         "num_partitions": -1, "replication_factor": -1, "configs": None,
     }]})
     header = RequestHeader(ApiKey.CREATE_TOPICS, 4, 3, "c")
