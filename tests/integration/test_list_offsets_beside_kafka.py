@@ -21,13 +21,11 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from _cluster import LabCluster, wait_until
+from _cluster import LabCluster, one_node_each, wait_until
 from _kafka_clients import create_topic
 from conftest import produce_raw
 from kio.schema.errors import ErrorCode
 
-from brownout.cluster import kafka_install
-from brownout.cluster.distribution import DEFAULT_KAFKA_4, cache_root
 from brownout.cluster.wire import WireClient
 from brownout.protocol.apis import ApiKey
 from brownout.protocol.records import build_batch, iter_batches
@@ -40,12 +38,8 @@ EARLIEST, LATEST, MAX_TIMESTAMP = -2, -1, -3
 
 @pytest.fixture(scope="module")
 def clusters(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, LabCluster]]:
-    home = str(kafka_install.install(DEFAULT_KAFKA_4, cache_root()).distribution.home)
-    root = tmp_path_factory.mktemp("list-offsets")
-    with LabCluster(root / "node", brokers=1, combined=True) as node, \
-            LabCluster(root / "kafka", brokers=1, combined=True, distribution=home,
-                       start_timeout=300) as kafka:
-        yield {"node": node, "kafka": kafka}
+    with one_node_each(tmp_path_factory.mktemp("list-offsets")) as clusters:
+        yield clusters
 
 
 def port(cluster: LabCluster) -> int:
