@@ -14,15 +14,16 @@ import signal
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
 from _time_scale import scaled
 
-from brownout.cluster import lab
+from brownout.cluster import kafka_install, lab
 from brownout.cluster.admin import Admin, DescribedPartition, DescribedTopic
+from brownout.cluster.distribution import DEFAULT_KAFKA_4, cache_root
 from brownout.cluster.ensemble import is_zookeeper_process
 from brownout.cluster.supervisor import Supervisor, is_node_process, node_process_state
 from brownout.cluster.topology import Overrides, TopologyRequest
@@ -342,6 +343,17 @@ class LabCluster:
         bad = [r for r in results if r.offset is None]
         assert not bad, f"offsets failed: {bad}"
         return {r.partition: int(r.offset) for r in results if r.offset is not None}
+
+
+@contextlib.contextmanager
+def one_node_each(root: Path) -> Iterator[dict[str, LabCluster]]:
+    """Brownout's node and Apache Kafka (the default 4.x), a one-node combined lab each
+    under `root`, for tests that send both the same requests: "node" and "kafka"."""
+    home = str(kafka_install.install(DEFAULT_KAFKA_4, cache_root()).distribution.home)
+    with LabCluster(root / "node", brokers=1, combined=True) as node, \
+            LabCluster(root / "kafka", brokers=1, combined=True, distribution=home,
+                       start_timeout=300) as kafka:
+        yield {"node": node, "kafka": kafka}
 
 
 def full_isr(d: DescribedTopic, rf: int, partitions: int | None = None) -> bool:

@@ -20,12 +20,10 @@ from typing import Any
 
 import pytest
 from _bombs import zstd_value_batch
-from _cluster import LabCluster
+from _cluster import one_node_each
 from _kafka_clients import create_topic
 from conftest import produce_raw
 
-from brownout.cluster import kafka_install
-from brownout.cluster.distribution import DEFAULT_KAFKA_4, cache_root
 from brownout.protocol.records import build_batch, read_varint
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
@@ -44,13 +42,9 @@ TOPICS = {
 @pytest.fixture(scope="module")
 def engines(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, int]]:
     """The node and Kafka, one combined node each with the same topics: name -> port."""
-    home = str(kafka_install.install(DEFAULT_KAFKA_4, cache_root()).distribution.home)
-    root = tmp_path_factory.mktemp("validation")
-    with LabCluster(root / "node", brokers=1, combined=True) as node, \
-            LabCluster(root / "kafka", brokers=1, combined=True, distribution=home,
-                       start_timeout=300) as kafka:
+    with one_node_each(tmp_path_factory.mktemp("validation")) as clusters:
         ports = {}
-        for name, cluster in (("node", node), ("kafka", kafka)):
+        for name, cluster in clusters.items():
             for topic, configs in TOPICS.items():
                 create_topic(cluster.bootstrap, topic, 1, configs)
             ports[name] = int(cluster.bootstrap.split(",")[0].rsplit(":", 1)[1])

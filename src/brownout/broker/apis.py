@@ -715,8 +715,12 @@ class KafkaApis:
         # leader whose high watermark is still below its epoch start: the latest offset
         # would be below what the old leader acknowledged (KIP-207).
         lagging = replica_id == -1 and partition.high_watermark_lagging
+        # The leader epoch of each answer is Kafka's: for EARLIEST the epoch the leader
+        # epoch cache gives the log start, for LATEST the partition's, and for a record
+        # found by its timestamp the epoch written in its batch.
         if timestamp == EARLIEST_TIMESTAMP:
             result["offset"] = partition.log_start_offset
+            result["leader_epoch"] = log_.epoch_at_log_start()
         elif timestamp == LATEST_TIMESTAMP:
             if lagging:
                 result["error_code"] = ErrorCode.offset_not_available
@@ -726,14 +730,15 @@ class KafkaApis:
             result["offset"] = (
                 partition.log_end_offset if replica_id >= 0 else partition.high_watermark
             )
+            result["leader_epoch"] = partition.leader_epoch
         elif timestamp == MAX_TIMESTAMP:
             found = log_.max_timestamp_offset()
             if found is not None:
-                result["offset"], result["timestamp"] = found
+                result["offset"], result["timestamp"], result["leader_epoch"] = found
         elif timestamp >= 0:
             found = log_.offset_for_timestamp(timestamp)
-            if found is not None and (replica_id >= 0 or found[0] < partition.high_watermark):
-                result["offset"], result["timestamp"] = found
+            if found is not None and (replica_id >= 0 or found.offset < partition.high_watermark):
+                result["offset"], result["timestamp"], result["leader_epoch"] = found
             elif lagging:
                 # Not below the high watermark, which has yet to catch up: the answer
                 # may lie in the records the old leader had already committed.
@@ -742,9 +747,6 @@ class KafkaApis:
         else:
             result["error_code"] = ErrorCode.invalid_request
             return result
-        result["leader_epoch"] = (
-            partition.leader_epoch if result["offset"] >= 0 else -1
-        )
         return result
 
     # -- Topics ---------------------------------------------------------------------

@@ -78,7 +78,13 @@ from brownout.storage.log_validator import (
 )
 from brownout.storage.meta import topic_id_from_str, topic_id_to_str
 from brownout.storage.producer_state import ProducerStateManager
-from brownout.storage.segment import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, LogSegment
+from brownout.storage.segment import (
+    INDEX_SUFFIX,
+    LOG_SUFFIX,
+    TIME_INDEX_SUFFIX,
+    FoundOffset,
+    LogSegment,
+)
 
 PARTITION_METADATA = "partition.metadata"
 INT32_MAX = 2**31 - 1
@@ -543,9 +549,9 @@ class Log:
 
     # ------------------------------------------------------------------ ListOffsets
 
-    def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
-        """ListOffsets by timestamp: (offset, timestamp) of the first record at or after
-        the log start whose timestamp is >= ``timestamp``, or None.
+    def offset_for_timestamp(self, timestamp: int) -> FoundOffset | None:
+        """ListOffsets by timestamp: the first record at or after the log start whose
+        timestamp is >= ``timestamp``, or None.
 
         As Kafka's UnifiedLog answers it: only the first segment whose largest
         timestamp reaches ``timestamp`` is searched, through its time and offset
@@ -557,10 +563,10 @@ class Log:
                     return seg.find_offset_by_timestamp(timestamp, self._log_start_offset)
             return None
 
-    def max_timestamp_offset(self) -> tuple[int, int] | None:
-        """ListOffsets MAX_TIMESTAMP (-3): (offset, timestamp) of the first record holding
-        the largest timestamp, in the first segment that holds it. Kafka does not check
-        this against the log start offset, and neither does the node."""
+    def max_timestamp_offset(self) -> FoundOffset | None:
+        """ListOffsets MAX_TIMESTAMP (-3): the first record holding the largest
+        timestamp, in the first segment that holds it. Kafka does not check this against
+        the log start offset, and neither does the node."""
         with self._lock:
             best = self._segments[0]
             for seg in self._segments[1:]:
@@ -569,6 +575,16 @@ class Log:
             return best.offset_of_max_timestamp()
 
     # ------------------------------------------------------------------ epochs
+
+    def epoch_at_log_start(self) -> int:
+        """The leader epoch ListOffsets EARLIEST answers with: the cache's first epoch
+        if it starts at or before the log start offset, else -1 (as Kafka: after a
+        format change the first epochs may be unknown)."""
+        with self._lock:
+            entries = self._epochs.entries
+            if entries and entries[0][1] <= self._log_start_offset:
+                return entries[0][0]
+            return -1
 
     def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
         with self._lock:

@@ -14,6 +14,7 @@ import contextlib
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import NamedTuple
 
 from brownout.protocol.records import (
     BATCH_HEADER_SIZE,
@@ -39,6 +40,19 @@ from brownout.storage.index import (
 LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
 TIME_INDEX_SUFFIX = ".timeindex"
+
+
+class FoundOffset(NamedTuple):
+    """A record ListOffsets found by its timestamp (Kafka's TimestampAndOffset): its
+    offset, its timestamp, and the leader epoch written in its batch (-1 if none)."""
+
+    offset: int
+    timestamp: int
+    leader_epoch: int
+
+
+def _found(offset: int, timestamp: int, header: BatchHeader) -> FoundOffset:
+    return FoundOffset(offset, timestamp, max(header.partition_leader_epoch, -1))
 
 
 def segment_file_name(base_offset: int, suffix: str) -> str:
@@ -299,21 +313,21 @@ class LogSegment:
         return self._first_timestamp
 
     def find_offset_by_timestamp(self, timestamp: int, starting_offset: int,
-                                 ) -> tuple[int, int] | None:
-        """Kafka's findOffsetByTimestamp: (offset, timestamp) of the first record at or
-        after ``starting_offset`` whose timestamp is >= ``timestamp``, or None. The time
-        index says from which offset on such a record can be; the offset index where
-        that is in the file."""
+                                 ) -> FoundOffset | None:
+        """Kafka's findOffsetByTimestamp: the first record at or after
+        ``starting_offset`` whose timestamp is >= ``timestamp``, or None. The time index
+        says from which offset on such a record can be; the offset index where that is
+        in the file."""
         _, offset = self.time_index.lookup(timestamp)
         _, pos = self.index.lookup(max(offset, starting_offset))
         for p, header in self.iter_headers(pos):
             if header.max_timestamp >= timestamp:
                 for record_offset, ts in self.record_timestamps(p, header):
                     if ts >= timestamp and record_offset >= starting_offset:
-                        return record_offset, ts
+                        return _found(record_offset, ts, header)
         return None
 
-    def offset_of_max_timestamp(self) -> tuple[int, int] | None:
+    def offset_of_max_timestamp(self) -> FoundOffset | None:
         """ListOffsets MAX_TIMESTAMP within this segment, as Kafka answers it: from the
         position the offset index gives for the largest timestamp's offset, the first
         batch whose max timestamp it is, and in it the first record holding it."""
@@ -321,7 +335,8 @@ class LogSegment:
         _, pos = self.index.lookup(offset)
         for p, header in self.iter_headers(pos):
             if header.max_timestamp == timestamp:
-                return next(((o, ts) for o, ts in self.record_timestamps(p, header)
+                return next((_found(o, ts, header)
+                             for o, ts in self.record_timestamps(p, header)
                              if ts == timestamp), None)
         return None
 

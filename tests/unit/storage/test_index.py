@@ -177,7 +177,7 @@ def test_truncation_trims_both_files_and_the_largest_timestamp(open_log, log_dir
     assert offset_entries((log_dir / f"{FIRST}.index").read_bytes()) == [(8, 2 * s)]
     assert time_entries((log_dir / f"{FIRST}.timeindex").read_bytes()) == [(TS + 30, 5)]
     assert log.active_segment.max_timestamp == TS + 30
-    assert log.max_timestamp_offset() == (3, TS + 30)
+    assert log.max_timestamp_offset() == (3, TS + 30, 0)
     # Counting starts again from the truncation: appends at 4S and 5S get no entry, the
     # one at 6S (offsets 18..20) does, with the largest timestamp so far (TS+45 at 17).
     for ts in (40, 45, 35):
@@ -207,7 +207,7 @@ def test_the_largest_timestamp_past_the_last_entry_is_found_on_start(open_log, l
     again = open_log(clean=True, index_interval_bytes=len(make_batch(3)))
     # Kafka's readLargestTimestamp: the batches after the last entries hold TS+60.
     assert again.active_segment.max_timestamp == TS + 60
-    assert again.max_timestamp_offset() == (15, TS + 60)
+    assert again.max_timestamp_offset() == (15, TS + 60, 0)
 
 
 def write_old_node_segment(log_dir: Path) -> list[int]:
@@ -263,7 +263,7 @@ def test_a_damaged_time_index_is_rebuilt(open_log, log_dir, damage, caplog):
 # --- ListOffsets through the indexes ------------------------------------------------
 
 
-def kafka_offset_for_timestamp(log: Log, target: int) -> tuple[int, int] | None:
+def kafka_offset_for_timestamp(log: Log, target: int) -> tuple[int, int, int] | None:
     """UnifiedLog's answer worked out from the records alone: the first segment whose
     largest timestamp reaches the target, and in it the first record at or after the
     log start with a timestamp at least the target; no other segment is looked at."""
@@ -272,7 +272,7 @@ def kafka_offset_for_timestamp(log: Log, target: int) -> tuple[int, int] | None:
             for pos, header in seg.iter_headers():
                 for offset, ts in seg.record_timestamps(pos, header):
                     if ts >= target and offset >= log.log_start_offset:
-                        return offset, ts
+                        return offset, ts, header.partition_leader_epoch
             return None
     return None
 
@@ -289,12 +289,12 @@ def test_timestamp_lookups_give_kafkas_answers(open_log):
     for target in range(TS, TS + 110):
         assert log.offset_for_timestamp(target) == kafka_offset_for_timestamp(log, target), (
             target - TS)
-    assert log.offset_for_timestamp(TS + 73) == (9, TS + 73)
+    assert log.offset_for_timestamp(TS + 73) == (9, TS + 73, 0)
     # The first segment's largest timestamp, TS+78, is below the log start: Kafka looks
     # no further, though the next segment has later records.
     assert log.offset_for_timestamp(TS + 76) is None
     # The largest timestamp, TS+103, first at offset 23 (and again at 27).
-    assert log.max_timestamp_offset() == (23, TS + 103)
+    assert log.max_timestamp_offset() == (23, TS + 103, 0)
 
 
 def test_a_lookup_starts_where_the_time_index_says(open_log, monkeypatch):
@@ -310,7 +310,7 @@ def test_a_lookup_starts_where_the_time_index_says(open_log, monkeypatch):
     monkeypatch.setattr(seg, "iter_headers", spy)
     # (TS+50 at offset 14) is the last entry at or below TS+55; the offset index puts
     # offset 14 at 4S.
-    assert log.offset_for_timestamp(TS + 55) == (15, TS + 60)
+    assert log.offset_for_timestamp(TS + 55) == (15, TS + 60, 0)
     assert starts == [4 * s]
 
 
@@ -320,4 +320,4 @@ def test_max_timestamp_goes_to_the_first_segment_and_batch_holding_it(open_log):
     for ts in (5, 9, 9, 1, 9, 2):
         log.append_as_leader(make_batch(1, ts=TS + ts), 0, TS)
     assert len(log.segments) == 2
-    assert log.max_timestamp_offset() == (1, TS + 9)
+    assert log.max_timestamp_offset() == (1, TS + 9, 0)

@@ -239,14 +239,28 @@ def test_truncate_across_segments_and_fully(open_log):
 
 
 def test_offset_for_timestamp(open_log):
+    # Each answer names the leader epoch written in the batch it found (Kafka's
+    # TimestampAndOffset), here 0 for the first 15 batches and 3 after.
     log = open_log(segment_bytes=1000)
     for i in range(30):
-        log.append_as_leader(make_batch(2, ts=TS + i * 10), 0, TS)
-    assert log.offset_for_timestamp(TS) == (0, TS)
-    assert log.offset_for_timestamp(TS + 55) == (12, TS + 60)
-    assert log.offset_for_timestamp(TS + 290) == (58, TS + 290)
+        log.append_as_leader(make_batch(2, ts=TS + i * 10), 0 if i < 15 else 3, TS)
+    assert log.offset_for_timestamp(TS) == (0, TS, 0)
+    assert log.offset_for_timestamp(TS + 55) == (12, TS + 60, 0)
+    assert log.offset_for_timestamp(TS + 155) == (32, TS + 160, 3)
+    assert log.offset_for_timestamp(TS + 290) == (58, TS + 290, 3)
     assert log.offset_for_timestamp(TS + 291) is None
-    assert log.max_timestamp_offset() == (58, TS + 290)
+    assert log.max_timestamp_offset() == (58, TS + 290, 3)
+
+
+def test_the_epoch_at_the_log_start_follows_the_start(open_log):
+    log = open_log()
+    assert log.epoch_at_log_start() == -1  # no epoch yet
+    log.append_as_leader(make_batch(2), 1, TS)
+    log.append_as_leader(make_batch(2), 4, TS)
+    assert log.epoch_at_log_start() == 1
+    log.update_high_watermark(log.log_end_offset)
+    log.increment_log_start_offset(3)  # inside epoch 4's first batch
+    assert log.epoch_at_log_start() == 4
 
 
 def test_high_watermark_clamped(open_log):
