@@ -51,7 +51,7 @@ from pathlib import Path
 from typing import Any
 
 import fuzz_node as fz
-from fuzz_vs_kafka import TOPICS, Side, verdict
+from fuzz_vs_kafka import TOPICS, Side, start_sides, verdict
 
 from brownout.protocol.apis import ApiKey, response_class
 from brownout.protocol.framecheck import decode_entity
@@ -184,16 +184,7 @@ def main() -> int:
     base = Path(tempfile.mkdtemp(prefix="brownout-conformance-labs-"))
     sides: list[Side] = []
     try:
-        for name, engine in (("node", "node"), ("kafka", f"kafka:{args.kafka}")):
-            sides.append(Side(name, engine, base / name))
-        from brownout.cluster.wire import WireClient
-
-        for side in sides:
-            with WireClient(side.bootstrap, timeout=30) as c:
-                c.request(ApiKey.CREATE_TOPICS, 4, {
-                    "topics": [{"name": t, "num_partitions": 2, "replication_factor": 1,
-                                "assignments": [], "configs": []} for t in TOPICS],
-                    "timeout": 10_000, "validate_only": False})
+        start_sides(sides, base, args.kafka)
         for side in sides:
             coordinator_ready(side)
         versions = {name: fz.api_versions(port) for name, port in sides[0].ports.items()}

@@ -79,6 +79,21 @@ class Side:
                        capture_output=True, text=True)
 
 
+def start_sides(sides: list[Side], base: Path, kafka: str) -> None:
+    """The node's lab, then Kafka's, appended to `sides` as each comes up (so the
+    caller's `finally` takes down whatever started), each with TOPICS of two partitions."""
+    from brownout.cluster.wire import WireClient
+
+    for name, engine in (("node", "node"), ("kafka", f"kafka:{kafka}")):
+        sides.append(Side(name, engine, base / name))
+    for side in sides:
+        with WireClient(side.bootstrap, timeout=30) as c:
+            c.request(ApiKey.CREATE_TOPICS, 4, {
+                "topics": [{"name": t, "num_partitions": 2, "replication_factor": 1,
+                            "assignments": [], "configs": []} for t in TOPICS],
+                "timeout": 10_000, "validate_only": False})
+
+
 def verdict(port: int, data: bytes, timeout: float) -> tuple[str, float, bytes | None]:
     """(outcome, seconds, first response payload) for `data` alone on a connection."""
     started = time.monotonic()
@@ -182,16 +197,7 @@ def main() -> int:
     base = Path(tempfile.mkdtemp(prefix="brownout-fvk-"))
     sides: list[Side] = []
     try:
-        for name, engine in (("node", "node"), ("kafka", f"kafka:{args.kafka}")):
-            sides.append(Side(name, engine, base / name))
-        from brownout.cluster.wire import WireClient
-
-        for side in sides:
-            with WireClient(side.bootstrap, timeout=30) as c:
-                c.request(ApiKey.CREATE_TOPICS, 4, {
-                    "topics": [{"name": t, "num_partitions": 2, "replication_factor": 1,
-                                "assignments": [], "configs": []} for t in TOPICS],
-                    "timeout": 10_000, "validate_only": False})
+        start_sides(sides, base, args.kafka)
         rng = random.Random(args.seed)
         todo = frames(corpus(sides[0], rng), targeted(), args.frames, rng)
         rss_before = {s.name: fz.rss_kib(s.pid) for s in sides}
