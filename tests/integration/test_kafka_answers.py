@@ -563,6 +563,12 @@ def test_authorized_operations_are_answered_when_asked_for(node, bootstrap):
     groups = wait_until(described, 60, "the group coordinator")
     assert [(g.error_code, g.authorized_operations) for g in groups.groups] == [
         (ErrorCode.none, 3400)]
+    # A topic id nobody has: answered UNKNOWN_TOPIC_ID without them, as Kafka 4.4.0 did.
+    unknown = ask(bootstrap, ApiKey.METADATA, 12, {
+        "topics": [{"name": None, "topic_id": uuid.uuid4()}],
+        "allow_auto_topic_creation": False, "include_topic_authorized_operations": True})
+    assert [(t.error_code, t.topic_authorized_operations) for t in unknown.topics] == [
+        (ErrorCode.unknown_topic_id, -(2**31))]
     # Not asked for: the schema's default, as Kafka leaves it.
     unasked = ask(bootstrap, ApiKey.METADATA, 10, {
         "topics": [{"name": TOPIC, "topic_id": uuid.UUID(int=0)}],
