@@ -444,21 +444,27 @@ def test_reassign_partitions_and_leader_election_match_kafkas_tools(
         files[name] = tmp_path / f"{name}.json"
         files[name].write_text(json.dumps({"version": 1, "partitions": [
             {"topic": name, "partition": p, "replicas": r} for p, r in enumerate(targets)]}))
+    def wait_reassigned(name: str) -> None:
+        """Until `name` has its target replicas and the controller no reassignment of it
+        left (partition 1's new replica has caught up)."""
+        wait_until(lambda: [p.replicas for p in cluster.describe(name).partitions]
+                   == [tuple(r) for r in targets], 120, f"{name} reassigned")
+        wait_until(lambda: "is completed" in brownout(
+            "reassign-partitions", "--verify", "--reassignment-json-file", str(files[name]),
+            "--preserve-throttles", "--bootstrap", cluster.bootstrap).stdout.splitlines()[2],
+            120, f"{name}'s reassignment completed")
+
     twin = brownout("reassign-partitions", "--execute", "--reassignment-json-file",
                     str(files[mine]), "--bootstrap", cluster.bootstrap)
+    # Without --additional, either tool refuses while any reassignment runs in the
+    # cluster: Kafka's starts once the twin's has finished, from the same state.
+    wait_reassigned(mine)
     kafka = kafka_tool("kafka-reassign-partitions", *bootstrap, "--execute",
                        "--reassignment-json-file", str(files[theirs]))
     assert_same(twin, kafka, "--execute", as_mine)
     assert f"Successfully started partition reassignments for {theirs}-0,{theirs}-1" in (
         kafka.stdout)
-    for name in (mine, theirs):
-        wait_until(lambda name=name: [p.replicas for p in cluster.describe(name).partitions]
-                   == [tuple(r) for r in targets], 120, f"{name} reassigned")
-    for name in (mine, theirs):  # until the controller has no reassignment left
-        wait_until(lambda name=name: "is completed" in brownout(
-            "reassign-partitions", "--verify", "--reassignment-json-file", str(files[name]),
-            "--preserve-throttles", "--bootstrap", cluster.bootstrap).stdout.splitlines()[2],
-            120, f"{name}'s reassignment completed")
+    wait_reassigned(theirs)
     twin = brownout("reassign-partitions", "--verify", "--reassignment-json-file",
                     str(files[mine]), "--bootstrap", cluster.bootstrap)
     kafka = kafka_tool("kafka-reassign-partitions", *bootstrap, "--verify",
