@@ -603,6 +603,11 @@ class KafkaApis:
                     data.log_start_offset,
                 )
             )
+        if interesting and not known_isolation_level(int(getattr(body, "isolation_level", 0))):
+            # Kafka reads the isolation level only when some partition is to be read, and
+            # its IsolationLevel.forId throws on a code it does not know: the request's
+            # error response, UNKNOWN_SERVER_ERROR.
+            return self._fetch_error_response(request, ErrorCode.unknown_server_error)
         results = await self.replica_manager.fetch(
             wanted,
             replica_id=replica_id,
@@ -616,6 +621,10 @@ class KafkaApis:
         answered.extend(erroneous)
         response = context.update_and_generate(answered, now_ms())
         read_committed = int(getattr(body, "isolation_level", 0)) == 1
+        # Kafka builds the entries of partitions it does not read from the response's
+        # defaults (FetchResponse.partitionResponse): an empty list of aborted
+        # transactions, where a partition read at READ_UNCOMMITTED has none (null).
+        unread = {tp for tp, _ in erroneous}
         by_topic: dict[Any, list[dict[str, Any]]] = {}
         for tp, res in response.partitions:
             entry: dict[str, Any] = {
@@ -624,9 +633,7 @@ class KafkaApis:
                 "high_watermark": res.high_watermark,
                 "last_stable_offset": res.high_watermark,
                 "log_start_offset": res.log_start_offset,
-                "aborted_transactions": (
-                    [] if read_committed and res.error != ErrorCode.unknown_topic_id else None
-                ),
+                "aborted_transactions": [] if read_committed or tp in unread else None,
                 "preferred_read_replica": res.preferred_read_replica,
                 "records": res.records,
             }
@@ -646,6 +653,22 @@ class KafkaApis:
                 ],
             },
         )
+
+    def _fetch_error_response(self, request: Request, error: ErrorCode) -> ResponsePayload:
+        """Kafka's FetchRequest.getErrorResponse: the error at the top, with the request's
+        session id; below v13 also in every partition asked for, with no offsets."""
+        body = request.body
+        responses = [] if request.header.api_version >= MIN_TOPIC_ID_VERSION else [
+            {"topic": t.topic, "partitions": [
+                {"partition_index": int(p.partition), "error_code": error,
+                 "high_watermark": -1, "last_stable_offset": -1, "log_start_offset": -1,
+                 "aborted_transactions": [], "preferred_read_replica": -1, "records": b""}
+                for p in t.partitions]}
+            for t in body.topics]
+        return self._response(request, {
+            "throttle_time": 0, "error_code": error,
+            "session_id": int(getattr(body, "session_id", LEGACY.session_id)),
+            "responses": responses})
 
     # -- ListOffsets ----------------------------------------------------------------
 

@@ -253,10 +253,6 @@ def delete_topics(
         if name in duplicates:
             results.append(TopicResult(name, ErrorCode.invalid_request, DUPLICATE_TOPIC_NAME))
             continue
-        if name in INTERNAL_TOPICS:
-            # The group coordinator owns these; the lab refuses to drop them under it.
-            results.append(TopicResult(name, ErrorCode.topic_authorization_failed))
-            continue
         topic = image.topic(name)
         if topic is None or topic.topic_id in removing:
             results.append(

@@ -56,7 +56,6 @@ from ..controller.configs import (
 from ..controller.partitions import NewPartitions, PartitionsResult
 from ..controller.topics import (
     EXCESSIVE_PARTITIONS,
-    INTERNAL_TOPICS,
     MAX_PARTITIONS_PER_BATCH,
     TopicResult,
     requested_partitions,
@@ -262,11 +261,7 @@ class ZkAdminManager:
         pending: list[str] = []
         for name in dict.fromkeys(names):
             topic_id = self.metadata_cache.topic_id(name)
-            if name in INTERNAL_TOPICS:
-                # As in KRaft mode: the group coordinator owns these, and the lab
-                # refuses to drop them under it.
-                results.append(TopicResult(name, ErrorCode.topic_authorization_failed))
-            elif not self.metadata_cache.contains(name):
+            if not self.metadata_cache.contains(name):
                 results.append(TopicResult(name, ErrorCode.unknown_topic_or_partition))
             else:
                 result = await self._delete_one(name, zk_deadline)
