@@ -42,9 +42,9 @@ def clusters(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Lab
 
 
 def fetch(client: WireClient, version: int, isolation_level: int,
-          topics: list[dict[str, Any]]) -> Any:
+          topics: list[dict[str, Any]], replica_id: int = -1) -> Any:
     return client.request(ApiKey.FETCH, version, {
-        "replica_id": -1, "max_wait": 0, "min_bytes": 0, "max_bytes": 1 << 20,
+        "replica_id": replica_id, "max_wait": 0, "min_bytes": 0, "max_bytes": 1 << 20,
         "isolation_level": isolation_level, "session_id": 0, "session_epoch": -1,
         "forgotten_topics_data": [], "rack_id": "", "topics": topics})
 
@@ -56,8 +56,9 @@ def partition(index: int) -> dict[str, int]:
 
 def fetch_answers(cluster: LabCluster, topic: str) -> dict[str, Any]:
     """The answers, as plain values, to fetches with an unknown isolation level: by name
-    (v12) of the topic and of one nobody has, by id (v13) of the topic, and of an id
-    nobody has (nothing to read: Kafka never looks at the level)."""
+    (v12) of the topic and of one nobody has, by id (v13) of the topic, of an id nobody
+    has, and from a follower of a topic nobody has (nothing to read in the last two:
+    Kafka never looks at the level)."""
     with WireClient(cluster.bootstrap, timeout=30) as client:
         metadata = client.request(ApiKey.METADATA, 12, {
             "topics": [{"name": topic, "topic_id": uuid.UUID(int=0)}],
@@ -81,6 +82,11 @@ def fetch_answers(cluster: LabCluster, topic: str) -> dict[str, Any]:
                 for response in answer["responses"]:
                     response["topic_id"] = "the one asked for"
             answers[what] = answer
+        # A follower (a broker id) asking for a partition nobody has is told so before
+        # anything is read, the level included.
+        answers["v12 from a follower, a topic nobody has"] = dataclasses.asdict(fetch(
+            client, 12, 2, [{"topic": "nobody-has-it", "partitions": [partition(0)]}],
+            replica_id=100))
     return answers
 
 

@@ -592,6 +592,11 @@ class KafkaApis:
             ):
                 erroneous.append((tp, FetchResult(ErrorCode.topic_authorization_failed)))
                 continue
+            if replica_id >= 0 and self.metadata.partition_info(tp.topic, tp.partition) is None:
+                # Kafka answers a follower for a partition its metadata does not have
+                # before reading anything (and before looking at the isolation level).
+                erroneous.append((tp, FetchResult(ErrorCode.unknown_topic_or_partition)))
+                continue
             interesting.append(tp)
             wanted.append(
                 FetchRequestPartition(
