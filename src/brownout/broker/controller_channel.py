@@ -93,8 +93,7 @@ class RemoteControllerChannel:
             "validate_only": validate_only,
         })
         try:
-            response = await self.send(ApiKey.CREATE_TOPICS, 7, body,
-                                       timeout_ms=_wait_ms(timeout_ms))
+            response = await self.send(ApiKey.CREATE_TOPICS, 7, body)
         except ControllerUnavailable as e:
             return [TopicResult(n, ErrorCode.request_timed_out, str(e))
                     for n in dict.fromkeys(t.name for t in topics)]
@@ -112,8 +111,7 @@ class RemoteControllerChannel:
             "timeout": self.request_timeout_ms if timeout_ms is None else timeout_ms,
         })
         try:
-            response = await self.send(ApiKey.DELETE_TOPICS, 6, body,
-                                       timeout_ms=_wait_ms(timeout_ms))
+            response = await self.send(ApiKey.DELETE_TOPICS, 6, body)
         except ControllerUnavailable as e:
             return [TopicResult(n, ErrorCode.request_timed_out, str(e))
                     for n in dict.fromkeys(names)]
@@ -137,8 +135,7 @@ class RemoteControllerChannel:
             "validate_only": validate_only,
         })
         try:
-            response = await self.send(ApiKey.CREATE_PARTITIONS, 3, body,
-                                       timeout_ms=_wait_ms(timeout_ms))
+            response = await self.send(ApiKey.CREATE_PARTITIONS, 3, body)
         except ControllerUnavailable as e:
             return [PartitionsResult(n, ErrorCode.request_timed_out, str(e))
                     for n in dict.fromkeys(t.name for t in topics)]
@@ -156,8 +153,7 @@ class RemoteControllerChannel:
             "timeout": self.request_timeout_ms if timeout_ms is None else timeout_ms,
         })
         try:
-            response = await self.send(ApiKey.ELECT_LEADERS, 2, body,
-                                       timeout_ms=_wait_ms(timeout_ms))
+            response = await self.send(ApiKey.ELECT_LEADERS, 2, body)
         except ControllerUnavailable:
             return ErrorCode.request_timed_out, []
         return response.error_code, [
@@ -263,10 +259,3 @@ class RemoteControllerChannel:
         if response.error_code != ErrorCode.none:
             return response.error_code
         return response.topics[0].partitions[0]
-
-
-def _wait_ms(timeout_ms: int | None) -> int | None:
-    """How long to wait for the controller: a request's timeout of 0 or less goes to
-    the controller as it is (which answers REQUEST_TIMED_OUT, as Kafka's does), but
-    the broker still waits its request.timeout.ms for that answer."""
-    return timeout_ms if timeout_ms is not None and timeout_ms > 0 else None
