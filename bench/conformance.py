@@ -145,7 +145,8 @@ def shape(path: str) -> str:
 
 
 def coordinator_ready(side: Side, timeout_s: float = 120.0) -> None:
-    """Wait until the side's group (and Kafka's transaction) coordinator answers: Kafka creates
+    """Wait until the side's group (and Kafka's transaction) coordinator answers and it
+    has producer ids to give: Kafka creates
     __consumer_offsets and __transaction_state on the first FindCoordinator and answers
     COORDINATOR_NOT_AVAILABLE (then NOT_COORDINATOR to group requests) until they are
     loaded, a start-up window rather than a difference in semantics."""
@@ -167,6 +168,60 @@ def coordinator_ready(side: Side, timeout_s: float = 120.0) -> None:
                 raise SystemExit(f"{side.name}: no coordinator for {key!r} after "
                                  f"{timeout_s:.0f} s: {answer}")
             time.sleep(0.5)
+    # Likewise the broker's first block of producer ids, which it asks the controller
+    # for at start-up: until it comes an idempotent InitProducerId is
+    # COORDINATOR_LOAD_IN_PROGRESS on either engine.
+    while True:
+        with WireClient(side.bootstrap, timeout=30) as c:
+            answer = c.request(ApiKey.INIT_PRODUCER_ID, 4, {
+                "transactional_id": None, "transaction_timeout": 60_000,
+                "producer_id": -1, "producer_epoch": -1})
+        if answer.error_code == 0:
+            return
+        if time.monotonic() > deadline:
+            raise SystemExit(f"{side.name}: no producer id after {timeout_s:.0f} s: {answer}")
+        time.sleep(0.5)
+
+
+def run_corpus(sides: list[Side], seed: int, per_version: int, timeout: float, *,
+               progress: bool = False) -> list[dict[str, Any]]:
+    """Send the corpus to both sides (started, their coordinators ready), every frame
+    alone on a fresh connection, the node first: a row per frame, with its differences
+    as (path, node's, Kafka's)."""
+    versions = {name: fz.api_versions(port) for name, port in sides[0].ports.items()}
+    frames = fz.handbuilt(versions, TOPICS, random.Random(seed), per_version)
+    # Deletions last: a deleted topic changes what every later frame meets, and the two
+    # sides bring a deleted __consumer_offsets back at their own pace.
+    frames.sort(key=lambda f: struct.unpack_from(">h", f.data, 4)[0] == ApiKey.DELETE_TOPICS)
+    normalisers = {s.name: Normaliser() for s in sides}
+    rows = []
+    for i, frame in enumerate(frames):
+        key, version = struct.unpack_from(">hh", frame.data, 4)
+        answers: dict[str, Any] = {}
+        for side in sides:
+            outcome, _seconds, payload = verdict(side.ports[frame.listener], frame.data,
+                                                 timeout)
+            body = decode(key, version, payload) if payload is not None else None
+            if payload is not None and body is None:
+                outcome = "answered (undecodable)"
+            answers[side.name] = (outcome, None if body is None
+                                  else normalisers[side.name].value("", body))
+        (node_outcome, node), (kafka_outcome, kafka) = answers["node"], answers["kafka"]
+        if node is not None and kafka is not None:
+            diff = differences(node, kafka)
+        elif node_outcome == kafka_outcome and node is None and kafka is None:
+            diff = []
+        else:
+            diff = [(".outcome", node_outcome if node is None else "answered",
+                     kafka_outcome if kafka is None else "answered")]
+        rows.append({"i": i, "api": f"{key}v{version}", "listener": frame.listener,
+                     "identical": not diff,
+                     "differences": [[p, repr(a)[:200], repr(b)[:200]] for p, a, b in diff],
+                     "hex": frame.data[:2048].hex()})
+        if progress and (i + 1) % 200 == 0:
+            same = sum(r["identical"] for r in rows)
+            print(f"  {i + 1} frames, {same / len(rows):.1%} identical", flush=True)
+    return rows
 
 
 def main() -> int:
@@ -187,41 +242,8 @@ def main() -> int:
         start_sides(sides, base, args.kafka)
         for side in sides:
             coordinator_ready(side)
-        versions = {name: fz.api_versions(port) for name, port in sides[0].ports.items()}
-        frames = fz.handbuilt(versions, TOPICS, random.Random(args.seed), args.per_version)
-        # Deletions last: a topic one side deletes and the other keeps (Kafka 4.4 deletes
-        # __consumer_offsets when asked, the node refuses) would change what every later
-        # frame meets, and count one difference many times.
-        frames.sort(key=lambda f: struct.unpack_from(">h", f.data, 4)[0] == ApiKey.DELETE_TOPICS)
-        print(f"{len(frames)} frames; out {out}", flush=True)
-        normalisers = {s.name: Normaliser() for s in sides}
-        rows = []
-        for i, frame in enumerate(frames):
-            key, version = struct.unpack_from(">hh", frame.data, 4)
-            answers: dict[str, Any] = {}
-            for side in sides:
-                outcome, _seconds, payload = verdict(side.ports[frame.listener], frame.data,
-                                                     args.timeout)
-                body = decode(key, version, payload) if payload is not None else None
-                if payload is not None and body is None:
-                    outcome = "answered (undecodable)"
-                answers[side.name] = (outcome, None if body is None
-                                      else normalisers[side.name].value("", body))
-            (node_outcome, node), (kafka_outcome, kafka) = answers["node"], answers["kafka"]
-            if node is not None and kafka is not None:
-                diff = differences(node, kafka)
-            elif node_outcome == kafka_outcome and node is None and kafka is None:
-                diff = []
-            else:
-                diff = [(".outcome", node_outcome if node is None else "answered",
-                         kafka_outcome if kafka is None else "answered")]
-            rows.append({"i": i, "api": f"{key}v{version}", "listener": frame.listener,
-                         "identical": not diff,
-                         "differences": [[p, repr(a)[:200], repr(b)[:200]] for p, a, b in diff],
-                         "hex": frame.data[:2048].hex()})
-            if (i + 1) % 200 == 0:
-                same = sum(r["identical"] for r in rows)
-                print(f"  {i + 1} frames, {same / len(rows):.1%} identical", flush=True)
+        rows = run_corpus(sides, args.seed, args.per_version, args.timeout, progress=True)
+        print(f"{len(rows)} frames; out {out}", flush=True)
         (out / "conformance.json").write_text(json.dumps(rows, indent=1))
         report(rows, args.examples)
         return 0
