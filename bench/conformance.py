@@ -66,6 +66,7 @@ _CLUSTER_FIELDS = {"throttle_time_ms", "throttle_time", "host", "port", "cluster
 _IDENTITY = ("name", "topic", "topic_id", "group_id", "partition_index", "partition",
              "index", "resource_name", "key")
 _WALL_CLOCK_MS = 10 ** 12  # a millisecond timestamp of this century is above it
+TRANSACTION_STATE = "__transaction_state"
 
 
 class Normaliser:
@@ -76,10 +77,17 @@ class Normaliser:
 
     def value(self, name: str, value: Any) -> Any:
         if dataclasses.is_dataclass(value) and not isinstance(value, type):
+            # A topic's id is named by the topic: numbering ids as first seen would
+            # depend on the order of lists Kafka keeps in hash maps.
+            topic_id, topic = getattr(value, "topic_id", None), (
+                getattr(value, "name", None) or getattr(value, "topic", None))
+            if isinstance(topic_id, uuid.UUID) and topic_id.int and isinstance(topic, str):
+                self.uuids.setdefault(topic_id, f"uuid:{topic}")
             return {f.name: self.value(f.name, getattr(value, f.name))
                     for f in dataclasses.fields(value)}
         if isinstance(value, tuple | list):
-            return sorted_entries([self.value(name, item) for item in value])
+            return sorted_entries([self.value(name, item) for item in value
+                                   if not _transaction_state(item)])
         if name in _CLUSTER_FIELDS and value not in (None, -1, 0, ""):
             return f"<{name}>"
         if isinstance(value, uuid.UUID):
@@ -98,6 +106,14 @@ class Normaliser:
         if isinstance(value, bytes | bytearray | memoryview):
             return f"<{len(value)} bytes>"
         return value
+
+
+def _transaction_state(item: Any) -> bool:
+    """An entry about __transaction_state, which only Kafka has (the node has no
+    transaction coordinator): left out on both sides, or every list of topics, and the
+    numbering of every topic id seen after it, would differ."""
+    return any(getattr(item, field, None) == TRANSACTION_STATE
+               for field in ("name", "topic"))
 
 
 def sorted_entries(items: list[Any]) -> list[Any]:
@@ -183,6 +199,46 @@ def coordinator_ready(side: Side, timeout_s: float = 120.0) -> None:
         time.sleep(0.5)
 
 
+# Requests after which a topic may appear or go: Metadata and FindCoordinator create
+# topics too (auto-creation, the offsets topic).
+_CHANGES_TOPICS = frozenset({ApiKey.METADATA, ApiKey.CREATE_TOPICS, ApiKey.DELETE_TOPICS,
+                             ApiKey.CREATE_PARTITIONS, ApiKey.FIND_COORDINATOR})
+
+
+def topics_led(side: Side) -> dict[str, int] | None:
+    """The side's topics and their partition counts, None while a partition has no
+    leader (or a topic is still being created or deleted)."""
+    from brownout.cluster.wire import WireClient
+
+    with WireClient(side.bootstrap, timeout=30) as c:
+        answer = c.request(ApiKey.METADATA, 12, {
+            "topics": None, "allow_auto_topic_creation": False,
+            "include_topic_authorized_operations": False})
+    topics = {}
+    for t in answer.topics:
+        if t.name == TRANSACTION_STATE:
+            continue
+        if t.error_code or any(p.error_code or p.leader_id < 0 for p in t.partitions):
+            return None
+        topics[t.name] = len(t.partitions)
+    return topics
+
+
+def settle(sides: list[Side], timeout_s: float = 10.0) -> None:
+    """Until both sides have the same topics, every partition led: a frame that
+    creates or deletes a topic (auto-creation included) is done on both before the
+    next frame, which would otherwise measure each side's pace, not its answer. A
+    difference that lasts is left for the frames to show."""
+    import time
+
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        seen = [topics_led(side) for side in sides]
+        if seen[0] is not None and seen[0] == seen[1]:
+            return
+        time.sleep(0.05)
+
+
 def run_corpus(sides: list[Side], seed: int, per_version: int, timeout: float, *,
                progress: bool = False) -> list[dict[str, Any]]:
     """Send the corpus to both sides (started, their coordinators ready), every frame
@@ -214,9 +270,12 @@ def run_corpus(sides: list[Side], seed: int, per_version: int, timeout: float, *
         else:
             diff = [(".outcome", node_outcome if node is None else "answered",
                      kafka_outcome if kafka is None else "answered")]
+        if key in _CHANGES_TOPICS:
+            settle(sides)
         rows.append({"i": i, "api": f"{key}v{version}", "listener": frame.listener,
                      "identical": not diff,
                      "differences": [[p, repr(a)[:200], repr(b)[:200]] for p, a, b in diff],
+                     "answers": {"node": node, "kafka": kafka} if diff else None,
                      "hex": frame.data[:2048].hex()})
         if progress and (i + 1) % 200 == 0:
             same = sum(r["identical"] for r in rows)

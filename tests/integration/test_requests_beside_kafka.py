@@ -16,8 +16,10 @@ version), a one-node combined cluster each, and answered alike now.
 from __future__ import annotations
 
 import dataclasses
+import sys
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -30,6 +32,9 @@ from brownout.cluster.wire import WireClient
 from brownout.protocol.apis import ApiKey
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+import conformance  # noqa: E402
 
 OFFSETS_TOPIC = "__consumer_offsets"
 OFFSET_INVALID = -1001  # what librdkafka's committed() gives for no committed offset
@@ -186,3 +191,46 @@ def test_deleting_the_offsets_topic_drops_every_groups_offsets_as_kafka_does(
         node, kafka)
     assert node["deletion"] == kafka["deletion"] and node["after a new commit"] == kafka[
         "after a new commit"] == 9, (node, kafka)
+
+
+def answers_to(cluster: LabCluster, topic: str) -> dict[str, Any]:
+    """Requests naming a partition or a topic twice, or a topic with no partition: Kafka
+    keeps what it answers in maps by partition and adds a topic before its partitions."""
+    from brownout.protocol.records import build_batch
+
+    batch = build_batch([(b"k", b"v")], timestamp_ms=1_700_000_000_000)
+    asked: dict[str, tuple[ApiKey, int, dict[str, Any]]] = {
+        "produce, a partition twice": (ApiKey.PRODUCE, 8, {
+            "transactional_id": None, "acks": -1, "timeout": 30_000, "topic_data": [
+                {"name": topic, "partition_data": [{"index": 0, "records": batch},
+                                                   {"index": 0, "records": batch}]}]}),
+        "offset commit, a topic with no partition": (ApiKey.OFFSET_COMMIT, 5, {
+            "group_id": "dupes", "generation_id_or_member_epoch": -1, "member_id": "",
+            "topics": [{"name": "nobody-has-it", "partitions": []},
+                       {"name": topic, "partitions": []}]}),
+        "offset fetch, a topic twice": (ApiKey.OFFSET_FETCH, 5, {
+            "group_id": "dupes", "topics": [{"name": topic, "partition_indexes": []},
+                                            {"name": topic, "partition_indexes": [0]}]}),
+        "describe log dirs, a topic twice": (ApiKey.DESCRIBE_LOG_DIRS, 4, {"topics": [
+            {"topic": topic, "partitions": [0]}, {"topic": topic, "partitions": [1]}]}),
+    }
+    answers = {}
+    with WireClient(cluster.bootstrap, timeout=30) as client:
+        for what, (key, version, body) in asked.items():
+            # Normalised as the conformance bench does: ids, sizes, log dirs and the
+            # order of entries Kafka keeps in hash maps left out.
+            answers[what] = conformance.Normaliser().value(
+                "", client.request(key, version, body))
+    return answers
+
+
+def test_entries_named_twice_or_empty_are_answered_as_kafka_answers(
+        clusters: dict[str, LabCluster]) -> None:
+    topic = f"dupes-{uuid.uuid4().hex[:6]}"
+    answers = {}
+    for engine, cluster in clusters.items():
+        create_topic(cluster.bootstrap, topic, 2)
+        answers[engine] = answers_to(cluster, topic)
+    for what, kafka in answers["kafka"].items():
+        node = answers["node"][what]
+        assert node == kafka, f"{what}\nnode  {node}\nkafka {kafka}"

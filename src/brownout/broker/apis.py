@@ -494,9 +494,15 @@ class KafkaApis:
                 raise CloseConnection("acks=0 produce failed")
             return None
         by_topic: dict[str, list[dict[str, Any]]] = {}
+        # Kafka keeps a partition's outcome in maps by partition: one named twice is
+        # written once (its last records) and answered once.
+        seen: set[TopicPartition] = set()
         for topic in body.topic_data:
             for p in topic.partition_data:
                 tp = TopicPartition(topic.name, int(p.index))
+                if tp in seen:
+                    continue
+                seen.add(tp)
                 r = results.get(tp)
                 entry: dict[str, Any] = {
                     "index": tp.partition,
@@ -592,9 +598,9 @@ class KafkaApis:
             ):
                 erroneous.append((tp, FetchResult(ErrorCode.topic_authorization_failed)))
                 continue
-            if replica_id >= 0 and self.metadata.partition_info(tp.topic, tp.partition) is None:
-                # Kafka answers a follower for a partition its metadata does not have
-                # before reading anything (and before looking at the isolation level).
+            if self.metadata.partition_info(tp.topic, tp.partition) is None:
+                # Kafka answers a partition its metadata does not have before reading
+                # anything (and before looking at the isolation level).
                 erroneous.append((tp, FetchResult(ErrorCode.unknown_topic_or_partition)))
                 continue
             interesting.append(tp)
@@ -922,8 +928,13 @@ class KafkaApis:
     async def handle_describe_log_dirs(self, request: Request,
                                        ctx: ClientContext) -> ResponsePayload:
         topics = request.body.topics
-        wanted = None if topics is None else {
-            t.topic: [int(p) for p in t.partitions] for t in topics}
+        # Kafka gathers the partitions asked for in a set: a topic named twice is
+        # described with the partitions of both entries.
+        wanted: dict[str, list[int]] | None = None
+        if topics is not None:
+            wanted = {}
+            for t in topics:
+                wanted.setdefault(t.topic, []).extend(int(p) for p in t.partitions)
         results = []
         for log_dir in self.replica_manager.describe_log_dirs(wanted):
             by_topic: dict[str, list[dict[str, Any]]] = {}

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
@@ -322,12 +323,18 @@ class GroupApis:
         if not self._group_allowed(ctx, AclOperation.READ, body.group_id):
             return self._offset_commit_response(request, [
                 (t.name, int(p.partition_index), ErrorCode.group_authorization_failed)
-                for t in body.topics for p in t.partitions])
+                for t in body.topics for p in t.partitions], [t.name for t in body.topics])
+        # Kafka's response builder adds a refused or unknown topic before its partitions,
+        # so such a topic is answered even when it names none.
+        listed: list[str] = []
         for t in body.topics:
             if not self._topic_allowed(ctx, AclOperation.READ, t.name):
+                listed.append(t.name)
                 answered += [(t.name, int(p.partition_index),
                               ErrorCode.topic_authorization_failed) for p in t.partitions]
                 continue
+            if not metadata.contains(t.name):
+                listed.append(t.name)
             for p in t.partitions:
                 exists = metadata.contains(t.name) and (
                     metadata.partition_info(t.name, int(p.partition_index)) is not None)
@@ -367,12 +374,15 @@ class GroupApis:
                 )
             )
             results = [(r.topic, r.partition, r.error) for r in result.partitions]
-        return self._offset_commit_response(request, answered + results)
+        return self._offset_commit_response(request, answered + results, listed)
 
     def _offset_commit_response(
-        self, request: Request, results: list[tuple[str, int, ErrorCode]]
+        self, request: Request, results: list[tuple[str, int, ErrorCode]],
+        listed: Sequence[str] = (),
     ) -> Any:
-        by_topic: dict[str, list[dict[str, Any]]] = {}
+        """The results by topic (one entry per name, as Kafka's builder keeps them), the
+        `listed` topics answered even when they have no result."""
+        by_topic: dict[str, list[dict[str, Any]]] = {name: [] for name in listed}
         for topic, partition, error in results:
             by_topic.setdefault(topic, []).append(
                 {"partition_index": partition, "error_code": error}
@@ -404,17 +414,31 @@ class GroupApis:
             g.OffsetFetchRequest(body.group_id, partitions)
         )
         # Every topic asked for is answered, in the request's order, one naming no
-        # partition too (Kafka's coordinator adds a topic before its partitions); an
-        # error of the whole request names none (Kafka's error response).
-        by_topic: dict[str, list[dict[str, Any]]] = {
-            t.name: [] for t in body.topics or ()} if result.error == ErrorCode.none else {}
-        for p in result.partitions:
-            if not self._topic_allowed(ctx, AclOperation.DESCRIBE, p.topic):
+        # partition or named twice too (Kafka's coordinator adds each topic of the
+        # request, then its partitions; the answers come in the request's order). All
+        # of the group's offsets come by topic; an error of the whole request names none
+        # (Kafka's error response).
+        topics: list[tuple[str, list[g.OffsetFetchPartition]]] = []
+        if result.error != ErrorCode.none:
+            pass
+        elif body.topics is not None:
+            answers = iter(result.partitions)
+            topics = [(t.name, [next(answers) for _ in t.partition_indexes])
+                      for t in body.topics]
+        else:
+            by_name: dict[str, list[g.OffsetFetchPartition]] = {}
+            for p in result.partitions:
+                by_name.setdefault(p.topic, []).append(p)
+            topics = list(by_name.items())
+        entries = []
+        for name, answered in topics:
+            if not self._topic_allowed(ctx, AclOperation.DESCRIBE, name):
                 if body.topics is None:
                     continue  # all of the group's offsets: the undescribable left out
-                p = p._replace(offset=-1, leader_epoch=-1, metadata="",
-                               error=ErrorCode.topic_authorization_failed)
-            by_topic.setdefault(p.topic, []).append(
+                answered = [p._replace(offset=-1, leader_epoch=-1, metadata="",
+                                       error=ErrorCode.topic_authorization_failed)
+                            for p in answered]
+            entries.append({"name": name, "partitions": [
                 {
                     "partition_index": p.partition,
                     "committed_offset": p.offset,
@@ -422,15 +446,9 @@ class GroupApis:
                     "metadata": p.metadata,
                     "error_code": p.error,
                 }
-            )
+                for p in answered]})
         return self._response(
-            request,
-            {
-                "throttle_time": 0,
-                "topics": [{"name": n, "partitions": ps} for n, ps in by_topic.items()],
-                "error_code": result.error,
-            },
-        )
+            request, {"throttle_time": 0, "topics": entries, "error_code": result.error})
 
     # -- describe / list ------------------------------------------------------------
 
