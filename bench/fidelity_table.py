@@ -67,10 +67,11 @@ def table(out: Path) -> str:
                 continue
             label = "verdict" if row["measure"] == "verdicts" else row["label"]
             texts = [cell_text(row["kind"], cells[e], row["unit"]) for e in (node, kafka)]
-            kafka_text = texts[1] if kafka == "kafka" else f"{texts[1]} ({kafka})"
-            lines.append(f"| {name} | {label} | {texts[0]} | {kafka_text} | "
+            if name:  # the built-in's first row: its name, and which Kafka ran it
+                texts[1] = f"{texts[1]} ({kafka})"
+            lines.append(f"| {name} | {label} | {texts[0]} | {texts[1]} | "
                          f"{'yes' if row.get('differ') else ''} |")
-            name = ""  # the built-in's name on its first row only
+            name = ""
     return "\n".join(lines)
 
 
