@@ -6,10 +6,10 @@ answers compared after normalising what two clusters must differ in (ids, times,
 entries about Kafka's __transaction_state are left out on both sides).
 
 Every answer must be Kafka's, except where the cause is known and written down here:
-what the node does not have (transactions, KIP-848 and share groups, finalized
-features), two Kafka 4.4.0 bugs the node does not copy, and a sub-second request
-timeout that one controller's queue outlasts. A new difference fails the test with
-the frame, the field and both values.
+what the node does not have (transactions, KIP-848 and share groups, the features
+above metadata.version 3.9-IV0), two Kafka 4.4.0 bugs the node does not copy, and a
+sub-second request timeout that one controller's queue outlasts. A new difference
+fails the test with the frame, the field and both values.
 """
 
 from __future__ import annotations
@@ -39,9 +39,13 @@ LACKS = {
     (ApiKey.API_VERSIONS, ".api_keys.length"):
         "the node serves 38 APIs: none of transactions, KIP-848 consumer groups, share "
         "groups, delegation tokens, client quotas or features",
-    (ApiKey.API_VERSIONS, ".supported_features.length"): "the node has no features",
-    (ApiKey.API_VERSIONS, ".finalized_features.length"): "the node has no features",
-    (ApiKey.API_VERSIONS, ".finalized_features_epoch"): "the node has no features",
+    (ApiKey.API_VERSIONS, ".supported_features[].max_version"):
+        "the node implements metadata.version 3.9-IV0 (21), Kafka 4.4.0 up to 33",
+    (ApiKey.API_VERSIONS, ".supported_features[].min_version"):
+        "the node supports metadata.version from 3.0-IV1 (1) as Kafka 3.9 does",
+    (ApiKey.API_VERSIONS, ".finalized_features.length"):
+        "the node finalizes metadata.version only: it has no KIP-848 or share groups, "
+        "no transactions, no eligible leader replicas",
 }
 FETCH_SESSION_ID_BUG = 2**31 - 1  # Kafka's FetchSessionCache shards past its last
 

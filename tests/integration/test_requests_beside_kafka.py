@@ -234,3 +234,35 @@ def test_entries_named_twice_or_empty_are_answered_as_kafka_answers(
     for what, kafka in answers["kafka"].items():
         node = answers["node"][what]
         assert node == kafka, f"{what}\nnode  {node}\nkafka {kafka}"
+
+
+@pytest.fixture(scope="module")
+def kafka_3_9_pair(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, LabCluster]]:
+    root = tmp_path_factory.mktemp("requests-3.9")
+    home = str(kafka_install.install(DEFAULT_KAFKA_3, cache_root()).distribution.home)
+    with LabCluster(root / "node", brokers=1, combined=True) as node, \
+            LabCluster(root / "kafka", brokers=1, combined=True, distribution=home,
+                       start_timeout=300) as kafka:
+        yield {"node": node, "kafka": kafka}
+
+
+def features(address: str) -> dict[str, Any]:
+    with WireClient(address, timeout=30) as client:
+        answer = client.request(ApiKey.API_VERSIONS, 3, {
+            "client_software_name": "brownout-test", "client_software_version": "1"})
+    return {"supported": answer.supported_features, "finalized": answer.finalized_features,
+            "epoch above 0": answer.finalized_features_epoch > 0}
+
+
+def test_api_versions_lists_the_features_kafka_3_9_lists(
+        kafka_3_9_pair: dict[str, LabCluster]) -> None:
+    # The node implements Kafka 3.9's metadata: metadata.version 3.9-IV0 supported and
+    # finalized, on the broker and the controller listener, as Kafka 3.9.2 in KRaft
+    # mode lists it (the epoch is each cluster's metadata offset).
+    answers = {}
+    for engine, cluster in kafka_3_9_pair.items():
+        [node] = cluster.topology.nodes
+        answers[engine] = {"broker": features(node.broker_address),
+                           "controller": features(node.controller_address)}
+    assert answers["node"] == answers["kafka"], answers
+    assert answers["kafka"]["broker"]["finalized"], answers

@@ -37,6 +37,7 @@ from ..protocol.errors import (
     UnsupportedCompressionTypeError,
     default_message,
 )
+from ..protocol.features import api_versions_features
 from ..protocol.records import check_produce_records, first_batch_is_transactional
 from ..security.authorizer import CLUSTER_NAME, AclOperation, ResourceType
 from . import describe_topic_partitions as dtp
@@ -229,9 +230,12 @@ class KafkaApis:
             {"api_key": int(k), "min_version": lo, "max_version": hi}
             for k, (lo, hi) in sorted(self.supported.items())
         ]
+        epoch = self.metadata.features_epoch()
+        features = ({} if epoch is None or request.header.api_version < 3 else
+                    api_versions_features(self.config["brownout.api.versions"], epoch))
         return self._response(
             request,
-            {"error_code": ErrorCode.none, "api_keys": keys, "throttle_time": 0},
+            {"error_code": ErrorCode.none, "api_keys": keys, "throttle_time": 0, **features},
         )
 
     # -- SASL outside the authentication exchange -------------------------------------

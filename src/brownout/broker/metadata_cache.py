@@ -110,6 +110,11 @@ class MetadataCache(Protocol):
 
     def controller_id(self) -> CachedControllerId | None: ...
 
+    def features_epoch(self) -> int | None:
+        """The epoch of the finalized features ApiVersions lists (KRaft: the image's
+        offset); None where the broker lists no features (ZooKeeper mode)."""
+        ...
+
     def partition_metadata(
         self,
         topic: str,
@@ -162,6 +167,9 @@ class KRaftMetadataCache:
 
     def all_topics(self) -> list[str]:
         return sorted(self.image.topic_ids)
+
+    def features_epoch(self) -> int | None:
+        return self.image.offset
 
     def contains(self, topic: str) -> bool:
         return topic in self.image.topic_ids

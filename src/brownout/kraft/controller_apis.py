@@ -52,9 +52,10 @@ from ..controller.quorum_controller import QuorumController
 from ..controller.reassignments import ReassignmentResult, TopicReassignments
 from ..controller.records import BrokerEndpoint, MetadataRecord
 from ..controller.topics import TopicResult
-from ..protocol.apis import ApiKey
+from ..protocol.apis import API_VERSIONS_3_9, ApiKey
 from ..protocol.build import build
 from ..protocol.connection import Request, ServerConnection
+from ..protocol.features import api_versions_features
 from .controller_runtime import ControllerRuntime, NotController
 
 # Its lines are the active controller's, as in Kafka's log.
@@ -131,8 +132,10 @@ class ControllerApis:
                                             "api_keys": [], "throttle_time": 0})
         keys = [{"api_key": int(k), "min_version": lo, "max_version": hi}
                 for k, (lo, hi) in sorted(self.supported.items())]
+        features = {} if request.header.api_version < 3 else api_versions_features(
+            API_VERSIONS_3_9, self.controller.image.offset)
         return self._response(request, {"error_code": ErrorCode.none, "api_keys": keys,
-                                        "throttle_time": 0})
+                                        "throttle_time": 0, **features})
 
     async def handle_broker_registration(self, request: Request,
                                          ctx: ClientContext) -> ResponsePayload:

@@ -219,6 +219,9 @@ class ZkMetadataCache:
     def contains(self, topic: str) -> bool:
         return topic in self.partition_states
 
+    def features_epoch(self) -> int | None:
+        return None  # features live in ZooKeeper's /feature, which the node does not keep
+
     def topic_id(self, topic: str) -> uuid.UUID | None:
         return self.topic_ids.get(topic)
 
