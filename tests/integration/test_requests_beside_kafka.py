@@ -266,3 +266,15 @@ def test_api_versions_lists_the_features_kafka_3_9_lists(
                            "controller": features(node.controller_address)}
     assert answers["node"] == answers["kafka"], answers
     assert answers["kafka"]["broker"]["finalized"], answers
+
+
+def test_api_versions_in_zookeeper_mode_lists_no_features_as_kafka_3_9(
+        zookeeper_clusters: dict[str, LabCluster]) -> None:
+    answers = {}
+    for engine, cluster in zookeeper_clusters.items():
+        with WireClient(cluster.bootstrap, timeout=30) as client:
+            answer = client.request(ApiKey.API_VERSIONS, 3, {
+                "client_software_name": "brownout-test", "client_software_version": "1"})
+        answers[engine] = (answer.supported_features, answer.finalized_features_epoch,
+                           answer.finalized_features)
+    assert answers["node"] == answers["kafka"] == ((), 0, ()), answers

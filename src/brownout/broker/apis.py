@@ -231,8 +231,11 @@ class KafkaApis:
             for k, (lo, hi) in sorted(self.supported.items())
         ]
         epoch = self.metadata.features_epoch()
-        features = ({} if epoch is None or request.header.api_version < 3 else
-                    api_versions_features(self.config["brownout.api.versions"], epoch))
+        features: dict[str, Any] = {}
+        if request.header.api_version >= 3:
+            # A ZooKeeper-mode Kafka 3.9 broker lists no features, at epoch 0.
+            features = ({"finalized_features_epoch": 0} if epoch is None else
+                        api_versions_features(self.config["brownout.api.versions"], epoch))
         return self._response(
             request,
             {"error_code": ErrorCode.none, "api_keys": keys, "throttle_time": 0, **features},

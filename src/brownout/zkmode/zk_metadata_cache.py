@@ -220,7 +220,7 @@ class ZkMetadataCache:
         return topic in self.partition_states
 
     def features_epoch(self) -> int | None:
-        return None  # features live in ZooKeeper's /feature, which the node does not keep
+        return None  # Kafka 3.9 in ZooKeeper mode finalizes none
 
     def topic_id(self, topic: str) -> uuid.UUID | None:
         return self.topic_ids.get(topic)
