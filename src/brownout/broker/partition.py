@@ -46,7 +46,6 @@ class Partition:
         self.replicas: tuple[int, ...] = ()
         self.isr: tuple[int, ...] = ()
         self.min_insync_replicas = 1
-        self.eligible_leader_replicas = False
         # Whether the topic's leader/follower.replication.throttled.replicas name this
         # broker's replica of the partition (replication quotas).
         self.leader_throttled = False
@@ -249,8 +248,9 @@ class Partition:
             self.high_watermark,
             leos,
             self.maximal_isr,
+            isr_size=len(self.isr),
             min_insync_replicas=self.min_insync_replicas,
-            eligible_leader_replicas=self.eligible_leader_replicas,
+            replication_factor=len(self.replicas),
         )
         if new_hw != self.high_watermark:
             self.log.update_high_watermark(new_hw)

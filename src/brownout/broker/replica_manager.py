@@ -112,13 +112,11 @@ class ReplicaManager:
         log_manager: LogManager,
         topic_config: Callable[[str], dict[str, Any]],
         *,
-        eligible_leader_replicas: bool = False,
         clock: Callable[[], int] = now_ms,
     ) -> None:
         self.node_id = node_id
         self.log_manager = log_manager
         self._topic_config = topic_config
-        self._eligible_leader_replicas = eligible_leader_replicas
         self.clock = clock
         self.partitions: dict[TopicPartition, Partition] = {}
         self.topic_names: dict[uuid.UUID, str] = {}
@@ -263,7 +261,6 @@ class ReplicaManager:
                 # roll), as Kafka's logs pick up a new LogConfig.
                 partition.log.config = log_config
             self._apply_topic_configs(partition, configs)
-            partition.eligible_leader_replicas = self._eligible_leader_replicas
             if reg.leader == self.node_id:
                 partition.make_leader(
                     reg.leader_epoch, reg.partition_epoch, reg.replicas, reg.isr, now
@@ -343,7 +340,6 @@ class ReplicaManager:
                 tp.topic, tp.partition, topic_id, LogConfig.from_properties(configs))
             partition = Partition(tp, log_.topic_id, log_, self.node_id)
             self._apply_topic_configs(partition, configs)
-            partition.eligible_leader_replicas = self._eligible_leader_replicas
             self.partitions[tp] = partition
         if partition.topic_id is not None:
             self.topic_names[partition.topic_id] = tp.topic

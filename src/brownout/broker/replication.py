@@ -14,20 +14,24 @@ from kio.schema.errors import ErrorCode
 def high_watermark(
     current_hw: int,
     log_end_offsets: Mapping[int, int],
-    isr: Sequence[int],
+    maximal_isr: Sequence[int],
     *,
+    isr_size: int,
     min_insync_replicas: int,
-    eligible_leader_replicas: bool = False,
+    replication_factor: int,
 ) -> int:
     """The high watermark after an update; it never moves backwards.
 
-    Kafka 3.9: the minimum log-end offset over the ISR (the leader is always in it).
-    With eligible leader replicas (KIP-966) it also does not advance while the ISR is
-    smaller than min.insync.replicas.
+    The minimum log-end offset over the maximal ISR (the leader is always in it). As in
+    Kafka since 3.7 (KAFKA-15583, whether or not eligible leader replicas are enabled),
+    it does not advance while the committed ISR (`isr_size` members) is smaller than the
+    effective min ISR, min.insync.replicas capped at the replication factor: a write
+    that only the leader holds is not committed, acks=1 or not, and an acks=all request
+    waiting for it times out rather than succeeding after the ISR shrank.
     """
-    if eligible_leader_replicas and len(isr) < min_insync_replicas:
+    if isr_size < min(min_insync_replicas, max(1, replication_factor)):
         return current_hw
-    candidate = min(log_end_offsets.get(r, 0) for r in isr)
+    candidate = min(log_end_offsets.get(r, 0) for r in maximal_isr)
     return max(current_hw, candidate)
 
 

@@ -193,8 +193,9 @@ BROKER_CONFIG = ConfigDef(
         ConfigKey("request.timeout.ms", INT, 30000),
         # ZooKeeper mode: how long a broker waits for the controller (ControlledShutdown).
         ConfigKey("controller.socket.timeout.ms", INT, 30000, "", at_least(0)),
-        # High watermark rule: Kafka 3.9 (min LEO over the ISR) or KIP-966's ELR rule
-        # (additionally no advance while the ISR is below min.insync.replicas).
+        # Kafka 3.7-3.9's controller switch for eligible leader replicas (KIP-966),
+        # which the node does not implement: accepted, without effect. The high
+        # watermark's min-ISR rule holds either way, as in Kafka since 3.7.
         ConfigKey("eligible.leader.replicas.enable", B, False),
         # Groups and offsets
         ConfigKey("offsets.topic.num.partitions", INT, 50, "", at_least(1)),

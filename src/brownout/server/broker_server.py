@@ -54,7 +54,6 @@ class BrokerServer:
         self.metadata = KRaftMetadataCache(MetadataImage())
         self.replica_manager = ReplicaManager(
             self.node_id, self.log_manager, self._topic_config,
-            eligible_leader_replicas=config["eligible.leader.replicas.enable"],
         )
         self.metadata_publisher = MetadataPublisher(
             self.image, self.replica_manager,

@@ -166,9 +166,10 @@ class Sim:
     def __init__(self, seed: int, *, loss: float = 0.02, crash_rate: float = 0.002,
                  partition_rate: float = 0.002, unclean: bool = False,
                  pause_rate: float = 0.0, rebalance: bool = False,
-                 metadata_lag: float = 0.0) -> None:
+                 metadata_lag: float = 0.0, min_isr: int = MIN_ISR) -> None:
         self.rng = random.Random(seed)
         self.seed = seed
+        self.min_isr = min_isr
         self.loss, self.crash_rate, self.partition_rate = loss, crash_rate, partition_rate
         self.pause_rate, self.metadata_lag = pause_rate, metadata_lag
         self.now = 0
@@ -320,7 +321,7 @@ class Sim:
         p = broker.partition
         if p is None:
             p = broker.partition = Partition(TopicPartition(TOPIC, 0), TOPIC_ID, broker.log, b)
-            p.min_insync_replicas = MIN_ISR
+            p.min_insync_replicas = self.min_isr
         # As ReplicaManager.apply_metadata: every newer image is applied to the partition,
         # also one that does not change it, and one older than an AlterPartition answer
         # this leader already adopted (the answer comes before the record reaches it).

@@ -10,17 +10,30 @@ from brownout.broker.replication import (
 )
 
 
+def hw(current: int, leos: dict[int, int], maximal_isr: list[int], *, isr_size: int | None = None,
+       min_isr: int = 2, replicas: int = 3) -> int:
+    return high_watermark(current, leos, maximal_isr,
+                          isr_size=len(maximal_isr) if isr_size is None else isr_size,
+                          min_insync_replicas=min_isr, replication_factor=replicas)
+
+
 def test_high_watermark_is_min_leo_over_isr_and_never_moves_back():
     leos = {1: 10, 2: 7, 3: 3}
-    assert high_watermark(0, leos, [1, 2, 3], min_insync_replicas=2) == 3
-    assert high_watermark(0, leos, [1, 2], min_insync_replicas=2) == 7
-    assert high_watermark(8, leos, [1, 2], min_insync_replicas=2) == 8
+    assert hw(0, leos, [1, 2, 3]) == 3
+    assert hw(0, leos, [1, 2]) == 7
+    assert hw(8, leos, [1, 2]) == 8
 
 
-def test_kafka_39_rule_advances_with_shrunken_isr_but_elr_rule_does_not():
+def test_under_min_isr_the_high_watermark_does_not_advance():
+    # Kafka since 3.7 (KAFKA-15583): the leader alone holds writes nobody else has.
     leos = {1: 10}
-    assert high_watermark(4, leos, [1], min_insync_replicas=2) == 10
-    assert high_watermark(4, leos, [1], min_insync_replicas=2, eligible_leader_replicas=True) == 4
+    assert hw(4, leos, [1]) == 4
+    assert hw(4, leos, [1], min_isr=1) == 10
+    # The committed ISR counts, not the maximal one with a member being added.
+    assert hw(4, {1: 10, 2: 10}, [1, 2], isr_size=1) == 4
+    # min.insync.replicas above the replication factor is capped at it.
+    assert hw(4, {1: 10, 2: 9}, [1, 2], min_isr=3, replicas=2) == 9
+    assert hw(4, leos, [1], min_isr=3, replicas=1) == 10
 
 
 def test_followers_lagging_longer_than_the_limit_leave_the_isr():

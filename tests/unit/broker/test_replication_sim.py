@@ -92,6 +92,9 @@ def test_a_leader_taking_back_an_adopted_isr_change_is_caught(monkeypatch):
         return make_leader(self, *args, **kwargs)
 
     monkeypatch.setattr(Partition, "make_leader", any_partition_epoch)
+    # min.insync.replicas 1: the high watermark moves with an ISR of the leader alone,
+    # the commonest way the taken-back ISR loses a write (with 2 it is rarer than this
+    # test's seeds: the ISR must have grown, not shrunk, before it went back).
     with pytest.raises(Violation):
-        for seed in range(200, 300):
-            simulate(seed, duration_ms=DURATION_MS, **SOAK_FAULTS)
+        for seed in range(400):
+            simulate(seed, duration_ms=DURATION_MS, min_isr=1, **SOAK_FAULTS)
