@@ -70,6 +70,7 @@ from .group_apis import GROUP_APIS
 from .metadata_cache import MetadataCache, ZkCachedControllerId
 from .partition import PartitionError, TopicPartition
 from .producer_ids import ProducerIdManager
+from .quota_apis import QuotaApis
 from .replica_manager import FetchRequestPartition, FetchResult, ReplicaManager, now_ms
 from .request_rules import (
     BROKER_ENDPOINT,
@@ -180,6 +181,8 @@ class KafkaApis:
             ApiKey.DESCRIBE_ACLS: self.handle_describe_acls,
             ApiKey.DELETE_ACLS: self.handle_delete_acls,
         }
+        # Client quotas and SCRAM credentials, in a module of their own.
+        self._handlers.update(QuotaApis(metadata, controller, auth).handlers())
         for group in api_groups:
             self._handlers.update(group.handlers())
         unhandled = set(self.supported) - set(self._handlers)
@@ -1405,6 +1408,12 @@ NOT_ON_ZK_BROKERS: dict[ApiKey, str] = {
     ApiKey.LIST_PARTITION_REASSIGNMENTS: "likewise",
     ApiKey.DESCRIBE_QUORUM: "no metadata quorum at all",
     ApiKey.DESCRIBE_TOPIC_PARTITIONS: "Kafka's ZooKeeper-mode brokers do not serve it either",
+    ApiKey.DESCRIBE_CLIENT_QUOTAS: "quotas and SCRAM credentials in /config/users and "
+                                   "/config/clients are not implemented: a client says "
+                                   "'not supported'",
+    ApiKey.ALTER_CLIENT_QUOTAS: "likewise",
+    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: "likewise",
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: "likewise",
 }
 
 
