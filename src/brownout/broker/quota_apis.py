@@ -17,7 +17,11 @@ from typing import Any
 
 from kio.static.protocol import ResponsePayload
 
-from ..controller.client_quotas import QuotaFilterComponent, describe_client_quotas
+from ..controller.client_quotas import (
+    QuotaFilterComponent,
+    describe_client_quotas,
+    entity_pairs,
+)
 from ..controller.scram import describe_user_scram_credentials
 from ..protocol.apis import ApiKey
 from ..protocol.connection import Request, build_response
@@ -74,8 +78,8 @@ class QuotaApis:
             return build_response(request, {"throttle_time": 0, "error_code": answer.error,
                                             "error_message": answer.message, "entries": None})
         return build_response(request, {
-            "throttle_time": 0, "error_code": ErrorCode.none, "error_message": None,
-            "entries": [{"entity": _entity_data(entity),
+            "throttle_time": 0, "error_code": ErrorCode.none, "error_message": "",
+            "entries": [{"entity": _entity_data(entity_pairs(entity)),
                          "values": [{"key": k, "value": v} for k, v in values]}
                         for entity, values in answer.entries]})
 
@@ -108,9 +112,11 @@ class QuotaApis:
                 "results": [{"user": "", "error_code": _DENIED, "error_message": message,
                              "credential_infos": []} for _ in users or ()]})
         answers = describe_user_scram_credentials(self.metadata.scram_credentials(), users)
+        # Kafka sends "" where nothing went wrong here (the messages' default), not null.
         return build_response(request, {
-            "throttle_time": 0, "error_code": ErrorCode.none, "error_message": None,
-            "results": [{"user": a.user, "error_code": a.error, "error_message": a.message,
+            "throttle_time": 0, "error_code": ErrorCode.none, "error_message": "",
+            "results": [{"user": a.user, "error_code": a.error,
+                         "error_message": "" if a.message is None else a.message,
                          "credential_infos": [{"mechanism": m, "iterations": i}
                                               for m, i in a.credentials]}
                         for a in answers]})

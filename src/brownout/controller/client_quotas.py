@@ -84,11 +84,16 @@ def quota_entity(pairs: Sequence[tuple[str, str | None]]) -> QuotaEntity:
     return tuple(sorted(dict(pairs).items()))
 
 
-def entity_text(entity: QuotaEntity) -> str:
-    """How Kafka prints an entity in a message: its map in HashMap order."""
+def entity_pairs(entity: QuotaEntity) -> list[tuple[str, str | None]]:
+    """The entity's (type, name) pairs in the order Kafka lists them: its HashMap's,
+    sized for them (a response's entity data, a message)."""
     names = dict(entity)
-    order = hashmap_order_by(names, string_hash, len(names))
-    inner = ", ".join(f"{t}={'null' if names[t] is None else names[t]}" for t in order)
+    return [(t, names[t]) for t in hashmap_order_by(names, string_hash, len(names))]
+
+
+def entity_text(entity: QuotaEntity) -> str:
+    """How Kafka prints an entity in a message."""
+    inner = ", ".join(f"{t}={'null' if n is None else n}" for t, n in entity_pairs(entity))
     return f"ClientQuotaEntity(entries={{{inner}}})"
 
 

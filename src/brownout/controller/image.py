@@ -56,6 +56,37 @@ NO_LEADER = -1
 QuotaEntity = tuple[tuple[str, str | None], ...]
 # Kafka's entity types of a client quota (ClientQuotaEntity.USER, CLIENT_ID, IP).
 QUOTA_ENTITY_TYPES = frozenset({"user", "client-id", "ip"})
+def delta_quotas(base: Mapping[str, float], changes: Mapping[str, float | None]
+                 ) -> dict[str, float]:
+    """One entity's quotas after `changes` (None: removed), in Kafka's order
+    (ClientQuotaDelta.apply)."""
+    values: dict[str, float] = {}
+    for key in base:
+        value = changes[key] if key in changes else base[key]
+        if value is not None:
+            values[key] = value
+    for key in hashmap_order(changes):
+        value = changes[key]
+        if key not in base and value is not None:
+            values[key] = value
+    return {k: values[k] for k in hashmap_order(values, len(base))}
+
+
+def delta_entities(
+    base: Sequence[QuotaEntity], current: Mapping[QuotaEntity, dict[str, float]],
+    applied: Mapping[QuotaEntity, dict[str, float]],
+) -> dict[QuotaEntity, dict[str, float]]:
+    """Every entity's quotas, the changed ones `applied`, in Kafka's order
+    (ClientQuotasDelta.apply); an entity left without quotas is gone."""
+    def quotas(entity: QuotaEntity) -> dict[str, float]:
+        return applied[entity] if entity in applied else current[entity]
+
+    kept = [e for e in base if quotas(e)]
+    kept += [e for e in hashmap_order_by(applied, quota_entity_hash)
+             if e not in base and applied[e]]
+    return {e: quotas(e) for e in hashmap_order_by(kept, quota_entity_hash, len(base))}
+
+
 def quota_entity_hash(entity: QuotaEntity) -> int:
     """ClientQuotaEntity.hashCode (Objects.hash of its HashMap), unsigned 32-bit."""
     total = 0
@@ -154,6 +185,13 @@ class _Changes:
     topic_configs: set[str] = dataclasses.field(default_factory=set)
     broker_configs: bool = False
     brokers: bool = False
+    # Client quotas as Kafka's ClientQuotasDelta gathers them: the entities in their
+    # order at the last publish, each changed entity's quotas then, and its changes
+    # since (None: removed).
+    quota_entities: list[QuotaEntity] | None = None
+    quota_base: dict[QuotaEntity, dict[str, float]] = dataclasses.field(default_factory=dict)
+    quota_changes: dict[QuotaEntity, dict[str, float | None]] = dataclasses.field(
+        default_factory=dict)
 
     def note(self, record: MetadataRecord) -> None:
         match record:
@@ -192,8 +230,8 @@ class MetadataImage:
     acls: dict[str, AclBinding] = dataclasses.field(default_factory=dict)
     # Offset of the last record applied (the metadata log's offset), -1 when empty.
     offset: int = -1
-    # Client quotas by entity, in the order the entities first got one (Kafka's
-    # ClientQuotasImage); each entity's map is replaced, never changed, by a record.
+    # Client quotas by entity (Kafka's ClientQuotasImage), both maps in the order
+    # Kafka's image iterates them (_apply_quota); replaced, never changed, by a record.
     client_quotas: dict[QuotaEntity, dict[str, float]] = dataclasses.field(
         default_factory=dict)
     # SCRAM credentials: user -> mechanism type code -> credential (Kafka's ScramImage);
@@ -353,22 +391,20 @@ class MetadataImage:
                     del self.scram_credentials[user]
 
     def _apply_quota(self, entity: QuotaEntity, record: ClientQuotaRecord) -> None:
-        # Both maps keep the iteration order of Kafka's image, whose delta rebuilds a
-        # HashMap sized for the old one from its entries, then adds the new ones: a
-        # describe lists them in that order, and kafka-configs.sh prints ties in it.
-        old = self.client_quotas.get(entity, {})
-        quotas = {k: v for k, v in old.items() if not (record.remove and k == record.key)}
-        if not record.remove:
-            quotas[record.key] = record.value
-        quotas = {k: quotas[k] for k in hashmap_order(quotas, len(old))}
-        before = len(self.client_quotas)
-        entities = dict(self.client_quotas)
-        if quotas:
-            entities[entity] = quotas
-        else:
-            entities.pop(entity, None)
-        self.client_quotas = {e: entities[e] for e in hashmap_order_by(
-            entities, quota_entity_hash, before)}
+        # The maps keep the iteration order of Kafka's image, which a describe lists
+        # and kafka-configs.sh prints ties in: each publish, Kafka's delta rebuilds them
+        # as HashMaps sized for the old ones, from the old entries in their order and
+        # then the new ones in the order of its HashMap of changes.
+        changes = self._changes
+        if changes.quota_entities is None:
+            changes.quota_entities = list(self.client_quotas)
+        if entity not in changes.quota_changes:
+            changes.quota_base[entity] = dict(self.client_quotas.get(entity, {}))
+            changes.quota_changes[entity] = {}
+        changes.quota_changes[entity][record.key] = None if record.remove else record.value
+        applied = {e: delta_quotas(changes.quota_base[e], changes.quota_changes[e])
+                   for e in changes.quota_changes}
+        self.client_quotas = delta_entities(changes.quota_entities, self.client_quotas, applied)
 
     def scram_credential(self, user: str, mechanism: str) -> ScramCredential | None:
         """The credential `user` authenticates with over `mechanism` ("SCRAM-SHA-256"

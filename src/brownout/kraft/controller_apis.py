@@ -45,7 +45,7 @@ from ..broker.request_rules import (
 )
 from ..common.topic import NewTopic
 from ..controller.acls import AclCreationResult, AclDeletionResult
-from ..controller.client_quotas import QuotaAlteration, QuotaResult
+from ..controller.client_quotas import QuotaAlteration, QuotaResult, entity_pairs
 from ..controller.cluster_control import IsrChange
 from ..controller.configs import AlterableConfig, ConfigResource, ConfigResult
 from ..controller.elections import PREFERRED, ElectionResult, TopicElections
@@ -432,7 +432,7 @@ class ControllerApis:
                 for entry in body.entries]})
         return self._response(request, {"throttle_time": 0, "entries": [
             {"error_code": r.error, "error_message": r.message,
-             "entity": [{"entity_type": t, "entity_name": n} for t, n in r.entity]}
+             "entity": [{"entity_type": t, "entity_name": n} for t, n in entity_pairs(r.entity)]}
             for r in results]})
 
     async def handle_alter_user_scram_credentials(self, request: Request,

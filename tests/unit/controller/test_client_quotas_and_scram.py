@@ -248,7 +248,7 @@ def test_describe_credentials_all_named_unknown_and_twice():
     applied(image, alter_user_scram_credentials(image, [], [upsertion("alice", 2)])[1])
     everyone = describe_user_scram_credentials(image.scram_credentials, None)
     assert {d.user: d.credentials for d in everyone} == {
-        "alice": ((1, 8192), (2, 8192)), "bob": ((2, 4096),)}
+        "alice": ((2, 8192), (1, 8192)), "bob": ((2, 4096),)}
     named = describe_user_scram_credentials(image.scram_credentials, ["bob", "zed", "bob"])
     assert {d.user: (d.error, d.message) for d in named} == {
         "bob": (ErrorCode.duplicate_resource, "Cannot describe SCRAM credentials for the same "
@@ -265,3 +265,25 @@ def test_removing_a_credential_nobody_has_is_a_misfit_not_a_crash():
         RemoveUserScramCredentialRecord("a", 1),
         RemoveUserScramCredentialRecord("a", 1)]) == (
         2, "removal of unknown SCRAM credential of 'a' (1)")
+
+
+def test_quotas_keep_the_order_kafkas_image_lists_them_in():
+    # Kafka 4.4 answered alice's two quotas, set in one request, request_percentage
+    # first: its delta adds a publish's new keys in the order of its HashMap of changes
+    # (buckets 7 and 11 of 16), into a map whose two keys then share bucket 3 of 4.
+    image = MetadataImage()
+    applied(image, [ClientQuotaRecord(ALICE, "producer_byte_rate", 1024.0),
+                    ClientQuotaRecord(ALICE, "request_percentage", 12.5)])
+    assert list(image.client_quotas[ALICE]) == ["request_percentage", "producer_byte_rate"]
+    # Set in two publishes, the first key stays first in that bucket.
+    image = MetadataImage()
+    applied(image, [ClientQuotaRecord(ALICE, "producer_byte_rate", 1024.0)])
+    image.publish()
+    applied(image, [ClientQuotaRecord(ALICE, "request_percentage", 12.5)])
+    assert list(image.client_quotas[ALICE]) == ["producer_byte_rate", "request_percentage"]
+    # A removal keeps the others in their order; the last removal drops the entity.
+    image.publish()
+    applied(image, [ClientQuotaRecord(ALICE, "producer_byte_rate", remove=True)])
+    assert image.client_quotas == {ALICE: {"request_percentage": 12.5}}
+    applied(image, [ClientQuotaRecord(ALICE, "request_percentage", remove=True)])
+    assert image.client_quotas == {}
