@@ -129,3 +129,22 @@ def test_create_partitions_and_topic_configs_in_zookeeper_mode(cluster: LabClust
             kp.alter_partition_reassignments({TopicPartition(topic, 0): [1, 2]})
     finally:
         kp.close()
+
+
+def test_quota_and_scram_apis_are_not_served_in_zookeeper_mode(cluster: LabCluster) -> None:
+    """Kafka 3.9 keeps quotas and SCRAM credentials under /config/users and
+    /config/clients; the node's ZooKeeper mode does not, so its brokers do not advertise
+    the four APIs and close the connection of a client that sends one anyway, as Kafka
+    does for an API it does not serve. The broker goes on serving."""
+    from brownout.cluster.wire import WireClient, WireError
+    from brownout.protocol.apis import ApiKey
+
+    address = cluster.bootstrap.split(",")[0]
+    quota_apis = {ApiKey.DESCRIBE_CLIENT_QUOTAS, ApiKey.ALTER_CLIENT_QUOTAS,
+                  ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, ApiKey.ALTER_USER_SCRAM_CREDENTIALS}
+    with WireClient(address, timeout=30) as client:
+        assert not quota_apis & set(client.api_versions())
+    with WireClient(address, timeout=30) as client, pytest.raises(WireError):
+        client.request(ApiKey.DESCRIBE_CLIENT_QUOTAS, 1, {"components": [], "strict": False})
+    with WireClient(address, timeout=30) as client:
+        assert ApiKey.METADATA in client.api_versions()
