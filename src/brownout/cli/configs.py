@@ -3,7 +3,7 @@ speaks only the Kafka protocol, so --bootstrap can point it at any Kafka cluster
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Annotated
 
 import typer
@@ -50,7 +50,7 @@ CONFIGS_HELP = "\n\n".join([
 _ORDER = "brownout.configs.entity_order"
 
 
-def _noted(kind: str):  # type: ignore[no-untyped-def]
+def _noted(kind: str) -> Callable[[typer.Context, object], object]:
     """A callback that notes where --entity-name or --entity-default first came on the
     command line: Kafka pairs names with types in that order, and click calls the
     callbacks of the options given in the order they were given."""

@@ -22,7 +22,7 @@ import secrets
 from collections.abc import Callable, Mapping, Sequence
 
 from ..common.java_hashmap import hashmap_order, hashmap_order_by, string_hash
-from .admin import Admin
+from .admin import Admin, AdminError
 
 USERS = "users"
 CLIENTS = "clients"
@@ -36,6 +36,9 @@ QUOTA_KEYS = ("producer_byte_rate", "consumer_byte_rate", "request_percentage",
 SCRAM = {"SCRAM-SHA-256": (1, 4096, "sha256"), "SCRAM-SHA-512": (2, 4096, "sha512")}
 SCRAM_NAMES = {code: name for name, (code, _, _) in SCRAM.items()}
 DEFAULT_SCRAM_ITERATIONS = 4096
+RESOURCE_NOT_FOUND = 91
+# Kafka's exception class for the per-user errors a describe can carry.
+ERROR_EXCEPTIONS = {92: "DuplicateResourceException", 31: "ClusterAuthorizationException"}
 _CREDENTIAL = re.compile(r"(?:iterations=(-?[0-9]*),)?password=(.*)", re.DOTALL)
 # What Java's Double.parseDouble takes (after trimming), short of hexadecimal.
 _JAVA_DOUBLE = re.compile(
@@ -147,11 +150,6 @@ def scram_lines(results: Sequence[tuple[str, int, str | None, Sequence[tuple[int
         shown = ", ".join(f"{SCRAM_NAMES.get(m, 'UNKNOWN')}=iterations={i}" for m, i in infos)
         lines.append(f"SCRAM credential configs for user-principal '{user}' are {shown}")
     return lines
-
-
-RESOURCE_NOT_FOUND = 91
-# Kafka's exception class for the per-user errors a describe can carry.
-ERROR_EXCEPTIONS = {92: "DuplicateResourceException", 31: "ClusterAuthorizationException"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -293,8 +291,6 @@ class QuotaAdmin(Admin):
                     upsertions: Sequence[tuple[str, int, str]]) -> None:
         if any(not password for _, _, password in upsertions):
             # Kafka's AdminClient refuses it before sending.
-            from .admin import AdminError
-
             raise AdminError("UnacceptableCredentialException: Password must not be empty")
         sent = []
         for mechanism, iterations, password in upsertions:
