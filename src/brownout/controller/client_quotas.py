@@ -72,6 +72,11 @@ class QuotaResult:
     message: str | None = None
 
 
+class ExcessiveBatch(Exception):
+    """More records than one operation may write: Kafka's controller fails the whole
+    request (a PolicyViolationException, answered as each entry's POLICY_VIOLATION)."""
+
+
 class QuotaRefused(Exception):
     def __init__(self, message: str, error: ErrorCode = ErrorCode.invalid_request) -> None:
         super().__init__(message)
@@ -169,7 +174,8 @@ def alter_client_quotas(
     validate_only: bool = False,
 ) -> tuple[list[QuotaResult], list[MetadataRecord]]:
     """One result per distinct entity, in Kafka's response order, and the records (none
-    when validate_only, or when they would be more than one operation may write)."""
+    when validate_only); ExcessiveBatch when they would be more than one operation may
+    write."""
     results: dict[QuotaEntity, QuotaResult] = {}
     records: list[MetadataRecord] = []
     for alteration in alterations:
@@ -194,8 +200,7 @@ def alter_client_quotas(
         records.extend(new_records)
     ordered = [results[e] for e in hashmap_order_by(results, entity_hash)]
     if len(records) > MAX_RECORDS_PER_USER_OP:
-        return [dataclasses.replace(r, error=ErrorCode.policy_violation,
-                                    message=EXCESSIVE_BATCH) for r in ordered], []
+        raise ExcessiveBatch(EXCESSIVE_BATCH)
     return ordered, [] if validate_only else records
 
 

@@ -45,7 +45,12 @@ from ..broker.request_rules import (
 )
 from ..common.topic import NewTopic
 from ..controller.acls import AclCreationResult, AclDeletionResult
-from ..controller.client_quotas import QuotaAlteration, QuotaResult, entity_pairs
+from ..controller.client_quotas import (
+    ExcessiveBatch,
+    QuotaAlteration,
+    QuotaResult,
+    entity_pairs,
+)
 from ..controller.cluster_control import IsrChange
 from ..controller.configs import AlterableConfig, ConfigResource, ConfigResult
 from ..controller.elections import PREFERRED, ElectionResult, TopicElections
@@ -58,6 +63,7 @@ from ..controller.topics import TopicResult
 from ..protocol.apis import ApiKey
 from ..protocol.build import build
 from ..protocol.connection import Request, ServerConnection
+from ..protocol.errors import default_message
 from .controller_runtime import ControllerRuntime, NotController
 
 # Its lines are the active controller's, as in Kafka's log.
@@ -420,16 +426,23 @@ class ControllerApis:
                             tuple((op.key, None if op.remove else float(op.value))
                                   for op in entry.ops))
             for entry in body.entries]
+        def each_entry(error: ErrorCode, message: str | None) -> Any:
+            # Kafka's answer to a request that failed as a whole: every entry as sent.
+            return self._response(request, {"throttle_time": 0, "entries": [
+                {"error_code": error, "error_message": message,
+                 "entity": [{"entity_type": e.entity_type, "entity_name": e.entity_name}
+                            for e in entry.entity]}
+                for entry in body.entries]})
+
         try:
             results: list[QuotaResult] = await self.runtime.run(
                 lambda _o: self.controller.alter_client_quotas(
                     alterations, validate_only=bool(body.validate_only)))
         except NotController:
-            return self._response(request, {"throttle_time": 0, "entries": [
-                {"error_code": ErrorCode.not_controller, "error_message": None,
-                 "entity": [{"entity_type": e.entity_type, "entity_name": e.entity_name}
-                            for e in entry.entity]}
-                for entry in body.entries]})
+            return each_entry(ErrorCode.not_controller, None)
+        except ExcessiveBatch:
+            return each_entry(ErrorCode.policy_violation,
+                              default_message(ErrorCode.policy_violation))
         return self._response(request, {"throttle_time": 0, "entries": [
             {"error_code": r.error, "error_message": r.message,
              "entity": [{"entity_type": t, "entity_name": n} for t, n in entity_pairs(r.entity)]}

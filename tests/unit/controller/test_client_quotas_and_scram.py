@@ -287,3 +287,14 @@ def test_quotas_keep_the_order_kafkas_image_lists_them_in():
     assert image.client_quotas == {ALICE: {"request_percentage": 12.5}}
     applied(image, [ClientQuotaRecord(ALICE, "request_percentage", remove=True)])
     assert image.client_quotas == {}
+
+
+def test_more_records_than_one_operation_may_write_fail_the_whole_request():
+    from brownout.controller.client_quotas import ExcessiveBatch
+
+    keys = (("producer_byte_rate", 1.0), ("consumer_byte_rate", 1.0),
+            ("request_percentage", 1.0), ("controller_mutation_rate", 1.0))
+    alterations = [QuotaAlteration((("user", f"u{i}"),), keys) for i in range(2501)]
+    with pytest.raises(ExcessiveBatch):
+        alter_client_quotas(MetadataImage(), alterations)
+    assert len(alter_client_quotas(MetadataImage(), alterations[:2500])[1]) == 10_000
