@@ -1,14 +1,15 @@
 """Client quotas and SCRAM credentials: the same requests to the node and to Apache Kafka,
 their whole answers compared.
 
-    .venv/bin/python bench/quotas_vs_kafka.py [--kafka 4.4.0]
+    .venv/bin/python bench/quotas_vs_kafka.py [--kafka 4.4.0] [--zookeeper]
 
 Two one-node labs side by side (bench/fuzz_vs_kafka.py's), one the node, one Apache
-Kafka. A fixed script of AlterClientQuotas (valid and refused entries of every kind),
-DescribeClientQuotas (filters that match and filters Kafka refuses),
-AlterUserScramCredentials and DescribeUserScramCredentials goes to both sides in the
-same order, each request on its own connection; a second passes between requests, so
-that each broker has published the last change. Printed per request: SAME, or
+Kafka; with --zookeeper, two ZooKeeper-mode labs of one broker and one ZooKeeper server
+each, the node against Kafka 3.9.2 (or --kafka). A fixed script of AlterClientQuotas
+(valid and refused entries of every kind), DescribeClientQuotas (filters that match and
+filters Kafka refuses), AlterUserScramCredentials and DescribeUserScramCredentials goes
+to both sides in the same order, each request on its own connection; a second passes
+between requests, so that each broker has published the last change. Printed per request: SAME, or
 DIFFERENT with both answers (throttle times left out). Kafka lists a user's SCRAM
 mechanisms in an order that changes from one JVM to the next (a HashMap keyed by an
 enum), so those answers can differ there alone.
@@ -19,12 +20,13 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import subprocess
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-from fuzz_vs_kafka import Side
+from fuzz_vs_kafka import BROWNOUT, Side
 
 from brownout.cluster.wire import WireClient
 from brownout.protocol.apis import ApiKey
@@ -101,6 +103,20 @@ def requests() -> list[tuple[str, dict[str, Any]]]:
     ]
 
 
+class ZkSide(Side):
+    """One ZooKeeper-mode broker with a one-server ensemble (`brownout up --zookeeper`)."""
+
+    def __init__(self, name: str, engine: str, directory: Path) -> None:
+        self.name = name
+        self.directory = directory
+        subprocess.run([*BROWNOUT, "up", "--engine", engine, "--brokers", "1", "--zookeeper",
+                        "--zookeepers", "1", "--dir", str(directory)],
+                       check=True, capture_output=True, text=True)
+        node = self.status()["nodes"][0]
+        self.pid = int(node["pid"])
+        self.bootstrap = node["broker_listener"]
+
+
 def plain(value: Any) -> Any:
     """A kio answer as plain data, without throttle time."""
     if hasattr(value, "__dataclass_fields__"):
@@ -115,14 +131,18 @@ def plain(value: Any) -> Any:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--kafka", default="4.4.0", help="Apache Kafka's version.")
+    parser.add_argument("--kafka", default=None, help="Apache Kafka's version (default "
+                        "4.4.0, or 3.9.2 with --zookeeper).")
+    parser.add_argument("--zookeeper", action="store_true", help="ZooKeeper mode.")
     args = parser.parse_args()
+    kafka = args.kafka or ("3.9.2" if args.zookeeper else "4.4.0")
+    side_class = ZkSide if args.zookeeper else Side
     base = Path(tempfile.mkdtemp(prefix="quotas-vs-kafka-"))
     sides: list[Side] = []
     different = 0
     try:
-        for name, engine in (("node", "node"), ("kafka", f"kafka:{args.kafka}")):
-            sides.append(Side(name, engine, base / name))
+        for name, engine in (("node", "node"), ("kafka", f"kafka:{kafka}")):
+            sides.append(side_class(name, engine, base / name))
         for kind, body in requests():
             answers = []
             for side in sides:

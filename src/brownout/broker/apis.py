@@ -181,7 +181,8 @@ class KafkaApis:
             ApiKey.DESCRIBE_ACLS: self.handle_describe_acls,
             ApiKey.DELETE_ACLS: self.handle_delete_acls,
         }
-        # Client quotas and SCRAM credentials, in a module of their own.
+        # Client quotas and SCRAM credentials, in a module of their own (a ZooKeeper-
+        # mode broker's api_groups bring its own handlers of them).
         self._handlers.update(QuotaApis(metadata, controller, auth).handlers())
         for group in api_groups:
             self._handlers.update(group.handlers())
@@ -1408,12 +1409,6 @@ NOT_ON_ZK_BROKERS: dict[ApiKey, str] = {
     ApiKey.LIST_PARTITION_REASSIGNMENTS: "likewise",
     ApiKey.DESCRIBE_QUORUM: "no metadata quorum at all",
     ApiKey.DESCRIBE_TOPIC_PARTITIONS: "Kafka's ZooKeeper-mode brokers do not serve it either",
-    ApiKey.DESCRIBE_CLIENT_QUOTAS: "quotas and SCRAM credentials in /config/users and "
-                                   "/config/clients are not implemented: a client says "
-                                   "'not supported'",
-    ApiKey.ALTER_CLIENT_QUOTAS: "likewise",
-    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: "likewise",
-    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: "likewise",
 }
 
 

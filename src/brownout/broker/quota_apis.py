@@ -45,8 +45,7 @@ def _any_not_controller(results: Any) -> bool:
 
 class QuotaApis:
     """The four handlers (KafkaApis serves them), over the image the broker published
-    last. A ZooKeeper-mode broker does not advertise them (broker/apis.py's
-    NOT_ON_ZK_BROKERS)."""
+    last. A ZooKeeper-mode broker has its own (zkmode/zk_quota_apis.py)."""
 
     def __init__(self, metadata: MetadataCache, controller: RemoteControllerChannel,
                  auth: AuthHelper) -> None:

@@ -14,15 +14,15 @@ WireClient (none of the Python clients has these APIs).
 from __future__ import annotations
 
 import dataclasses
-import decimal
 import hashlib
-import math
 import re
 import secrets
 from collections.abc import Callable, Mapping, Sequence
 
+from ..common.java_double import java_double
 from ..common.java_hashmap import hashmap_order, hashmap_order_by, string_hash
 from .admin import Admin, AdminError
+from .wire import WireClient
 
 USERS = "users"
 CLIENTS = "clients"
@@ -50,32 +50,6 @@ class QuotaCommandError(ValueError):
 
 
 # -- pure -----------------------------------------------------------------------------
-
-
-def java_double(value: float) -> str:
-    """Java's Double.toString: the shortest digits that read back as `value`, plain
-    from 10^-3 up to 10^7, else computerized scientific notation (1.0E7)."""
-    if math.isnan(value):
-        return "NaN"
-    if math.isinf(value):
-        return "Infinity" if value > 0 else "-Infinity"
-    sign = "-" if math.copysign(1.0, value) < 0 else ""
-    magnitude = abs(value)
-    if magnitude == 0:
-        return sign + "0.0"
-    d = decimal.Decimal(repr(magnitude))
-    if 1e-3 <= magnitude < 1e7:
-        text = format(d, "f")
-        if "." not in text:
-            text += ".0"
-        elif text.endswith("."):
-            text += "0"
-        # repr may give "1024.0" or "0.5": strip zeros Java would not print.
-        whole, fraction = text.split(".")
-        return f"{sign}{whole}.{fraction.rstrip('0') or '0'}"
-    digits = "".join(str(x) for x in d.normalize().as_tuple().digits)
-    exponent = d.adjusted()
-    return f"{sign}{digits[0]}.{digits[1:] or '0'}E{exponent}"
 
 
 def java_parse_double(text: str) -> float | None:
@@ -297,6 +271,19 @@ class QuotaAdmin(Admin):
             salt = secrets.token_bytes(32)
             sent.append((user, SCRAM[mechanism][0], iterations, salt,
                          salted_password(mechanism, password, salt, iterations)))
-        self._on_any_broker("cannot alter SCRAM credentials", lambda client:
-                            client.alter_user_scram_credentials(
-                                [(user, SCRAM[m][0]) for m in deletions], sent))
+        deleted = [(user, SCRAM[m][0]) for m in deletions]
+
+        def alter(client: WireClient) -> None:
+            # To the controller Metadata names, as Kafka's AdminClient sends it: a
+            # ZooKeeper-mode broker that is not the controller answers NOT_CONTROLLER.
+            metadata = client.metadata()
+            controller = next((b for b in metadata.brokers
+                               if b.node_id == metadata.controller_id), None)
+            if controller is None:
+                client.alter_user_scram_credentials(deleted, sent)
+                return
+            with WireClient(f"{controller.host}:{controller.port}",
+                            timeout=self.timeout) as at_controller:
+                at_controller.alter_user_scram_credentials(deleted, sent)
+
+        self._on_any_broker("cannot alter SCRAM credentials", alter)

@@ -57,6 +57,7 @@ from ..zkmode.zk_client import (
     ZooKeeperClientTimeoutError,
 )
 from ..zkmode.zk_metadata_cache import ZkMetadataCache
+from ..zkmode.zk_quota_apis import ZkQuotaApis
 from ..zkmode.zk_replica_manager import ZkReplicaManager
 from . import broker_parts as parts
 from .shared import NodeStartupError, SharedServer
@@ -193,8 +194,12 @@ class KafkaServer:
         self.group_runtime, group_apis = parts.group_coordinator(
             config, self.replica_manager, metadata=self.metadata,
             topic_creator=self.topic_creator, auth=auth)
+        # Quotas and SCRAM credentials live in ZooKeeper here (/config/users, ...).
+        quota_apis = ZkQuotaApis(
+            self.zk, auth, request_timeout_ms=timeout_ms,
+            is_controller=lambda: self.controller is not None and self.controller.is_active)
         # A ZooKeeper-mode broker also answers its controller's requests (ZkBrokerApis).
-        api_groups: list[ApiGroup] = [group_apis, self.zk_apis]
+        api_groups: list[ApiGroup] = [group_apis, self.zk_apis, quota_apis]
         self.apis = KafkaApis(
             config=config,
             cluster_id=shared.cluster_id,
