@@ -7,6 +7,7 @@ and SCRAM credentials in /config/users and /config/clients."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Iterator
 
@@ -29,8 +30,11 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabCluster]:
-    with LabCluster(tmp_path_factory.mktemp("zk-admin-apis") / "lab", brokers=2,
-                    zookeeper=True) as c:
+    lab_cluster = LabCluster(tmp_path_factory.mktemp("zk-admin-apis") / "lab", brokers=2,
+                             zookeeper=True)
+    # A SASL_PLAINTEXT listener beside PLAINTEXT, for SCRAM users made with the API.
+    lab_cluster.request = dataclasses.replace(lab_cluster.request, security="sasl")
+    with lab_cluster as c:
         yield c
 
 
@@ -186,7 +190,29 @@ def test_quotas_and_scram_credentials_in_zookeeper_mode(cluster: LabCluster,
         kafka = run_brownout("kafka", "tool", "kafka-configs", "--bootstrap-server",
                              cluster.bootstrap, "--describe", *args, timeout=180)
         assert configs("--describe", *args).stdout == kafka.stdout, (args, kafka.stdout)
+    # Every broker authenticates a user created with the API with the credential from
+    # /config/users once it has followed the change notification (Kafka's
+    # CredentialCache); the lab's static users (admin, alice) are not it.
+    secures = [n.secure_address for n in cluster.topology.brokers]
+    assert None not in secures and not _authenticates(secures[0], "zoe", "zoe-secret")
+    configs("--alter", "--entity-type", "users", "--entity-name", "zoe", "--add-config",
+            "SCRAM-SHA-256=[password=zoe-secret]")
+    for secure in secures:
+        wait_until(lambda secure=secure: _authenticates(secure, "zoe", "zoe-secret"), 60,
+                   f"zoe authenticating on {secure}")
+        assert not _authenticates(secure, "zoe", "wrong")
     refused = run_brownout("configs", "--alter", "--entity-type", "users", "--entity-name",
                            "alice", "--delete-config", "SCRAM-SHA-512", "--bootstrap",
                            cluster.bootstrap, check=False, timeout=120)
     assert refused.returncode == 1 and "RESOURCE_NOT_FOUND" in refused.stderr, refused
+
+
+def _authenticates(address: str, user: str, password: str) -> bool:
+    admin = AdminClient({"bootstrap.servers": address, "security.protocol": "SASL_PLAINTEXT",
+                         "sasl.mechanism": "SCRAM-SHA-256", "sasl.username": user,
+                         "sasl.password": password, "log_level": 0})
+    try:
+        admin.list_topics(timeout=3)
+    except KafkaException:
+        return False
+    return True

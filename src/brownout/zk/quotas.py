@@ -274,6 +274,19 @@ def credential_from_text(text: str) -> ScramCredential:
                            base64.b64decode(fields["server_key"]), int(fields["iterations"]))
 
 
+def scram_credentials_of(props: Mapping[str, str]) -> dict[str, ScramCredential]:
+    """A user's SCRAM credentials by mechanism name, from its configs (a malformed one
+    is left out, as Kafka's CredentialCache cannot use it either)."""
+    out: dict[str, ScramCredential] = {}
+    for name in SCRAM_NAMES.values():
+        if name in props:
+            try:
+                out[name] = credential_from_text(props[name])
+            except (ValueError, KeyError):
+                continue
+    return out
+
+
 @dataclasses.dataclass(frozen=True, slots=True)
 class ScramResult:
     user: str

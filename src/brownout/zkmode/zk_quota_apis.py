@@ -4,8 +4,8 @@ configs in ZooKeeper itself (zk/quotas.py has the rules), a write followed by a
 /config/changes notification; AlterUserScramCredentials only on the active controller
 (NOT_CONTROLLER elsewhere, as Kafka). ZooKeeper trouble answers REQUEST_TIMED_OUT.
 
-Not done: a ZooKeeper-mode broker's SASL/SCRAM authenticator does not read these
-credentials (its listeners keep their static ones), and no quota is enforced.
+The broker's SASL/SCRAM authenticator reads the credentials from /config/users (the
+server follows the change notifications: server/kafka_server.py). No quota is enforced.
 """
 
 from __future__ import annotations
