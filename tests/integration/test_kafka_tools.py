@@ -98,6 +98,121 @@ def test_configs_describe_prints_what_kafka_configs_prints(cluster: LabCluster,
     assert f"Dynamic configs for topic {topic} are:" in kafka.stdout
 
 
+def _quota_view(address: str) -> str:
+    """Every client quota and SCRAM credential one broker describes, order aside."""
+    from brownout.cluster.wire import WireClient
+
+    with WireClient(address, timeout=10) as client:
+        quotas = client.describe_client_quotas([], strict=False)
+        users = client.describe_user_scram_credentials(None)
+    return repr((sorted(repr((sorted(e, key=str), sorted(v))) for e, v in quotas),
+                 sorted((u, sorted(i)) for u, _, _, i in users)))
+
+
+def _settled(cluster: LabCluster, *expected: str) -> bool:
+    """Every broker describes the same quotas and credentials, naming `expected`: the
+    alterations both tools made have reached every broker's image."""
+    views = {_quota_view(a) for a in cluster.bootstrap.split(",")}
+    return len(views) == 1 and all(e in next(iter(views)) for e in expected)
+
+
+def _sorted_mechanisms(text: str) -> str:
+    # Kafka's image iterates a user's mechanisms in a HashMap keyed by an enum, whose
+    # identity hash codes promise no order (the node lists SCRAM-SHA-512 first, as Kafka
+    # 4.4 did in every run compared).
+    def fix(m: re.Match[str]) -> str:
+        return m.group(1) + ", ".join(sorted(m.group(2).split(", ")))
+    return re.sub(r"(SCRAM credential configs for user-principal '[^']*' are )(.*)", fix,
+                  text)
+
+
+def test_configs_of_users_and_clients_match_kafka_configs(cluster: LabCluster,
+                                                          kafka_installed: str):
+    tag = uuid.uuid4().hex[:6]
+    bootstrap = cluster.bootstrap
+
+    def twin(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        return run_brownout("configs", *args, "--bootstrap", bootstrap, check=check,
+                            timeout=TOOL_TIMEOUT)
+
+    def kafka(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        return run_brownout("kafka", "tool", "kafka-configs", "--bootstrap-server", bootstrap,
+                            *args, check=check, timeout=TOOL_TIMEOUT)
+
+    # Each tool alters entities of its own (a delete can be done once), the same way:
+    # what they print must be the same up to the names.
+    def alterations(user: str, client: str) -> list[tuple[str, ...]]:
+        return [
+            ("--alter", "--entity-type", "users", "--entity-name", user, "--add-config",
+             "producer_byte_rate=1024,consumer_byte_rate=2048,request_percentage=12.5"),
+            ("--alter", "--entity-type", "users", "--entity-name", user, "--entity-type",
+             "clients", "--entity-name", client, "--add-config", "consumer_byte_rate=20000000"),
+            ("--alter", "--user", user, "--client-defaults", "--add-config",
+             "controller_mutation_rate=10"),
+            ("--alter", "--entity-type", "clients", "--entity-name", client, "--add-config",
+             "producer_byte_rate=4096"),
+            ("--alter", "--entity-type", "users", "--entity-name", user, "--add-config",
+             "SCRAM-SHA-256=[iterations=8192,password=alice-secret]"),
+            ("--alter", "--entity-type", "users", "--entity-name", user, "--add-config",
+             "SCRAM-SHA-512=[password=alice-secret]"),
+            ("--alter", "--entity-type", "users", "--entity-name", user, "--delete-config",
+             "consumer_byte_rate"),
+            ("--alter", "--entity-type", "users", "--entity-name", user, "--delete-config",
+             "SCRAM-SHA-512"),
+        ]
+
+    names = {"twin": (f"ut-{tag}", f"ct-{tag}"), "kafka": (f"uk-{tag}", f"ck-{tag}")}
+    for (twin_args, kafka_args) in zip(alterations(*names["twin"]),
+                                       alterations(*names["kafka"]), strict=True):
+        ours, theirs = twin(*twin_args), kafka(*kafka_args)
+        assert ours.stdout.replace("ut-", "u?-").replace("ct-", "c?-") == (
+            theirs.stdout.replace("uk-", "u?-").replace("ck-", "c?-")), (twin_args, ours,
+                                                                        theirs)
+    # The defaults are shared: both set the same value.
+    for tool in (twin, kafka):
+        assert tool("--alter", "--entity-type", "users", "--entity-default", "--add-config",
+                    "producer_byte_rate=5000000").stdout == (
+            "Completed updating default config for users in the cluster.\n")
+    # What both refuse (exit 1, nothing on stdout): a delete of a key the entity does
+    # not have, SCRAM for clients, iterations below the minimum, and both mechanisms of a
+    # user in one request (Kafka's controller takes one change per user and request).
+    for tool, (user, client) in (("twin", names["twin"]), ("kafka", names["kafka"])):
+        run = twin if tool == "twin" else kafka
+        for args in [("--entity-type", "clients", "--entity-name", client,
+                      "--delete-config", "request_percentage"),
+                     ("--entity-type", "clients", "--entity-name", client,
+                      "--add-config", "SCRAM-SHA-256=[password=x]"),
+                     ("--entity-type", "users", "--entity-name", user,
+                      "--add-config", "SCRAM-SHA-256=[iterations=100,password=x]"),
+                     ("--entity-type", "users", "--entity-name", user, "--add-config",
+                      "SCRAM-SHA-256=[password=x],SCRAM-SHA-512=[password=x]")]:
+            refused = run("--alter", *args, check=False)
+            assert (refused.returncode, refused.stdout) == (1, ""), (tool, args, refused)
+    wait_until(lambda: _settled(cluster, f"ut-{tag}", f"uk-{tag}", f"ck-{tag}"), 60,
+               "every broker describing both tools' quotas and credentials")
+    describes = [("--entity-type", "users"), ("--entity-type", "clients"),
+                 ("--entity-type", "users", "--entity-type", "clients"),
+                 ("--entity-type", "users", "--entity-default"),
+                 ("--entity-type", "clients", "--entity-default"),
+                 ("--user-defaults",)]
+    for user, client in names.values():
+        describes += [("--entity-type", "users", "--entity-name", user),
+                      ("--user", user, "--client", client),
+                      ("--entity-type", "users", "--entity-name", user, "--entity-type",
+                       "clients"),
+                      ("--entity-type", "clients", "--entity-name", client),
+                      ("--entity-type", "users", "--entity-name", user, "--entity-type",
+                       "clients", "--entity-default")]
+    for args in describes:
+        assert_same(twin("--describe", *args), kafka("--describe", *args), f"describe {args}",
+                    _sorted_mechanisms)
+    shown = kafka("--describe", "--entity-type", "users", "--entity-name",
+                  names["kafka"][0]).stdout
+    assert f"SCRAM credential configs for user-principal '{names['kafka'][0]}' are " \
+           "SCRAM-SHA-256=iterations=8192" in shown, shown
+    assert "producer_byte_rate=1024.0" in shown and "consumer_byte_rate" not in shown
+
+
 def test_a_failing_tool_passes_its_exit_status_and_stderr_through(cluster: LabCluster,
                                                                    kafka_installed: str):
     missing = f"missing-{uuid.uuid4().hex[:6]}"

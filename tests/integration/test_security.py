@@ -185,3 +185,52 @@ def test_sasl_ssl_listener(secure):
     error = first_error(secure.sasl_ssl, {**sasl_conf("PLAIN", "alice", "wrong"), **tls})
     assert error.code() == KafkaError._AUTHENTICATION
     assert PLAIN_REFUSED in error.str()
+
+
+def authenticates(bootstrap: str, conf: dict[str, object]) -> bool:
+    """Whether a client with `conf` gets the cluster's metadata (SASL accepted it)."""
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0, **conf})
+    try:
+        admin.list_topics(timeout=3)
+    except Exception:
+        return False
+    return True
+
+
+@pytest.mark.timeout(240)
+def test_a_scram_user_created_with_alter_user_scram_credentials_authenticates(secure):
+    """Kafka's brokers authenticate SCRAM users with the credentials in the cluster's
+    metadata (AlterUserScramCredentials); so do the node's, beside the listener's
+    static ones."""
+    from _cluster import wait_until
+    from confluent_kafka.admin import (
+        AdminClient,
+        ScramCredentialInfo,
+        ScramMechanism,
+        UserScramCredentialDeletion,
+        UserScramCredentialUpsertion,
+    )
+
+    admin = AdminClient({"bootstrap.servers": secure.node.bootstrap})
+    carol = sasl_conf("SCRAM-SHA-512", "carol", "carol-secret")
+    assert not authenticates(secure.sasl, carol)
+    futures = admin.alter_user_scram_credentials([UserScramCredentialUpsertion(
+        "carol", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 8192), b"carol-secret")])
+    futures["carol"].result(timeout=30)
+    # The broker authenticates with the image it published: wait for the record.
+    wait_until(lambda: authenticates(secure.sasl, carol), 30, "carol authenticating")
+    topic = "sasl-api-user"
+    create_topic(secure.node.bootstrap, topic)
+    round_trip(secure.sasl, topic, carol)
+    wrong = first_error(secure.sasl, sasl_conf("SCRAM-SHA-512", "carol", "wrong"))
+    assert wrong.code() == KafkaError._AUTHENTICATION
+    # SCRAM-SHA-256 has no credential for carol; the static user still authenticates.
+    assert not authenticates(secure.sasl, sasl_conf("SCRAM-SHA-256", "carol", "carol-secret"))
+    assert authenticates(secure.sasl, sasl_conf("SCRAM-SHA-512", "alice", "alice-secret"))
+    futures = admin.alter_user_scram_credentials([UserScramCredentialDeletion(
+        "carol", ScramMechanism.SCRAM_SHA_512)])
+    futures["carol"].result(timeout=30)
+    wait_until(lambda: not authenticates(secure.sasl, carol), 30,
+               "carol refused once her credential is deleted")

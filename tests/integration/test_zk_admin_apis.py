@@ -2,10 +2,12 @@
 processes against a real ensemble: the new assignment written to /brokers/topics/T and
 created by the controller, topic configs written to /config/topics/T with a
 /config/changes notification that every broker follows (min.insync.replicas takes
-effect on the leader), and the clear refusal of dynamic broker configs."""
+effect on the leader), and the clear refusal of dynamic broker configs; client quotas
+and SCRAM credentials in /config/users and /config/clients."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Iterator
 
@@ -28,8 +30,11 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabCluster]:
-    with LabCluster(tmp_path_factory.mktemp("zk-admin-apis") / "lab", brokers=2,
-                    zookeeper=True) as c:
+    lab_cluster = LabCluster(tmp_path_factory.mktemp("zk-admin-apis") / "lab", brokers=2,
+                             zookeeper=True)
+    # A SASL_PLAINTEXT listener beside PLAINTEXT, for SCRAM users made with the API.
+    lab_cluster.request = dataclasses.replace(lab_cluster.request, security="sasl")
+    with lab_cluster as c:
         yield c
 
 
@@ -129,3 +134,85 @@ def test_create_partitions_and_topic_configs_in_zookeeper_mode(cluster: LabClust
             kp.alter_partition_reassignments({TopicPartition(topic, 0): [1, 2]})
     finally:
         kp.close()
+
+
+def test_quotas_and_scram_credentials_in_zookeeper_mode(cluster: LabCluster,
+                                                        kafka_installed: str) -> None:
+    """Kafka 3.9 keeps them as entity configs in ZooKeeper: `brownout configs` writes
+    /config/users/U, /config/users/U/clients/C and /config/clients/C with a change
+    notification each, describes them back, and a SCRAM credential lands in the user's
+    config as Kafka's ScramCredentialUtils writes it."""
+    import subprocess
+
+    from conftest import run_brownout
+
+    def configs(*args: str) -> subprocess.CompletedProcess[str]:
+        return run_brownout("configs", *args, "--bootstrap", cluster.bootstrap, timeout=120)
+
+    assert configs("--alter", "--entity-type", "users", "--entity-name", "alice",
+                   "--add-config", "producer_byte_rate=1024,request_percentage=12.5"
+                   ).stdout == "Completed updating config for user alice.\n"
+    assert configs("--alter", "--user", "alice", "--client", "c 1", "--add-config",
+                   "consumer_byte_rate=2048").stdout == (
+        "Completed updating config for client c 1.\n")
+    assert configs("--alter", "--entity-type", "users", "--entity-name", "alice",
+                   "--add-config", "SCRAM-SHA-256=[iterations=8192,password=alice-secret]"
+                   ).stdout == "Completed updating config for user alice.\n"
+    zk = KazooClient(hosts=cluster.topology.zookeeper_connect, timeout=10.0)
+    zk.start()
+    try:
+        user = json.loads(zk.get("/config/users/alice")[0])
+        assert user["version"] == 1
+        assert user["config"]["producer_byte_rate"] == "1024"
+        assert user["config"]["request_percentage"] == "12.5"
+        assert user["config"]["SCRAM-SHA-256"].startswith("salt=")
+        assert user["config"]["SCRAM-SHA-256"].endswith(",iterations=8192")
+        both = json.loads(zk.get("/config/users/alice/clients/c%201")[0])
+        assert both["config"] == {"consumer_byte_rate": "2048"}
+        changes = [json.loads(zk.get(f"/config/changes/{c}")[0])["entity_path"]
+                   for c in sorted(zk.get_children("/config/changes"))]
+        assert {"users/alice", "users/alice/clients/c%201"} <= set(changes)
+    finally:
+        zk.stop()
+    shown = configs("--describe", "--entity-type", "users", "--entity-name", "alice").stdout
+    assert shown.splitlines() == [
+        "Quota configs for user-principal 'alice' are request_percentage=12.5, "
+        "producer_byte_rate=1024.0",
+        "SCRAM credential configs for user-principal 'alice' are SCRAM-SHA-256=iterations=8192",
+    ], shown
+    assert configs("--describe", "--user", "alice", "--client", "c 1").stdout == (
+        "Quota configs for user-principal 'alice', client-id 'c 1' are "
+        "consumer_byte_rate=2048.0\n")
+    # Kafka 4.4's own tool reads the same answers the same way.
+    for args in (("--entity-type", "users", "--entity-name", "alice"),
+                 ("--entity-type", "users", "--entity-type", "clients"),
+                 ("--entity-type", "users")):
+        kafka = run_brownout("kafka", "tool", "kafka-configs", "--bootstrap-server",
+                             cluster.bootstrap, "--describe", *args, timeout=180)
+        assert configs("--describe", *args).stdout == kafka.stdout, (args, kafka.stdout)
+    # Every broker authenticates a user created with the API with the credential from
+    # /config/users once it has followed the change notification (Kafka's
+    # CredentialCache); the lab's static users (admin, alice) are not it.
+    secures = [n.secure_address for n in cluster.topology.brokers]
+    assert None not in secures and not _authenticates(secures[0], "zoe", "zoe-secret")
+    configs("--alter", "--entity-type", "users", "--entity-name", "zoe", "--add-config",
+            "SCRAM-SHA-256=[password=zoe-secret]")
+    for secure in secures:
+        wait_until(lambda secure=secure: _authenticates(secure, "zoe", "zoe-secret"), 60,
+                   f"zoe authenticating on {secure}")
+        assert not _authenticates(secure, "zoe", "wrong")
+    refused = run_brownout("configs", "--alter", "--entity-type", "users", "--entity-name",
+                           "alice", "--delete-config", "SCRAM-SHA-512", "--bootstrap",
+                           cluster.bootstrap, check=False, timeout=120)
+    assert refused.returncode == 1 and "RESOURCE_NOT_FOUND" in refused.stderr, refused
+
+
+def _authenticates(address: str, user: str, password: str) -> bool:
+    admin = AdminClient({"bootstrap.servers": address, "security.protocol": "SASL_PLAINTEXT",
+                         "sasl.mechanism": "SCRAM-SHA-256", "sasl.username": user,
+                         "sasl.password": password, "log_level": 0})
+    try:
+        admin.list_topics(timeout=3)
+    except KafkaException:
+        return False
+    return True

@@ -71,6 +71,7 @@ from .group_apis import GROUP_APIS
 from .metadata_cache import MetadataCache, ZkCachedControllerId
 from .partition import PartitionError, TopicPartition
 from .producer_ids import ProducerIdManager
+from .quota_apis import QuotaApis
 from .replica_manager import FetchRequestPartition, FetchResult, ReplicaManager, now_ms
 from .request_rules import (
     BROKER_ENDPOINT,
@@ -181,6 +182,9 @@ class KafkaApis:
             ApiKey.DESCRIBE_ACLS: self.handle_describe_acls,
             ApiKey.DELETE_ACLS: self.handle_delete_acls,
         }
+        # Client quotas and SCRAM credentials, in a module of their own (a ZooKeeper-
+        # mode broker's api_groups bring its own handlers of them).
+        self._handlers.update(QuotaApis(metadata, controller, auth).handlers())
         for group in api_groups:
             self._handlers.update(group.handlers())
         unhandled = set(self.supported) - set(self._handlers)

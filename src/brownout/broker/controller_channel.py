@@ -48,9 +48,12 @@ class RemoteControllerChannel:
         self.request_timeout_ms = request_timeout_ms
 
     async def send(
-        self, api_key: ApiKey, version: int, body: Any, *, timeout_ms: int | None = None
+        self, api_key: ApiKey, version: int, body: Any, *, timeout_ms: int | None = None,
+        not_controller: Callable[[Any], bool] | None = None,
     ) -> Any:
-        """Send to the active controller, retrying NOT_CONTROLLER and unreachable ones."""
+        """Send to the active controller, retrying NOT_CONTROLLER and unreachable ones.
+        `not_controller` says whether a response is a NOT_CONTROLLER answer, for APIs
+        that answer it per entry (default: the response's top-level error_code)."""
         deadline = time.monotonic() + (timeout_ms or self.request_timeout_ms) / 1000
         last_problem = "no controller is known"
         while time.monotonic() < deadline:
@@ -68,7 +71,8 @@ class RemoteControllerChannel:
                 last_problem = str(e)
                 await asyncio.sleep(RETRY_BACKOFF_S)
                 continue
-            if getattr(response, "error_code", ErrorCode.none) == ErrorCode.not_controller:
+            if (not_controller(response) if not_controller is not None else
+                    getattr(response, "error_code", ErrorCode.none) == ErrorCode.not_controller):
                 last_problem = f"{endpoint[0]}:{endpoint[1]} is not the active controller"
                 await asyncio.sleep(RETRY_BACKOFF_S)
                 continue

@@ -22,7 +22,8 @@ from typing import Any, Protocol
 
 from kio.schema.errors import ErrorCode
 
-from ..controller.image import MetadataImage
+from ..controller.image import MetadataImage, QuotaEntity
+from ..security.mechanisms import ScramCredential
 
 NO_LEADER_ID = -1
 
@@ -106,6 +107,14 @@ class MetadataCache(Protocol):
     def group_config(self, group: str) -> Mapping[str, str] | None:
         """The group's config overrides; None where group configs do not exist (a
         ZooKeeper-mode broker)."""
+        ...
+
+    def client_quotas(self) -> Mapping[QuotaEntity, Mapping[str, float]]:
+        """Client quotas by entity (AlterClientQuotas)."""
+        ...
+
+    def scram_credentials(self) -> Mapping[str, Mapping[int, ScramCredential]]:
+        """SCRAM credentials: user -> mechanism type code -> credential."""
         ...
 
     def controller_id(self) -> CachedControllerId | None: ...
@@ -196,6 +205,12 @@ class KRaftMetadataCache:
 
     def group_config(self, group: str) -> Mapping[str, str] | None:
         return self.image.group_configs.get(group, {})
+
+    def client_quotas(self) -> Mapping[QuotaEntity, Mapping[str, float]]:
+        return self.image.client_quotas
+
+    def scram_credentials(self) -> Mapping[str, Mapping[int, ScramCredential]]:
+        return self.image.scram_credentials
 
     def controller_id(self) -> CachedControllerId | None:
         return KRaftCachedControllerId()

@@ -21,7 +21,9 @@ from .admin import Admin, AdminError
 
 TOPICS = "topics"
 BROKERS = "brokers"
-ENTITY_TYPES = (TOPICS, BROKERS)
+USERS = "users"  # client quotas and SCRAM credentials: cluster/quotas.py
+CLIENTS = "clients"
+ENTITY_TYPES = (TOPICS, CLIENTS, USERS, BROKERS)
 DEFAULT_BROKER = ""  # Kafka's name for the cluster-wide broker default resource
 
 TOPIC_RESOURCE = 2  # Kafka's ConfigResource.Type codes

@@ -43,6 +43,10 @@ _MAX_VERSION = {
     ApiKey.LIST_PARTITION_REASSIGNMENTS: 0,
     ApiKey.DESCRIBE_TOPIC_PARTITIONS: 0,
     ApiKey.DESCRIBE_LOG_DIRS: 4,
+    ApiKey.DESCRIBE_CLIENT_QUOTAS: 1,
+    ApiKey.ALTER_CLIENT_QUOTAS: 1,
+    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: 0,
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: 0,
 }
 _MIN_VERSION = {ApiKey.METADATA: 4, ApiKey.DESCRIBE_CONFIGS: 1, ApiKey.FIND_COORDINATOR: 1}
 
@@ -502,6 +506,68 @@ class WireClient:
                     tuple(int(b) for b in p.replicas), tuple(int(b) for b in p.adding_replicas),
                     tuple(int(b) for b in p.removing_replicas))
                 for t in r.topics for p in t.partitions}
+
+    def describe_client_quotas(
+        self, components: list[tuple[str, int, str | None]], strict: bool
+    ) -> list[tuple[list[tuple[str, str | None]], list[tuple[str, float]]]]:
+        """DescribeClientQuotas with filter components (entity type, match type, match):
+        each matching entity's (type, name) pairs and (key, value) quotas, as sent."""
+        version = self.pick_version(ApiKey.DESCRIBE_CLIENT_QUOTAS)
+        r = self.request(ApiKey.DESCRIBE_CLIENT_QUOTAS, version, {
+            "components": [{"entity_type": t, "match_type": m, "match": n}
+                           for t, m, n in components],
+            "strict": strict})
+        if int(r.error_code) != 0:
+            raise ResourceError(f"{_error_name(int(r.error_code))}: {r.error_message or ''}"
+                                .rstrip(": "))
+        return [([(str(e.entity_type), e.entity_name) for e in entry.entity],
+                 [(str(v.key), float(v.value)) for v in entry.values])
+                for entry in r.entries or ()]
+
+    def alter_client_quotas(self, entity: list[tuple[str, str | None]],
+                            ops: list[tuple[str, float | None]]) -> None:
+        """AlterClientQuotas of one entity: (key, value) each, None removing the key."""
+        version = self.pick_version(ApiKey.ALTER_CLIENT_QUOTAS)
+        r = self.request(ApiKey.ALTER_CLIENT_QUOTAS, version, {"entries": [{
+            "entity": [{"entity_type": t, "entity_name": n} for t, n in entity],
+            "ops": [{"key": k, "value": 0.0 if v is None else v, "remove": v is None}
+                    for k, v in ops]}], "validate_only": False})
+        for entry in r.entries:
+            if int(entry.error_code) != 0:
+                raise ResourceError(f"{_error_name(int(entry.error_code))}: "
+                                    f"{entry.error_message or ''}".rstrip(": "))
+
+    def describe_user_scram_credentials(
+        self, users: list[str] | None
+    ) -> list[tuple[str, int, str | None, list[tuple[int, int]]]]:
+        """DescribeUserScramCredentials (None: every user): per user, in the response's
+        order, (user, error code, error message, [(mechanism type, iterations)])."""
+        version = self.pick_version(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS)
+        r = self.request(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, version, {
+            "users": None if users is None else [{"name": u} for u in users]})
+        if int(r.error_code) != 0:
+            raise ResourceError(f"{_error_name(int(r.error_code))}: {r.error_message or ''}"
+                                .rstrip(": "))
+        return [(str(res.user), int(res.error_code), res.error_message,
+                 [(int(c.mechanism), int(c.iterations)) for c in res.credential_infos])
+                for res in r.results]
+
+    def alter_user_scram_credentials(
+        self, deletions: list[tuple[str, int]],
+        upsertions: list[tuple[str, int, int, bytes, bytes]],
+    ) -> None:
+        """AlterUserScramCredentials: deletions (user, mechanism type) and upsertions
+        (user, mechanism type, iterations, salt, salted password)."""
+        version = self.pick_version(ApiKey.ALTER_USER_SCRAM_CREDENTIALS)
+        r = self.request(ApiKey.ALTER_USER_SCRAM_CREDENTIALS, version, {
+            "deletions": [{"name": u, "mechanism": m} for u, m in deletions],
+            "upsertions": [{"name": u, "mechanism": m, "iterations": i, "salt": salt,
+                            "salted_password": salted}
+                           for u, m, i, salt, salted in upsertions]})
+        for res in r.results:
+            if int(res.error_code) != 0:
+                raise ResourceError(f"{_error_name(int(res.error_code))}: "
+                                    f"{res.error_message or ''}".rstrip(": "))
 
 
 def fetch_metadata(address: str, timeout: float = 3.0) -> ClusterMetadata:

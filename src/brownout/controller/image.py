@@ -21,6 +21,7 @@ import dataclasses
 import uuid
 from collections.abc import Mapping, Sequence
 
+from ..common.java_hashmap import hashmap_order, hashmap_order_by, string_hash
 from ..security.authorizer import (
     AclBinding,
     AclOperation,
@@ -28,11 +29,13 @@ from ..security.authorizer import (
     PatternType,
     ResourceType,
 )
+from ..security.mechanisms import ScramCredential
 from .records import (
     CLUSTER_METADATA_TOPIC,
     AccessControlEntryRecord,
     BrokerEndpoint,
     BrokerRegistrationChangeRecord,
+    ClientQuotaRecord,
     ConfigRecord,
     MetadataRecord,
     PartitionChangeRecord,
@@ -41,11 +44,59 @@ from .records import (
     RegisterBrokerRecord,
     RemoveAccessControlEntryRecord,
     RemoveTopicRecord,
+    RemoveUserScramCredentialRecord,
     TopicRecord,
     UnregisterBrokerRecord,
+    UserScramCredentialRecord,
 )
 
 NO_LEADER = -1
+# A client quota entity: its (entity type, name) pairs sorted by type, a None name
+# being that type's default (Kafka's ClientQuotaEntity).
+QuotaEntity = tuple[tuple[str, str | None], ...]
+# Kafka's entity types of a client quota (ClientQuotaEntity.USER, CLIENT_ID, IP).
+QUOTA_ENTITY_TYPES = frozenset({"user", "client-id", "ip"})
+def delta_quotas(base: Mapping[str, float], changes: Mapping[str, float | None]
+                 ) -> dict[str, float]:
+    """One entity's quotas after `changes` (None: removed), in Kafka's order
+    (ClientQuotaDelta.apply)."""
+    values: dict[str, float] = {}
+    for key in base:
+        value = changes[key] if key in changes else base[key]
+        if value is not None:
+            values[key] = value
+    for key in hashmap_order(changes):
+        value = changes[key]
+        if key not in base and value is not None:
+            values[key] = value
+    return {k: values[k] for k in hashmap_order(values, len(base))}
+
+
+def delta_entities(
+    base: Sequence[QuotaEntity], current: Mapping[QuotaEntity, dict[str, float]],
+    applied: Mapping[QuotaEntity, dict[str, float]],
+) -> dict[QuotaEntity, dict[str, float]]:
+    """Every entity's quotas, the changed ones `applied`, in Kafka's order
+    (ClientQuotasDelta.apply); an entity left without quotas is gone."""
+    def quotas(entity: QuotaEntity) -> dict[str, float]:
+        return applied[entity] if entity in applied else current[entity]
+
+    kept = [e for e in base if quotas(e)]
+    kept += [e for e in hashmap_order_by(applied, quota_entity_hash)
+             if e not in base and applied[e]]
+    return {e: quotas(e) for e in hashmap_order_by(kept, quota_entity_hash, len(base))}
+
+
+def quota_entity_hash(entity: QuotaEntity) -> int:
+    """ClientQuotaEntity.hashCode (Objects.hash of its HashMap), unsigned 32-bit."""
+    total = 0
+    for entity_type, name in entity:
+        total += string_hash(entity_type) ^ (0 if name is None else string_hash(name))
+    return (31 + total) & 0xFFFFFFFF
+
+
+# Kafka's SCRAM mechanism type codes (ScramMechanism.type()).
+SCRAM_MECHANISM_TYPES = {1: "SCRAM-SHA-256", 2: "SCRAM-SHA-512"}
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -134,6 +185,13 @@ class _Changes:
     topic_configs: set[str] = dataclasses.field(default_factory=set)
     broker_configs: bool = False
     brokers: bool = False
+    # Client quotas as Kafka's ClientQuotasDelta gathers them: the entities in their
+    # order at the last publish, each changed entity's quotas then, and its changes
+    # since (None: removed).
+    quota_entities: list[QuotaEntity] | None = None
+    quota_base: dict[QuotaEntity, dict[str, float]] = dataclasses.field(default_factory=dict)
+    quota_changes: dict[QuotaEntity, dict[str, float | None]] = dataclasses.field(
+        default_factory=dict)
 
     def note(self, record: MetadataRecord) -> None:
         match record:
@@ -172,6 +230,14 @@ class MetadataImage:
     acls: dict[str, AclBinding] = dataclasses.field(default_factory=dict)
     # Offset of the last record applied (the metadata log's offset), -1 when empty.
     offset: int = -1
+    # Client quotas by entity (Kafka's ClientQuotasImage), both maps in the order
+    # Kafka's image iterates them (_apply_quota); replaced, never changed, by a record.
+    client_quotas: dict[QuotaEntity, dict[str, float]] = dataclasses.field(
+        default_factory=dict)
+    # SCRAM credentials: user -> mechanism type code -> credential (Kafka's ScramImage);
+    # likewise replaced, never changed, per user.
+    scram_credentials: dict[str, dict[int, ScramCredential]] = dataclasses.field(
+        default_factory=dict)
     _generation: int = dataclasses.field(default=0, compare=False, repr=False)
     _changes: _Changes = dataclasses.field(default_factory=_Changes, compare=False,
                                            repr=False)
@@ -201,6 +267,8 @@ class MetadataImage:
             dict(self.topics_by_id), dict(self.topic_ids), dict(self.brokers),
             dict(self.topic_configs), dict(self.broker_configs), dict(self.group_configs),
             self.next_producer_id, dict(self.acls), self.offset,
+            client_quotas=dict(self.client_quotas),
+            scram_credentials=dict(self.scram_credentials),
             # Applying to the snapshot itself would copy every topic before changing it.
             _generation=-1)
         self._generation += 1  # every topic is shared with the snapshot now
@@ -308,6 +376,43 @@ class MetadataImage:
                 self.acls[record.id] = acl_binding(record)
             case RemoveAccessControlEntryRecord(id=acl_id):
                 del self.acls[acl_id]
+            case ClientQuotaRecord(entity=entity):
+                self._apply_quota(entity, record)
+            case UserScramCredentialRecord(name=user, mechanism=mechanism):
+                self.scram_credentials[user] = {
+                    **self.scram_credentials.get(user, {}),
+                    mechanism: ScramCredential(record.salt, record.stored_key,
+                                               record.server_key, record.iterations)}
+            case RemoveUserScramCredentialRecord(name=user, mechanism=mechanism):
+                left = {m: c for m, c in self.scram_credentials[user].items() if m != mechanism}
+                if left:
+                    self.scram_credentials[user] = left
+                else:
+                    del self.scram_credentials[user]
+
+    def _apply_quota(self, entity: QuotaEntity, record: ClientQuotaRecord) -> None:
+        # The maps keep the iteration order of Kafka's image, which a describe lists
+        # and kafka-configs.sh prints ties in: each publish, Kafka's delta rebuilds them
+        # as HashMaps sized for the old ones, from the old entries in their order and
+        # then the new ones in the order of its HashMap of changes.
+        changes = self._changes
+        if changes.quota_entities is None:
+            changes.quota_entities = list(self.client_quotas)
+        if entity not in changes.quota_changes:
+            changes.quota_base[entity] = dict(self.client_quotas.get(entity, {}))
+            changes.quota_changes[entity] = {}
+        changes.quota_changes[entity][record.key] = None if record.remove else record.value
+        applied = {e: delta_quotas(changes.quota_base[e], changes.quota_changes[e])
+                   for e in changes.quota_changes}
+        self.client_quotas = delta_entities(changes.quota_entities, self.client_quotas, applied)
+
+    def scram_credential(self, user: str, mechanism: str) -> ScramCredential | None:
+        """The credential `user` authenticates with over `mechanism` ("SCRAM-SHA-256"
+        or "SCRAM-SHA-512"), if one was created (AlterUserScramCredentials)."""
+        for code, name in SCRAM_MECHANISM_TYPES.items():
+            if name == mechanism:
+                return self.scram_credentials.get(user, {}).get(code)
+        return None
 
     def live_brokers(self) -> list[BrokerRegistration]:
         return [b for b in sorted(self.brokers.values(), key=lambda b: b.broker_id) if not b.fenced]
@@ -342,6 +447,14 @@ class _View:
         self.removed_brokers: set[int] = set()
         self.added_acls: set[str] = set()
         self.removed_acls: set[str] = set()
+        self.added_scram: set[tuple[str, int]] = set()
+        self.removed_scram: set[tuple[str, int]] = set()
+
+    def has_scram(self, user: str, mechanism: int) -> bool:
+        if (user, mechanism) in self.removed_scram:
+            return False
+        return ((user, mechanism) in self.added_scram
+                or mechanism in self.image.scram_credentials.get(user, {}))
 
     def has_acl(self, acl_id: str) -> bool:
         if acl_id in self.removed_acls:
@@ -397,6 +510,12 @@ class _View:
             case RemoveAccessControlEntryRecord(id=acl_id):
                 self.added_acls.discard(acl_id)
                 self.removed_acls.add(acl_id)
+            case UserScramCredentialRecord(name=user, mechanism=mechanism):
+                self.added_scram.add((user, mechanism))
+                self.removed_scram.discard((user, mechanism))
+            case RemoveUserScramCredentialRecord(name=user, mechanism=mechanism):
+                self.added_scram.discard((user, mechanism))
+                self.removed_scram.add((user, mechanism))
 
 
 def _misfit(record: MetadataRecord, view: _View) -> str | None:
@@ -432,6 +551,19 @@ def _misfit(record: MetadataRecord, view: _View) -> str | None:
         case RemoveAccessControlEntryRecord(id=acl_id):
             if not view.has_acl(acl_id):
                 return f"removal of unknown ACL {acl_id}"
+        case ClientQuotaRecord(entity=entity):
+            types = [t for t, _ in entity]
+            if not types or list(types) != sorted(set(types)) or not set(types) <= (
+                    QUOTA_ENTITY_TYPES):
+                return f"client quota of a malformed entity {entity!r}"
+        case UserScramCredentialRecord(mechanism=mechanism):
+            if mechanism not in SCRAM_MECHANISM_TYPES:
+                return f"SCRAM credential of unknown mechanism type {mechanism}"
+        case RemoveUserScramCredentialRecord(name=user, mechanism=mechanism):
+            # Kafka's ScramControlManager fails on it ("Unable to find credential to
+            # delete"); here it is a misfit.
+            if not view.has_scram(user, mechanism):
+                return f"removal of unknown SCRAM credential of {user!r} ({mechanism})"
         case (RegisterBrokerRecord() | UnregisterBrokerRecord()
               | ProducerIdsRecord()):
             pass

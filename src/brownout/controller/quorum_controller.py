@@ -17,6 +17,7 @@ from ..common.group_config import GROUP_BROKER_DEFAULTS
 from ..common.topic import NewTopic
 from ..security.authorizer import AclBinding, AclBindingFilter
 from .acls import AclCreationResult, AclDeletionResult, create_acls, delete_acls
+from .client_quotas import QuotaAlteration, QuotaResult, alter_client_quotas
 from .cluster_control import (
     ClusterControl,
     ClusterControlConfig,
@@ -42,6 +43,7 @@ from .reassignments import (
     list_partition_reassignments,
 )
 from .records import BrokerEndpoint, MetadataRecord, ProducerIdsRecord
+from .scram import ScramDeletion, ScramResult, ScramUpsertion, alter_user_scram_credentials
 from .topics import TopicResult, create_topics, delete_topics
 
 PRODUCER_ID_BLOCK_SIZE = 1000
@@ -194,6 +196,16 @@ class QuorumController:
         self, filters: Sequence[AclBindingFilter]
     ) -> tuple[list[AclDeletionResult], list[MetadataRecord]]:
         return delete_acls(self.image, filters)
+
+    def alter_client_quotas(
+        self, alterations: Sequence[QuotaAlteration], *, validate_only: bool = False
+    ) -> tuple[list[QuotaResult], list[MetadataRecord]]:
+        return alter_client_quotas(self.image, alterations, validate_only=validate_only)
+
+    def alter_user_scram_credentials(
+        self, deletions: Sequence[ScramDeletion], upsertions: Sequence[ScramUpsertion]
+    ) -> tuple[list[ScramResult], list[MetadataRecord]]:
+        return alter_user_scram_credentials(self.image, deletions, upsertions)
 
     def allocate_producer_ids(
         self, broker_id: int, broker_epoch: int

@@ -8,6 +8,7 @@ RPCs between nodes remain Kafka's.
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import json
 import uuid
@@ -153,6 +154,40 @@ class RemoveAccessControlEntryRecord:
     id: str
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class ClientQuotaRecord:
+    """One quota of one client quota entity (Kafka's record of the same name): `entity`
+    is its (entity type, name) pairs, sorted by type, a None name being the type's
+    default; `remove` drops the key, else it is set to `value`."""
+
+    TYPE: ClassVar[str] = "ClientQuota"
+    entity: tuple[tuple[str, str | None], ...]
+    key: str
+    value: float = 0.0
+    remove: bool = False
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class UserScramCredentialRecord:
+    """A user's SCRAM credential for one mechanism (Kafka's type codes: 1 SCRAM-SHA-256,
+    2 SCRAM-SHA-512): what the server keeps, never the password."""
+
+    TYPE: ClassVar[str] = "UserScramCredential"
+    name: str
+    mechanism: int
+    salt: bytes
+    stored_key: bytes
+    server_key: bytes
+    iterations: int
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class RemoveUserScramCredentialRecord:
+    TYPE: ClassVar[str] = "RemoveUserScramCredential"
+    name: str
+    mechanism: int
+
+
 MetadataRecord = (
     RegisterBrokerRecord
     | BrokerRegistrationChangeRecord
@@ -165,6 +200,9 @@ MetadataRecord = (
     | ProducerIdsRecord
     | AccessControlEntryRecord
     | RemoveAccessControlEntryRecord
+    | ClientQuotaRecord
+    | UserScramCredentialRecord
+    | RemoveUserScramCredentialRecord
 )
 
 _TYPES: dict[str, type] = {
@@ -181,8 +219,13 @@ _TYPES: dict[str, type] = {
         ProducerIdsRecord,
         AccessControlEntryRecord,
         RemoveAccessControlEntryRecord,
+        ClientQuotaRecord,
+        UserScramCredentialRecord,
+        RemoveUserScramCredentialRecord,
     )
 }
+# Byte fields, written as base64 text in the JSON encoding.
+_BYTES_FIELDS = frozenset({"salt", "stored_key", "server_key"})
 
 
 class MetadataRecordError(ValueError):
@@ -196,6 +239,8 @@ def _to_json(value: Any) -> Any:
         return dataclasses.asdict(value)
     if isinstance(value, tuple):
         return [_to_json(v) for v in value]
+    if isinstance(value, bytes):
+        return base64.b64encode(value).decode()
     return value
 
 
@@ -220,6 +265,10 @@ def decode_record(data: bytes) -> MetadataRecord:
             value = uuid.UUID(value)
         elif f.name == "endpoints":
             value = tuple(BrokerEndpoint(**e) for e in value)
+        elif f.name == "entity":
+            value = tuple((str(t), n) for t, n in value)
+        elif f.name in _BYTES_FIELDS:
+            value = base64.b64decode(value)
         elif isinstance(value, list):
             value = tuple(value)
         kwargs[f.name] = value

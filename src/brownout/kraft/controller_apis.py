@@ -2,7 +2,8 @@
 
 Broker registration and heartbeats, AlterPartition, the forwarded CreateTopics,
 DeleteTopics, CreatePartitions, AlterConfigs, IncrementalAlterConfigs, ElectLeaders,
-partition reassignments and ACL changes, AllocateProducerIds; the KRaft RPCs are handed
+partition reassignments, ACL changes, client quotas and SCRAM credentials,
+AllocateProducerIds; the KRaft RPCs are handed
 to the Raft shell (raft_manager.py). Each handler reads the request, has the
 ControllerRuntime decide and commit (controller_runtime.py), and answers in the
 request's version; a node that is not the active controller answers NOT_CONTROLLER.
@@ -44,6 +45,12 @@ from ..broker.request_rules import (
 )
 from ..common.topic import NewTopic
 from ..controller.acls import AclCreationResult, AclDeletionResult
+from ..controller.client_quotas import (
+    ExcessiveBatch,
+    QuotaAlteration,
+    QuotaResult,
+    entity_pairs,
+)
 from ..controller.cluster_control import IsrChange
 from ..controller.configs import AlterableConfig, ConfigResource, ConfigResult
 from ..controller.elections import PREFERRED, ElectionResult, TopicElections
@@ -51,10 +58,12 @@ from ..controller.partitions import NewPartitions, PartitionsResult
 from ..controller.quorum_controller import QuorumController
 from ..controller.reassignments import ReassignmentResult, TopicReassignments
 from ..controller.records import BrokerEndpoint, MetadataRecord
+from ..controller.scram import ScramDeletion, ScramResult, ScramUpsertion
 from ..controller.topics import TopicResult
 from ..protocol.apis import API_VERSIONS_3_9, ApiKey
 from ..protocol.build import build
 from ..protocol.connection import Request, ServerConnection
+from ..protocol.errors import default_message
 from ..protocol.features import api_versions_features
 from .controller_runtime import ControllerRuntime, NotController
 
@@ -77,6 +86,8 @@ CONTROLLER_APIS: dict[ApiKey, tuple[int, int]] = {
     ApiKey.LIST_PARTITION_REASSIGNMENTS: (0, 0),
     ApiKey.CREATE_ACLS: (1, 3),
     ApiKey.DELETE_ACLS: (1, 3),
+    ApiKey.ALTER_CLIENT_QUOTAS: (0, 1),
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: (0, 0),
 }
 
 
@@ -106,6 +117,8 @@ class ControllerApis:
             ApiKey.LIST_PARTITION_REASSIGNMENTS: self.handle_list_partition_reassignments,
             ApiKey.CREATE_ACLS: self.handle_create_acls,
             ApiKey.DELETE_ACLS: self.handle_delete_acls,
+            ApiKey.ALTER_CLIENT_QUOTAS: self.handle_alter_client_quotas,
+            ApiKey.ALTER_USER_SCRAM_CREDENTIALS: self.handle_alter_user_scram_credentials,
         }
         for key, (handler, versions) in raft_handlers.items():
             self._handlers[key] = handler
@@ -407,6 +420,53 @@ class ControllerApis:
         except NotController:
             results = [AclDeletionResult(ErrorCode.not_controller, None)] * len(filters)
         return self._response(request, delete_acls_response(results))
+
+    async def handle_alter_client_quotas(self, request: Request,
+                                         ctx: ClientContext) -> ResponsePayload:
+        body = request.body
+        alterations = [
+            QuotaAlteration(tuple((e.entity_type, e.entity_name) for e in entry.entity),
+                            tuple((op.key, None if op.remove else float(op.value))
+                                  for op in entry.ops))
+            for entry in body.entries]
+        def each_entry(error: ErrorCode, message: str | None) -> Any:
+            # Kafka's answer to a request that failed as a whole: every entry as sent.
+            return self._response(request, {"throttle_time": 0, "entries": [
+                {"error_code": error, "error_message": message,
+                 "entity": [{"entity_type": e.entity_type, "entity_name": e.entity_name}
+                            for e in entry.entity]}
+                for entry in body.entries]})
+
+        try:
+            results: list[QuotaResult] = await self.runtime.run(
+                lambda _o: self.controller.alter_client_quotas(
+                    alterations, validate_only=bool(body.validate_only)))
+        except NotController:
+            return each_entry(ErrorCode.not_controller, None)
+        except ExcessiveBatch:
+            return each_entry(ErrorCode.policy_violation,
+                              default_message(ErrorCode.policy_violation))
+        return self._response(request, {"throttle_time": 0, "entries": [
+            {"error_code": r.error, "error_message": r.message,
+             "entity": [{"entity_type": t, "entity_name": n} for t, n in entity_pairs(r.entity)]}
+            for r in results]})
+
+    async def handle_alter_user_scram_credentials(self, request: Request,
+                                                  ctx: ClientContext) -> ResponsePayload:
+        body = request.body
+        deletions = [ScramDeletion(d.name, int(d.mechanism)) for d in body.deletions]
+        upsertions = [ScramUpsertion(u.name, int(u.mechanism), int(u.iterations),
+                                     bytes(u.salt), bytes(u.salted_password))
+                      for u in body.upsertions]
+        try:
+            results: list[ScramResult] = await self.runtime.run(
+                lambda _o: self.controller.alter_user_scram_credentials(deletions, upsertions))
+        except NotController:
+            users = sorted({d.user for d in deletions} | {u.user for u in upsertions})
+            results = [ScramResult(u, ErrorCode.not_controller) for u in users]
+        return self._response(request, {"throttle_time": 0, "results": [
+            {"user": r.user, "error_code": r.error, "error_message": r.message}
+            for r in results]})
 
     async def handle_incremental_alter_configs(self, request: Request,
                                                ctx: ClientContext) -> ResponsePayload:

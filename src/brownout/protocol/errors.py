@@ -28,6 +28,8 @@ _DEFAULT_MESSAGES = {
     ErrorCode.coordinator_not_available: "The coordinator is not available.",
     ErrorCode.not_coordinator: "This is not the correct coordinator.",
     ErrorCode.group_authorization_failed: "Group authorization failed.",
+    ErrorCode.cluster_authorization_failed: "Cluster authorization failed.",
+    ErrorCode.policy_violation: "Request parameters do not satisfy the configured policy.",
     ErrorCode.transactional_id_authorization_failed: "Transactional Id authorization failed.",
     ErrorCode.invalid_request: (
         "This most likely occurs because of a request being malformed by the client "

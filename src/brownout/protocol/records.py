@@ -315,12 +315,18 @@ def recompress(batch: bytes | memoryview, codec: int, *, renumber: bool = False)
 
 def _renumbered(body: bytes, count: int) -> bytes:
     """Uncompressed records with their offset deltas rewritten to 0, 1, 2, ...; the
-    records were checked by `scan_records`."""
+    records were usually checked by `scan_records`, and a length that does not fit is
+    CorruptRecordError all the same."""
     out = bytearray()
     pos = 0
     for index in range(count):
         length, pos = read_varint(body, pos)
         end = pos + length
+        if length < 0 or end > len(body):
+            # A record the scan did not walk (a batch it judged from its header alone):
+            # refused like any corrupt record, never an IndexError.
+            raise CorruptRecordError(f"record {index} of length {length} at position {pos} "
+                                     "runs past the end of the batch")
         _, after_ts = read_varint(body, pos + 1)
         _, after_delta = read_varint(body, after_ts)
         record = bytearray(body[pos:after_ts])  # attributes and timestamp delta

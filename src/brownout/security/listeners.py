@@ -8,11 +8,12 @@ for each mechanism, `listener.name.<listener>.<mechanism>.sasl.jaas.config`:
 * PLAIN: the `user_<name>="<password>"` options of a PlainLoginModule entry, as
   Kafka's PlainServerCallbackHandler reads them.
 * SCRAM-SHA-256/512: Kafka keeps SCRAM credentials in the cluster metadata
-  (UserScramCredentialsRecord, written by `kafka-storage format --add-scram` or the
-  AlterUserScramCredentials API). This node does not have those yet; as the lab's
-  stand-in it reads `user_<name>="<password>"` options of the ScramLoginModule entry
-  and derives the stored keys at start (random salt, 4096 iterations), so the password
-  itself is never kept.
+  (UserScramCredentialsRecord, written by the AlterUserScramCredentials API or
+  `kafka-storage format --add-scram`). A KRaft broker looks a user up there first
+  (the `scram_credentials` lookup its server passes in: the published image); as the
+  lab's static stand-in it also reads `user_<name>="<password>"` options of the
+  ScramLoginModule entry and derives the stored keys at start (random salt, 4096
+  iterations), so the password itself is never kept.
 
 TLS: only PEM key and trust stores (`ssl.keystore.type=PEM`, Kafka 2.7+), from files
 (`ssl.keystore.location`, `ssl.truststore.location`) or inline
@@ -27,6 +28,7 @@ import os
 import secrets
 import ssl
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -54,17 +56,27 @@ def listener_value(config: KafkaConfig, listener: str, key: str) -> Any:
     return config[key]
 
 
+# (user, mechanism) -> the user's SCRAM credential for that mechanism, if any.
+ScramLookup = Callable[[str, str], ScramCredential | None]
+
+
 @dataclasses.dataclass(frozen=True)
 class SaslSettings:
     mechanisms: tuple[str, ...]
     plain_users: dict[str, str]
     scram: dict[str, dict[str, ScramCredential]]  # mechanism -> user -> credential
+    # The cluster's credentials (AlterUserScramCredentials), tried first.
+    scram_lookup: ScramLookup | None = None
 
     def server(self, mechanism: str) -> MechanismServer:
         if mechanism == PLAIN:
             return PlainServer(self.plain_users)
-        return ScramServer(mechanism, self.scram.get(mechanism, {}).get,
+        return ScramServer(mechanism, lambda user: self.scram_credential(mechanism, user),
                            lambda: scram_nonce(secrets.token_bytes))
+
+    def scram_credential(self, mechanism: str, user: str) -> ScramCredential | None:
+        found = None if self.scram_lookup is None else self.scram_lookup(user, mechanism)
+        return found if found is not None else self.scram.get(mechanism, {}).get(user)
 
     def connection(self) -> SaslServerConnection:
         return SaslServerConnection(list(self.mechanisms), self.server)
@@ -78,10 +90,13 @@ class ListenerSecurity:
     ssl_context: ssl.SSLContext | None = None
 
 
-def listener_security(config: KafkaConfig, endpoint: Endpoint) -> ListenerSecurity:
-    """Everything a socket server needs to secure `endpoint`; ConfigError if unusable."""
+def listener_security(config: KafkaConfig, endpoint: Endpoint,
+                      scram_lookup: ScramLookup | None = None) -> ListenerSecurity:
+    """Everything a socket server needs to secure `endpoint`; ConfigError if unusable.
+    `scram_lookup`: the cluster's SCRAM credentials, if the broker has them."""
     protocol = endpoint.security_protocol
-    sasl = _sasl(config, endpoint.listener) if protocol.startswith("SASL_") else None
+    sasl = (dataclasses.replace(_sasl(config, endpoint.listener), scram_lookup=scram_lookup)
+            if protocol.startswith("SASL_") else None)
     context = _ssl_context(config, endpoint.listener) if protocol.endswith("SSL") else None
     return ListenerSecurity(endpoint.listener, protocol, sasl, context)
 

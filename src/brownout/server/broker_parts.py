@@ -35,7 +35,7 @@ from ..common.events import EventLog
 from ..common.kafka_config import KafkaConfig
 from ..group import GroupConfig
 from ..security.authorizer import AclBinding
-from ..security.listeners import listener_security
+from ..security.listeners import ScramLookup, listener_security
 from ..storage import LogManager
 from .shared import SharedServer, loopback_if_empty
 
@@ -107,9 +107,13 @@ def replica_fetchers(
     return fetchers
 
 
-def broker_socket_server(config: KafkaConfig, apis: KafkaApis) -> SocketServer:
+def broker_socket_server(
+    config: KafkaConfig, apis: KafkaApis, *,
+    scram_credentials: ScramLookup | None = None,
+) -> SocketServer:
     """The broker's listeners (not the controller's), bound by `start`, answering only
-    once `enable` is called."""
+    once `enable` is called. `scram_credentials` finds a user's SCRAM credential in the
+    cluster's metadata, tried before the listener's configured ones."""
     endpoints = [e for e in config.listeners if e.listener not in config.controller_listener_names]
     return SocketServer(
         [loopback_if_empty(e) for e in endpoints],
@@ -117,7 +121,7 @@ def broker_socket_server(config: KafkaConfig, apis: KafkaApis) -> SocketServer:
         supported=lambda: apis.supported,
         max_request_size=config["socket.request.max.bytes"],
         enabled=False,
-        security={e.listener: listener_security(config, e)
+        security={e.listener: listener_security(config, e, scram_credentials)
                   for e in endpoints if e.security_protocol != "PLAINTEXT"},
         failed_authentication_delay_ms=config["connection.failed.authentication.delay.ms"],
     )

@@ -107,7 +107,11 @@ class BrokerServer:
         self.replica_manager.alter_isr = self._alter_isr
         self.replica_manager.isr_eligible = self._isr_eligible
         self.replica_manager.broker_alive = self.metadata.has_alive_broker
-        self.socket_server = parts.broker_socket_server(config, self.apis)
+        # SCRAM users authenticate with the credentials of the published image
+        # (AlterUserScramCredentials), as Kafka's CredentialProvider serves them.
+        self.socket_server = parts.broker_socket_server(
+            config, self.apis, scram_credentials=lambda user, mechanism: (
+                self.metadata.image.scram_credential(user, mechanism)))
 
     # -- start ----------------------------------------------------------------------
 

@@ -44,7 +44,10 @@ from ..common.events import EventLog
 from ..common.kafka_config import KafkaConfig
 from ..protocol.apis import ApiKey, request_class
 from ..protocol.build import build
+from ..security.mechanisms import ScramCredential
 from ..storage import LogConfig, LogManager, StorageError, ensure_zk_log_dirs, random_uuid
+from ..zk import data as zd
+from ..zk import quotas as zq
 from ..zk.context import ZkControllerConfig
 from ..zk.data import BrokerInfo, EndPoint
 from ..zkmode.kafka_controller import KafkaController
@@ -57,6 +60,7 @@ from ..zkmode.zk_client import (
     ZooKeeperClientTimeoutError,
 )
 from ..zkmode.zk_metadata_cache import ZkMetadataCache
+from ..zkmode.zk_quota_apis import ZkQuotaApis
 from ..zkmode.zk_replica_manager import ZkReplicaManager
 from . import broker_parts as parts
 from .shared import NodeStartupError, SharedServer
@@ -81,6 +85,8 @@ class KafkaServer:
         self.broker_epoch = -1
         self._started = False
         self._last_config_change = -1
+        # SCRAM credentials by sanitized user name, then mechanism name.
+        self.scram_credentials: dict[str, dict[str, ScramCredential]] = {}
 
     @property
     def fatal_error(self) -> BaseException | None:
@@ -193,8 +199,12 @@ class KafkaServer:
         self.group_runtime, group_apis = parts.group_coordinator(
             config, self.replica_manager, metadata=self.metadata,
             topic_creator=self.topic_creator, auth=auth)
+        # Quotas and SCRAM credentials live in ZooKeeper here (/config/users, ...).
+        quota_apis = ZkQuotaApis(
+            self.zk, auth, request_timeout_ms=timeout_ms,
+            is_controller=lambda: self.controller is not None and self.controller.is_active)
         # A ZooKeeper-mode broker also answers its controller's requests (ZkBrokerApis).
-        api_groups: list[ApiGroup] = [group_apis, self.zk_apis]
+        api_groups: list[ApiGroup] = [group_apis, self.zk_apis, quota_apis]
         self.apis = KafkaApis(
             config=config,
             cluster_id=shared.cluster_id,
@@ -214,7 +224,11 @@ class KafkaServer:
         self.fetchers = parts.replica_fetchers(
             config, self.replica_manager, shared.networks["fetcher"], self._broker_endpoint,
             shared.events)
-        self.socket_server = parts.broker_socket_server(config, self.apis)
+        # SCRAM users authenticate with the credentials in /config/users (read at start,
+        # then on each change notification), as Kafka 3.9's CredentialCache.
+        self.socket_server = parts.broker_socket_server(
+            config, self.apis, scram_credentials=lambda user, mechanism: (
+                self.scram_credentials.get(zq.sanitize(user), {}).get(mechanism)))
 
     # -- metadata -------------------------------------------------------------------
 
@@ -254,14 +268,24 @@ class KafkaServer:
         try:
             if initial:
                 # Topics' configs at start-up come with their first LeaderAndIsr: only
-                # note where the notifications stand (and watch them).
+                # note where the notifications stand (and watch them). SCRAM users are
+                # all read, as Kafka's CredentialCache is filled at start.
                 changes = await self.zk.get_config_change_sequences(
                     self._on_config_change, watcher="broker")
                 self._last_config_change = changes[-1][0] if changes else -1
+                users = await self.zk.entity_configs(zq.USERS)
+                self.scram_credentials = {
+                    user: zq.scram_credentials_of(props) for user, props in users.items()}
                 return
-            self._last_config_change, topics = await self.zk.topic_config_changes_after(
+            self._last_config_change, changed = await self.zk.config_changes_after(
                 self._last_config_change, self._on_config_change, watcher="broker")
+            topics = [name for kind, name in changed if kind == zd.TOPIC_CONFIG_TYPE]
             configs = await self.zk.get_topic_configs(topics) if topics else {}
+            for kind, name in changed:
+                if kind == zq.USERS and "/" not in name:
+                    found = await self.zk.get_data(zd.entity_config_path(zq.USERS, name))
+                    props = zd.decode_entity_config(None if found is None else found[0])
+                    self.scram_credentials[name] = zq.scram_credentials_of(props)
         except Exception as e:  # ZooKeeper unreachable: the next session re-arms it
             log.warning("Could not read the config changes from ZooKeeper: %r", e)
             return

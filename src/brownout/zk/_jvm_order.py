@@ -23,9 +23,11 @@ Keys are strings; their hash is Java's String.hashCode.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
+from typing import TypeVar
 
 _MASK32 = 0xFFFFFFFF
+K = TypeVar("K", bound=Hashable)
 
 
 def _i32(x: int) -> int:
@@ -55,12 +57,19 @@ def _spread(h: int) -> int:
 
 def immutable_map_order(keys: Sequence[str]) -> list[str]:
     """Iteration order of a Scala 2.13 immutable Map built from `keys`."""
-    if len(keys) <= 4:
-        return list(keys)
-    hashes = {k: _improve(java_string_hash(k)) & _MASK32 for k in keys}
+    return immutable_map_order_by(keys, java_string_hash)
 
-    def walk(group: list[str], shift: int) -> list[str]:
-        buckets: dict[int, list[str]] = {}
+
+def immutable_map_order_by(keys: Sequence[K], hash_of: Callable[[K], int]) -> list[K]:
+    """`immutable_map_order` for keys of any type, given its Java hashCode. A key given
+    twice keeps its first place (an updated entry does not move)."""
+    keys = list(dict.fromkeys(keys))
+    if len(keys) <= 4:
+        return keys
+    hashes = {k: _improve(_i32(hash_of(k))) & _MASK32 for k in keys}
+
+    def walk(group: list[K], shift: int) -> list[K]:
+        buckets: dict[int, list[K]] = {}
         for k in group:
             buckets.setdefault((hashes[k] >> shift) & 31, []).append(k)
         ordered = sorted(buckets.items())

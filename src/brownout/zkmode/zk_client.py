@@ -675,7 +675,16 @@ class KafkaZkClient:
         """The topics named by the config change notifications after sequence number
         `last` (each once, in order), and the last sequence number seen; notifications
         about other entities or already deleted are passed over."""
-        topics: list[str] = []
+        last, changed = await self.config_changes_after(last, watch, watcher=watcher)
+        return last, [entity for kind, entity in changed if kind == zd.TOPIC_CONFIG_TYPE]
+
+    async def config_changes_after(
+        self, last: int, watch: WatchHandler | None = None, *, watcher: str = ""
+    ) -> tuple[int, list[tuple[str, str]]]:
+        """The entities (type, sanitized path) named by the config change notifications
+        after sequence number `last`, each once, in order, and the last sequence number
+        seen; notifications already deleted are passed over."""
+        changed: list[tuple[str, str]] = []
         for sequence, name in await self.get_config_change_sequences(watch, watcher=watcher):
             if sequence <= last:
                 continue
@@ -684,9 +693,17 @@ class KafkaZkClient:
             if found is None:
                 continue
             entity_type, _, entity = zd.decode_config_change(found[0]).partition("/")
-            if entity_type == zd.TOPIC_CONFIG_TYPE and entity not in topics:
-                topics.append(entity)
-        return last, topics
+            if (entity_type, entity) not in changed:
+                changed.append((entity_type, entity))
+        return last, changed
+
+    async def entity_configs(self, entity_type: str) -> dict[str, dict[str, str]]:
+        """Every /config/<entity_type>/<name>'s configs, by (sanitized) name."""
+        out: dict[str, dict[str, str]] = {}
+        for name in await self.get_children(f"{zd.CONFIG_PATH}/{entity_type}") or []:
+            found = await self.get_data(zd.entity_config_path(entity_type, name))
+            out[name] = zd.decode_entity_config(None if found is None else found[0])
+        return out
 
     # ------------------------------------------------------- the controller's writes
 

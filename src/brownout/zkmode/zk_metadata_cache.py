@@ -43,6 +43,8 @@ from kio.schema.errors import ErrorCode
 
 from ..broker.metadata_cache import NO_LEADER_ID, CachedControllerId, Node, ZkCachedControllerId
 from ..broker.partition import TopicPartition
+from ..controller.image import QuotaEntity
+from ..security.mechanisms import ScramCredential
 from ..zk.leader_and_isr import LEADER_DURING_DELETE
 from ..zk.messages import UpdateMetadataBroker, UpdateMetadataRequest
 
@@ -248,6 +250,14 @@ class ZkMetadataCache:
 
     def group_config(self, group: str) -> Mapping[str, str] | None:
         return None  # group configs are KRaft's (KIP-848)
+
+    # Kafka 3.9 keeps these under /config/users and /config/clients, which this node
+    # does not read: a ZooKeeper-mode broker does not serve the quota and SCRAM APIs.
+    def client_quotas(self) -> Mapping[QuotaEntity, Mapping[str, float]]:
+        return {}
+
+    def scram_credentials(self) -> Mapping[str, Mapping[int, ScramCredential]]:
+        return {}
 
     def controller_id(self) -> CachedControllerId | None:
         return self._controller_id

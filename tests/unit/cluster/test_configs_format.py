@@ -68,8 +68,8 @@ def test_completed_messages_and_deletes_of_unset_keys():
 def test_entity_arguments():
     assert entity_name_for("brokers", None, True) == ""
     assert entity_name_for("topics", None, False) is None
-    with pytest.raises(UsageError, match="must be one of topics, brokers"):
-        entity_name_for("users", "x", False)
+    with pytest.raises(UsageError, match="must be one of topics, clients, users, brokers"):
+        entity_name_for("groups", "x", False)
     with pytest.raises(UsageError, match="valid integer broker id, but it is: b1"):
         entity_name_for("brokers", "b1", False)
     with pytest.raises(UsageError, match="--entity-default goes with --entity-type brokers"):

@@ -148,3 +148,17 @@ def test_a_stream_cut_short_is_a_corrupt_record(name: str) -> None:
 def test_garbage_in_chunks_is_a_corrupt_record(codec: int) -> None:
     with pytest.raises(CorruptRecordError, match=r"decompress|unknown compression codec 7"):
         list(decompressed_chunks(codec, b"garbage" * 3))
+
+
+def test_renumbering_a_record_whose_length_does_not_fit_is_a_corrupt_record():
+    # Found by tests/integration/test_request_fuzz.py: a damaged compressed batch whose
+    # records section holds a negative length reached the renumbering with an IndexError.
+    import pytest
+
+    from brownout.protocol.records import CorruptRecordError, _renumbered, write_varint
+
+    body = bytearray()
+    write_varint(body, -1000)
+    body += b"\x00\x02\x00"
+    with pytest.raises(CorruptRecordError):
+        _renumbered(bytes(body), 1)
