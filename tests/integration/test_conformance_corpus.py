@@ -1,5 +1,5 @@
 """The wire conformance corpus in the suite: bench/conformance.py's requests, two for
-every API and version the node advertises on its broker and controller listeners (344
+every API and version the node advertises on its broker and controller listeners (356
 with the fixed seed), their fields drawn from plausible values, each sent alone to
 Brownout's node and to Apache Kafka 4.4.0 (a one-node combined lab each), and the whole
 answers compared after normalising what two clusters must differ in (ids, times, ports;
@@ -37,8 +37,8 @@ SEED, PER_VERSION, TIMEOUT_S = 1, 2, 30.0
 # What the node does not have, by API and field (list indices dropped).
 LACKS = {
     (ApiKey.API_VERSIONS, ".api_keys.length"):
-        "the node serves 38 APIs: none of transactions, KIP-848 consumer groups, share "
-        "groups, delegation tokens, client quotas or features",
+        "the node serves 42 APIs: none of transactions, KIP-848 consumer groups, share "
+        "groups, delegation tokens or feature updates",
     (ApiKey.API_VERSIONS, ".supported_features[].max_version"):
         "the node implements metadata.version 3.9-IV0 (21), Kafka 4.4.0 up to 33",
     (ApiKey.API_VERSIONS, ".supported_features[].min_version"):

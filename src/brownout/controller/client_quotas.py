@@ -106,7 +106,8 @@ def _check_entity(entity: QuotaEntity) -> dict[str, QuotaType]:
     """The keys `entity` may have; QuotaRefused when Kafka refuses the entity."""
     if not entity:
         raise QuotaRefused("Invalid empty client quota entity")
-    for entity_type, name in entity:
+    # In the order of Kafka's HashMap of the entity: the first refused type is named.
+    for entity_type, name in entity_pairs(entity):
         if entity_type not in (USER, CLIENT_ID, IP):
             raise QuotaRefused(f"Unhandled client quota entity type: {entity_type}")
         if name == "":

@@ -24,6 +24,7 @@ from collections.abc import Mapping, Sequence
 
 from ..common.java_double import java_double
 from ..common.java_hashmap import hashmap_order as _hashmap_order
+from ..common.java_hashmap import hashmap_order_by, string_hash
 from ..protocol.errors import ErrorCode
 from ..security.mechanisms import (
     SCRAM_MAX_ITERATIONS,
@@ -108,7 +109,11 @@ def quota_path(entity: Sequence[tuple[str, str | None]]) -> QuotaPath:
     if not entity:
         raise QuotaRefused("Invalid empty client quota entity")
     names: dict[str, str] = {}
-    for entity_type, name in entity:
+    # In the order of Kafka's HashMap of the request's entity (sized for its pairs): the
+    # first refused type is named.
+    given = dict(entity)
+    for entity_type in hashmap_order_by(given, string_hash, len(entity)):
+        name = given[entity_type]
         if entity_type not in (USER, CLIENT_ID, IP):
             raise QuotaRefused(f"Unhandled client quota entity type: {entity_type}")
         names[entity_type] = sanitize(name)
