@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import subprocess
 from collections.abc import Iterator
 
 import pytest
@@ -23,6 +24,7 @@ from confluent_kafka.admin import (
     NewPartitions,
     NewTopic,
 )
+from conftest import run_brownout
 from kazoo.client import KazooClient
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
@@ -142,10 +144,6 @@ def test_quotas_and_scram_credentials_in_zookeeper_mode(cluster: LabCluster,
     /config/users/U, /config/users/U/clients/C and /config/clients/C with a change
     notification each, describes them back, and a SCRAM credential lands in the user's
     config as Kafka's ScramCredentialUtils writes it."""
-    import subprocess
-
-    from conftest import run_brownout
-
     def configs(*args: str) -> subprocess.CompletedProcess[str]:
         return run_brownout("configs", *args, "--bootstrap", cluster.bootstrap, timeout=120)
 
