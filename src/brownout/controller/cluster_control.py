@@ -302,11 +302,6 @@ class ClusterControl:
         expired = self.expired_sessions(now_ms)
         return self.fence(expired[0]) if expired else []
 
-    def next_session_deadline(self) -> int | None:
-        live = [t for b, t in self.last_contact_ms.items()
-                if b in self.image.brokers and not self.image.brokers[b].fenced]
-        return min(live) + self.config.broker_session_timeout_ms if live else None
-
     # -- AlterPartition --------------------------------------------------------------
 
     def alter_partition(

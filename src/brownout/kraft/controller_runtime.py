@@ -158,12 +158,20 @@ class ControllerRuntime:
     # -- periodic duties ------------------------------------------------------------
 
     async def _session_loop(self) -> None:
+        # Kafka's controller looks for expired broker sessions in a periodic task
+        # (maybeFenceStaleBroker) every broker.session.timeout.ms / 8, fencing one broker
+        # a run and running again at once after a fence: a fence comes up to that period
+        # after the session expired, not at the deadline.
+        period_s = self.controller.cluster.config.broker_session_timeout_ms / 8 / 1000
         while self.active:
-            deadline = self.controller.cluster.next_session_deadline()
-            delay = 0.1 if deadline is None else max(0.01, (deadline - self.clock()) / 1000)
-            await asyncio.sleep(min(delay, 0.5))
+            await asyncio.sleep(period_s)
             with contextlib.suppress(NotController, UnappliableBatch):
-                await self.run(lambda _o: (None, self.controller.periodic(self.clock())))
+                while self.active and await self.run(self._fence_one):
+                    pass
+
+    def _fence_one(self, _next_offset: int) -> tuple[bool, list[MetadataRecord]]:
+        records = self.controller.periodic(self.clock())
+        return bool(records), records
 
     async def _rebalance_loop(self) -> None:
         while self.active:
