@@ -43,6 +43,16 @@ def _any_not_controller(results: Any) -> bool:
     return any(int(r.error_code) == ErrorCode.not_controller for r in results)
 
 
+def scram_alteration_refused(request: Request, error: ErrorCode,
+                             message: str) -> ResponsePayload:
+    """An AlterUserScramCredentials answer refusing every user it names with one error,
+    the users in name order."""
+    body = request.body
+    users = sorted({d.name for d in body.deletions} | {u.name for u in body.upsertions})
+    return build_response(request, {"throttle_time": 0, "results": [
+        {"user": u, "error_code": error, "error_message": message} for u in users]})
+
+
 class QuotaApis:
     """The four handlers (KafkaApis serves them), over the image the broker published
     last. A ZooKeeper-mode broker has its own (zkmode/zk_quota_apis.py)."""
@@ -123,17 +133,11 @@ class QuotaApis:
     async def handle_alter_scram_credentials(self, request: Request,
                                              ctx: RequestOrigin) -> ResponsePayload:
         body = request.body
-
-        def each_user(error: ErrorCode, message: str) -> ResponsePayload:
-            users = sorted({d.name for d in body.deletions} | {u.name for u in body.upsertions})
-            return build_response(request, {"throttle_time": 0, "results": [
-                {"user": u, "error_code": error, "error_message": message} for u in users]})
-
         if not self.auth.allowed(ctx, AclOperation.ALTER):
-            return each_user(_DENIED, default_message(_DENIED))
+            return scram_alteration_refused(request, _DENIED, default_message(_DENIED))
         try:
             return await self.controller.send(
                 ApiKey.ALTER_USER_SCRAM_CREDENTIALS, request.header.api_version, body,
                 not_controller=lambda r: _any_not_controller(r.results))
         except ControllerUnavailable as e:
-            return each_user(ErrorCode.request_timed_out, str(e))
+            return scram_alteration_refused(request, ErrorCode.request_timed_out, str(e))

@@ -20,10 +20,10 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-import ipaddress
 import math
 from collections.abc import Mapping, Sequence
 
+from ..common.client_quota import valid_ip
 from ..common.java_hashmap import hashmap_order_by, string_hash
 from ..protocol.errors import ErrorCode
 from .image import MetadataImage, QuotaEntity
@@ -118,20 +118,10 @@ def _check_entity(entity: QuotaEntity) -> dict[str, QuotaType]:
             # Kafka's message, missing space included.
             raise QuotaRefused("Invalid quota entity combination, IP entity should"
                                "not be combined with User or ClientId")
-        if not _valid_ip(types[IP]):
+        if not valid_ip(types[IP]):
             raise QuotaRefused(f"{types[IP]} is not a valid IP or resolvable host.")
         return IP_QUOTAS
     return USER_AND_CLIENT_QUOTAS
-
-
-def _valid_ip(name: str | None) -> bool:
-    if name is None:
-        return True
-    try:
-        ipaddress.ip_address(name)
-    except ValueError:
-        return False
-    return True
 
 
 def check_quota_value(keys: Mapping[str, QuotaType], key: str, value: float) -> None:

@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import base64
 import dataclasses
-import ipaddress
 import math
 from collections.abc import Mapping, Sequence
 
+from ..common.client_quota import valid_ip
 from ..common.java_double import java_double
 from ..common.java_hashmap import hashmap_order as _hashmap_order
 from ..common.java_hashmap import hashmap_order_by, string_hash
@@ -124,7 +124,7 @@ def quota_path(entity: Sequence[tuple[str, str | None]]) -> QuotaPath:
         if user is not None or client is not None:
             raise QuotaRefused("Invalid quota entity combination, IP entity should not be "
                                "used with user/client ID entity.")
-        if not _valid_ip(desanitize(ip)):
+        if not valid_ip(desanitize(ip)):
             raise QuotaRefused(f"{ip} is not a valid IP or resolvable host.")
         return QuotaPath(IPS, ip, IP_QUOTAS)
     if user is not None and client is not None:
@@ -133,16 +133,6 @@ def quota_path(entity: Sequence[tuple[str, str | None]]) -> QuotaPath:
         return QuotaPath(USERS, user, USER_CLIENT_QUOTAS)
     assert client is not None
     return QuotaPath(CLIENTS, client, USER_CLIENT_QUOTAS)
-
-
-def _valid_ip(name: str | None) -> bool:
-    if name is None:
-        return True
-    try:
-        ipaddress.ip_address(name)
-    except ValueError:
-        return False
-    return True
 
 
 def altered_quotas(props: Mapping[str, str], ops: Sequence[tuple[str, float | None]],

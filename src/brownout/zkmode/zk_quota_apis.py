@@ -19,6 +19,7 @@ from kio.static.protocol import ResponsePayload
 
 from ..broker.acl_apis import AuthHelper, RequestOrigin
 from ..broker.apis import Handler
+from ..broker.quota_apis import scram_alteration_refused
 from ..controller.scram import ScramUpsertion, stored_credential
 from ..protocol.apis import BROKER_APIS, ApiKey
 from ..protocol.connection import Request, build_response
@@ -203,16 +204,11 @@ class ZkQuotaApis:
     async def handle_alter_scram_credentials(self, request: Request,
                                              ctx: RequestOrigin) -> ResponsePayload:
         body = request.body
-
-        def each_user(error: ErrorCode, message: str) -> ResponsePayload:
-            users = sorted({d.name for d in body.deletions} | {u.name for u in body.upsertions})
-            return build_response(request, {"throttle_time": 0, "results": [
-                {"user": u, "error_code": error, "error_message": message} for u in users]})
-
         if not self.is_controller():
-            return each_user(ErrorCode.not_controller, _NOT_CONTROLLER_MESSAGE)
+            return scram_alteration_refused(request, ErrorCode.not_controller,
+                                            _NOT_CONTROLLER_MESSAGE)
         if not self.auth.allowed(ctx, AclOperation.ALTER):
-            return each_user(_DENIED, default_message(_DENIED))
+            return scram_alteration_refused(request, _DENIED, default_message(_DENIED))
         deletions = [(d.name, int(d.mechanism)) for d in body.deletions]
         upsertions: list[tuple[str, int, int, ScramCredential | None]] = []
         for u in body.upsertions:
@@ -229,7 +225,7 @@ class ZkQuotaApis:
             for user, config in plan.configs.items():
                 await self._bounded(self._write(zq.USERS, zq.sanitize(user), config))
         except ZkTrouble as e:
-            return each_user(ErrorCode.request_timed_out, str(e))
+            return scram_alteration_refused(request, ErrorCode.request_timed_out, str(e))
         # Kafka 3.9 leaves a success's message at its default, "".
         return build_response(request, {"throttle_time": 0, "results": [
             {"user": r.user, "error_code": r.error,
