@@ -346,13 +346,16 @@ class LabCluster:
 
 
 @contextlib.contextmanager
-def one_node_each(root: Path) -> Iterator[dict[str, LabCluster]]:
-    """Brownout's node and Apache Kafka (the default 4.x), a one-node combined lab each
-    under `root`, for tests that send both the same requests: "node" and "kafka"."""
-    home = str(kafka_install.install(DEFAULT_KAFKA_4, cache_root()).distribution.home)
-    with LabCluster(root / "node", brokers=1, combined=True) as node, \
-            LabCluster(root / "kafka", brokers=1, combined=True, distribution=home,
-                       start_timeout=300) as kafka:
+def one_node_each(root: Path, version: str = DEFAULT_KAFKA_4, *,
+                  zookeeper: bool = False) -> Iterator[dict[str, LabCluster]]:
+    """Brownout's node and Apache Kafka `version` (the default 4.x), a one-node lab each
+    under `root` (combined KRaft, or a broker over a ZooKeeper ensemble), for tests that
+    send both the same requests: "node" and "kafka"."""
+    home = str(kafka_install.install(version, cache_root()).distribution.home)
+    mode: dict[str, bool] = {"zookeeper": True} if zookeeper else {"combined": True}
+    with LabCluster(root / "node", brokers=1, **mode) as node, \
+            LabCluster(root / "kafka", brokers=1, distribution=home, start_timeout=300,
+                       **mode) as kafka:
         yield {"node": node, "kafka": kafka}
 
 

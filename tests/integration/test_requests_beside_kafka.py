@@ -26,8 +26,7 @@ import pytest
 from _cluster import LabCluster, one_node_each, wait_until
 from _kafka_clients import create_topic
 
-from brownout.cluster import kafka_install
-from brownout.cluster.distribution import DEFAULT_KAFKA_3, cache_root
+from brownout.cluster.distribution import DEFAULT_KAFKA_3
 from brownout.cluster.wire import WireClient
 from brownout.protocol.apis import ApiKey
 
@@ -171,12 +170,9 @@ def after_deleting_the_offsets_topic(cluster: LabCluster) -> dict[str, Any]:
 @pytest.fixture(scope="module")
 def zookeeper_clusters(tmp_path_factory: pytest.TempPathFactory
                        ) -> Iterator[dict[str, LabCluster]]:
-    root = tmp_path_factory.mktemp("requests-zk")
-    home = str(kafka_install.install(DEFAULT_KAFKA_3, cache_root()).distribution.home)
-    with LabCluster(root / "node", brokers=1, zookeeper=True) as node, \
-            LabCluster(root / "kafka", brokers=1, zookeeper=True, distribution=home,
-                       start_timeout=300) as kafka:
-        yield {"node": node, "kafka": kafka}
+    with one_node_each(tmp_path_factory.mktemp("requests-zk"), DEFAULT_KAFKA_3,
+                       zookeeper=True) as clusters:
+        yield clusters
 
 
 @pytest.mark.parametrize("mode", ["kraft", "zookeeper"])
@@ -238,12 +234,8 @@ def test_entries_named_twice_or_empty_are_answered_as_kafka_answers(
 
 @pytest.fixture(scope="module")
 def kafka_3_9_pair(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, LabCluster]]:
-    root = tmp_path_factory.mktemp("requests-3.9")
-    home = str(kafka_install.install(DEFAULT_KAFKA_3, cache_root()).distribution.home)
-    with LabCluster(root / "node", brokers=1, combined=True) as node, \
-            LabCluster(root / "kafka", brokers=1, combined=True, distribution=home,
-                       start_timeout=300) as kafka:
-        yield {"node": node, "kafka": kafka}
+    with one_node_each(tmp_path_factory.mktemp("requests-3.9"), DEFAULT_KAFKA_3) as clusters:
+        yield clusters
 
 
 def features(address: str) -> dict[str, Any]:
