@@ -415,7 +415,8 @@ def sweep_command(
         "case per expectation.", show_default=False)] = None,
     engine: Annotated[str | None, typer.Option(
         "--engine", metavar="node|kafka[:VERSION]", help=ENGINE_HELP + " Every run of "
-        "every cell runs on it.", show_default=False)] = None,
+        "every cell runs on it (to sweep engines side by side, make engine a parameter: "
+        "--set engine=node,kafka).", show_default=False)] = None,
     distribution: Annotated[Path | None, typer.Option(
         "--distribution", metavar="KAFKA_HOME", help=DISTRIBUTION_HELP,
         show_default=False)] = None,
@@ -428,9 +429,9 @@ def sweep_command(
     from ..scenarios import ScenarioError, resolve_document
     from ..scenarios.repeat import plan
     from ..scenarios.runner import ScenarioRefused
-    from ..scenarios.schema import sweep_cells, with_distribution
+    from ..scenarios.schema import sweep_cells
     from ..scenarios.sweep import Matrix, SweepError, parse_set_option
-    from ..scenarios.sweep_run import SweepMismatch, cell_seed, run_sweep
+    from ..scenarios.sweep_run import SweepMismatch, cell_seed, on_engines, run_sweep
 
     console = Console(highlight=False)
     try:
@@ -449,10 +450,8 @@ def sweep_command(
         matrix = matrix.with_parameters(extra)
         if repeat is not None:
             matrix = dataclasses.replace(matrix, repeat=repeat)
-        pairs = sweep_cells(document, matrix, loaded.source)
         home = resolve_engine(engine, distribution)
-        if home is not None:
-            pairs = [(cell, with_distribution(s, home)) for cell, s in pairs]
+        pairs = on_engines(sweep_cells(document, matrix, loaded.source), home)
     except (ScenarioError, SweepError, UsageError) as e:
         typer.echo(f"Error: {e}", err=True)
         raise typer.Exit(2) from None

@@ -19,6 +19,18 @@ A parameter is a path into the scenario file. Its parts are mapping keys, and in
 key, dots and all. Each cell of the product (minus the excluded ones) is the file with
 those values set, checked like any scenario file, and run `repeat` times.
 
+One parameter is not a path: `engine` says what runs a cell's nodes, as `brownout run
+--engine` does (node, kafka, kafka:VERSION), so Brownout's node and Apache Kafka are
+swept side by side. Cells that differ only in their engine get the same seed, so each
+engine runs the same schedule with the same clients:
+
+    matrix:
+      parameters:
+        engine: [node, kafka, kafka:3.9]
+        cluster.zookeeper: [false, true]
+      exclude:
+        - {engine: kafka, cluster.zookeeper: true}       # Kafka 4 has no ZooKeeper mode
+
 Pure functions on plain data: the runner (sweep_run.py) loads and runs the cells.
 """
 
@@ -40,6 +52,7 @@ ITEM_KEYS = ("label", "name", "group", "id")  # what names a list item
 MATRIX_KEYS = tuple(MATRIX)
 PARAMETER_PATTERN = r"[A-Za-z0-9_*.-]+"  # a parameter path's characters
 MAX_CELLS = 1000
+ENGINE = "engine"  # the parameter that says what runs the nodes, not a path in the file
 
 
 class SweepError(ValueError):
@@ -69,6 +82,14 @@ class Matrix:
 class Cell:
     index: int  # 1, 2, ... in product order
     values: tuple[tuple[str, Any], ...]
+    # 1, 2, ... per combination of the values other than the engine, in product order:
+    # cells that differ only in their engine share it (and so their seeds).
+    variant: int = 0
+
+    @property
+    def engine(self) -> str | None:
+        """The cell's `engine` parameter, None when the matrix has none."""
+        return next((str(v) for n, v in self.values if n == ENGINE), None)
 
     @property
     def directory(self) -> str:
@@ -120,6 +141,8 @@ def parse_matrix(data: Any) -> Matrix:
                              field)
         if len(set(map(_key, values))) != len(values):
             raise SweepError("a value is listed twice", field)
+        if name == ENGINE:
+            check_engine_values(values, field)
         parameters.append((str(name), tuple(values)))
     names = [n for n, _ in parameters]
     exclude = []
@@ -149,6 +172,8 @@ def parse_set_option(item: str) -> tuple[str, tuple[Any, ...]]:
     values = tuple(_scalar(v.strip()) for v in text.split(","))
     if len(set(map(_key, values))) != len(values):
         raise SweepError(f"a value is listed twice in {item!r}", "--set")
+    if name == ENGINE:
+        check_engine_values(values, "--set")
     return name, values
 
 
@@ -164,6 +189,15 @@ def _key(value: Any) -> tuple[str, Any]:
     return (type(value).__name__, value)
 
 
+def check_engine_values(values: Sequence[Any], field: str) -> None:
+    """The `engine` parameter's values are engine names (checked against what is
+    installed when the cells are loaded)."""
+    for value in values:
+        if not isinstance(value, str) or not re.fullmatch(r"[a-z]+(:[0-9A-Za-z.-]+)?", value):
+            raise SweepError(f"{value!r} is not an engine: node, kafka or kafka:VERSION "
+                             "(e.g. kafka:3.9)", field)
+
+
 def check_name(name: str, field: str) -> None:
     if not re.fullmatch(PARAMETER_PATTERN, name) or ".." in name or name.startswith("."):
         raise SweepError(f"{name!r} is not a parameter path (parts separated by dots, "
@@ -175,12 +209,14 @@ def cells(matrix: Matrix) -> list[Cell]:
     combinations."""
     names = [n for n, _ in matrix.parameters]
     out = []
+    variants: dict[tuple[tuple[str, Any], ...], int] = {}
     for combo in itertools.product(*(values for _, values in matrix.parameters)):
         values = tuple(zip(names, combo, strict=True))
         given = dict(values)
         if any(all(_key(given[k]) == _key(v) for k, v in rule) for rule in matrix.exclude):
             continue
-        out.append(Cell(len(out) + 1, values))
+        variant = tuple((n, _key(v)) for n, v in values if n != ENGINE)
+        out.append(Cell(len(out) + 1, values, variants.setdefault(variant, len(variants) + 1)))
     if not out:
         raise SweepError("every combination is excluded", "matrix.exclude")
     if len(out) > MAX_CELLS:
@@ -196,7 +232,8 @@ def apply(document: Mapping[str, Any], values: Iterable[tuple[str, Any]]) -> dic
     doc = copy.deepcopy(dict(document))
     doc.pop("matrix", None)
     for name, value in values:
-        _set(doc, name.split("."), value, name)
+        if name != ENGINE:
+            _set(doc, name.split("."), value, name)
     return doc
 
 

@@ -28,6 +28,13 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..check.stats import derive_seed
+from ..cluster.distribution import (
+    NODE_ENGINE,
+    DistributionError,
+    cache_root,
+    parse_engine,
+    require_installed,
+)
 from ..common.documents import versioned
 from ..common.rundir import SWEEP_FILE
 from ..report.sweep_page import render_sweep_page
@@ -40,7 +47,7 @@ from .summary import (
     exit_code,
     load_entries,
 )
-from .sweep import Cell, Matrix
+from .sweep import ENGINE, Cell, Matrix, SweepError
 from .verdict import FAIL, PASS, UNKNOWN
 
 CELLS_FILE = "cells.json"  # what a sweep directory holds before its summary exists
@@ -61,7 +68,34 @@ class SweepOutcome:
 
 
 def cell_seed(seed: int, cell: Cell) -> int:
-    return derive_seed(seed, 1_000_000 + cell.index)
+    """A cell's seed: cells that differ only in their engine run the same schedule."""
+    return derive_seed(seed, 1_000_000 + (cell.variant if cell.engine else cell.index))
+
+
+def on_engines(pairs: Sequence[tuple[Cell, Scenario]],
+               distribution: str | None) -> list[tuple[Cell, Scenario]]:
+    """Each cell's scenario with its nodes run by the Apache Kafka in `distribution` (the
+    command line's --engine or --distribution; None: Brownout's node), or by the engine
+    the cell's own `engine` parameter names. SweepError when both say it, or when a cell
+    names a Kafka version that is not installed."""
+    out = []
+    for cell, scenario in pairs:
+        home = distribution
+        if cell.engine is not None:
+            if distribution is not None:
+                raise SweepError("--engine (or --distribution) and the matrix's engine "
+                                 "parameter both say what runs the nodes; give one", ENGINE)
+            home = _engine_home(cell.engine)
+        out.append((cell, scenario if home is None else with_distribution(scenario, home)))
+    return out
+
+
+def _engine_home(engine: str) -> str | None:
+    try:
+        version = parse_engine(None if engine in (NODE_ENGINE, "brownout") else engine)
+        return None if version is None else str(require_installed(version, cache_root()).home)
+    except DistributionError as e:
+        raise SweepError(str(e), ENGINE) from None
 
 
 def run_sweep(scenario: Scenario, document: Mapping[str, Any], matrix: Matrix, out: Path,
@@ -69,12 +103,10 @@ def run_sweep(scenario: Scenario, document: Mapping[str, Any], matrix: Matrix, o
               console: Console | None = None,
               distribution: str | None = None, resume: bool = False) -> SweepOutcome:
     """Run every cell of `matrix` over the scenario `document` into `out`, with its
-    nodes run by the Apache Kafka in `distribution` when given; with `resume`, continue
+    nodes run as `on_engines` says; with `resume`, continue
     the sweep `out` holds (SweepMismatch when it holds another one)."""
     console = console or Console(highlight=False)
-    pairs = sweep_cells(dict(document), matrix, scenario.source)
-    if distribution is not None:
-        pairs = [(cell, with_distribution(s, distribution)) for cell, s in pairs]
+    pairs = on_engines(sweep_cells(dict(document), matrix, scenario.source), distribution)
     for _cell, cell_scenario in pairs:  # refuse before anything runs
         preflight(cell_scenario, pipeline)
     out = Path(out).absolute()

@@ -133,6 +133,58 @@ def test_set_options_read_values_as_yaml_scalars():
     assert merged.parameters == (("a.b", (5, 6)), ("c.d", (2,)))
 
 
+def test_the_engine_parameter_says_what_runs_the_nodes_and_keeps_the_seed():
+    from brownout.scenarios.sweep_run import cell_seed
+
+    matrix = parse_matrix({
+        "parameters": {"engine": ["node", "kafka", "kafka:3.9"],
+                       "cluster.zookeeper": [False, True]},
+        "exclude": [{"engine": "kafka", "cluster.zookeeper": True},
+                    {"engine": "kafka:3.9", "cluster.zookeeper": False}]})
+    got = cells(matrix)
+    assert [c.label() for c in got] == [
+        "engine=node zookeeper=false", "engine=node zookeeper=true",
+        "engine=kafka zookeeper=false", "engine=kafka:3.9 zookeeper=true"]
+    assert [c.engine for c in got] == ["node", "node", "kafka", "kafka:3.9"]
+    # Cells that differ only in the engine share a variant, and so a seed.
+    assert [c.variant for c in got] == [1, 2, 1, 2]
+    assert cell_seed(7, got[0]) == cell_seed(7, got[2]) != cell_seed(7, got[1])
+    assert cell_seed(7, got[1]) == cell_seed(7, got[3])
+    # The engine is not a path in the file.
+    assert apply(doc(), got[2].values)["cluster"] == {**doc()["cluster"], "zookeeper": False}
+    assert "engine" not in apply(doc(), got[2].values)
+    # Without an engine parameter the seeds are the cell's own, as before.
+    plain = cells(parse_matrix({"parameters": {"cluster.brokers": [2, 3]}}))
+    assert [c.engine for c in plain] == [None, None]
+    assert cell_seed(7, plain[0]) != cell_seed(7, plain[1])
+    for bad in ({"engine": [3]}, {"engine": ["Kafka 4"]}):
+        with pytest.raises(SweepError, match="is not an engine") as e:
+            parse_matrix({"parameters": bad})
+        assert e.value.field == "matrix.parameters.engine"
+    assert parse_set_option("engine=node,kafka:3.9") == ("engine", ("node", "kafka:3.9"))
+    with pytest.raises(SweepError, match="is not an engine"):
+        parse_set_option("engine=node,true")
+
+
+def test_a_cells_engine_is_resolved_once_and_not_twice(tmp_path, monkeypatch):
+    from brownout.scenarios.sweep_run import on_engines
+
+    monkeypatch.setenv("BROWNOUT_KAFKA_CACHE", str(tmp_path / "empty-cache"))
+    text = BASE + "matrix:\n  parameters:\n    engine: [node, kafka:3.9.2]\n"
+    scenario = loads(text, "base.yaml")
+    pairs = sweep_cells(yaml.safe_load(text), scenario.matrix, "base.yaml")
+    [(_, node_run)] = on_engines(pairs[:1], None)
+    assert node_run.cluster.distribution is None
+    with pytest.raises(SweepError, match=r"Apache Kafka 3\.9\.2 is not installed") as e:
+        on_engines(pairs, None)
+    assert e.value.field == "engine"
+    with pytest.raises(SweepError, match="both say what runs the nodes"):
+        on_engines(pairs, "/opt/kafka")
+    assert [c.label() for c, _ in on_engines(
+        sweep_cells(doc(), Matrix((("cluster.brokers", (2,)),)), "base.yaml"), None)] == [
+        "brokers=2"]
+
+
 def test_a_matrix_in_the_file_is_checked_cell_by_cell_at_load():
     text = BASE + "matrix:\n  parameters:\n    cluster.brokers: [2, 3]\n"
     scenario = loads(text, "base.yaml")
