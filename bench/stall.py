@@ -178,20 +178,34 @@ class MixedLoad:
         def on_assign(_consumer: Any, _partitions: Any) -> None:
             self.rebalances += 1
 
+        # A member leaves by unsubscribing and is closed one period later, once its poll
+        # has served the revocation: closing a member in the middle of a rebalance ran
+        # confluent-kafka's rebalance callback inside close(), holding the GIL while
+        # librdkafka waited on its closing group thread, and hung the whole bench.
+        leaving: list[Consumer] = []
         try:
             next_change = time.monotonic()
             while not self.stop.is_set():
                 if time.monotonic() >= next_change:
+                    for gone in leaving:
+                        gone.close()
+                    leaving = []
                     member = Consumer(self._consumer_config("bench-churn"))
                     member.subscribe(["mixed"], on_assign=on_assign)
                     members.append(member)
                     if len(members) > 2:
-                        members.pop(0).close()
+                        leaving.append(members.pop(0))
+                        leaving[-1].unsubscribe()
                     next_change += CHURN_PERIOD
-                for member in members:
+                for member in members + leaving:
                     member.poll(0.05)
         finally:
-            for member in members:
+            for member in members + leaving:
+                member.unsubscribe()
+            for _ in range(20):  # a second for the revocations, served by poll
+                for member in members + leaving:
+                    member.poll(0.05)
+            for member in members + leaving:
                 member.close()
 
     def create_topics(self) -> None:

@@ -44,6 +44,7 @@ from typing import Any
 import confluent_kafka
 import idle
 import latency
+import propagation
 import stall
 import throughput
 from benchkit import (
@@ -192,6 +193,17 @@ def run(args: argparse.Namespace) -> tuple[Table, dict[str, Any]]:
                 return {t.name: f(t) for t in targets if not (skip_mock and t.is_mock)}
 
             phase_one(args, table, raw, each, step)
+            step("metadata propagation")
+            r = {t.name: propagation.propagation(t, args.propagation_rounds) for t in (b, k)}
+            raw["propagation"] = r
+            for kind, what in (("create_partitions", "CreatePartitions, until every "
+                                "broker's Metadata lists the new partition"),
+                               ("config", "a topic config, until every broker's "
+                                "DescribeConfigs shows it")):
+                for q, goal in (("p50", None), ("max", P99)):
+                    table.add(f"metadata propagation {q}, {what} "
+                              f"({args.propagation_rounds} rounds)", "ms",
+                              {e: v[kind][q] for e, v in r.items()}, goal)
             step("memory")
             rss = {t.name: {n: rss_mb(pid) for n, (pid, _, _) in t.nodes.items()}
                    for t in (b, k)}
@@ -374,10 +386,12 @@ def main() -> None:
         args.seconds, args.latency_seconds, args.idle_window = 2.0, 4.0, 5.0
         args.rates_mb, args.e2e_rates, args.lingers = [10], [1000], [0, 5]
         args.mixed_seconds, args.mock_mixed_seconds = 20.0, 10.0
+        args.propagation_rounds = 5
     else:
         args.seconds, args.latency_seconds, args.idle_window = 3.0, 6.0, 15.0
         args.rates_mb, args.e2e_rates, args.lingers = [1, 10], [100, 1000], [0, 1, 5]
         args.mixed_seconds, args.mock_mixed_seconds = 300.0, 30.0
+        args.propagation_rounds = 20
     started = time.monotonic()
     table, raw = run(args)
     print()
