@@ -171,6 +171,16 @@ def test_rolling_restart_with_java_consumers_passes(tmp_path: Path,
     assert check["results"]["consumers"]["valid"] is True, check["results"]["consumers"]
     assert check["results"]["rebalances"]["valid"] is not False
     assert (run_dir / "java-clients" / "consumer-readers-0.log").exists()
+    # Each consumer's broker lists, from its client's log; each broker's own, asked once
+    # a second: unknown while it was down, and only itself while its peer was.
+    views = check["results"]["metadata_views"]["numbers"]
+    assert sorted(views["consumers"]) == sorted(members), views["consumers"]
+    for name, series in views["consumers"].items():
+        assert series[0][1] == 2, (name, series)
+    assert sorted(views["brokers"]) == ["broker 1", "broker 2"], views["brokers"]
+    for name, series in views["brokers"].items():
+        counts = [count for _, count in series]
+        assert counts[0] == 2 and None in counts and 1 in counts, (name, series)
 
 
 def test_a_config_the_java_client_refuses_is_a_client_error_with_its_reason(

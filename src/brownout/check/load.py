@@ -48,6 +48,7 @@ class Slices:
     groups: pa.Table  # f=assign|revoke (all types): SMALL_COLUMNS
     observations: pa.Table  # f=observe: SMALL_COLUMNS
     faults: pa.Table  # f=fault: SMALL_COLUMNS
+    metadata: pa.Table  # f=metadata (the brokers a client knows): SMALL_COLUMNS
     rows: int = 0
     # Set when the msg_id columns hold int64 codes (load_inputs), not strings: the
     # final read they were loaded with is coded with the same MsgIds.
@@ -60,7 +61,7 @@ def load_history(history: HistoryInput | Slices) -> Slices:
         return history
     parts: dict[str, list[pa.Table]] = {k: [] for k in
                                         ("invokes", "completions", "polls", "groups",
-                                         "observations", "faults")}
+                                         "observations", "faults", "metadata")}
     rows = 0
     for batch in history_batches(history, READ_COLUMNS):
         rows += batch.num_rows
@@ -80,9 +81,11 @@ def load_history(history: HistoryInput | Slices) -> Slices:
             small.filter(pc.fill_null(pc.is_in(f, value_set=pa.array(GROUP_FS)), False)))
         parts["observations"].append(small.filter(pc.fill_null(pc.equal(f, "observe"), False)))
         parts["faults"].append(small.filter(pc.fill_null(pc.equal(f, "fault"), False)))
+        parts["metadata"].append(small.filter(pc.fill_null(pc.equal(f, "metadata"), False)))
     columns = {"invokes": INVOKE_COLUMNS, "completions": COMPLETION_COLUMNS,
                "polls": POLL_COLUMNS, "groups": SMALL_COLUMNS,
-               "observations": SMALL_COLUMNS, "faults": SMALL_COLUMNS}
+               "observations": SMALL_COLUMNS, "faults": SMALL_COLUMNS,
+               "metadata": SMALL_COLUMNS}
     out = {name: (pa.concat_tables(tables).combine_chunks() if tables
                   else empty_history(columns[name]))
            for name, tables in parts.items()}

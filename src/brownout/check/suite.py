@@ -12,6 +12,7 @@ import pyarrow as pa
 from brownout.check import result as r
 from brownout.check.availability import check_availability
 from brownout.check.consumers import check_consumers
+from brownout.check.failover import check_failover
 from brownout.check.load import (
     HighWatermarks,
     HistoryInput,
@@ -19,10 +20,12 @@ from brownout.check.load import (
     load_inputs,
 )
 from brownout.check.lost import DEATH_WINDOW, explain_lost_writes, reason_counts
+from brownout.check.metadata_views import check_metadata_views
 from brownout.check.rebalances import check_rebalances
 from brownout.check.writes import analyse_writes, send_outcomes, single_topic
 
-CHECKERS = ("writes", "consumers", "availability", "rebalances")
+CHECKERS = ("writes", "consumers", "availability", "rebalances", "failover",
+            "metadata_views")
 EVIDENCE = ["msg_id", "acks", "topic", "partition", "offset", "completed", "producer", "seq",
             "reason", "matched", "sample_time", "leader", "leader_epoch", "isr",
             "epoch_ended_at", "new_leader", "new_epoch", "record_at_offset", "log_end",
@@ -103,6 +106,8 @@ def check_all(history: HistoryInput | Slices, final_read: pa.Table | str | Path,
     results["consumers"] = r.guarded("consumers", check_consumers, slices, final, exp,
                                      unread)
     results["rebalances"] = r.guarded("rebalances", check_rebalances, slices)
+    results["failover"] = r.guarded("failover", check_failover, slices)
+    results["metadata_views"] = r.guarded("metadata_views", check_metadata_views, slices)
     results = {name: results[name] for name in CHECKERS if name in results}
     return r.Report(r.compose(results.values()), results, exp, numbers, lost_writes=lost)
 

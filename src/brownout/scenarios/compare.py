@@ -12,8 +12,11 @@ history) and builds one row per measure with one cell per engine:
                above zero, with the rate's 95% Wilson interval, and the count's median
                and range
     spread     a duration or a quantity per run (the longest window without an acks=all
-               write, per partition; acknowledged writes; the longest node stall):
-               median and range
+               write, per partition; from a fault to a new leader and to the ISR
+               shrink, and from a broker's return to the ISR expand, per partition and
+               the slowest; acknowledged writes; the longest node stall; the
+               share of time each consumer knew one broker and each broker's Metadata
+               listed one): median and range
 
 A row is flagged where two engines differ beyond chance: their rates' 95% intervals do
 not overlap, or (a spread) their ranges do not, with enough runs on both sides (4 each,
@@ -36,6 +39,8 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from ..check.failover import MEASURES as FAILOVER_MEASURES
+from ..check.metadata_views import shares
 from ..check.rebalances import run_rebalances
 from ..check.stats import Rate, Spread
 from ..cluster.distribution import DistributionError, parse_engine
@@ -189,6 +194,22 @@ def run_values(run: RunDocuments) -> RunValues:
         values["rebalances"] = float(run_rebalances(
             rebalances["numbers"], first_fault=window[0],
             consumers_stopped=verdict.get("consumers_stopped")).count)
+    failover = results.get("failover") or {}
+    if failover and "error" not in failover and failover.get("numbers") is not None:
+        for measure in FAILOVER_MEASURES:
+            per_partition = failover["numbers"].get(measure) or {}
+            for partition, seconds in per_partition.items():
+                values[f"{measure}[{partition}]"] = _number(seconds)
+            if per_partition:
+                values[f"{measure}_seconds"] = max(float(x) for x in per_partition.values())
+    views = results.get("metadata_views") or {}
+    if views and "error" not in views and views.get("numbers") is not None:
+        verdict = run.verdict or {}
+        window = verdict.get("fault_window") or [None]
+        found = shares(views["numbers"], window[0], verdict.get("consumers_stopped"))
+        for side, key in (("consumers", "consumer_one_broker"), ("brokers", "broker_one_broker")):
+            for name, share in (found.get(side) or {}).items():
+                values[f"{key}[{name}]"] = round(share, 4)
     if run.duplicates is not None:
         families.add("duplicates")
         for row in run.duplicates:
@@ -231,6 +252,9 @@ MEASURES: dict[str, tuple[str, str, str]] = {
     "acknowledged_writes": ("acknowledged writes", SPREAD, "writes"),
     "longest_unavailable_seconds": ("longest acks=all window without a write", SPREAD, "s"),
     "slowest_recovery_seconds": ("slowest first acks=all write after a fault", SPREAD, "s"),
+    "new_leader_seconds": ("slowest new leader after a fault", SPREAD, "s"),
+    "isr_shrink_seconds": ("slowest ISR shrink after a fault", SPREAD, "s"),
+    "isr_expand_seconds": ("slowest ISR expand after a broker's return", SPREAD, "s"),
     "longest_node_stall_seconds": ("longest node event-loop stall", SPREAD, "s"),
 }
 # A family's rows (FAMILY[NAME], shown where some engine measured them): the label
@@ -241,6 +265,18 @@ FAMILIES: dict[str, tuple[str, str, str, str]] = {
     "client_errors": ("client errors {name}", RATE, "errors", "client_errors"),
     "partition_unavailable": ("partition {name}: longest acks=all window without a write",
                               SPREAD, "s", "longest_unavailable_seconds"),
+    # check/failover.py, the observer's view
+    "new_leader": ("partition {name}: fault to a new leader", SPREAD, "s",
+                   "new_leader_seconds"),
+    "isr_shrink": ("partition {name}: fault to the ISR shrink", SPREAD, "s",
+                   "isr_shrink_seconds"),
+    "isr_expand": ("partition {name}: return to the ISR expand", SPREAD, "s",
+                   "isr_expand_seconds"),
+    # Observation D's measure (check/metadata_views.py), first fault to consumers' stop
+    "consumer_one_broker": ("consumer {name}: share of time knowing one broker", SPREAD,
+                            "", "rebalances"),
+    "broker_one_broker": ("{name}: share of time its Metadata listed one broker", SPREAD,
+                          "", "rebalances"),
 }
 
 

@@ -9,7 +9,9 @@ can be rebuilt from run directories alone. Per run it takes:
                     indeterminate and failed sends, the longest acks=all window without a
                     successful write, duplicates, and consumer-group rebalances counted
                     as the `rebalances` expectation counts them (from the first fault
-                    until the consumers stop, bounds from verdict.json)
+                    until the consumers stop, bounds from verdict.json); over the same
+                    window, the largest share of time a consumer knew one broker and a
+                    broker listed one (consumers_/brokers_one_broker_share)
 
 Runs that are unknown (the lab was overloaded: they measured the machine, not Kafka) are
 counted, but left out of every rate and statistic. Each rate comes with its 95% Wilson
@@ -29,6 +31,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from ..check.metadata_views import shares
 from ..check.over_runs import OverRunsSpec
 from ..check.over_runs import judge as judge_over_runs
 from ..check.over_runs import outcome as over_runs_outcome
@@ -117,11 +120,25 @@ def run_measures(check: Mapping[str, Any] | None,
              "longest_unavailable_acks_all", {}).get("seconds")
          if "availability" in results else None),
         ("rebalances", _rebalances(results, verdict or {})),
+        *_one_broker_shares(results, verdict or {}),
     ):
         number = _number(value)
         if number is not None:
             out[name] = number
     return out
+
+
+def _one_broker_shares(results: Mapping[str, Any],
+                       verdict: Mapping[str, Any]) -> list[tuple[str, float | None]]:
+    """From the first fault until the consumers stopped: the largest share of time a
+    consumer knew one broker, and a broker listed one (check/metadata_views.py)."""
+    numbers = (results.get("metadata_views") or {}).get("numbers")
+    if numbers is None:
+        return []
+    window = verdict.get("fault_window") or [None]
+    found = shares(numbers, window[0], verdict.get("consumers_stopped"))
+    return [(f"{side}_one_broker_share", max(found[side].values()) if side in found else None)
+            for side in ("consumers", "brokers")]
 
 
 def _rebalances(results: Mapping[str, Any], verdict: Mapping[str, Any]) -> int | None:

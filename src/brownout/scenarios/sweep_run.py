@@ -196,7 +196,10 @@ def summarise_sweep(out: Path) -> dict[str, Any]:
 # Short column names: a terminal is narrow. Rates are runs with the quantity above zero.
 RATE_COLUMNS = {"acked_writes_lost": "lost acked", "rebalances": "rebalanced",
                 "indeterminate_sends": "indeterminate", "duplicates": "duplicates"}
-MEAN_COLUMNS = {"longest_unavailable_seconds": "unavailable s"}
+MEAN_COLUMNS = {"longest_unavailable_seconds": "unavailable s",
+                # the largest share of time a consumer knew one broker, a broker listed one
+                "consumers_one_broker_share": "consumer 1 broker",
+                "brokers_one_broker_share": "broker 1 broker"}
 
 
 def _rate_text(entry: Mapping[str, Any] | None) -> str:
@@ -223,7 +226,8 @@ def print_sweep_table(sweep: Mapping[str, Any], console: Console) -> None:
              if any(r.get("measure") == k for c in cells for r in c["rates"])]
     means = [k for k in MEAN_COLUMNS
              if any(m["name"] == k for c in cells for m in c["measures"])]
-    table = Table(title="runs with: count/runs [95% interval]; unavailable: mean seconds",
+    table = Table(title="runs with: count/runs [95% interval]; unavailable: mean seconds; "
+                  "1 broker: mean share of time",
                   title_justify="left")
     for column in ("cell", "values", "passed", *(RATE_COLUMNS[k] for k in rates),
                    *(MEAN_COLUMNS[k] for k in means)):

@@ -14,6 +14,16 @@ process "observer":
 
 "source" is the broker that answered: brokers' metadata caches can disagree for a moment,
 so the observer sticks to one broker while it answers and says which one it was.
+
+Beside it, `BrokerViews` asks every bootstrap broker for its own broker list once a
+second, each on its own connection, and records each broker's list when it changes:
+
+    value {"kind": "broker_view", "source", "node", "brokers"}    brokers: null while
+                                                                  the broker does not answer
+
+This is what a client's Metadata request to that broker would have been told (the
+measure behind Observation D: a broker that lists only itself leaves a client that asks
+it knowing one broker).
 """
 
 from __future__ import annotations
@@ -223,3 +233,72 @@ def _nested(partitions: dict[tuple[str, int], PartitionState]) -> dict[str, Any]
     for (topic, partition), state in sorted(partitions.items()):
         out.setdefault(topic, {})[str(partition)] = state.as_json()
     return out
+
+
+class BrokerViews:
+    """Each bootstrap broker's own broker list, sampled every `interval` on a thread of
+    its own (a broker that does not answer holds this thread up to `timeout`, not the
+    observer's), recorded per broker when it changes (module docstring)."""
+
+    def __init__(self, history: HistoryWriter, bootstrap: str, *, interval: float = 1.0,
+                 timeout: float = 1.0, stop: threading.Event | None = None,
+                 process: str = "observer") -> None:
+        self.history = history
+        self.addresses = [a.strip() for a in bootstrap.split(",") if a.strip()]
+        self.interval = interval
+        self.timeout = timeout
+        self.stop = stop or threading.Event()
+        self.process = process
+        self._clients: dict[str, WireClient] = {}
+        self._last: dict[str, tuple[int, ...] | None] = {}
+        self._nodes: dict[str, int] = {}  # address -> node id, as Metadata lists it
+        self.thread = threading.Thread(target=self._run, name=f"{process}-views", daemon=True)
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def join(self, timeout: float | None = None) -> None:
+        self.thread.join(timeout)
+
+    def view(self, address: str) -> tuple[int, ...] | None:
+        """The broker ids `address` lists in its Metadata now; None when it does not
+        answer."""
+        try:
+            client = self._clients.get(address)
+            if client is None:
+                client = WireClient(address, timeout=self.timeout,
+                                    client_id="brownout-observer-views")
+                self._clients[address] = client
+            response = request_metadata(client, [])
+        except (WireError, OSError, ValueError):
+            self._drop(address)
+            return None
+        for b in response.brokers:
+            self._nodes[f"{b.host}:{b.port}"] = int(b.node_id)
+        return tuple(sorted(int(b.node_id) for b in response.brokers))
+
+    def observe_once(self) -> None:
+        for address in self.addresses:
+            brokers = self.view(address)
+            if address in self._last and self._last[address] == brokers:
+                continue
+            self._last[address] = brokers
+            value = {"kind": "broker_view", "source": address,
+                     "node": self._nodes.get(address),
+                     "brokers": None if brokers is None else list(brokers)}
+            self.history.record(OK, "observe", self.process,
+                                value=json.dumps(value, separators=(",", ":")))
+
+    def _drop(self, address: str) -> None:
+        client = self._clients.pop(address, None)
+        if client is not None:
+            client.close()
+
+    def _run(self) -> None:
+        try:
+            while not self.stop.is_set():
+                self.observe_once()
+                self.stop.wait(self.interval)
+        finally:
+            for address in list(self._clients):
+                self._drop(address)

@@ -39,7 +39,7 @@ from .consumer_group import ConsumerGroup
 from .final_read import FinalRead, final_read, load_final_read, not_read, write_final_read
 from .history import HistoryWriter, ensure_parquet, jsonl_to_parquet, read_history, read_jsonl
 from .java_clients import JAVA_CLIENTS_DIR
-from .observer import Observer
+from .observer import BrokerViews, Observer
 from .producer import ProducerGroup, ProducerSettings
 
 LOCK_FILE = ".lock"
@@ -87,6 +87,7 @@ class WorkloadRun:
         self.producers: list[ProducerGroup] = []
         self.consumers: list[ConsumerGroup] = []
         self.observer: Observer | None = None
+        self.broker_views: BrokerViews | None = None
         self.history: HistoryWriter | None = None
         self.info: dict[str, Any] = {}
         self.client_logger: logging.Logger | None = None
@@ -215,11 +216,14 @@ class WorkloadRun:
         assert self.history is not None
         self.observer = Observer(self.history, self.bootstrap, topics, interval=interval,
                                  full_interval=full_interval, stop=self.stop)
+        self.broker_views = BrokerViews(self.history, self.bootstrap, stop=self.stop)
         return self.observer
 
     def start(self) -> None:
         if self.observer is not None:
             self.observer.start()
+        if self.broker_views is not None:
+            self.broker_views.start()
         for group in [*self.consumers, *self.producers]:
             group.prepare()  # Java clients: every JVM starts at once
         for group in [*self.consumers, *self.producers]:
@@ -273,6 +277,8 @@ class WorkloadRun:
                 group.join(max(0.0, end - time.monotonic()))
             if self.observer is not None:
                 self.observer.join(max(0.0, end - time.monotonic()))
+            if self.broker_views is not None:
+                self.broker_views.join(max(0.0, end - time.monotonic()))
         finally:
             self.history.close()
             self.history = None

@@ -27,7 +27,8 @@ def test_clean_run_is_valid_and_serialisable():
     history, log = clean()
     report = check_all(history, log, {0: 3})
     assert report.valid is True
-    assert set(report.results) == {"writes", "consumers", "availability", "rebalances"}
+    assert set(report.results) == {"writes", "consumers", "availability", "rebalances",
+                                   "failover", "metadata_views"}
     d = json.loads(json.dumps(report.to_dict()))
     assert d["valid"] is True
     assert d["numbers"] == {"history_events": len(history), "final_read_records": 3}
