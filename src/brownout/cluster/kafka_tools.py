@@ -36,17 +36,25 @@ log4j.appender.stderr.Target=System.err
 """
 
 
-def tool_log_config(jar_names: Sequence[str]) -> tuple[str, str, str]:
+def tool_log_config(jar_names: Sequence[str], debug: Sequence[str] = ()
+                    ) -> tuple[str, str, str]:
     """(file name, text, system property naming it) for the version's logging backend:
-    log4j2 from Kafka 4.0, reload4j before."""
+    log4j2 from Kafka 4.0, reload4j before; the loggers in `debug` at DEBUG."""
     if uses_log4j2(list(jar_names)):
-        return "tools-log4j2.properties", TOOLS_LOG4J2_PROPERTIES, "log4j2.configurationFile"
-    return "tools-log4j.properties", TOOLS_LOG4J_PROPERTIES, "log4j.configuration"
+        text = TOOLS_LOG4J2_PROPERTIES if not debug else log4j2_console(
+            "", "WARN", stderr=True,
+            loggers={f"debug{i}": (name, "DEBUG") for i, name in enumerate(debug)})
+        return "tools-log4j2.properties", text, "log4j2.configurationFile"
+    text = TOOLS_LOG4J_PROPERTIES + "".join(f"log4j.logger.{name}=DEBUG\n" for name in debug)
+    return "tools-log4j.properties", text, "log4j.configuration"
 
 
-def write_tool_log_config(distribution: Distribution, directory: Path) -> tuple[str, Path]:
-    """Write the version's tool log config into `directory`: (property, path)."""
-    name, text, prop = tool_log_config([p.name for p in distribution.libs.glob("*.jar")])
+def write_tool_log_config(distribution: Distribution, directory: Path,
+                          debug: Sequence[str] = ()) -> tuple[str, Path]:
+    """Write the version's tool log config into `directory` (the loggers in `debug` at
+    DEBUG): (property, path)."""
+    name, text, prop = tool_log_config([p.name for p in distribution.libs.glob("*.jar")],
+                                       debug)
     path = directory / name
     path.write_text(text, encoding="utf-8")
     return prop, path

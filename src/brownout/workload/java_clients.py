@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import dataclasses
+import json
 import logging
 import os
 import signal
@@ -42,15 +43,17 @@ from ..cluster.distribution import (
 from ..cluster.kafka_tools import CLIENT_JVM_OPTIONS, class_argv, write_tool_log_config
 from ..common.java import JavaError, require_java
 from .generators import java_value_prefix
-from .history import INFO, HistoryWriter
+from .history import INFO, OK, HistoryWriter
 from .java_events import (
     CONSUMER_MAIN,
+    METADATA_LOGGER,
     PRODUCER_MAIN,
     ConsumerEvents,
     ProducerEvents,
     command_config_option,
     consumer_args,
     consumer_properties,
+    metadata_updates,
     parse_line,
     producer_args,
     producer_properties,
@@ -228,6 +231,7 @@ class _JavaWorker:
 
     main_class = ""
     tool = ""
+    debug_loggers: tuple[str, ...] = ()  # the client's own loggers to log at DEBUG
 
     def __init__(self, history: HistoryWriter, process: str, *, stop: threading.Event,
                  deadline: float | None, work_dir: Path, runtime: JavaRuntime) -> None:
@@ -270,7 +274,7 @@ class _JavaWorker:
         dist = self.runtime.distribution
         config_path = self.work_dir / f"{self.process}.properties"
         config_path.write_text(properties_text(self._properties()), encoding="utf-8")
-        log_property, log_config = write_tool_log_config(dist, self.work_dir)
+        log_property, log_config = write_tool_log_config(dist, self.work_dir, self.debug_loggers)
         args = self._args(command_config_option(dist.version, self.tool), config_path)
         argv = class_argv(self.runtime.java, dist, self.main_class, args, log_property,
                           log_config, CLIENT_JVM_OPTIONS)
@@ -396,6 +400,8 @@ class JavaConsumerWorker(_JavaWorker):
 
     main_class = CONSUMER_MAIN
     tool = "consumer"
+    # Its broker list, from each metadata update it logs (java_events.metadata_updates).
+    debug_loggers = (METADATA_LOGGER,)
 
     def __init__(self, settings: Any, history: HistoryWriter, process: str, *,
                  stop: threading.Event, deadline: float | None, work_dir: Path,
@@ -436,6 +442,21 @@ class JavaConsumerWorker(_JavaWorker):
 
     def _stop_timeout(self) -> float:
         return CONSUMER_CLOSE_S + STOP_MARGIN_S
+
+    def _finished(self) -> None:
+        """Its broker lists, as kafka-python's and librdkafka's consumers record them."""
+        try:
+            with open(self.work_dir / f"{self.process}.log", encoding="utf-8",
+                      errors="replace") as f:
+                updates = metadata_updates(f)
+        except OSError:
+            return
+        clock = wall_clock(self.history)
+        for when, ids in updates:
+            value = {"client": self.process, "type": "consumer", "learned": list(ids),
+                     "up": []}
+            self.history.record(OK, "metadata", self.process, time=clock(when * 1000),
+                                value=json.dumps(value, separators=(",", ":")))
 
 
 def start_all(workers: Sequence[_JavaWorker], timeout: float = START_TIMEOUT_S) -> None:

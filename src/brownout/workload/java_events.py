@@ -38,16 +38,21 @@ VerifiableConsumer (run with --verbose, so every record is printed)
                             refused it) or info (anything else), with the tool's message
     startup_complete, shutdown_requested, shutdown_complete: nothing
 
-Not observed with Java consumers: the client's broker list (no f="metadata" events), the
-commit interval (the tool commits after every poll), client errors other than failed
-commits (they go to the JVM's log, the run's java-clients/ folder).
+The consumer's broker list is not among the tool's events: it comes from the client's
+own log (org.apache.kafka.clients.Metadata at DEBUG, in the run's java-clients/ folder),
+whose "Updated cluster metadata" lines `metadata_updates` reads once the JVM is gone, as
+f="metadata" events like the other clients' ({"learned": node ids}).
+
+Not observed with Java consumers: the commit interval (the tool commits after every
+poll), client errors other than failed commits (they go to the JVM's log).
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Mapping
+import time
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -99,6 +104,38 @@ JAVA_ERRORS = {
 _REFUSED_COMMIT = re.compile(
     r"rebalanc|not part of an active group|kicked out|generation|fenced|unknown member",
     re.IGNORECASE)
+
+
+# The Java client's Metadata logs each response it applies at DEBUG, in Kafka's log
+# pattern: "[2026-11-29 18:40:01,123] DEBUG [Consumer clientId=c, groupId=g] Updated
+# cluster metadata updateVersion 3 to MetadataSnapshot{clusterId='x', nodes={1=host:port
+# (id: 1 rack: null), 2=...}, partitions=[...], controller=...}".
+METADATA_LOGGER = "org.apache.kafka.clients.Metadata"
+_METADATA_UPDATE = re.compile(
+    r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),(\d{3})\] DEBUG .*Updated cluster metadata "
+    r"updateVersion \d+ to \w+\{.*?nodes=\{([^}]*)\}")
+_NODE_ID = re.compile(r"(?:^|, )(-?\d+)=")
+
+
+def metadata_updates(lines: Iterable[str]) -> list[tuple[float, tuple[int, ...]]]:
+    """(wall-clock seconds, broker ids) of each metadata update the client logged whose
+    broker list differs from the one before (the bootstrap list, negative ids, is not
+    one); the log's times are the machine's local time, as the JVM prints them."""
+    out: list[tuple[float, tuple[int, ...]]] = []
+    for line in lines:
+        match = _METADATA_UPDATE.match(line)
+        if match is None:
+            continue
+        stamp, millis, nodes = match.groups()
+        listed = [int(n) for n in _NODE_ID.findall(nodes)]
+        if listed and all(n < 0 for n in listed):
+            continue  # the bootstrap addresses (ids -1, -2, ...), not a broker's answer
+        ids = tuple(sorted(n for n in listed if n >= 0))
+        if out and out[-1][1] == ids:
+            continue
+        when = time.mktime(time.strptime(stamp, "%Y-%m-%d %H:%M:%S")) + int(millis) / 1000
+        out.append((when, ids))
+    return out
 
 
 def command_config_option(version: str, tool: str) -> str:

@@ -80,6 +80,14 @@ def test_kafka_3_runs_its_scala_tools_with_reload4j(tmp_path: Path):
     _, text2, prop2 = tool_log_config([f"kafka_2.13-{DEFAULT_KAFKA_4}.jar",
                                        "log4j-core-2.24.3.jar"])
     assert prop2 == "log4j2.configurationFile" and "SYSTEM_ERR" in text2
+    # A client's own logger at DEBUG, the rest at WARN, in either backend.
+    _, debug3, _ = tool_log_config(names, ["org.apache.kafka.clients.Metadata"])
+    assert debug3.endswith("log4j.logger.org.apache.kafka.clients.Metadata=DEBUG\n")
+    assert "log4j.rootLogger=WARN, stderr" in debug3
+    _, debug4, _ = tool_log_config([f"kafka_2.13-{DEFAULT_KAFKA_4}.jar",
+                                    "log4j-core-2.24.3.jar"], ["org.apache.kafka.clients.Metadata"])
+    assert "logger.debug0.name = org.apache.kafka.clients.Metadata" in debug4
+    assert "logger.debug0.level = DEBUG" in debug4 and "rootLogger.level = WARN" in debug4
 
 
 def test_exit_status_of_a_signalled_jvm_is_128_plus_the_signal():

@@ -407,3 +407,39 @@ def test_the_pipeline_does_not_read_java_producers_values() -> None:
 
     with pytest.raises(ScenarioRefused, match="Spark pipeline reads"):
         preflight(loads(SCENARIO % ("java", "", "confluent")), pipeline=True)
+
+
+def test_a_java_consumers_broker_lists_come_from_its_metadata_log():
+    import time
+
+    from brownout.workload.java_events import metadata_updates
+
+    snapshot = ("Updated cluster metadata updateVersion {v} to MetadataSnapshot{{clusterId="
+                "'AbC', nodes={{{nodes}}}, partitions=[PartitionMetadata(error=NONE, "
+                "partition=events-0, leader=Optional[1], leaderEpoch=Optional[2], "
+                "replicas=1,2, isr=1,2, offlineReplicas=)], controller=1:9092 (id: 1 rack: "
+                "null isFenced: false)}}")
+    two = "1=127.0.0.1:9092 (id: 1 rack: null isFenced: false), 2=127.0.0.1:9093 (id: 2 " \
+          "rack: null isFenced: false)"
+    one = "2=127.0.0.1:9093 (id: 2 rack: null)"
+    prefix = "DEBUG [Consumer clientId=consumer-readers-0, groupId=readers] "
+    lines = [
+        f"[2026-11-29 18:40:00,000] {prefix}"
+        f"{snapshot.format(v=1, nodes='-1=127.0.0.1:9092 (id: -1 rack: null)')} "
+        "(org.apache.kafka.clients.Metadata)",  # the bootstrap list: not learned
+        f"[2026-11-29 18:40:01,123] {prefix}{snapshot.format(v=2, nodes=two)} "
+        "(org.apache.kafka.clients.Metadata)",
+        f"[2026-11-29 18:40:02,000] {prefix}{snapshot.format(v=3, nodes=two)} "
+        "(org.apache.kafka.clients.Metadata)",  # the same list: not a change
+        "[2026-11-29 18:40:03,000] WARN [Consumer clientId=x] Connection to node 1 could "
+        "not be established (org.apache.kafka.clients.NetworkClient)",
+        f"[2026-11-29 18:40:05,500] {prefix}{snapshot.format(v=4, nodes=one)} "
+        "(org.apache.kafka.clients.Metadata)",
+        f"[2026-11-29 18:40:06,000] {prefix}{snapshot.format(v=5, nodes='')} "
+        "(org.apache.kafka.clients.Metadata)",
+    ]
+    got = metadata_updates(lines)
+    assert [ids for _, ids in got] == [(1, 2), (2,), ()]
+    first = time.mktime(time.strptime("2026-11-29 18:40:01", "%Y-%m-%d %H:%M:%S")) + 0.123
+    assert got[0][0] == first
+    assert got[1][0] - got[0][0] == pytest.approx(4.377)
