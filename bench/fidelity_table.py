@@ -9,7 +9,8 @@ DIR/NAME`: KAFKA is the default 4.x version, or the 3.9 line for the ZooKeeper-m
 built-ins (4.x has no ZooKeeper mode). A built-in whose DIR/NAME/compare.json exists is
 not run again, so the table can be built over several sittings; a comparison cut short
 (no compare.json) runs again from the start. Sweeps (rolling-restart-sweep) are not
-built-ins to compare: `brownout sweep` makes their table.
+built-ins to compare: `brownout sweep` makes their table (an `engine` parameter puts
+the engines side by side).
 
 Then, and with --table only then, a Markdown table on stdout from every compare.json
 under DIR: per built-in its verdict row and every measure that either engine observed,
@@ -32,7 +33,9 @@ from brownout.report.compare_text import cell_text
 from brownout.scenarios import builtin, builtin_names
 
 BROWNOUT = [str(Path(sys.executable).parent / "brownout")]
-SWEEPS = frozenset({"rolling-restart-sweep"})
+# Sweeps (a matrix of cells) are not built-ins to compare: `brownout sweep` makes their
+# table, engines and all.
+SWEEPS = frozenset(n for n in builtin_names() if builtin(n).matrix is not None)
 
 
 def kafka_engine(name: str) -> str:
