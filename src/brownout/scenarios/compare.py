@@ -273,7 +273,7 @@ FAMILIES: dict[str, tuple[str, str, str, str]] = {
     "isr_expand": ("partition {name}: return to the ISR expand", SPREAD, "s",
                    "isr_expand_seconds"),
     # Observation D's measure (check/metadata_views.py), first fault to consumers' stop
-    "consumer_one_broker": ("consumer {name}: share of time knowing one broker", SPREAD,
+    "consumer_one_broker": ("{name}: share of time knowing one broker", SPREAD,
                             "", "rebalances"),
     "broker_one_broker": ("{name}: share of time its Metadata listed one broker", SPREAD,
                           "", "rebalances"),
