@@ -1,12 +1,17 @@
-"""Where a broker's time goes under the acks=all RF 3 1 KiB produce load.
+"""Where a broker's time goes under the acks=all RF 3 1 KiB produce load, or under one
+consumer fetching that topic from its start.
 
     .venv/bin/python bench/profile_node.py [--seconds 20] [--node 1] [--top 25]
+                                           [--workload produce|fetch]
 
 Builds a 3+1 cluster, produces 1 KiB records (acks=all, idempotent, linger 5) into a
 4-partition RF 3 topic for `--seconds`, and meanwhile samples one broker with py-spy
-(`pip install py-spy`; needs ptrace rights, e.g. root). Prints the functions with the
-most samples on the CPU, by own time and by inclusive time, and the produce rate
-reached while sampled. The collapsed stacks are kept in --out for flame graphs.
+(`pip install py-spy`; needs ptrace rights, e.g. root). With `--workload fetch` the
+produce runs first for twice as long, unsampled, and the broker is sampled while one
+consumer (bench/throughput.py's fetch row) reads the topic from its start for
+`--seconds`. Prints the functions with the most samples on the CPU, by own time and by
+inclusive time, and the rate reached while sampled. The collapsed stacks are kept in
+--out for flame graphs.
 """
 
 from __future__ import annotations
@@ -50,6 +55,7 @@ def main() -> None:
     parser.add_argument("--node", type=int, default=1)
     parser.add_argument("--top", type=int, default=25)
     parser.add_argument("--out", type=Path, default=Path("runs/profile-node.txt"))
+    parser.add_argument("--workload", choices=("produce", "fetch"), default="produce")
     args = parser.parse_args()
     py_spy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
     args.out.parent.mkdir(parents=True, exist_ok=True)
@@ -58,8 +64,15 @@ def main() -> None:
         pid = target.nodes[args.node][0]
         result: dict[str, float] = {}
 
+        if args.workload == "fetch":
+            throughput.produce_for(target, "profile", 1024, "all", 2 * args.seconds)
+
         def load() -> None:
-            result.update(throughput.produce_for(target, "profile", 1024, "all", args.seconds))
+            if args.workload == "fetch":
+                result.update(throughput.fetch_for(target, "profile", args.seconds))
+            else:
+                result.update(throughput.produce_for(target, "profile", 1024, "all",
+                                                     args.seconds))
 
         producer = threading.Thread(target=load)
         producer.start()
@@ -85,7 +98,8 @@ def main() -> None:
             )
         finally:
             producer.join()
-    print(f"node {args.node} (pid {pid}), acks=all RF 3 1 KiB at {result['mb_s']:.1f} MB/s")
+    what = "one consumer fetching" if args.workload == "fetch" else "acks=all RF 3 1 KiB"
+    print(f"node {args.node} (pid {pid}), {what} at {result['mb_s']:.1f} MB/s")
     print(summarize(args.out, args.top))
 
 
