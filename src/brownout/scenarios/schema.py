@@ -597,6 +597,8 @@ class Scenario:
     pipeline_master: str | None = None  # the pipeline's Spark master (None: local)
     # the pipeline session's Spark settings (pipeline.config)
     pipeline_config: dict[str, str] = dataclasses.field(default_factory=dict)
+    # the Kafka source's failOnDataLoss (pipeline.fail_on_data_loss; Spark's default)
+    pipeline_fail_on_data_loss: bool = True
 
     def with_pipeline(self, master: str | None = None) -> Scenario:
         """This scenario with the pipeline on and its expectation (`--pipeline`), on
@@ -673,7 +675,8 @@ def loads(text: str, source: str = "<scenario>", *, lab_cluster: bool = True) ->
         if "consumers" in top else ())
         if (c := r.attempt(lambda f=f, n=n: _consumer(r, f, n, topic_names), None)))
     pipeline_read = r.attempt(lambda: _pipeline(r, top.get("pipeline")), None)
-    pipeline, pipeline_master, pipeline_config = pipeline_read or (False, None, {})
+    pipeline, pipeline_master, pipeline_config, fail_on_data_loss = \
+        pipeline_read or (False, None, {}, True)
     schedule = r.attempt(lambda: _schedule(r, top.get("schedule"), topic_names, cluster), ())
     duration = plain.get("duration", 1.0)
     if duration <= 0:
@@ -684,9 +687,11 @@ def loads(text: str, source: str = "<scenario>", *, lab_cluster: bool = True) ->
     over_runs = r.attempt(
         lambda: _over_runs(r, top.get("expectations"), labels, expectations), ())
     _check_step_ids(r, top.get("expectations"), expectations, schedule)
-    wants = [e for e in expectations if e.name == PIPELINE_EXPECTATION]
+    from ..check.expectations import PIPELINE_EXPECTATIONS
+
+    wants = [e for e in expectations if e.name in PIPELINE_EXPECTATIONS]
     if wants and pipeline_read is not None and "pipeline" in top and not pipeline:
-        r.report(r.error(top["pipeline"], f"expectation {PIPELINE_EXPECTATION} needs the "
+        r.report(r.error(top["pipeline"], f"expectation {wants[0].name} needs the "
                          "pipeline: remove `pipeline: off`", "pipeline"))
     pipeline = pipeline or bool(wants)
     if pipeline and not workloads and not r.skipped_labels:
@@ -699,7 +704,7 @@ def loads(text: str, source: str = "<scenario>", *, lab_cluster: bool = True) ->
         raise ScenarioError.of(r.errors)
     return Scenario(name, description, cluster, topics, tuple(workloads), consumers,
                     schedule, duration, heal, expectations, pipeline, source, matrix,
-                    over_runs, pipeline_master, pipeline_config)
+                    over_runs, pipeline_master, pipeline_config, fail_on_data_loss)
 
 
 def _raw_text(node: Node, key: str) -> str | None:
@@ -739,21 +744,23 @@ def _topics(r: _Reader, node: Node | None, cluster: ClusterSpec) -> tuple[TopicS
     return tuple(out)
 
 
-def _pipeline(r: _Reader, node: Node | None) -> tuple[bool, str | None, dict[str, str]]:
+def _pipeline(r: _Reader, node: Node | None,
+              ) -> tuple[bool, str | None, dict[str, str], bool]:
     """`pipeline: on | off | true | false` or `pipeline: {master: URL, enabled: ...,
-    config: {spark.key: value}}`."""
+    config: {spark.key: value}, fail_on_data_loss: false}`: (on, master, Spark settings,
+    the Kafka source's failOnDataLoss)."""
     if node is None:
-        return False, None, {}
+        return False, None, {}, True
     if isinstance(node, ScalarNode):
         v = r.scalar(node, "pipeline")
         return (v.value is True or (not isinstance(v.value, bool)
                                     and _as_choice(v, r, F.TOP["pipeline"].choices) == "on"),
-                None, {})
+                None, {}, True)
     m = r.mapping(node, "pipeline", tuple(F.PIPELINE))
     values = _simple(r, m, node, "pipeline", F.PIPELINE)
     master = values.get("master")
     return (bool(values.get("enabled", True)), str(master) if master is not None else None,
-            dict(values.get("config") or {}))
+            dict(values.get("config") or {}), bool(values.get("fail_on_data_loss", True)))
 
 
 def _matrix(r: _Reader, node: Node, text: str) -> Matrix:

@@ -45,7 +45,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -193,6 +193,27 @@ def progress_row(name: str, topic: str, output: str, p: dict[str, Any]) -> dict[
         "sink_rows": (p.get("sink") or {}).get("numOutputRows"),
         "timestamp": p.get("timestamp"),
     }
+
+
+def offset_rewinds(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The micro-batches (progress rows) that ended a partition below where they started:
+    Spark's Kafka source planned the batch up to the log's end and found it below the
+    query's offset. With failOnDataLoss=false it only warns (a line of the driver's log,
+    which the pipeline keeps at ERROR) and goes on from the log's new end, so this is
+    what shows that it noticed. With true the batch fails and leaves no progress row."""
+    out = []
+    for row in rows:
+        start, end = row.get("start_offsets"), row.get("end_offsets")
+        if not isinstance(start, Mapping) or not isinstance(end, Mapping):
+            continue
+        for topic, parts in end.items():
+            for p, until in (parts or {}).items():
+                since = (start.get(topic) or {}).get(p)
+                if since is not None and int(until) < int(since):
+                    out.append({"query": row.get("query"), "batch_id": row.get("batch_id"),
+                                "time": row.get("time"), "partition": f"{topic}-{p}",
+                                "from": int(since), "to": int(until)})
+    return out
 
 
 def _state_operator(op: dict[str, Any]) -> dict[str, Any]:
