@@ -408,16 +408,17 @@ def _run_queries(config: PipelineConfig, spark: Any, stop: threading.Event,
             if deadline is not None and time.monotonic() >= deadline:
                 break
             recorder.poll(queries)
-            failed = [(n, q.exception()) for n, (q, _, _) in queries.items()
-                      if not q.isActive and q.exception() is not None]
-            if failed:
-                error = "; ".join(f"{n}: {_short(e)}" for n, e in failed)
+            error = _failed(queries)
+            if error is not None:
                 break
             if all(not q.isActive for q, _, _ in queries.values()):
                 break  # availableNow: every query caught up and ended
             stop.wait(0.5)
         if error is None and config.drain_timeout > 0:
             _drain(config, queries, recorder, config.drain_timeout)
+            # A query can fail while it catches up (the log's end fell below its offset
+            # since its last batch): that is how this run ended, not a clean stop.
+            error = _failed(queries)
     except BaseException as e:
         error = _short(e)
         raise
@@ -437,15 +438,25 @@ def _run_queries(config: PipelineConfig, spark: Any, stop: threading.Event,
         _save_state(config.out, state)
 
 
+def _failed(queries: dict[str, tuple[Any, str, str]]) -> str | None:
+    """The queries that ended with an error, in a line each; None when none has."""
+    failed = [(n, q.exception()) for n, (q, _, _) in queries.items()
+              if not q.isActive and q.exception() is not None]
+    return "; ".join(f"{n}: {_short(e)}" for n, e in failed) if failed else None
+
+
 def _drain(config: PipelineConfig, queries: dict[str, tuple[Any, str, str]],
            recorder: ProgressRecorder, timeout: float) -> None:
-    """Wait until every query has processed up to the high watermarks seen now."""
+    """Wait until every query has processed up to the high watermarks seen now, or one
+    of them failed."""
     deadline = time.monotonic() + timeout
     target = high_watermarks(config.bootstrap, sorted(config.topics),
                              min(deadline, time.monotonic() + HIGH_WATERMARK_WITHIN))
     names = [n for n, (q, _, _) in queries.items() if q.isActive]
     while time.monotonic() < deadline:
         recorder.poll(queries)
+        if _failed(queries) is not None:
+            return
         if _caught_up(recorder, names, target):
             _close_windows(config, queries, recorder, names, deadline)
             return
