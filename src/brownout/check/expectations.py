@@ -109,7 +109,7 @@ from typing import Any
 
 from . import duplicates as dup
 from .rebalances import run_rebalances
-from .spark_loss import is_data_loss, offset_changes
+from .spark_loss import is_data_loss, reasons
 
 UNAVAILABLE_MIN_SECONDS = 3.0
 OUTCOMES = ("ok", "fail", "info")
@@ -533,12 +533,12 @@ def pipeline_data_loss(report: Mapping[str, Any], facts: RunFacts, expected: str
                        "`pipeline: on`)")
     losses = _data_loss_failures(p)
     skipped = _skipped_records(p)
-    changes = list(dict.fromkeys(c for t in losses for c in offset_changes(t)))
+    why = list(dict.fromkeys(r for t in losses for r in reasons(t)))
     mode = "" if p.get("fail_on_data_loss") is None else \
         f" (failOnDataLoss={str(bool(p['fail_on_data_loss'])).lower()})"
     failures = len(p.get("failures") or [])
     parts = [f"{len(losses)} of {failures} failure(s) were Spark's data-loss error{mode}"
-             + (f": {', '.join(map(str, changes[:3]))}" if changes else "")]
+             + (f": {'; '.join(why[:3])}" if why else "")]
     parts.append(f"{p.get('restarts', 0)} restart(s)")
     if skipped is None:
         parts.append("skipped records not counted: " + _no_audit(p))

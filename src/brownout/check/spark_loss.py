@@ -9,6 +9,10 @@ raised as an IllegalStateException):
     Some data may have been lost because they are not available in Kafka any more; ...
     Reason: Partition orders-0 offset was changed from 1500 to 1000.
 
+(when it plans a micro-batch from the query's offset to a log end below it), or, when a
+task reads a batch planned before the log lost those offsets, "Reason: Could not read
+records in offset [1400, 1500) for topic partition orders-0".
+
 Spark 3's variant of the reason reads "Partition orders-0's offset was changed from 1500
 to 1000, some data may have been missed". With failOnDataLoss=false the same finding is
 a warning in the driver's log and the query goes on.
@@ -24,6 +28,9 @@ DATA_LOSS_MARKERS = (
     "KAFKA_DATA_LOSS",
     "Some data may have been lost because they are not available in Kafka any more",
 )
+# The Reason line of Spark 4's message, as the pipeline keeps it on one line: up to the
+# next query's failure ("; orders.ledger: ...") or the end, without the final period.
+_REASON = re.compile(r"Reason: (?P<reason>[^;]+?)\.?\s*(?=;|$)")
 _OFFSET_CHANGED = re.compile(
     r"Partition (?P<partition>\S+?)(?:'s)? offset was changed from (?P<before>-?\d+) to "
     r"(?P<after>-?\d+)")
@@ -52,6 +59,15 @@ class OffsetChange:
 def is_data_loss(error: str | None) -> bool:
     """The failure is Spark's data-loss error (failOnDataLoss=true)."""
     return bool(error) and any(m in str(error) for m in DATA_LOSS_MARKERS)
+
+
+def reasons(error: str | None) -> tuple[str, ...]:
+    """The Reason of every data-loss error the text holds, in order, once each: where
+    the query found the loss. "Partition orders-0 offset was changed from 3479 to 2524"
+    when it planned a batch (the log's end below the query's offset); "Could not read
+    records in offset [3441, 3641) for topic partition orders-0" when a task read a
+    batch planned before the log lost those offsets."""
+    return tuple(dict.fromkeys(m["reason"].strip() for m in _REASON.finditer(str(error or ""))))
 
 
 def offset_changes(error: str | None) -> tuple[OffsetChange, ...]:

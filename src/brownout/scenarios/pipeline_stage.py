@@ -342,11 +342,16 @@ class PipelineStage:
 
 
 def replays_data_loss(failures: list[dict[str, Any]]) -> bool:
-    """The last failure is Spark's data-loss error at offsets the earlier failures already
-    reported: Spark writes a batch's offsets to the checkpoint before it plans the batch,
-    so a query restarted after failing there runs that batch again (the same offsets,
-    whatever the log holds now) and fails the same way. Restarting it again changes
-    nothing."""
+    """The last failure is Spark's data-loss error found when planning a batch ("offset
+    was changed from X to Y") at offsets the earlier failures already reported: Spark
+    writes a batch's offsets to the checkpoint before it plans the batch, so a query
+    restarted after failing there plans that batch again, from X to Y whatever the log
+    holds now, and fails the same way. Restarting it again changes nothing.
+
+    Not so for a batch whose task could not read its offsets ("Could not read records in
+    offset [A, B)"): run again, it reads them once the new leader's log has grown past
+    B, other records at the same offsets, and the query goes on. Such failures are
+    restarted while restarts are left."""
     if len(failures) < 2 or not is_data_loss(failures[-1].get("error")):
         return False
     last = set(offset_changes(failures[-1].get("error")))

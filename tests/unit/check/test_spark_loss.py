@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from brownout.check.spark_loss import OffsetChange, is_data_loss, offset_changes
+from brownout.check.spark_loss import OffsetChange, is_data_loss, offset_changes, reasons
 
 # Spark 4.2 (the pipeline's one-line form: first line and Reason line), and Spark 3.x.
 SPARK_4 = ("orders.clicks_pages: [STREAM_FAILED] Query [id = a, runId = b] terminated with "
@@ -32,3 +32,18 @@ def test_the_offsets_it_names():
         "orders-0 offset was changed from 2400 to 900")
     assert change.as_json() == {"partition": "orders-0", "from": 2400, "to": 900}
     assert offset_changes("no offsets here") == ()
+
+
+def test_the_reasons_it_gives():
+    # As the pipeline joins the failures of several queries on one line.
+    task = ("orders.clicks_pages: Some data may have been lost because they are not "
+            "available in Kafka any more; Reason: Could not read records in offset "
+            "[3441, 3641) for topic partition orders-0; orders.ledger: Some data may have "
+            "been lost because they are not available in Kafka any more; Reason: Could not "
+            "read records in offset [3441, 3642) for topic partition orders-0")
+    assert reasons(task) == (
+        "Could not read records in offset [3441, 3641) for topic partition orders-0",
+        "Could not read records in offset [3441, 3642) for topic partition orders-0")
+    assert reasons(SPARK_4) == ("Partition orders-0 offset was changed from 2400 to 900",)
+    assert offset_changes(task) == ()  # found by a task: not an offset change
+    assert reasons("no reason given") == ()

@@ -1,6 +1,6 @@
 """When the pipeline stage stops restarting a query that failed on Spark's data-loss
-error: once a restart failed again at offsets already reported (the checkpoint replays
-the failed batch)."""
+error: once a restart failed again at the offset change already reported (the
+checkpoint replays the batch planned below the query's offset, which can never run)."""
 
 from __future__ import annotations
 
@@ -34,3 +34,9 @@ def test_other_failures_are_restarted():
     gone = {"at_s": 50.0, "error": "Some data may have been lost because they are not "
             "available in Kafka any more; Reason: Partitions [orders-0] have been deleted."}
     assert not replays_data_loss([gone, gone])
+    # A task that could not read its batch's offsets reads them once the new leader's
+    # log has grown past them: restarted again, the query goes on.
+    unread = {"at_s": 58.7, "error": "orders.ledger: Some data may have been lost because "
+              "they are not available in Kafka any more; Reason: Could not read records in "
+              "offset [3441, 3642) for topic partition orders-0"}
+    assert not replays_data_loss([unread, unread, unread])
