@@ -214,7 +214,7 @@ class PipelineStage:
 
     def _offset_rewinds(self, out: Path) -> list[dict[str, Any]]:
         """The batches Spark planned below their query's offset (spark.pipeline's
-        offset_rewinds), timed like the failures: seconds since the workload started."""
+        offset_rewinds), timed like the failures: seconds on the run's progress clock."""
         from ..spark.pipeline import offset_rewinds
 
         rows = []
