@@ -57,12 +57,14 @@ Keys (unknown keys are errors, with a "did you mean" hint):
   needs `brownout kafka install`).
 * ``pipeline``: on | off, or a mapping (on unless ``enabled: false``) with ``master``,
   the Spark master it runs on (default a local Spark; e.g. ``spark://127.0.0.1:7077``
-  from ``brownout spark up``), and ``config``, Spark settings for its session (as
-  ``spark-submit --conf``). On: the Spark pipeline (brownout.spark.pipeline) reads the
-  workloads' topics from before the producers start until it has caught up after the
-  heal; its audit (pipeline-check.json) judges ``pipeline_matches_ground_truth``, which
-  is added when missing (and which turns the pipeline on when listed). ``--pipeline``
-  (and ``--pipeline-master URL``) does the same.
+  from ``brownout spark up``), ``config``, Spark settings for its session (as
+  ``spark-submit --conf``), and ``fail_on_data_loss``, the Kafka source's
+  failOnDataLoss (default true, Spark's). On: the Spark pipeline
+  (brownout.spark.pipeline) reads the workloads' topics from before the producers start
+  until it has caught up after the heal; its audit (pipeline-check.json) judges
+  ``pipeline_matches_ground_truth``, which is added when missing (and which, like
+  ``pipeline_data_loss`` and ``pipeline_skipped_records``, turns the pipeline on when
+  listed). ``--pipeline`` (and ``--pipeline-master URL``) does the same.
 * ``schedule``: steps run in order. Each has one time key -- ``at: 10s`` (seconds since
   the workloads started; a step whose time has passed runs at once, marked late) or
   ``after: previous`` (as soon as the previous step ended) -- and one action: a nemesis
