@@ -81,6 +81,21 @@ pipeline_matches_ground_truth  true | false      the Spark pipeline ran and its 
                                                  indeterminate writes
                                                  (``ground_truth_explained``); turns
                                                  the pipeline on
+pipeline_data_loss             reported |        what the pipeline did about records the
+                               skipped | none    log lost under it (offsets its queries
+                                                 had reached and the log's end fell
+                                                 below): ``reported``, a query failed at
+                                                 least once with Spark's data-loss error
+                                                 (failOnDataLoss=true); ``skipped``, no
+                                                 such failure, and the audit counts
+                                                 records of the log the pipeline never
+                                                 read below its position
+                                                 (failOnDataLoss=false); ``none``,
+                                                 neither; turns the pipeline on
+pipeline_skipped_records       COMPARISON        records of the log the pipeline never
+                                                 read although its ledger read past them
+                                                 (the audit's ``skipped_by_pipeline``);
+                                                 turns the pipeline on
 =============================  ================  ==========================================
 """
 
@@ -94,9 +109,13 @@ from typing import Any
 
 from . import duplicates as dup
 from .rebalances import run_rebalances
+from .spark_loss import is_data_loss, reasons
 
 UNAVAILABLE_MIN_SECONDS = 3.0
 OUTCOMES = ("ok", "fail", "info")
+# pipeline_data_loss: the query failed with Spark's data-loss error | it went on past
+# records it never read | neither
+DATA_LOSS_OUTCOMES = ("reported", "skipped", "none")
 # Written so that Python's re and ECMA-262 (the JSON Schema's patterns) read them alike.
 COMPARISON_PATTERN = r"(==|!=|<=|>=|<|>|=)?\s*(-?\d+(?:\.\d+)?)"
 ERROR_NAME_PATTERN = r"_?[A-Z][A-Z0-9_]*"
@@ -480,6 +499,78 @@ def pipeline_matches_ground_truth(report: Mapping[str, Any], facts: RunFacts,
     return Outcome(observed == expected, observed, detail)
 
 
+def _skipped_records(pipeline: Mapping[str, Any]) -> int | None:
+    """The audit's records of the log the pipeline never read below its position, over
+    every topic; None without an audit (or one that could not tell: no ledger)."""
+    audit = pipeline.get("audit")
+    if not isinstance(audit, Mapping):
+        return None
+    counts = [t.get("skipped_by_pipeline") for t in (audit.get("topics") or {}).values()]
+    if not counts or any(c is None for c in counts):
+        return None
+    return sum(int(c) for c in counts)
+
+
+def _no_audit(pipeline: Mapping[str, Any]) -> str:
+    return (f"pipeline {pipeline.get('status', '?')}: "
+            + str(pipeline.get("audit_error") or pipeline.get("error") or "no audit"))
+
+
+def _data_loss_failures(pipeline: Mapping[str, Any]) -> list[str]:
+    """The pipeline's failures (during the run, and how it ended) that are Spark's
+    data-loss error."""
+    texts = [str(f.get("error") or "") for f in pipeline.get("failures") or []]
+    end = pipeline.get("error")
+    if end and end not in texts:
+        texts.append(str(end))
+    return [t for t in texts if is_data_loss(t)]
+
+
+def pipeline_data_loss(report: Mapping[str, Any], facts: RunFacts, expected: str) -> Outcome:
+    p = facts.pipeline
+    if p is None:
+        return Outcome(False, None, "the pipeline did not run (run with --pipeline or "
+                       "`pipeline: on`)")
+    losses = _data_loss_failures(p)
+    skipped = _skipped_records(p)
+    why = list(dict.fromkeys(r for t in losses for r in reasons(t)))
+    mode = "" if p.get("fail_on_data_loss") is None else \
+        f" (failOnDataLoss={str(bool(p['fail_on_data_loss'])).lower()})"
+    failures = len(p.get("failures") or [])
+    parts = [f"{len(losses)} of {failures} failure(s) were Spark's data-loss error{mode}"
+             + (f": {'; '.join(why[:3])}" if why else "")]
+    parts.append(f"{p.get('restarts', 0)} restart(s)")
+    if skipped is None:
+        parts.append("skipped records not counted: " + _no_audit(p))
+    else:
+        parts.append(f"{skipped} record(s) of the log skipped by the pipeline")
+    rewinds = p.get("offset_rewinds") or []
+    if rewinds:
+        r = rewinds[0]
+        parts.append(f"{len(rewinds)} batch(es) planned below the query's offset, first "
+                     f"{r.get('query')} {r.get('partition')} from {r.get('from')} to "
+                     f"{r.get('to')}")
+    if losses:
+        observed: str | None = "reported"
+    elif skipped is None:
+        observed = None
+    else:
+        observed = "skipped" if skipped > 0 else "none"
+    return Outcome(observed == expected, observed, "; ".join(parts))
+
+
+def pipeline_skipped_records(report: Mapping[str, Any], facts: RunFacts,
+                             expected: Comparison) -> Outcome:
+    p = facts.pipeline
+    if p is None:
+        return _compare("pipeline_skipped_records", expected, None, "",
+                        "the pipeline did not run (run with --pipeline or `pipeline: on`)")
+    skipped = _skipped_records(p)
+    return _compare("pipeline_skipped_records", expected, skipped,
+                    "records of the log the pipeline never read below the offsets its "
+                    "ledger reached", "" if skipped is not None else _no_audit(p))
+
+
 def leaderless_partitions(report: Mapping[str, Any], facts: RunFacts,
                           expected: Mapping[str, Comparison]) -> Outcome:
     observed: dict[str, int | None] = {}
@@ -578,6 +669,8 @@ VOCABULARY: dict[str, Check] = {
     "step_outcome": step_outcome,
     "group_checks_pass": group_checks_pass,
     "pipeline_matches_ground_truth": pipeline_matches_ground_truth,
+    "pipeline_data_loss": pipeline_data_loss,
+    "pipeline_skipped_records": pipeline_skipped_records,
     "leaderless_partitions": leaderless_partitions,
     "partition_unavailable_seconds": partition_unavailable_seconds,
 }
@@ -600,13 +693,18 @@ EXPECTED: dict[str, str] = {
     "step_outcome": "step_outcomes",
     "group_checks_pass": "boolean",
     "pipeline_matches_ground_truth": "boolean",
+    "pipeline_data_loss": "data_loss_outcome",
+    "pipeline_skipped_records": "comparison",
     "leaderless_partitions": "step_comparisons",
     "partition_unavailable_seconds": "step_comparisons",
 }
 COMPARISONS = tuple(n for n, k in EXPECTED.items() if k == "comparison")
 BOOLEANS = tuple(n for n, k in EXPECTED.items() if k == "boolean")
+# Expectations about the Spark pipeline: listing one turns the pipeline on.
+PIPELINE_EXPECTATIONS = ("pipeline_matches_ground_truth", "pipeline_data_loss",
+                         "pipeline_skipped_records")
 RUN_ONLY = ("isr_recovered", "step_outcome", "group_checks_pass", "rebalances",
-            "pipeline_matches_ground_truth", "leaderless_partitions")
+            "leaderless_partitions", *PIPELINE_EXPECTATIONS)
 # {step id: COMPARISON}: judged on what one schedule step saw or caused
 STEP_COMPARISONS = tuple(n for n, k in EXPECTED.items() if k == "step_comparisons")
 
@@ -621,6 +719,12 @@ def validate_expected(name: str, raw: Any) -> Any:
         if not isinstance(raw, bool):
             raise ExpectationValueError(f"expected true or false, got {raw!r}")
         return raw
+    if kind == "data_loss_outcome":
+        word = str(raw).strip().lower() if isinstance(raw, str) else None
+        if word not in DATA_LOSS_OUTCOMES:
+            raise ExpectationValueError(
+                f"expected one of {', '.join(DATA_LOSS_OUTCOMES)}, got {raw!r}")
+        return word
     if kind == "error_names":
         items = raw if isinstance(raw, list) else str(raw).split(",") if raw else []
         names = tuple(str(x).strip() for x in items if str(x).strip())

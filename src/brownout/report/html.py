@@ -527,6 +527,13 @@ def _pipeline_section(data: RunData) -> str:
         ("failures and restarts", esc("; ".join(
             f"at {f.get('at_s')} s: {f.get('error')}" for f in info.get("failures") or [])
             or "none") + f" ({esc(info.get('restarts', 0))} restart(s))"),
+        ("Kafka source failOnDataLoss", esc(
+            "-" if info.get("fail_on_data_loss") is None
+            else str(bool(info["fail_on_data_loss"])).lower())),
+        ("batches planned below the query's offset (the log's end went back)", esc("; ".join(
+            f"at {r.get('at_s')} s: {r.get('query')} {r.get('partition')} from "
+            f"{r.get('from')} to {r.get('to')}" for r in info.get("offset_rewinds") or [])
+            or "none")),
         ("topics", esc(", ".join(f"{t} ({w})" for t, w in (info.get("topics") or {}).items())
                        or "-")),
         ("start (until every query ran a batch)", esc(fmt(info.get("start_s"), 1)) + " s"),
@@ -552,8 +559,10 @@ def _pipeline_section(data: RunData) -> str:
     if p.audit is not None:
         out.append("<h3>Audit per topic</h3>")
         out.append(table(["topic", "log records", "acknowledged", "lost", "duplicated",
-                          "unacknowledged in log", "unread by pipeline"],
-                         [tuple(r.values()) for r in p.topics()], numeric=(1, 2, 3, 4, 5, 6)))
+                          "unacknowledged in log", "failed in log", "unread by pipeline",
+                          "skipped by pipeline (below its offset)"],
+                         [tuple(r.values()) for r in p.topics()],
+                         numeric=(1, 2, 3, 4, 5, 6, 7, 8)))
         out.append("<h3>Audit per output (closed windows only)</h3>")
         out.append(table(["topic", "output", "rows closed", "rows equal", "rows open",
                           "pipeline differences", "log vs acknowledged differences",

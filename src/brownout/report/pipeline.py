@@ -78,7 +78,7 @@ class PipelineView:
     def topics(self) -> list[dict[str, Any]]:
         return [{"topic": topic, **{k: t.get(k) for k in (
             "log_records", "acknowledged", "lost", "duplicated", "unacknowledged_in_log",
-            "failed_in_log", "unread_by_pipeline")}}
+            "failed_in_log", "unread_by_pipeline", "skipped_by_pipeline")}}
             for topic, t in ((self.audit or {}).get("topics") or {}).items()]
 
 

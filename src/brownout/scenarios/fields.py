@@ -132,6 +132,9 @@ PIPELINE: dict[str, Field] = {
                     note="local, local[N], local[N,F] or a URL such as spark://HOST:7077"),
     # Spark settings for the pipeline's session (spark.* keys, as spark-submit --conf).
     "config": Field("config"),
+    # The Kafka source's failOnDataLoss: false lets a query go on past offsets the log no
+    # longer has (an unclean election, retention) instead of failing.
+    "fail_on_data_loss": Field("bool"),
 }
 
 HEAL: dict[str, Field] = {

@@ -18,6 +18,7 @@ from typing import Any
 
 from ..check.expectations import (
     COMPARISON_PATTERN,
+    DATA_LOSS_OUTCOMES,
     ERROR_NAME_PATTERN,
     EXPECTED,
     OUTCOMES,
@@ -114,6 +115,8 @@ def _definitions() -> dict[str, Any]:
         "stepOutcomes": {"type": "object", "minProperties": 1, "additionalProperties": {
             "type": "string",
             "pattern": _whole(rf"\s*{outcome}\s*(\|\s*{outcome}\s*)*")}},
+        "dataLossOutcome": {"type": "string", "pattern": _whole(
+            rf"\s*{_alternatives(DATA_LOSS_OUTCOMES, case_blind=True)}\s*")},
         "errorNames": {"anyOf": [
             {"type": "string", "pattern": _whole(f"{error_name}(,{error_name})*")},
             {"type": "array", "minItems": 1,
@@ -251,7 +254,8 @@ def _step() -> dict[str, Any]:
 _EXPECTED_KINDS = {"comparison": _ref("comparison"), "boolean": {"type": "boolean"},
                    "error_names": _ref("errorNames"), "step_outcomes": _ref("stepOutcomes"),
                    "step_comparisons": _ref("stepComparisons"),
-                   "reason_comparisons": _ref("reasonComparisons")}
+                   "reason_comparisons": _ref("reasonComparisons"),
+                   "data_loss_outcome": _ref("dataLossOutcome")}
 
 
 def _expectations(include_run_only: bool) -> dict[str, Any]:

@@ -7,7 +7,9 @@
     watch   called while the workload runs: a pipeline process that died (a fault its
             query did not survive) restarts from its checkpoints, up to
             PIPELINE_RESTARTS times; the output stays exactly once, each failure is
-            recorded
+            recorded (with whether it is Spark's data-loss error). A restart that failed
+            with Spark's data-loss error at offsets already reported is not restarted
+            again (replays_data_loss: the checkpoint replays the failed batch)
     stop    after the heal, with a drain: it catches up to the final high watermarks,
             then stops its queries; its process then waits for the audit
     audit   after the final read, within PIPELINE_AUDIT_TIMEOUT: brownout.spark.audit in
@@ -33,6 +35,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ..check.spark_loss import is_data_loss, offset_changes
 from ..common import interrupt
 from ..common.rundir import (
     PIPELINE_AUDIT_LOG,
@@ -40,6 +43,7 @@ from ..common.rundir import (
     PIPELINE_DIR,
     PIPELINE_FILE,
     PIPELINE_LOG,
+    PIPELINE_PROGRESS_FILE,
 )
 from .progress import Progress
 from .schema import Scenario
@@ -50,6 +54,7 @@ PIPELINE_START_TIMEOUT = 300.0  # Spark's start is slow on a loaded machine
 PIPELINE_DRAIN_TIMEOUT = 90.0
 PIPELINE_AUDIT_TIMEOUT = 900.0
 PIPELINE_RESTARTS = 3
+MAX_REWINDS = 50  # offset rewinds kept in verdict.json (one per query and partition, usually)
 # Without `pipeline: {master: ...}`: Spark in the pipeline's process, 2 threads, a failed
 # task retried up to 4 times (a broker killed under a read).
 PIPELINE_LOCAL_MASTER = "local[2,4]"
@@ -76,6 +81,7 @@ class PipelineStage:
         self.info: dict[str, Any] | None = None
         self._proc: Any = None  # a brownout.spark.pipeline.PipelineProcess
         self._auditor: Any = None  # the same, stopped, waiting for audit()
+        self._given_up: Any = None  # a process that died and is not restarted
         self._config: Any = None
 
     @property
@@ -108,9 +114,11 @@ class PipelineStage:
                 watermark=PIPELINE_WATERMARK, session_gap=PIPELINE_SESSION_GAP,
                 starting_offsets="earliest", ledger=True,
                 drain_timeout=PIPELINE_DRAIN_TIMEOUT, audit_run_dir=str(self.run_dir),
-                spark_conf=dict(self.scenario.pipeline_config))
+                spark_conf=dict(self.scenario.pipeline_config),
+                fail_on_data_loss=self.scenario.pipeline_fail_on_data_loss)
             info["topics"] = config.topics
             info["master"] = config.master
+            info["fail_on_data_loss"] = config.fail_on_data_loss
             info["restarts"] = 0
             info["failures"] = []
             self._config = config
@@ -137,16 +145,25 @@ class PipelineStage:
     def watch(self, *, wait: bool = False) -> None:
         """Restart the pipeline (from its checkpoints) when it died, recording why."""
         proc, info = self._proc, self.info
-        if proc is None or info is None or proc.alive():
+        if proc is None or info is None or proc is self._given_up or proc.alive():
             return
         from ..spark.pipeline import PipelineProcess
 
         run = _last_pipeline_run(Path(info["out"]))
         why = run.get("error") or f"exit status {proc.proc.returncode if proc.proc else '?'}"
         elapsed = round(time.monotonic() - self.progress.started, 1)
-        info["failures"].append({"at_s": elapsed, "error": why})
+        info["failures"].append({"at_s": elapsed, "error": why,
+                                 "data_loss": is_data_loss(why)})
         if info["restarts"] >= PIPELINE_RESTARTS:
+            self._given_up = proc  # its failure is recorded once
             self.progress.say(f"  pipeline failed ({why}); no restart left", style="red")
+            return
+        if replays_data_loss(info["failures"]):
+            self._given_up = proc
+            info["restarts_stopped"] = ("Spark's data-loss error again, at offsets already "
+                                        "reported: the checkpoint replays the same batch")
+            self.progress.say(f"  pipeline failed ({why[:200]}); not restarted: "
+                              f"{info['restarts_stopped']}", style="red")
             return
         info["restarts"] += 1
         self.progress.say(f"  pipeline failed ({why[:200]}); restart {info['restarts']} "
@@ -173,6 +190,7 @@ class PipelineStage:
         self._proc = None
         info["stop_s"] = round(time.monotonic() - t0, 1)
         info["exit_code"] = code
+        info["offset_rewinds"] = self._offset_rewinds(Path(info["out"]))
         run = _last_pipeline_run(Path(info["out"]))
         info["spark_startup_s"] = run.get("spark_startup_s")
         if run.get("status") == "stopped" and (waits or code == 0) and not died:
@@ -193,6 +211,22 @@ class PipelineStage:
         self.progress.say(f"  pipeline {info['status']} after a {info['stop_s']:g}s drain"
                           + (f": {info['error']}" if info.get("error") else ""),
                           style=None if info["status"] == "stopped" else "red")
+
+    def _offset_rewinds(self, out: Path) -> list[dict[str, Any]]:
+        """The batches Spark planned below their query's offset (spark.pipeline's
+        offset_rewinds), timed like the failures: seconds on the run's progress clock."""
+        from ..spark.pipeline import offset_rewinds
+
+        rows = []
+        with contextlib.suppress(OSError):
+            for line in (out / PIPELINE_PROGRESS_FILE).read_text().splitlines():
+                with contextlib.suppress(ValueError):
+                    rows.append(json.loads(line))
+        started = time.time() - (time.monotonic() - self.progress.started)
+        found = offset_rewinds(rows)
+        for r in found:
+            r["at_s"] = round(float(r.pop("time") or started) - started, 1)
+        return found[:MAX_REWINDS]
 
     def kill(self) -> None:
         """Kill the pipeline process if one runs (an error or Ctrl-C while it ran, or
@@ -243,10 +277,12 @@ class PipelineStage:
             report = json.loads(path.read_text())
             info["audit"] = audit_summary(report)
             a = info["audit"]
+            skipped = sum(int(t.get("skipped_by_pipeline") or 0)
+                          for t in a["topics"].values())
             self.progress.say(
                 f"  audit: pipeline_equal {a['pipeline_equal']}, valid {a['valid']} "
                 f"({a['differences_pipeline']} differing of {a['rows_closed']} closed "
-                f"rows; {info['audit_s']:g}s)",
+                f"rows; {skipped} record(s) of the log skipped; {info['audit_s']:g}s)",
                 style="green" if a["pipeline_equal"] else "red")
         else:
             info.setdefault("audit_error", f"the audit failed (exit status {rc})"
@@ -305,6 +341,24 @@ class PipelineStage:
                 self.track(AUDIT_PROCESS, None, [])
 
 
+def replays_data_loss(failures: list[dict[str, Any]]) -> bool:
+    """The last failure is Spark's data-loss error found when planning a batch ("offset
+    was changed from X to Y") at offsets the earlier failures already reported: Spark
+    writes a batch's offsets to the checkpoint before it plans the batch, so a query
+    restarted after failing there plans that batch again, from X to Y whatever the log
+    holds now, and fails the same way. Restarting it again changes nothing.
+
+    Not so for a batch whose task could not read its offsets ("Could not read records in
+    offset [A, B)"): run again, it reads them once the new leader's log has grown past
+    B, other records at the same offsets, and the query goes on. Such failures are
+    restarted while restarts are left."""
+    if len(failures) < 2 or not is_data_loss(failures[-1].get("error")):
+        return False
+    last = set(offset_changes(failures[-1].get("error")))
+    earlier = {c for f in failures[:-1] for c in offset_changes(f.get("error"))}
+    return bool(last) and last <= earlier
+
+
 def _last_pipeline_run(out: Path) -> dict[str, Any]:
     with contextlib.suppress(OSError, ValueError, IndexError, KeyError):
         return dict(json.loads((out / PIPELINE_FILE).read_text())["runs"][-1])
@@ -344,7 +398,8 @@ def audit_summary(report: dict[str, Any]) -> dict[str, Any]:
                                                 "differences_log_vs_acknowledged")}
         topics[topic] = {**{k: t.get(k) for k in (
             "log_records", "acknowledged", "lost", "duplicated", "unacknowledged_in_log",
-            "failed_in_log", "unread_by_pipeline")}, "outputs": outs}
+            "failed_in_log", "unread_by_pipeline", "skipped_by_pipeline")},
+            "outputs": outs}
     return {"valid": report.get("valid"), "pipeline_equal": report.get("pipeline_equal"),
             "log_equals_acknowledged": report.get("log_equals_acknowledged"),
             "ground_truth_explained": report.get("ground_truth_explained"),

@@ -57,12 +57,14 @@ Keys (unknown keys are errors, with a "did you mean" hint):
   needs `brownout kafka install`).
 * ``pipeline``: on | off, or a mapping (on unless ``enabled: false``) with ``master``,
   the Spark master it runs on (default a local Spark; e.g. ``spark://127.0.0.1:7077``
-  from ``brownout spark up``), and ``config``, Spark settings for its session (as
-  ``spark-submit --conf``). On: the Spark pipeline (brownout.spark.pipeline) reads the
-  workloads' topics from before the producers start until it has caught up after the
-  heal; its audit (pipeline-check.json) judges ``pipeline_matches_ground_truth``, which
-  is added when missing (and which turns the pipeline on when listed). ``--pipeline``
-  (and ``--pipeline-master URL``) does the same.
+  from ``brownout spark up``), ``config``, Spark settings for its session (as
+  ``spark-submit --conf``), and ``fail_on_data_loss``, the Kafka source's
+  failOnDataLoss (default true, Spark's). On: the Spark pipeline
+  (brownout.spark.pipeline) reads the workloads' topics from before the producers start
+  until it has caught up after the heal; its audit (pipeline-check.json) judges
+  ``pipeline_matches_ground_truth``, which is added when missing (and which, like
+  ``pipeline_data_loss`` and ``pipeline_skipped_records``, turns the pipeline on when
+  listed). ``--pipeline`` (and ``--pipeline-master URL``) does the same.
 * ``schedule``: steps run in order. Each has one time key -- ``at: 10s`` (seconds since
   the workloads started; a step whose time has passed runs at once, marked late) or
   ``after: previous`` (as soon as the previous step ended) -- and one action: a nemesis
@@ -597,6 +599,8 @@ class Scenario:
     pipeline_master: str | None = None  # the pipeline's Spark master (None: local)
     # the pipeline session's Spark settings (pipeline.config)
     pipeline_config: dict[str, str] = dataclasses.field(default_factory=dict)
+    # the Kafka source's failOnDataLoss (pipeline.fail_on_data_loss; Spark's default)
+    pipeline_fail_on_data_loss: bool = True
 
     def with_pipeline(self, master: str | None = None) -> Scenario:
         """This scenario with the pipeline on and its expectation (`--pipeline`), on
@@ -673,7 +677,8 @@ def loads(text: str, source: str = "<scenario>", *, lab_cluster: bool = True) ->
         if "consumers" in top else ())
         if (c := r.attempt(lambda f=f, n=n: _consumer(r, f, n, topic_names), None)))
     pipeline_read = r.attempt(lambda: _pipeline(r, top.get("pipeline")), None)
-    pipeline, pipeline_master, pipeline_config = pipeline_read or (False, None, {})
+    pipeline, pipeline_master, pipeline_config, fail_on_data_loss = \
+        pipeline_read or (False, None, {}, True)
     schedule = r.attempt(lambda: _schedule(r, top.get("schedule"), topic_names, cluster), ())
     duration = plain.get("duration", 1.0)
     if duration <= 0:
@@ -684,9 +689,11 @@ def loads(text: str, source: str = "<scenario>", *, lab_cluster: bool = True) ->
     over_runs = r.attempt(
         lambda: _over_runs(r, top.get("expectations"), labels, expectations), ())
     _check_step_ids(r, top.get("expectations"), expectations, schedule)
-    wants = [e for e in expectations if e.name == PIPELINE_EXPECTATION]
+    from ..check.expectations import PIPELINE_EXPECTATIONS
+
+    wants = [e for e in expectations if e.name in PIPELINE_EXPECTATIONS]
     if wants and pipeline_read is not None and "pipeline" in top and not pipeline:
-        r.report(r.error(top["pipeline"], f"expectation {PIPELINE_EXPECTATION} needs the "
+        r.report(r.error(top["pipeline"], f"expectation {wants[0].name} needs the "
                          "pipeline: remove `pipeline: off`", "pipeline"))
     pipeline = pipeline or bool(wants)
     if pipeline and not workloads and not r.skipped_labels:
@@ -699,7 +706,7 @@ def loads(text: str, source: str = "<scenario>", *, lab_cluster: bool = True) ->
         raise ScenarioError.of(r.errors)
     return Scenario(name, description, cluster, topics, tuple(workloads), consumers,
                     schedule, duration, heal, expectations, pipeline, source, matrix,
-                    over_runs, pipeline_master, pipeline_config)
+                    over_runs, pipeline_master, pipeline_config, fail_on_data_loss)
 
 
 def _raw_text(node: Node, key: str) -> str | None:
@@ -739,21 +746,23 @@ def _topics(r: _Reader, node: Node | None, cluster: ClusterSpec) -> tuple[TopicS
     return tuple(out)
 
 
-def _pipeline(r: _Reader, node: Node | None) -> tuple[bool, str | None, dict[str, str]]:
+def _pipeline(r: _Reader, node: Node | None,
+              ) -> tuple[bool, str | None, dict[str, str], bool]:
     """`pipeline: on | off | true | false` or `pipeline: {master: URL, enabled: ...,
-    config: {spark.key: value}}`."""
+    config: {spark.key: value}, fail_on_data_loss: false}`: (on, master, Spark settings,
+    the Kafka source's failOnDataLoss)."""
     if node is None:
-        return False, None, {}
+        return False, None, {}, True
     if isinstance(node, ScalarNode):
         v = r.scalar(node, "pipeline")
         return (v.value is True or (not isinstance(v.value, bool)
                                     and _as_choice(v, r, F.TOP["pipeline"].choices) == "on"),
-                None, {})
+                None, {}, True)
     m = r.mapping(node, "pipeline", tuple(F.PIPELINE))
     values = _simple(r, m, node, "pipeline", F.PIPELINE)
     master = values.get("master")
     return (bool(values.get("enabled", True)), str(master) if master is not None else None,
-            dict(values.get("config") or {}))
+            dict(values.get("config") or {}), bool(values.get("fail_on_data_loss", True)))
 
 
 def _matrix(r: _Reader, node: Node, text: str) -> Matrix:

@@ -17,6 +17,12 @@ are missing from the log have no payload to aggregate; they are reported as lost
 placed in the time window(s) they must belong to (between the event times of the same
 producer's previous and next records, which are monotonic in seq), key unknown.
 
+Per topic the report also counts the log's records the pipeline never read
+(``unread_by_pipeline``) and, of those, the ones below the offset its ledger reached in
+their partition (``skipped_by_pipeline``, see `mark_read`): records it passed over, as
+Spark's Kafka source does with failOnDataLoss=false when the log's end fell below its
+offset and grew again.
+
 Only windows the pipeline has closed are compared (window end <= the query's final
 watermark, from pipeline.json); later windows are counted as open, not as differences.
 
@@ -26,7 +32,8 @@ For every differing row the report says why:
     duplicated    the same msg id at more than one offset (cluster / producer retries)
     unacknowledged  in the log without an acknowledgement (a send that timed out or
                   failed but landed): log and acknowledged versions differ
-    pipeline_gap  in the log but never read by the pipeline (not in its ledger)
+    pipeline_gap  in the log but never read by the pipeline (not in its ledger: that
+                  offset with that msg id, since an unclean election rewrites offsets)
     late          read by the pipeline but not counted: its event time was behind the
                   watermark when it arrived (dropped as late data)
     pipeline_other  the pipeline's row differs and none of the above explains it
@@ -299,23 +306,25 @@ def _audit_topic(spark: Any, topic: str, workload: str, bootstrap: str, acked_al
     else:
         records = records.withColumn("acked", F.lit(True))
     ledger_path = output_path(out, topic, LEDGER)
-    if config.ledger and ledger_path.exists():
-        led = spark.read.parquet(str(ledger_path)).select(
-            "partition", "offset", F.lit(True).alias("read")).distinct()
-        records = records.join(led, ["partition", "offset"], "left").withColumn(
-            "read", F.coalesce("read", F.lit(False)))
+    has_ledger = config.ledger and ledger_path.exists()
+    if has_ledger:
+        records = mark_read(records, spark.read.parquet(str(ledger_path)))
     else:
-        records = records.withColumn("read", F.lit(None).cast("boolean"))
+        records = records.withColumn("read", F.lit(None).cast("boolean")).withColumn(
+            "skipped", F.lit(None).cast("boolean"))
     records = records.cache()
     result: dict[str, Any] = {"workload": workload, "outputs": {}}
     counts = records.agg(
         F.count(F.lit(1)).alias("n"), F.sum(F.col("dup").cast("int")).alias("dup"),
         F.sum((~F.col("acked")).cast("int")).alias("unacked"),
-        F.sum((F.col("read") == F.lit(False)).cast("int")).alias("unread")).collect()[0]
+        F.sum((F.col("read") == F.lit(False)).cast("int")).alias("unread"),
+        F.sum(F.col("skipped").cast("int")).alias("skipped")).collect()[0]
     result["log_records"] = counts["n"]
     result["duplicated"] = counts["dup"] or 0
     result["unacknowledged_in_log"] = counts["unacked"] or 0
     result["unread_by_pipeline"] = counts["unread"] or 0
+    # None without a ledger: nothing says what the pipeline read
+    result["skipped_by_pipeline"] = int(counts["skipped"] or 0) if has_ledger else None
     result["failed_in_log"] = 0
     if failed_all is not None:
         failed = failed_all.where(F.col("topic") == topic).select("msg_id")
@@ -382,6 +391,31 @@ def _audit_topic(spark: Any, topic: str, workload: str, bootstrap: str, acked_al
         item.pop("_hi", None)
     result["lost_records"] = lost_list[:MAX_DIFFERENCES]
     return result
+
+
+def mark_read(records: Any, ledger: Any) -> Any:
+    """The log's records with `read` (the pipeline's ledger holds this very record) and
+    `skipped` (not read, below the offset the ledger reached in its partition).
+
+    A record is the one at its offset only if its msg id is the same: after an unclean
+    election the new leader writes other records at offsets the pipeline already read
+    from the old one, and those it has not read. `skipped` counts the records it passed
+    over; those above the last offset it read are only not read yet (a query that
+    failed, a drain cut short)."""
+    from pyspark.sql import functions as F
+
+    seen = ledger.select(F.col("partition").alias("_rp"), F.col("offset").alias("_ro"),
+                         F.col("msg_id").alias("_rm")).distinct()
+    reach = ledger.groupBy(F.col("partition").alias("_rp")).agg(
+        (F.max("offset") + 1).alias("_reach"))
+    same = ((records["partition"] == seen["_rp"]) & (records["offset"] == seen["_ro"])
+            & records["msg_id"].eqNullSafe(seen["_rm"]))
+    marked = records.join(seen, same, "left").withColumn("read", seen["_ro"].isNotNull())
+    marked = marked.drop("_rp", "_ro", "_rm")
+    marked = marked.join(reach, marked["partition"] == reach["_rp"], "left")
+    marked = marked.withColumn(
+        "skipped", ~F.col("read") & (F.col("offset") < F.coalesce("_reach", F.lit(0))))
+    return marked.drop("_rp", "_reach")
 
 
 def _compare(output: str, pipe: dict, log_rows: dict, ack_rows: dict, flags: dict,

@@ -45,7 +45,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -193,6 +193,27 @@ def progress_row(name: str, topic: str, output: str, p: dict[str, Any]) -> dict[
         "sink_rows": (p.get("sink") or {}).get("numOutputRows"),
         "timestamp": p.get("timestamp"),
     }
+
+
+def offset_rewinds(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The micro-batches (progress rows) that ended a partition below where they started:
+    Spark's Kafka source planned the batch up to the log's end and found it below the
+    query's offset. With failOnDataLoss=false it only warns (a line of the driver's log,
+    which the pipeline keeps at ERROR) and goes on from the log's new end, so this is
+    what shows that it noticed. With true the batch fails and leaves no progress row."""
+    out = []
+    for row in rows:
+        start, end = row.get("start_offsets"), row.get("end_offsets")
+        if not isinstance(start, Mapping) or not isinstance(end, Mapping):
+            continue
+        for topic, parts in end.items():
+            for p, until in (parts or {}).items():
+                since = (start.get(topic) or {}).get(p)
+                if since is not None and int(until) < int(since):
+                    out.append({"query": row.get("query"), "batch_id": row.get("batch_id"),
+                                "time": row.get("time"), "partition": f"{topic}-{p}",
+                                "from": int(since), "to": int(until)})
+    return out
 
 
 def _state_operator(op: dict[str, Any]) -> dict[str, Any]:
@@ -387,16 +408,17 @@ def _run_queries(config: PipelineConfig, spark: Any, stop: threading.Event,
             if deadline is not None and time.monotonic() >= deadline:
                 break
             recorder.poll(queries)
-            failed = [(n, q.exception()) for n, (q, _, _) in queries.items()
-                      if not q.isActive and q.exception() is not None]
-            if failed:
-                error = "; ".join(f"{n}: {_short(e)}" for n, e in failed)
+            error = _failed(queries)
+            if error is not None:
                 break
             if all(not q.isActive for q, _, _ in queries.values()):
                 break  # availableNow: every query caught up and ended
             stop.wait(0.5)
         if error is None and config.drain_timeout > 0:
             _drain(config, queries, recorder, config.drain_timeout)
+            # A query can fail while it catches up (the log's end fell below its offset
+            # since its last batch): that is how this run ended, not a clean stop.
+            error = _failed(queries)
     except BaseException as e:
         error = _short(e)
         raise
@@ -416,15 +438,25 @@ def _run_queries(config: PipelineConfig, spark: Any, stop: threading.Event,
         _save_state(config.out, state)
 
 
+def _failed(queries: dict[str, tuple[Any, str, str]]) -> str | None:
+    """The queries that ended with an error, in a line each; None when none has."""
+    failed = [(n, q.exception()) for n, (q, _, _) in queries.items()
+              if not q.isActive and q.exception() is not None]
+    return "; ".join(f"{n}: {_short(e)}" for n, e in failed) if failed else None
+
+
 def _drain(config: PipelineConfig, queries: dict[str, tuple[Any, str, str]],
            recorder: ProgressRecorder, timeout: float) -> None:
-    """Wait until every query has processed up to the high watermarks seen now."""
+    """Wait until every query has processed up to the high watermarks seen now, or one
+    of them failed."""
     deadline = time.monotonic() + timeout
     target = high_watermarks(config.bootstrap, sorted(config.topics),
                              min(deadline, time.monotonic() + HIGH_WATERMARK_WITHIN))
     names = [n for n, (q, _, _) in queries.items() if q.isActive]
     while time.monotonic() < deadline:
         recorder.poll(queries)
+        if _failed(queries) is not None:
+            return
         if _caught_up(recorder, names, target):
             _close_windows(config, queries, recorder, names, deadline)
             return

@@ -198,6 +198,7 @@ def test_validate_expected():
         "writes_unavailable_acks_all", "max_unavailable_seconds", "error_seen", "rebalances",
         "isr_recovered",
         "step_outcome", "group_checks_pass", "pipeline_matches_ground_truth",
+        "pipeline_data_loss", "pipeline_skipped_records",
         "unacknowledged_writes", "max_partition_unavailable_seconds",
         "leaderless_partitions", "partition_unavailable_seconds", "lost_write_reasons"}
 
@@ -254,6 +255,85 @@ def test_pipeline_matches_ground_truth_without_an_audit_fails():
     no_audit = evaluate(name, report(), RunFacts(pipeline={
         "status": "stopped", "error": None, "audit_error": "the audit failed"}), True)
     assert not no_audit.passed and "the audit failed" in no_audit.detail
+
+
+# As the pipeline stage records a query that failed on Spark 4.2's data-loss error.
+DATA_LOSS = ("orders.ledger: [STREAM_FAILED] Query [id = a, runId = b] terminated with "
+             "exception: Some data may have been lost because they are not available in "
+             "Kafka any more; Reason: Partition orders-0 offset was changed from 2400 to 900.")
+
+
+def _loss_facts(failures: list[str], skipped: int | None, *, audit: bool = True,
+                error: str | None = None, **extra: object) -> RunFacts:
+    pipeline: dict = {"status": "failed" if error else "stopped", "error": error,
+                      "restarts": max(0, len(failures) - 1),
+                      "failures": [{"at_s": 30.0 + i, "error": e}
+                                   for i, e in enumerate(failures)], **extra}
+    if audit:
+        pipeline["audit"] = {"topics": {"orders": {"skipped_by_pipeline": skipped}}}
+    else:
+        pipeline["audit_error"] = "the audit did not finish in 900s"
+    return RunFacts(pipeline=pipeline)
+
+
+def test_pipeline_data_loss_reported_when_a_query_failed_on_sparks_error():
+    name = "pipeline_data_loss"
+    assert ex.validate_expected(name, " Reported") == "reported"
+    with pytest.raises(ex.ExpectationValueError):
+        ex.validate_expected(name, "lost")
+    with pytest.raises(ex.ExpectationValueError):
+        ex.validate_expected(name, True)
+    assert name in ex.RUN_ONLY and name in ex.PIPELINE_EXPECTATIONS
+    # It failed on Spark's error, was restarted, failed again: reported, whatever the
+    # audit counts below its offset.
+    facts = _loss_facts([DATA_LOSS, DATA_LOSS], 1500, error=DATA_LOSS,
+                        fail_on_data_loss=True)
+    out = evaluate(name, report(), facts, "reported")
+    assert out.passed and out.observed == "reported"
+    assert "2 of 2 failure(s) were Spark's data-loss error (failOnDataLoss=true)" in out.detail
+    assert "orders-0 offset was changed from 2400 to 900" in out.detail
+    assert "1 restart(s)" in out.detail and "1500 record(s)" in out.detail
+    assert not evaluate(name, report(), facts, "skipped").passed
+    # Without an audit a failure still says it was reported.
+    assert evaluate(name, report(), _loss_facts([DATA_LOSS], None, audit=False),
+                    "reported").passed
+    # Only the way the pipeline ended (no failure while the workload ran) counts too.
+    assert evaluate(name, report(), _loss_facts([], 0, error=DATA_LOSS), "reported").passed
+
+
+def test_pipeline_data_loss_skipped_or_none_from_the_audit():
+    name = "pipeline_data_loss"
+    rewind = {"query": "orders.ledger", "partition": "orders-0", "from": 2400, "to": 900,
+              "at_s": 31.2}
+    skipped = _loss_facts([], 180, fail_on_data_loss=False, offset_rewinds=[rewind])
+    out = evaluate(name, report(), skipped, "skipped")
+    assert out.passed and out.observed == "skipped"
+    assert "0 of 0 failure(s)" in out.detail and "180 record(s)" in out.detail
+    assert "orders.ledger orders-0 from 2400 to 900" in out.detail
+    # Another failure (a broker killed under a read) is not a data-loss report.
+    other = _loss_facts(["orders.ledger: TimeoutException: Timed out"], 180)
+    assert evaluate(name, report(), other, "skipped").observed == "skipped"
+    clean = evaluate(name, report(), _loss_facts([], 0), "none")
+    assert clean.passed and clean.observed == "none"
+    # Nothing to count without the audit: not observed, never a pass.
+    unknown = evaluate(name, report(), _loss_facts([], None, audit=False), "skipped")
+    assert not unknown.passed and unknown.observed is None
+    assert "the audit did not finish" in unknown.detail
+    off = evaluate(name, report(), RunFacts(), "none")
+    assert not off.passed and off.observed is None and "did not run" in off.detail
+
+
+def test_pipeline_skipped_records():
+    name = "pipeline_skipped_records"
+    want = ex.validate_expected(name, "> 0")
+    ok = evaluate(name, report(), _loss_facts([], 180), want)
+    assert ok.passed and ok.observed == 180
+    assert not evaluate(name, report(), _loss_facts([], 0), want).passed
+    unknown = evaluate(name, report(), _loss_facts([], None, audit=False), want)
+    assert not unknown.passed and unknown.observed is None
+    # An audit without a ledger cannot tell what the pipeline read.
+    assert evaluate(name, report(), _loss_facts([], None), want).observed is None
+    assert evaluate(name, report(), RunFacts(), Comparison("any")).passed
 
 
 def snapshot(leaders: dict[str, int | None], offsets: dict[str, int] | None = None,

@@ -279,6 +279,38 @@ def test_pipeline_expectation_with_pipeline_off_is_an_error():
     assert e.field == "pipeline" and "pipeline_matches_ground_truth" in e.message
 
 
+def test_pipeline_fail_on_data_loss_is_the_kafka_sources_option():
+    s = loads(BASE.replace("duration: 20s",
+                           "duration: 20s\npipeline:\n  fail_on_data_loss: false"))
+    assert s.pipeline is True and s.pipeline_fail_on_data_loss is False
+    # Spark's default otherwise, and --pipeline-master keeps the file's choice
+    assert loads(BASE.replace("duration: 20s", "duration: 20s\npipeline: on")
+                 ).pipeline_fail_on_data_loss is True
+    assert s.with_pipeline("spark://127.0.0.1:1").pipeline_fail_on_data_loss is False
+    e = error_of(BASE.replace("duration: 20s",
+                              "duration: 20s\npipeline:\n  fail_on_data_loss: sometimes"))
+    assert e.field == "pipeline.fail_on_data_loss"
+
+
+@pytest.mark.parametrize("line", ["pipeline_data_loss: skipped",
+                                  'pipeline_skipped_records: "> 0"'])
+def test_the_data_loss_expectations_turn_the_pipeline_on(line):
+    text = BASE.replace("  isr_recovered: true\n", f"  isr_recovered: true\n  {line}\n")
+    assert loads(text).pipeline is True
+    e = error_of(text.replace("duration: 20s", "duration: 20s\npipeline: off"))
+    assert e.field == "pipeline" and line.split(":")[0] in e.message
+    e = error_of(BASE.replace("acks-all: {acked_writes_lost: 0,",
+                              f"acks-all: {{{line}, acked_writes_lost: 0,"))
+    assert "whole run" in e.message
+
+
+def test_pipeline_data_loss_takes_one_of_its_words():
+    e = error_of(BASE.replace("  isr_recovered: true\n",
+                              "  isr_recovered: true\n  pipeline_data_loss: lost\n"))
+    assert e.field == "expectations.pipeline_data_loss"
+    assert "reported, skipped, none" in e.message
+
+
 def test_pipeline_expectation_is_about_the_whole_run():
     text = BASE.replace("acks-all: {acked_writes_lost: 0,",
                         "acks-all: {pipeline_matches_ground_truth: true, acked_writes_lost: 0,")

@@ -106,3 +106,20 @@ def test_recorder_reads_the_list_of_a_new_run(tmp_path):
     rec.poll({"t.out": (new, "t", "out")})
     assert new.recent_calls == 1
     assert recorded(tmp_path / "progress.jsonl") == [0, 1, 2, 3, 4]
+
+
+def test_a_batch_that_ends_below_its_start_is_an_offset_rewind():
+    from brownout.spark.pipeline import offset_rewinds
+
+    # failOnDataLoss=false after an unclean election: the batch planned from the query's
+    # offset (2400) to the new leader's end (900) reads nothing and ends there.
+    rewind = {**PROGRESS, "batchId": 9, "numInputRows": 0,
+              "sources": [{"startOffset": '{"t":{"0":2400,"1":155}}',
+                           "endOffset": '{"t":{"0":900,"1":160}}',
+                           "latestOffset": '{"t":{"0":900,"1":160}}'}]}
+    rows = [progress_row("t.out", "t", "out", p) for p in (PROGRESS, rewind)]
+    first = {**rows[0], "start_offsets": None}  # a query's first batch has no start
+    found = offset_rewinds([first, *rows])
+    assert found == [{"query": "t.out", "batch_id": 9, "time": rows[1]["time"],
+                      "partition": "t-0", "from": 2400, "to": 900}]
+    assert offset_rewinds([]) == []
