@@ -3,8 +3,6 @@ log and ledger (the audit's mark_read, on a local SparkSession)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
 pytest.importorskip("pyspark")
@@ -16,17 +14,6 @@ from brownout.spark.audit import mark_read
 pytestmark = pytest.mark.timeout(300)
 
 COLUMNS = ["partition", "offset", "msg_id"]
-
-
-@pytest.fixture(scope="module")
-def spark() -> Iterator:
-    from brownout.spark.session import SHORT_JOB_CONF, make_spark
-
-    s = make_spark("local[1]", "brownout-unit", SHORT_JOB_CONF, shuffle_partitions=2)
-    try:
-        yield s
-    finally:
-        s.stop()
 
 
 def marks(spark, log: list[tuple], ledger: list[tuple]) -> dict[tuple, tuple[bool, bool]]:

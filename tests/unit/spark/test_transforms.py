@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Iterator
 from decimal import Decimal
 
 import pytest
@@ -45,18 +44,6 @@ pytestmark = pytest.mark.timeout(300)
 T = 1_704_067_200_000  # 2024-01-01T00:00:00Z
 SPEC = WindowSpec(window="1 minute", watermark="10 seconds", session_gap="30 seconds",
                   flag_threshold=1)
-
-
-@pytest.fixture(scope="module")
-def spark() -> Iterator:
-    from brownout.spark.session import SHORT_JOB_CONF, make_spark
-
-    # Short jobs on a few rows: the JIT's first tier is enough (SHORT_JOB_CONF's reason).
-    s = make_spark("local[1]", "brownout-unit", SHORT_JOB_CONF, shuffle_partitions=2)
-    try:
-        yield s
-    finally:
-        s.stop()
 
 
 def kafka_rows(topic: str, values: list[dict | bytes]) -> list[tuple]:
