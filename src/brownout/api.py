@@ -36,7 +36,7 @@ from rich.console import Console
 
 from .cluster import lab
 from .cluster.admin import Admin, AdminError, DescribedTopic
-from .cluster.distribution import cache_root, parse_engine, require_installed
+from .cluster.distribution import engine_home
 from .cluster.supervisor import Supervisor
 from .cluster.topology import Overrides, TopologyRequest
 from .common.documents import STATUS_DOCUMENT, versioned
@@ -59,19 +59,6 @@ __all__ = ["Cluster", "Run", "run"]
 
 Outcome = Literal["pass", "fail", "unknown"]
 OUTCOMES: tuple[Outcome, ...] = ("pass", "fail", "unknown")
-
-
-# Brownout's own node, as `brownout compare --engines` also names it ("node" for --engine).
-NODE_ALIAS = "brownout"
-
-
-def engine_home(engine: str | None) -> str | None:
-    """The Apache Kafka folder an engine names, as `--engine` does: None for "node" or
-    "brownout" (Brownout's own node, the default); "kafka" (the default 4.x) or
-    "kafka:VERSION" must be installed (`brownout kafka install VERSION`):
-    DistributionError otherwise."""
-    version = parse_engine(None if engine == NODE_ALIAS else engine)
-    return None if version is None else str(require_installed(version, cache_root()).home)
 
 
 class Cluster:

@@ -128,6 +128,19 @@ def parse_engine(text: str | None) -> str | None:
     return line_default(version) if _LINE_RE.match(version) else check_version(version)
 
 
+# Brownout's own node, as `brownout compare --engines` also names it ("node" for --engine).
+NODE_ALIAS = "brownout"
+
+
+def engine_home(engine: str | None) -> str | None:
+    """The Apache Kafka folder an engine names, as `--engine` does: None for "node" or
+    "brownout" (Brownout's own node, the default); "kafka" (the default 4.x) or
+    "kafka:VERSION" must be installed (`brownout kafka install VERSION`):
+    DistributionError otherwise."""
+    version = parse_engine(None if engine == NODE_ALIAS else engine)
+    return None if version is None else str(require_installed(version, cache_root()).home)
+
+
 def version_from_jars(names: list[str]) -> str | None:
     """The Kafka version named by a libs folder's jars: the broker's kafka_2.13-X.jar,
     else kafka-clients-X.jar; None when neither is there."""

@@ -28,13 +28,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..check.stats import derive_seed
-from ..cluster.distribution import (
-    NODE_ENGINE,
-    DistributionError,
-    cache_root,
-    parse_engine,
-    require_installed,
-)
+from ..cluster.distribution import DistributionError, engine_home
 from ..common.documents import versioned
 from ..common.rundir import SWEEP_FILE
 from ..report.sweep_page import render_sweep_page
@@ -92,8 +86,7 @@ def on_engines(pairs: Sequence[tuple[Cell, Scenario]],
 
 def _engine_home(engine: str) -> str | None:
     try:
-        version = parse_engine(None if engine in (NODE_ENGINE, "brownout") else engine)
-        return None if version is None else str(require_installed(version, cache_root()).home)
+        return engine_home(engine)
     except DistributionError as e:
         raise SweepError(str(e), ENGINE) from None
 
