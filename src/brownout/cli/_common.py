@@ -15,10 +15,8 @@ from ..cluster.admin import AdminError
 from ..cluster.distribution import (
     DEFAULT_KAFKA_4,
     DistributionError,
-    cache_root,
+    engine_home,
     open_home,
-    parse_engine,
-    require_installed,
 )
 from ..cluster.state import DIR_ENV, StateError, resolve_dir
 from ..cluster.supervisor import SupervisorError
@@ -62,7 +60,8 @@ class UsageError(Exception):
 
 
 ENGINE_HELP = (
-    "What runs the nodes: node (Brownout's own node, the default), kafka (Apache Kafka "
+    "What runs the nodes: node (Brownout's own node, the default; also brownout, as "
+    "`compare --engines` names it), kafka (Apache Kafka "
     f"{DEFAULT_KAFKA_4}, real JVMs) or kafka:VERSION, a version installed with `brownout "
     "kafka install VERSION` (kafka:3.9 is the 3.9 line's default, 3.9.2). Kafka's nodes "
     "get the same server.properties, ports, log dirs and signals; their storage is "
@@ -81,10 +80,7 @@ def resolve_engine(engine: str | None, distribution: Path | None) -> str | None:
     try:
         if distribution is not None:
             return str(open_home(distribution).home)
-        version = parse_engine(engine)
-        if version is None:
-            return None
-        return str(require_installed(version, cache_root()).home)
+        return engine_home(engine)
     except DistributionError as e:
         raise UsageError(str(e)) from None
 

@@ -73,6 +73,12 @@ def test_a_scenario_validates_on_an_installed_version(cache: Path):
     assert result.exit_code == 0, result.output
 
 
+def test_every_command_names_the_node_as_compare_and_the_sweep_do(cache: Path):
+    for name in ("node", "brownout"):
+        result = brownout(cache, "run", "power-loss", "--engine", name, "--validate")
+        assert result.exit_code == 0, result.output
+
+
 def test_list_shows_installed_versions(tmp_path: Path, cache: Path):
     listed = brownout(cache, "kafka", "list")
     assert listed.exit_code == 0
