@@ -153,6 +153,51 @@ def lag_series(path: Path, started: float | None, acked: Any = None,
     return out
 
 
+def pace(lag: dict[str, tuple[list[float], list[int]]], first_fault: float | None,
+         ) -> dict[str, float]:
+    """How the pipeline's queries kept up, from their lag series (lag_series):
+
+        max_lag             the largest lag of any query, records
+        longest_batch_gap   the longest time between two batches of one query, s (a query
+                            whose batch waits on an unreachable leader shows here)
+        longest_behind      the longest time a query's lag stayed above the largest lag
+                            it had before the first fault, s: from its last batch within
+                            that bound to its first one back within it (caught up); a
+                            query still above it at its last batch counts until then.
+                            Only with a fault and batches before it.
+
+    A measure no query gave is absent."""
+    out: dict[str, float] = {}
+    gaps: list[float] = []
+    behind: list[float] = []
+    for times, lags in lag.values():
+        if not times:
+            continue
+        out["max_lag"] = float(max(max(lags), out.get("max_lag", 0.0)))
+        gaps.extend(b - a for a, b in itertools.pairwise(times))
+        before = [x for t, x in zip(times, lags, strict=True) if t < (first_fault or 0.0)]
+        if first_fault is None or not before:
+            continue
+        bound = max(before)
+        last_within = times[0]  # the first batch is before the fault: within the bound
+        above = False
+        for t, x in zip(times, lags, strict=True):
+            if x <= bound:
+                if above:
+                    behind.append(t - last_within)
+                    above = False
+                last_within = t
+            else:
+                above = True
+        if above:  # still behind at the query's last batch
+            behind.append(times[-1] - last_within)
+    if gaps:
+        out["longest_batch_gap"] = float(round(max(gaps), 3))
+    if behind:
+        out["longest_behind"] = float(round(max(behind), 3))
+    return out
+
+
 def _iso_seconds(text: Any) -> float | None:
     import datetime as dt
 

@@ -16,7 +16,8 @@ history) and builds one row per measure with one cell per engine:
                shrink, and from a broker's return to the ISR expand, per partition and
                the slowest; acknowledged writes; the longest node stall; the
                share of time each consumer knew one broker and each broker's Metadata
-               listed one): median and range
+               listed one; the Spark pipeline's largest lag, longest time between
+               batches and longest time behind): median and range
 
 A row is flagged where two engines differ beyond chance: their rates' 95% intervals do
 not overlap, or (a spread) their ranges do not, with enough runs on both sides (4 each,
@@ -118,6 +119,9 @@ class RunDocuments:
     # the history could not be read
     errors: Mapping[str, int] | None = None
     stalls_measured: bool = False  # its nodes wrote event-loop heartbeats
+    # The Spark pipeline (None: the run had none): status, restarts, audit_valid (the
+    # audit's verdict, None without one) and report/pipeline.pace's measures
+    pipeline: Mapping[str, Any] | None = None
 
     @property
     def word(self) -> str:
@@ -220,11 +224,26 @@ def run_values(run: RunDocuments) -> RunValues:
         values["client_errors"] = float(sum(run.errors.values()))
         for name, n in run.errors.items():
             values[f"client_errors[{name}]"] = float(n)
+    if run.pipeline is not None:
+        values.update(pipeline_values(run.pipeline))
     if run.stalls_measured and run.verdict is not None:
         stalls = (run.verdict.get("node_stalls") or {}).get("stalls") or []
         values["longest_node_stall_seconds"] = max(
             (float(s.get("lag_ms") or 0) / 1000 for s in stalls), default=0.0)
     return RunValues({k: v for k, v in values.items() if v is not None}, frozenset(families))
+
+
+def pipeline_values(pipeline: Mapping[str, Any]) -> dict[str, float | None]:
+    """The pipeline's rows of one run: failed and audit_differs are 1 or 0."""
+    valid = pipeline.get("audit_valid")
+    return {
+        "pipeline_failed": 1.0 if pipeline.get("status") == "failed" else 0.0,
+        "pipeline_restarts": _number(pipeline.get("restarts")),
+        "pipeline_audit_differs": None if valid is None else float(not valid),
+        "pipeline_max_lag": _number(pipeline.get("max_lag")),
+        "pipeline_longest_batch_gap_seconds": _number(pipeline.get("longest_batch_gap")),
+        "pipeline_longest_behind_seconds": _number(pipeline.get("longest_behind")),
+    }
 
 
 def why(run: RunDocuments) -> dict[str, Any]:
@@ -256,6 +275,17 @@ MEASURES: dict[str, tuple[str, str, str]] = {
     "isr_shrink_seconds": ("slowest ISR shrink after a fault", SPREAD, "s"),
     "isr_expand_seconds": ("slowest ISR expand after a broker's return", SPREAD, "s"),
     "longest_node_stall_seconds": ("longest node event-loop stall", SPREAD, "s"),
+    # The Spark pipeline (report/pipeline.py): lag is acknowledged records a query had
+    # not processed at a batch's end
+    "pipeline_failed": ("pipeline ended failed", RATE, "runs"),
+    "pipeline_restarts": ("pipeline restarts from its checkpoint", RATE, "restarts"),
+    "pipeline_audit_differs": ("pipeline's windows differ from the acknowledged writes",
+                               RATE, "runs"),
+    "pipeline_max_lag": ("pipeline: largest lag of a query", SPREAD, "records"),
+    "pipeline_longest_batch_gap_seconds": ("pipeline: longest time between two batches",
+                                           SPREAD, "s"),
+    "pipeline_longest_behind_seconds": ("pipeline: longest time behind its pre-fault lag",
+                                        SPREAD, "s"),
 }
 # A family's rows (FAMILY[NAME], shown where some engine measured them): the label
 # ({name} is NAME), kind, unit, and the row they follow (sorted by NAME); a checker's

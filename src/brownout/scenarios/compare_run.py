@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
@@ -37,12 +38,14 @@ from ..common.rundir import (
     NODE_EVENTS,
     NODES_DIR,
     REPORT_FILE,
+    RUN_FILE,
     SUMMARY_FILE,
     VERDICT_FILE,
     node_dirs,
 )
 from ..report.compare_page import render_compare_page
 from ..report.compare_text import VERDICTS, cell_text, run_note
+from ..report.pipeline import load_pipeline, pace
 from ..workload.history import read_history
 from .compare import (
     Engine,
@@ -118,15 +121,40 @@ def stalls_measured(run_dir: Path) -> bool:
     return any((d / NODE_EVENTS).exists() for d in node_dirs(run_dir / NODES_DIR).values())
 
 
+def pipeline_documents(run_dir: Path, verdict: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The Spark pipeline of a run as the comparison reads it (compare.RunDocuments);
+    None when the run had no pipeline."""
+    info = verdict.get("pipeline")
+    run = _read_json(run_dir / RUN_FILE)
+    started = run.get("started") if isinstance(run, dict) else None
+    if not isinstance(info, dict) or not isinstance(started, int | float):
+        return None
+    try:
+        sends = read_history(run_dir / HISTORY_FILE, ("send",),
+                             ("time", "topic", "partition", "offset", "type"))
+        acked = sends.filter(pc.fill_null(pc.equal(sends["type"], "ok"), False))
+    except (OSError, ValueError, pa.ArrowException):
+        acked = None  # the lag as each batch reported it
+    view = load_pipeline(run_dir, verdict, float(started), acked)
+    if view is None:
+        return None
+    window = verdict.get("fault_window") or [None]
+    audit_valid = (view.audit or {}).get("valid")
+    return {"status": view.status, "restarts": info.get("restarts"),
+            "audit_valid": audit_valid if isinstance(audit_valid, bool) else None,
+            **pace(view.lag, window[0])}
+
+
 def load_run(run_dir: Path, name: str) -> RunDocuments:
     verdict = _read_json(run_dir / VERDICT_FILE)
     check = _read_json(run_dir / CHECK_FILE)
     duplicates = _read_json(run_dir / DUPLICATES_FILE)
+    verdict = verdict if isinstance(verdict, dict) else None
     return RunDocuments(
-        name, verdict if isinstance(verdict, dict) else None,
-        check if isinstance(check, dict) else None,
+        name, verdict, check if isinstance(check, dict) else None,
         duplicates if isinstance(duplicates, list) else None,
-        client_errors(run_dir), stalls_measured(run_dir))
+        client_errors(run_dir), stalls_measured(run_dir),
+        None if verdict is None else pipeline_documents(run_dir, verdict))
 
 
 def summarise_compare(out: Path, engines: Sequence[Engine], repeat: int, seed: int, *,

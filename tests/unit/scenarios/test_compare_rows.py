@@ -26,7 +26,11 @@ from brownout.scenarios.compare import (
     run_values,
     why,
 )
-from brownout.scenarios.compare_run import print_comparison, summarise_compare
+from brownout.scenarios.compare_run import (
+    pipeline_documents,
+    print_comparison,
+    summarise_compare,
+)
 from brownout.scenarios.verdict import combined_exit_code
 
 KAFKA = f"kafka:{DEFAULT_KAFKA_4}"
@@ -140,6 +144,21 @@ def test_a_runs_measures_come_from_its_check_verdict_duplicates_and_errors() -> 
     }
     assert v.families == {"anomalies.writes", "anomalies.availability",
                           "anomalies.rebalances", "duplicates", "client_errors"}
+
+
+def test_a_runs_pipeline_measures() -> None:
+    pipeline = {"status": "failed", "restarts": 2, "audit_valid": False, "max_lag": 300.0,
+                "longest_batch_gap": 12.5, "longest_behind": 20.0}
+    v = run_values(RunDocuments("run-001", verdict(), None, pipeline=pipeline)).values
+    assert v == {"pipeline_failed": 1.0, "pipeline_restarts": 2.0,
+                 "pipeline_audit_differs": 1.0, "pipeline_max_lag": 300.0,
+                 "pipeline_longest_batch_gap_seconds": 12.5,
+                 "pipeline_longest_behind_seconds": 20.0}
+    # No audit and no fault: those two are not measured; a run that went on is no failure
+    quiet = run_values(RunDocuments("run-001", verdict(), None, pipeline={
+        "status": "stopped", "restarts": 0, "audit_valid": None, "max_lag": 5.0})).values
+    assert quiet == {"pipeline_failed": 0.0, "pipeline_restarts": 0.0, "pipeline_max_lag": 5.0}
+    assert not any(k.startswith("pipeline") for k in run_values(run()).values)
 
 
 def test_what_a_run_did_not_measure_is_absent_not_zero() -> None:
@@ -335,6 +354,32 @@ def test_the_comparison_is_written_from_each_engines_run_directories(tmp_path: P
     assert f'href="kafka-{DEFAULT_KAFKA_4}/run-002/report.html"' in page
     assert "cluster.brokers=3" in page
     assert '<span class="note">acked_writes_lost[acks-all]</span>' in page
+
+
+def test_a_runs_pipeline_is_read_from_its_directory(tmp_path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    started = 1000.0
+    (tmp_path / "run.json").write_text(json.dumps({"started": started}))
+    (tmp_path / "pipeline-check.json").write_text(json.dumps({"valid": True}))
+    # acknowledged: offsets 0-9 by 2 s, 10-29 by 6 s (history time)
+    pq.write_table(pa.table({
+        "f": ["send"] * 4, "time": [1.0, 2.0, 5.0, 6.0], "topic": ["t"] * 4,
+        "partition": [0] * 4, "offset": [4, 9, 19, 29], "type": ["ok", "ok", "ok", "fail"]}),
+        tmp_path / "history.parquet")
+    progress = tmp_path / "pipeline" / "progress.jsonl"
+    progress.parent.mkdir()
+    batches = [(2.5, 10), (3.5, 10), (5.5, 10), (7.0, 20)]  # (history time, processed)
+    progress.write_text("".join(json.dumps({"time": started + t, "query": "t.ledger",
+                                            "end_offsets": {"t": {"0": n}}}) + "\n"
+                                for t, n in batches))
+    pipeline = {"status": "stopped", "restarts": 0, "out": str(progress.parent)}
+    docs = pipeline_documents(tmp_path, {"pipeline": pipeline, "fault_window": [3.0, 9.0]})
+    # lag 0, 0, 10 (offsets 10-19 acknowledged at 5 s), 0: the failed send is not counted
+    assert docs == {"status": "stopped", "restarts": 0, "audit_valid": True,
+                    "max_lag": 10.0, "longest_batch_gap": 2.0, "longest_behind": 3.5}
+    assert pipeline_documents(tmp_path, {"pipeline": None}) is None
 
 
 def test_a_row_that_differs_is_marked_on_the_page() -> None:

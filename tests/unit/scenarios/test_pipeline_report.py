@@ -8,7 +8,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from brownout.report.pipeline import lag_series, load_pipeline
+from brownout.report.pipeline import lag_series, load_pipeline, pace
 from brownout.scenarios.pipeline_stage import audit_summary
 
 AUDIT = {"valid": True, "pipeline_equal": True, "log_equals_acknowledged": True,
@@ -150,3 +150,25 @@ def test_acked_ends_are_running_maxima_per_partition_in_time_order():
     assert ends.ends == {("t", 0): ([1.0, 2.0, 3.0], [5, 5, 5]), ("u", 0): ([1.5], [1])}
     assert ends.behind(1.2, {"t": {"0": 3}}) == 2
     assert ends.behind(2.0, {"t": {"0": 3}, "u": {"0": 0}}) == 3
+
+
+def test_pace_of_queries_through_a_fault():
+    # Query a: lag at most 20 before the fault at 3.5 s; above it from the batch after
+    # 3 s until 7 s (4 s behind), a 3 s wait between two batches. Query b never falls
+    # behind its own pre-fault bound.
+    lag = {"a": ([1.0, 2.0, 3.0, 4.0, 7.0, 8.0], [10, 20, 15, 200, 18, 12]),
+           "b": ([1.0, 2.0, 4.0, 5.0], [50, 40, 45, 30])}
+    assert pace(lag, 3.5) == {"max_lag": 200.0, "longest_batch_gap": 3.0,
+                              "longest_behind": 4.0}
+
+
+def test_pace_of_a_query_still_behind_at_its_last_batch():
+    # behind from its last batch within the bound (2 s) until its last batch (4 s)
+    assert pace({"q": ([1.0, 2.0, 3.0, 4.0], [10, 20, 300, 400])}, 2.5)["longest_behind"] == 2.0
+
+
+def test_pace_without_a_fault_or_batches_before_it_has_no_time_behind():
+    lag = {"q": ([5.0, 6.0], [10, 20])}
+    assert pace(lag, None) == {"max_lag": 20.0, "longest_batch_gap": 1.0}
+    assert pace(lag, 2.0) == {"max_lag": 20.0, "longest_batch_gap": 1.0}
+    assert pace({}, 2.0) == {}
