@@ -1,16 +1,22 @@
-"""How fast the Spark pipeline reads and keeps up, on one Brownout node (loopback).
+"""How fast the Spark pipeline reads and keeps up, on one broker of each engine asked for
+(loopback; a broker and a KRaft controller, as the lab builds them).
 
-    .venv/bin/python bench/pipeline.py [--records 100000] [--partitions 4]
-        [--rates 1000,5000,10000] [--workloads payments,clicks] [--duration 40]
+    .venv/bin/python bench/pipeline.py [--engines brownout,kafka] [--records 100000,1000000]
+        [--partitions 4] [--rates 10000,50000] [--workloads payments,clicks] [--duration 40]
         [--master local[*]] [--shuffle-partitions 2] [--skip-source] [--skip-streaming]
         [--kafka-option KEY=VALUE ...]
         [--trigger "1 second"] [--conf spark.key=value ...] [--keep]
 
-Prints one JSON object:
+Prints one JSON object: the run's settings, spark_startup_s and, under engines, per
+engine (brownout: Brownout's node; kafka or kafka:VERSION: Apache Kafka, installed with
+`brownout kafka install`) in the order given, one Spark session serving them all:
 
     spark_startup_s   SparkSession creation (JVM start, resolving Spark's Kafka source
                       from the Ivy cache)
-    source_read       the same N payments records read in one run two ways, each
+    cluster_start_s   from building the engine's cluster until it served
+    produce_s         per size N of --records: writing the records that grow the topic
+                      to N (confluent-kafka, as fast as it goes)
+    source_read       per size N: the same N payments records read two ways, each
                       touching every column (sum of value lengths, of offsets, of header
                       counts), in three rounds over the two (best round kept): through
                       Spark's format("kafka") (spark_kafka) and from a Parquet file of
@@ -20,7 +26,9 @@ Prints one JSON object:
     streaming         per workload and rate: the workload's pipeline queries start
                       (trigger 1 s, 5 s windows, 2 s watermark); once each ran a batch, a
                       producer writes generator records at a fixed rate (event time =
-                      wall clock) for --duration seconds. Per query, over the batches
+                      wall clock) for --duration seconds (produced_per_s: the rate it
+                      reached; below the rate asked for, this process fell behind, not
+                      Spark). Per query, over the batches
                       that ended after the producer started: records_per_s (rows it
                       processed per second), lag_start/lag_end (records sent by the
                       batch's end that it had not processed) and lag_slope_per_s (records
@@ -40,7 +48,7 @@ Prints one JSON object:
                       driver_cpu_s: the same for this process (the producer included)
 
 --conf passes Spark settings to the session (to compare them); --keep leaves the run's
-directory (node, progress.jsonl of every pipeline) in place and prints its path.
+directory (each pipeline's progress.jsonl and output) in place and prints its path.
 
 Numbers depend on the machine's load: note it (load_before / load_after).
 """
@@ -62,22 +70,34 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from benchkit import QUIET
+from benchkit import QUIET, lab_cluster
 
 BENCH_WINDOW = "5 seconds"
 BENCH_WATERMARK = "2 seconds"
 BENCH_TRIGGER = "1 second"
 
 
-def produce_all(bootstrap: str, topic: str, workload: str, n: int) -> float:
-    """n generator records as fast as possible; returns seconds."""
+def records_list(text: str) -> list[int]:
+    try:
+        sizes = sorted({int(x) for x in text.split(",") if x.strip()})
+    except ValueError:
+        raise SystemExit(f"--records wants counts such as 100000,1000000, got {text!r}") from None
+    if not sizes or sizes[0] <= 0:
+        raise SystemExit(f"--records wants positive counts, got {text!r}")
+    return sizes
+
+
+def produce_all(bootstrap: str, topic: str, workload: str, n: int, first: int = 0) -> float:
+    """n generator records as fast as possible, `first` records written before; returns
+    seconds."""
     from confluent_kafka import Producer
 
     from brownout.workload.generators import make_stream
 
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, **QUIET})
+    # A stream of its own per call, its records' ids unlike the earlier calls'.
+    stream = make_stream(workload, seed=1, run="bench", producer=f"producer-{first}", rate=0)
     t0 = time.monotonic()
-    stream = make_stream(workload, seed=1, run="bench", producer="producer-0", rate=0)
     for _ in range(n):
         m = next(stream)
         while True:
@@ -234,6 +254,14 @@ def batch_breakdown(rows: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
+def paced_rate(timeline: list[tuple[float, int]]) -> float | None:
+    """Records per second the paced producer sent, first step to last."""
+    if len(timeline) < 2 or timeline[-1][0] <= timeline[0][0]:
+        return None
+    (t0, n0), (t1, n1) = timeline[0], timeline[-1]
+    return round((n1 - n0) / (t1 - t0))
+
+
 def streaming_run(spark: Any, bootstrap: str, workload: str, rate: int, duration: float,
                   partitions: int, base: Path, trigger: str = BENCH_TRIGGER,
                   ) -> dict[str, Any]:
@@ -291,6 +319,9 @@ def streaming_run(spark: Any, bootstrap: str, workload: str, rate: int, duration
 
     result: dict[str, Any] = {"status": run.get("status"), "error": run.get("error"),
                               "produced": producer.sent,
+                              # Below the rate asked for: the producer, not Spark, fell
+                              # behind.
+                              "produced_per_s": paced_rate(producer.timeline),
                               "start_s": run.get("queries_start_s"),
                               "progress_poll_s": run.get("progress_poll_s"),
                               "spark_cpu_s": None if cpu0 is None or cpu1 is None
@@ -335,12 +366,54 @@ def parse_conf(text: str) -> tuple[str, str]:
     return key.strip(), value.strip()
 
 
+def engine_run(spark: Any, engine: str, args: argparse.Namespace, base: Path,
+               spark_options: dict[str, str]) -> dict[str, Any]:
+    """The source read and the streaming runs on one fresh cluster of `engine`."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    base.mkdir(parents=True, exist_ok=True)
+    result: dict[str, Any] = {"load_before": os.getloadavg()[0]}
+    with lab_cluster(engine, brokers=1, controllers=1) as cluster:
+        b = cluster.bootstrap
+        result["cluster_start_s"] = round(cluster.start_seconds or 0.0, 1)
+        if not args.skip_source:
+            admin = AdminClient({"bootstrap.servers": b, **QUIET})
+            admin.create_topics([NewTopic("payments", args.partitions, 1)])["payments"].result(30)
+            # Each size reads the same topic grown to it: the records of the smaller
+            # read are the first ones of the larger.
+            result["produce_s"], result["source_read"] = {}, {}
+            written = 0
+            for n in records_list(args.records):
+                result["produce_s"][n] = round(
+                    produce_all(b, "payments", "payments", n - written, first=written), 2)
+                written = n
+                result["source_read"][n] = source_read(spark, b, "payments", base / str(n),
+                                                       spark_options)
+                print(json.dumps({engine: {n: result["source_read"][n]}}), file=sys.stderr)
+        if not args.skip_streaming:
+            result["streaming"] = {}
+            for workload in args.workloads.split(","):
+                for rate in (int(r) for r in args.rates.split(",")):
+                    r = streaming_run(spark, b, workload, rate, args.duration,
+                                      args.partitions, base, args.trigger)
+                    result["streaming"][f"{workload}@{rate}"] = r
+                    print(json.dumps({engine: {f"{workload}@{rate}": r}}), file=sys.stderr)
+    result["load_after"] = os.getloadavg()[0]
+    return result
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--records", type=int, default=100_000)
+    ap.add_argument("--engines", default="brownout",
+                    help="what runs the broker, in turn: brownout (Brownout's node), kafka "
+                    "or kafka:VERSION (Apache Kafka, installed with `brownout kafka "
+                    "install`); comma-separated")
+    ap.add_argument("--records", default="100000,1000000",
+                    help="sizes of the source read, comma-separated: the topic grows to "
+                    "each in turn and is read at each")
     ap.add_argument("--partitions", type=int, default=4)
     ap.add_argument("--master", default="local[*]")
-    ap.add_argument("--rates", default="1000,5000,10000")
+    ap.add_argument("--rates", default="10000,50000")
     ap.add_argument("--workloads", default="payments,clicks")
     ap.add_argument("--duration", type=float, default=40.0)
     ap.add_argument("--shuffle-partitions", type=int, default=2,
@@ -359,50 +432,34 @@ def main() -> None:
     args = ap.parse_args()
     conf = dict(parse_conf(c) for c in args.conf)
     spark_options = dict(parse_conf(c) for c in args.kafka_option)
+    engines = [e.strip() for e in args.engines.split(",") if e.strip()]
+    from brownout.cluster.distribution import DistributionError, engine_home
 
-    from confluent_kafka.admin import AdminClient, NewTopic
-
-    from brownout.cluster.ports import free_port
-    from brownout.cluster.process import NodeProcess, combined_node_properties
-    from brownout.storage import random_uuid
+    for engine in engines:
+        try:
+            engine_home(engine)
+        except DistributionError as e:
+            raise SystemExit(f"--engines: {e}") from None
 
     base = Path(tempfile.mkdtemp(prefix="bench-pipeline-"))
-    node = NodeProcess(base / "node", combined_node_properties(
-        1, free_port(), free_port(), base / "node" / "data"), cluster_id=random_uuid())
-    (base / "node").mkdir(parents=True, exist_ok=True)
-    node.format()
-    node.start()
-    result: dict[str, Any] = {"records": args.records, "partitions": args.partitions,
+    result: dict[str, Any] = {"records": records_list(args.records), "partitions": args.partitions,
                               "master": args.master, "cpus": os.cpu_count(),
                               "shuffle_partitions": args.shuffle_partitions,
                               "trigger": args.trigger, "conf": conf,
-                              "load_before": os.getloadavg()[0]}
+                              "load_before": os.getloadavg()[0], "engines": {}}
     spark = None
     try:
-        b = node.bootstrap
         from brownout.spark.session import make_spark
 
         spark = make_spark(args.master, "brownout-bench", conf,
                            shuffle_partitions=args.shuffle_partitions)
         result["spark_startup_s"] = round(spark.brownout_startup_s, 2)
-        if not args.skip_source:
-            admin = AdminClient({"bootstrap.servers": b, **QUIET})
-            admin.create_topics([NewTopic("payments", args.partitions, 1)])["payments"].result(10)
-            result["produce_s"] = round(produce_all(b, "payments", "payments", args.records), 2)
-            result["source_read"] = source_read(spark, b, "payments", base, spark_options)
-            print(json.dumps(result["source_read"]), file=sys.stderr)
-        if not args.skip_streaming:
-            result["streaming"] = {}
-            for workload in args.workloads.split(","):
-                for rate in (int(r) for r in args.rates.split(",")):
-                    r = streaming_run(spark, b, workload, rate, args.duration,
-                                      args.partitions, base, args.trigger)
-                    result["streaming"][f"{workload}@{rate}"] = r
-                    print(json.dumps({f"{workload}@{rate}": r}), file=sys.stderr)
+        for engine in engines:
+            result["engines"][engine] = engine_run(spark, engine, args, base / engine,
+                                                   spark_options)
     finally:
         if spark is not None:
             spark.stop()
-        node.stop()
         result["load_after"] = os.getloadavg()[0]
         if args.keep:
             result["kept"] = str(base)
