@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import math
 from collections.abc import Iterable, Sequence
 
 from kio.schema.errors import ErrorCode
@@ -85,8 +86,11 @@ class ClusterControl:
         self.image = image
         self.config = config
         self.last_contact_ms: dict[int, int] = {}
+        # The metadata offset each broker reported in its last heartbeat to this
+        # controller (-1 before its first: Kafka's BrokerHeartbeatState.metadataOffset).
+        self.metadata_offset: dict[int, int] = {}
         # Offset of the records that put a broker into controlled shutdown: it may stop
-        # once it has seen them and leads nothing.
+        # once it leads nothing and every active broker has seen them.
         self.controlled_shutdown_offset: dict[int, int] = {}
 
     # -- helpers ---------------------------------------------------------------------
@@ -94,6 +98,7 @@ class ClusterControl:
     def activate(self, now_ms: int) -> None:
         """This controller just became active: every broker gets a fresh session."""
         self.last_contact_ms = {b: now_ms for b in self.image.brokers}
+        self.metadata_offset = {}
 
     def state(self, broker_id: int) -> BrokerState | None:
         reg = self.image.brokers.get(broker_id)
@@ -107,6 +112,12 @@ class ClusterControl:
 
     def is_active(self, broker_id: int) -> bool:
         return self.state(broker_id) is BrokerState.UNFENCED
+
+    def lowest_active_offset(self) -> float:
+        """The lowest metadata offset an active broker (unfenced, not shutting down) has
+        reported; infinite when none is active (Kafka's lowestActiveOffset)."""
+        return min((self.metadata_offset.get(b, -1) for b in self.image.brokers
+                    if self.is_active(b)), default=math.inf)
 
     def unclean_allowed(self, topic: str) -> bool:
         """The topic's unclean.leader.election.enable: its own override, else the
@@ -238,6 +249,7 @@ class ClusterControl:
         if reg is None or reg.broker_epoch != broker_epoch:
             return HeartbeatResult(ErrorCode.stale_broker_epoch), []
         self.last_contact_ms[broker_id] = now_ms
+        self.metadata_offset[broker_id] = metadata_offset
         caught_up = metadata_offset >= reg.broker_epoch
         state = self.state(broker_id)
         records: list[MetadataRecord] = []
@@ -270,7 +282,12 @@ class ClusterControl:
             self.controlled_shutdown_offset[broker_id] = next_offset + len(records) - 1
             return HeartbeatResult(ErrorCode.none, caught_up, False, False), records
         if state is BrokerState.CONTROLLED_SHUTDOWN:
-            seen = metadata_offset >= self.controlled_shutdown_offset.get(broker_id, 0)
+            # Kafka grants the shutdown once every active broker has reported an offset
+            # past the records that moved the leaderships away (its own offset does not
+            # count): the brokers that now lead know it before this one stops serving,
+            # and its clients' next Metadata no longer lists it.
+            seen = self.controlled_shutdown_offset.get(broker_id, 0) <= \
+                self.lowest_active_offset()
             if seen and self.leaderships(broker_id) == 0:
                 return HeartbeatResult(ErrorCode.none, caught_up, True, True), self.fence(
                     broker_id)

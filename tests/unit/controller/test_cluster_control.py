@@ -153,21 +153,41 @@ def test_returning_last_isr_member_leads_again():
     assert (c.part(0).leader, c.part(0).leader_epoch) == (1, 2)
 
 
-def test_controlled_shutdown_waits_until_leadership_moved_and_seen():
+def test_controlled_shutdown_waits_until_leadership_moved_and_every_active_broker_saw_it():
     c = Cluster()
     c.topic([[1, 2, 3]])
     result = c.beat(1, want_shut_down=True)
     assert not result.should_shut_down
     assert c.part(0).leader == 2 and 1 not in c.part(0).isr
     assert c.image.brokers[1].in_controlled_shutdown
-    # not yet caught up with the records that moved its leadership
-    assert not c.beat(1, offset=c.offset - 2).should_shut_down
-    assert c.beat(1).should_shut_down
+    # Brokers 2 and 3 last reported offsets from before the records that moved the
+    # leadership: the new leader may not know yet that it leads.
+    assert not c.beat(1).should_shut_down
+    c.beat(2)
+    c.beat(3, offset=c.offset - 2)
+    assert not c.beat(1).should_shut_down
+    c.beat(3)
+    # The shutting-down broker's own offset does not count (it is no longer active).
+    assert c.beat(1, offset=0).should_shut_down
     # Granted shutdown fences the broker, so its restart can register at once.
     assert c.image.brokers[1].fenced
     result, _ = c.control.register(1, "restarted", endpoint(1), None, now_ms=c.now,
                                    next_offset=c.offset)
     assert result.error == ErrorCode.none
+
+
+def test_a_new_controller_knows_no_broker_offset_until_each_heartbeats():
+    c = Cluster()
+    c.topic([[1, 2, 3]])
+    c.beat(1, want_shut_down=True)
+    c.beat(2)
+    c.beat(3)
+    c.control.activate(c.now)  # this controller took over: offsets unknown again
+    assert c.control.lowest_active_offset() == -1
+    assert not c.beat(1).should_shut_down
+    c.beat(2)
+    c.beat(3)
+    assert c.beat(1).should_shut_down
 
 
 def test_broker_leading_nothing_shuts_down_at_once():
@@ -183,6 +203,8 @@ def test_controlled_shutdown_of_sole_replica_keeps_it_leader_until_fenced():
     c.topic([[1]])
     assert not c.beat(1, want_shut_down=True).should_shut_down
     assert c.part(0).leader == NO_LEADER  # no other replica can lead; it steps down
+    c.beat(2)
+    c.beat(3)
     assert c.beat(1).should_shut_down
 
 
