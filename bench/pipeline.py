@@ -33,8 +33,9 @@ engine (brownout: Brownout's node; kafka or kafka:VERSION: Apache Kafka, install
                       processed per second), lag_start/lag_end (records sent by the
                       batch's end that it had not processed) and lag_slope_per_s (records
                       per second that lag grows over the second half of the run: ~0 =
-                      keeps up), keeps_up; per windowed output the end-to-end latency of
-                      its rows
+                      keeps up), keeps_up (both null with fewer than three batches in
+                      that half: batches far longer than the trigger); per windowed
+                      output the end-to-end latency of its rows
                       (the wall time its Parquet file was committed minus the window's
                       end, i.e. the event time of the last record it could hold), p50
                       and max; start_s: from starting the queries until all ran a batch;
@@ -343,8 +344,11 @@ def streaming_run(spark: Any, bootstrap: str, workload: str, rate: int, duration
         q: dict[str, Any] = {
             "batches": len(mine), "records_per_s": round(done / span) if span > 0 else None,
             "lag_start": mine[0]["lag"]["total"], "lag_end": mine[-1]["lag"]["total"],
-            "lag_slope_per_s": round(slope, 1),
-            "keeps_up": slope < 0.05 * rate and mine[-1]["lag"]["total"] < 5 * rate,
+            # A slope needs three batches in the second half; with fewer (batches far
+            # longer than the trigger) whether it keeps up is not measured.
+            "lag_slope_per_s": round(slope, 1) if len(half) >= 3 else None,
+            "keeps_up": (slope < 0.05 * rate and mine[-1]["lag"]["total"] < 5 * rate)
+            if len(half) >= 3 else None,
             "input_rows_p50": round(statistics.median(r["input_rows"] or 0 for r in mine)),
             **batch_breakdown(mine),
         }
