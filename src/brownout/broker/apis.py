@@ -1167,25 +1167,22 @@ class KafkaApis:
 
     async def handle_alter_partition_reassignments(self, request: Request,
                                                    ctx: ClientContext) -> ResponsePayload:
-        # A KRaft broker forwards it whole; the controller decides and writes.
-        body = request.body
-        response = await self.controller.forward(
-            ApiKey.ALTER_PARTITION_REASSIGNMENTS, request.header.api_version, body,
-            timeout_ms=millis(body.timeout))
-        if response is None:
-            return self._response(request, alter_reassignments_response(
-                ErrorCode.request_timed_out, [],
-                message="No active controller answered in time."))
-        return response
+        return await self._forward_reassignments(request, alter_reassignments_response)
 
     async def handle_list_partition_reassignments(self, request: Request,
                                                   ctx: ClientContext) -> ResponsePayload:
+        return await self._forward_reassignments(request, list_reassignments_response)
+
+    async def _forward_reassignments(
+        self, request: Request, timed_out: Callable[..., dict[str, Any]]
+    ) -> ResponsePayload:
+        # A KRaft broker forwards them whole; the controller decides (and writes).
         body = request.body
         response = await self.controller.forward(
-            ApiKey.LIST_PARTITION_REASSIGNMENTS, request.header.api_version, body,
+            ApiKey(request.header.api_key), request.header.api_version, body,
             timeout_ms=millis(body.timeout))
         if response is None:
-            return self._response(request, list_reassignments_response(
+            return self._response(request, timed_out(
                 ErrorCode.request_timed_out, [],
                 message="No active controller answered in time."))
         return response
