@@ -45,7 +45,7 @@ from ..common.java import JavaError, require_java
 from ..common.rundir import CLUSTER_STATE_FILE, node_dir_name, node_dirs
 from ..common.stalls import RECENT_WINDOW_S, stalls_from_events, worst_stall
 from ..security import certs
-from . import netns, znodes
+from . import netns
 from . import zookeeper as zk
 from .distribution import DistributionError, open_home
 from .ensemble import Ensemble, zookeeper_process_state
@@ -269,6 +269,8 @@ def _make_certificates(topology: Topology) -> None:
 def _adopt_cluster_id(state: ClusterState, topology: Topology) -> None:
     """Put the lab's cluster id in /cluster/id before any broker starts; when the
     ensemble already holds another (its brokers use that one), record that instead."""
+    from . import znodes  # here and below: ZooKeeper's client only in ZooKeeper mode
+
     try:
         found = znodes.ensure_cluster_id(topology.zookeeper_connect, state.cluster_id)
     except znodes.ZnodeError as e:
@@ -357,6 +359,8 @@ def _stop_nodes(state: ClusterState, timeout: float) -> list[int]:
     sup = Supervisor(state)
     stopped: list[int] = []
     if state.request.zookeeper_mode:
+        from . import znodes
+
         controller = None
         if sup.running_nodes() and Ensemble(state, sup.topology).running_servers():
             with contextlib.suppress(znodes.ZnodeError):
@@ -498,6 +502,8 @@ def _zookeeper_controller(
 ) -> dict[str, Any]:
     """The broker holding /controller (None with a reason when none does or the
     ensemble does not answer)."""
+    from . import znodes
+
     source = "/controller"
     if not Ensemble(state, topology).running_servers():  # spare kazoo's connect timeout
         return {"id": None, "source": source, "reason": "no ZooKeeper server is running"}

@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from brownout.cli import app
-from brownout.cluster import lab
+from brownout.cluster import lab, znodes
 from brownout.cluster.ensemble import Ensemble
 from brownout.cluster.state import ClusterState
 from brownout.cluster.supervisor import Supervisor, ready_lines
@@ -230,7 +230,7 @@ def test_down_stops_the_controller_broker_last(
     monkeypatch.setattr(Supervisor, "running_nodes", lambda self: [1, 2, 3])
     monkeypatch.setattr(Supervisor, "stop_nodes", stop_nodes)
     monkeypatch.setattr(Ensemble, "running_servers", lambda self: [1, 2, 3])
-    monkeypatch.setattr(lab.znodes, "read_controller", lambda connect, timeout: 2)
+    monkeypatch.setattr(znodes, "read_controller", lambda connect, timeout: 2)
     lab._stop_nodes(prepared.state, 1.0)
     # the others together, then the controller; then stop_all's brokers and controllers
     assert calls[:2] == [[1, 3], [2]]
