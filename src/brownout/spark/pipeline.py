@@ -624,7 +624,7 @@ class PipelineProcess:
             self.proc.send_signal(signal.SIGTERM)
         deadline = time.monotonic() + timeout
         while self.alive():
-            if self._stopped():
+            if self._awaits_audit():
                 return True
             if time.monotonic() >= deadline:
                 self.kill()
@@ -632,12 +632,14 @@ class PipelineProcess:
             time.sleep(0.2)
         return False
 
-    def _stopped(self) -> bool:
-        """This process's run in pipeline.json has its queries stopped."""
+    def _awaits_audit(self) -> bool:
+        """This process's run in pipeline.json says it waits for AUDIT_SIGNAL. A run
+        that stopped without it (its queries failed) is exiting: the signal would find
+        the handler gone and end it."""
         with contextlib.suppress(OSError, ValueError, IndexError, KeyError):
             run = _load_state(self.config.out)["runs"][-1]
             return self.proc is not None and run.get("pid") == self.proc.pid \
-                and "stopped" in run
+                and bool(run.get("awaits_audit"))
         return False
 
     def audit(self, timeout: float) -> int:
@@ -674,6 +676,16 @@ def await_audit(go: threading.Event, stop: threading.Event, parent: int,
     return go.is_set()
 
 
+def _mark_awaits_audit(out: Path) -> None:
+    """Say in this process's run of pipeline.json that it waits for AUDIT_SIGNAL
+    (PipelineProcess.drain looks for it)."""
+    state = _load_state(out)
+    run = state["runs"][-1]
+    if run.get("pid") == os.getpid():
+        run["awaits_audit"] = True
+        _save_state(out, state)
+
+
 def _audit_when_asked(config: PipelineConfig, go: threading.Event, stop: threading.Event,
                       outcome: dict[str, Any]) -> Callable[[Any], None]:
     """run_pipeline's `then` for config.audit_run_dir: wait for AUDIT_SIGNAL, then audit
@@ -684,6 +696,7 @@ def _audit_when_asked(config: PipelineConfig, go: threading.Event, stop: threadi
         if not stop.is_set():  # its queries ended on their own (a failure): no audit, the
             return             # process exits and the scenario restarts it
         stop.clear()  # the SIGTERM that began the drain; another one means: do not wait
+        _mark_awaits_audit(config.out)
         if not await_audit(go, stop, parent):
             return
         # From now on a SIGTERM or SIGINT ends the process at once, as it ends an audit in
