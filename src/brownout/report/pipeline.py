@@ -158,8 +158,8 @@ def pace(lag: dict[str, tuple[list[float], list[int]]], first_fault: float | Non
     """How the pipeline's queries kept up, from their lag series (lag_series):
 
         max_lag             the largest lag of any query, records
-        longest_batch_gap   the longest time between two batches of one query, s (a query
-                            whose batch waits on an unreachable leader shows here)
+        longest_batch_gap   the longest time between two batches of one query, s (a batch
+                            that waited through a fault shows here)
         longest_behind      the longest time a query's lag stayed above the largest lag
                             it had before the first fault, s: from its last batch within
                             that bound to its first one back within it (caught up); a
@@ -175,8 +175,10 @@ def pace(lag: dict[str, tuple[list[float], list[int]]], first_fault: float | Non
             continue
         out["max_lag"] = float(max(max(lags), out.get("max_lag", 0.0)))
         gaps.extend(b - a for a, b in itertools.pairwise(times))
-        before = [x for t, x in zip(times, lags, strict=True) if t < (first_fault or 0.0)]
-        if first_fault is None or not before:
+        if first_fault is None:
+            continue
+        before = [x for t, x in zip(times, lags, strict=True) if t < first_fault]
+        if not before:
             continue
         bound = max(before)
         last_within = times[0]  # the first batch is before the fault: within the bound
