@@ -370,9 +370,10 @@ def parse_conf(text: str) -> tuple[str, str]:
     return key.strip(), value.strip()
 
 
-def engine_run(spark: Any, engine: str, args: argparse.Namespace, base: Path,
-               spark_options: dict[str, str]) -> dict[str, Any]:
-    """The source read and the streaming runs on one fresh cluster of `engine`."""
+def engine_run(spark: Any, engine: str, args: argparse.Namespace, sizes: list[int],
+               base: Path, spark_options: dict[str, str]) -> dict[str, Any]:
+    """The source read of each of `sizes` and the streaming runs on one fresh cluster of
+    `engine`."""
     from confluent_kafka.admin import AdminClient, NewTopic
 
     base.mkdir(parents=True, exist_ok=True)
@@ -387,7 +388,7 @@ def engine_run(spark: Any, engine: str, args: argparse.Namespace, base: Path,
             # read are the first ones of the larger.
             result["produce_s"], result["source_read"] = {}, {}
             written = 0
-            for n in records_list(args.records):
+            for n in sizes:
                 result["produce_s"][n] = round(
                     produce_all(b, "payments", "payments", n - written, first=written), 2)
                 written = n
@@ -437,6 +438,7 @@ def main() -> None:
     conf = dict(parse_conf(c) for c in args.conf)
     spark_options = dict(parse_conf(c) for c in args.kafka_option)
     engines = [e.strip() for e in args.engines.split(",") if e.strip()]
+    sizes = records_list(args.records)
     from brownout.cluster.distribution import DistributionError, engine_home
 
     for engine in engines:
@@ -446,7 +448,7 @@ def main() -> None:
             raise SystemExit(f"--engines: {e}") from None
 
     base = Path(tempfile.mkdtemp(prefix="bench-pipeline-"))
-    result: dict[str, Any] = {"records": records_list(args.records), "partitions": args.partitions,
+    result: dict[str, Any] = {"records": sizes, "partitions": args.partitions,
                               "master": args.master, "cpus": os.cpu_count(),
                               "shuffle_partitions": args.shuffle_partitions,
                               "trigger": args.trigger, "conf": conf,
@@ -459,7 +461,7 @@ def main() -> None:
                            shuffle_partitions=args.shuffle_partitions)
         result["spark_startup_s"] = round(spark.brownout_startup_s, 2)
         for engine in engines:
-            result["engines"][engine] = engine_run(spark, engine, args, base / engine,
+            result["engines"][engine] = engine_run(spark, engine, args, sizes, base / engine,
                                                    spark_options)
     finally:
         if spark is not None:
