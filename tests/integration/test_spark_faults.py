@@ -51,6 +51,8 @@ def test_spark_data_loss_fails_the_query_with_sparks_error(tmp_path: Path) -> No
     # reached were never read.
     assert pipeline["restarts"] >= (1 if failures else 0), pipeline
     assert pipeline["status"] in ("stopped", "failed"), pipeline
+    # Audited in the pipeline's process, whose queries had failed (not in a JVM of its own).
+    assert pipeline["audit_process"] == "pipeline", pipeline
     audit = json.loads((run_dir / "pipeline-check.json").read_text())
     orders = audit["topics"]["orders"]
     assert orders["skipped_by_pipeline"] > 0, orders

@@ -4,8 +4,8 @@
             waited for until every query ran a first batch (PIPELINE_START_TIMEOUT); if
             Spark cannot start, the pipeline is recorded as failed with the reason and
             the run goes on without it
-    watch   called while the workload runs: a pipeline process that died (a fault its
-            query did not survive) restarts from its checkpoints, up to
+    watch   called while the workload runs: a pipeline whose queries failed (a fault
+            they did not survive) is restarted from its checkpoints, up to
             PIPELINE_RESTARTS times; the output stays exactly once, each failure is
             recorded (with whether it is Spark's data-loss error). A restart that failed
             with Spark's data-loss error at offsets already reported is not restarted
@@ -14,8 +14,9 @@
             then stops its queries; its process then waits for the audit
     audit   after the final read, within PIPELINE_AUDIT_TIMEOUT: brownout.spark.audit in
             the pipeline's process, in its SparkSession (warm, where a JVM of its own
-            took 40-90 s on a 2-core machine), which then exits; if that process is
-            gone (the pipeline failed), in a child process of its own: pipeline-check.json
+            took 40-90 s on a 2-core machine), which then exits; a pipeline whose
+            queries failed and were not restarted waits for it too. If that process is
+            gone, in a child process of its own: pipeline-check.json
     kill    on an error or Ctrl-C: the process goes, whatever its state
 
 `info` is what verdict.json records under "pipeline" (None: no pipeline in this run).
@@ -133,9 +134,9 @@ class PipelineStage:
             self.progress.say(f"  pipeline running after {info['start_s']:g}s ({out})")
             return
         if info["error"] is None:
-            alive = self._proc is not None and self._proc.alive()
-            info["error"] = (f"not running after {PIPELINE_START_TIMEOUT:g}s"
-                             if alive else "the pipeline process exited") \
+            ended = self._proc is None or self._proc.ended()
+            info["error"] = ("the pipeline's queries stopped" if ended
+                             else f"not running after {PIPELINE_START_TIMEOUT:g}s") \
                 + _pipeline_reason(out)
         self.kill()
         info["status"] = "failed"
@@ -143,9 +144,10 @@ class PipelineStage:
         self.progress.say(f"  pipeline failed to start: {info['error']}", style="red")
 
     def watch(self, *, wait: bool = False) -> None:
-        """Restart the pipeline (from its checkpoints) when it died, recording why."""
+        """Restart the pipeline (from its checkpoints) when its queries failed, recording
+        why."""
         proc, info = self._proc, self.info
-        if proc is None or info is None or proc is self._given_up or proc.alive():
+        if proc is None or info is None or proc is self._given_up or not proc.ended():
             return
         from ..spark.pipeline import PipelineProcess
 
@@ -168,6 +170,7 @@ class PipelineStage:
         info["restarts"] += 1
         self.progress.say(f"  pipeline failed ({why[:200]}); restart {info['restarts']} "
                           "from its checkpoints", style="red")
+        proc.stop(timeout=120.0)  # it waits for an audit: one session at a time
         self._proc = self._launch(PipelineProcess(self._config))
         if wait and not self._proc.wait_running(PIPELINE_START_TIMEOUT):
             self.progress.say("  pipeline restart: not running in time", style="red")
@@ -179,7 +182,7 @@ class PipelineStage:
         if proc is None or info is None:
             return
         t0 = time.monotonic()
-        died = not proc.alive()
+        died = proc.ended()
         # Forgotten only once stopped: an interrupt during the drain leaves it to kill().
         waits = proc.drain(timeout=PIPELINE_DRAIN_TIMEOUT + 120.0)
         code = None if waits else proc.stop(timeout=PIPELINE_DRAIN_TIMEOUT + 120.0)

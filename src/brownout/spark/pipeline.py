@@ -587,12 +587,17 @@ class PipelineProcess:
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
+    def ended(self) -> bool:
+        """Its queries have stopped: the process exited, or (config.audit_run_dir) it
+        waits for the audit, also after its queries failed on their own."""
+        return not self.alive() or self._awaits_audit()
+
     def wait_running(self, timeout: float = 120.0) -> bool:
         """True once every query has finished a first batch (progress.jsonl has them)."""
         deadline = time.monotonic() + timeout
         path = self.config.out / PIPELINE_PROGRESS_FILE
         want = {f"{t}.{o}" for t, o in outputs(self.config)}
-        while time.monotonic() < deadline and self.alive():
+        while time.monotonic() < deadline and not self.ended():
             if path.exists():
                 seen = {json.loads(line)["query"] for line in path.read_text().splitlines()
                         if line.strip()}
@@ -617,9 +622,12 @@ class PipelineProcess:
     def drain(self, timeout: float = 120.0) -> bool:
         """stop() for a pipeline that audits its run (config.audit_run_dir): SIGTERM, then
         wait until pipeline.json says its queries stopped. True: it is alive and waits
-        for audit(). False: it exited, or was killed after `timeout`."""
+        for audit() (at once if its queries had failed). False: it exited, or was killed
+        after `timeout`."""
         if self.proc is None or not self.config.audit_run_dir:
             return False
+        if self._awaits_audit():
+            return True  # a SIGTERM now would end it: its queries failed, it waits
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
         deadline = time.monotonic() + timeout
@@ -634,8 +642,8 @@ class PipelineProcess:
 
     def _awaits_audit(self) -> bool:
         """This process's run in pipeline.json says it waits for AUDIT_SIGNAL. A run
-        that stopped without it (its queries failed) is exiting: the signal would find
-        the handler gone and end it."""
+        that stopped without it is exiting (or about to wait): the signal could find the
+        handler gone and end it."""
         with contextlib.suppress(OSError, ValueError, IndexError, KeyError):
             run = _load_state(self.config.out)["runs"][-1]
             return self.proc is not None and run.get("pid") == self.proc.pid \
@@ -693,9 +701,11 @@ def _audit_when_asked(config: PipelineConfig, go: threading.Event, stop: threadi
     parent = os.getppid()
 
     def then(spark: Any) -> None:
-        if not stop.is_set():  # its queries ended on their own (a failure): no audit, the
-            return             # process exits and the scenario restarts it
-        stop.clear()  # the SIGTERM that began the drain; another one means: do not wait
+        # Its queries stopped: drained on SIGTERM, or failed on their own. Either way it
+        # waits, so that the audit runs here (a JVM of its own took 40-90 s to start on a
+        # busy 2-core machine); a scenario that restarts a failed pipeline from its
+        # checkpoints sends SIGTERM instead, once this run says it waits.
+        stop.clear()  # the SIGTERM that began a drain; one from now on means: do not wait
         _mark_awaits_audit(config.out)
         if not await_audit(go, stop, parent):
             return

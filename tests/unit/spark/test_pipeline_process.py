@@ -10,18 +10,23 @@ from pathlib import Path
 
 from brownout.spark.pipeline import PipelineConfig, PipelineProcess
 
-# The stand-in writes its run into pipeline.json, then, on SIGTERM, either marks it as
-# waiting for the audit and exits 0 on SIGUSR1 (a clean drain), or (a run whose queries
-# failed) keeps exiting for a while with the default SIGUSR1 action back, as a Python
-# process finalising does.
+# The stand-in writes its run into pipeline.json as the pipeline's process does.
+# waits:  on SIGTERM (a drain) it marks the run as waiting for the audit, and exits 0 on
+#         SIGUSR1.
+# failed: its queries failed on their own: the run, failed, waits for the audit at once;
+#         SIGUSR1 ends it with 0, SIGTERM (do not wait) with 15.
+# exits:  on SIGTERM it keeps exiting for a while with the default SIGUSR1 action back, as
+#         a Python process finalising does.
 STAND_IN = r"""
 import json, os, signal, sys, time
 from pathlib import Path
-out, waits = Path(sys.argv[1]), sys.argv[2] == "waits"
+out, mode = Path(sys.argv[1]), sys.argv[2]
 def save(run):
     (out / "pipeline.json").write_text(json.dumps({"runs": [run]}))
-run = {"pid": os.getpid(), "status": "failed" if not waits else "stopped",
+run = {"pid": os.getpid(), "status": "stopped" if mode == "waits" else "failed",
        "stopped": time.time()}
+if mode == "failed":
+    run["awaits_audit"] = True
 save(run)
 termed = []
 signal.signal(signal.SIGTERM, lambda *_: termed.append(1))
@@ -29,7 +34,9 @@ signal.signal(signal.SIGUSR1, lambda *_: sys.exit(0))
 (out / "ready").write_text("")
 while not termed:
     time.sleep(0.01)
-if waits:
+if mode == "failed":
+    sys.exit(15)
+if mode == "waits":
     run["awaits_audit"] = True
     save(run)
     time.sleep(60)
@@ -64,3 +71,19 @@ def test_a_run_that_failed_is_not_asked_for_an_audit_while_it_exits(tmp_path: Pa
     process = stand_in(tmp_path, "exits")
     assert not process.drain(timeout=60)
     assert process.proc is not None and process.proc.wait(60) == 0
+
+
+def test_a_pipeline_whose_queries_failed_waits_for_its_audit(tmp_path: Path) -> None:
+    # Its queries ended on their own; the process waits in its warm session. The drain
+    # sends it nothing (a SIGTERM would tell it not to wait) and the audit runs there.
+    process = stand_in(tmp_path, "failed")
+    assert process.ended() and process.alive()
+    assert not process.wait_running(timeout=60)
+    assert process.drain(timeout=60)
+    assert process.audit(timeout=60) == 0
+
+
+def test_a_failed_pipeline_restarted_is_told_not_to_wait(tmp_path: Path) -> None:
+    process = stand_in(tmp_path, "failed")
+    assert process.stop(timeout=60) == 15
+    assert process.ended()
