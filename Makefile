@@ -9,7 +9,7 @@ SYSTEM_PACKAGES := kcat iptables chromium
 
 .PHONY: demo test busy-test lint typecheck bench bench-quick bench-pipeline venv sysdeps kafka clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml setup.py src/brownout/protocol/_scan.c
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev,spark]'

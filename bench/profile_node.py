@@ -2,10 +2,12 @@
 consumer fetching that topic from its start.
 
     .venv/bin/python bench/profile_node.py [--seconds 20] [--node 1] [--top 25]
-                                           [--workload produce|fetch]
+                                           [--workload produce|fetch] [--size 1024]
+                                           [--acks all] [--replication-factor 3]
 
-Builds a 3+1 cluster, produces 1 KiB records (acks=all, idempotent, linger 5) into a
-4-partition RF 3 topic for `--seconds`, and meanwhile samples one broker with py-spy
+Builds a 3+1 cluster, produces records of `--size` bytes (default 1 KiB, acks=all,
+idempotent, linger 5) into a 4-partition topic (RF 3 by default) for `--seconds`, and
+meanwhile samples one broker with py-spy
 (`pip install py-spy`; needs ptrace rights, e.g. root). With `--workload fetch` the
 produce runs first for twice as long, unsampled, and the broker is sampled while one
 consumer (bench/throughput.py's fetch row) reads the topic from its start for
@@ -56,23 +58,27 @@ def main() -> None:
     parser.add_argument("--top", type=int, default=25)
     parser.add_argument("--out", type=Path, default=Path("runs/profile-node.txt"))
     parser.add_argument("--workload", choices=("produce", "fetch"), default="produce")
+    parser.add_argument("--size", type=int, default=1024, help="record value bytes")
+    parser.add_argument("--acks", choices=("0", "1", "all"), default="all")
+    parser.add_argument("--replication-factor", type=int, default=3)
     args = parser.parse_args()
     py_spy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     with brownout_cluster() as target:
-        target.create_topic("profile", MOCK_PARTITIONS, 3)
+        target.create_topic("profile", MOCK_PARTITIONS, args.replication_factor)
         pid = target.nodes[args.node][0]
         result: dict[str, float] = {}
 
         if args.workload == "fetch":
-            throughput.produce_for(target, "profile", 1024, "all", 2 * args.seconds)
+            throughput.produce_for(target, "profile", args.size, args.acks,
+                                   2 * args.seconds)
 
         def load() -> None:
             if args.workload == "fetch":
                 result.update(throughput.fetch_for(target, "profile", args.seconds))
             else:
-                result.update(throughput.produce_for(target, "profile", 1024, "all",
-                                                     args.seconds))
+                result.update(throughput.produce_for(target, "profile", args.size,
+                                                     args.acks, args.seconds))
 
         producer = threading.Thread(target=load)
         producer.start()
@@ -98,7 +104,8 @@ def main() -> None:
             )
         finally:
             producer.join()
-    what = "one consumer fetching" if args.workload == "fetch" else "acks=all RF 3 1 KiB"
+    what = "one consumer fetching" if args.workload == "fetch" else (
+        f"acks={args.acks} RF {args.replication_factor} {args.size} B")
     print(f"node {args.node} (pid {pid}), {what} at {result['mb_s']:.1f} MB/s")
     print(summarize(args.out, args.top))
 

@@ -34,6 +34,11 @@ import crc32c
 from .compression import compress, decompress, decompressed_chunks
 from .errors import CorruptRecordError, InvalidRecordError, UnsupportedCompressionTypeError
 
+try:  # the records' walk in C (_scan.c), built by the project's install
+    from ._scan import scan as _scan_in_c
+except ImportError:  # a build without a C compiler: the Python loop alone
+    _scan_in_c = None
+
 BATCH_HEADER_SIZE = 61
 # baseOffset + batchLength: the part of the header not counted by batchLength.
 LOG_OVERHEAD = 12
@@ -519,7 +524,9 @@ def scan_records(batch: bytes | bytearray | memoryview, header: BatchHeader, *,
     the decompressor (`_walk_in_place`); with a `budget`, LongWalk is raised once more
     than that many bytes have come out. Otherwise the records are read whole, and
     checked to fill exactly the lengths they declare: one tight loop over the varints,
-    since this runs on most produces, rather than `_records`, which builds views.
+    since this runs on most produces, rather than `_records`, which builds views. The
+    loop runs in C (`_scan.c`) where the install built it, and in Python
+    (`scan_records_python`) to say what is wrong with a batch the C walk refused.
     """
     if in_place and header.compression != COMPRESSION_NONE:
         return _summary(_walk_in_place(batch, header, budget))
@@ -528,6 +535,18 @@ def scan_records(batch: bytes | bytearray | memoryview, header: BatchHeader, *,
     if header.compression != COMPRESSION_NONE:
         buf = decompress(header.compression, memoryview(batch)[BATCH_HEADER_SIZE:])
         pos = 0
+    if _scan_in_c is not None:
+        found = _scan_in_c(buf, pos, header.records_count)
+        if found is not None:
+            return RecordScan(*found)
+    return scan_records_python(buf, pos, header)
+
+
+def scan_records_python(buf: bytes | bytearray | memoryview, pos: int,
+                        header: BatchHeader) -> RecordScan:
+    """scan_records' loop over the records from `pos` to the end of `buf`, in Python:
+    what it returns, the C walk returns (or None where this raises, and this then says
+    why)."""
     size = len(buf)
     where = f"batch at offset {header.base_offset}"
     keyless = 0
