@@ -25,6 +25,7 @@ batchLength counts the bytes after the batchLength field, so a batch occupies
 
 from __future__ import annotations
 
+import importlib.util
 import struct
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -34,9 +35,11 @@ import crc32c
 from .compression import compress, decompress, decompressed_chunks
 from .errors import CorruptRecordError, InvalidRecordError, UnsupportedCompressionTypeError
 
-try:  # the records' walk in C (_scan.c), built by the project's install
+# The records' walk in C (_scan.c), built by the project's install. Optional, as its
+# build is: an install without a C compiler walks the records in the Python loop alone.
+if importlib.util.find_spec(f"{__package__}._scan") is not None:
     from ._scan import scan as _scan_in_c
-except ImportError:  # a build without a C compiler: the Python loop alone
+else:
     _scan_in_c = None
 
 BATCH_HEADER_SIZE = 61
