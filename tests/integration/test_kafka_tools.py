@@ -59,8 +59,10 @@ def create_topic(cluster: LabCluster, *configs: str, partitions: int = PARTITION
     topic = f"tools-{uuid.uuid4().hex[:6]}"
     brownout("topics", "create", topic, "-p", str(partitions), "-r", str(RF),
              *(a for c in configs for a in ("-c", c)), "--bootstrap", cluster.bootstrap)
-    wait_until(lambda: full_isr(cluster.describe(topic), RF, partitions), 120,
-               f"{topic}: every partition led, with {RF} in sync")
+    # On every broker: a tool's request goes to any of them, and one that has not applied
+    # the topic yet answers UNKNOWN_TOPIC_OR_PARTITION (a busy clone's configs --describe).
+    cluster.wait_everywhere(topic, lambda d: full_isr(d, RF, partitions), 120,
+                            f"{topic}: every partition led, with {RF} in sync, on every broker")
     return topic
 
 
@@ -517,9 +519,9 @@ def _twin_topics(cluster: LabCluster, count: int, assignment: list[list[int]]) -
     for future in futures.values():
         future.result(timeout=TOOL_TIMEOUT)
     for name in names:
-        wait_until(lambda name=name: full_isr(cluster.describe(name), len(assignment[0]),
-                                              len(assignment)),
-                   120, f"{name}: every partition led, all in sync")
+        cluster.wait_everywhere(
+            name, lambda d: full_isr(d, len(assignment[0]), len(assignment)), 120,
+            f"{name}: every partition led, all in sync, on every broker")
     return names
 
 
