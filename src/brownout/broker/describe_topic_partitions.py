@@ -7,9 +7,8 @@ limit (the request's `response_partition_limit`, at most the broker's
 response carries a cursor naming the first topic and partition left out, and a client
 asks again from there.
 
-This node does not implement eligible leader replicas (KIP-966's ELR needs the
-controller to track them), so `eligible_leader_replicas` and `last_known_elr` are always
-empty lists, as Kafka answers with ELR disabled.
+`eligible_leader_replicas` and `last_known_elr` are the partition's as the controller
+keeps them (empty unless its controllers have eligible leader replicas on).
 """
 
 from __future__ import annotations
@@ -126,7 +125,7 @@ def _partition(p: dict[str, Any]) -> dict[str, Any]:
         "leader_epoch": p["leader_epoch"],
         "replica_nodes": list(p["replica_nodes"]),
         "isr_nodes": list(p["isr_nodes"]),
-        "eligible_leader_replicas": [],
-        "last_known_elr": [],
+        "eligible_leader_replicas": list(p.get("eligible_leader_replicas", ())),
+        "last_known_elr": list(p.get("last_known_elr", ())),
         "offline_replicas": list(p["offline_replicas"]),
     }

@@ -43,6 +43,7 @@ class BrokerLifecycleManager:
         heartbeat_interval_ms: int,
         metadata_offset: Callable[[], int],
         events: EventLog,
+        previous_broker_epoch: int = -1,
     ) -> None:
         self.channel = channel
         self.node_id = node_id
@@ -56,6 +57,8 @@ class BrokerLifecycleManager:
         self.events = events
         self.incarnation_id = uuid.uuid4()
         self.broker_epoch = -1
+        # The epoch in the clean-shutdown markers (-1: none), sent when registering.
+        self.previous_broker_epoch = previous_broker_epoch
         self.fenced = True
         self.want_shut_down = False
         self.unfenced = asyncio.Event()
@@ -124,7 +127,7 @@ class BrokerLifecycleManager:
             "features": [],
             "rack": self.rack,
             "log_dirs": [],
-            "previous_broker_epoch": -1,
+            "previous_broker_epoch": self.previous_broker_epoch,
         })
         try:
             response = await self.channel.send(ApiKey.BROKER_REGISTRATION, 3, body)

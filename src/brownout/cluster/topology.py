@@ -47,6 +47,14 @@ inter-broker one and the one the lab's own tools use: the node's own clients spe
 PLAINTEXT only, and a fault lab measures availability, not access control. In netns
 mode the secure listener is on port 9094.
 
+Eligible leader replicas
+------------------------
+The node's controllers get ``eligible.leader.replicas.enable=true``: they keep KIP-966's
+eligible leader replicas, as a cluster made by Apache Kafka 4.1 or later does (its
+``eligible.leader.replicas.version`` feature), the 4.x line the lab runs by default.
+``--controller-set eligible.leader.replicas.enable=false`` gives Kafka 3.x's rule.
+Apache Kafka nodes do not get the key.
+
 Replication factors
 -------------------
 ``offsets.topic.replication.factor`` and ``transaction.state.log.replication.factor`` are
@@ -793,6 +801,10 @@ def kraft_properties(
     if skel.is_broker:
         props.update(security_properties(request, skel))
     props.update(_internal_topics(request.brokers))
+    if skel.is_controller and not request.distribution:
+        # The node's controllers keep eligible leader replicas as Kafka 4.x does by
+        # default (a cluster made by 4.1 or later); Kafka 4.x has no such key.
+        props["eligible.leader.replicas.enable"] = True
     props.update(profile(request.profile))
     props.update(request.overrides.all)
     if skel.is_broker:

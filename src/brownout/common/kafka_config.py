@@ -193,8 +193,10 @@ BROKER_CONFIG = ConfigDef(
         ConfigKey("request.timeout.ms", INT, 30000),
         # ZooKeeper mode: how long a broker waits for the controller (ControlledShutdown).
         ConfigKey("controller.socket.timeout.ms", INT, 30000, "", at_least(0)),
-        # Kafka 3.7-3.9's controller switch for eligible leader replicas (KIP-966),
-        # which the node does not implement: accepted, without effect. The high
+        # Kafka 3.7-3.9's controller switch for eligible leader replicas (KIP-966). The
+        # node's controllers keep ELR when it is true, as Kafka 4.x does with its
+        # eligible.leader.replicas.version feature at 1 (the default of clusters made by
+        # 4.1 and later); Brownout's lab sets it for its node clusters. The high
         # watermark's min-ISR rule holds either way, as in Kafka since 3.7.
         ConfigKey("eligible.leader.replicas.enable", B, False),
         # Groups and offsets

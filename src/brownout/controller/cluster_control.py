@@ -18,7 +18,7 @@ from collections.abc import Iterable, Sequence
 from kio.schema.errors import ErrorCode
 
 from .image import NO_LEADER, MetadataImage, PartitionRegistration, TopicImage
-from .partition_change import partition_change
+from .partition_change import Elr, partition_change
 from .records import (
     BrokerEndpoint,
     BrokerRegistrationChangeRecord,
@@ -34,6 +34,10 @@ class ClusterControlConfig:
     unclean_leader_election_enable: bool = False
     auto_leader_rebalance_enable: bool = True
     leader_imbalance_per_broker_percentage: int = 10
+    # Eligible leader replicas (KIP-966): Kafka 3.7-3.9's eligible.leader.replicas.enable,
+    # Kafka 4.x's eligible.leader.replicas.version feature (on in clusters made by 4.1+).
+    eligible_leader_replicas: bool = False
+    min_insync_replicas: int = 1
 
 
 class BrokerState(enum.Enum):
@@ -119,22 +123,44 @@ class ClusterControl:
         return min((self.metadata_offset.get(b, -1) for b in self.image.brokers
                     if self.is_active(b)), default=math.inf)
 
-    def unclean_allowed(self, topic: str) -> bool:
-        """The topic's unclean.leader.election.enable: its own override, else the
-        cluster-wide dynamic default (broker resource ""), else the static config."""
-        key = "unclean.leader.election.enable"
+    def _topic_config(self, topic: str, key: str) -> str | None:
+        """The topic's own override of `key`, else the cluster-wide dynamic default
+        (broker resource ""); None: the static config applies."""
         value = self.image.topic_configs.get(topic, {}).get(key)
         if value is None:
             value = self.image.broker_configs.get("", {}).get(key)
+        return value
+
+    def unclean_allowed(self, topic: str) -> bool:
+        """The topic's unclean.leader.election.enable."""
+        value = self._topic_config(topic, "unclean.leader.election.enable")
         if value is None:
             return self.config.unclean_leader_election_enable
         return value.lower() == "true"
 
-    def _partitions_with_replica(self, broker_id: int, *, in_isr: bool):
+    def elr(self, topic: str, unclean_shutdown: Sequence[int] = ()) -> Elr | None:
+        """The ELR rules of a change to `topic`'s partitions (None: ELR off). The
+        effective min.insync.replicas is at most the replication factor, as Kafka's
+        getTopicEffectiveMinIsr takes it (from partition 0)."""
+        if not self.config.eligible_leader_replicas:
+            return None
+        value = self._topic_config(topic, "min.insync.replicas")
+        min_isr = self.config.min_insync_replicas if value is None else int(value)
+        image = self.image.topic(topic)
+        first = image.partitions.get(0) if image is not None else None
+        if first is not None:
+            min_isr = min(min_isr, len(first.replicas))
+        return Elr(min_isr, tuple(unclean_shutdown))
+
+    def _partitions_with_replica(self, broker_id: int, *, in_isr: bool,
+                                 in_elr: bool = False):
         for topic in self.image.topics_by_id.values():
             for index, reg in topic.partitions.items():
-                members = reg.isr if in_isr else reg.replicas
-                if broker_id in members:
+                if in_isr:
+                    member = broker_id in reg.isr or (in_elr and broker_id in reg.elr)
+                else:
+                    member = broker_id in reg.replicas
+                if member:
                     yield topic, index, reg
 
     def leaderships(self, broker_id: int) -> int:
@@ -143,17 +169,22 @@ class ClusterControl:
             if r.leader == broker_id
         )
 
-    def _moves_away_from(self, broker_id: int) -> list[MetadataRecord]:
-        """Remove `broker_id` from every ISR and elect new leaders where it led."""
+    def _moves_away_from(self, broker_id: int, *, unclean_shutdown: bool = False
+                         ) -> list[MetadataRecord]:
+        """Remove `broker_id` from every ISR and elect new leaders where it led; after
+        an unclean shutdown from every ELR too (Kafka's handleBrokerUncleanShutdown)."""
         def acceptable(r: int) -> bool:
             return r != broker_id and self.is_active(r)
 
+        dropped = (broker_id,) if unclean_shutdown else ()
         records: list[MetadataRecord] = []
-        for topic, index, reg in self._partitions_with_replica(broker_id, in_isr=True):
+        for topic, index, reg in self._partitions_with_replica(
+                broker_id, in_isr=True, in_elr=unclean_shutdown):
             target = [r for r in reg.isr if r != broker_id]
             change = partition_change(
                 topic.topic_id, index, reg, target, acceptable,
                 unclean=self.unclean_allowed(topic.name),
+                elr=self.elr(topic.name, dropped),
             )
             if change is not None:
                 records.append(change)
@@ -170,7 +201,7 @@ class ClusterControl:
                 continue
             change = partition_change(
                 topic.topic_id, index, reg, reg.isr, acceptable,
-                unclean=self.unclean_allowed(topic.name),
+                unclean=self.unclean_allowed(topic.name), elr=self.elr(topic.name),
             )
             if change is not None:
                 records.append(change)
@@ -188,7 +219,8 @@ class ClusterControl:
                 if reg.leader != NO_LEADER:
                     continue
                 change = partition_change(
-                    topic.topic_id, index, reg, reg.isr, self.is_active, unclean=True)
+                    topic.topic_id, index, reg, reg.isr, self.is_active, unclean=True,
+                    elr=self.elr(topic.name))
                 if change is not None:
                     records.append(change)
         return records
@@ -204,7 +236,12 @@ class ClusterControl:
         *,
         now_ms: int,
         next_offset: int,
+        previous_broker_epoch: int = -1,
     ) -> tuple[RegistrationResult, list[MetadataRecord]]:
+        """A broker registers: a new incarnation (a restart) first leaves every ISR.
+        With ELR on, one that cannot show it shut down cleanly (the broker epoch it
+        wrote in its clean-shutdown files is not the one it had: a kill -9, a power
+        loss) also leaves every ELR, as its log may lack what it had acknowledged."""
         existing = self.image.brokers.get(broker_id)
         records: list[MetadataRecord] = []
         if existing is not None and existing.incarnation_id != incarnation_id:
@@ -220,8 +257,9 @@ class ClusterControl:
                     ErrorCode.duplicate_broker_registration,
                     message=f"Another broker is registered with that broker id {broker_id}.",
                 ), []
-            if not existing.fenced:
-                records.extend(self._moves_away_from(broker_id))
+            clean = previous_broker_epoch == existing.broker_epoch
+            records.extend(self._moves_away_from(
+                broker_id, unclean_shutdown=self.config.eligible_leader_replicas and not clean))
         broker_epoch = next_offset + len(records)
         records.append(
             RegisterBrokerRecord(
@@ -374,7 +412,7 @@ class ClusterControl:
             # it; an ISR now holding every target replica completes the reassignment.
             record = partition_change(
                 topic.topic_id, c.partition, reg, ordered,
-                lambda r: r == reg.leader or self.is_active(r))
+                lambda r: r == reg.leader or self.is_active(r), elr=self.elr(topic.name))
         after = reg.merge(record) if record else reg
         if after.leader != broker_id:
             # Kafka's answer when the change went through but moved the leadership.
@@ -412,7 +450,8 @@ class ClusterControl:
                 if broker_id not in reg.isr:
                     continue
                 change = partition_change(
-                    topic.topic_id, index, reg, reg.isr, self.is_active, preferred=True
+                    topic.topic_id, index, reg, reg.isr, self.is_active, preferred=True,
+                    elr=self.elr(topic.name),
                 )
                 if change is not None:
                     records.append(change)

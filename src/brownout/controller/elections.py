@@ -8,10 +8,12 @@ As KRaft's ReplicationControlManager.electLeaders:
   while the current leader still can is PREFERRED_LEADER_NOT_AVAILABLE. A leaderless
   partition gets another usable ISR member if the preferred one cannot lead.
 - UNCLEAN gives a leader to a partition that has none: an ISR member if one is usable,
-  else the first usable replica at all, whose ISR then becomes just itself (it may lack
-  committed records: that is what makes it unclean). A partition with a leader needs
-  no election; with no usable replica it is ELIGIBLE_LEADERS_NOT_AVAILABLE. The topic's
-  unclean.leader.election.enable does not matter: asking is the operator's decision.
+  else (eligible leader replicas on, the ISR empty) an ELR member or the last known
+  leader, else the first usable replica at all, whose ISR then becomes just itself (it
+  may lack committed records: that is what makes it unclean). A partition with a
+  leader needs no election; with no usable replica it is ELIGIBLE_LEADERS_NOT_AVAILABLE.
+  The topic's unclean.leader.election.enable does not matter: asking is the operator's
+  decision.
 - A null partition list means every partition of every topic, and then partitions
   that needed no election are left out of the answer.
 
@@ -26,7 +28,7 @@ from collections.abc import Callable, Sequence
 from kio.schema.errors import ErrorCode
 
 from .image import NO_LEADER, MetadataImage
-from .partition_change import partition_change
+from .partition_change import Elr, partition_change
 from .records import MetadataRecord
 
 PREFERRED = 0
@@ -57,6 +59,7 @@ class TopicElections:
 def elect_leader(
     image: MetadataImage, topic: str, partition: int, election_type: int,
     acceptable: Callable[[int], bool],
+    elr: Elr | None = None,
 ) -> tuple[ElectionResult, MetadataRecord | None]:
     """One partition's election: its result and the record that makes it, if any."""
     topic_image = image.topic(topic)
@@ -72,7 +75,7 @@ def elect_leader(
             not preferred and reg.leader != NO_LEADER):
         return _refused(partition, ErrorCode.election_not_needed), None
     record = partition_change(topic_image.topic_id, partition, reg, reg.isr, acceptable,
-                              unclean=not preferred, preferred=preferred)
+                              unclean=not preferred, preferred=preferred, elr=elr)
     if record is None:
         return _refused(partition, ErrorCode.preferred_leader_not_available if preferred
                         else ErrorCode.eligible_leaders_not_available), None
@@ -88,6 +91,7 @@ def elect_leaders(
     election_type: int,
     topic_partitions: Sequence[tuple[str, Sequence[int]]] | None,
     acceptable: Callable[[int], bool],
+    elr: Callable[[str], Elr | None] = lambda _topic: None,
 ) -> tuple[list[TopicElections], list[MetadataRecord]]:
     """A whole ElectLeaders request: results by topic, in the request's order (by name
     for all partitions), and the PartitionChangeRecords to commit."""
@@ -100,7 +104,8 @@ def elect_leaders(
     for topic, partitions in topic_partitions:
         results = []
         for partition in partitions:
-            result, record = elect_leader(image, topic, partition, election_type, acceptable)
+            result, record = elect_leader(image, topic, partition, election_type, acceptable,
+                                          elr(topic))
             if record is not None:
                 records.append(record)
             if not (everything and result.error == ErrorCode.election_not_needed):

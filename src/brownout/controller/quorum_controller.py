@@ -98,6 +98,7 @@ class QuorumController:
         *,
         now_ms: int,
         next_offset: int,
+        previous_broker_epoch: int = -1,
     ) -> tuple[RegistrationResult, list[MetadataRecord]]:
         if cluster_id != self.cluster_id:
             return RegistrationResult(
@@ -105,7 +106,8 @@ class QuorumController:
                 message=f"Expected cluster ID {self.cluster_id}, got {cluster_id}",
             ), []
         return self.cluster.register(broker_id, incarnation_id, endpoints, rack,
-                                     now_ms=now_ms, next_offset=next_offset)
+                                     now_ms=now_ms, next_offset=next_offset,
+                                     previous_broker_epoch=previous_broker_epoch)
 
     def heartbeat(
         self, broker_id: int, broker_epoch: int, metadata_offset: int, *, want_fence: bool,
@@ -153,13 +155,14 @@ class QuorumController:
     def elect_leaders(
         self, election_type: int, topic_partitions: Sequence[tuple[str, Sequence[int]]] | None
     ) -> tuple[list[TopicElections], list[MetadataRecord]]:
-        return elect_leaders(self.image, election_type, topic_partitions, self.cluster.is_active)
+        return elect_leaders(self.image, election_type, topic_partitions, self.cluster.is_active,
+                             self.cluster.elr)
 
     def alter_partition_reassignments(
         self, topics: Sequence[tuple[str, Sequence[tuple[int, Sequence[int] | None]]]]
     ) -> tuple[list[TopicReassignments], list[MetadataRecord]]:
         return alter_partition_reassignments(self.image, topics, self.cluster.is_active,
-                                             self.cluster.unclean_allowed)
+                                             self.cluster.unclean_allowed, self.cluster.elr)
 
     def list_partition_reassignments(
         self, topics: Sequence[tuple[str, Sequence[int]]] | None

@@ -31,7 +31,7 @@ from collections.abc import Callable, Sequence
 from kio.schema.errors import ErrorCode
 
 from .image import MetadataImage, PartitionRegistration, TopicImage
-from .partition_change import partition_change
+from .partition_change import Elr, partition_change
 from .partitions import _Refused, validate_manual_assignment
 from .records import MetadataRecord
 
@@ -94,6 +94,7 @@ def alter_partition_reassignment(
     image: MetadataImage,
     acceptable: Callable[[int], bool],
     unclean_allowed: bool,
+    elr: Elr | None = None,
 ) -> MetadataRecord | None:
     """The record for one partition's reassignment (None: nothing to change); raises
     _Refused with Kafka's error and message."""
@@ -111,13 +112,13 @@ def alter_partition_reassignment(
                            f"Unable to revert partition assignment for {name}:{partition} "
                            "because it would require an unclean leader election.")
         return partition_change(topic_image.topic_id, partition, reg, isr, acceptable,
-                                unclean=unclean_allowed, target_replicas=replicas,
+                                unclean=unclean_allowed, target_replicas=replicas, elr=elr,
                                 target_adding=(), target_removing=())
     # Kafka checks the brokers in id order, so the lowest offending id is named.
     validate_manual_assignment(image, sorted(target), None)
     replicas, adding, removing = reassignment_replicas(reg.replicas, target)
     return partition_change(
-        topic_image.topic_id, partition, reg, reg.isr, acceptable,
+        topic_image.topic_id, partition, reg, reg.isr, acceptable, elr=elr,
         target_replicas=replicas if replicas != reg.replicas else None,
         target_adding=adding or None, target_removing=removing or None)
 
@@ -127,6 +128,7 @@ def alter_partition_reassignments(
     topics: Sequence[tuple[str, Sequence[tuple[int, Sequence[int] | None]]]],
     acceptable: Callable[[int], bool],
     unclean_allowed: Callable[[str], bool],
+    elr: Callable[[str], Elr | None] = lambda _topic: None,
 ) -> tuple[list[TopicReassignments], list[MetadataRecord]]:
     """A whole AlterPartitionReassignments request: results in the request's order and
     the records to commit (at most one per partition)."""
@@ -142,7 +144,7 @@ def alter_partition_reassignments(
                                    f"Unable to find a topic named {name}.")
                 record = alter_partition_reassignment(
                     topic_image, partition, target, image=image, acceptable=acceptable,
-                    unclean_allowed=unclean_allowed(name))
+                    unclean_allowed=unclean_allowed(name), elr=elr(name))
             except _Refused as e:
                 results.append(ReassignmentResult(partition, e.error, e.message))
                 continue

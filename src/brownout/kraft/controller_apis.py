@@ -162,6 +162,8 @@ class ControllerApis:
                 lambda offset: self.controller.register_broker(
                     int(body.broker_id), body.cluster_id, str(body.incarnation_id),
                     endpoints, body.rack, now_ms=self.runtime.clock(), next_offset=offset,
+                    # v3+ (KIP-966): the epoch in the broker's clean-shutdown files, or -1.
+                    previous_broker_epoch=int(getattr(body, "previous_broker_epoch", -1)),
                 )
             )
         except NotController:

@@ -5,9 +5,10 @@ min to max) and those the cluster has finalized (a level each), with the epoch o
 finalized set: in KRaft the offset of the metadata image that holds it. The node
 implements Kafka 3.9's metadata (its storage is formatted at metadata.version 3.9-IV0,
 level 21) and nothing that a newer level or another feature turns on: no KIP-848 or
-share groups (group.version, share.version), no transactions (transaction.version), no
-eligible leader replicas. So it supports and finalizes metadata.version only, at 21,
-whichever version ranges it advertises.
+share groups (group.version, share.version), no transactions (transaction.version).
+Eligible leader replicas, Kafka 4.x's eligible.leader.replicas.version, are a controller
+setting here as in Kafka 3.7-3.9 (eligible.leader.replicas.enable). So it supports and
+finalizes metadata.version only, at 21, whichever version ranges it advertises.
 
 Kafka leaves out of ApiVersions below v4 every supported feature whose lowest version
 is 0 (older clients cannot read such a range), which removes kraft.version and the like

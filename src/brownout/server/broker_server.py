@@ -78,6 +78,7 @@ class BrokerServer:
             heartbeat_interval_ms=config["broker.heartbeat.interval.ms"],
             metadata_offset=lambda: self.metadata_publisher.published_offset,
             events=shared.events,
+            previous_broker_epoch=self.log_manager.previous_broker_epoch,
         )
         self.producer_ids = ProducerIdManager(
             lambda: self.channel.allocate_producer_ids(self.node_id, lifecycle.broker_epoch)
@@ -212,4 +213,5 @@ class BrokerServer:
             self.metadata_publisher.close()
         if getattr(self, "log_manager", None) is not None:
             self.shared.stopping("the log manager")
-            self.log_manager.shutdown()
+            lifecycle = getattr(self, "lifecycle", None)
+            self.log_manager.shutdown(lifecycle.broker_epoch if lifecycle is not None else -1)

@@ -38,6 +38,8 @@ class ControllerServer:
                 leader_imbalance_per_broker_percentage=config[
                     "leader.imbalance.per.broker.percentage"
                 ],
+                eligible_leader_replicas=config["eligible.leader.replicas.enable"],
+                min_insync_replicas=config["min.insync.replicas"],
             ),
             rng=random.Random(),
             group_broker=group_broker_settings(config),

@@ -6,11 +6,17 @@ marker is removed as soon as it is seen, so a crash at any later point makes the
 startup recover; it is written again only at the end of a clean `shutdown`, after every
 log was flushed and checkpointed. Without the marker each log re-validates everything
 after its recovery point.
+
+The marker holds the broker epoch the node had when it shut down, as Kafka's
+(``{"version":0,"brokerEpoch":N}``): a KRaft broker sends it when it registers again,
+and the controller, finding it equal to the epoch it knows, takes the restart as clean
+(eligible leader replicas keep such a broker, KIP-966).
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import shutil
 import threading
@@ -88,6 +94,10 @@ class LogManager:
         self._logs: dict[TopicPartition, Log] = {}
         self._lock = threading.RLock()
         self.had_clean_shutdown: dict[Path, bool] = {}
+        # The broker epoch every log dir's marker held at startup; -1 when a dir had
+        # none, an unreadable one, or they differ (Kafka's
+        # readBrokerEpochFromCleanShutdownFiles).
+        self.previous_broker_epoch = -1
         self._flusher = Flusher() if background_fsync else None
         self._checkpoint_lock = threading.Lock()
         self.failure_channel = LogDirFailureChannel(on_offline)
@@ -104,11 +114,13 @@ class LogManager:
 
     def startup(self, now_ms: int | None = None) -> None:
         with self._lock:
+            epochs = set()
             for log_dir in self.log_dirs:
                 log_dir.mkdir(parents=True, exist_ok=True)
                 marker = log_dir / CLEAN_SHUTDOWN_FILE
                 clean = marker.exists()
                 self.had_clean_shutdown[log_dir] = clean
+                epochs.add(_marker_epoch(marker) if clean else None)
                 if clean:
                     marker.unlink()
                     fsync_dir(log_dir)
@@ -139,8 +151,13 @@ class LogManager:
                     )
                     log.update_high_watermark(hws.get(tp, 0))
                     self._logs[tp] = self._watch(log)
+            only = epochs.pop() if len(epochs) == 1 else None
+            self.previous_broker_epoch = -1 if only is None else only
 
-    def shutdown(self) -> None:
+    def shutdown(self, broker_epoch: int = -1) -> None:
+        """Flush, checkpoint and close every log, then write each healthy log dir's
+        clean-shutdown marker holding `broker_epoch`."""
+
         with self._lock:
             offline = self.failure_channel.offline
             for log in self._logs.values():
@@ -155,7 +172,9 @@ class LogManager:
             # An offline dir gets no marker: its next start must recover, as Kafka's.
             for log_dir in self.log_dirs:
                 if log_dir not in self.failure_channel.offline:
-                    (log_dir / CLEAN_SHUTDOWN_FILE).write_bytes(b"")
+                    marker = {"version": 0, "brokerEpoch": broker_epoch}
+                    (log_dir / CLEAN_SHUTDOWN_FILE).write_text(
+                        json.dumps(marker, separators=(",", ":")))
                     fsync_dir(log_dir)
             self._logs.clear()
 
@@ -273,3 +292,13 @@ def _read_or_reset(log_dir: Path, name: str, action: str) -> dict[TopicPartition
         log.warning("Error occurred while reading %s file of directory %s, %s: %s",
                     name, log_dir, action, e)
         return {}
+
+
+def _marker_epoch(marker: Path) -> int | None:
+    """The broker epoch a clean-shutdown marker holds; None for an empty or unreadable
+    one (a marker written before the epoch was kept)."""
+    try:
+        epoch = json.loads(marker.read_text())["brokerEpoch"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return epoch if isinstance(epoch, int) else None

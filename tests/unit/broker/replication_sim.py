@@ -8,7 +8,10 @@ does) and restart; a simulated clock; everything from one seed. Optionally (the 
 of a soak): brokers pause (SIGSTOP: everything addressed to them waits, and they resume
 with their stale leadership, timers and AlterPartition in flight), the controller moves
 leadership back to the preferred replica, and a broker's metadata lags behind the
-controller's answers (it applies the metadata log in order, but late).
+controller's answers (it applies the metadata log in order, but late). Optionally too,
+the controller keeps eligible leader replicas (KIP-966): a partition whose last ISR
+member is fenced goes leaderless with an empty ISR and elects from its ELR, and a
+crashed broker registers again as one that shut down uncleanly.
 
 The rules under test are the node's own: the controller is `ClusterControl` over a
 `MetadataImage` (sessions, fencing, clean and preferred elections, AlterPartition),
@@ -166,7 +169,8 @@ class Sim:
     def __init__(self, seed: int, *, loss: float = 0.02, crash_rate: float = 0.002,
                  partition_rate: float = 0.002, unclean: bool = False,
                  pause_rate: float = 0.0, rebalance: bool = False,
-                 metadata_lag: float = 0.0, min_isr: int = MIN_ISR) -> None:
+                 metadata_lag: float = 0.0, min_isr: int = MIN_ISR,
+                 elr: bool = False) -> None:
         self.rng = random.Random(seed)
         self.seed = seed
         self.min_isr = min_isr
@@ -180,7 +184,8 @@ class Sim:
         self.image = MetadataImage()
         self.control = ClusterControl(self.image, ClusterControlConfig(
             broker_session_timeout_ms=SESSION_MS, auto_leader_rebalance_enable=rebalance,
-            unclean_leader_election_enable=unclean))
+            unclean_leader_election_enable=unclean, eligible_leader_replicas=elr,
+            min_insync_replicas=min_isr))
         self.offset = 0
         self.cut: set[frozenset[int]] = set()  # pairs that cannot talk (0 = controller)
         self.acked: dict[int, str] = {}  # offset -> value of every acknowledged write

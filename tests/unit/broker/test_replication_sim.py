@@ -7,6 +7,7 @@ from replication_sim import Violation, simulate
 
 from brownout.broker import replication
 from brownout.broker.partition import Partition
+from brownout.controller import partition_change
 
 # What a 60-minute soak had that the plain runs lack: brokers paused (SIGSTOP) and
 # resumed with stale leadership and requests in flight, preferred-leader elections, and
@@ -98,3 +99,40 @@ def test_a_leader_taking_back_an_adopted_isr_change_is_caught(monkeypatch):
     with pytest.raises(Violation):
         for seed in range(400):
             simulate(seed, duration_ms=DURATION_MS, min_isr=1, **SOAK_FAULTS)
+
+
+def test_eligible_leader_replicas_never_lose_an_acknowledged_write(monkeypatch):
+    # KIP-966: a partition whose last ISR member is fenced elects from its ELR, or its
+    # last known leader; count those elections, so the seeds are known to reach them.
+    elect = partition_change.elect_leader
+    from_elr = last_known = 0
+
+    def counting(reg, isr, acceptable, **kwargs):
+        nonlocal from_elr, last_known
+        leader, unclean = elect(reg, isr, acceptable, **kwargs)
+        if not isr and leader != reg.leader:
+            from_elr += leader in kwargs.get("target_elr", ())
+            last_known += unclean and not kwargs.get("target_elr")
+        return leader, unclean
+
+    monkeypatch.setattr(partition_change, "elect_leader", counting)
+    acked = 0
+    for seed in SEEDS:
+        acked += len(simulate(seed, duration_ms=DURATION_MS, elr=True).acked)
+    assert acked > 100 * len(SEEDS)
+    assert from_elr > 3 and last_known > 10
+
+
+def test_an_elr_holding_replicas_that_left_the_isr_too_early_is_caught(monkeypatch):
+    # Only replicas that were in the ISR while it was below min.insync.replicas hold
+    # every committed record. Of seeds 0-299, an ELR of every replica outside the ISR is
+    # caught by 15.
+    def every_replica_outside(reg, target_isr, elr):
+        if len(target_isr) >= elr.min_isr:
+            return ()
+        return tuple(r for r in reg.replicas if r not in target_isr)
+
+    monkeypatch.setattr(partition_change, "target_elr", every_replica_outside)
+    with pytest.raises(Violation):
+        for seed in SEEDS:
+            simulate(seed, duration_ms=DURATION_MS, elr=True)

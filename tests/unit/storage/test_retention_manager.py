@@ -132,3 +132,29 @@ def test_log_config_from_properties():
     assert LogConfig.from_broker_properties({"log.retention.hours": 2}).retention_ms == 7_200_000
     with pytest.raises(ValueError, match=r"segment\.bytes"):
         LogConfig.from_properties({"segment.bytes": "big"})
+
+
+def test_the_clean_shutdown_marker_holds_the_broker_epoch(tmp_path):
+    dirs = [tmp_path / "a", tmp_path / "b"]
+
+    def restarted() -> LogManager:
+        mgr = LogManager(dirs, LogConfig())
+        mgr.startup()
+        return mgr
+
+    first = restarted()
+    assert first.previous_broker_epoch == -1  # a first start: no marker
+    first.shutdown(broker_epoch=17)
+    assert (dirs[0] / CLEAN_SHUTDOWN_FILE).read_text() == '{"version":0,"brokerEpoch":17}'
+    second = restarted()
+    assert second.previous_broker_epoch == 17
+    # A crash (no shutdown) leaves no marker: the next start has no epoch to show.
+    assert restarted().previous_broker_epoch == -1
+    # Markers that disagree, or one without an epoch (an older node's), show none.
+    (dirs[0] / CLEAN_SHUTDOWN_FILE).write_text('{"version":0,"brokerEpoch":17}')
+    (dirs[1] / CLEAN_SHUTDOWN_FILE).write_text('{"version":0,"brokerEpoch":18}')
+    assert restarted().previous_broker_epoch == -1
+    (dirs[0] / CLEAN_SHUTDOWN_FILE).write_bytes(b"")
+    (dirs[1] / CLEAN_SHUTDOWN_FILE).write_bytes(b"")
+    mgr = restarted()
+    assert mgr.previous_broker_epoch == -1 and all(mgr.had_clean_shutdown.values())
