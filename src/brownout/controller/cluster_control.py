@@ -22,6 +22,7 @@ from .partition_change import Elr, partition_change
 from .records import (
     BrokerEndpoint,
     BrokerRegistrationChangeRecord,
+    ConfigRecord,
     MetadataRecord,
     PartitionChangeRecord,
     RegisterBrokerRecord,
@@ -151,6 +152,29 @@ class ClusterControl:
         if first is not None:
             min_isr = min(min_isr, len(first.replicas))
         return Elr(min_isr, tuple(unclean_shutdown))
+
+    def elrs_cleared(self, records: Iterable[MetadataRecord]) -> list[MetadataRecord]:
+        """A change of min.insync.replicas voids what the ELRs were kept for: the
+        records that clear the ELR and last known leader of the topic's partitions (a
+        broker-level change: of every topic), after `records` (Kafka 4.x's
+        ClearElrRecord, which applies as these PartitionChangeRecords do)."""
+        if not self.config.eligible_leader_replicas:
+            return []
+        changed = [r for r in records
+                   if isinstance(r, ConfigRecord) and r.name == "min.insync.replicas"]
+        if not changed:
+            return []
+        everything = any(r.resource_type != "topic" for r in changed)
+        names = {r.resource_name for r in changed}
+        cleared: list[MetadataRecord] = []
+        for topic in self.image.topics_by_id.values():
+            if not everything and topic.name not in names:
+                continue
+            for index, reg in sorted(topic.partitions.items()):
+                if reg.elr or reg.last_known_elr:
+                    cleared.append(PartitionChangeRecord(topic.topic_id, index, elr=(),
+                                                         last_known_elr=()))
+        return cleared
 
     def _partitions_with_replica(self, broker_id: int, *, in_isr: bool,
                                  in_elr: bool = False):

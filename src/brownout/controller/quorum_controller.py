@@ -175,8 +175,9 @@ class QuorumController:
         *,
         validate_only: bool = False,
     ) -> tuple[list[ConfigResult], list[MetadataRecord]]:
-        return incremental_alter_configs(self.image, resources, validate_only=validate_only,
-                                         group_broker=self.group_broker)
+        results, records = incremental_alter_configs(
+            self.image, resources, validate_only=validate_only, group_broker=self.group_broker)
+        return results, records + self.cluster.elrs_cleared(records)
 
     def legacy_alter_configs(
         self,
@@ -184,8 +185,9 @@ class QuorumController:
         *,
         validate_only: bool = False,
     ) -> tuple[list[ConfigResult], list[MetadataRecord]]:
-        return legacy_alter_configs(self.image, resources, validate_only=validate_only,
-                                    group_broker=self.group_broker)
+        results, records = legacy_alter_configs(
+            self.image, resources, validate_only=validate_only, group_broker=self.group_broker)
+        return results, records + self.cluster.elrs_cleared(records)
 
     def delete_topics(self, names: Sequence[str]) -> tuple[list[TopicResult], list[MetadataRecord]]:
         return delete_topics(self.image, names)

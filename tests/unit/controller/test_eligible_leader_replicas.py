@@ -2,13 +2,17 @@
 rules (partition_change) with hand-made registrations, then through ClusterControl's
 fencing, registration and unfencing, as Kafka 4.x's controller makes them."""
 
+import random
 import uuid
 
 from kio.schema.errors import ErrorCode
 from test_cluster_control import Cluster
 
+from brownout.controller.cluster_control import ClusterControlConfig
+from brownout.controller.configs import RESOURCE_TOPIC, AlterableConfig, ConfigResource, OpType
 from brownout.controller.image import NO_LEADER, PartitionRegistration
 from brownout.controller.partition_change import Elr, partition_change
+from brownout.controller.quorum_controller import QuorumController
 from brownout.controller.records import ConfigRecord
 
 TID = uuid.UUID(int=7)
@@ -164,3 +168,36 @@ def test_min_isr_is_the_topics_own_and_at_most_the_replication_factor():
     fence(c, 2)
     assert c.part(0).isr == (1,) and c.part(0).elr == ()
     assert Cluster().control.elr("t") is None
+
+
+def test_a_min_isr_change_clears_the_elrs_it_concerns():
+    c = elr_cluster()
+    fence(c, 3)
+    fence(c, 2)
+    assert c.part(0).elr == (2,)
+    other = [ConfigRecord("topic", "u", "min.insync.replicas", "1")]
+    assert c.control.elrs_cleared(other) == []
+    for config in (ConfigRecord("topic", "t", "min.insync.replicas", "1"),
+                   ConfigRecord("broker", "", "min.insync.replicas", "1")):
+        [record] = c.control.elrs_cleared([config])
+        assert (record.elr, record.last_known_elr, record.isr) == ((), (), None)
+    assert c.control.elrs_cleared([ConfigRecord("topic", "t", "retention.ms", "1")]) == []
+    c.apply(c.control.elrs_cleared([ConfigRecord("topic", "t", "min.insync.replicas", "1")]))
+    assert c.part(0).elr == () and c.part(0).isr == (1,)
+
+
+def test_the_controller_clears_elrs_with_the_min_isr_change_it_commits():
+    c = elr_cluster()
+    fence(c, 3)
+    fence(c, 2)
+    controller = QuorumController(
+        c.image, cluster_id="c", default_partitions=1, default_replication_factor=1,
+        cluster_config=ClusterControlConfig(eligible_leader_replicas=True,
+                                            min_insync_replicas=2),
+        rng=random.Random(1))
+    topic = ConfigResource(RESOURCE_TOPIC, "t")
+    _, records = controller.incremental_alter_configs(
+        [(topic, [AlterableConfig("min.insync.replicas", OpType.SET, "1")])])
+    assert [type(r).__name__ for r in records] == ["ConfigRecord", "PartitionChangeRecord"]
+    _, records = controller.legacy_alter_configs([(topic, {"retention.ms": "1"})])
+    assert [type(r).__name__ for r in records] == ["ConfigRecord"]
