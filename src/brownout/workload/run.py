@@ -155,7 +155,9 @@ class WorkloadRun:
     def _setup_client_log(self) -> None:
         logger = logging.getLogger(f"brownout.workload.clients.{self.info['run_id']}")
         logger.propagate = False
-        logger.setLevel(logging.INFO)
+        # Every line librdkafka sends: its debug lines (syslog level 7) come only when a
+        # workload's config sets `debug`, and then they are what was asked for.
+        logger.setLevel(logging.DEBUG)
         handler = logging.FileHandler(self.run_dir / CLIENT_LOG)
         handler.setFormatter(logging.Formatter("%(asctime)s %(message)s"))
         logger.addHandler(handler)
