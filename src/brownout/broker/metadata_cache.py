@@ -244,9 +244,10 @@ class KRaftMetadataCache:
                     "replica_nodes": list(reg.replicas),
                     "isr_nodes": list(reg.isr),
                     "offline_replicas": [r for r in reg.replicas if r not in alive],
-                    # DescribeTopicPartitions' (KIP-966); Metadata has no such fields.
-                    "eligible_leader_replicas": list(reg.elr),
-                    "last_known_elr": list(reg.last_known_elr),
+                    # DescribeTopicPartitions' (KIP-966), which copies them; Metadata
+                    # has no such fields.
+                    "eligible_leader_replicas": reg.elr,
+                    "last_known_elr": reg.last_known_elr,
                 }
             )
         return partitions

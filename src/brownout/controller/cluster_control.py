@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
 from kio.schema.errors import ErrorCode
 
@@ -176,15 +176,11 @@ class ClusterControl:
                                                          last_known_elr=()))
         return cleared
 
-    def _partitions_with_replica(self, broker_id: int, *, in_isr: bool,
-                                 in_elr: bool = False):
+    def _partitions(self, where: Callable[[PartitionRegistration], bool]
+                    ) -> Iterator[tuple[TopicImage, int, PartitionRegistration]]:
         for topic in self.image.topics_by_id.values():
             for index, reg in topic.partitions.items():
-                if in_isr:
-                    member = broker_id in reg.isr or (in_elr and broker_id in reg.elr)
-                else:
-                    member = broker_id in reg.replicas
-                if member:
+                if where(reg):
                     yield topic, index, reg
 
     def leaderships(self, broker_id: int) -> int:
@@ -202,8 +198,8 @@ class ClusterControl:
 
         dropped = (broker_id,) if unclean_shutdown else ()
         records: list[MetadataRecord] = []
-        for topic, index, reg in self._partitions_with_replica(
-                broker_id, in_isr=True, in_elr=unclean_shutdown):
+        for topic, index, reg in self._partitions(
+                lambda reg: broker_id in reg.isr or (unclean_shutdown and broker_id in reg.elr)):
             target = [r for r in reg.isr if r != broker_id]
             change = partition_change(
                 topic.topic_id, index, reg, target, acceptable,
@@ -220,9 +216,8 @@ class ClusterControl:
             return r == broker_id or self.is_active(r)
 
         records: list[MetadataRecord] = []
-        for topic, index, reg in self._partitions_with_replica(broker_id, in_isr=False):
-            if reg.leader != NO_LEADER:
-                continue
+        for topic, index, reg in self._partitions(
+                lambda reg: reg.leader == NO_LEADER and broker_id in reg.replicas):
             change = partition_change(
                 topic.topic_id, index, reg, reg.isr, acceptable,
                 unclean=self.unclean_allowed(topic.name), elr=self.elr(topic.name),
