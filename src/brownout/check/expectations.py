@@ -78,9 +78,10 @@ pipeline_matches_ground_truth  true | false      the Spark pipeline ran and its 
                                                  equal to the recomputation from the log
                                                  (``pipeline_equal``) and the log equal
                                                  to the acknowledged records but for
-                                                 indeterminate writes
-                                                 (``ground_truth_explained``); turns
-                                                 the pipeline on
+                                                 indeterminate writes and what a
+                                                 non-idempotent producer's resends
+                                                 leave (``ground_truth_explained``);
+                                                 turns the pipeline on
 pipeline_data_loss             reported |        what the pipeline did about records the
                                skipped | none    log lost under it (offsets its queries
                                                  had reached and the log's end fell

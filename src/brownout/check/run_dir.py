@@ -18,7 +18,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from brownout.check.result import DUPLICATE, Expectations, Report
+from brownout.check.result import DUPLICATE, G1A, Expectations, Report
 from brownout.check.suite import check_all
 from brownout.common.documents import versioned
 from brownout.common.rundir import CHECK_FILE, HISTORY_FILE, LOST_WRITES_FILE, RUN_FILE
@@ -61,11 +61,16 @@ def expectations_for(run_dir: Path) -> Expectations:
 
 
 def producer_expectations(producers: Iterable[Mapping[str, Any]]) -> Expectations:
-    """Without idempotence a retried batch can land twice (Kafka's at-least-once), so
-    duplicates are reported but allowed when any of `producers` (settings with
-    "idempotent") is not idempotent."""
+    """What a resend can leave in the log, reported but allowed when any of `producers`
+    (settings with "idempotent") is not idempotent: a retried batch can land twice
+    (Kafka's at-least-once), and a send reported as failed can be there (G1a). Kafka
+    answers a waiting acks=all request NOT_LEADER_OR_FOLLOWER when its leader steps
+    down, although the batch was appended and may reach the new leader; the client
+    resends it (librdkafka without counting a retry), and the resend's definite error
+    (NOT_ENOUGH_REPLICAS, say) is the one the application sees. With idempotence the
+    resend is the same batch to the broker, and neither is allowed."""
     expectations = Expectations()
     if any(not p.get("idempotent") for p in producers):
-        allowed = frozenset(expectations.allowed | {DUPLICATE})
+        allowed = frozenset(expectations.allowed | {DUPLICATE, G1A})
         expectations = dataclasses.replace(expectations, allowed=allowed)
     return expectations

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from brownout.check.result import DUPLICATE, Expectations
+from brownout.check.result import DUPLICATE, G1A, Expectations
 from brownout.check.run_dir import expectations_for
 
 
@@ -19,6 +19,7 @@ def test_idempotent_producers_allow_no_duplicates(tmp_path: Path) -> None:
                                                             "idempotent": True}}])
     assert expectations_for(run) == Expectations()
     assert DUPLICATE not in expectations_for(run).allowed
+    assert not expectations_for(run).allows(G1A)
 
 
 def test_a_non_idempotent_producer_group_of_a_scenario_allows_duplicates(
@@ -27,6 +28,8 @@ def test_a_non_idempotent_producer_group_of_a_scenario_allows_duplicates(
                            "producers": [{"acks": "all", "idempotent": True},
                                          {"acks": "1", "idempotent": False}]}])
     assert DUPLICATE in expectations_for(run).allowed
+    # a resent send reported failed may have landed through an earlier attempt
+    assert expectations_for(run).allows(G1A)
 
 
 def test_without_run_json_the_default_expectations_hold(tmp_path: Path) -> None:

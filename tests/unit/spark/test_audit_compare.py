@@ -52,3 +52,19 @@ def test_durations_and_watermarks(tmp_path):
         '{"query": "p.x", "watermark": "2024-01-01T00:00:10.000Z"}\n'
         '{"query": "p.x", "watermark": "1970-01-01T00:00:00.000Z"}\n')
     assert final_watermarks(tmp_path) == {"p.x": 1_704_067_210_000}
+
+
+def test_a_failed_send_in_the_log_is_explained_only_by_a_non_idempotent_producer():
+    from brownout.check.run_dir import producer_expectations
+    from brownout.spark.audit import ground_truth_explained
+
+    def topic(lost=0, failed=0):
+        return {"lost": lost, "failed_in_log": failed}
+
+    plain = producer_expectations([{"idempotent": False}])
+    idempotent = producer_expectations([{"idempotent": True}])
+    assert ground_truth_explained([topic(), topic(failed=1)], plain)
+    assert not ground_truth_explained([topic(), topic(failed=1)], idempotent)
+    # an acknowledged record missing from the log is never explained
+    assert not ground_truth_explained([topic(lost=1)], plain)
+    assert ground_truth_explained([topic(), topic()], idempotent)
