@@ -14,8 +14,11 @@ of its isolation (BACK, from the invoke). Then, for a broker N:
     isr_expand    back at t, each partition whose ISR held N before and does not at t:
                   the first sample after t with N in the ISR again
 
-Per measure and partition, the slowest of the run; a change that never came within the
-history is not a number (it counts in `never`). A rolling restart is one fault over
+A change that had not come when the broker was back (a pause shorter than the session, a
+quick restart) was not needed: it is no failover, and counts in `returned_first` instead
+of timing whatever later fault made that change. Per measure and partition, the slowest
+of the run; a change that never came within the history is not a number (it counts in
+`never`). A rolling restart is one fault over
 many brokers, each away at a moment the history does not record: it is left out. The
 resolution is the observer's interval.
 """
@@ -63,9 +66,13 @@ def broker_moves(faults: Iterable[Fault]) -> list[tuple[str, Any, float]]:
 
 
 def first_after(samples: PartitionSamples, t: float,
-                holds: Callable[[Any, tuple[Any, ...]], bool]) -> float | None:
-    """Seconds from t to the first sample after t whose (leader, ISR) holds."""
+                holds: Callable[[Any, tuple[Any, ...]], bool],
+                until: float | None = None) -> float | None:
+    """Seconds from t to the first sample after t (and before `until`, if given) whose
+    (leader, ISR) holds."""
     for i in range(samples.at(t) + 1, len(samples.times)):
+        if until is not None and samples.times[i] >= until:
+            return None
         if holds(samples.leaders[i], samples.isrs[i]):
             return samples.times[i] - t
     return None
@@ -90,15 +97,25 @@ def failover_timings(moves: Iterable[tuple[str, Any, float]],
     changes never came (see the module docstring)."""
     slowest: dict[str, dict[str, float]] = {m: {} for m in MEASURES}
     never = {m: 0 for m in MEASURES}
+    returned_first = {m: 0 for m in MEASURES[:2]}
+    moves = list(moves)
 
-    def note(measure: str, partition: str, seconds: float | None) -> None:
-        if seconds is None:
-            never[measure] += 1
-        else:
+    def back_after(node: Any, t: float) -> float | None:
+        return next((at for move, n, at in moves if move == "back" and n == node and at > t),
+                    None)
+
+    def note(measure: str, partition: str, seconds: float | None,
+             back: float | None = None) -> None:
+        if seconds is not None:
             slowest[measure][partition] = max(seconds, slowest[measure].get(partition, 0.0))
+        elif back is not None:
+            returned_first[measure] += 1
+        else:
+            never[measure] += 1
 
     partitions = sorted(series.items(), key=lambda kv: (str(kv[0][0]), kv[0][1]))
     for move, node, t in moves:
+        back = back_after(node, t) if move == "away" else None
         for (topic, number), s in partitions:
             i = s.at(t)
             if i < 0:
@@ -106,12 +123,14 @@ def failover_timings(moves: Iterable[tuple[str, Any, float]],
             name = f"{topic}-{number}"
             if move == "away":
                 if s.leaders[i] == node:
-                    note("new_leader", name, first_after(s, t, led_by_another(node)))
+                    note("new_leader", name, first_after(s, t, led_by_another(node), back),
+                         back)
                 if node in s.isrs[i]:
-                    note("isr_shrink", name, first_after(s, t, isr_without(node)))
+                    note("isr_shrink", name, first_after(s, t, isr_without(node), back),
+                         back)
             elif node not in s.isrs[i] and any(node in isr for isr in s.isrs[:i + 1]):
                 note("isr_expand", name, first_after(s, t, isr_with(node)))
-    return {**slowest, "never": never}
+    return {**slowest, "never": never, "returned_first": returned_first}
 
 
 def check_failover(history: HistoryInput | Slices) -> r.CheckResult:

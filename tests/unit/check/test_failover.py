@@ -44,3 +44,23 @@ def test_the_slowest_of_several_faults_counts_and_isolations_heal():
     assert numbers["isr_shrink"] == {"t-0": pytest.approx(4.0)}
     assert numbers["isr_expand"] == {"t-0": pytest.approx(1.0)}  # 0.5 then 1.0
     assert numbers["never"] == {"new_leader": 0, "isr_shrink": 0, "isr_expand": 0}
+
+
+def test_a_change_that_came_only_after_the_broker_was_back_times_no_failover():
+    # Broker 1 paused for less than its session, then resumed: nothing moved, and the
+    # shrink of a later pause is that pause's, not 80 s of the first one's.
+    h = (H()
+         .observe(0.0, leader=1, epoch=1, isr=[1, 2])
+         .fault(10.0, "pause", [1])
+         .observe(11.0, leader=1, epoch=1, isr=[1, 2])
+         .fault(12.0, "resume", [1])
+         .fault(90.0, "pause", [1])
+         .observe(93.0, leader=2, epoch=2, isr=[2])
+         .fault(95.0, "resume", [1])
+         .observe(96.0, leader=2, epoch=2, isr=[2, 1]))
+    numbers = check_failover(h.table()).numbers
+    assert numbers["new_leader"] == {"t-0": pytest.approx(3.0)}
+    assert numbers["isr_shrink"] == {"t-0": pytest.approx(3.0)}
+    assert numbers["isr_expand"] == {"t-0": pytest.approx(1.0)}
+    assert numbers["returned_first"] == {"new_leader": 1, "isr_shrink": 1}
+    assert numbers["never"] == {"new_leader": 0, "isr_shrink": 0, "isr_expand": 0}
