@@ -628,9 +628,14 @@ class PipelineProcess:
             return False
         if self._awaits_audit():
             return True  # a SIGTERM now would end it: its queries failed, it waits
+        deadline = time.monotonic() + timeout
+        # It sets its signal handlers before it writes its run to pipeline.json: a
+        # SIGTERM sooner (a restart still starting on a busy machine) would end it
+        # undrained, and the audit would need a JVM of its own.
+        while self.alive() and not self._registered() and time.monotonic() < deadline:
+            time.sleep(0.2)
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
-        deadline = time.monotonic() + timeout
         while self.alive():
             if self._awaits_audit():
                 return True
@@ -640,15 +645,22 @@ class PipelineProcess:
             time.sleep(0.2)
         return False
 
+    def _own_run(self) -> dict[str, Any] | None:
+        """This process's run in pipeline.json (the last one), once it has written it."""
+        with contextlib.suppress(OSError, ValueError, IndexError, KeyError):
+            run: dict[str, Any] = _load_state(self.config.out)["runs"][-1]
+            if self.proc is not None and run.get("pid") == self.proc.pid:
+                return run
+        return None
+
+    def _registered(self) -> bool:
+        return self._own_run() is not None
+
     def _awaits_audit(self) -> bool:
         """This process's run in pipeline.json says it waits for AUDIT_SIGNAL. A run
         that stopped without it is exiting (or about to wait): the signal could find the
         handler gone and end it."""
-        with contextlib.suppress(OSError, ValueError, IndexError, KeyError):
-            run = _load_state(self.config.out)["runs"][-1]
-            return self.proc is not None and run.get("pid") == self.proc.pid \
-                and bool(run.get("awaits_audit"))
-        return False
+        return bool((self._own_run() or {}).get("awaits_audit"))
 
     def audit(self, timeout: float) -> int:
         """Start the audit of a drained pipeline (drain() returned True) and wait until

@@ -17,20 +17,25 @@ from brownout.spark.pipeline import PipelineConfig, PipelineProcess
 #         SIGUSR1 ends it with 0, SIGTERM (do not wait) with 15.
 # exits:  on SIGTERM it keeps exiting for a while with the default SIGUSR1 action back, as
 #         a Python process finalising does.
+# late:   as waits, after a second with Python's default SIGTERM action (a restart still
+#         importing on a busy machine): it sets its handlers, then writes its run.
 STAND_IN = r"""
 import json, os, signal, sys, time
 from pathlib import Path
 out, mode = Path(sys.argv[1]), sys.argv[2]
+if mode == "late":
+    time.sleep(1.0)
+    mode = "waits"
 def save(run):
     (out / "pipeline.json").write_text(json.dumps({"runs": [run]}))
+termed = []
+signal.signal(signal.SIGTERM, lambda *_: termed.append(1))
+signal.signal(signal.SIGUSR1, lambda *_: sys.exit(0))
 run = {"pid": os.getpid(), "status": "stopped" if mode == "waits" else "failed",
        "stopped": time.time()}
 if mode == "failed":
     run["awaits_audit"] = True
 save(run)
-termed = []
-signal.signal(signal.SIGTERM, lambda *_: termed.append(1))
-signal.signal(signal.SIGUSR1, lambda *_: sys.exit(0))
 (out / "ready").write_text("")
 while not termed:
     time.sleep(0.01)
@@ -87,3 +92,17 @@ def test_a_failed_pipeline_restarted_is_told_not_to_wait(tmp_path: Path) -> None
     process = stand_in(tmp_path, "failed")
     assert process.stop(timeout=60) == 15
     assert process.ended()
+
+
+def test_a_pipeline_still_starting_is_drained_once_it_can_take_the_signal(
+        tmp_path: Path) -> None:
+    # A restart the scenario stops before the new process has set its handlers (it
+    # writes its run to pipeline.json after that): a SIGTERM then would end it undrained
+    # (-15), and the audit would need a JVM of its own.
+    out = tmp_path / "out"
+    out.mkdir()
+    process = PipelineProcess(PipelineConfig(bootstrap="127.0.0.1:9", topics={"t": "clicks"},
+                                             out=out, audit_run_dir=str(tmp_path)))
+    process.proc = subprocess.Popen([sys.executable, "-c", STAND_IN, str(out), "late"])
+    assert process.drain(timeout=60)
+    assert process.audit(timeout=60) == 0
