@@ -593,12 +593,13 @@ class PipelineProcess:
         return not self.alive() or self._awaits_audit()
 
     def wait_running(self, timeout: float = 120.0) -> bool:
-        """True once every query has finished a first batch (progress.jsonl has them)."""
+        """True once this process runs its queries and every query has finished a first
+        batch (progress.jsonl has them; after a restart, also the earlier runs' lines)."""
         deadline = time.monotonic() + timeout
         path = self.config.out / PIPELINE_PROGRESS_FILE
         want = {f"{t}.{o}" for t, o in outputs(self.config)}
         while time.monotonic() < deadline and not self.ended():
-            if path.exists():
+            if (self._own_run() or {}).get("status") == "running" and path.exists():
                 seen = {json.loads(line)["query"] for line in path.read_text().splitlines()
                         if line.strip()}
                 if want <= seen:
