@@ -106,3 +106,33 @@ def test_a_pipeline_still_starting_is_drained_once_it_can_take_the_signal(
     process.proc = subprocess.Popen([sys.executable, "-c", STAND_IN, str(out), "late"])
     assert process.drain(timeout=60)
     assert process.audit(timeout=60) == 0
+
+
+def test_a_restart_is_running_once_its_own_run_says_so(tmp_path: Path) -> None:
+    # After a restart progress.jsonl already names every query (the earlier runs'
+    # lines): only the new process's own run in pipeline.json tells it has started.
+    import json
+
+    from brownout.spark.pipeline import outputs
+
+    out = tmp_path / "out"
+    out.mkdir()
+    process = PipelineProcess(PipelineConfig(bootstrap="127.0.0.1:9", topics={"t": "clicks"},
+                                             out=out))
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    process.proc = child
+    try:
+        (out / "progress.jsonl").write_text("".join(
+            json.dumps({"query": f"{t}.{o}"}) + "\n" for t, o in outputs(process.config)))
+
+        def own_run(status: str) -> None:
+            (out / "pipeline.json").write_text(json.dumps(
+                {"runs": [{"pid": 1}, {"pid": child.pid, "status": status}]}))
+
+        own_run("starting")
+        assert not process.wait_running(timeout=1.0)
+        own_run("running")
+        assert process.wait_running(timeout=30.0)
+    finally:
+        child.kill()
+        child.wait()
