@@ -135,6 +135,10 @@ PIPELINE: dict[str, Field] = {
     # The Kafka source's failOnDataLoss: false lets a query go on past offsets the log no
     # longer has (an unclean election, retention) instead of failing.
     "fail_on_data_loss": Field("bool"),
+    # How far behind the newest event time a window stays open (Spark's watermark): a
+    # window is audited once closed, so a run whose acknowledged writes span less than
+    # a window (5 s) plus this compares nothing.
+    "watermark": Field("duration", minimum=0.0),
 }
 
 HEAL: dict[str, Field] = {

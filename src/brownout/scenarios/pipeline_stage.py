@@ -112,7 +112,9 @@ class PipelineStage:
                 bootstrap=bootstrap, topics=self._topics(), out=out,
                 master=self.scenario.pipeline_master or PIPELINE_LOCAL_MASTER,
                 trigger="2 seconds", window=PIPELINE_WINDOW,
-                watermark=PIPELINE_WATERMARK, session_gap=PIPELINE_SESSION_GAP,
+                watermark=PIPELINE_WATERMARK if self.scenario.pipeline_watermark is None
+                else f"{self.scenario.pipeline_watermark:g} seconds",
+                session_gap=PIPELINE_SESSION_GAP,
                 starting_offsets="earliest", ledger=True,
                 drain_timeout=PIPELINE_DRAIN_TIMEOUT, audit_run_dir=str(self.run_dir),
                 spark_conf=dict(self.scenario.pipeline_config),

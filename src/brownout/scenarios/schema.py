@@ -601,6 +601,8 @@ class Scenario:
     pipeline_config: dict[str, str] = dataclasses.field(default_factory=dict)
     # the Kafka source's failOnDataLoss (pipeline.fail_on_data_loss; Spark's default)
     pipeline_fail_on_data_loss: bool = True
+    # the pipeline's watermark in seconds (pipeline.watermark; None: the lab's default)
+    pipeline_watermark: float | None = None
 
     def with_pipeline(self, master: str | None = None) -> Scenario:
         """This scenario with the pipeline on and its expectation (`--pipeline`), on
@@ -677,8 +679,8 @@ def loads(text: str, source: str = "<scenario>", *, lab_cluster: bool = True) ->
         if "consumers" in top else ())
         if (c := r.attempt(lambda f=f, n=n: _consumer(r, f, n, topic_names), None)))
     pipeline_read = r.attempt(lambda: _pipeline(r, top.get("pipeline")), None)
-    pipeline, pipeline_master, pipeline_config, fail_on_data_loss = \
-        pipeline_read or (False, None, {}, True)
+    pipeline, pipeline_master, pipeline_config, fail_on_data_loss, watermark = \
+        pipeline_read or (False, None, {}, True, None)
     schedule = r.attempt(lambda: _schedule(r, top.get("schedule"), topic_names, cluster), ())
     duration = plain.get("duration", 1.0)
     if duration <= 0:
@@ -706,7 +708,8 @@ def loads(text: str, source: str = "<scenario>", *, lab_cluster: bool = True) ->
         raise ScenarioError.of(r.errors)
     return Scenario(name, description, cluster, topics, tuple(workloads), consumers,
                     schedule, duration, heal, expectations, pipeline, source, matrix,
-                    over_runs, pipeline_master, pipeline_config, fail_on_data_loss)
+                    over_runs, pipeline_master, pipeline_config, fail_on_data_loss,
+                    watermark)
 
 
 def _raw_text(node: Node, key: str) -> str | None:
@@ -747,22 +750,24 @@ def _topics(r: _Reader, node: Node | None, cluster: ClusterSpec) -> tuple[TopicS
 
 
 def _pipeline(r: _Reader, node: Node | None,
-              ) -> tuple[bool, str | None, dict[str, str], bool]:
+              ) -> tuple[bool, str | None, dict[str, str], bool, float | None]:
     """`pipeline: on | off | true | false` or `pipeline: {master: URL, enabled: ...,
-    config: {spark.key: value}, fail_on_data_loss: false}`: (on, master, Spark settings,
-    the Kafka source's failOnDataLoss)."""
+    config: {spark.key: value}, fail_on_data_loss: false, watermark: 2s}`: (on, master,
+    Spark settings, the Kafka source's failOnDataLoss, the watermark in seconds)."""
     if node is None:
-        return False, None, {}, True
+        return False, None, {}, True, None
     if isinstance(node, ScalarNode):
         v = r.scalar(node, "pipeline")
         return (v.value is True or (not isinstance(v.value, bool)
                                     and _as_choice(v, r, F.TOP["pipeline"].choices) == "on"),
-                None, {}, True)
+                None, {}, True, None)
     m = r.mapping(node, "pipeline", tuple(F.PIPELINE))
     values = _simple(r, m, node, "pipeline", F.PIPELINE)
     master = values.get("master")
+    watermark = values.get("watermark")
     return (bool(values.get("enabled", True)), str(master) if master is not None else None,
-            dict(values.get("config") or {}), bool(values.get("fail_on_data_loss", True)))
+            dict(values.get("config") or {}), bool(values.get("fail_on_data_loss", True)),
+            float(watermark) if watermark is not None else None)
 
 
 def _matrix(r: _Reader, node: Node, text: str) -> Matrix:

@@ -393,3 +393,12 @@ def test_bad_topic_replicas(replicas, message):
 def test_workload_count_is_positive():
     e = error_of(MINI.replace("count: 1000000", "count: 0"))
     assert e.field == "workloads[0].count"
+
+
+def test_pipeline_watermark_is_a_duration_in_seconds():
+    s = loads(BASE.replace("duration: 20s", "duration: 20s\npipeline:\n  watermark: 2s"))
+    assert s.pipeline is True and s.pipeline_watermark == 2.0
+    assert loads(BASE.replace("duration: 20s", "duration: 20s\npipeline: on")
+                 ).pipeline_watermark is None
+    e = error_of(BASE.replace("duration: 20s", "duration: 20s\npipeline:\n  watermark: soon"))
+    assert e.field == "pipeline.watermark"
