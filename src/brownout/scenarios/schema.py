@@ -105,7 +105,7 @@ import difflib
 import re
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, NoReturn, TypeVar
+from typing import Any, NamedTuple, NoReturn, TypeVar
 
 import yaml
 from yaml.constructor import ConstructorError, SafeConstructor
@@ -679,8 +679,8 @@ def loads(text: str, source: str = "<scenario>", *, lab_cluster: bool = True) ->
         if "consumers" in top else ())
         if (c := r.attempt(lambda f=f, n=n: _consumer(r, f, n, topic_names), None)))
     pipeline_read = r.attempt(lambda: _pipeline(r, top.get("pipeline")), None)
-    pipeline, pipeline_master, pipeline_config, fail_on_data_loss, watermark = \
-        pipeline_read or (False, None, {}, True, None)
+    keys = pipeline_read or PipelineKeys(False)
+    pipeline = keys.on
     schedule = r.attempt(lambda: _schedule(r, top.get("schedule"), topic_names, cluster), ())
     duration = plain.get("duration", 1.0)
     if duration <= 0:
@@ -708,8 +708,8 @@ def loads(text: str, source: str = "<scenario>", *, lab_cluster: bool = True) ->
         raise ScenarioError.of(r.errors)
     return Scenario(name, description, cluster, topics, tuple(workloads), consumers,
                     schedule, duration, heal, expectations, pipeline, source, matrix,
-                    over_runs, pipeline_master, pipeline_config, fail_on_data_loss,
-                    watermark)
+                    over_runs, keys.master, dict(keys.config), keys.fail_on_data_loss,
+                    keys.watermark)
 
 
 def _raw_text(node: Node, key: str) -> str | None:
@@ -749,25 +749,34 @@ def _topics(r: _Reader, node: Node | None, cluster: ClusterSpec) -> tuple[TopicS
     return tuple(out)
 
 
-def _pipeline(r: _Reader, node: Node | None,
-              ) -> tuple[bool, str | None, dict[str, str], bool, float | None]:
+class PipelineKeys(NamedTuple):
+    """What a scenario's `pipeline` key says (Scenario's pipeline_* fields)."""
+
+    on: bool
+    master: str | None = None  # the Spark master (None: the lab's local one)
+    config: dict[str, str] = {}  # the session's Spark settings (never mutated)
+    fail_on_data_loss: bool = True  # the Kafka source's failOnDataLoss
+    watermark: float | None = None  # seconds (None: the lab's default)
+
+
+def _pipeline(r: _Reader, node: Node | None) -> PipelineKeys:
     """`pipeline: on | off | true | false` or `pipeline: {master: URL, enabled: ...,
-    config: {spark.key: value}, fail_on_data_loss: false, watermark: 2s}`: (on, master,
-    Spark settings, the Kafka source's failOnDataLoss, the watermark in seconds)."""
+    config: {spark.key: value}, fail_on_data_loss: false, watermark: 2s}`."""
     if node is None:
-        return False, None, {}, True, None
+        return PipelineKeys(False)
     if isinstance(node, ScalarNode):
         v = r.scalar(node, "pipeline")
-        return (v.value is True or (not isinstance(v.value, bool)
-                                    and _as_choice(v, r, F.TOP["pipeline"].choices) == "on"),
-                None, {}, True, None)
+        return PipelineKeys(v.value is True or (
+            not isinstance(v.value, bool)
+            and _as_choice(v, r, F.TOP["pipeline"].choices) == "on"))
     m = r.mapping(node, "pipeline", tuple(F.PIPELINE))
     values = _simple(r, m, node, "pipeline", F.PIPELINE)
-    master = values.get("master")
-    watermark = values.get("watermark")
-    return (bool(values.get("enabled", True)), str(master) if master is not None else None,
-            dict(values.get("config") or {}), bool(values.get("fail_on_data_loss", True)),
-            float(watermark) if watermark is not None else None)
+    master, watermark = values.get("master"), values.get("watermark")
+    return PipelineKeys(bool(values.get("enabled", True)),
+                        str(master) if master is not None else None,
+                        dict(values.get("config") or {}),
+                        bool(values.get("fail_on_data_loss", True)),
+                        float(watermark) if watermark is not None else None)
 
 
 def _matrix(r: _Reader, node: Node, text: str) -> Matrix:
