@@ -262,3 +262,13 @@ def rss_mb(pid: int) -> float:
 def loadavg() -> str:
     with open("/proc/loadavg") as f:
         return " ".join(f.read().split()[:3])
+
+
+def autogroup_setting() -> str:
+    """The kernel's autogroup switch ("1" on, "0" off; "n/a" where it has none). The lab
+    starts every node in a session of its own, so with autogroups on each node is a
+    scheduling group of its own, which the pause rows depend on (docs/benchmarks.md)."""
+    try:
+        return Path("/proc/sys/kernel/sched_autogroup_enabled").read_text().strip()
+    except OSError:
+        return "n/a"

@@ -1,6 +1,7 @@
 """The longest event-loop stall of each node under a mixed load.
 
     .venv/bin/python bench/stall.py [--seconds 300] [--mock-seconds 30]
+                                    [--engines brownout,mock]   (brownout, kafka, mock)
 
 Mixed load, all at once for `--seconds`: a producer at a fixed rate (1 KiB, acks=all,
 its latency from each record's due time), a consumer fetching the same topic, a
@@ -35,6 +36,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -42,8 +44,10 @@ from benchkit import (
     MOCK_PARTITIONS,
     QUIET,
     Target,
+    autogroup_setting,
     brownout_cluster,
     create_topics,
+    kafka_cluster,
     mock_cluster,
     percentile,
     producer_config,
@@ -335,13 +339,25 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--seconds", type=float, default=300.0)
     parser.add_argument("--mock-seconds", type=float, default=30.0)
+    parser.add_argument("--engines", default="brownout,mock",
+                        help="comma-separated, in order: brownout, kafka, mock")
     parser.add_argument("--probe", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("addresses", nargs="*", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.probe:
         probe_main(args.addresses, args.seconds)
         return
-    for cluster, seconds in ((brownout_cluster, args.seconds), (mock_cluster, args.mock_seconds)):
+    clusters: dict[str, tuple[Callable[[], contextlib.AbstractContextManager[Target]], float]]
+    clusters = {"brownout": (brownout_cluster, args.seconds),
+                "kafka": (kafka_cluster, args.seconds),
+                "mock": (mock_cluster, args.mock_seconds)}
+    engines = args.engines.split(",")
+    if unknown := [e for e in engines if e not in clusters]:
+        parser.error(f"--engines: unknown engine(s) {', '.join(unknown)}; "
+                     f"choose from {', '.join(clusters)}")
+    print(f"kernel.sched_autogroup_enabled: {autogroup_setting()}")
+    for engine in engines:
+        cluster, seconds = clusters[engine]
         with cluster() as target:
             r = mixed_load_stalls(target, seconds)
             print(f"{target.name}: " + json.dumps(r, default=str))

@@ -51,6 +51,7 @@ from benchkit import (
     MOCK_PARTITIONS,
     STALL_THRESHOLD_MS,
     Target,
+    autogroup_setting,
     brownout_cluster,
     kafka_cluster,
     loadavg,
@@ -399,7 +400,8 @@ def main() -> None:
         f"bench/suite.py{' --quick' if args.quick else ''}: "
         f"{time.monotonic() - started:.0f} s, Python {platform.python_version()}, "
         f"Apache Kafka {DEFAULT_KAFKA_4}, librdkafka {confluent_kafka.libversion()[0]}, "
-        f"load average {raw['loadavg_start']} at start, {raw['loadavg_end']} at the end"
+        f"load average {raw['loadavg_start']} at start, {raw['loadavg_end']} at the end, "
+        f"kernel.sched_autogroup_enabled {autogroup_setting()}"
     )
     print()
     print(table.markdown())
