@@ -3,12 +3,13 @@ write pipeline.json as the pipeline's process does (no Spark)."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-from brownout.spark.pipeline import PipelineConfig, PipelineProcess
+from brownout.spark.pipeline import PipelineConfig, PipelineProcess, outputs
 
 # The stand-in writes its run into pipeline.json as the pipeline's process does.
 # waits:  on SIGTERM (a drain) it marks the run as waiting for the audit, and exits 0 on
@@ -111,10 +112,6 @@ def test_a_pipeline_still_starting_is_drained_once_it_can_take_the_signal(
 def test_a_restart_is_running_once_its_own_run_says_so(tmp_path: Path) -> None:
     # After a restart progress.jsonl already names every query (the earlier runs'
     # lines): only the new process's own run in pipeline.json tells it has started.
-    import json
-
-    from brownout.spark.pipeline import outputs
-
     out = tmp_path / "out"
     out.mkdir()
     process = PipelineProcess(PipelineConfig(bootstrap="127.0.0.1:9", topics={"t": "clicks"},
