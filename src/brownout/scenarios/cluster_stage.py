@@ -2,13 +2,13 @@
 
 The cluster lives in <run>/cluster and gets its ports from the lab's allocator
 (cluster/ports.py) when it is built, so runs side by side never share a port or a
-directory. `down` always copies the nodes' files into <run>/nodes first (the report and
-the overload check read them), then stops the cluster unless it is to be kept.
+directory. `down` first copies the nodes' files into <run>/nodes (the report and the
+overload check read them) as far as the disk lets it, then stops the cluster unless it
+is to be kept.
 """
 
 from __future__ import annotations
 
-import contextlib
 import shutil
 import time
 from pathlib import Path
@@ -122,7 +122,9 @@ class ClusterStage:
         run's own)."""
         if self.up_result is None and not (self.directory / CLUSTER_STATE_FILE).exists():
             return
-        self._keep_node_files()
+        for error in keep_node_files(self.directory, self.run_dir):
+            self.notes.append(f"teardown: not kept: {error}")
+            self.progress.console.print(f"[red]teardown: not kept: {error}[/red]")
         if self.keep:
             self.progress.console.print(f"cluster kept running: stop it with `brownout "
                                         f"down --dir {self.directory}`")
@@ -137,21 +139,32 @@ class ClusterStage:
         except Exception as e:
             self.progress.console.print(f"[red]teardown: {type(e).__name__}: {e}[/red]")
 
-    def _keep_node_files(self) -> None:
-        keep_node_files(self.directory, self.run_dir)
-
-
-def keep_node_files(cluster_dir: Path, run_dir: Path) -> None:
+def keep_node_files(cluster_dir: Path, run_dir: Path) -> list[str]:
     """cluster.json and each node's log, config and events (or GC logs) into the run
-    directory."""
-    with contextlib.suppress(OSError):
-        shutil.copy2(cluster_dir / CLUSTER_STATE_FILE, run_dir / CLUSTER_STATE_FILE)
+    directory, as far as they can be copied. What could not be (a full disk) comes back
+    as messages instead of an error, so that the teardown after it still stops the
+    nodes."""
+    errors: list[str] = []
+
+    def keep(source: Path, dest: Path) -> None:
+        try:
+            shutil.copy2(source, dest)
+        except FileNotFoundError:
+            pass  # a node that never wrote this file
+        except OSError as e:
+            errors.append(f"{source.name} of {source.parent}: {e.strerror or e}")
+
+    keep(cluster_dir / CLUSTER_STATE_FILE, run_dir / CLUSTER_STATE_FILE)
     target = run_dir / NODES_DIR
     for node_dir in node_dirs(cluster_dir).values():
         dest = target / node_dir.name
-        dest.mkdir(parents=True, exist_ok=True)
+        try:
+            dest.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            errors.append(f"{dest}: {e.strerror or e}")
+            continue
         # a Kafka node's GC logs from before its restarts were rotated to gc.log.N
         rotated = [p.name for p in gc_log_files(node_dir)]
         for name in dict.fromkeys((*NODE_FILES, *rotated)):
-            with contextlib.suppress(OSError):
-                shutil.copy2(node_dir / name, dest / name)
+            keep(node_dir / name, dest / name)
+    return errors

@@ -224,7 +224,7 @@ def _clean_cluster(cluster_dir: Path, run_dir: Path) -> list[str]:
                     f"{len(network.get('links') or [])} link(s) of prefix {prefix}")
     for log_dir in _log_dirs(state):
         done += storage_faults.undo_leftovers(log_dir)
-    keep_node_files(cluster_dir, run_dir)
+    done += [f"not kept: {error}" for error in keep_node_files(cluster_dir, run_dir)]
     return done
 
 
