@@ -63,8 +63,12 @@ def test_a_paused_node_reports_the_stall_and_status_shows_it(tmp_path: Path) -> 
         assert pause["time"] - pause["lag_ms"] / 1000 >= alive - SLACK_S, (pause, alive)
         assert pause["threshold_ms"] == 100
 
-        log = (d / "node-1" / "node.log").read_text()
-        assert "WARN" in log and "[EventLoopMonitor nodeId=1] The event loop stalled" in log
+        # The node writes the event, then the log line: the line may come a moment later.
+        line = wait_until(lambda: [
+            line for line in (d / "node-1" / "node.log").read_text().splitlines()
+            if "[EventLoopMonitor nodeId=1] The event loop stalled" in line], 10,
+            "the stall's line in node.log")[0]
+        assert " WARNING " in line, line
 
         # `status` shows the worst recent stall: the pause, or one even longer.
         stalls = [e for e in read_events(events_path) if e["event"] == "stall"]
