@@ -78,6 +78,7 @@ from ..workload.java_clients import JavaClientError, java_runtime
 from ..workload.producer import ProducerSettings
 from ..workload.run import (
     WorkloadRun,
+    check_history,
     do_final_read,
     interrupted_text,
     mark_interrupted,
@@ -478,6 +479,7 @@ class _Run:
                 while (time.monotonic() - t0 < self.scenario.duration or self.schedule.alive()
                        or _counting(run)):
                     time.sleep(0.2)
+                    check_history(run.history)
                     if self.pipeline is not None:
                         self.pipeline.watch()
                 if self.schedule.error is not None:

@@ -114,7 +114,9 @@ class HistoryWriter:
     """Thread-safe JSON-lines writer; `time` is taken from one monotonic clock.
 
     `first_index` continues the numbering of an existing history (a second command
-    recording into the same run).
+    recording into the same run). A write that fails (a full disk) does not raise into
+    the client thread recording it: the first error and the count of events lost are
+    kept (`write_error`, `unwritten`) for whoever owns the run to stop it.
     """
 
     def __init__(
@@ -126,6 +128,8 @@ class HistoryWriter:
         self._lock = threading.Lock()
         self._index = first_index
         self.started = time.monotonic() if started is None else started
+        self.write_error: OSError | None = None
+        self.unwritten = 0
 
     def now(self) -> float:
         return time.monotonic() - self.started
@@ -142,7 +146,11 @@ class HistoryWriter:
                 value = getattr(event, name)
                 if value is not None:
                     row[name] = value
-            os.write(self._fd, (_dumps(row) + "\n").encode())
+            try:
+                os.write(self._fd, (_dumps(row) + "\n").encode())
+            except OSError as e:
+                self.write_error = self.write_error or e
+                self.unwritten += 1
             return event
 
     def close(self) -> None:

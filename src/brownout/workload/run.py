@@ -50,6 +50,11 @@ class RunError(RuntimeError):
     """The run directory cannot be used (locked by another command, unreadable)."""
 
 
+class HistoryIncomplete(RunError):
+    """Events could not be written to the history (a full disk): what the run observed
+    is incomplete, so it cannot be checked."""
+
+
 def load_run(run_dir: Path) -> dict[str, Any]:
     path = run_dir / RUN_FILE
     try:
@@ -108,7 +113,10 @@ class WorkloadRun:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        history = self.history
         self.close()
+        if exc[0] is None and history is not None:
+            check_history(history)
 
     def _lock(self) -> None:
         fd = os.open(self.run_dir / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
@@ -299,6 +307,16 @@ class WorkloadRun:
                     self.client_logger.removeHandler(self._log_handler)
                     self._log_handler.close()
                 self._unlock()
+
+
+def check_history(history: HistoryWriter) -> None:
+    """Raise HistoryIncomplete when some of the run's events could not be written."""
+    e = history.write_error
+    if e is not None:
+        raise HistoryIncomplete(
+            f"{history.path}: {history.unwritten} event(s) could not be written "
+            f"({e.strerror or e}); the run's history is incomplete and cannot be "
+            "checked: free space there and run it again")
 
 
 def do_final_read(run_dir: Path, *, bootstrap: str | None = None,
