@@ -10,10 +10,10 @@ same way, without filling the disk.
 from __future__ import annotations
 
 import io
-import time
 from pathlib import Path
 
 import pytest
+from _cluster import wait_until
 from rich.console import Console
 
 from brownout.cluster import lab
@@ -49,11 +49,9 @@ def test_nodes_stop_when_their_files_cannot_be_kept(tmp_path: Path) -> None:
         assert all(is_node_process(n.pid, str(n.config_path)) for n in nodes.values())
         (run_dir / NODES_DIR).write_text("not a directory\n")
         stage.down()
-        deadline = time.monotonic() + STOP_TIMEOUT
-        while (alive := [i for i, n in nodes.items()
-                         if is_node_process(n.pid, str(n.config_path))]):
-            assert time.monotonic() < deadline, f"nodes still running: {alive}"
-            time.sleep(0.2)
+        wait_until(lambda: not any(is_node_process(n.pid, str(n.config_path))
+                                   for n in nodes.values()),
+                   STOP_TIMEOUT, "every node of the run stopped")
     finally:
         lab.down(stage.directory, timeout=0.0)
     assert sum("teardown: not kept:" in note for note in notes) == 3, notes
