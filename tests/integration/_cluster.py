@@ -609,3 +609,67 @@ def replica_batches(
     finally:
         log.close()
         shutil.rmtree(copy.parent, ignore_errors=True)
+
+
+def assert_not_leader_answers(cluster: LabCluster, topic: str, partition: int = 0) -> None:
+    """What a broker that does not lead `partition` (a follower of it) answers, as Kafka
+    answers it: a consumer's Fetch v16 is served up to the follower's high watermark
+    (KIP-392: from v11 any replica may serve a consumer); a follower's Fetch v16 and a
+    Produce v10 are refused NOT_LEADER_OR_FOLLOWER with the partition's current leader
+    and epoch (KIP-951), and the Produce response lists that leader's address."""
+    from brownout.cluster.wire import WireClient
+    from brownout.protocol.apis import ApiKey
+    from brownout.protocol.records import build_batch
+
+    with WireClient(cluster.bootstrap.split(",")[0]) as client:
+        described = client.topic_metadata([topic])
+    led = next(p for p in described.partitions if p.partition == partition)
+    topic_id = described.topics[0].topic_id
+    leader = next(b for b in described.cluster.brokers if b.node_id == led.leader)
+    follower = next(b for b in described.cluster.brokers
+                    if b.node_id != led.leader and b.node_id in led.replicas)
+    expected_leader = (led.leader, led.leader_epoch)
+    expected_endpoints = [(leader.node_id, leader.host, leader.port)]
+
+    def fetch(client: WireClient, replica_id: int) -> Any:
+        return client.request(ApiKey.FETCH, 16, {
+            "replica_state": {"replica_id": replica_id, "replica_epoch": -1},
+            "max_wait": 0, "min_bytes": 0, "max_bytes": 1 << 20, "isolation_level": 0,
+            "session_id": 0, "session_epoch": -1, "forgotten_topics_data": [], "rack_id": "",
+            "topics": [{"topic_id": topic_id, "partitions": [{
+                "partition": partition, "fetch_offset": 0, "partition_max_bytes": 1 << 20,
+                "current_leader_epoch": led.leader_epoch, "log_start_offset": -1,
+                "last_fetched_epoch": -1}]}]})
+
+    with WireClient(f"{follower.host}:{follower.port}") as client:
+        # Just after the topic is created a follower may not serve consumers yet (Kafka
+        # answered NOT_LEADER_OR_FOLLOWER at first once): wait until it does.
+        def served() -> Any:
+            answer = fetch(client, -1)
+            return answer if answer.responses[0].partitions[0].error_code.value == 0 else None
+
+        consumed = wait_until(served, 30, f"{topic}-{partition}: a consumer's fetch served "
+                              f"by follower {follower.node_id}")
+        replicated = fetch(client, led.leader)
+        produced = client.request(ApiKey.PRODUCE, 10, {
+            "transactional_id": None, "acks": 1, "timeout": 5000,
+            "topic_data": [{"name": topic, "partition_data": [{
+                "index": partition,
+                "records": build_batch([(b"k", b"v")], timestamp_ms=int(time.time() * 1000)),
+            }]}]})
+    served = consumed.responses[0].partitions[0]
+    assert (served.error_code.name, list(consumed.node_endpoints)) == ("none", []), \
+        f"a consumer's fetch at follower {follower.node_id}: {served}"
+    answers = {
+        "follower's fetch": (replicated.responses[0].partitions[0], replicated.node_endpoints),
+        "produce": (produced.responses[0].partition_responses[0], produced.node_endpoints),
+    }
+    seen = {what: (answer.error_code.name, (int(answer.current_leader.leader_id),
+                                             int(answer.current_leader.leader_epoch)),
+                   [(int(n.node_id), str(n.host), int(n.port)) for n in endpoints])
+            for what, (answer, endpoints) in answers.items()}
+    # Kafka 4.4.0 lists the leader's endpoint for the producer, not for the follower.
+    assert seen == {
+        "follower's fetch": ("not_leader_or_follower", expected_leader, []),
+        "produce": ("not_leader_or_follower", expected_leader, expected_endpoints),
+    }, f"at follower {follower.node_id}: {seen}"

@@ -15,7 +15,15 @@ import uuid
 from pathlib import Path
 
 import pytest
-from _cluster import LabCluster, assert_exactly_acked, consume_all, full_isr, send, wait_until
+from _cluster import (
+    LabCluster,
+    assert_exactly_acked,
+    assert_not_leader_answers,
+    consume_all,
+    full_isr,
+    send,
+    wait_until,
+)
 
 from brownout.cluster import kafka_install, lab
 from brownout.cluster.admin import Admin
@@ -83,6 +91,9 @@ def test_real_kafka_kraft_cluster_keeps_every_acknowledged_write(tmp_path: Path,
             topic, PARTITIONS, 3, {"min.insync.replicas": "2"})
         wait_until(lambda: full_isr(cluster.describe(topic), 3, PARTITIONS), 120,
                    f"topic {topic}: every partition led with a full ISR")
+        # What a follower answers (KIP-392, KIP-951); the node's answers are checked
+        # with the same helper in test_not_leader_answers.
+        assert_not_leader_answers(cluster, topic)
 
         sent = send(cluster.bootstrap, topic, range(PARTITIONS), PER_PARTITION,
                     flush_timeout=120, enable_idempotence=True, message_timeout_ms=120000)

@@ -68,7 +68,17 @@ from .fetch_session import (
     TopicIdPartition,
 )
 from .group_apis import GROUP_APIS
-from .metadata_cache import MetadataCache, ZkCachedControllerId
+from .leader_hints import (
+    FETCH_HINTED,
+    FETCH_MIN_VERSION,
+    PRODUCE_HINTED,
+    PRODUCE_MIN_VERSION,
+    CurrentLeader,
+    current_leader,
+    leader_hints,
+    node_endpoints,
+)
+from .metadata_cache import MetadataCache, Node, ZkCachedControllerId
 from .partition import PartitionError, TopicPartition
 from .producer_ids import ProducerIdManager
 from .quota_apis import QuotaApis
@@ -504,6 +514,9 @@ class KafkaApis:
             if errors or any(r.error != ErrorCode.none for r in results.values()):
                 raise CloseConnection("acks=0 produce failed")
             return None
+        hints, endpoints = self._leader_hints(
+            ((tp, r.error) for tp, r in results.items()),
+            PRODUCE_HINTED if version >= PRODUCE_MIN_VERSION else frozenset(), ctx.listener)
         by_topic: dict[str, list[dict[str, Any]]] = {}
         # Kafka keeps a partition's outcome in maps by partition: one named twice is
         # written once (its last records) and answered once.
@@ -527,6 +540,8 @@ class KafkaApis:
                     ],
                     "error_message": r.message if r else None,
                 }
+                if tp in hints:
+                    entry["current_leader"] = hints[tp].as_field()
                 by_topic.setdefault(topic.name, []).append(entry)
         return self._response(
             request,
@@ -536,8 +551,23 @@ class KafkaApis:
                     for name, parts in by_topic.items()
                 ],
                 "throttle_time": 0,
+                "node_endpoints": node_endpoints(endpoints),
             },
         )
+
+    def _leader_hints(
+        self, errors: Iterable[tuple[TopicPartition, ErrorCode]], hinted: frozenset[ErrorCode],
+        listener: str,
+    ) -> tuple[dict[TopicPartition, CurrentLeader], list[Node]]:
+        return leader_hints(errors, hinted, self._current_leader,
+                            lambda broker_id: self.metadata.alive_broker_node(broker_id, listener))
+
+    def _current_leader(self, tp: TopicPartition) -> CurrentLeader:
+        partition = self.replica_manager.partitions.get(tp)
+        cached = self.metadata.partition_info(tp.topic, tp.partition)
+        return current_leader(
+            None if partition is None else (partition.leader, partition.leader_epoch),
+            None if cached is None else (cached.leader, cached.leader_epoch))
 
     def _produce_refusal(
         self, body: Any, ctx: ClientContext
@@ -636,6 +666,9 @@ class KafkaApis:
             max_wait_ms=max(0, millis(body.max_wait)),
             min_bytes=int(body.min_bytes),
             max_bytes=int(getattr(body, "max_bytes", 2**31 - 1)),
+            # From v11 a consumer's fetch carries its rack (client metadata), and Kafka
+            # lets any replica answer it up to that replica's high watermark.
+            fetch_only_leader=version < FOLLOWER_FETCH_MIN_VERSION,
         )
         answered: list[tuple[TopicIdPartition, FetchResult]] = [
             (tp, res) for tp, (_, res) in zip(interesting, results, strict=True)
@@ -647,6 +680,10 @@ class KafkaApis:
         # defaults (FetchResponse.partitionResponse): an empty list of aborted
         # transactions, where a partition read at READ_UNCOMMITTED has none (null).
         unread = {tp for tp, _ in erroneous}
+        hints, endpoints = self._leader_hints(
+            ((TopicPartition(tp.topic, tp.partition), res.error)
+             for tp, res in response.partitions if tp.topic is not None),
+            FETCH_HINTED if version >= FETCH_MIN_VERSION else frozenset(), ctx.listener)
         by_topic: dict[Any, list[dict[str, Any]]] = {}
         for tp, res in response.partitions:
             entry: dict[str, Any] = {
@@ -662,6 +699,9 @@ class KafkaApis:
             if res.diverging_epoch is not None:
                 epoch, end_offset = res.diverging_epoch
                 entry["diverging_epoch"] = {"epoch": epoch, "end_offset": end_offset}
+            if tp.topic is not None and (
+                    hint := hints.get(TopicPartition(tp.topic, tp.partition))) is not None:
+                entry["current_leader"] = hint.as_field()
             by_topic.setdefault(tp.topic_id if uses_ids else tp.topic, []).append(entry)
         topic_key = "topic_id" if uses_ids else "topic"
         return self._response(
@@ -673,6 +713,9 @@ class KafkaApis:
                 "responses": [
                     {topic_key: key, "partitions": parts} for key, parts in by_topic.items()
                 ],
+                # A follower's fetch names the leader but lists no endpoint: Kafka 4.4.0
+                # answers so (test_kafka_engine); replica fetchers follow the metadata.
+                "node_endpoints": node_endpoints(endpoints) if replica_id < 0 else [],
             },
         )
 
@@ -1513,6 +1556,9 @@ def elect_leaders_response(error: ErrorCode, answers: list[TopicElections]) -> d
             for a in answers
         ],
     }
+
+
+FOLLOWER_FETCH_MIN_VERSION = 11  # KIP-392
 
 
 def _fetch_replica_id(body: Any) -> int:

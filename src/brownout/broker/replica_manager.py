@@ -599,13 +599,18 @@ class ReplicaManager:
     # -- fetch ----------------------------------------------------------------------
 
     def read(
-        self, request: FetchRequestPartition, *, replica_id: int, min_one_batch: bool = True
+        self, request: FetchRequestPartition, *, replica_id: int, min_one_batch: bool = True,
+        fetch_only_leader: bool = True,
     ) -> FetchResult:
+        """One partition's records up to the high watermark (a follower's fetch: up to
+        the log end). `fetch_only_leader` False lets a follower replica serve a consumer,
+        as Kafka's FetchParams.fetchOnlyLeader does for Fetch v11+ (KIP-392)."""
         partition = self.partitions.get(request.tp)
         if partition is None:
             return FetchResult(ErrorCode.unknown_topic_or_partition)
         try:
-            partition.check_leader_epoch(request.current_leader_epoch, require_leader=True)
+            partition.check_leader_epoch(request.current_leader_epoch,
+                                         require_leader=fetch_only_leader)
         except PartitionError as e:
             return FetchResult(e.error)
         max_offset = None if replica_id >= 0 else partition.high_watermark
@@ -639,9 +644,12 @@ class ReplicaManager:
         max_wait_ms: int,
         min_bytes: int,
         max_bytes: int,
+        fetch_only_leader: bool = True,
     ) -> list[tuple[FetchRequestPartition, FetchResult]]:
         """Read every partition; if fewer than min_bytes are ready, wait up to
-        max_wait_ms for more, as Kafka's DelayedFetch does."""
+        max_wait_ms for more, as Kafka's DelayedFetch does. A follower's fetch is always
+        answered by leaders only."""
+        fetch_only_leader = fetch_only_leader or replica_id >= 0
         requests = list(requests)
         if replica_id >= 0:
             diverging = self._record_follower_fetch(replica_id, requests)
@@ -649,7 +657,8 @@ class ReplicaManager:
                 return diverging
         deadline = time.monotonic() + max_wait_ms / 1000
         while True:
-            results = self._read_all(requests, replica_id=replica_id, max_bytes=max_bytes)
+            results = self._read_all(requests, replica_id=replica_id, max_bytes=max_bytes,
+                                     fetch_only_leader=fetch_only_leader)
             ready = sum(len(r.records) for _, r in results)
             errors = any(r.error != ErrorCode.none for _, r in results)
             remaining = deadline - time.monotonic()
@@ -791,7 +800,8 @@ class ReplicaManager:
         partition.log.update_high_watermark(min(leader_hw, partition.log_end_offset))
 
     def _read_all(
-        self, requests: list[FetchRequestPartition], *, replica_id: int, max_bytes: int
+        self, requests: list[FetchRequestPartition], *, replica_id: int, max_bytes: int,
+        fetch_only_leader: bool,
     ) -> list[tuple[FetchRequestPartition, FetchResult]]:
         # Like Kafka, only the first partition that returns data may exceed the limits
         # (so that one oversized batch can still make progress); the rest stay within
@@ -806,7 +816,8 @@ class ReplicaManager:
                 limited = dataclasses.replace(
                     request, max_bytes=max(0, min(request.max_bytes, budget))
                 )
-            result = self.read(limited, replica_id=replica_id, min_one_batch=min_one)
+            result = self.read(limited, replica_id=replica_id, min_one_batch=min_one,
+                               fetch_only_leader=fetch_only_leader)
             if result.records and replica_id >= 0 and self._should_leader_throttle(
                     request.tp, replica_id, now):
                 # As Kafka: read (so errors come first), then leave the records out.

@@ -115,22 +115,34 @@ _METADATA_UPDATE = re.compile(
     r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),(\d{3})\] DEBUG .*Updated cluster metadata "
     r"updateVersion \d+ to \w+\{.*?nodes=\{([^}]*)\}")
 _NODE_ID = re.compile(r"(?:^|, )(-?\d+)=")
+# A leader named in a Fetch or Produce response (KIP-951) is merged into the brokers the
+# client knows, without a Metadata response: "... DEBUG [Consumer ...] For events-3
+# updating leader information, updated metadata is PartitionMetadata(error=NONE,
+# partition=events-3, leader=Optional[2], leaderEpoch=Optional[1], ...)".
+_LEADER_HINT = re.compile(
+    r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),(\d{3})\] DEBUG .*updating leader information, "
+    r"updated metadata is PartitionMetadata\(.*?leader=Optional\[(\d+)\]")
 
 
 def metadata_updates(lines: Iterable[str]) -> list[tuple[float, tuple[int, ...]]]:
-    """(wall-clock seconds, broker ids) of each metadata update the client logged whose
-    broker list differs from the one before (the bootstrap list, negative ids, is not
-    one); the log's times are the machine's local time, as the JVM prints them."""
+    """(wall-clock seconds, broker ids) each time the brokers the client knows changed:
+    a metadata update lists them all (the bootstrap list, negative ids, is not one), a
+    leader hint adds its leader to those known. The log's times are the machine's local
+    time, as the JVM prints them."""
     out: list[tuple[float, tuple[int, ...]]] = []
     for line in lines:
-        match = _METADATA_UPDATE.match(line)
-        if match is None:
+        if (match := _METADATA_UPDATE.match(line)) is not None:
+            stamp, millis, nodes = match.groups()
+            listed = [int(n) for n in _NODE_ID.findall(nodes)]
+            if listed and all(n < 0 for n in listed):
+                continue  # the bootstrap addresses (ids -1, -2, ...), not a broker's answer
+            ids = tuple(sorted(n for n in listed if n >= 0))
+        elif (match := _LEADER_HINT.match(line)) is not None:
+            stamp, millis, leader = match.groups()
+            known = out[-1][1] if out else ()
+            ids = tuple(sorted({*known, int(leader)}))
+        else:
             continue
-        stamp, millis, nodes = match.groups()
-        listed = [int(n) for n in _NODE_ID.findall(nodes)]
-        if listed and all(n < 0 for n in listed):
-            continue  # the bootstrap addresses (ids -1, -2, ...), not a broker's answer
-        ids = tuple(sorted(n for n in listed if n >= 0))
         if out and out[-1][1] == ids:
             continue
         when = time.mktime(time.strptime(stamp, "%Y-%m-%d %H:%M:%S")) + int(millis) / 1000

@@ -443,3 +443,26 @@ def test_a_java_consumers_broker_lists_come_from_its_metadata_log():
     first = time.mktime(time.strptime("2026-11-29 18:40:01", "%Y-%m-%d %H:%M:%S")) + 0.123
     assert got[0][0] == first
     assert got[1][0] - got[0][0] == pytest.approx(4.377)
+
+
+def test_a_leader_named_in_a_response_adds_to_the_brokers_a_java_consumer_knows():
+    from brownout.workload.java_events import metadata_updates
+
+    prefix = "DEBUG [Consumer clientId=consumer-readers-1, groupId=readers] "
+    one = (f"[2026-11-30 16:00:10,000] {prefix}Updated cluster metadata updateVersion 7 to "
+           "MetadataSnapshot{clusterId='AbC', nodes={1=127.0.0.1:9092 (id: 1 rack: null "
+           "isFenced: false)}, partitions=[], controller=null} "
+           "(org.apache.kafka.clients.Metadata)")
+
+    def hint(stamp: str, partition: int, leader: int) -> str:
+        return (f"[2026-11-30 16:00:{stamp}] {prefix}For events-{partition} updating leader "
+                "information, updated metadata is PartitionMetadata(error=NONE, partition="
+                f"events-{partition}, leader=Optional[{leader}], leaderEpoch=Optional[4], "
+                "replicas=1,2, isr=1,2, offlineReplicas=). (org.apache.kafka.clients.Metadata)")
+
+    got = metadata_updates([one, hint("11,877", 3, 2), hint("11,878", 2, 2),
+                            hint("12,000", 1, 1)])
+    # KIP-951: the fetch response's leader (broker 2) joins the broker already known;
+    # a second hint naming it, or one naming a known broker, changes nothing.
+    assert [ids for _, ids in got] == [(1,), (1, 2)]
+    assert got[1][0] - got[0][0] == pytest.approx(1.877)
