@@ -30,6 +30,34 @@ log = logging.getLogger("kafka.server.BrokerLifecycleManager")
 
 CONTROLLED_SHUTDOWN_TIMEOUT_S = 300.0
 
+# When the next heartbeat goes out, as Kafka's BrokerLifecycleManager schedules it. The
+# cadence is part of what clients see: a broker in controlled shutdown is granted it in
+# the answer to one of its own heartbeats, so it stays reachable (and names the new
+# leaders to clients still fetching from it) for about one interval after its
+# leaderships moved; a restarted broker learns it is unfenced one interval after it
+# caught up.
+REGISTRATION_RETRY_S = 0.05
+STARTING_S = 0.01  # registered, catching up with the metadata
+FIRST_SHUTDOWN_ANSWER_S = 0.05  # the controller's first "not yet" to a controlled shutdown
+
+
+def next_heartbeat_s(interval_s: float, *, registered: bool, caught_up: bool,
+                     shutdown_answers: int, failed_attempts: int,
+                     session_timeout_s: float) -> float:
+    """Seconds until the next registration or heartbeat: `shutdown_answers` counts the
+    answers to a controlled shutdown that did not grant it, `failed_attempts` the
+    heartbeats in a row that failed (Kafka's exponential backoff from 100 ms, doubling, up
+    to the session timeout; without its 2 % jitter)."""
+    if failed_attempts:
+        return min(0.1 * 2 ** (failed_attempts - 1), session_timeout_s)
+    if not registered:
+        return REGISTRATION_RETRY_S
+    if not caught_up:
+        return STARTING_S
+    if shutdown_answers == 1:
+        return FIRST_SHUTDOWN_ANSWER_S
+    return interval_s
+
 
 class BrokerLifecycleManager:
     def __init__(
@@ -41,6 +69,7 @@ class BrokerLifecycleManager:
         listeners: list[tuple[str, str, int]],
         rack: str | None,
         heartbeat_interval_ms: int,
+        session_timeout_ms: int,
         metadata_offset: Callable[[], int],
         events: EventLog,
         previous_broker_epoch: int = -1,
@@ -53,6 +82,7 @@ class BrokerLifecycleManager:
         self.protocols: dict[str, str] = {}
         self.rack = rack
         self.heartbeat_interval_s = heartbeat_interval_ms / 1000
+        self.session_timeout_s = session_timeout_ms / 1000
         self.metadata_offset = metadata_offset
         self.events = events
         self.incarnation_id = uuid.uuid4()
@@ -60,7 +90,10 @@ class BrokerLifecycleManager:
         # The epoch in the clean-shutdown markers (-1: none), sent when registering.
         self.previous_broker_epoch = previous_broker_epoch
         self.fenced = True
+        self.caught_up = False
         self.want_shut_down = False
+        self._shutdown_answers = 0
+        self._failed_attempts = 0
         self.unfenced = asyncio.Event()
         self.shutdown_approved = asyncio.Event()
         self._shutdown_aborted = asyncio.Event()
@@ -107,12 +140,14 @@ class BrokerLifecycleManager:
                 await self._register()
             else:
                 await self._heartbeat()
-            # While fenced (catching up after registering) or shutting down, heartbeat
-            # quickly so the controller's decision arrives without a full interval.
-            fast = self.broker_epoch < 0 or self.fenced or self.want_shut_down
+            delay = next_heartbeat_s(
+                self.heartbeat_interval_s, registered=self.broker_epoch >= 0,
+                caught_up=self.caught_up, shutdown_answers=self._shutdown_answers,
+                failed_attempts=self._failed_attempts,
+                session_timeout_s=self.session_timeout_s)
             self._wakeup.clear()
             with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(0.05 if fast else self.heartbeat_interval_s):
+                async with asyncio.timeout(delay):
                     await self._wakeup.wait()
 
     async def _register(self) -> None:
@@ -157,14 +192,21 @@ class BrokerLifecycleManager:
             )
         except ControllerUnavailable as e:
             log.debug("Heartbeat failed: %s", e)
+            self._failed_attempts += 1
             return
         error = response.error_code
         if error in (ErrorCode.stale_broker_epoch, ErrorCode.broker_id_not_registered):
             log.info("Broker %d must register again (%s)", self.node_id, error.name)
             self.broker_epoch = -1
+            self.caught_up = False
             return
         if error != ErrorCode.none:
+            self._failed_attempts += 1
             return
+        self._failed_attempts = 0
+        self.caught_up = self.caught_up or bool(response.is_caught_up)
+        if self.want_shut_down and not response.should_shut_down:
+            self._shutdown_answers += 1
         was_fenced = self.fenced
         self.fenced = bool(response.is_fenced)
         if was_fenced and not self.fenced:

@@ -76,6 +76,7 @@ class BrokerServer:
             listeners=[],  # filled in once the socket server knows its ports
             rack=config["broker.rack"],
             heartbeat_interval_ms=config["broker.heartbeat.interval.ms"],
+            session_timeout_ms=config["broker.session.timeout.ms"],
             metadata_offset=lambda: self.metadata_publisher.published_offset,
             events=shared.events,
             previous_broker_epoch=self.log_manager.previous_broker_epoch,

@@ -26,6 +26,7 @@ def lifecycle() -> BrokerLifecycleManager:
     return BrokerLifecycleManager(
         None,  # type: ignore[arg-type]
         node_id=1, cluster_id="c", listeners=[], rack=None, heartbeat_interval_ms=2000,
+        session_timeout_ms=9000,
         metadata_offset=lambda: -1, events=EventLog(None, node_id=1),
     )
 
