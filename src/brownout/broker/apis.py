@@ -666,9 +666,10 @@ class KafkaApis:
             max_wait_ms=max(0, millis(body.max_wait)),
             min_bytes=int(body.min_bytes),
             max_bytes=int(getattr(body, "max_bytes", 2**31 - 1)),
-            # From v11 a consumer's fetch carries its rack (client metadata), and Kafka
-            # lets any replica answer it up to that replica's high watermark.
-            fetch_only_leader=version < FOLLOWER_FETCH_MIN_VERSION,
+            # Kafka's FetchParams.fetchOnlyLeader: a follower's fetch, or a consumer's
+            # before v11; from v11 a consumer's fetch carries its rack (client
+            # metadata) and any replica answers it up to its own high watermark.
+            fetch_only_leader=replica_id >= 0 or version < FOLLOWER_FETCH_MIN_VERSION,
         )
         answered: list[tuple[TopicIdPartition, FetchResult]] = [
             (tp, res) for tp, (_, res) in zip(interesting, results, strict=True)

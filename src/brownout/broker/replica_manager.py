@@ -647,9 +647,7 @@ class ReplicaManager:
         fetch_only_leader: bool = True,
     ) -> list[tuple[FetchRequestPartition, FetchResult]]:
         """Read every partition; if fewer than min_bytes are ready, wait up to
-        max_wait_ms for more, as Kafka's DelayedFetch does. A follower's fetch is always
-        answered by leaders only."""
-        fetch_only_leader = fetch_only_leader or replica_id >= 0
+        max_wait_ms for more, as Kafka's DelayedFetch does."""
         requests = list(requests)
         if replica_id >= 0:
             diverging = self._record_follower_fetch(replica_id, requests)
