@@ -15,7 +15,7 @@ import os
 import random
 import uuid
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from kio.schema.errors import ErrorCode
 from kio.static.protocol import ResponsePayload
@@ -96,6 +96,9 @@ from .request_rules import (
     valid_client_software,
 )
 from .topic_creator import TopicAutoCreator
+
+# A partition as a Produce (by name) or a Fetch (by id and name) names it.
+_P = TypeVar("_P", TopicPartition, TopicIdPartition)
 
 log = logging.getLogger("kafka.server.KafkaApis")
 
@@ -556,14 +559,17 @@ class KafkaApis:
         )
 
     def _leader_hints(
-        self, errors: Iterable[tuple[TopicPartition, ErrorCode]], hinted: frozenset[ErrorCode],
+        self, errors: Iterable[tuple[_P, ErrorCode]], hinted: frozenset[ErrorCode],
         listener: str,
-    ) -> tuple[dict[TopicPartition, CurrentLeader], list[Node]]:
+    ) -> tuple[dict[_P, CurrentLeader], list[Node]]:
+        """Produce's partitions are TopicPartitions, Fetch's TopicIdPartitions: both
+        name the topic (hinted errors come only from partitions this broker knows)."""
         return leader_hints(errors, hinted, self._current_leader,
                             lambda broker_id: self.metadata.alive_broker_node(broker_id, listener))
 
-    def _current_leader(self, tp: TopicPartition) -> CurrentLeader:
-        partition = self.replica_manager.partitions.get(tp)
+    def _current_leader(self, tp: TopicPartition | TopicIdPartition) -> CurrentLeader:
+        assert tp.topic is not None
+        partition = self.replica_manager.partitions.get(TopicPartition(tp.topic, tp.partition))
         cached = self.metadata.partition_info(tp.topic, tp.partition)
         return current_leader(
             None if partition is None else (partition.leader, partition.leader_epoch),
@@ -682,8 +688,7 @@ class KafkaApis:
         # transactions, where a partition read at READ_UNCOMMITTED has none (null).
         unread = {tp for tp, _ in erroneous}
         hints, endpoints = self._leader_hints(
-            ((TopicPartition(tp.topic, tp.partition), res.error)
-             for tp, res in response.partitions if tp.topic is not None),
+            ((tp, res.error) for tp, res in response.partitions),
             FETCH_HINTED if version >= FETCH_MIN_VERSION else frozenset(), ctx.listener)
         by_topic: dict[Any, list[dict[str, Any]]] = {}
         for tp, res in response.partitions:
@@ -700,9 +705,8 @@ class KafkaApis:
             if res.diverging_epoch is not None:
                 epoch, end_offset = res.diverging_epoch
                 entry["diverging_epoch"] = {"epoch": epoch, "end_offset": end_offset}
-            if tp.topic is not None and (
-                    hint := hints.get(TopicPartition(tp.topic, tp.partition))) is not None:
-                entry["current_leader"] = hint.as_field()
+            if tp in hints:
+                entry["current_leader"] = hints[tp].as_field()
             by_topic.setdefault(tp.topic_id if uses_ids else tp.topic, []).append(entry)
         topic_key = "topic_id" if uses_ids else "topic"
         return self._response(
