@@ -673,3 +673,70 @@ def assert_not_leader_answers(cluster: LabCluster, topic: str, partition: int = 
         "follower's fetch": ("not_leader_or_follower", expected_leader, []),
         "produce": ("not_leader_or_follower", expected_leader, expected_endpoints),
     }, f"at follower {follower.node_id}: {seen}"
+
+
+def assert_not_hosted_answers(cluster: LabCluster, topic: str) -> None:
+    """What a broker answers for a partition its metadata has but it does not host (a
+    topic of one replica, asked at another broker), as Kafka's
+    ReplicaManager.getPartitionOrException answers: NOT_LEADER_OR_FOLLOWER to Produce,
+    Fetch, ListOffsets, OffsetForLeaderEpoch, DeleteRecords and DescribeProducers, so a
+    client looks the leader up again; a partition it does not know at all is
+    UNKNOWN_TOPIC_OR_PARTITION. The Produce refusal names the leader (KIP-951)."""
+    from brownout.cluster.wire import WireClient
+    from brownout.protocol.apis import ApiKey
+    from brownout.protocol.records import build_batch
+
+    with WireClient(cluster.bootstrap.split(",")[0]) as client:
+        described = client.topic_metadata([topic])
+    assert len(described.partitions) == 1, described
+    led = described.partitions[0]
+    assert len(led.replicas) == 1, led
+    other = next(b for b in described.cluster.brokers if b.node_id not in led.replicas)
+    topic_id = described.topics[0].topic_id
+
+    def asked(client: WireClient, index: int) -> dict[str, tuple[str, Any]]:
+        now = int(time.time() * 1000)
+        produced = client.request(ApiKey.PRODUCE, 10, {
+            "transactional_id": None, "acks": 1, "timeout": 5000,
+            "topic_data": [{"name": topic, "partition_data": [{
+                "index": index, "records": build_batch([(b"k", b"v")], timestamp_ms=now)}]}]})
+        fetched = client.request(ApiKey.FETCH, 16, {
+            "replica_state": {"replica_id": -1, "replica_epoch": -1},
+            "max_wait": 0, "min_bytes": 0, "max_bytes": 1 << 20, "isolation_level": 0,
+            "session_id": 0, "session_epoch": -1, "forgotten_topics_data": [], "rack_id": "",
+            "topics": [{"topic_id": topic_id, "partitions": [{
+                "partition": index, "fetch_offset": 0, "partition_max_bytes": 1 << 20,
+                "current_leader_epoch": -1, "log_start_offset": -1,
+                "last_fetched_epoch": -1}]}]})
+        listed = client.request(ApiKey.LIST_OFFSETS, 7, {
+            "replica_id": -1, "isolation_level": 0, "topics": [{"name": topic, "partitions": [
+                {"partition_index": index, "current_leader_epoch": -1, "timestamp": -1}]}]})
+        epochs = client.request(ApiKey.OFFSET_FOR_LEADER_EPOCH, 4, {
+            "replica_id": -1, "topics": [{"topic": topic, "partitions": [
+                {"partition": index, "current_leader_epoch": -1, "leader_epoch": 0}]}]})
+        deleted = client.request(ApiKey.DELETE_RECORDS, 2, {
+            "timeout": 5000, "topics": [{"name": topic, "partitions": [
+                {"partition_index": index, "offset": 0}]}]})
+        producers = client.request(ApiKey.DESCRIBE_PRODUCERS, 0, {
+            "topics": [{"name": topic, "partition_indexes": [index]}]})
+        answer = produced.responses[0].partition_responses[0]
+        hint = (int(answer.current_leader.leader_id), int(answer.current_leader.leader_epoch))
+        return {
+            "produce": (answer.error_code.name, hint),
+            "fetch": (fetched.responses[0].partitions[0].error_code.name, None),
+            "list offsets": (listed.topics[0].partitions[0].error_code.name, None),
+            "offset for leader epoch": (epochs.topics[0].partitions[0].error_code.name, None),
+            "delete records": (deleted.topics[0].partitions[0].error_code.name, None),
+            "describe producers": (producers.topics[0].partitions[0].error_code.name, None),
+        }
+
+    with WireClient(f"{other.host}:{other.port}") as client:
+        known, unknown = asked(client, 0), asked(client, 1)
+    refused = "not_leader_or_follower"
+    assert known == {what: (refused, (led.leader, led.leader_epoch) if what == "produce"
+                            else None) for what in known}, f"at broker {other.node_id}: {known}"
+    # Fetch by topic id: Kafka answers UNKNOWN_TOPIC_OR_PARTITION too for a partition of
+    # a known topic id that its metadata lacks.
+    assert unknown == {what: ("unknown_topic_or_partition", (-1, -1) if what == "produce"
+                              else None) for what in unknown}, \
+        f"at broker {other.node_id}: {unknown}"

@@ -18,6 +18,7 @@ import pytest
 from _cluster import (
     LabCluster,
     assert_exactly_acked,
+    assert_not_hosted_answers,
     assert_not_leader_answers,
     consume_all,
     full_isr,
@@ -94,6 +95,9 @@ def test_real_kafka_kraft_cluster_keeps_every_acknowledged_write(tmp_path: Path,
         # What a follower answers (KIP-392, KIP-951); the node's answers are checked
         # with the same helper in test_not_leader_answers.
         assert_not_leader_answers(cluster, topic)
+        lonely = f"{topic}-lonely"
+        cluster.create_topic(lonely, 1, replication_factor=1, timeout=60)
+        assert_not_hosted_answers(cluster, lonely)
 
         sent = send(cluster.bootstrap, topic, range(PARTITIONS), PER_PARTITION,
                     flush_timeout=120, enable_idempotence=True, message_timeout_ms=120000)

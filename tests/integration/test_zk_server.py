@@ -15,7 +15,7 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from _cluster import LabCluster, wait_until
+from _cluster import LabCluster, assert_not_hosted_answers, wait_until
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 from kazoo.client import KazooClient
@@ -92,6 +92,12 @@ def test_clients_create_produce_and_consume_through_the_controller(
             seen.add(message.value())
     consumer.close()
     assert len(seen) == 300
+
+
+def test_a_broker_without_a_replica_refuses_not_leader_or_follower(cluster: LabCluster) -> None:
+    # Kafka 3.9's ReplicaManager answers so in both modes (test_kafka_engine asks Kafka).
+    cluster.create_topic("lonely", 1, replication_factor=1)
+    assert_not_hosted_answers(cluster, "lonely")
 
 
 def test_sigterm_moves_leaderships_at_once_kill_only_after_the_session(

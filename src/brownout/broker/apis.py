@@ -600,7 +600,7 @@ class KafkaApis:
         version = request.header.api_version
         replica_id = _fetch_replica_id(body)
         uses_ids = version >= MIN_TOPIC_ID_VERSION
-        names = self.replica_manager.topic_names
+        names = self.metadata.topic_ids_to_names()
         fetch_data: dict[TopicIdPartition, PartitionData] = {}
         for topic in body.topics:
             topic_id = topic.topic_id if uses_ids else None
@@ -795,11 +795,8 @@ class KafkaApis:
             "leader_epoch": -1,
             "old_style_offsets": [],
         }
-        partition = self.replica_manager.partitions.get(tp)
-        if partition is None:
-            result["error_code"] = ErrorCode.unknown_topic_or_partition
-            return result
         try:
+            partition = self.replica_manager.hosted_partition(tp)
             partition.check_leader_epoch(current_epoch, require_leader=replica_id != -2)
         except PartitionError as e:
             result["error_code"] = e.error
@@ -1015,8 +1012,7 @@ class KafkaApis:
     async def handle_describe_producers(self, request: Request,
                                         ctx: ClientContext) -> ResponsePayload:
         # Kafka's KafkaApis and ReplicaManager.activeProducerState: any replica with the
-        # log answers (an admin client may ask a follower); a known partition this
-        # broker does not host is NOT_LEADER_OR_FOLLOWER.
+        # log answers (an admin client may ask a follower).
         topics = []
         for t in request.body.topics:
             problem = validate_topic_name(t.name)
@@ -1030,21 +1026,22 @@ class KafkaApis:
                 entry: dict[str, Any] = {"partition_index": tp.partition,
                                          "error_code": ErrorCode.none, "error_message": None,
                                          "active_producers": []}
-                partition = self.replica_manager.partitions.get(tp)
                 if topic_error is not None:
                     entry["error_code"], entry["error_message"] = topic_error
-                elif partition is None:
-                    entry["error_code"] = (
-                        ErrorCode.not_leader_or_follower
-                        if self.metadata.partition_info(tp.topic, tp.partition) is not None
-                        else ErrorCode.unknown_topic_or_partition)
-                else:
-                    entry["active_producers"] = [
-                        {"producer_id": p.producer_id, "producer_epoch": p.epoch,
-                         "last_sequence": p.last_seq, "last_timestamp": p.last_timestamp,
-                         # Not transactional: no coordinator, no open transaction.
-                         "coordinator_epoch": -1, "current_txn_start_offset": -1}
-                        for p in partition.log.producer_state.active_producers()]
+                    parts.append(entry)
+                    continue
+                try:
+                    partition = self.replica_manager.hosted_partition(tp)
+                except PartitionError as e:
+                    entry["error_code"] = e.error
+                    parts.append(entry)
+                    continue
+                entry["active_producers"] = [
+                    {"producer_id": p.producer_id, "producer_epoch": p.epoch,
+                     "last_sequence": p.last_seq, "last_timestamp": p.last_timestamp,
+                     # Not transactional: no coordinator, no open transaction.
+                     "coordinator_epoch": -1, "current_txn_start_offset": -1}
+                    for p in partition.log.producer_state.active_producers()]
                 parts.append(entry)
             topics.append({"name": t.name, "partitions": parts})
         return self._response(request, {"throttle_time": 0, "topics": topics})
@@ -1457,18 +1454,15 @@ class KafkaApis:
                     "leader_epoch": -1,
                     "end_offset": -1,
                 }
-                partition = self.replica_manager.partitions.get(tp)
-                if partition is None:
-                    entry["error_code"] = ErrorCode.unknown_topic_or_partition
-                else:
-                    try:
-                        partition.check_leader_epoch(
-                            int(getattr(p, "current_leader_epoch", -1)), require_leader=True
-                        )
-                        epoch, end = partition.log.end_offset_for_epoch(int(p.leader_epoch))
-                        entry["leader_epoch"], entry["end_offset"] = epoch, end
-                    except PartitionError as e:
-                        entry["error_code"] = e.error
+                try:
+                    partition = self.replica_manager.hosted_partition(tp)
+                    partition.check_leader_epoch(
+                        int(getattr(p, "current_leader_epoch", -1)), require_leader=True
+                    )
+                    epoch, end = partition.log.end_offset_for_epoch(int(p.leader_epoch))
+                    entry["leader_epoch"], entry["end_offset"] = epoch, end
+                except PartitionError as e:
+                    entry["error_code"] = e.error
                 parts.append(entry)
             topics.append({"topic": topic.topic, "partitions": parts})
         return self._response(request, {"throttle_time": 0, "topics": topics})

@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import dataclasses
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any, Protocol
 
 from kio.schema.errors import ErrorCode
 
-from ..controller.image import MetadataImage, QuotaEntity
+from ..controller.image import MetadataImage, QuotaEntity, TopicImage
 from ..security.mechanisms import ScramCredential
 
 NO_LEADER_ID = -1
@@ -91,6 +91,11 @@ class MetadataCache(Protocol):
     def topic_id(self, topic: str) -> uuid.UUID | None: ...
 
     def topic_name(self, topic_id: uuid.UUID) -> str | None: ...
+
+    def topic_ids_to_names(self) -> Mapping[uuid.UUID, str]:
+        """Every topic's name by its id (Kafka's topicIdsToNames): what a Fetch v13+
+        names its topics by, hosted here or not."""
+        ...
 
     def num_partitions(self, topic: str) -> int | None: ...
 
@@ -190,6 +195,9 @@ class KRaftMetadataCache:
         topic = self.image.topics_by_id.get(topic_id)
         return None if topic is None else topic.name
 
+    def topic_ids_to_names(self) -> Mapping[uuid.UUID, str]:
+        return _TopicNames(self.image.topics_by_id)
+
     def num_partitions(self, topic: str) -> int | None:
         found = self.image.topic(topic)
         return None if found is None else len(found.partitions)
@@ -251,3 +259,20 @@ class KRaftMetadataCache:
                 }
             )
         return partitions
+
+
+class _TopicNames(Mapping[uuid.UUID, str]):
+    """The image's topic names by id, read through (a Fetch looks up a few of them;
+    copying every topic's name for each would cost more than the fetch)."""
+
+    def __init__(self, topics: Mapping[uuid.UUID, TopicImage]) -> None:
+        self._topics = topics
+
+    def __getitem__(self, topic_id: uuid.UUID) -> str:
+        return self._topics[topic_id].name
+
+    def __iter__(self) -> Iterator[uuid.UUID]:
+        return iter(self._topics)
+
+    def __len__(self) -> int:
+        return len(self._topics)

@@ -119,7 +119,6 @@ class ReplicaManager:
         self._topic_config = topic_config
         self.clock = clock
         self.partitions: dict[TopicPartition, Partition] = {}
-        self.topic_names: dict[uuid.UUID, str] = {}
         # Set once the broker's shutdown has begun: Kafka's isShuttingDown in ZooKeeper
         # mode (before its controlled shutdown), its isInControlledShutdown in KRaft mode
         # (beginControlledShutdown, before the lifecycle manager asks the controller).
@@ -143,6 +142,9 @@ class ReplicaManager:
         # Whether a broker is alive (registered, unfenced), from metadata: only live
         # followers hold back the low watermark DeleteRecords waits for.
         self.broker_alive: Callable[[int], bool] = lambda _broker: True
+        # Whether the broker's metadata has a partition (Kafka's metadataCache.contains),
+        # for the answer to one this broker does not host.
+        self.partition_known: Callable[[TopicPartition], bool] = lambda _tp: False
         # Called after every metadata change, so replica fetchers follow new leaders.
         self.follower_listeners: list[Callable[[], None]] = []
         # Replication quotas: the leader's, for what it sends to throttled followers, and
@@ -209,27 +211,21 @@ class ReplicaManager:
         what it names is looked at (Kafka's applyDelta); without, every topic."""
         now = self.clock()
         was_leading = self.leading()
-        names: dict[uuid.UUID, str]
         if delta is None:
             topics = list(image.topics_by_id.values())
             gone = {tp for tp, p in self.partitions.items()
                     if p.topic_id not in image.topics_by_id}
-            names = {}
         else:
             topics = _topics_to_apply(image, delta)
             gone = {tp for tp, p in self.partitions.items() if p.topic_id in delta.removed_topics}
-            names = {topic_id: name for topic_id, name in self.topic_names.items()
-                     if topic_id not in delta.removed_topics}
         for tp in sorted(gone, key=lambda tp: (tp.topic, tp.partition)):
             self._remove(tp)
         stopped = 0
         for topic in topics:
-            names[topic.topic_id] = topic.name
             stopped += self._apply_topic(topic, now)
         if stopped:
             log.info("Stopped fetchers as part of controlled shutdown for %d partitions",
                      stopped)
-        self.topic_names = names
         self.after_state_change(was_leading)
 
     def _apply_topic(self, topic: TopicImage, now: int) -> int:
@@ -341,8 +337,6 @@ class ReplicaManager:
             partition = Partition(tp, log_.topic_id, log_, self.node_id)
             self._apply_topic_configs(partition, configs)
             self.partitions[tp] = partition
-        if partition.topic_id is not None:
-            self.topic_names[partition.topic_id] = tp.topic
         return partition
 
     def assign_topic_id(self, tp: TopicPartition, topic_id: uuid.UUID) -> None:
@@ -354,13 +348,6 @@ class ReplicaManager:
         partition = self.partitions.get(tp)
         if partition is not None:
             partition.topic_id = topic_id
-            self.topic_names[topic_id] = tp.topic
-
-    def forget_unhosted_topic_names(self) -> None:
-        self.topic_names = {
-            topic_id: name for topic_id, name in self.topic_names.items()
-            if any(tp.topic == name for tp in self.partitions)
-        }
 
     def after_state_change(self, was_leading: set[TopicPartition]) -> None:
         """Tell the listeners what leaderships changed since `was_leading` (leading()),
@@ -392,10 +379,19 @@ class ReplicaManager:
 
     # -- produce --------------------------------------------------------------------
 
-    def partition_for_leader(self, tp: TopicPartition) -> Partition:
+    def hosted_partition(self, tp: TopicPartition) -> Partition:
+        """The partition, if this broker hosts it (Kafka's getPartitionOrException).
+        One the metadata has but this broker does not host (a reassignment moved its
+        replica away, or the replica is not created yet) is NOT_LEADER_OR_FOLLOWER, so
+        the client looks up its leader again; one the metadata lacks is unknown."""
         partition = self.partitions.get(tp)
         if partition is None:
-            raise PartitionError(ErrorCode.unknown_topic_or_partition)
+            raise PartitionError(ErrorCode.not_leader_or_follower if self.partition_known(tp)
+                                 else ErrorCode.unknown_topic_or_partition)
+        return partition
+
+    def partition_for_leader(self, tp: TopicPartition) -> Partition:
+        partition = self.hosted_partition(tp)
         if not partition.is_leader:
             raise PartitionError(ErrorCode.not_leader_or_follower)
         return partition
@@ -605,10 +601,8 @@ class ReplicaManager:
         """One partition's records up to the high watermark (a follower's fetch: up to
         the log end). `fetch_only_leader` False lets a follower replica serve a consumer,
         as Kafka's FetchParams.fetchOnlyLeader does for Fetch v11+ (KIP-392)."""
-        partition = self.partitions.get(request.tp)
-        if partition is None:
-            return FetchResult(ErrorCode.unknown_topic_or_partition)
         try:
+            partition = self.hosted_partition(request.tp)
             partition.check_leader_epoch(request.current_leader_epoch,
                                          require_leader=fetch_only_leader)
         except PartitionError as e:

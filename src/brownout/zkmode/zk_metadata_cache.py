@@ -74,6 +74,7 @@ class ZkMetadataCache:
         self.broker_id = broker_id
         self.partition_states: dict[str, dict[int, ZkPartitionState]] = {}
         self.topic_ids: dict[str, uuid.UUID] = {}
+        self.topic_names: dict[uuid.UUID, str] = {}  # the same, by id
         self.alive_brokers: dict[int, UpdateMetadataBroker] = {}
         self.alive_nodes: dict[int, dict[str, Node]] = {}
         self.topic_configs: dict[str, dict[str, str]] = {}
@@ -105,10 +106,10 @@ class ZkMetadataCache:
 
         for state in request.partition_states:
             topic_id = request.topic_ids.get(state.topic)
+            self._forget_topic_id(state.topic)
             if topic_id is not None and topic_id.int != 0:
                 self.topic_ids[state.topic] = topic_id
-            else:
-                self.topic_ids.pop(state.topic, None)
+                self.topic_names[topic_id] = state.topic
 
         deleted: dict[TopicPartition, None] = {}
         for state in request.partition_states:
@@ -188,7 +189,12 @@ class ZkMetadataCache:
         partitions.pop(tp.partition, None)
         if not partitions:
             del self.partition_states[tp.topic]
-            self.topic_ids.pop(tp.topic, None)
+            self._forget_topic_id(tp.topic)
+
+    def _forget_topic_id(self, topic: str) -> None:
+        topic_id = self.topic_ids.pop(topic, None)
+        if topic_id is not None:
+            self.topic_names.pop(topic_id, None)
 
     def set_topic_config(self, topic: str, config: Mapping[str, str]) -> None:
         """The topic's overrides as /config/topics/<topic> now holds them."""
@@ -228,10 +234,10 @@ class ZkMetadataCache:
         return self.topic_ids.get(topic)
 
     def topic_name(self, topic_id: uuid.UUID) -> str | None:
-        for name, found in self.topic_ids.items():
-            if found == topic_id:
-                return name
-        return None
+        return self.topic_names.get(topic_id)
+
+    def topic_ids_to_names(self) -> Mapping[uuid.UUID, str]:
+        return self.topic_names
 
     def num_partitions(self, topic: str) -> int | None:
         partitions = self.partition_states.get(topic)

@@ -226,7 +226,6 @@ class ZkReplicaManager:
                 # every partition that names a leader, so the replica forgets it: the
                 # next LeaderAndIsr (with a newer leader epoch) names one again.
                 partition.leader = NO_LEADER
-        replicas.forget_unhosted_topic_names()
         replicas.after_state_change(was_leading)
         return errors, ErrorCode.none
 

@@ -162,7 +162,7 @@ def new_leader(tmp_path):
 
 def list_offset(p: Partition, timestamp: int, replica_id: int = -1) -> dict:
     apis = object.__new__(KafkaApis)  # _list_offset reads only the replica manager
-    apis.replica_manager = types.SimpleNamespace(partitions={p.tp: p})
+    apis.replica_manager = types.SimpleNamespace(hosted_partition={p.tp: p}.__getitem__)
     return apis._list_offset(p.tp, timestamp, -1, replica_id)
 
 

@@ -161,12 +161,14 @@ def test_leader_during_delete_removes_partitions_then_the_topic() -> None:
     assert deleted == [TopicPartition("orders", 0)]
     assert cache.num_partitions("orders") == 1
     assert cache.topic_id("orders") == ORDERS_ID
+    assert cache.topic_ids_to_names() == {ORDERS_ID: "orders"}
     deleted = cache.update_metadata(request((state("orders", 1, -2, (2, 1)),), three_brokers()))
     assert deleted == [TopicPartition("orders", 1)]
     assert not cache.contains("orders")
     assert cache.all_topics() == []
     assert cache.topic_id("orders") is None
     assert cache.topic_name(ORDERS_ID) is None
+    assert cache.topic_ids_to_names() == {}
     # Deleting what is not there changes nothing and still reports it.
     assert cache.update_metadata(
         request((state("orders", 1, -2, (2, 1)),), three_brokers())) == [
@@ -189,7 +191,18 @@ def test_a_topic_named_without_an_id_loses_the_one_it_had() -> None:
     cache.update_metadata(request((state("orders", 0, 1, (1,)),), three_brokers(),
                                   topic_ids={"orders": uuid.UUID(int=0)}))
     assert cache.topic_id("orders") is None
+    assert cache.topic_ids_to_names() == {}
     assert cache.contains("orders")
+
+
+def test_a_topic_named_with_a_new_id_is_found_by_the_new_one_only() -> None:
+    cache = ZkMetadataCache(1)
+    cache.update_metadata(request((state("orders", 0, 1, (1,)),), three_brokers()))
+    recreated = uuid.uuid4()
+    cache.update_metadata(request((state("orders", 0, 1, (1,)),), three_brokers(),
+                                  topic_ids={"orders": recreated}))
+    assert cache.topic_ids_to_names() == {recreated: "orders"}
+    assert cache.topic_name(ORDERS_ID) is None
 
 
 def test_topic_configs_come_from_outside_updates() -> None:

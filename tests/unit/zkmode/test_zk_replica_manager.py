@@ -112,7 +112,6 @@ def test_new_partitions_become_leader_and_follower(broker: Broker) -> None:
     assert leader.topic_id == ORDERS_ID
     assert (follower.leader, follower.leader_epoch, follower.partition_epoch) == (2, 4, 4)
     assert broker.log_dir(P0).is_dir() and broker.log_dir(P1).is_dir()
-    assert broker.replica_manager.topic_names == {ORDERS_ID: "orders"}
     assert broker.leadership == [({P0}, set())]
     assert broker.follower_changes == 2  # the UpdateMetadata, then this request
 
@@ -229,7 +228,6 @@ def test_stop_replica_with_delete_removes_the_log(broker: Broker) -> None:
     assert broker.replica_manager.partitions == {}
     assert not broker.log_dir(P0).exists() and not broker.log_dir(P1).exists()
     assert broker.log_manager.get_log("orders", 0) is None
-    assert broker.replica_manager.topic_names == {}
     assert broker.leadership[-1] == (set(), {P0})
 
 
