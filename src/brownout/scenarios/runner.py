@@ -59,6 +59,7 @@ from typing import Any
 
 from rich.console import Console
 
+from ..check.overload import stall_limit_ms
 from ..cluster.admin import AdminError
 from ..cluster.netns import is_root
 from ..common import interrupt
@@ -70,6 +71,7 @@ from ..common.rundir import (
     RUN_FILE,
     SCENARIO_FILE,
     STUCK_FILE,
+    node_dirs,
 )
 from ..workload.consumer import ConsumerSettings
 from ..workload.final_read import not_read, write_final_read
@@ -107,6 +109,7 @@ from .verdict import (
     RunOutcome,
     RunRecord,
     check_run_and_workloads,
+    cluster_session_timeout_ms,
     judge,
     write_verdict,
 )
@@ -432,6 +435,12 @@ class _Run:
             f"`brownout check {self.out}` and `brownout report {self.out}` read it"
             "[/yellow]")
 
+    def _send_wait_limit(self) -> float:
+        """Seconds a send may wait at the first fault before the run cannot be judged
+        (write_verdict, check/overload.py), from the session timeout of the lab's nodes."""
+        dirs = [] if self.external is not None else node_dirs(self.cluster.directory).values()
+        return stall_limit_ms(cluster_session_timeout_ms(dirs)) / 1000
+
     def _phase(self, name: str) -> None:
         self.phase = name
         self.progress.phase(name)
@@ -474,7 +483,8 @@ class _Run:
                 self.schedule = ScheduleStage(self.scenario, nemesis, bootstrap, run.history,
                                               record, progress, seed=self.seed,
                                               run_dir=self.out,
-                                              producer_lag=run.producer_lag)
+                                              producer_lag=run.producer_lag,
+                                              send_wait_limit=self._send_wait_limit())
                 self.schedule.start(t0)
                 while (time.monotonic() - t0 < self.scenario.duration or self.schedule.alive()
                        or _counting(run)):

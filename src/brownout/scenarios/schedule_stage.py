@@ -9,12 +9,15 @@ undone before the next; the plan goes into the history first). Every step's outc
 to RunRecord.steps (by id to step_outcomes, its history-time span to step_times); the
 first fault that is not an undo (heal, resume, start) marks RunRecord.fault_start.
 
-The first fault waits, at most WARM_UP_LIMIT seconds, until the producers keep up (their
-sends in flight hold less than KEEP_UP_SECONDS of their rate, on two looks in a row): a
-fault that hits a cluster still behind (a JVM still compiling, a loaded machine) measures
-the backlog, not the fault. Kafka's own system tests likewise wait for the producer to
-make progress before they bounce a broker. The wait goes to RunRecord.warm_up; a run
-whose producers were still behind at the fault is judged unknown (check/overload.py).
+The first fault waits, at most WARM_UP_LIMIT seconds, until the producers keep up, on two
+looks in a row (`keeps_up`): their sends in flight hold less than KEEP_UP_SECONDS of their
+rate, and none has waited longer than the verdict allows a send at the first fault (a
+third of the session timeout: a partition stuck behind a stalled replica shows in the
+oldest send, not in the mean). A fault that hits a cluster still behind (a JVM still
+compiling, a loaded machine) measures the backlog, not the fault. Kafka's own system
+tests likewise wait for the producer to make progress before they bounce a broker. The
+wait goes to RunRecord.warm_up; a run whose producers were still behind at the fault is
+judged unknown (check/overload.py).
 Setting `cancel` stops the schedule at the next step or wait. An exception in the thread
 is kept in `error` for the main thread to raise.
 """
@@ -22,6 +25,7 @@ is kept in `error` for the main thread to raise.
 from __future__ import annotations
 
 import json
+import math
 import random
 import threading
 import time
@@ -40,6 +44,7 @@ from ..cluster.admin import (
 from ..faults import Fault, Nemesis
 from ..faults.kinds import UNDO_ACTIONS
 from ..workload.history import HistoryWriter
+from ..workload.run import ProducerLag
 from . import admin_steps
 from .groupchecks import run_group_checks
 from .progress import Progress
@@ -54,6 +59,12 @@ KEEP_UP_SECONDS = 0.5  # the producers keep up: less than this much sending in f
 KEEP_UP_LOOK = 0.5  # seconds between two looks at the producers
 WARM_UP_LIMIT = 60.0  # seconds the first fault waits at most for the producers to keep up
 AWAIT_ISR_TIMEOUT = 60.0  # seconds an await-isr step waits by default
+
+
+def keeps_up(lag: ProducerLag, send_wait_limit: float) -> bool:
+    """The producers keep up (module doc): little in flight, and no send waiting longer
+    than the verdict would allow at a fault."""
+    return lag.mean_wait < KEEP_UP_SECONDS and lag.oldest_wait <= send_wait_limit
 
 
 def snapshot_key(step: Step) -> str:
@@ -97,10 +108,13 @@ class ScheduleStage:
     def __init__(self, scenario: Scenario, nemesis: Nemesis, bootstrap: str,
                  history: HistoryWriter, record: RunRecord, progress: Progress,
                  seed: int = 0, run_dir: Path | None = None,
-                 producer_lag: Callable[[], float] = lambda: 0.0) -> None:
+                 producer_lag: Callable[[], ProducerLag] = ProducerLag,
+                 send_wait_limit: float = math.inf) -> None:
         self.scenario = scenario
-        # seconds behind the producers are (WorkloadRun.producer_lag)
+        # how far behind the producers are (WorkloadRun.producer_lag), and the longest a
+        # send may wait at the first fault (check/overload.py: stall_limit_ms)
         self.producer_lag = producer_lag
+        self.send_wait_limit = send_wait_limit
         self.seed = seed
         self.run_dir = run_dir  # describe steps keep their snapshots under it
         self.nemesis = nemesis
@@ -195,7 +209,7 @@ class ScheduleStage:
         began = time.monotonic()
         kept_up, looks = False, 0
         while not self.cancel.is_set():
-            looks = looks + 1 if self.producer_lag() < KEEP_UP_SECONDS else 0
+            looks = looks + 1 if keeps_up(self.producer_lag(), self.send_wait_limit) else 0
             if looks >= 2:
                 kept_up = True
                 break

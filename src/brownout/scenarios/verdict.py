@@ -254,6 +254,18 @@ def session_timeout_ms(props: dict[str, str]) -> int | None:
     return None if value is None else int(value)
 
 
+def cluster_session_timeout_ms(dirs: Iterable[Path]) -> int:
+    """The session whose loss fences a node, for the whole cluster: the shortest any
+    node's server.properties sets (the controller fences by it), else Kafka's default."""
+    sessions = []
+    for node_dir in dirs:
+        with contextlib.suppress(ValueError, OSError):
+            value = session_timeout_ms(read_properties(node_dir / NODE_CONFIG))
+            if value is not None:
+                sessions.append(value)
+    return min(sessions, default=BROKER_CONFIG.keys["broker.session.timeout.ms"].default)
+
+
 @dataclasses.dataclass(frozen=True)
 class LabStalls:
     """What the run observed of its nodes standing still (check/overload.py)."""
@@ -269,15 +281,8 @@ def lab_stalls(run_dir: Path) -> LabStalls:
     Brownout's nodes' event-loop stalls, Kafka's JVMs' GC pauses; and the cluster's
     session timeout (`session_timeout_ms`)."""
     started = (_read_json(run_dir / RUN_FILE) or {}).get("started")
-    sessions = []
     dirs = node_dirs(run_dir / NODES_DIR)
-    for node_dir in dirs.values():
-        with contextlib.suppress(ValueError, OSError):
-            value = session_timeout_ms(read_properties(node_dir / NODE_CONFIG))
-            if value is not None:
-                sessions.append(value)
-    # The controller fences: the shortest session any node was configured with.
-    session = min(sessions, default=BROKER_CONFIG.keys["broker.session.timeout.ms"].default)
+    session = cluster_session_timeout_ms(dirs.values())
     events = read_node_events(run_dir / NODES_DIR)
     pauses = {n: p for n, d in dirs.items() if (p := read_gc_pauses(d)) is not None}
     measures = measures_by_node(events, pauses, dirs)

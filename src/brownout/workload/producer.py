@@ -38,6 +38,7 @@ import functools
 import logging
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -148,7 +149,9 @@ def _key_text(key: bytes | None) -> str | None:
 class DeliveryRecorder:
     """The delivery callback of one producer: turns delivery reports into ok / fail /
     info events. Called by librdkafka from the producer thread's poll()/flush(), so the
-    counters need no lock (readers in other threads only display them)."""
+    counters need no lock (readers in other threads only display them). The sends still
+    unanswered, with when each was invoked, are read from the scenario's schedule thread
+    (`oldest_outstanding`), so they are kept under a lock."""
 
     def __init__(self, history: HistoryWriter, process: str, acks: str, retries: int) -> None:
         self.history = history
@@ -164,19 +167,35 @@ class DeliveryRecorder:
         # and those still outstanding after the drain's wait (purged: no real outcome).
         self.outstanding_at_stop = 0
         self.purged = 0
+        self._unanswered: OrderedDict[str, float] = OrderedDict()  # msg_id -> monotonic
+        self._unanswered_lock = threading.Lock()
 
     @property
     def in_flight(self) -> int:
         return self.invoked - self.acked - self.failed - self.info
+
+    def oldest_outstanding(self, now: float) -> float:
+        """Seconds the oldest send still unanswered has waited at `now` (monotonic), 0
+        if none."""
+        with self._unanswered_lock:
+            oldest = next(iter(self._unanswered.values()), None)
+        return 0.0 if oldest is None else max(0.0, now - oldest)
 
     def invoke(self, topic: str, msg: Message) -> None:
         self.history.record(INVOKE, "send", self.process, topic=topic, key=_key_text(msg.key),
                             msg_id=msg.msg_id, producer=msg.producer, seq=msg.seq,
                             acks=self.acks)
         self.invoked += 1
+        with self._unanswered_lock:
+            self._unanswered[msg.msg_id] = time.monotonic()
+
+    def _answered(self, msg_id: str) -> None:
+        with self._unanswered_lock:
+            self._unanswered.pop(msg_id, None)
 
     def refused(self, topic: str, msg: Message, error: str) -> None:
         """produce() raised: the message never entered the client's queue."""
+        self._answered(msg.msg_id)
         self._count(FAIL, error)
         self.history.record(FAIL, "send", self.process, topic=topic, key=_key_text(msg.key),
                             msg_id=msg.msg_id, producer=msg.producer, seq=msg.seq,
@@ -186,6 +205,7 @@ class DeliveryRecorder:
         """The delivery report for `sent` (bound per message with functools.partial:
         confluent-kafka's delivery reports do not carry the message's headers, so the
         msg_id / producer / seq come from the Message we sent)."""
+        self._answered(sent.msg_id)
         fields: dict[str, Any] = {
             "topic": msg.topic(),
             "key": _key_text(sent.key),
@@ -446,6 +466,12 @@ class ProducerGroup(WorkerGroup):
             out["info"] += r.info
             out["in_flight"] += r.in_flight
         return out
+
+    def oldest_outstanding(self, now: float) -> float:
+        """Seconds the group's oldest unanswered send has waited at `now` (monotonic).
+        A Java producer's sends are left out: it reports completions only."""
+        return max((w.recorder.oldest_outstanding(now) for w in self.workers
+                    if isinstance(w.recorder, DeliveryRecorder)), default=0.0)
 
     def errors(self) -> dict[str, int]:
         out: dict[str, int] = {}

@@ -23,6 +23,7 @@ history and converts it to Parquet.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import fcntl
 import json
 import logging
@@ -79,6 +80,14 @@ def _last_index(path: Path) -> int:
         for row in read_jsonl(path):
             last = max(last, int(row.get("index", -1)))
     return last
+
+
+@dataclasses.dataclass(frozen=True)
+class ProducerLag:
+    """Seconds behind: the mean wait of the sends in flight, and the oldest one's."""
+
+    mean_wait: float = 0.0
+    oldest_wait: float = 0.0
 
 
 class WorkloadRun:
@@ -247,13 +256,15 @@ class WorkloadRun:
         while self.running():
             time.sleep(poll)
 
-    def producer_lag(self) -> float:
-        """How far behind the producers are, in seconds: for each group with a rate, its
-        sends in flight over that rate (by Little's law, their mean wait); the largest.
-        0 when no group has a rate (as fast as possible has no "behind")."""
-        lags = [g.totals()["in_flight"] / g.settings.rate for g in self.producers
-                if g.settings.rate > 0 and g.alive()]
-        return max(lags, default=0.0)
+    def producer_lag(self) -> ProducerLag:
+        """How far behind the producers with a rate are (as fast as possible has no
+        "behind"): per group, its sends in flight over its rate (by Little's law, their
+        mean wait), and the longest any unanswered send has waited; the largest of each."""
+        paced = [g for g in self.producers if g.settings.rate > 0 and g.alive()]
+        now = time.monotonic()
+        return ProducerLag(
+            max((g.totals()["in_flight"] / g.settings.rate for g in paced), default=0.0),
+            max((g.oldest_outstanding(now) for g in paced), default=0.0))
 
     def totals(self) -> dict[str, int]:
         out: dict[str, int] = {}

@@ -62,6 +62,24 @@ def test_invoke_then_ok_with_partition_and_offset(history):
     assert (rec.acked, rec.in_flight) == (1, 0)
 
 
+def test_the_oldest_unanswered_send_is_the_first_invoked_of_those_left(history, monkeypatch):
+    now = [100.0]
+    monkeypatch.setattr("brownout.workload.producer.time.monotonic", lambda: now[0])
+    rec = DeliveryRecorder(history, "producer-0", "all", retries=5)
+    assert rec.oldest_outstanding(100.0) == 0.0
+    first, second, third = sent(0), sent(1), sent(2)
+    for m in (first, second, third):
+        rec.invoke("t", m)
+        now[0] += 1.0
+    assert rec.oldest_outstanding(103.0) == 3.0
+    rec.on_delivery(second, None, FakeMsg(partition=1, offset=0))  # answered out of order
+    assert rec.oldest_outstanding(103.0) == 3.0
+    rec.on_delivery(first, None, FakeMsg(partition=0, offset=0))
+    assert rec.oldest_outstanding(103.0) == 1.0
+    rec.refused("t", third, "_QUEUE_FULL")
+    assert rec.oldest_outstanding(103.0) == 0.0
+
+
 def test_acks0_ok_has_no_offset(history):
     rec = DeliveryRecorder(history, "producer-0", "0", retries=5)
     m = sent(3)
