@@ -1028,20 +1028,18 @@ class KafkaApis:
                                          "active_producers": []}
                 if topic_error is not None:
                     entry["error_code"], entry["error_message"] = topic_error
-                    parts.append(entry)
-                    continue
-                try:
-                    partition = self.replica_manager.hosted_partition(tp)
-                except PartitionError as e:
-                    entry["error_code"] = e.error
-                    parts.append(entry)
-                    continue
-                entry["active_producers"] = [
-                    {"producer_id": p.producer_id, "producer_epoch": p.epoch,
-                     "last_sequence": p.last_seq, "last_timestamp": p.last_timestamp,
-                     # Not transactional: no coordinator, no open transaction.
-                     "coordinator_epoch": -1, "current_txn_start_offset": -1}
-                    for p in partition.log.producer_state.active_producers()]
+                else:
+                    try:
+                        partition = self.replica_manager.hosted_partition(tp)
+                    except PartitionError as e:
+                        entry["error_code"] = e.error
+                    else:
+                        entry["active_producers"] = [
+                            {"producer_id": p.producer_id, "producer_epoch": p.epoch,
+                             "last_sequence": p.last_seq, "last_timestamp": p.last_timestamp,
+                             # Not transactional: no coordinator, no open transaction.
+                             "coordinator_epoch": -1, "current_txn_start_offset": -1}
+                            for p in partition.log.producer_state.active_producers()]
                 parts.append(entry)
             topics.append({"name": t.name, "partitions": parts})
         return self._response(request, {"throttle_time": 0, "topics": topics})
