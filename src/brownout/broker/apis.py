@@ -498,7 +498,7 @@ class KafkaApis:
                     # The Raft log is no partition of this broker's (Kafka: not in the
                     # metadata cache); a write here must never reach its files.
                     errors[tp] = ErrorCode.unknown_topic_or_partition
-                elif self.metadata.partition_info(topic.name, tp.partition) is None:
+                elif not self.metadata.contains_partition(tp):
                     errors[tp] = ErrorCode.unknown_topic_or_partition
                 elif (problem := _produce_records_problem(version, p.records)) is not None:
                     errors[tp] = problem
@@ -645,7 +645,7 @@ class KafkaApis:
             ):
                 erroneous.append((tp, FetchResult(ErrorCode.topic_authorization_failed)))
                 continue
-            if self.metadata.partition_info(tp.topic, tp.partition) is None:
+            if not self.metadata.contains_partition(TopicPartition(tp.topic, tp.partition)):
                 # Kafka answers a partition its metadata does not have before reading
                 # anything (and before looking at the isolation level).
                 erroneous.append((tp, FetchResult(ErrorCode.unknown_topic_or_partition)))
@@ -958,7 +958,7 @@ class KafkaApis:
                 tp = TopicPartition(t.name, int(p.partition_index))
                 if not self.auth.topic_allowed(ctx, AclOperation.DELETE, t.name):
                     denied.add(tp)
-                elif self.metadata.partition_info(t.name, tp.partition) is None:
+                elif not self.metadata.contains_partition(tp):
                     unknown.add(tp)
                 else:
                     offsets[tp] = int(p.offset)

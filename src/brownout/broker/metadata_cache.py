@@ -24,6 +24,7 @@ from kio.schema.errors import ErrorCode
 
 from ..controller.image import MetadataImage, QuotaEntity, TopicImage
 from ..security.mechanisms import ScramCredential
+from .partition import TopicPartition
 
 NO_LEADER_ID = -1
 
@@ -100,6 +101,11 @@ class MetadataCache(Protocol):
     def num_partitions(self, topic: str) -> int | None: ...
 
     def partition_info(self, topic: str, partition: int) -> PartitionInfo | None: ...
+
+    def contains_partition(self, tp: TopicPartition) -> bool:
+        """Whether the metadata has the partition (Kafka's metadataCache.contains):
+        one it lacks is UNKNOWN_TOPIC_OR_PARTITION, hosted here or not."""
+        ...
 
     def topic_config(self, topic: str) -> Mapping[str, str]:
         """The topic's config overrides (not the broker defaults)."""
@@ -204,6 +210,9 @@ class KRaftMetadataCache:
 
     def partition_info(self, topic: str, partition: int) -> PartitionInfo | None:
         return self.image.partition(topic, partition)
+
+    def contains_partition(self, tp: TopicPartition) -> bool:
+        return self.image.partition(tp.topic, tp.partition) is not None
 
     def topic_config(self, topic: str) -> Mapping[str, str]:
         return self.image.topic_configs.get(topic, {})

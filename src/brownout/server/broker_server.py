@@ -109,8 +109,7 @@ class BrokerServer:
         self.replica_manager.alter_isr = self._alter_isr
         self.replica_manager.isr_eligible = self._isr_eligible
         self.replica_manager.broker_alive = self.metadata.has_alive_broker
-        self.replica_manager.partition_known = (
-            lambda tp: self.metadata.partition_info(tp.topic, tp.partition) is not None)
+        self.replica_manager.partition_known = self.metadata.contains_partition
         # SCRAM users authenticate with the credentials of the published image
         # (AlterUserScramCredentials), as Kafka's CredentialProvider serves them.
         self.socket_server = parts.broker_socket_server(

@@ -174,8 +174,7 @@ class KafkaServer:
         self.replica_manager.alter_isr = self._alter_isr
         self.replica_manager.isr_eligible = self.metadata.has_alive_broker
         self.replica_manager.broker_alive = self.metadata.has_alive_broker
-        self.replica_manager.partition_known = (
-            lambda tp: self.metadata.partition_info(tp.topic, tp.partition) is not None)
+        self.replica_manager.partition_known = self.metadata.contains_partition
         timeout_ms = config["request.timeout.ms"]
         self.alter_partition_channel = RemoteControllerChannel(
             shared.networks["alter-partition"], self._controller_endpoint,

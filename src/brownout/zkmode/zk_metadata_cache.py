@@ -246,6 +246,9 @@ class ZkMetadataCache:
     def partition_info(self, topic: str, partition: int) -> ZkPartitionState | None:
         return self.partition_states.get(topic, {}).get(partition)
 
+    def contains_partition(self, tp: TopicPartition) -> bool:
+        return tp.partition in self.partition_states.get(tp.topic, {})
+
     def topic_config(self, topic: str) -> Mapping[str, str]:
         return self.topic_configs.get(topic, {})
 

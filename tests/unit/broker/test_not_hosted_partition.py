@@ -4,13 +4,17 @@ partition (a reassignment moved the replica away, or the replica is not created 
 the client looks the leader up again; UNKNOWN_TOPIC_OR_PARTITION when it does not."""
 
 import asyncio
+import uuid
 from pathlib import Path
 
 import pytest
 from kio.schema.errors import ErrorCode
 
+from brownout.broker.metadata_cache import KRaftMetadataCache
 from brownout.broker.partition import PartitionError, TopicPartition
 from brownout.broker.replica_manager import FetchRequestPartition, ReplicaManager
+from brownout.controller.image import MetadataImage
+from brownout.controller.records import PartitionRecord, TopicRecord
 from brownout.protocol.records import build_batch
 from brownout.storage import LogConfig, LogManager
 
@@ -23,7 +27,10 @@ def rm(tmp_path: Path):
     log_manager = LogManager([tmp_path], LogConfig())
     log_manager.startup()
     manager = ReplicaManager(1, log_manager, lambda _topic: {"min.insync.replicas": 1})
-    manager.partition_known = lambda tp: tp == KNOWN
+    image = MetadataImage()
+    image.apply(TopicRecord("orders", uuid.UUID(int=1)), 1)
+    image.apply(PartitionRecord(uuid.UUID(int=1), 0, (2, 3), (2, 3), 2), 2)
+    manager.partition_known = KRaftMetadataCache(image).contains_partition
     yield manager
     log_manager.shutdown()
 

@@ -71,6 +71,9 @@ def test_an_update_fills_brokers_topics_and_controller() -> None:
     assert cache.num_partitions("orders") == 2
     info = cache.partition_info("orders", 0)
     assert (info.leader, info.leader_epoch, info.partition_epoch) == (1, 3, 5)
+    assert cache.contains_partition(TopicPartition("orders", 1))
+    assert not cache.contains_partition(TopicPartition("orders", 2))
+    assert not cache.contains_partition(TopicPartition("payments", 0))
     assert cache.controller_id() == ZkCachedControllerId(2)
     assert orders(cache) == [
         {"error_code": ErrorCode.none, "partition_index": 0, "leader_id": 1,
@@ -238,6 +241,7 @@ def test_listeners_hear_the_topics_of_every_update_after_it_is_applied() -> None
     cache.update_metadata(request((state("orders", 0, -2, (1,)),), three_brokers()))
     assert heard == [(["orders", "b"], True), ([], True)]
     assert cache.partition_info("orders", 0) is None  # applied despite the broken one
+    assert not cache.contains_partition(TopicPartition("orders", 0))
 
 
 def test_wait_until_is_woken_by_updates() -> None:
