@@ -32,6 +32,7 @@ import subprocess
 import time
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..common import interrupt
 from ..common.config import ConfigError
@@ -42,6 +43,9 @@ from . import launcher
 from .distribution import Distribution, DistributionError, open_home
 from .state import ClusterState, NodeState, atomic_write_text
 from .topology import HOST, NodeSpec, Topology, TopologyRequest, scram_credentials
+
+if TYPE_CHECKING:
+    from .wire import ClusterMetadata
 
 READY_LINE = "Kafka Server started"  # a KRaft node (KafkaRaftServer)
 
@@ -236,6 +240,14 @@ def log_tail(path: Path | str, lines: int = LOG_TAIL_LINES, since: int = 0) -> s
 # -- the supervisor --------------------------------------------------------------------
 
 
+def metadata_problem(metadata: ClusterMetadata, expected: list[int]) -> str | None:
+    """What keeps a broker's Metadata answer from showing a ready cluster (every
+    broker in `expected`, and a controller), or None when nothing does."""
+    if metadata.broker_ids == expected and metadata.controller_id >= 0:
+        return None
+    return f"brokers {metadata.broker_ids or 'none'}, controller {metadata.controller_id}"
+
+
 class Supervisor:
     """Runs the nodes of the cluster recorded in `state`; saves pids as it goes."""
 
@@ -402,8 +414,14 @@ class Supervisor:
             self.wait_ready([node_id], timeout, whole_cluster=False)
 
     def wait_ready(self, node_ids: list[int], timeout: float, whole_cluster: bool = True) -> None:
-        """Every listed node listens and logged READY_LINE; then (whole_cluster) a broker's
-        Metadata lists every broker of the topology."""
+        """Every listed node listens and logged READY_LINE; then (whole_cluster) every
+        broker's Metadata lists every broker of the topology and names a controller.
+
+        Every broker, not one: a ZooKeeper-mode broker learns the others and the
+        controller from the controller's UpdateMetadata, one broker after another, and
+        until then answers with no brokers and no controller. An admin client that
+        bootstraps from such a broker (librdkafka) waits for a controller no later
+        answer changes, until its timeout."""
         deadline = time.monotonic() + timeout
         pending = list(node_ids)
         while pending:
@@ -423,24 +441,35 @@ class Supervisor:
         from .wire import WireError, fetch_metadata
 
         expected = sorted(n.node_id for n in self.topology.brokers)
-        seen: list[int] = []
-        while True:
-            for spec in self.topology.brokers:
+        waiting = list(self.topology.brokers)
+        seen: dict[int, str] = {}  # what each broker not ready yet last answered
+        while waiting:
+            for spec in list(waiting):
                 address = spec.broker_address
                 assert address is not None
-                with contextlib.suppress(WireError, OSError, ValueError):
-                    seen = fetch_metadata(address, timeout=2.0).broker_ids
-                    if seen == expected:
-                        return
-                    break
+                try:
+                    metadata = fetch_metadata(address, timeout=2.0)
+                except (WireError, OSError, ValueError) as e:
+                    seen[spec.node_id] = f"no answer ({e})"
+                    continue
+                if metadata.broker_ids == expected and metadata.controller_id >= 0:
+                    waiting.remove(spec)
+                else:
+                    seen[spec.node_id] = (f"brokers {metadata.broker_ids or 'none'}, "
+                                          f"controller {metadata.controller_id}")
+            if not waiting:
+                return
             for node_id in node_ids:  # a node that dies while we wait fails at once
                 self._check_alive(node_id)
             if time.monotonic() > deadline:
-                missing = sorted(set(expected) - set(seen))
+                lagging = [s.node_id for s in waiting]
                 raise SupervisorError(
-                    f"cluster not ready after {timeout:.0f}s: Metadata lists brokers "
-                    f"{seen or 'none'}, expected {expected}; missing {missing}\n"
-                    + "\n".join(self._describe_failure(i, "log tail", lines=8) for i in missing[:3])
+                    f"cluster not ready after {timeout:.0f}s: expected every broker's "
+                    f"Metadata to list brokers {expected} and a controller; "
+                    + "; ".join(f"broker {i}: {seen.get(i, 'not asked')}" for i in lagging)
+                    + "\n"
+                    + "\n".join(self._describe_failure(i, "log tail", lines=8)
+                                for i in lagging[:3])
                 )
             time.sleep(0.2)
 
