@@ -452,11 +452,11 @@ class Supervisor:
                 except (WireError, OSError, ValueError) as e:
                     seen[spec.node_id] = f"no answer ({e})"
                     continue
-                if metadata.broker_ids == expected and metadata.controller_id >= 0:
+                problem = metadata_problem(metadata, expected)
+                if problem is None:
                     waiting.remove(spec)
                 else:
-                    seen[spec.node_id] = (f"brokers {metadata.broker_ids or 'none'}, "
-                                          f"controller {metadata.controller_id}")
+                    seen[spec.node_id] = problem
             if not waiting:
                 return
             for node_id in node_ids:  # a node that dies while we wait fails at once
