@@ -419,9 +419,9 @@ class Supervisor:
 
         Every broker, not one: a ZooKeeper-mode broker learns the others and the
         controller from the controller's UpdateMetadata, one broker after another, and
-        until then answers with no brokers and no controller. An admin client that
-        bootstraps from such a broker (librdkafka) waits for a controller no later
-        answer changes, until its timeout."""
+        until then answers with no brokers and no controller. A topic created right
+        after the start then failed once on Kafka 3.9.2: librdkafka's CreateTopics timed
+        out waiting for a controller."""
         deadline = time.monotonic() + timeout
         pending = list(node_ids)
         while pending:
