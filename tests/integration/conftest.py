@@ -56,7 +56,7 @@ from brownout.common.java import JIT_FIRST_TIER
 # Kafka run's CPU (controller-loss: 109 to 73 CPU seconds, its producers' warm-up 6 s to
 # none) on two cores the suite's other worker shares. bench/ measures Kafka's pace with
 # every tier. Set BROWNOUT_KAFKA_OPTS (even empty) to run the suite's Kafka otherwise.
-os.environ.setdefault(KAFKA_OPTS_ENV, JIT_FIRST_TIER)
+os.environ.setdefault(KAFKA_OPTS_ENV, " ".join(JIT_FIRST_TIER))
 
 _SCRIPT = Path(sys.executable).parent / "brownout"
 # The `brownout` console script of this venv (or the same entry point through python).

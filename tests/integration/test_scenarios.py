@@ -165,8 +165,8 @@ workloads:
 # compilations took a third of the test's CPU (docs/scenarios-format.md, pipeline).
 pipeline:
   config:
-    spark.driver.extraJavaOptions: -XX:TieredStopAtLevel=1
-    spark.executor.extraJavaOptions: -XX:TieredStopAtLevel=1
+    spark.driver.extraJavaOptions: -XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m
+    spark.executor.extraJavaOptions: -XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m
 schedule:
   - at: 5s
     id: kill
@@ -220,7 +220,8 @@ def test_pipeline_runs_through_a_broker_kill_and_matches_the_ground_truth(
     assert verdict["pipeline"]["master"] == master
     # the scenario's pipeline.config reached the pipeline's session
     config = json.loads((run_dir / "pipeline" / "pipeline-config.json").read_text())
-    assert config["spark_conf"]["spark.executor.extraJavaOptions"] == "-XX:TieredStopAtLevel=1"
+    assert config["spark_conf"]["spark.executor.extraJavaOptions"] == (
+        "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m")
     # Audited in the pipeline's own process, once drained (not in a JVM of its own).
     assert verdict["pipeline"]["audit_process"] == "pipeline", verdict["pipeline"]
     [check] = [e for e in verdict["expectations"]

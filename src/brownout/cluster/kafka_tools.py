@@ -22,7 +22,7 @@ from .launcher import log_option, uses_log4j2
 # whatever rate it is given: every tier of the JIT.
 CLIENT_JVM_OPTIONS = ("-Xmx256m", "-XX:+UseSerialGC", "-XX:-UsePerfData",
                       "-Djava.awt.headless=true")
-TOOL_JVM_OPTIONS = (*CLIENT_JVM_OPTIONS, JIT_FIRST_TIER)
+TOOL_JVM_OPTIONS = (*CLIENT_JVM_OPTIONS, *JIT_FIRST_TIER)
 
 # Kafka's config/tools-log4j2.yaml (4.x) and config/tools-log4j.properties (3.x): WARN and
 # above, to stderr, so a tool's stdout is only its output.

@@ -70,7 +70,7 @@ JVM_OPTIONS = (
 KAFKA_OPTS_ENV = "BROWNOUT_KAFKA_OPTS"
 # What the storage tool needs: it runs for a few seconds, on its own (the JIT's first
 # tier compiles soon enough for that).
-TOOL_JVM_OPTIONS = ("-Xmx512m", "-XX:+UseSerialGC", JIT_FIRST_TIER, "-XX:-UsePerfData",
+TOOL_JVM_OPTIONS = ("-Xmx512m", "-XX:+UseSerialGC", *JIT_FIRST_TIER, "-XX:-UsePerfData",
                     "-Djava.awt.headless=true")
 
 # Kafka's log pattern (its config/log4j2.yaml and config/log4j.properties), every logger

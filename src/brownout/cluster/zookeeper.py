@@ -67,7 +67,7 @@ JVM_OPTIONS = (
     "-Xms64m",
     "-Xmx512m",
     "-XX:+UseSerialGC",
-    JIT_FIRST_TIER,
+    *JIT_FIRST_TIER,
     "-XX:-UsePerfData",
     "-Djava.awt.headless=true",
     "-Djava.net.preferIPv4Stack=true",

@@ -20,8 +20,12 @@ from pathlib import Path
 
 MINIMUM_JAVA = 17  # what PySpark 4 and the lab's ZooKeeper 3.9 are tested with
 # The JIT's first tier (C1) only: for a JVM that runs for seconds or does little work, C2's
-# compilations cost more CPU than they save, on two cores shared with the lab.
-JIT_FIRST_TIER = "-XX:TieredStopAtLevel=1"
+# compilations cost more CPU than they save, on two cores shared with the lab. Without
+# its upper tiers the JVM reserves 48 MB for compiled code instead of 240 MB; a Spark
+# pipeline's generated code filled that in 95 s, the JIT stopped, and a method handle
+# then failed to link (java.lang.InternalError), which killed the driver's executor.
+# So the first tier keeps the tiered JVM's code cache (reserved, not committed).
+JIT_FIRST_TIER = ("-XX:TieredStopAtLevel=1", "-XX:ReservedCodeCacheSize=240m")
 
 
 

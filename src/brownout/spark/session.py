@@ -112,7 +112,7 @@ LOCAL_TUNING = {
 # 2-core machine at load 6-9 an audit's JVM took 33-44 s with it, 55-78 s without). A
 # streaming pipeline runs for as long as it is left to: it keeps every tier, and so does
 # the audit it runs in its own session once stopped (its JVM compiled Spark already).
-SHORT_JOB_CONF = {"spark.driver.extraJavaOptions": JIT_FIRST_TIER}
+SHORT_JOB_CONF = {"spark.driver.extraJavaOptions": " ".join(JIT_FIRST_TIER)}
 
 
 def is_local(master: str) -> bool:
