@@ -76,6 +76,8 @@ class GroupRuntime:
             task = asyncio.create_task(self._append(write))
             self._writes.add(task)
             task.add_done_callback(self._writes.discard)
+        for note in effects.notes:
+            log.info(note)
         self._wakeup.set()
 
     async def _append(self, write: Any) -> None:

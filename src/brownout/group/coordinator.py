@@ -166,7 +166,9 @@ class GroupCoordinator(Membership, OffsetStore, Admin):
                 for member in group.members.values():
                     self._schedule_heartbeat(member)
                 if len(group.members) > self._config.group_max_size:
-                    self._prepare_rebalance(group)
+                    self._prepare_rebalance(
+                        group, f"more members than group.max.size "
+                        f"({self._config.group_max_size}) after loading")
             self._loading.discard(partition)
             self._owned.add(partition)
             if self._next_cleanup_ms is None:
@@ -238,6 +240,8 @@ class GroupCoordinator(Membership, OffsetStore, Admin):
             if kind == _HEARTBEAT:
                 self._on_heartbeat_expired(group, group.members[member_id])
             elif kind == _PENDING_MEMBER:
+                self._note(f"Pending member {member_id} removed from group {group_id}: it "
+                           "did not join again with its member id within its session timeout")
                 self._remove_pending_member_and_update_group(group, member_id)
             elif kind == _SYNC:
                 self._on_sync_expired(group)

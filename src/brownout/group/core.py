@@ -61,6 +61,9 @@ class CoordinatorCore:
             waiter.answered = True
             self._out.replies.append(Reply(waiter.token, result))
 
+    def _note(self, text: str) -> None:
+        self._out.notes.append(text)
+
     def _append(
         self,
         group_id: str,

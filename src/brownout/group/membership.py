@@ -48,7 +48,9 @@ class Membership(CoordinatorCore):
         if not member.is_new and (member.awaiting_join or member.awaiting_sync):
             member.heartbeat_deadline_ms = None
             return
-        self._remove_member_and_update_group(group, member)
+        self._remove_member_and_update_group(
+            group, member, f"its session expired ({member.session_timeout_ms} ms without "
+            "a heartbeat)")
 
     def _on_sync_expired(self, group: GroupMetadata) -> None:
         timer, group.sync_timer = group.sync_timer, None
@@ -60,9 +62,11 @@ class Membership(CoordinatorCore):
         ):
             return
         # Members that got their JoinGroup response but never sent SyncGroup are gone.
-        for member_id in sorted(group.pending_sync_members):
+        missing = sorted(group.pending_sync_members)
+        for member_id in missing:
             self._drop_member(group, member_id)
-        self._prepare_rebalance(group)
+        self._prepare_rebalance(
+            group, f"no SyncGroup from {', '.join(missing)} within the rebalance timeout")
 
     def _on_join_timer(self, group: GroupMetadata) -> None:
         timer = group.join_timer
@@ -141,6 +145,9 @@ class Membership(CoordinatorCore):
             # JoinGroup v4+: hand out the id first; the member only counts once it
             # rejoins with it, and is forgotten if it does not within its session.
             group.pending_members[new_id] = self._now + req.session_timeout_ms
+            self._note(f"A member without an id joins group {group.group_id} in state "
+                       f"{group.state.value}: it gets the id {new_id}, pending until it "
+                       "joins again with it")
             return self._join_error(waiter, _E.member_id_required, new_id)
         self._add_member_and_rebalance(group, new_id, waiter, req)
 
@@ -239,7 +246,7 @@ class Membership(CoordinatorCore):
         group.add(member)
         member.join_waiter = waiter
         self._schedule_heartbeat(member, NEW_MEMBER_JOIN_TIMEOUT_MS)
-        self._maybe_prepare_rebalance(group)
+        self._maybe_prepare_rebalance(group, f"member {member_id} joined")
 
     def _update_member_and_rebalance(
         self, group: GroupMetadata, member: MemberMetadata, waiter: Waiter, req: JoinGroupRequest
@@ -248,7 +255,7 @@ class Membership(CoordinatorCore):
         member.rebalance_timeout_ms = req.rebalance_timeout_ms
         member.session_timeout_ms = req.session_timeout_ms
         self._park_join(member, waiter)
-        self._maybe_prepare_rebalance(group)
+        self._maybe_prepare_rebalance(group, f"member {member.member_id} rejoined")
 
     def _update_static_member_and_rebalance(
         self,
@@ -279,7 +286,8 @@ class Membership(CoordinatorCore):
 
         if group.is_(_S.STABLE):
             if group.protocol_name != group.select_protocol():
-                self._maybe_prepare_rebalance(group)
+                self._maybe_prepare_rebalance(
+                    group, f"static member {instance_id} rejoined with other protocols")
                 return
             assignment = {m.member_id: m.assignment for m in group.members.values()}
             generation = group.generation_id
@@ -340,7 +348,7 @@ class Membership(CoordinatorCore):
             self._append(group.group_id, [record], "group", stored)
         elif group.is_(_S.COMPLETING_REBALANCE):
             # The leader may already be assigning to the old id: start over.
-            self._prepare_rebalance(group)
+            self._prepare_rebalance(group, f"static member {instance_id} rejoined")
         elif group.is_(_S.PREPARING_REBALANCE):
             pass  # parked like everyone else
         else:
@@ -348,11 +356,14 @@ class Membership(CoordinatorCore):
 
     # ===== rebalance ==============================================================
 
-    def _maybe_prepare_rebalance(self, group: GroupMetadata) -> None:
+    def _maybe_prepare_rebalance(self, group: GroupMetadata, reason: str) -> None:
         if group.state in CAN_REBALANCE_FROM:
-            self._prepare_rebalance(group)
+            self._prepare_rebalance(group, reason)
 
-    def _prepare_rebalance(self, group: GroupMetadata) -> None:
+    def _prepare_rebalance(self, group: GroupMetadata, reason: str) -> None:
+        self._note(f"Preparing to rebalance group {group.group_id} in state "
+                   f"{group.state.value} with old generation {group.generation_id} "
+                   f"(reason: {reason})")
         if group.is_(_S.COMPLETING_REBALANCE):
             # Followers parked in SyncGroup must rejoin the new generation.
             self._reset_and_propagate_assignment_error(group, _E.rebalance_in_progress)
@@ -385,6 +396,9 @@ class Membership(CoordinatorCore):
         # (they may be restarting) until their session expires.
         for member in group.not_yet_rejoined():
             if member.group_instance_id is None:
+                self._note(f"Member {member.member_id} removed from group {group.group_id} "
+                           "in state PreparingRebalance: it did not join again within the "
+                           "rebalance timeout")
                 self._drop_member(group, member.member_id)
         if group.is_(_S.DEAD):
             return
@@ -394,6 +408,10 @@ class Membership(CoordinatorCore):
             group.join_timer = JoinTimer(self._now + max(group.rebalance_timeout_ms(), 1), False)
             return
         group.init_next_generation(self._now)
+        self._note(f"Group {group.group_id} moved to generation {group.generation_id} with "
+                   f"{len(group.members)} member(s)"
+                   + (f", leader {group.leader_id}" if group.leader_id else "")
+                   + f" ({group.state.value})")
         if group.is_(_S.EMPTY):
             # Persist "no members" so a reload does not resurrect the old generation.
             # A failure is harmless (Kafka only logs it).
@@ -420,10 +438,14 @@ class Membership(CoordinatorCore):
         self._answer(waiters[0], JoinGroupResult(error=_E.unknown_member_id))
         self._answer(waiters[1], SyncGroupResult(error=_E.unknown_member_id))
 
-    def _remove_member_and_update_group(self, group: GroupMetadata, member: MemberMetadata) -> None:
+    def _remove_member_and_update_group(
+        self, group: GroupMetadata, member: MemberMetadata, why: str
+    ) -> None:
+        self._note(f"Member {member.member_id} removed from group {group.group_id} "
+                   f"in state {group.state.value}: {why}")
         self._drop_member(group, member.member_id)
         if group.state in (_S.STABLE, _S.COMPLETING_REBALANCE):
-            self._maybe_prepare_rebalance(group)
+            self._maybe_prepare_rebalance(group, f"member {member.member_id} removed")
         elif group.is_(_S.PREPARING_REBALANCE):
             self._try_complete_join(group)
 
@@ -507,7 +529,8 @@ class Membership(CoordinatorCore):
                 self._reset_and_propagate_assignment_error(
                     group, persistence.map_group_store_error(error)
                 )
-                self._maybe_prepare_rebalance(group)
+                self._maybe_prepare_rebalance(
+                    group, f"the assignment could not be stored ({error.name})")
                 return
             for member in group.members.values():
                 member.assignment = full.get(member.member_id, b"")
@@ -590,7 +613,8 @@ class Membership(CoordinatorCore):
                 if current is None:
                     error = _E.unknown_member_id
                 else:
-                    self._remove_member_and_update_group(group, group.members[current])
+                    self._remove_member_and_update_group(
+                        group, group.members[current], "removed by LeaveGroup (its instance id)")
                     error = _E.none
             elif member_id in group.pending_members:
                 self._remove_pending_member_and_update_group(group, member_id)
@@ -598,7 +622,8 @@ class Membership(CoordinatorCore):
             else:
                 error = self._validate_current_member(group, member_id, instance_id)
                 if error is None:
-                    self._remove_member_and_update_group(group, group.members[member_id])
+                    self._remove_member_and_update_group(
+                        group, group.members[member_id], "it left the group (LeaveGroup)")
                     error = _E.none
             results.append(LeaveMemberResult(member_id, instance_id, error))
         self._answer(waiter, LeaveGroupResult(_E.none, tuple(results)))

@@ -380,7 +380,9 @@ class Write:
 
 @dataclass
 class Effects:
-    """What one call asks the shell to do, in order: append writes, send replies.
+    """What one call asks the shell to do, in order: append writes, send replies, log
+    the notes (each rebalance and each member that left or failed, in words: Kafka's
+    coordinator logs them at INFO, and they are what explains a rebalance afterwards).
 
     Replies never depend on writes of the same batch: a reply that needs durability is
     held inside the coordinator and released by a later ``write_completed``.
@@ -388,7 +390,9 @@ class Effects:
 
     replies: list[Reply] = field(default_factory=list)
     writes: list[Write] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
     def extend(self, other: Effects) -> None:
         self.replies.extend(other.replies)
         self.writes.extend(other.writes)
+        self.notes.extend(other.notes)

@@ -44,6 +44,7 @@ class Harness:
         self.tokens = itertools.count(1)
         self.replies: dict[int, Any] = {}
         self.pending: list[Write] = []
+        self.notes: list[str] = []
         self.log: dict[int, list[tuple[bytes, bytes | None]]] = {}
         self.auto_write = True
         if load:
@@ -57,6 +58,7 @@ class Harness:
             assert reply.token not in self.replies, f"token {reply.token} answered twice"
             self.replies[reply.token] = reply.result
         self.pending.extend(effects.writes)
+        self.notes.extend(effects.notes)
         if self.auto_write:
             self.complete_writes()
 

@@ -34,13 +34,18 @@ def test_member_id_required_then_rejoin(h: Harness) -> None:
 
 def test_pending_member_expires_after_session_timeout(h: Harness) -> None:
     ids, gen = h.stable_group(1)
+    h.notes.clear()
     pending = h.result(h.join(require_known=True, session=SESSION)).member_id
+    assert h.notes == [f"A member without an id joins group {GROUP} in state Stable: it "
+                       f"gets the id {pending}, pending until it joins again with it"]
     assert pending in h.coord.group(GROUP).pending_members
     h.advance(SESSION - 1)
     h.heartbeat(ids[0], gen)
     assert pending in h.coord.group(GROUP).pending_members
     h.advance(1)
     assert pending not in h.coord.group(GROUP).pending_members
+    assert h.notes[-1] == (f"Pending member {pending} removed from group {GROUP}: it did "
+                           "not join again with its member id within its session timeout")
     assert h.state() == "Stable"  # a pending member never triggered a rebalance
     assert h.result(h.join(pending)).error == E.unknown_member_id
 
@@ -74,6 +79,8 @@ def test_rebalance_timeout_removes_members_that_did_not_rejoin(h: Harness) -> No
     r0 = h.result(t0)
     assert r0.error == E.none and r0.generation_id == gen + 1
     assert {m.member_id for m in r0.members} == {ids[0], ids[1]}
+    assert f"Member {ids[2]} removed from group {GROUP} in state PreparingRebalance: it " \
+        "did not join again within the rebalance timeout" in h.notes
     assert h.result(h.heartbeat(ids[2], gen)).error == E.unknown_member_id
     assert h.result(t1).generation_id == gen + 1
 
@@ -266,3 +273,38 @@ def test_group_max_size() -> None:
     ids, _ = h.stable_group(1)
     assert h.result(h.join(client_id="extra")).error == E.group_max_size_reached
     assert list(h.coord.group(GROUP).members) == ids
+
+
+def test_every_rebalance_and_removal_is_noted_with_its_reason(h: Harness) -> None:
+    # What the node logs at INFO: why each rebalance started and who left or failed.
+    ids, gen = h.stable_group(2)
+    assert h.notes == [
+        f"Preparing to rebalance group {GROUP} in state Empty with old generation 0 "
+        f"(reason: member {ids[0]} joined)",
+        f"Group {GROUP} moved to generation 1 with 2 member(s), leader {ids[0]} "
+        "(CompletingRebalance)",
+    ]
+    h.notes.clear()
+    # Only the leader heartbeats: the follower's session expires.
+    while ids[1] in h.coord.group(GROUP).members:
+        h.heartbeat(ids[0], gen)
+        h.advance(1_000)
+    assert h.notes == [
+        f"Member {ids[1]} removed from group {GROUP} in state Stable: its session expired "
+        f"({SESSION} ms without a heartbeat)",
+        f"Preparing to rebalance group {GROUP} in state Stable with old generation {gen} "
+        f"(reason: member {ids[1]} removed)",
+    ]
+    h.notes.clear()
+    h.join(ids[0])
+    assert h.notes == [f"Group {GROUP} moved to generation {gen + 1} with 1 member(s), "
+                       f"leader {ids[0]} (CompletingRebalance)"]
+    h.notes.clear()
+    h.leave((ids[0], None))
+    assert h.notes == [
+        f"Member {ids[0]} removed from group {GROUP} in state CompletingRebalance: it left "
+        "the group (LeaveGroup)",
+        f"Preparing to rebalance group {GROUP} in state CompletingRebalance with old "
+        f"generation {gen + 1} (reason: member {ids[0]} removed)",
+        f"Group {GROUP} moved to generation {gen + 2} with 0 member(s) (Empty)",
+    ]
