@@ -21,6 +21,7 @@ from brownout.cluster.process import NodeProcess, combined_node_properties
 from brownout.storage import random_uuid
 from brownout.workload.consumer import ConsumerSettings
 from brownout.workload.consumer_group import ConsumerGroup
+from brownout.workload.kp_consumer import client_kwargs, subscribe
 from brownout.workload.producer import ProducerSettings
 from brownout.workload.run import WorkloadRun, do_final_read
 
@@ -154,6 +155,23 @@ def test_kafka_python_consumer_group_records_the_same_history(node, tmp_path):
     assert metadata["learned"] == [1] and metadata["client"] == "consumer-kp-0"
     with pytest.raises(ValueError, match="unknown consumer client"):
         ConsumerSettings(node.bootstrap, [topic], group="kp", client="jvm").validate()
+
+
+def test_kafka_python_member_knows_its_partitions_before_it_joins(node):
+    # The partitions the group's leader will assign from must be those of the topics it
+    # subscribed to; learned before subscribing, they were not (an empty record), and
+    # the rejoin the next Metadata started could leave the member without heartbeats.
+    from kafka import KafkaConsumer
+
+    topic = new_topic(node.bootstrap, partitions=2)
+    settings = ConsumerSettings(node.bootstrap, [topic], group=f"kp-{topic}",
+                                client="kafka-python")
+    consumer = KafkaConsumer(**client_kwargs(settings, "kp-order"))
+    try:
+        subscribe(consumer, [topic], None)
+        assert consumer._coordinator._metadata_snapshot == {topic: {0, 1}}
+    finally:
+        consumer.close()
 
 
 def test_cli_produce_then_check_prints_the_counts(node, tmp_path):

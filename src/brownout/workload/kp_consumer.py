@@ -53,6 +53,26 @@ def client_kwargs(settings: ConsumerSettings, client_id: str) -> dict[str, Any]:
     return kwargs
 
 
+def subscribe(consumer: Any, topics: list[str], listener: Any) -> None:
+    """Subscribe a kafka-python consumer, then learn its topics' partitions, in that order.
+
+    kafka-python joins its group without waiting for its first Metadata (the Java
+    consumer waits): a join that wins that race assigns nothing, and with a long
+    metadata.max.age.ms the member idles, so the partitions are learned before the first
+    poll. And after subscribing: the group's leader keeps the subscribed topics'
+    partitions it assigned from, and rejoins when a later Metadata shows others.
+    Learned before subscribing, they are missing from that record, and the Metadata
+    that subscribing asks for starts such a rejoin, which kafka-python 3.0.12 can lose:
+    its join loop ends once the leader's new assignment makes the two agree, before the
+    join it started is finished, so heartbeats stay off, the coordinator drops the
+    member and it never fetches (seen on a busy machine: revoked 8 ms after its first
+    assignment, never assigned again).
+    """
+    consumer.subscribe(list(topics), listener=listener)
+    for topic in topics:
+        consumer.partitions_for_topic(topic)
+
+
 class _Record:
     """A kafka-python ConsumerRecord with confluent-kafka's Message accessors, so that
     `PollRecorder` records both clients' records the same way."""
@@ -202,12 +222,7 @@ class KafkaPythonConsumerWorker(MemberBase):
             # The cluster object is kafka-python's own; its listener is the one hook
             # that sees every Metadata response the consumer applies.
             consumer._client.cluster.add_listener(self._on_metadata)
-            # kafka-python joins its group without waiting for its first Metadata (the
-            # Java consumer waits): a join that wins that race assigns nothing, and with
-            # a long metadata.max.age.ms the member idles. Learn the topics first.
-            for topic in self.settings.topics:
-                consumer.partitions_for_topic(topic)
-            consumer.subscribe(list(self.settings.topics), listener=self._listener())
+            subscribe(consumer, self.settings.topics, self._listener())
 
         def poll() -> list[_Record]:
             batches = consumer.poll(timeout_ms=100, max_records=500).values()
