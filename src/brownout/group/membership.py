@@ -64,7 +64,7 @@ class Membership(CoordinatorCore):
         # Members that got their JoinGroup response but never sent SyncGroup are gone.
         missing = sorted(group.pending_sync_members)
         for member_id in missing:
-            self._drop_member(group, member_id)
+            self._drop_member(group, member_id, "no SyncGroup within the rebalance timeout")
         self._prepare_rebalance(
             group, f"no SyncGroup from {', '.join(missing)} within the rebalance timeout")
 
@@ -109,7 +109,7 @@ class Membership(CoordinatorCore):
 
         if not self._accept_joining_member(group, req.member_id):
             if group.has(req.member_id):
-                self._drop_member(group, req.member_id)
+                self._drop_member(group, req.member_id, "the group is at group.max.size")
             self._join_error(waiter, _E.group_max_size_reached, UNKNOWN_MEMBER_ID)
         elif is_unknown:
             self._new_member_join(group, waiter, req)
@@ -396,10 +396,8 @@ class Membership(CoordinatorCore):
         # (they may be restarting) until their session expires.
         for member in group.not_yet_rejoined():
             if member.group_instance_id is None:
-                self._note(f"Member {member.member_id} removed from group {group.group_id} "
-                           "in state PreparingRebalance: it did not join again within the "
-                           "rebalance timeout")
-                self._drop_member(group, member.member_id)
+                self._drop_member(group, member.member_id,
+                                  "it did not join again within the rebalance timeout")
         if group.is_(_S.DEAD):
             return
         if not group.maybe_elect_new_joined_leader() and group.members:
@@ -426,11 +424,14 @@ class Membership(CoordinatorCore):
             group.pending_sync_members.add(member.member_id)
         group.sync_timer = SyncTimer(self._now + group.rebalance_timeout_ms(), group.generation_id)
 
-    def _drop_member(self, group: GroupMetadata, member_id: str) -> None:
-        """Remove a member without triggering anything; parked requests learn it."""
+    def _drop_member(self, group: GroupMetadata, member_id: str, why: str) -> None:
+        """Remove a member without triggering anything; parked requests learn it, and the
+        notes say why."""
         member = group.remove(member_id)
         if member is None:
             return
+        self._note(f"Member {member_id} removed from group {group.group_id} in state "
+                   f"{group.state.value}: {why}")
         # Kafka answers a parked JoinGroup with UNKNOWN_MEMBER_ID. A parked SyncGroup
         # would be left to time out in Kafka; we answer it the same way instead.
         waiters = (member.join_waiter, member.sync_waiter)
@@ -441,9 +442,7 @@ class Membership(CoordinatorCore):
     def _remove_member_and_update_group(
         self, group: GroupMetadata, member: MemberMetadata, why: str
     ) -> None:
-        self._note(f"Member {member.member_id} removed from group {group.group_id} "
-                   f"in state {group.state.value}: {why}")
-        self._drop_member(group, member.member_id)
+        self._drop_member(group, member.member_id, why)
         if group.state in (_S.STABLE, _S.COMPLETING_REBALANCE):
             self._maybe_prepare_rebalance(group, f"member {member.member_id} removed")
         elif group.is_(_S.PREPARING_REBALANCE):
