@@ -27,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -370,14 +371,25 @@ def _last_pipeline_run(out: Path) -> dict[str, Any]:
     return {}
 
 
-def _log_tail(path: Path, lines: int = 3) -> str:
-    """The last lines of a log that look like an error, for a one-line reason."""
+# A Java stack frame or its "... 33 more" (stripped).
+_STACK_FRAME = re.compile(r"at [\w$.<>]+\(|\.\.\. \d+ more$")
+
+
+def error_summary(log: str, lines: int = 3) -> str:
+    """The last lines of a log that say what went wrong, for a one-line reason: an
+    exception's headline, its "Caused by" and Spark's "Reason:" line. Stack frames are
+    left out, though their class names may say Error (SparkErrorUtils) and would push
+    the headline out of the summary."""
+    text = [x.strip() for x in log.splitlines() if x.strip()]
+    said = [x for x in text if not _STACK_FRAME.match(x)
+            and ("Error" in x or "Exception" in x or x.startswith("Reason:"))]
+    tail = (said or text)[-lines:]
+    return ": " + " | ".join(t[:300] for t in tail) if tail else ""
+
+
+def _log_tail(path: Path) -> str:
     with contextlib.suppress(OSError):
-        text = path.read_text(errors="replace").splitlines()
-        hits = [x.strip() for x in text if "Error" in x or "Exception" in x]
-        tail = (hits or [x.strip() for x in text if x.strip()])[-lines:]
-        if tail:
-            return ": " + " | ".join(t[:300] for t in tail)
+        return error_summary(path.read_text(errors="replace"))
     return ""
 
 
