@@ -637,9 +637,15 @@ class PipelineProcess:
             time.sleep(0.2)
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
+        started = self._queries_started()
         while self.alive():
             if self._awaits_audit():
                 return True
+            if not started and self._queries_started():
+                # A restart whose queries started only now (two minutes on a busy
+                # machine) drains from now: its drain gets the whole timeout.
+                started = True
+                deadline = max(deadline, time.monotonic() + timeout)
             if time.monotonic() >= deadline:
                 self.kill()
                 break
@@ -656,6 +662,9 @@ class PipelineProcess:
 
     def _registered(self) -> bool:
         return self._own_run() is not None
+
+    def _queries_started(self) -> bool:
+        return "queries_start_s" in (self._own_run() or {})
 
     def _awaits_audit(self) -> bool:
         """This process's run in pipeline.json says it waits for AUDIT_SIGNAL. A run

@@ -20,6 +20,8 @@ from brownout.spark.pipeline import PipelineConfig, PipelineProcess, outputs
 #         a Python process finalising does.
 # late:   as waits, after a second with Python's default SIGTERM action (a restart still
 #         importing on a busy machine): it sets its handlers, then writes its run.
+# slow:   a restart whose queries start 5 s after the SIGTERM (Spark restoring them on a
+#         busy machine), then drain for 3 s: as waits after that.
 STAND_IN = r"""
 import json, os, signal, sys, time
 from pathlib import Path
@@ -32,8 +34,10 @@ def save(run):
 termed = []
 signal.signal(signal.SIGTERM, lambda *_: termed.append(1))
 signal.signal(signal.SIGUSR1, lambda *_: sys.exit(0))
-run = {"pid": os.getpid(), "status": "stopped" if mode == "waits" else "failed",
+run = {"pid": os.getpid(), "status": "failed" if mode == "failed" else "stopped",
        "stopped": time.time()}
+if mode in ("waits", "failed"):
+    run["queries_start_s"] = 1.0
 if mode == "failed":
     run["awaits_audit"] = True
 save(run)
@@ -42,6 +46,12 @@ while not termed:
     time.sleep(0.01)
 if mode == "failed":
     sys.exit(15)
+if mode == "slow":
+    time.sleep(5.0)
+    run["queries_start_s"] = 5.0
+    save(run)
+    time.sleep(3.0)
+    mode = "waits"
 if mode == "waits":
     run["awaits_audit"] = True
     save(run)
@@ -106,6 +116,14 @@ def test_a_pipeline_still_starting_is_drained_once_it_can_take_the_signal(
                                              out=out, audit_run_dir=str(tmp_path)))
     process.proc = subprocess.Popen([sys.executable, "-c", STAND_IN, str(out), "late"])
     assert process.drain(timeout=60)
+    assert process.audit(timeout=60) == 0
+
+
+def test_a_restart_whose_queries_start_late_gets_the_whole_drain(tmp_path: Path) -> None:
+    # Stopped while its queries were still starting, it drains once they run: the
+    # timeout counts from then, not from the SIGTERM (6 s, past at 6 s; it waits at 8 s).
+    process = stand_in(tmp_path, "slow")
+    assert process.drain(timeout=6)
     assert process.audit(timeout=60) == 0
 
 
