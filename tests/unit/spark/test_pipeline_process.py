@@ -34,7 +34,7 @@ def save(run):
 termed = []
 signal.signal(signal.SIGTERM, lambda *_: termed.append(1))
 signal.signal(signal.SIGUSR1, lambda *_: sys.exit(0))
-run = {"pid": os.getpid(), "status": "failed" if mode == "failed" else "stopped",
+run = {"pid": os.getpid(), "status": "stopped" if mode in ("waits", "slow") else "failed",
        "stopped": time.time()}
 if mode in ("waits", "failed"):
     run["queries_start_s"] = 1.0
