@@ -5,6 +5,7 @@ bad arguments), never a traceback."""
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
@@ -83,6 +84,22 @@ def resolve_engine(engine: str | None, distribution: Path | None) -> str | None:
         return engine_home(engine)
     except DistributionError as e:
         raise UsageError(str(e)) from None
+
+
+def check_output_directory(path: Path, option: str = "--out") -> Path:
+    """Refuse, before anything runs, a directory to write into that cannot be made: a
+    file at `path` or on the way to it, or a nearest existing folder that cannot be
+    written. Nothing is created here: a run refused later leaves nothing behind."""
+    whole = path.absolute()
+    for folder in (whole, *whole.parents):
+        if not folder.exists():
+            continue
+        if not folder.is_dir():
+            raise UsageError(f"{option} {path}: {folder} is a file, not a directory")
+        if not os.access(folder, os.W_OK | os.X_OK):
+            raise UsageError(f"{option} {path}: {folder} cannot be written")
+        break
+    return path
 
 
 def fail(message: str, code: int = 1) -> typer.Exit:

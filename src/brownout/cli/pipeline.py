@@ -11,7 +11,14 @@ from typing import Annotated
 import typer
 
 from ..common.extras import pyspark_home
-from ._common import BootstrapOption, DirOption, UsageError, handle_errors, resolve_bootstrap
+from ._common import (
+    BootstrapOption,
+    DirOption,
+    UsageError,
+    check_output_directory,
+    handle_errors,
+    resolve_bootstrap,
+)
 
 pipeline_app = typer.Typer(help="Spark streaming jobs over the workload topics, and their "
                            "audit.", no_args_is_help=True)
@@ -67,6 +74,7 @@ def run_command(
         topic_map = parse_topics(topics)
     except ValueError as e:
         raise UsageError(str(e)) from None
+    check_output_directory(out)
     config = PipelineConfig(
         bootstrap=resolve_bootstrap(bootstrap, directory), topics=topic_map, out=out,
         master=master, trigger=trigger, duration=duration, window=window,

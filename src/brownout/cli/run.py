@@ -24,7 +24,14 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..common import interrupt
-from ._common import DISTRIBUTION_HELP, ENGINE_HELP, UsageError, resolve_engine
+from ._common import (
+    DISTRIBUTION_HELP,
+    ENGINE_HELP,
+    UsageError,
+    check_output_directory,
+    fail,
+    resolve_engine,
+)
 
 if TYPE_CHECKING:
     from ..scenarios.external_stage import External
@@ -176,6 +183,10 @@ def run_command(
         console.print("pipeline: on (Spark takes a while to start; the audit runs after "
                       "the final read)")
     run_dir = out or _default_out(loaded.name + ("-zookeeper" if zookeeper else ""))
+    try:
+        check_output_directory(run_dir)
+    except UsageError as e:
+        raise fail(str(e), 2) from None
     console.print(f"scenario [bold]{loaded.name}[/bold]: {loaded.description}")
     console.print(f"run directory: {run_dir}")
     if repeat is not None:
@@ -462,6 +473,10 @@ def sweep_command(
     if dry_run:
         raise typer.Exit(0)
     sweep_dir = out or Path("runs") / f"{time.strftime('%Y%m%d-%H%M%S')}-{loaded.name}-sweep"
+    try:
+        check_output_directory(sweep_dir)
+    except UsageError as e:
+        raise fail(str(e), 2) from None
     try:
         with interrupt.interruptible():
             outcome = run_sweep(loaded, document, matrix, sweep_dir, seed, jobs=jobs,

@@ -452,6 +452,17 @@ def test_dry_run_checks_the_scenario_with_its_settings_and_runs_nothing(
     assert not out.exists()
 
 
+def test_a_file_where_the_comparison_would_go_is_a_usage_error(
+        tmp_path: Path, kafka_cache: dict[str, str]) -> None:
+    file = tmp_path / "taken"
+    file.write_text("kept\n")
+    result = invoke(["compare", "minority-outage", "--out", str(file / "compare")],
+                    env=kafka_cache)
+    assert result.exit_code == 2, result.output
+    assert f"--out {file / 'compare'}: {file} is a file, not a directory" in result.output
+    assert file.read_text() == "kept\n"
+
+
 def test_a_scenario_only_brownouts_node_can_run_is_refused(
         kafka_cache: dict[str, str]) -> None:
     result = invoke(["compare", "power-loss", "--dry-run"], env=kafka_cache)

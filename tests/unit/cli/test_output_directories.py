@@ -1,0 +1,54 @@
+"""The commands that write a run, a sweep, a comparison or a pipeline's output refuse a
+directory that cannot be made before anything runs: one line naming the option, exit
+status 2, and nothing written."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from _cli import invoke
+
+from brownout.cli._common import UsageError, check_output_directory
+
+COMMANDS = {
+    "run": ["run", "minority-outage"],
+    "run --repeat": ["run", "minority-outage", "--repeat", "2"],
+    "sweep": ["sweep", "rolling-restart-sweep"],
+    "demo": ["demo", "--no-kafka"],
+    "pipeline run": ["pipeline", "run", "--topics", "clicks", "--bootstrap", "127.0.0.1:9"],
+}
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+@pytest.mark.parametrize("below", [False, True], ids=["the file", "below the file"])
+def test_a_file_in_the_way_is_a_usage_error(tmp_path: Path, command: str,
+                                            below: bool) -> None:
+    file = tmp_path / "taken"
+    file.write_text("kept\n")
+    out = file / "run" if below else file
+    result = invoke([*COMMANDS[command], "--out", str(out)], env={"COLUMNS": "200"})
+    assert result.exit_code == 2, result.output
+    assert f"--out {out}: {file} is a file, not a directory" in result.output
+    assert "Traceback" not in result.output
+    assert file.read_text() == "kept\n"
+    assert sorted(tmp_path.iterdir()) == [file]
+
+
+def test_a_directory_that_exists_or_can_be_made_is_not_created_by_the_check(
+        tmp_path: Path) -> None:
+    assert check_output_directory(tmp_path) == tmp_path
+    deep = tmp_path / "a" / "b"
+    assert check_output_directory(deep, "--dir") == deep
+    assert not (tmp_path / "a").exists()
+
+
+def test_a_folder_that_cannot_be_written_is_named(tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    # root may write anywhere, so the folder's mode cannot say it here: access(2) does
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    monkeypatch.setattr(os, "access", lambda path, mode: Path(path) != locked)
+    with pytest.raises(UsageError, match=f"--out {locked}/x: {locked} cannot be written"):
+        check_output_directory(locked / "x")
