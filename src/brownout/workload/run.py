@@ -60,7 +60,7 @@ def load_run(run_dir: Path) -> dict[str, Any]:
     path = run_dir / RUN_FILE
     try:
         return json.loads(path.read_text())
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):
         raise RunError(f"{run_dir} is not a run directory (no {RUN_FILE})") from None
     except ValueError as e:
         raise RunError(f"{path}: {e}") from None

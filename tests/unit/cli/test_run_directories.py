@@ -1,6 +1,7 @@
 """The commands that write a run, a sweep, a comparison or a pipeline's output refuse a
 directory that cannot be made before anything runs: one line naming the option, exit
-status 2, and nothing written."""
+status 2, and nothing written. The commands that read a run say so of a path that is
+not one, a file included."""
 
 from __future__ import annotations
 
@@ -52,3 +53,12 @@ def test_a_folder_that_cannot_be_written_is_named(tmp_path: Path,
     monkeypatch.setattr(os, "access", lambda path, mode: Path(path) != locked)
     with pytest.raises(UsageError, match=f"--out {locked}/x: {locked} cannot be written"):
         check_output_directory(locked / "x")
+
+
+@pytest.mark.parametrize("command", ["check", "report"])
+def test_a_file_is_not_a_run_directory(tmp_path: Path, command: str) -> None:
+    file = tmp_path / "taken"
+    file.write_text("kept\n")
+    result = invoke([command, str(file)], env={"COLUMNS": "200"})
+    assert result.exit_code == 2, result.output
+    assert f"{file} is not a run directory (no run.json)" in result.output
