@@ -816,6 +816,9 @@ def load(path: Path | str, *, lab_cluster: bool = True) -> Scenario:
         text = path.read_text(encoding="utf-8")
     except OSError as e:
         raise ScenarioError(f"cannot read: {e.strerror or e}", source=str(path)) from None
+    except UnicodeDecodeError as e:
+        raise ScenarioError(f"not UTF-8 text (byte {e.start}: {e.reason})",
+                            source=str(path)) from None
     return loads(text, str(path), lab_cluster=lab_cluster)
 
 

@@ -116,6 +116,12 @@ def test_run_refuses_unknown_scenarios_and_bad_files(tmp_path):
     result = CliRunner().invoke(app, ["run", str(bad)])
     assert result.exit_code == 2
     assert f"{bad}:3: workload: unknown key (did you mean 'workloads'?)" in result.output
+    binary = tmp_path / "binary.yaml"
+    binary.write_bytes(b"name: x\n\xff\xfe\n")
+    result = CliRunner().invoke(app, ["run", str(binary), "--validate"])
+    assert result.exit_code == 2
+    assert (f"{binary}: not UTF-8 text (byte 8: invalid start byte)"
+            in result.output), result.output
 
 
 def test_resolve_file_or_name(tmp_path):
