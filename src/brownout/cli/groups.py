@@ -31,6 +31,7 @@ from ..cluster.groups import (
     shifted_offsets,
 )
 from ..common.java_hashmap import hashmap_order
+from ..common.text_file import read_text
 from ._common import (
     BootstrapOption,
     DirOption,
@@ -318,7 +319,7 @@ def _reset_plan(target: ResetTarget, groups: list[str] | None
     if target.from_file is None:
         return None
     try:
-        text = target.from_file.read_text(encoding="utf-8")
+        text = read_text(target.from_file)
     except OSError as e:
         raise UsageError(f"--from-file: cannot read {target.from_file}: "
                          f"{e.strerror or e}") from None

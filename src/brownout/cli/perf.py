@@ -40,6 +40,7 @@ from ..cluster.perf_stats import (
     format_date,
 )
 from ..common.properties import read_properties
+from ..common.text_file import read_text
 from ._common import BootstrapOption, DirOption, UsageError, fail, handle_errors, resolve_bootstrap
 
 # confluent-kafka is imported by perf_clients, which the commands import when they run.
@@ -97,7 +98,7 @@ def _read_payloads(path_text: str, delimiter: str) -> list[bytes]:
     _echo(f"Reading payloads from: {path.absolute()}")
     if not path.is_file() or path.stat().st_size == 0:
         raise fail("File does not exist or empty file provided.", 1)
-    payloads = payloads_from_text(path.read_text(encoding="utf-8"), delimiter)
+    payloads = payloads_from_text(read_text(path), delimiter)
     _echo(f"Number of messages read: {len(payloads)}")
     return payloads
 

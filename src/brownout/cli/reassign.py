@@ -18,6 +18,7 @@ from ..cluster.reassign import (
     parse_reassignment_json,
     parse_topics_json,
 )
+from ..common.text_file import read_text
 from ._common import (
     BootstrapOption,
     DirOption,
@@ -45,7 +46,7 @@ def _read(path: Path | None, option: str, action: str) -> str:
     if path is None:
         raise UsageError(f"{action} needs {option}")
     try:
-        return path.read_text()
+        return read_text(path)
     except OSError as e:
         raise ReassignError(f"cannot read {option} {path}: {e.strerror or e}") from None
 

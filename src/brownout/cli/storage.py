@@ -10,6 +10,7 @@ import typer
 
 from ..common.config import ConfigError
 from ..common.kafka_config import KafkaConfig
+from ._common import handle_errors
 
 # The log layer (storage, and kio behind it) is imported by the commands that use it, so
 # that `brownout --help` starts without it.
@@ -29,6 +30,7 @@ def random_uuid_command() -> None:
 
 
 @storage_app.command("format")
+@handle_errors  # a config that cannot be read or is not text, a log dir that cannot be written
 def format_command(
     cluster_id: Annotated[
         str, typer.Option("--cluster-id", "-t", help="The cluster id (see random-uuid).")

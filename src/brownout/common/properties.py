@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from .text_file import read_text
+
 _ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
 
 
@@ -73,7 +75,7 @@ def parse_properties(text: str) -> dict[str, str]:
 
 
 def read_properties(path: Path) -> dict[str, str]:
-    return parse_properties(path.read_text(encoding="utf-8"))
+    return parse_properties(read_text(path))
 
 
 def format_properties(values: dict[str, object], header: str | None = None) -> str:

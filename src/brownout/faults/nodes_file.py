@@ -35,6 +35,7 @@ from yaml.constructor import ConstructorError, SafeConstructor
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from ..cluster.zookeeper import ZOOKEEPER_HOST_BASE
+from ..common.text_file import read_text
 
 # The process faults a nodes file can drive; restart and rolling-restart are terminate
 # (kill when terminate does not finish) and start.
@@ -250,8 +251,7 @@ def parse(text: str, source: str = "<nodes file>") -> NodesFile:
 def load(path: str) -> NodesFile:
     """Read and parse the nodes file at `path` (NodesFileError also when unreadable)."""
     try:
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
+        text = read_text(path)
     except OSError as e:
         raise NodesFileError(f"cannot read it: {e.strerror or e}", str(path)) from None
     return parse(text, str(path))

@@ -113,6 +113,7 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from ..check.over_runs import OverRunsSpec
 from ..cluster.topology import CONTROLLER_ID_BASE, DEFAULT_ZOOKEEPERS
+from ..common.text_file import read_text
 from ..faults.kinds import ACTIONS as FAULT_ACTIONS
 from ..faults.kinds import FROM_GROUPS, FROM_ZOOKEEPER_KRAFT, JOURNAL_ACTIONS
 from ..faults.kinds import ROOT_ACTIONS as ROOT_STORAGE_ACTIONS
@@ -813,12 +814,9 @@ def sweep_cells(document: dict[str, Any], matrix: Matrix,
 def load(path: Path | str, *, lab_cluster: bool = True) -> Scenario:
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_text(path)
     except OSError as e:
         raise ScenarioError(f"cannot read: {e.strerror or e}", source=str(path)) from None
-    except UnicodeDecodeError as e:
-        raise ScenarioError(f"not UTF-8 text (byte {e.start}: {e.reason})",
-                            source=str(path)) from None
     return loads(text, str(path), lab_cluster=lab_cluster)
 
 

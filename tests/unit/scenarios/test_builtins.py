@@ -120,7 +120,7 @@ def test_run_refuses_unknown_scenarios_and_bad_files(tmp_path):
     binary.write_bytes(b"name: x\n\xff\xfe\n")
     result = CliRunner().invoke(app, ["run", str(binary), "--validate"])
     assert result.exit_code == 2
-    assert (f"{binary}: not UTF-8 text (byte 8: invalid start byte)"
+    assert (f"{binary}: cannot read: not UTF-8 text (byte 8: invalid start byte)"
             in result.output), result.output
 
 
