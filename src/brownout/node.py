@@ -74,7 +74,10 @@ def load_config(path: Path, overrides: list[str]) -> KafkaConfig:
 
     if not path.is_file():
         raise NodeStartupError(f"config file {path} does not exist")
-    raw = read_properties(path)
+    try:
+        raw = read_properties(path)
+    except OSError as e:  # unreadable, or not text
+        raise NodeStartupError(f"cannot read {path}: {e.strerror or e}") from None
     for item in overrides:
         key, eq, value = item.partition("=")
         if not eq:
