@@ -57,14 +57,19 @@ def test_payments_acks_all_every_invoke_acked_and_in_the_final_read(node, tmp_pa
     run_dir = tmp_path / "run"
     with WorkloadRun(run_dir, bootstrap=node.bootstrap, command="test") as run:
         run.add_producers(ProducerSettings(node.bootstrap, topic, workload="payments",
-                                           rate=500, duration=3.0, acks="all"))
+                                           rate=500, duration=None, count=1500,
+                                           acks="all"))
         run.add_observer([topic])
         run.start()
         run.wait()
     history = rows(run_dir)
     invokes = {e["msg_id"]: e for e in history if e["f"] == "send" and e["type"] == "invoke"}
     oks = {e["msg_id"]: e for e in history if e["f"] == "send" and e["type"] == "ok"}
-    assert 1300 <= len(invokes) <= 1600  # ~500/s for 3 s
+    # A count, not a duration: a busy machine sends fewer than 500 a second, never more.
+    # The limiter lets a burst of 10 (20 ms at 500/s) go at once, then one send per 2 ms.
+    assert len(invokes) == 1500
+    times = sorted(e["time"] for e in invokes.values())
+    assert times[-1] - times[0] >= (1500 - 10) / 500 - 0.01
     assert oks.keys() == invokes.keys()
     assert all(e["offset"] >= 0 and e["partition"] in (0, 1, 2) for e in oks.values())
     assert all(oks[m]["time"] >= invokes[m]["time"] and oks[m]["index"] > invokes[m]["index"]
