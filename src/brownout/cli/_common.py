@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import os
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
@@ -89,17 +90,31 @@ def resolve_engine(engine: str | None, distribution: Path | None) -> str | None:
 def check_output_directory(path: Path, option: str = "--out") -> Path:
     """Refuse, before anything runs, a directory to write into that cannot be made: a
     file at `path` or on the way to it, or a nearest existing folder that cannot be
-    written. Nothing is created here: a run refused later leaves nothing behind."""
+    written. Nothing is left behind here: a run refused later leaves nothing."""
     whole = path.absolute()
     for folder in (whole, *whole.parents):
         if not folder.exists():
             continue
         if not folder.is_dir():
             raise UsageError(f"{option} {path}: {folder} is a file, not a directory")
-        if not os.access(folder, os.W_OK | os.X_OK):
-            raise UsageError(f"{option} {path}: {folder} cannot be written")
+        # Made and removed rather than asked of access(2): root passes every mode
+        # check, and neither says that /proc or a read-only mount refuses a folder.
+        try:
+            os.rmdir(tempfile.mkdtemp(prefix=".brownout-check-", dir=folder))
+        except OSError as e:
+            raise UsageError(f"{option} {path}: {folder} cannot be written "
+                             f"({e.strerror or e})") from None
         break
     return path
+
+
+def require_output_directory(path: Path, option: str = "--out") -> Path:
+    """`check_output_directory` for the commands that print their own errors rather
+    than use `handle_errors`: the same line, exit status 2."""
+    try:
+        return check_output_directory(path, option)
+    except UsageError as e:
+        raise fail(str(e), 2) from None
 
 
 def fail(message: str, code: int = 1) -> typer.Exit:

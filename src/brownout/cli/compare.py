@@ -16,7 +16,7 @@ import typer
 from rich.console import Console
 
 from ..common import interrupt
-from ._common import UsageError, check_output_directory, fail, resolve_engine
+from ._common import UsageError, require_output_directory, resolve_engine
 
 if TYPE_CHECKING:
     from ..scenarios.compare import Engine
@@ -99,10 +99,7 @@ def compare_command(
     if dry_run:
         raise typer.Exit(0)
     out = out or Path("runs") / f"{time.strftime('%Y%m%d-%H%M%S')}-{loaded.name}-compare"
-    try:
-        check_output_directory(out)
-    except UsageError as e:
-        raise fail(str(e), 2) from None
+    require_output_directory(out)
     console.print(f"comparison directory: {out}")
     try:
         with interrupt.interruptible():

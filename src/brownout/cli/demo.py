@@ -28,7 +28,7 @@ from ..cluster.distribution import DEFAULT_KAFKA_4, Distribution, cache_root, in
 from ..common import interrupt
 from ..common.rundir import VERDICT_FILE
 from ..scenarios import builtin
-from ._common import UsageError, check_output_directory, fail
+from ._common import require_output_directory
 
 if TYPE_CHECKING:
     from ..scenarios.runner import RunOutcome
@@ -141,10 +141,7 @@ def demo_command(
         raise typer.Exit(2)
     if kafka is False:
         engine = None
-    try:
-        check_output_directory(out)
-    except UsageError as e:
-        raise fail(str(e), 2) from None
+    require_output_directory(out)
     try:
         with interrupt.interruptible():
             code = run_demo(out, seed, engine)

@@ -28,8 +28,7 @@ from ._common import (
     DISTRIBUTION_HELP,
     ENGINE_HELP,
     UsageError,
-    check_output_directory,
-    fail,
+    require_output_directory,
     resolve_engine,
 )
 
@@ -183,10 +182,7 @@ def run_command(
         console.print("pipeline: on (Spark takes a while to start; the audit runs after "
                       "the final read)")
     run_dir = out or _default_out(loaded.name + ("-zookeeper" if zookeeper else ""))
-    try:
-        check_output_directory(run_dir)
-    except UsageError as e:
-        raise fail(str(e), 2) from None
+    require_output_directory(run_dir)
     console.print(f"scenario [bold]{loaded.name}[/bold]: {loaded.description}")
     console.print(f"run directory: {run_dir}")
     if repeat is not None:
@@ -473,10 +469,7 @@ def sweep_command(
     if dry_run:
         raise typer.Exit(0)
     sweep_dir = out or Path("runs") / f"{time.strftime('%Y%m%d-%H%M%S')}-{loaded.name}-sweep"
-    try:
-        check_output_directory(sweep_dir)
-    except UsageError as e:
-        raise fail(str(e), 2) from None
+    require_output_directory(sweep_dir)
     try:
         with interrupt.interruptible():
             outcome = run_sweep(loaded, document, matrix, sweep_dir, seed, jobs=jobs,
