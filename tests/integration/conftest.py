@@ -95,14 +95,21 @@ def assert_run_held(returncode: int, verdict: dict[str, Any], output: str = "") 
     session timeout before the first fault: the suite's other worker beside it, a busy
     CI machine) the lab says unknown, exit 3, and then every expectation it measured
     must still have been met. A failed expectation fails the test either way."""
+    assert_verdict_held(verdict, output)
+    assert returncode == (3 if verdict.get("verdict") == "unknown" else 0), output
+
+
+def assert_verdict_held(verdict: dict[str, Any], output: str = "") -> None:
+    """`assert_run_held` for a run judged inside a sweep or a repeat, whose exit status
+    is the whole command's: pass, or unknown (lab overloaded) with every expectation
+    met."""
     failed = [f"{e['name']}: {e.get('detail', '')}" for e in verdict.get("expectations", [])
               if e["passed"] is not True]
     assert not failed, f"expectations not met: {failed}\n{output}"
     if verdict.get("verdict") == "unknown":
         assert str(verdict.get("unknown_reason")).startswith("lab overloaded"), verdict
-        assert returncode == 3, output
     else:
-        assert (verdict.get("verdict"), returncode) == ("pass", 0), output
+        assert verdict.get("verdict") == "pass", output
 
 
 def _random_cluster_id() -> str:

@@ -13,9 +13,10 @@ import subprocess
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 from _time_scale import scaled
-from conftest import BROWNOUT
+from conftest import BROWNOUT, assert_verdict_held
 from test_scenarios import kill_cluster, no_node_left
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(400), pytest.mark.long(75)]
@@ -122,15 +123,25 @@ def test_sweep_runs_every_cell_and_summarises_them(tmp_path: Path) -> None:
         for cell in ("cell-01", "cell-02"):
             kill_cluster(out / cell / "run-001" / "cluster")
     text = result.stdout[-4000:] + result.stderr[-2000:]
-    assert result.returncode == 0, text
     sweep = json.loads((out / "sweep.json").read_text())
     assert [c["values"] for c in sweep["cells"]] == [
         {"workloads.acks-all.rate": 20}, {"workloads.acks-all.rate": 60}]
-    assert sweep["verdicts"] == {"pass": 2, "fail": 0, "unknown": 0}
-    # The rate parameter reached the producers: the faster cell acknowledged more.
-    acked = [{m["name"]: m for m in c["measures"]}["acknowledged_writes"]["mean"]
-             for c in sweep["cells"]]
-    assert acked[1] > acked[0] * 1.5, acked
+    # each run passed, or was too loaded to judge (a node's loop stood still) while every
+    # expectation held; the sweep's exit status says which
+    verdicts = sweep["verdicts"]
+    assert verdicts["fail"] == 0 and verdicts["pass"] + verdicts["unknown"] == 2, verdicts
+    assert result.returncode == (3 if verdicts["unknown"] else 0), text
+    for cell, rate in (("cell-01", 20), ("cell-02", 60)):
+        run_dir = out / cell / "run-001"
+        assert_verdict_held(json.loads((run_dir / "verdict.json").read_text()), text)
+        workloads = json.loads((run_dir / "scenario.json").read_text())["workloads"]
+        assert [w["rate"] for w in workloads] == [rate]
+    # The rate reached cell-01's producer: no more sends than 20 a second allow (a
+    # burst of 4 at once, then one per 50 ms), where the file's 50 a second sends more.
+    sends = sorted(e["time"] for e in pq.read_table(out / "cell-01" / "run-001" /
+                                                    "history.parquet").to_pylist()
+                   if e["f"] == "send" and e["type"] == "invoke")
+    assert len(sends) > 4 and sends[-1] - sends[0] >= (len(sends) - 4) / 20 - 0.01, sends
     for cell in sweep["cells"]:
         [run] = cell["runs"]
         assert (out / run["report"]).is_file()
@@ -140,7 +151,9 @@ def test_sweep_runs_every_cell_and_summarises_them(tmp_path: Path) -> None:
     junit = ET.parse(tmp_path / "junit.xml").getroot()
     assert [s.get("name") for s in junit.findall("testsuite")] == [
         "tiny-sweep cell-01/run-001", "tiny-sweep cell-02/run-001"]
-    assert (junit.get("tests"), junit.get("failures"), junit.get("errors")) == ("2", "0", "0")
+    # an unknown run is an <error> there: CI must not count it as passed
+    assert (junit.get("tests"), junit.get("failures"), junit.get("errors")) == (
+        "2", "0", str(verdicts["unknown"]))
 
     # A second sitting: cell-01's run was interrupted (its verdict says so), cell-02's
     # was judged. --resume sets the interrupted one aside and runs it again with its
@@ -158,14 +171,15 @@ def test_sweep_runs_every_cell_and_summarises_them(tmp_path: Path) -> None:
     finally:
         kill_cluster(out / "cell-01" / "run-001" / "cluster")
     text = again.stdout[-4000:] + again.stderr[-2000:]
-    assert again.returncode == 0, text
+    resumed = json.loads((out / "sweep.json").read_text())["verdicts"]
+    assert resumed["fail"] == 0 and resumed["pass"] + resumed["unknown"] == 2, resumed
+    assert again.returncode == (3 if resumed["unknown"] else 0), text
     assert "1 of 1 run(s) judged already, 0 to run" in again.stdout
     assert (out / "cell-01" / "run-001.interrupted" / "verdict.json").exists()
     rerun = json.loads((out / "cell-01" / "run-001" / "verdict.json").read_text())
-    assert rerun["verdict"] == "pass" and not rerun["interrupted"]
-    assert rerun["seed"] == verdict["seed"]
+    assert_verdict_held(rerun, text)
+    assert not rerun["interrupted"] and rerun["seed"] == verdict["seed"]
     assert kept.read_bytes() == kept_bytes
-    assert json.loads((out / "sweep.json").read_text())["verdicts"]["pass"] == 2
 
     # Another sweep into the same directory is refused before anything runs.
     other = subprocess.run(
