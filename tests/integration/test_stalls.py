@@ -44,11 +44,13 @@ def test_a_paused_node_reports_the_stall_and_status_shows_it(tmp_path: Path) -> 
         alive = time.time()
         with WireClient(node["broker_listener"], 10) as client:
             client.topic_metadata([])
-        stopped = time.time()
+        # Both moments are taken inside the pause, so that this process being held back
+        # by a busy machine around either signal can only make the pause seem shorter.
         os.kill(node["pid"], signal.SIGSTOP)
+        stopped = time.time()
         time.sleep(PAUSE_S)  # the event under test: the process does not run
-        os.kill(node["pid"], signal.SIGCONT)
         continued = time.time()
+        os.kill(node["pid"], signal.SIGCONT)
 
         def covering() -> list[dict]:
             return [
