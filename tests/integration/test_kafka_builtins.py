@@ -6,7 +6,8 @@ test_compare's, beside the node.)
 The suite's Kafka JVMs keep the JIT's first tier (conftest). A SIGTERMed leader's last
 acks=all requests wait until its socket server stops: 1.1 s on an idle machine, 3.5-4.3 s
 with six JVMs (three brokers, three ZooKeeper servers) beside one busy core, which is why
-zk-broker-failover's session is 12 s and its SIGTERM bound 5 s (the scenario's comments).
+zk-broker-failover's session is 12 s and its SIGTERM bound half of it (the scenario's
+comments).
 
 Each run builds its own cluster of Kafka JVMs in the run directory and tears it down
 (two to three minutes on a busy two-core machine). A run judged "unknown: lab overloaded"
