@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from _time_scale import scaled
 from conftest import BROWNOUT
 
 from brownout.cluster import lab
@@ -35,7 +36,7 @@ TOPIC = "faults"
 
 def force_down(directory: Path) -> None:
     with contextlib.suppress(Exception):
-        lab.down(directory, timeout=10)
+        lab.down(directory, timeout=scaled(10))
     state = directory / "cluster.json"
     if state.exists():
         for node in json.loads(state.read_text())["nodes"]:
@@ -60,13 +61,13 @@ def create_topic(bootstrap: str, partitions: int = 3) -> None:
 
 def start_cluster(directory: Path, **network: str) -> tuple[ClusterState, str]:
     request = TopologyRequest(3, 1, False, "fast", **network)
-    result = lab.up(directory, request, timeout=60)
+    result = lab.up(directory, request, timeout=scaled(60))
     bootstrap = result.topology.bootstrap_servers
     create_topic(bootstrap)
     # Each broker applies the new topic at its own pace; a test that asks one of them
     # for a leader right away must not find the topic missing.
     for broker in result.topology.brokers:
-        wait_for(lambda b=broker: _knows_topic(str(b.broker_address)), 30)
+        wait_for(lambda b=broker: _knows_topic(str(b.broker_address)), scaled(30))
     return result.state, bootstrap
 
 
@@ -132,8 +133,8 @@ def make_nemesis(state: ClusterState, events: list | None = None) -> Nemesis:
         fresh,
         seed=7,
         on_event=(lambda t, v: events.append((t, v))) if events is not None else None,
-        terminate_timeout=20,
-        rejoin_timeout=40,
+        terminate_timeout=scaled(20),
+        rejoin_timeout=scaled(40),
     )
 
 
@@ -156,7 +157,7 @@ def test_kill_and_start_a_broker(cluster: tuple[ClusterState, str]) -> None:
     started = nemesis.invoke(Fault("start", str(victim)))
     assert started.outcome == "ok", started.message
     assert nemesis.supervisor.process_state(victim) == "running"
-    assert nemesis.wait_isr_full(40)
+    assert nemesis.wait_isr_full(scaled(40))
 
 
 def test_terminate_a_leader_completes_controlled_shutdown(
@@ -164,7 +165,7 @@ def test_terminate_a_leader_completes_controlled_shutdown(
 ) -> None:
     state, _ = cluster
     nemesis = make_nemesis(state)
-    assert nemesis.wait_isr_full(40)
+    assert nemesis.wait_isr_full(scaled(40))
     result = nemesis.invoke(Fault("terminate", f"leader:{TOPIC}-0"))
     assert result.outcome == "ok", result.message
     [leader] = result.nodes
@@ -191,7 +192,7 @@ def test_pause_and_resume(cluster: tuple[ClusterState, str]) -> None:
 def test_rolling_restart_ends_with_full_isrs(cluster: tuple[ClusterState, str]) -> None:
     state, bootstrap = cluster
     nemesis = make_nemesis(state)
-    assert nemesis.wait_isr_full(40)
+    assert nemesis.wait_isr_full(scaled(40))
     result = nemesis.invoke(Fault("rolling-restart", params={"down": 1.0}))
     assert result.outcome == "ok", result.message
     assert sorted(result.nodes) == [1, 2, 3]
@@ -244,13 +245,13 @@ def test_netns_isolate_heal_latency_and_cleanup(tmp_path: Path) -> None:
 
         nemesis = make_nemesis(state)
         nemesis.setup()
-        assert nemesis.wait_isr_full(40)
+        assert nemesis.wait_isr_full(scaled(40))
         result = nemesis.invoke(Fault("isolate", "3"))
         assert result.outcome == "ok", result.message
         assert result.details["isolated"] == [3]
         detected = wait_for(
             lambda: (parts := nemesis.partitions()) and all(3 not in p.isr for p in parts),
-            timeout=20,
+            timeout=scaled(20),
         )
         print(f"isolated broker 3 left every ISR after {detected:.1f}s")
         # acks=all on RF3 / minISR2 keeps working with two brokers
@@ -266,7 +267,7 @@ def test_netns_isolate_heal_latency_and_cleanup(tmp_path: Path) -> None:
             lambda: (
                 nemesis.wait_registered([3], 1) and all(3 in p.isr for p in nemesis.partitions())
             ),
-            timeout=40,
+            timeout=scaled(40),
         )
         print(f"broker 3 back in every ISR {rejoined:.1f}s after heal")
 
@@ -274,7 +275,7 @@ def test_netns_isolate_heal_latency_and_cleanup(tmp_path: Path) -> None:
             [*BROWNOUT, "fault", "latency", "1", "--delay", "50ms", "--dir", str(directory)],
             capture_output=True,
             text=True,
-            timeout=60,
+            timeout=scaled(60),
         )
         tc_has_netem = "netem" not in latency.stderr
         if not tc_has_netem:

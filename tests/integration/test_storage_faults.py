@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from _time_scale import scaled
 from test_faults import force_down, wait_for
 
 from brownout.cluster import lab
@@ -27,14 +28,14 @@ BROKER = 1
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ClusterState, str]]:
     directory = tmp_path_factory.mktemp("storage") / "lab"
     try:
-        result = lab.up(directory, TopologyRequest(1, 1, False, "fast"), timeout=60)
+        result = lab.up(directory, TopologyRequest(1, 1, False, "fast"), timeout=scaled(60))
         yield result.state, result.topology.bootstrap_servers
     finally:
         force_down(directory)
 
 
 def nemesis(state: ClusterState) -> Nemesis:
-    return Nemesis(ClusterState.require(state.directory), seed=1, rejoin_timeout=40)
+    return Nemesis(ClusterState.require(state.directory), seed=1, rejoin_timeout=scaled(40))
 
 
 def create(bootstrap: str, topic: str, **configs: str) -> None:
@@ -102,7 +103,7 @@ def test_read_only_log_dir_halts_the_broker(cluster) -> None:
 
     outcome: list = []
     worker = threading.Thread(target=lambda: outcome.append(
-        n.invoke(Fault("read-only-logdir", str(BROKER), {"timeout": 20}))))
+        n.invoke(Fault("read-only-logdir", str(BROKER), {"timeout": scaled(20)}))))
     worker.start()
     # The broker halts on its first write after the log dir turned read-only; a produce
     # sent before the fault took hold is acknowledged and must survive like the others.
@@ -113,8 +114,8 @@ def test_read_only_log_dir_halts_the_broker(cluster) -> None:
         acked[0] += ok
         return ok == 0 or not worker.is_alive()
 
-    wait_for(produce_one_refused, 30, step=0.5)
-    worker.join(30)
+    wait_for(produce_one_refused, scaled(30), step=0.5)
+    worker.join(scaled(30))
     assert outcome and outcome[0].outcome == "ok", outcome and outcome[0].message
     assert n.supervisor.process_state(BROKER) == "stopped"
     text = node_log.read_text()[offset:]
