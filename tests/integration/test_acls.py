@@ -89,7 +89,7 @@ def produce_one(conf: dict[str, object], topic: str) -> KafkaError | None:
 
 def until_allowed(conf: dict[str, object], topic: str, timeout: float = 15) -> None:
     # The ACL reaches the broker through the metadata log: a moment after CreateAcls.
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + scaled(timeout)
     while (error := produce_one(conf, topic)) is not None:
         assert error.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED, error
         assert time.monotonic() < deadline, "still refused"
@@ -127,7 +127,7 @@ def test_alice_is_refused_until_an_acl_allows_her_to_write(acl_node: AclNode) ->
         ResourceType.TOPIC, "orders", ResourcePatternType.LITERAL, None, None,
         AclOperation.ANY, AclPermissionType.ANY)])
     assert [acl for f in deleted.values() for acl in f.result(15)] == [write]
-    deadline = time.monotonic() + 15
+    deadline = time.monotonic() + scaled(15)
     while produce_one(acl_node.conf("alice"), "orders") is None:
         assert time.monotonic() < deadline, "still allowed after the ACL was deleted"
         time.sleep(0.2)

@@ -158,7 +158,7 @@ def test_admin_create_list_describe_delete(node, topic):
     deleted = admin.delete_topics([topic, overridden], operation_timeout=10, request_timeout=10)
     for f in deleted.values():
         assert f.result(timeout=15) is None
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + scaled(10)
     while True:
         names = set(admin.list_topics(timeout=5).topics)
         if topic not in names and overridden not in names:

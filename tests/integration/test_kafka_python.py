@@ -7,6 +7,7 @@ import warnings
 
 import pytest
 from _kafka_clients import CLIENT_TIMEOUT_MS
+from _time_scale import scaled
 
 with warnings.catch_warnings():
     # kafka-python 3.0 loads its schemas at import with importlib.resources' legacy API.
@@ -42,7 +43,7 @@ def create(node, name: str, partitions: int = 1, configs=None) -> None:  # type:
             ],
             timeout_ms=CLIENT_TIMEOUT_MS,
         )
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + scaled(10)
         while True:
             described = client.describe_topics([name])
             parts = described[0]["partitions"] if described else []
@@ -215,7 +216,7 @@ def test_admin_create_and_describe(node, topic):
         assert [(b["broker_id"], b["port"]) for b in cluster["brokers"]] == [(1, node.port)]
 
         client.delete_topics([topic], timeout_ms=CLIENT_TIMEOUT_MS)
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + scaled(10)
         while topic in client.list_topics():
             assert time.monotonic() < deadline, "deleted topic still listed"
             time.sleep(0.1)

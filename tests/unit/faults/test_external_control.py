@@ -22,7 +22,7 @@ from brownout.faults.nodes_file import parse
 def test_run_commands_status_output_env_and_timeout(tmp_path: Path) -> None:
     t0 = time.monotonic()
     got = run_commands({1: "echo out-$BROWNOUT_NODE; echo err >&2; exit 3",
-                        2: "sleep 30"}, 0.5, {1: {"BROWNOUT_NODE": "1"}})
+                        2: "sleep 30"}, 2.0, {1: {"BROWNOUT_NODE": "1"}})
     assert time.monotonic() - t0 < scaled(5)  # the `sleep 30` is killed, not waited for
     assert got[1]["status"] == 3
     assert got[1]["output"] == "out-1\nerr\n"
