@@ -180,10 +180,11 @@ duration: 25s
 expectations:
   isr_recovered: true
   step_outcome: {kill: ok, start: ok}
+  # No bound on the writes' unavailability here, unlike minority-outage's: three Spark
+  # JVMs share the two cores with the nodes, and this test is about the pipeline.
   workloads:
     acks-all:
       acked_writes_lost: 0
-      max_unavailable_seconds: "<= 6"
 """
 
 
