@@ -1076,9 +1076,23 @@ def test_admin_on_a_cluster_and_unclean_election_turned_on_live(tmp_path):
             (elected, [KafkaError.ELIGIBLE_LEADERS_NOT_AVAILABLE])]
         c.start(follower)
         # Back and unfenced, but not in the ISR: with unclean election off it may not lead.
+        # `admin` (asked again below) learns it from its own Metadata.
         wait_until(lambda: follower in [b.id for b in
                                         admin.list_topics(timeout=5).brokers.values()],
                    60, "the follower registered again")
+        # Each live broker's own Metadata must list it too: `_elect`'s client asks the witness
+        # and may send ElectLeaders to the follower, and a Metadata response that leaves
+        # the follower out makes librdkafka drop that request (_DESTROY_BROKER).
+        live = {b: next(n.broker_address for n in c.topology.brokers if n.node_id == b)
+                for b in (witness, follower)}
+
+        def listed_by(broker: int) -> bool:
+            brokers = admin_for(live[broker]).list_topics(timeout=5).brokers
+            return sorted(brokers) == sorted(live)
+
+        for broker in live:
+            wait_until(lambda b=broker: listed_by(b), 60,
+                       f"broker {broker}'s Metadata listing the live brokers")
         # The preferred replica is down: no preferred election; an unclean one works.
         assert _elect(witness_address, ElectionType.PREFERRED, [p0]) == {
             (elected, 0): KafkaError.PREFERRED_LEADER_NOT_AVAILABLE}
