@@ -1083,8 +1083,7 @@ def test_admin_on_a_cluster_and_unclean_election_turned_on_live(tmp_path):
         # Each live broker's own Metadata must list it too: `_elect`'s client asks the witness
         # and may send ElectLeaders to the follower, and a Metadata response that leaves
         # the follower out makes librdkafka drop that request (_DESTROY_BROKER).
-        live = {b: next(n.broker_address for n in c.topology.brokers if n.node_id == b)
-                for b in (witness, follower)}
+        live = {b: c.topology.node(b).broker_address for b in (witness, follower)}
 
         def listed_by(broker: int) -> bool:
             brokers = admin_for(live[broker]).list_topics(timeout=5).brokers
