@@ -233,6 +233,10 @@ def test_pipeline_matches_ground_truth():
     empty = evaluate(name, report(), _facts(_audit(True, closed=0)), True)
     assert not empty.passed and empty.observed is None
     assert "no window closed" in empty.detail
+    # The log's own loss is an answer without a closed window; its absence is not.
+    lost = evaluate(name, report(), _facts(_audit(True, lost=5, closed=0)), False)
+    assert lost.passed and lost.observed is False and "5 lost" in lost.detail
+    assert not evaluate(name, report(), _facts(_audit(True, closed=0)), False).passed
 
 
 def test_indeterminate_writes_in_the_log_are_part_of_the_ground_truth():
