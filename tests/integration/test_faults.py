@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from _cluster import wait_until
 from _time_scale import scaled
 from conftest import BROWNOUT
 
@@ -67,7 +68,8 @@ def start_cluster(directory: Path, **network: str) -> tuple[ClusterState, str]:
     # Each broker applies the new topic at its own pace; a test that asks one of them
     # for a leader right away must not find the topic missing.
     for broker in result.topology.brokers:
-        wait_for(lambda b=broker: _knows_topic(str(b.broker_address)), scaled(30))
+        wait_until(lambda b=broker: _knows_topic(str(b.broker_address)), 30,
+                   f"broker {broker.node_id} knows {TOPIC}")
     return result.state, bootstrap
 
 
@@ -78,16 +80,6 @@ def _knows_topic(address: str) -> bool:
         md = client.topic_metadata([TOPIC])
         return sum(p.topic == TOPIC and p.leader >= 0 for p in md.partitions) == 3
     return False
-
-
-def wait_for(predicate, timeout: float, step: float = 0.2) -> float:  # type: ignore[no-untyped-def]
-    """Seconds until `predicate()` held; AssertionError after `timeout`."""
-    t0 = time.monotonic()
-    while not predicate():
-        if time.monotonic() - t0 > timeout:
-            raise AssertionError(f"condition not met within {timeout}s")
-        time.sleep(step)
-    return time.monotonic() - t0
 
 
 def produce(bootstrap: str, count: int, timeout: float = 20.0) -> int:
@@ -249,11 +241,12 @@ def test_netns_isolate_heal_latency_and_cleanup(tmp_path: Path) -> None:
         result = nemesis.invoke(Fault("isolate", "3"))
         assert result.outcome == "ok", result.message
         assert result.details["isolated"] == [3]
-        detected = wait_for(
+        t0 = time.monotonic()
+        wait_until(
             lambda: (parts := nemesis.partitions()) and all(3 not in p.isr for p in parts),
-            timeout=scaled(20),
+            20, "isolated broker 3 left every ISR",
         )
-        print(f"isolated broker 3 left every ISR after {detected:.1f}s")
+        print(f"isolated broker 3 left every ISR after {time.monotonic() - t0:.1f}s")
         # acks=all on RF3 / minISR2 keeps working with two brokers
         others = ",".join(
             a for a in bootstrap.split(",") if not a.startswith(state.topology().node(3).host + ":")
@@ -263,13 +256,14 @@ def test_netns_isolate_heal_latency_and_cleanup(tmp_path: Path) -> None:
         healed = nemesis.heal()
         assert healed.outcome == "ok" and healed.details["removed_rules"] > 0
         assert nemesis.network().rules() == {}
-        rejoined = wait_for(
+        t0 = time.monotonic()
+        wait_until(
             lambda: (
                 nemesis.wait_registered([3], 1) and all(3 in p.isr for p in nemesis.partitions())
             ),
-            timeout=scaled(40),
+            40, "broker 3 back in every ISR",
         )
-        print(f"broker 3 back in every ISR {rejoined:.1f}s after heal")
+        print(f"broker 3 back in every ISR {time.monotonic() - t0:.1f}s after heal")
 
         latency = subprocess.run(
             [*BROWNOUT, "fault", "latency", "1", "--delay", "50ms", "--dir", str(directory)],
