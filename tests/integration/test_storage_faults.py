@@ -11,8 +11,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from _cluster import wait_until
 from _time_scale import scaled
-from test_faults import force_down, wait_for
+from test_faults import force_down
 
 from brownout.cluster import lab
 from brownout.cluster.state import ClusterState
@@ -114,7 +115,7 @@ def test_read_only_log_dir_halts_the_broker(cluster) -> None:
         acked[0] += ok
         return ok == 0 or not worker.is_alive()
 
-    wait_for(produce_one_refused, scaled(30), step=0.5)
+    wait_until(produce_one_refused, 30, "a produce refused, or the fault's end", interval=0.5)
     worker.join(scaled(30))
     assert outcome and outcome[0].outcome == "ok", outcome and outcome[0].message
     assert n.supervisor.process_state(BROKER) == "stopped"
