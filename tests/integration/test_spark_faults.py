@@ -45,17 +45,18 @@ def test_spark_data_loss_fails_the_query_with_sparks_error(tmp_path: Path) -> No
         assert is_data_loss(text), text
         assert reasons(text) and all("orders-0" in r for r in reasons(text)), text
     assert all(f["data_loss"] for f in failures)
-    # A failure while the workload ran was restarted from the checkpoint; the query then
-    # failed again until it ended failed, or went on once the new leader's log had grown
-    # past the failed batch: either way the new leader's records below the offset it had
-    # reached were never read.
+    # A failure while the workload ran was restarted from the checkpoint. The writes end
+    # before the leader's kill, so the new leader's log never grows back past the failed
+    # batch: the restarted query fails again, and the pipeline ends failed.
     assert pipeline["restarts"] >= (1 if failures else 0), pipeline
-    assert pipeline["status"] in ("stopped", "failed"), pipeline
+    assert pipeline["status"] == "failed", pipeline
     # Audited in the pipeline's process, whose queries had failed (not in a JVM of its own).
     assert pipeline["audit_process"] == "pipeline", pipeline
     audit = json.loads((run_dir / "pipeline-check.json").read_text())
     orders = audit["topics"]["orders"]
-    assert orders["skipped_by_pipeline"] > 0, orders
+    # The new leader's records below the offsets the pipeline had read (a busy machine's
+    # late sends, taken after the election; none on a quiet one): never read, and counted.
+    assert isinstance(orders["skipped_by_pipeline"], int), orders
     [skipped] = [e for e in verdict["expectations"] if e["name"] == "pipeline_skipped_records"]
     assert skipped["observed"] == orders["skipped_by_pipeline"]
     no_node_left(run_dir)
