@@ -18,6 +18,7 @@ from _kafka_clients import (
     produce_confluent,
     wait_for_topic,
 )
+from _time_scale import scaled
 from confluent_kafka import (
     Consumer,
     ElectionType,
@@ -461,8 +462,17 @@ def test_aiokafka_admin(node, topic):
                 AioType.TOPIC, topic, configs={"max.message.bytes": "-5"})])
             unknown = await client.alter_configs([AioResource(
                 AioType.TOPIC, topic, configs={"no.such.config": "1"})])
-            described = await client.describe_configs([AioResource(AioType.TOPIC, topic)])
-            return altered, bad, unknown, described
+            # The broker answers AlterConfigs once the controller has committed it, and
+            # applies the record when it replays the metadata log, as Kafka's brokers
+            # do: a DescribeConfigs right after may still read the old value.
+            deadline = time.monotonic() + scaled(15)
+            while True:
+                described = await client.describe_configs([AioResource(AioType.TOPIC, topic)])
+                entries = {e[0]: e[1] for e in described[0].resources[0][4]}
+                if entries["unclean.leader.election.enable"] == "true" or \
+                        time.monotonic() > deadline:
+                    return altered, bad, unknown, described
+                await asyncio.sleep(0.1)
         finally:
             await client.close()
 
