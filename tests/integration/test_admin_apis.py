@@ -8,9 +8,11 @@ import asyncio
 import socket
 import struct
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from _cluster import wait_until
 from _kafka_clients import (
     CLIENT_TIMEOUT_MS,
     admin_for,
@@ -50,6 +52,18 @@ def _error(future) -> KafkaError:  # type: ignore[no-untyped-def]
 def _describe(admin, resource: ConfigResource) -> dict:  # type: ignore[no-untyped-def]
     return next(iter(admin.describe_configs([resource], request_timeout=10).values())).result(
         timeout=10)
+
+
+def _describe_applied(admin, resource: ConfigResource,  # type: ignore[no-untyped-def]
+                      applied: Callable[[dict], bool]) -> dict:
+    """`_describe` once `applied(configs)` holds: a broker answers an alter once the
+    controller has committed it and applies the record when it replays the metadata log,
+    as Kafka's brokers do, so a describe right after may still read the old value."""
+    def probe() -> dict | None:
+        configs = _describe(admin, resource)
+        return configs if applied(configs) else None
+
+    return wait_until(probe, 15, f"{resource} shows the altered configs")
 
 
 def _incremental(admin, resource: ConfigResource, *entries: ConfigEntry,  # type: ignore[no-untyped-def]
@@ -124,7 +138,8 @@ def test_confluent_incremental_alter_configs_topic(node, topic):
                         ConfigEntry("cleanup.policy", "compact",
                                     incremental_operation=AlterConfigOpType.APPEND),
                         ).result(timeout=15) is None
-    configs = _describe(admin, resource)
+    configs = _describe_applied(admin, resource,
+                                lambda c: c["retention.ms"].value == "86400000")
     assert configs["retention.ms"].value == "86400000"
     assert configs["retention.ms"].source == ConfigSource.DYNAMIC_TOPIC_CONFIG.value
     assert configs["min.insync.replicas"].value == "2"
@@ -136,7 +151,8 @@ def test_confluent_incremental_alter_configs_topic(node, topic):
     assert _incremental(admin, resource, ConfigEntry(
         "min.insync.replicas", None, incremental_operation=AlterConfigOpType.DELETE),
     ).result(timeout=15) is None
-    configs = _describe(admin, resource)
+    configs = _describe_applied(admin, resource, lambda c: c["min.insync.replicas"].source
+                                == ConfigSource.DEFAULT_CONFIG.value)
     assert configs["min.insync.replicas"].source == ConfigSource.DEFAULT_CONFIG.value
     assert _acks_all_error(node.bootstrap, topic) is None
 
@@ -152,7 +168,8 @@ def test_confluent_incremental_alter_configs_topic(node, topic):
     assert err.code() == KafkaError.UNKNOWN_TOPIC_OR_PART
     name = "leader.replication.throttled.replicas"
     assert _incremental(admin, resource, _set(name, "0:1")).result(timeout=15) is None
-    assert _describe(admin, resource)[name].value == "0:1"
+    assert _describe_applied(admin, resource, lambda c: c[name].value == "0:1")[name].value \
+        == "0:1"
     err = _error(_incremental(admin, resource, _set(name, "0:1,x")))
     assert (err.code(), err.str()) == (KafkaError.INVALID_CONFIG, (
         f"Invalid value 0:1,x for configuration {name}: {name} must be the literal '*' or a "
@@ -169,7 +186,8 @@ def test_confluent_broker_configs(node, topic):
     try:
         assert _incremental(admin, this, _set("log.retention.ms", "3600000")).result(
             timeout=15) is None
-        entry = _describe(admin, this)["log.retention.ms"]
+        entry = _describe_applied(admin, this, lambda c: c["log.retention.ms"].value
+                                  == "3600000")["log.retention.ms"]
         assert entry.value == "3600000"
         assert entry.source == ConfigSource.DYNAMIC_BROKER_CONFIG.value
         assert not entry.is_read_only
@@ -180,7 +198,8 @@ def test_confluent_broker_configs(node, topic):
         _incremental(admin, this, ConfigEntry(
             "log.retention.ms", None, incremental_operation=AlterConfigOpType.DELETE,
         )).result(timeout=15)
-    assert _describe(admin, ConfigResource("topic", topic))["retention.ms"].value == "604800000"
+    assert _describe_applied(admin, ConfigResource("topic", topic), lambda c: c[
+        "retention.ms"].value == "604800000")["retention.ms"].value == "604800000"
 
     assert _describe(admin, this)["log.dirs"].is_read_only
     err = _error(_incremental(admin, this, _set("log.dirs", "/tmp/elsewhere")))
@@ -200,7 +219,8 @@ def test_confluent_legacy_alter_configs_replaces_the_set(node, topic):
     resource = ConfigResource("topic", topic, set_config={"max.message.bytes": "300000"})
     assert admin.alter_configs([resource], request_timeout=10)[resource].result(
         timeout=15) is None
-    configs = _describe(admin, ConfigResource("topic", topic))
+    configs = _describe_applied(admin, ConfigResource("topic", topic),
+                                lambda c: c["max.message.bytes"].value == "300000")
     assert configs["max.message.bytes"].value == "300000"
     # Keys left out of a legacy AlterConfigs lose their override.
     assert configs["retention.ms"].source == ConfigSource.DEFAULT_CONFIG.value
@@ -368,7 +388,8 @@ def test_kafka_python_create_partitions_and_alter_configs(node, topic):
     unknown = "[Error 40] InvalidConfigurationError: Unknown topic config name: no.such.config"
     assert str(result["topic"][topic]) == unknown
     assert str(legacy["topic"][topic]) == unknown
-    configs = _describe(admin_for(node.bootstrap), ConfigResource("topic", topic))
+    configs = _describe_applied(admin_for(node.bootstrap), ConfigResource("topic", topic),
+                                lambda c: c["segment.ms"].value == "600000")
     assert configs["retention.ms"].value == "3600000"
     assert configs["segment.ms"].value == "600000"
 
@@ -996,7 +1017,7 @@ def test_admin_on_a_cluster_and_unclean_election_turned_on_live(tmp_path):
     the controller elects it, and the other gets a leader from ElectLeaders UNCLEAN.
     When the old leader is back in the ISR, ElectLeaders PREFERRED hands leadership
     back to it."""
-    from _cluster import LabCluster, full_isr, wait_until
+    from _cluster import LabCluster, full_isr
     from kafka.admin import KafkaAdminClient
 
     # No automatic preferred-leader rebalance: it would hand leadership back before
