@@ -483,9 +483,8 @@ def test_aiokafka_admin(node, topic):
                 AioType.TOPIC, topic, configs={"max.message.bytes": "-5"})])
             unknown = await client.alter_configs([AioResource(
                 AioType.TOPIC, topic, configs={"no.such.config": "1"})])
-            # The broker answers AlterConfigs once the controller has committed it, and
-            # applies the record when it replays the metadata log, as Kafka's brokers
-            # do: a DescribeConfigs right after may still read the old value.
+            # Described until the alter shows, as `_describe_applied` does with librdkafka
+            # (and why); here within aiokafka's own event loop.
             deadline = time.monotonic() + scaled(15)
             while True:
                 described = await client.describe_configs([AioResource(AioType.TOPIC, topic)])
